@@ -1,0 +1,193 @@
+//! Turning a caller's Arrow batch into a fact-table chunk, column by column.
+//!
+//! The batch carries a `time` column, the tag columns the caller names, and
+//! fields in every other column. Tags are hashed to `series_id` row by row
+//! through one reused buffer; fields are cast to the fact table's types
+//! without ever becoming rows. Problems are reported per column: a batch is
+//! taken whole or not at all.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, TimestampNanosecondArray, UInt64Array};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::{DataType, TimeUnit};
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::Database;
+use crate::lp::MIN_TIME_NS;
+use crate::names::{self, NameKind};
+use crate::schema::{FieldType, TableSchema};
+use crate::series::{encode_canonical, series_id_of_canonical, SeriesKey};
+use crate::{Error, Result};
+
+fn invalid(column: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidBatch {
+        column: column.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn cast(column: &str, array: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    cast_with_options(array, to, &options).map_err(|e| invalid(column, e.to_string()))
+}
+
+/// The field type an Arrow column is stored as, if it can be.
+fn field_type(data_type: &DataType) -> Option<FieldType> {
+    use DataType::*;
+    Some(match data_type {
+        Float16 | Float32 | Float64 => FieldType::Float,
+        Int8 | Int16 | Int32 | Int64 => FieldType::Integer,
+        UInt8 | UInt16 | UInt32 | UInt64 => FieldType::UInteger,
+        Utf8 | LargeUtf8 | Utf8View => FieldType::String,
+        Dictionary(_, value) if matches!(**value, Utf8 | LargeUtf8 | Utf8View) => FieldType::String,
+        Boolean => FieldType::Boolean,
+        _ => return None,
+    })
+}
+
+/// A validated input batch: its time column in nanoseconds, tag columns as
+/// strings (sorted by name), and field columns with their types.
+pub(crate) struct ArrowInput {
+    time: TimestampNanosecondArray,
+    tags: Vec<(String, ArrayRef)>,
+    /// (name, type, column cast to the type's Arrow type)
+    fields: Vec<(String, FieldType, ArrayRef)>,
+}
+
+impl ArrowInput {
+    /// Checks `batch`'s columns and converts them.
+    pub(crate) fn new(batch: &RecordBatch, tag_columns: &[&str]) -> Result<ArrowInput> {
+        let schema = batch.schema();
+        let time_index = schema
+            .index_of("time")
+            .map_err(|_| invalid("time", "missing: every batch needs a time column"))?;
+        let time = batch.column(time_index);
+        let time = match time.data_type() {
+            DataType::Timestamp(_, _) | DataType::Int64 => cast(
+                "time",
+                time,
+                &DataType::Timestamp(TimeUnit::Nanosecond, None),
+            )?,
+            other => {
+                return Err(invalid(
+                    "time",
+                    format!("has type {other}; expected a timestamp or Int64 nanoseconds"),
+                ))
+            }
+        };
+        if time.null_count() > 0 {
+            return Err(invalid("time", "has NULLs"));
+        }
+        let time = time.as_primitive::<arrow::datatypes::TimestampNanosecondType>().clone();
+        if time.values().iter().any(|&t| t < MIN_TIME_NS) {
+            return Err(invalid("time", "has a time before 1900-01-01T00:00:00Z"));
+        }
+
+        let mut tags = Vec::with_capacity(tag_columns.len());
+        for &name in tag_columns {
+            let index = schema
+                .index_of(name)
+                .map_err(|_| invalid(name, "named as a tag but not in the batch"))?;
+            if name == "time" {
+                return Err(invalid(name, "tag key \"time\" is reserved"));
+            }
+            let column = batch.column(index);
+            if field_type(column.data_type()) != Some(FieldType::String) {
+                return Err(invalid(name, format!("tag columns must be strings, not {}", column.data_type())));
+            }
+            tags.push((name.to_owned(), cast(name, column, &DataType::Utf8)?));
+        }
+        tags.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(pair) = tags.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(invalid(&pair[0].0, "named twice as a tag"));
+        }
+
+        let mut fields = Vec::new();
+        for (index, field) in schema.fields().iter().enumerate() {
+            let name = field.name();
+            if index == time_index || tag_columns.contains(&name.as_str()) {
+                continue;
+            }
+            names::validate(NameKind::Field, name).map_err(|e| invalid(name, e.to_string()))?;
+            let ty = field_type(field.data_type()).ok_or_else(|| {
+                invalid(name, format!("type {} cannot be stored as a field", field.data_type()))
+            })?;
+            fields.push((name.clone(), ty, cast(name, batch.column(index), &ty.arrow_type())?));
+        }
+        if fields.is_empty() {
+            return Err(invalid("*", "a batch needs at least one field column"));
+        }
+        Ok(ArrowInput { time, tags, fields })
+    }
+
+    /// (name, type) of every field, for creating missing columns.
+    pub(crate) fn field_types(&self) -> Vec<(String, FieldType)> {
+        self.fields.iter().map(|(n, t, _)| (n.clone(), *t)).collect()
+    }
+
+    /// Hashes every row's tags into series ids, returning the new series.
+    fn series_ids(&self, measurement: &str, db: &Database) -> (UInt64Array, Vec<(u64, SeriesKey)>) {
+        let tags: Vec<(&str, &arrow::array::StringArray)> = self
+            .tags
+            .iter()
+            .map(|(name, column)| (name.as_str(), column.as_string::<i32>()))
+            .collect();
+        let mut buffer = Vec::new();
+        let mut seen = HashSet::new();
+        let mut new_series = Vec::new();
+        let ids = (0..self.time.len()).map(|row| {
+            // NULL or empty tag values mean the row does not have that tag.
+            let present = tags
+                .iter()
+                .filter(|(_, column)| column.is_valid(row) && !column.value(row).is_empty())
+                .map(|(name, column)| (*name, column.value(row)));
+            encode_canonical(measurement, present.clone(), &mut buffer);
+            let id = series_id_of_canonical(&buffer);
+            if seen.insert(id) && !db.series.is_known(id) {
+                let key = SeriesKey {
+                    measurement: measurement.to_owned(),
+                    tags: present.map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+                };
+                new_series.push((id, key));
+            }
+            id
+        });
+        (UInt64Array::from_iter_values(ids), new_series)
+    }
+
+    /// The fact-table chunk for `schema`, or the first column whose type
+    /// conflicts with the table; plus the new series the rows use.
+    pub(crate) fn into_chunk(
+        self,
+        schema: &TableSchema,
+        measurement: &str,
+        db: &Database,
+    ) -> Result<(RecordBatch, Vec<(u64, SeriesKey)>)> {
+        let mut columns = Vec::with_capacity(self.fields.len());
+        for (name, ty, array) in &self.fields {
+            match schema.field(name) {
+                Some((position, stored)) if stored == *ty => columns.push((position, Arc::clone(array))),
+                Some((_, stored)) => {
+                    return Err(invalid(name, format!("is {ty} here but the column stores {stored}")))
+                }
+                None => return Err(invalid(name, "column is missing from the table")),
+            }
+        }
+        columns.sort_by_key(|(position, _)| *position);
+        let (series_ids, new_series) = self.series_ids(measurement, db);
+        let present: Vec<usize> = columns.iter().map(|(position, _)| *position).collect();
+        let mut arrays: Vec<ArrayRef> = vec![
+            Arc::new(self.time.with_timezone("UTC")),
+            Arc::new(series_ids),
+        ];
+        arrays.extend(columns.into_iter().map(|(_, array)| array));
+        let chunk = RecordBatch::try_new(schema.arrow_schema(&present), arrays)
+            .map_err(|e| invalid("*", e.to_string()))?;
+        Ok((chunk, new_series))
+    }
+}

@@ -1,0 +1,341 @@
+//! What this process knows about the engine's databases and tables: fact
+//! table schemas, the series already stored, and the per-table batchers.
+//!
+//! The engine's own catalog is the source of truth. On open it is read back
+//! (`system.columns`, every series table's ids), so schemas and series
+//! survive a restart. Schema changes go through [`Database::ensure_table`],
+//! which serializes DDL per database and re-reads nothing: it is the only
+//! writer of the schemas it hands out.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
+use arrow::record_batch::RecordBatch;
+use chdb_rust::connection::Connection;
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+
+use crate::batcher::Batcher;
+use crate::config::BufferPolicy;
+use crate::engine::{self, Engine};
+use crate::names::{self, quote_literal, TableNames, SERIES_TABLE};
+use crate::schema::{self, FieldType, TableSchema};
+use crate::series::SeriesKey;
+use crate::{Error, Result};
+
+/// One fact table: its current schema and its batcher.
+#[derive(Debug)]
+pub(crate) struct Table {
+    schema: RwLock<Arc<TableSchema>>,
+    pub(crate) batcher: Batcher,
+}
+
+impl Table {
+    fn new(schema: TableSchema) -> Self {
+        Table {
+            schema: RwLock::new(Arc::new(schema)),
+            batcher: Batcher::default(),
+        }
+    }
+
+    /// The current schema (a snapshot; later schemas only add fields).
+    pub(crate) fn schema(&self) -> Arc<TableSchema> {
+        Arc::clone(&self.schema.read().unwrap())
+    }
+}
+
+/// Series ids of one database: which are stored or on their way, which raw
+/// series keys map to which id, and the rows not yet committed.
+#[derive(Debug, Default)]
+pub(crate) struct SeriesState {
+    /// Raw series key as written on a line → series_id. Lets a series seen
+    /// before skip canonicalization and hashing entirely.
+    pub(crate) by_raw_key: RwLock<HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>>,
+    /// Ids stored in the series table or pending in `pending`.
+    known: Mutex<HashSet<u64>>,
+    /// New series rows, committed before any fact row flushed after them.
+    pending: Mutex<Vec<(u64, SeriesKey)>>,
+    /// Held while pending rows are being committed, so a flush never inserts
+    /// facts while the series they use are still in flight.
+    committing: Mutex<()>,
+}
+
+impl SeriesState {
+    /// Records series met by a write. Rows for ids not seen before become
+    /// pending; raw keys join the lookup cache.
+    pub(crate) fn register(&self, rows: Vec<(u64, SeriesKey)>, raw_keys: Vec<(Box<[u8]>, u64)>) {
+        if !rows.is_empty() {
+            let mut known = self.known.lock().unwrap();
+            let fresh: Vec<_> = rows.into_iter().filter(|(id, _)| known.insert(*id)).collect();
+            drop(known);
+            self.pending.lock().unwrap().extend(fresh);
+        }
+        if !raw_keys.is_empty() {
+            self.by_raw_key.write().unwrap().extend(raw_keys);
+        }
+    }
+
+    /// Whether `id` is stored or pending.
+    pub(crate) fn is_known(&self, id: u64) -> bool {
+        self.known.lock().unwrap().contains(&id)
+    }
+
+    /// Inserts the pending series rows into `table`. On failure they stay
+    /// pending for the next flush.
+    pub(crate) fn commit(&self, conn: &Connection, table: &str) -> Result<()> {
+        let _committing = self.committing.lock().unwrap();
+        let rows = std::mem::take(&mut *self.pending.lock().unwrap());
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = series_batch(&rows);
+        match engine::insert_batches(conn, table, batch.schema(), vec![batch]) {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                let mut pending = self.pending.lock().unwrap();
+                let later = std::mem::replace(&mut *pending, rows);
+                pending.extend(later);
+                Err(err)
+            }
+        }
+    }
+}
+
+fn series_batch(rows: &[(u64, SeriesKey)]) -> RecordBatch {
+    let ids = UInt64Array::from_iter_values(rows.iter().map(|(id, _)| *id));
+    let mut measurements = StringBuilder::new();
+    let mut tags = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    for (_, key) in rows {
+        measurements.append_value(&key.measurement);
+        for (k, v) in &key.tags {
+            tags.keys().append_value(k);
+            tags.values().append_value(v);
+        }
+        tags.append(true).expect("keys and values are appended in pairs");
+    }
+    RecordBatch::try_from_iter([
+        ("series_id", Arc::new(ids) as _),
+        ("measurement", Arc::new(measurements.finish()) as _),
+        ("tags", Arc::new(tags.finish()) as _),
+    ])
+    .expect("series columns have equal lengths")
+}
+
+/// One InfluxDB database.
+#[derive(Debug)]
+pub(crate) struct Database {
+    /// The database name as the user gave it.
+    pub(crate) name: String,
+    /// Quoted series table name.
+    pub(crate) series_table: String,
+    pub(crate) series: SeriesState,
+    /// Fact tables by retention policy, then measurement.
+    tables: RwLock<HashMap<String, HashMap<String, Arc<Table>>>>,
+    /// Serializes DDL on this database.
+    ddl: tokio::sync::Mutex<()>,
+}
+
+impl Database {
+    fn new(name: &str) -> Self {
+        Database {
+            name: name.to_owned(),
+            series_table: TableNames::new(name, "", "").series_table,
+            series: SeriesState::default(),
+            tables: RwLock::default(),
+            ddl: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The table for (rp, measurement), if it exists.
+    pub(crate) fn table(&self, rp: &str, measurement: &str) -> Option<Arc<Table>> {
+        self.tables.read().unwrap().get(rp)?.get(measurement).cloned()
+    }
+
+    fn insert_table(&self, rp: &str, measurement: &str, table: Arc<Table>) {
+        self.tables
+            .write()
+            .unwrap()
+            .entry(rp.to_owned())
+            .or_default()
+            .insert(measurement.to_owned(), table);
+    }
+
+    /// Every table, for flushing and closing.
+    pub(crate) fn tables(&self) -> Vec<((String, String), Arc<Table>)> {
+        self.tables
+            .read()
+            .unwrap()
+            .iter()
+            .flat_map(|(rp, tables)| {
+                tables
+                    .iter()
+                    .map(|(m, t)| ((rp.clone(), m.clone()), Arc::clone(t)))
+            })
+            .collect()
+    }
+
+    /// Makes sure the table for (rp, measurement) exists with at least
+    /// `fields` (fields that exist with another type are left as they are:
+    /// the caller's type check rejects those values). Returns the table and
+    /// whether it was created (its flusher must then be started).
+    pub(crate) async fn ensure_table(
+        &self,
+        engine: &Engine,
+        buffer: &BufferPolicy,
+        rp: &str,
+        measurement: &str,
+        fields: &[(String, FieldType)],
+    ) -> Result<(Arc<Table>, bool)> {
+        let _ddl = self.ddl.lock().await;
+        if let Some(table) = self.table(rp, measurement) {
+            let current = table.schema();
+            let added: Vec<_> = fields
+                .iter()
+                .filter(|(name, _)| current.field(name).is_none())
+                .cloned()
+                .collect();
+            if !added.is_empty() {
+                let names = current.names.clone();
+                let to_add = added.clone();
+                engine
+                    .run(move |conn| {
+                        schema::add_columns_sql(&names, &to_add)
+                            .iter()
+                            .try_for_each(|sql| engine::execute(conn, sql))
+                    })
+                    .await?;
+                *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
+            }
+            return Ok((table, false));
+        }
+        let schema = TableSchema::new(TableNames::new(&self.name, rp, measurement), fields.to_vec());
+        let statements = schema::create_table_sql(&schema, buffer);
+        engine
+            .run(move |conn| statements.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .await?;
+        let table = Arc::new(Table::new(schema));
+        self.insert_table(rp, measurement, Arc::clone(&table));
+        Ok((table, true))
+    }
+}
+
+/// All databases this process manages.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    databases: RwLock<HashMap<String, Arc<Database>>>,
+    /// Serializes database creation.
+    create: tokio::sync::Mutex<()>,
+}
+
+impl Catalog {
+    /// The database, if it exists.
+    pub(crate) fn database(&self, name: &str) -> Option<Arc<Database>> {
+        self.databases.read().unwrap().get(name).cloned()
+    }
+
+    /// Every database.
+    pub(crate) fn databases(&self) -> Vec<Arc<Database>> {
+        self.databases.read().unwrap().values().cloned().collect()
+    }
+
+    /// The database, created in the engine first if needed.
+    pub(crate) async fn ensure_database(&self, engine: &Engine, name: &str) -> Result<Arc<Database>> {
+        if let Some(db) = self.database(name) {
+            return Ok(db);
+        }
+        names::validate(names::NameKind::Database, name)?;
+        let _create = self.create.lock().await;
+        if let Some(db) = self.database(name) {
+            return Ok(db);
+        }
+        let statements = schema::create_database_sql(&TableNames::new(name, "", ""));
+        engine
+            .run(move |conn| statements.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .await?;
+        let db = Arc::new(Database::new(name));
+        self.databases
+            .write()
+            .unwrap()
+            .insert(name.to_owned(), Arc::clone(&db));
+        Ok(db)
+    }
+
+    /// Reads back every database chingest created in the engine: its fact
+    /// tables' columns and its stored series ids.
+    pub(crate) async fn load(engine: &Engine) -> Result<Catalog> {
+        let loaded = engine
+            .run(|conn| {
+                let databases = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database FROM system.tables WHERE name = {} ORDER BY database",
+                        quote_literal(SERIES_TABLE)
+                    ),
+                )?;
+                let columns = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database, table, name, type FROM system.columns \
+                         WHERE database IN (SELECT database FROM system.tables WHERE name = {}) \
+                         AND endsWith(table, '.mergetree') ORDER BY database, table, position",
+                        quote_literal(SERIES_TABLE)
+                    ),
+                )?;
+                let mut series = Vec::new();
+                for row in &databases {
+                    let db = &row[0];
+                    let quoted = format!("{}.{}", names::quote_ident(db), names::quote_ident(SERIES_TABLE));
+                    let ids: Vec<u64> = conn
+                        .query_arrow(&format!("SELECT series_id FROM {quoted}"))?
+                        .map(|batch| {
+                            let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
+                            let column = batch
+                                .column(0)
+                                .as_any()
+                                .downcast_ref::<UInt64Array>()
+                                .ok_or_else(|| Error::Engine("series_id is not UInt64".into()))?
+                                .values()
+                                .to_vec();
+                            Ok(column)
+                        })
+                        .collect::<Result<Vec<_>>>()?
+                        .concat();
+                    series.push((db.clone(), ids));
+                }
+                Ok((columns, series))
+            })
+            .await?;
+        let (columns, series) = loaded;
+
+        let catalog = Catalog::default();
+        {
+            let mut databases = catalog.databases.write().unwrap();
+            for (encoded, ids) in series {
+                let Some(name) = names::decode(&encoded) else { continue };
+                let db = Database::new(&name);
+                db.series.known.lock().unwrap().extend(ids);
+                databases.insert(name, Arc::new(db));
+            }
+            let mut fields: HashMap<(String, String, String), Vec<(String, FieldType)>> = HashMap::new();
+            for row in columns {
+                let [database, table, column, type_name] = <[String; 4]>::try_from(row)
+                    .map_err(|_| Error::Engine("unexpected system.columns row".into()))?;
+                let (Some(db), Some((rp, measurement))) =
+                    (names::decode(&database), names::parse_storage_name(&table))
+                else {
+                    continue;
+                };
+                let entry = fields.entry((db, rp, measurement)).or_default();
+                if let Some(ty) = FieldType::from_clickhouse(&type_name) {
+                    entry.push((column, ty));
+                }
+            }
+            for ((db, rp, measurement), fields) in fields {
+                let Some(database) = databases.get(&db) else { continue };
+                let schema = TableSchema::new(TableNames::new(&db, &rp, &measurement), fields);
+                database.insert_table(&rp, &measurement, Arc::new(Table::new(schema)));
+            }
+        }
+        Ok(catalog)
+    }
+}

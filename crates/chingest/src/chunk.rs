@@ -1,0 +1,179 @@
+//! Building fact rows straight into Arrow columns.
+//!
+//! A write request gathers its rows for one table in a [`ChunkBuilder`]: a
+//! time column, a series_id column and one builder per field that occurs,
+//! padded with NULLs where a row lacks the field. No row structs sit in
+//! between. The finished chunk is a `RecordBatch` holding only the fields
+//! it saw; [`align`] gives the chunks of one flush a common schema.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder,
+    StringBuilder, TimestampNanosecondArray, UInt64Array, UInt64Builder,
+};
+use arrow::record_batch::RecordBatch;
+use lineproto::FieldValue;
+
+use crate::schema::{FieldType, TableSchema};
+
+/// A column being built for one field.
+#[derive(Debug)]
+enum ColumnBuilder {
+    Float(Float64Builder),
+    Integer(Int64Builder),
+    UInteger(UInt64Builder),
+    String(StringBuilder),
+    Boolean(BooleanBuilder),
+}
+
+impl ColumnBuilder {
+    fn new(ty: FieldType) -> Self {
+        match ty {
+            FieldType::Float => ColumnBuilder::Float(Float64Builder::new()),
+            FieldType::Integer => ColumnBuilder::Integer(Int64Builder::new()),
+            FieldType::UInteger => ColumnBuilder::UInteger(UInt64Builder::new()),
+            FieldType::String => ColumnBuilder::String(StringBuilder::new()),
+            FieldType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::new()),
+        }
+    }
+
+    fn builder(&mut self) -> &mut dyn ArrayBuilder {
+        match self {
+            ColumnBuilder::Float(b) => b,
+            ColumnBuilder::Integer(b) => b,
+            ColumnBuilder::UInteger(b) => b,
+            ColumnBuilder::String(b) => b,
+            ColumnBuilder::Boolean(b) => b,
+        }
+    }
+
+    /// Appends NULLs until the column has `rows` entries.
+    fn pad_to(&mut self, rows: usize) {
+        let missing = rows - self.builder().len();
+        if missing == 0 {
+            return;
+        }
+        match self {
+            ColumnBuilder::Float(b) => b.append_nulls(missing),
+            ColumnBuilder::Integer(b) => b.append_nulls(missing),
+            ColumnBuilder::UInteger(b) => b.append_nulls(missing),
+            ColumnBuilder::String(b) => (0..missing).for_each(|_| b.append_null()),
+            ColumnBuilder::Boolean(b) => b.append_nulls(missing),
+        }
+    }
+
+    /// Appends a value whose type the caller has checked against the column.
+    fn append(&mut self, value: &FieldValue<'_>) {
+        match (self, value) {
+            (ColumnBuilder::Float(b), FieldValue::Float(v)) => b.append_value(*v),
+            (ColumnBuilder::Integer(b), FieldValue::Integer(v)) => b.append_value(*v),
+            (ColumnBuilder::UInteger(b), FieldValue::UInteger(v)) => b.append_value(*v),
+            (ColumnBuilder::String(b), FieldValue::String(v)) => b.append_value(v.unescape()),
+            (ColumnBuilder::Boolean(b), FieldValue::Boolean(v)) => b.append_value(*v),
+            (column, value) => unreachable!("{value:?} appended to {column:?}"),
+        }
+    }
+}
+
+/// Rows for one table, built column by column.
+#[derive(Debug)]
+pub(crate) struct ChunkBuilder {
+    schema: Arc<TableSchema>,
+    time: Vec<i64>,
+    series_id: Vec<u64>,
+    /// One slot per field of `schema`, filled when the field first occurs.
+    columns: Vec<Option<ColumnBuilder>>,
+}
+
+impl ChunkBuilder {
+    pub(crate) fn new(schema: Arc<TableSchema>) -> Self {
+        let columns = schema.fields.iter().map(|_| None).collect();
+        ChunkBuilder {
+            schema,
+            time: Vec::new(),
+            series_id: Vec::new(),
+            columns,
+        }
+    }
+
+    /// Switches to a newer schema of the same table (one with more fields).
+    pub(crate) fn upgrade(&mut self, schema: Arc<TableSchema>) {
+        self.columns.resize_with(schema.fields.len(), || None);
+        self.schema = schema;
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.time.len()
+    }
+
+    /// Appends one row. `fields` are (column position, value) pairs whose
+    /// types match the schema, each position at most once.
+    pub(crate) fn push_row<'v>(
+        &mut self,
+        time: i64,
+        series_id: u64,
+        fields: impl IntoIterator<Item = (usize, &'v FieldValue<'v>)>,
+    ) {
+        let row = self.time.len();
+        for (position, value) in fields {
+            let ty = self.schema.fields[position].1;
+            let column = self.columns[position].get_or_insert_with(|| ColumnBuilder::new(ty));
+            column.pad_to(row);
+            column.append(value);
+        }
+        self.time.push(time);
+        self.series_id.push(series_id);
+    }
+
+    /// The rows as a batch of `time`, `series_id` and the fields that occurred.
+    pub(crate) fn finish(mut self) -> RecordBatch {
+        let rows = self.time.len();
+        let mut present = Vec::new();
+        let mut arrays: Vec<ArrayRef> = vec![
+            Arc::new(TimestampNanosecondArray::from(std::mem::take(&mut self.time)).with_timezone("UTC")),
+            Arc::new(UInt64Array::from(std::mem::take(&mut self.series_id))),
+        ];
+        for (position, column) in self.columns.iter_mut().enumerate() {
+            if let Some(column) = column {
+                column.pad_to(rows);
+                arrays.push(column.builder().finish());
+                present.push(position);
+            }
+        }
+        RecordBatch::try_new(self.schema.arrow_schema(&present), arrays)
+            .expect("chunk columns match their schema by construction")
+    }
+}
+
+/// Gives `chunks` of one table a common schema: the fields any of them has,
+/// in table order, NULL where a chunk lacks one.
+pub(crate) fn align(schema: &TableSchema, chunks: Vec<RecordBatch>) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
+    let present: Vec<usize> = schema
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, _))| chunks.iter().any(|c| c.schema().index_of(name).is_ok()))
+        .map(|(i, _)| i)
+        .collect();
+    let target = schema.arrow_schema(&present);
+    let aligned = chunks
+        .into_iter()
+        .map(|chunk| {
+            if chunk.schema().fields() == target.fields() {
+                return chunk;
+            }
+            let columns = target
+                .fields()
+                .iter()
+                .map(|field| match chunk.column_by_name(field.name()) {
+                    Some(column) => Arc::clone(column),
+                    None => new_null_array(field.data_type(), chunk.num_rows()),
+                })
+                .collect();
+            RecordBatch::try_new(Arc::clone(&target), columns)
+                .expect("aligned columns match the target schema")
+        })
+        .collect();
+    (target, aligned)
+}

@@ -1,0 +1,126 @@
+//! Configuration of an [`Ingestor`](crate::Ingestor): where data lives, how
+//! many engine connections to open, when batches are flushed and where to.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Everything an [`Ingestor`](crate::Ingestor) needs to open. Start from
+/// [`IngestConfig::new`] and change what you need.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// The engine's data directory (created if missing). One per process.
+    pub data_dir: PathBuf,
+    /// Engine connections in the pool: statements on one connection run one
+    /// at a time, separate connections in parallel. Default: one per core.
+    pub connections: usize,
+    /// When a table's pending rows are flushed.
+    pub flush: FlushPolicy,
+    /// How small flushes are coalesced by the engine's Buffer tables.
+    pub buffer: BufferPolicy,
+    /// Upper bound on bytes of rows held by the batchers, waiting to be
+    /// flushed. A write that would exceed it waits up to `overload_wait`,
+    /// then fails with [`Error::Overloaded`].
+    pub max_buffered_bytes: usize,
+    /// How long a write waits for room under `max_buffered_bytes`.
+    pub overload_wait: Duration,
+}
+
+/// When a table's batcher flushes. A table flushes one batch at a time: rows
+/// that arrive while a flush runs are gathered into the next one, so the
+/// batch size grows with the load (group commit).
+#[derive(Debug, Clone)]
+pub struct FlushPolicy {
+    /// Flush as soon as this many rows are pending.
+    pub max_rows: usize,
+    /// Flush as soon as this many bytes are pending.
+    pub max_bytes: usize,
+    /// How long the first pending row may wait for more rows to join it.
+    /// Zero flushes as soon as the table has no flush running.
+    pub linger: Duration,
+}
+
+/// Flushes smaller than `direct_min_rows` are inserted into the table's
+/// `ENGINE = Buffer` table, which gathers them in memory into larger parts;
+/// larger flushes go straight to the MergeTree. The other fields are the
+/// Buffer engine's own thresholds: it writes its contents to the MergeTree
+/// when all `min_*` are reached or any `max_*` is.
+///
+/// Rows in a Buffer table live in memory until it writes them out: they are
+/// lost if the process dies first. Set `direct_min_rows` to 0 to make every
+/// flush a MergeTree part.
+#[derive(Debug, Clone)]
+pub struct BufferPolicy {
+    /// Flushes with at least this many rows bypass the Buffer table.
+    pub direct_min_rows: usize,
+    /// Buffer engine `min_time`, seconds.
+    pub min_seconds: u32,
+    /// Buffer engine `max_time`, seconds: the longest rows stay in memory.
+    pub max_seconds: u32,
+    /// Buffer engine `min_rows`.
+    pub min_rows: u64,
+    /// Buffer engine `max_rows`.
+    pub max_rows: u64,
+    /// Buffer engine `min_bytes`.
+    pub min_bytes: u64,
+    /// Buffer engine `max_bytes`.
+    pub max_bytes: u64,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            max_rows: 200_000,
+            max_bytes: 64 << 20,
+            linger: Duration::ZERO,
+        }
+    }
+}
+
+impl Default for BufferPolicy {
+    fn default() -> Self {
+        BufferPolicy {
+            direct_min_rows: 50_000,
+            min_seconds: 1,
+            max_seconds: 5,
+            min_rows: 100_000,
+            max_rows: 1_000_000,
+            min_bytes: 16 << 20,
+            max_bytes: 256 << 20,
+        }
+    }
+}
+
+impl IngestConfig {
+    /// Defaults for a data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        IngestConfig {
+            data_dir: data_dir.into(),
+            connections: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            flush: FlushPolicy::default(),
+            buffer: BufferPolicy::default(),
+            max_buffered_bytes: 256 << 20,
+            overload_wait: Duration::from_secs(1),
+        }
+    }
+
+    /// Checks the values against each other.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |msg: &str| Err(Error::Config(msg.to_owned()));
+        if self.connections == 0 {
+            return fail("connections must be at least 1");
+        }
+        if self.flush.max_rows == 0 || self.flush.max_bytes == 0 {
+            return fail("flush.max_rows and flush.max_bytes must be positive");
+        }
+        if self.max_buffered_bytes < self.flush.max_bytes {
+            return fail("max_buffered_bytes must be at least flush.max_bytes");
+        }
+        let b = &self.buffer;
+        if b.min_seconds > b.max_seconds || b.min_rows > b.max_rows || b.min_bytes > b.max_bytes {
+            return fail("buffer: every min_* must be at most its max_*");
+        }
+        Ok(())
+    }
+}

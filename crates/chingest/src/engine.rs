@@ -1,0 +1,202 @@
+//! The embedded engine: a pool of chdb-rust connections to the process-wide
+//! chDB instance, and the only module that calls chdb-rust.
+//!
+//! Every chDB call blocks its thread for the whole statement, so every call
+//! here runs on tokio's blocking pool ([`Engine::run`]), never on an async
+//! worker. A connection runs one statement at a time; the pool hands each
+//! concurrent caller its own connection, which is what lets inserts overlap.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::datatypes::SchemaRef;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use arrow::record_batch::{RecordBatch, RecordBatchIterator};
+use chdb_rust::arrow_stream::ArrowStream;
+use chdb_rust::connection::Connection;
+use chdb_rust::format::OutputFormat;
+use deadpool::managed::{self, Metrics, RecycleResult};
+
+use crate::names::{quote_ident, quote_literal};
+use crate::{Error, Result};
+
+/// Creates connections to the engine's data path.
+#[derive(Debug)]
+struct ConnectionManager {
+    path_arg: String,
+}
+
+impl managed::Manager for ConnectionManager {
+    type Type = Connection;
+    type Error = Error;
+
+    async fn create(&self) -> Result<Connection> {
+        let path_arg = self.path_arg.clone();
+        tokio::task::spawn_blocking(move || Connection::open(&[path_arg.as_str()]))
+            .await
+            .map_err(|e| Error::Engine(format!("connection task failed: {e}")))?
+            .map_err(Error::from)
+    }
+
+    async fn recycle(&self, _: &mut Connection, _: &Metrics) -> RecycleResult<Error> {
+        Ok(())
+    }
+}
+
+/// A pool of engine connections. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pool: managed::Pool<ConnectionManager>,
+}
+
+/// Names under which Arrow data is registered with the engine. Registrations
+/// are engine-global and a taken name cannot be registered again, so every
+/// insert gets a name no other insert in this process uses.
+static REGISTRATION_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Engine {
+    /// Boots the engine on `data_dir` and checks that it answers.
+    pub(crate) async fn open(data_dir: &Path, connections: usize) -> Result<Engine> {
+        let manager = ConnectionManager {
+            path_arg: format!("--path={}", data_dir.display()),
+        };
+        let pool = managed::Pool::builder(manager)
+            .max_size(connections)
+            .build()
+            .map_err(|e| Error::Config(format!("connection pool: {e}")))?;
+        let engine = Engine { pool };
+        engine.execute("SELECT 1".to_owned()).await?;
+        Ok(engine)
+    }
+
+    /// Runs `f` with a pooled connection on the blocking pool.
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let conn = self.pool.get().await.map_err(|e| match e {
+            managed::PoolError::Backend(err) => err,
+            managed::PoolError::Closed => Error::Closed,
+            other => Error::Engine(format!("connection pool: {other}")),
+        })?;
+        tokio::task::spawn_blocking(move || f(&conn))
+            .await
+            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?
+    }
+
+    /// Runs a statement whose output is not needed.
+    pub(crate) async fn execute(&self, sql: String) -> Result<()> {
+        self.run(move |conn| execute(conn, &sql)).await
+    }
+
+    /// Runs a query and returns its output in `format`.
+    pub(crate) async fn query(&self, sql: String, format: OutputFormat) -> Result<Vec<u8>> {
+        self.run(move |conn| Ok(conn.query(&sql, format)?.data_ref().to_vec()))
+            .await
+    }
+
+    /// Runs a query and returns its result as Arrow record batches.
+    pub(crate) async fn query_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
+        self.run(move |conn| {
+            conn.query_arrow(&sql)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Error::Engine(e.to_string()))
+        })
+        .await
+    }
+
+    /// Closes every connection; later calls fail with [`Error::Closed`].
+    pub(crate) fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// Runs a statement on `conn`, discarding its output.
+pub(crate) fn execute(conn: &Connection, sql: &str) -> Result<()> {
+    conn.query(sql, OutputFormat::Null)?;
+    Ok(())
+}
+
+/// Runs a query on `conn` and returns its TabSeparated output as lines of
+/// tab-separated fields (for small catalog queries).
+pub(crate) fn query_rows(conn: &Connection, sql: &str) -> Result<Vec<Vec<String>>> {
+    let result = conn.query(sql, OutputFormat::TabSeparatedRaw)?;
+    let text = String::from_utf8_lossy(result.data_ref());
+    Ok(text
+        .lines()
+        .map(|line| line.split('\t').map(str::to_owned).collect())
+        .collect())
+}
+
+/// Inserts `batches` (all with `schema`) into `table` (already quoted) with one
+/// `INSERT … SELECT FROM ArrowStream` statement: one part for all of them.
+/// Columns are matched by name. Returns the rows inserted.
+pub(crate) fn insert_batches(
+    conn: &Connection,
+    table: &str,
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<u64> {
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if rows == 0 {
+        return Ok(0);
+    }
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| quote_ident(field.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let name = format!(
+        "chingest_{}_{}",
+        std::process::id(),
+        REGISTRATION_SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    let mut ffi_stream = FFI_ArrowArrayStream::new(Box::new(reader));
+    // SAFETY: `ffi_stream` outlives the registration: it is unregistered below
+    // before this frame (and the stream) is dropped, and the engine does not
+    // take ownership of a scanned stream.
+    #[allow(unsafe_code)]
+    let stream = unsafe { ArrowStream::from_raw(&mut ffi_stream) };
+    conn.register_arrow_stream(&name, &stream)?;
+    let sql = format!(
+        "INSERT INTO {table} ({columns}) SELECT * FROM ArrowStream({})",
+        quote_literal(&name)
+    );
+    let inserted = execute(conn, &sql);
+    // A registration is consumed by the first read, failed or not; drop it
+    // either way so the name and the stream are released.
+    let unregistered = conn.unregister_arrow_table(&name);
+    inserted?;
+    unregistered?;
+    Ok(rows as u64)
+}
+
+/// Every output format the engine can produce, by the name ClickHouse uses.
+pub(crate) fn output_format(name: &str) -> Result<OutputFormat> {
+    use OutputFormat::*;
+    const ALL: &[OutputFormat] = &[
+        TabSeparated, TabSeparatedRaw, TabSeparatedWithNames, TabSeparatedWithNamesAndTypes,
+        TabSeparatedRawWithNames, TabSeparatedRawWithNamesAndTypes, Template, CSV, CSVWithNames,
+        CSVWithNamesAndTypes, CustomSeparated, CustomSeparatedWithNames,
+        CustomSeparatedWithNamesAndTypes, Values, JSON, JSONStrings, JSONColumns,
+        JSONColumnsWithMetadata, JSONCompact, JSONCompactStrings, JSONCompactColumns, JSONEachRow,
+        PrettyJSONEachRow, JSONEachRowWithProgress, JSONStringsEachRow,
+        JSONStringsEachRowWithProgress, JSONCompactEachRow, JSONCompactEachRowWithNames,
+        JSONCompactEachRowWithNamesAndTypes, JSONCompactStringsEachRow,
+        JSONCompactStringsEachRowWithNames, JSONCompactStringsEachRowWithNamesAndTypes,
+        JSONObjectEachRow, BSONEachRow, TSKV, Pretty, PrettyNoEscapes, PrettyMonoBlock,
+        PrettyNoEscapesMonoBlock, PrettyCompact, PrettyCompactNoEscapes, PrettyCompactMonoBlock,
+        PrettyCompactNoEscapesMonoBlock, PrettySpace, PrettySpaceNoEscapes, PrettySpaceMonoBlock,
+        PrettySpaceNoEscapesMonoBlock, Prometheus, Protobuf, ProtobufSingle, ProtobufList, Avro,
+        Parquet, Arrow, ArrowStream, ORC, Npy, RowBinary, RowBinaryWithNames,
+        RowBinaryWithNamesAndTypes, Native, Null, XML, CapnProto, LineAsString, RawBLOB, MsgPack,
+        Markdown, Vertical,
+    ];
+    ALL.iter()
+        .copied()
+        .find(|format| format.as_str().eq_ignore_ascii_case(name))
+        .ok_or_else(|| Error::UnknownFormat(name.to_owned()))
+}

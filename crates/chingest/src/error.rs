@@ -1,0 +1,79 @@
+//! The library's error type. One enum for the whole public API; front ends
+//! map each variant to one status code.
+
+use std::time::Duration;
+
+use crate::names::NameKind;
+
+/// Errors returned by [`Ingestor`](crate::Ingestor) calls.
+///
+/// Line-level problems in a write are not errors: they are reported per line
+/// in [`WriteOutcome::rejected`](crate::WriteOutcome::rejected) while the
+/// other lines are stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A database, retention policy, measurement or field name is unusable.
+    #[error("invalid {kind} name {name:?}: {reason}")]
+    InvalidName {
+        /// What the name is for.
+        kind: NameKind,
+        /// The name as given.
+        name: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// An Arrow batch handed to [`Ingestor::write_arrow`](crate::Ingestor::write_arrow)
+    /// does not fit the measurement.
+    #[error("column {column:?}: {reason}")]
+    InvalidBatch {
+        /// The offending column.
+        column: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A query format name the engine does not know.
+    #[error("unknown output format {0:?}")]
+    UnknownFormat(String),
+    /// The engine reported an error (the message is the engine's).
+    #[error("engine: {0}")]
+    Engine(String),
+    /// The write could not be buffered within its wait: too many bytes are
+    /// already waiting to be flushed. Retry after the given delay.
+    #[error("overloaded: {buffered} bytes are waiting to be written (limit {limit}); retry later")]
+    Overloaded {
+        /// Bytes held by the batchers when the write gave up.
+        buffered: usize,
+        /// The configured limit.
+        limit: usize,
+        /// A suggested delay before retrying.
+        retry_after: Duration,
+    },
+    /// The ingestor is closing or closed.
+    #[error("the ingestor is closed")]
+    Closed,
+    /// The configuration is unusable.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A file-system operation on the data directory failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<chdb_rust::error::Error> for Error {
+    fn from(err: chdb_rust::error::Error) -> Self {
+        match err {
+            chdb_rust::error::Error::QueryError(message) => Error::Engine(message),
+            other => Error::Engine(other.to_string()),
+        }
+    }
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

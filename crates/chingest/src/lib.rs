@@ -1,0 +1,499 @@
+//! chingest: metrics ingest into embedded chDB.
+//!
+//! An [`Ingestor`] opens the in-process ClickHouse engine on a data directory
+//! and writes InfluxDB line protocol or Arrow batches into MergeTree tables —
+//! no database server, no network hop. Each tag set is hashed to a `series_id`
+//! (see [`series`]); rows are built straight into Arrow columns, gathered per
+//! table, and inserted in large batches through a pool of engine connections.
+//!
+//! ```no_run
+//! # async fn demo() -> chingest::Result<()> {
+//! use chingest::{IngestConfig, Ingestor, WriteOptions};
+//!
+//! let ingestor = Ingestor::open(IngestConfig::new("./data")).await?;
+//! let outcome = ingestor
+//!     .write_lp("telegraf", "autogen", b"cpu,host=a usage=0.5 1700000000000000000\n", &WriteOptions::default())
+//!     .await?;
+//! assert_eq!(outcome.accepted, 1);
+//! let csv = ingestor
+//!     .query("SELECT count() FROM telegraf.`cpu.autogen`", "CSV")
+//!     .await?;
+//! assert_eq!(csv, b"1\n");
+//! ingestor.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What "committed" means
+//!
+//! A write with [`WriteOptions::wait`] (the default) returns once its rows
+//! are in the engine. Flushes of at least
+//! [`BufferPolicy::direct_min_rows`] rows are MergeTree parts on disk and
+//! survive a crash. Smaller flushes go to the table's Buffer table, which
+//! holds them in memory for up to [`BufferPolicy::max_seconds`]: they are
+//! visible to queries at once, written to disk by the Buffer engine or by
+//! [`Ingestor::close`], and lost if the process dies before that. Set
+//! `direct_min_rows = 0` to make every acknowledged row a part on disk.
+//!
+//! # One engine per process
+//!
+//! chDB is process-global: a process opens one data directory, and every
+//! [`Ingestor`] in it must use the same one (a second directory is refused
+//! until the first is closed).
+
+mod arrow_write;
+mod batcher;
+mod catalog;
+mod chunk;
+mod config;
+mod engine;
+mod error;
+mod lp;
+pub mod names;
+pub mod schema;
+pub mod series;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arrow::record_batch::RecordBatch;
+use tokio::sync::{oneshot, Semaphore};
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+pub use arrow;
+pub use config::{BufferPolicy, FlushPolicy, IngestConfig};
+pub use error::{Error, Result};
+pub use lineproto::Precision;
+
+use crate::batcher::{Flush, FlushOutcome};
+use crate::catalog::{Catalog, Database, Table};
+use crate::engine::Engine;
+use crate::names::NameKind;
+
+/// Options of one write call.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Unit of the timestamps in a line-protocol body.
+    pub precision: Precision,
+    /// Return only after the rows are committed to the engine (default).
+    /// `false` returns once they are buffered: faster, and a crash or a
+    /// failed flush then loses them without the caller knowing.
+    pub wait: bool,
+    /// Longest line accepted, in bytes; longer lines are rejected.
+    pub max_line_len: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            precision: Precision::Nanoseconds,
+            wait: true,
+            max_line_len: usize::MAX,
+        }
+    }
+}
+
+/// A line that was not stored, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRejection {
+    /// 1-based line number in the request body.
+    pub line: usize,
+    /// 1-based byte column of the problem, when it is known.
+    pub column: Option<usize>,
+    /// What is wrong, for the client.
+    pub reason: String,
+}
+
+impl std::fmt::Display for LineRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.column {
+            Some(column) => write!(f, "line {}, column {}: {}", self.line, column, self.reason),
+            None => write!(f, "line {}: {}", self.line, self.reason),
+        }
+    }
+}
+
+/// The result of a line-protocol write: what was stored and what was not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Lines stored.
+    pub accepted: usize,
+    /// Lines refused, in line order.
+    pub rejected: Vec<LineRejection>,
+}
+
+/// An open ingest engine. Cheap to clone; all clones share one engine.
+///
+/// Must be opened and used inside a tokio runtime: its flushers are tasks,
+/// and every engine call runs on the runtime's blocking pool.
+#[derive(Debug, Clone)]
+pub struct Ingestor {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: IngestConfig,
+    engine: Engine,
+    catalog: Catalog,
+    /// Bytes of pending chunks, in KiB permits.
+    memory: Arc<Semaphore>,
+    memory_kib: usize,
+    flushers: Mutex<Vec<JoinHandle<()>>>,
+    closed: AtomicBool,
+}
+
+fn now_ns() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_nanos()).unwrap_or(i64::MAX)
+}
+
+impl Ingestor {
+    /// Opens the engine on `config.data_dir` (created if missing) and reads
+    /// back the databases, tables and series stored there.
+    pub async fn open(config: IngestConfig) -> Result<Ingestor> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
+            context: format!("creating data directory {}", config.data_dir.display()),
+            source,
+        })?;
+        let data_dir = config.data_dir.canonicalize().map_err(|source| Error::Io {
+            context: format!("resolving data directory {}", config.data_dir.display()),
+            source,
+        })?;
+        let engine = Engine::open(&data_dir, config.connections).await?;
+        let catalog = Catalog::load(&engine).await?;
+        let memory_kib = config.max_buffered_bytes.div_ceil(1024);
+        let shared = Arc::new(Shared {
+            memory: Arc::new(Semaphore::new(memory_kib)),
+            memory_kib,
+            config: IngestConfig { data_dir, ..config },
+            engine,
+            catalog,
+            flushers: Mutex::default(),
+            closed: AtomicBool::new(false),
+        });
+        for db in shared.catalog.databases() {
+            for (_, table) in db.tables() {
+                shared.spawn_flusher(&db, table);
+            }
+        }
+        tracing::info!(data_dir = %shared.config.data_dir.display(), "engine open");
+        Ok(Ingestor { shared })
+    }
+
+    /// The configuration in force (with the data directory resolved).
+    pub fn config(&self) -> &IngestConfig {
+        &self.shared.config
+    }
+
+    /// Writes a line-protocol body into `db` / `rp`. Good lines are stored
+    /// even when others are rejected; the outcome lists both.
+    ///
+    /// Fails as a whole only when nothing can be written: a bad database or
+    /// retention policy name, an overload, a closed ingestor, or an engine
+    /// error while committing (then nothing of the request is acknowledged,
+    /// though rows of it may have been stored).
+    pub async fn write_lp(
+        &self,
+        db: &str,
+        rp: &str,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let shared = self.shared.open()?;
+        let span = tracing::debug_span!("write_lp", db, rp, bytes = body.len(), lines = tracing::field::Empty);
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            let database = shared.catalog.ensure_database(&shared.engine, db).await?;
+            let parse_options = lineproto::ParseOptions {
+                precision: options.precision,
+                default_time: now_ns(),
+                max_line_len: options.max_line_len,
+            };
+            let mut batch = lp::LineBatch::new(Arc::clone(&database), rp);
+            batch.parse(body, parse_options);
+            if batch.has_deferred() {
+                for (measurement, fields) in batch.take_schema_needs() {
+                    shared.ensure_table(&database, rp, &measurement, &fields).await?;
+                }
+                batch.parse_deferred(body, parse_options);
+            }
+            let finished = batch.finish();
+            tracing::Span::current().record("lines", finished.outcome.accepted);
+            database.series.register(finished.series, finished.raw_keys);
+            shared.submit(finished.chunks, options.wait).await?;
+            Ok(finished.outcome)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Writes an Arrow batch for one measurement: a `time` column (a
+    /// timestamp of any unit, or Int64 nanoseconds), the tag columns named in
+    /// `tag_columns` (strings; NULL or empty means the row lacks the tag), and
+    /// fields in every other column (floats, signed and unsigned integers,
+    /// strings, booleans). The batch is taken whole or refused with the
+    /// offending column. Returns the rows written.
+    pub async fn write_arrow(
+        &self,
+        db: &str,
+        rp: &str,
+        measurement: &str,
+        batch: &RecordBatch,
+        tag_columns: &[&str],
+        options: &WriteOptions,
+    ) -> Result<usize> {
+        let shared = self.shared.open()?;
+        let span = tracing::debug_span!("write_arrow", db, rp, measurement, rows = batch.num_rows());
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            names::validate(NameKind::Measurement, measurement)?;
+            let input = arrow_write::ArrowInput::new(batch, tag_columns)?;
+            if batch.num_rows() == 0 {
+                return Ok(0);
+            }
+            let database = shared.catalog.ensure_database(&shared.engine, db).await?;
+            let table = shared
+                .ensure_table(&database, rp, measurement, &input.field_types())
+                .await?;
+            let (chunk, series) = input.into_chunk(&table.schema(), measurement, &database)?;
+            database.series.register(series, Vec::new());
+            shared.submit(vec![(table, chunk)], options.wait).await?;
+            Ok(batch.num_rows())
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Flushes every table's pending rows and waits until they are committed.
+    pub async fn flush(&self) -> Result<()> {
+        self.shared.open()?.flush_all().await
+    }
+
+    /// Runs a read query and returns its output in the named ClickHouse
+    /// output format (`"JSON"`, `"CSV"`, `"Parquet"`, `"ArrowStream"`, …).
+    pub async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        let format = engine::output_format(format)?;
+        self.shared.open()?.engine.query(sql.to_owned(), format).await
+    }
+
+    /// Runs a query and returns its result as Arrow record batches.
+    pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.shared.open()?.engine.query_arrow(sql.to_owned()).await
+    }
+
+    /// Flushes everything, writes the Buffer tables' contents to disk and
+    /// closes the engine connections. Writes after this fail with
+    /// [`Error::Closed`]; other clones of this ingestor are closed too.
+    pub async fn close(&self) -> Result<()> {
+        let shared = &self.shared;
+        if shared.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let tables: Vec<_> = shared
+            .catalog
+            .databases()
+            .iter()
+            .flat_map(|db| db.tables())
+            .collect();
+        for (_, table) in &tables {
+            table.batcher.close();
+        }
+        let flushers = std::mem::take(&mut *shared.flushers.lock().unwrap());
+        for flusher in flushers {
+            let _ = flusher.await;
+        }
+        // OPTIMIZE on a Buffer table writes its contents to the MergeTree.
+        let buffers: Vec<String> = tables
+            .iter()
+            .map(|(_, table)| format!("OPTIMIZE TABLE {}", table.schema().names.query_table))
+            .collect();
+        let flushed = shared
+            .engine
+            .run(move |conn| buffers.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .await;
+        shared.engine.close();
+        tracing::info!("engine closed");
+        flushed
+    }
+}
+
+impl Shared {
+    /// `self`, unless the ingestor is closed.
+    fn open(self: &Arc<Self>) -> Result<&Arc<Self>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(self)
+    }
+
+    /// The table, created or extended to hold `fields` first if needed.
+    async fn ensure_table(
+        self: &Arc<Self>,
+        db: &Arc<Database>,
+        rp: &str,
+        measurement: &str,
+        fields: &[(String, schema::FieldType)],
+    ) -> Result<Arc<Table>> {
+        if let Some(table) = db.table(rp, measurement) {
+            let schema = table.schema();
+            if fields.iter().all(|(name, _)| schema.field(name).is_some()) {
+                return Ok(table);
+            }
+        }
+        let (table, created) = db
+            .ensure_table(&self.engine, &self.config.buffer, rp, measurement, fields)
+            .await?;
+        if created {
+            self.spawn_flusher(db, Arc::clone(&table));
+        }
+        Ok(table)
+    }
+
+    fn spawn_flusher(self: &Arc<Self>, db: &Arc<Database>, table: Arc<Table>) {
+        let task = run_flusher(Arc::downgrade(self), Arc::clone(db), table);
+        let handle = tokio::spawn(task);
+        self.flushers.lock().unwrap().push(handle);
+    }
+
+    /// Hands finished chunks to their tables' batchers, within the memory
+    /// budget, and waits for their flushes when asked to.
+    async fn submit(&self, chunks: Vec<(Arc<Table>, RecordBatch)>, wait: bool) -> Result<()> {
+        let mut receivers = Vec::with_capacity(chunks.len());
+        for (table, chunk) in chunks {
+            let bytes = chunk.get_array_memory_size();
+            let permit = self.reserve_memory(bytes).await?;
+            receivers.extend(table.batcher.append(chunk, bytes, permit, wait)?);
+        }
+        await_flushes(receivers).await
+    }
+
+    async fn reserve_memory(&self, bytes: usize) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let kib = bytes.div_ceil(1024).max(1);
+        let overloaded = || Error::Overloaded {
+            buffered: (self.memory_kib - self.memory.available_permits()) * 1024,
+            limit: self.config.max_buffered_bytes,
+            retry_after: Duration::from_secs(1),
+        };
+        let Ok(kib) = u32::try_from(kib) else { return Err(overloaded()) };
+        if kib as usize > self.memory_kib {
+            return Err(overloaded());
+        }
+        let acquire = Arc::clone(&self.memory).acquire_many_owned(kib);
+        match tokio::time::timeout(self.config.overload_wait, acquire).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(Error::Closed),
+            Err(_) => Err(overloaded()),
+        }
+    }
+
+    async fn flush_all(&self) -> Result<()> {
+        let receivers = self
+            .catalog
+            .databases()
+            .iter()
+            .flat_map(|db| db.tables())
+            .map(|(_, table)| table.batcher.request_flush())
+            .collect();
+        await_flushes(receivers).await
+    }
+
+    /// Commits the database's pending series, then inserts one flush of a
+    /// table: into its Buffer table when small, its MergeTree when large.
+    async fn flush(&self, db: &Arc<Database>, table: &Table, flush: Vec<RecordBatch>, rows: usize) -> Result<()> {
+        let schema = table.schema();
+        let direct = rows >= self.config.buffer.direct_min_rows;
+        let target = if direct {
+            schema.names.storage_table.clone()
+        } else {
+            schema.names.query_table.clone()
+        };
+        let span = tracing::debug_span!("flush", table = %schema.names.query_table, rows, direct);
+        let db = Arc::clone(db);
+        let started = std::time::Instant::now();
+        self.engine
+            .run(move |conn| {
+                db.series.commit(conn, &db.series_table)?;
+                if flush.is_empty() {
+                    return Ok(());
+                }
+                let (arrow_schema, batches) = chunk::align(&schema, flush);
+                engine::insert_batches(conn, &target, arrow_schema, batches)?;
+                Ok(())
+            })
+            .instrument(span.clone())
+            .await?;
+        span.in_scope(|| tracing::debug!(elapsed_ms = started.elapsed().as_secs_f64() * 1e3, "flushed"));
+        Ok(())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Wakes the flushers so they answer their waiters and end.
+        for db in self.catalog.databases() {
+            for (_, table) in db.tables() {
+                table.batcher.close();
+            }
+        }
+    }
+}
+
+/// One table's flusher: takes each due flush and reports its outcome to the
+/// writers waiting on it, until the batcher closes. Holds the ingestor only
+/// while flushing, so dropping every [`Ingestor`] ends it.
+async fn run_flusher(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>) {
+    let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
+        return;
+    };
+    while let Some(Flush { chunks, rows, permits, waiters }) = table.batcher.next_flush(&policy).await {
+        let outcome: FlushOutcome = match shared.upgrade() {
+            Some(shared) => shared
+                .flush(&db, &table, chunks, rows)
+                .await
+                .map_err(|err| {
+                    tracing::error!(db = %db.name, %err, "flush failed");
+                    err.to_string()
+                }),
+            None => Err("the ingestor was dropped before these rows were written".to_owned()),
+        };
+        drop(permits);
+        for waiter in waiters {
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+}
+
+async fn await_flushes(receivers: Vec<oneshot::Receiver<FlushOutcome>>) -> Result<()> {
+    let mut first_error = None;
+    for receiver in receivers {
+        match receiver.await {
+            Ok(Ok(())) => {}
+            Ok(Err(message)) => {
+                first_error.get_or_insert(Error::Engine(message));
+            }
+            Err(_) => {
+                first_error.get_or_insert(Error::Closed);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// The release of the linked engine library, e.g. `"26.7.3"`.
+pub fn engine_version() -> &'static str {
+    chdb_rust::version::engine_version().unwrap_or("unknown")
+}
+
+/// Data directory of a config, for callers that only have the ingestor.
+impl IngestConfig {
+    /// The data directory.
+    pub fn data_dir(&self) -> &PathBuf {
+        &self.data_dir
+    }
+}

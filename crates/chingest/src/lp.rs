@@ -1,0 +1,372 @@
+//! Turning one line-protocol request into per-table chunks.
+//!
+//! The parser's output goes straight into [`ChunkBuilder`]s; nothing is kept
+//! per line. Three memos keep known data cheap:
+//! - the request's tables by raw measurement text, so the catalog is asked
+//!   once per measurement per request;
+//! - per table, the raw field keys of the previous line with their column
+//!   positions, so lines shaped like their predecessor skip every name lookup;
+//! - the database's raw-series-key → series_id map, so a series seen before
+//!   costs one hash lookup, not a canonicalization and a hash of its tags.
+//!
+//! A line that needs a table or column that does not exist yet is deferred:
+//! its byte range is kept, the schema change is collected, and once the DDL
+//! has run ([`LineBatch::take_schema_needs`]) the deferred lines are parsed
+//! again ([`LineBatch::parse_deferred`]). Parsing never waits on the engine.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use lineproto::{Line, ParseOptions, Parser};
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+
+use crate::catalog::{Database, Table};
+use crate::chunk::ChunkBuilder;
+use crate::names::{self, NameKind};
+use crate::schema::{FieldType, TableSchema};
+use crate::series::SeriesKey;
+use crate::{LineRejection, WriteOutcome};
+
+/// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.
+pub(crate) const MIN_TIME_NS: i64 = -2_208_988_800_000_000_000;
+
+/// The rows of one request destined for one table.
+struct TableRows<'b> {
+    table: Arc<Table>,
+    schema: Arc<TableSchema>,
+    chunk: ChunkBuilder,
+    /// Raw field keys of the last line whose fields all resolved...
+    memo_keys: Vec<&'b str>,
+    /// ...and their (column position, type).
+    memo_columns: Vec<(usize, FieldType)>,
+}
+
+/// Why a line was not added now.
+enum Outcome {
+    Added,
+    Rejected { column: Option<usize>, reason: String },
+    /// Needs a table or columns that do not exist yet.
+    Deferred,
+}
+
+fn reject(reason: impl Into<String>) -> Outcome {
+    Outcome::Rejected {
+        column: None,
+        reason: reason.into(),
+    }
+}
+
+/// Per-request state of a line-protocol write.
+pub(crate) struct LineBatch<'b> {
+    db: Arc<Database>,
+    rp: &'b str,
+    tables: Vec<TableRows<'b>>,
+    /// Raw measurement → position in `tables`.
+    table_index: HashMap<&'b str, usize>,
+    /// Series resolved by this request that the database's map lacked.
+    local_ids: HashMap<&'b [u8], u64, Xxh3DefaultBuilder>,
+    new_series: Vec<(u64, SeriesKey)>,
+    /// Tables and columns to create, by measurement, in first-seen order.
+    needs: Vec<(String, Vec<(String, FieldType)>)>,
+    /// Lines to parse again after the DDL: byte range and line number.
+    deferred: Vec<(Range<usize>, usize)>,
+    outcome: WriteOutcome,
+    scratch: Vec<(usize, FieldType)>,
+}
+
+impl<'b> LineBatch<'b> {
+    pub(crate) fn new(db: Arc<Database>, rp: &'b str) -> Self {
+        LineBatch {
+            db,
+            rp,
+            tables: Vec::new(),
+            table_index: HashMap::new(),
+            local_ids: HashMap::default(),
+            new_series: Vec::new(),
+            needs: Vec::new(),
+            deferred: Vec::new(),
+            outcome: WriteOutcome::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Parses `body`, adding each line or recording why not.
+    pub(crate) fn parse(&mut self, body: &'b [u8], options: ParseOptions) {
+        self.parse_range(body, 0..body.len(), 0, options, true);
+    }
+
+    /// Whether some lines wait for DDL.
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// The tables and columns deferred lines need, by measurement.
+    pub(crate) fn take_schema_needs(&mut self) -> Vec<(String, Vec<(String, FieldType)>)> {
+        std::mem::take(&mut self.needs)
+    }
+
+    /// Parses the deferred lines again, after the DDL they needed has run.
+    pub(crate) fn parse_deferred(&mut self, body: &'b [u8], options: ParseOptions) {
+        for rows in &mut self.tables {
+            rows.schema = rows.table.schema();
+            rows.chunk.upgrade(Arc::clone(&rows.schema));
+            rows.memo_keys.clear();
+        }
+        for (range, line_number) in std::mem::take(&mut self.deferred) {
+            self.parse_range(body, range, line_number - 1, options, false);
+        }
+    }
+
+    fn parse_range(
+        &mut self,
+        body: &'b [u8],
+        range: Range<usize>,
+        line_offset: usize,
+        options: ParseOptions,
+        may_defer: bool,
+    ) {
+        let db = Arc::clone(&self.db);
+        let known_ids = db.series.by_raw_key.read().unwrap();
+        let start = range.start;
+        let mut parser = Parser::new(&body[range], options);
+        let mut line = Line::default();
+        while let Some(parsed) = parser.next_into(&mut line) {
+            let line_number = line_offset
+                + match &parsed {
+                    Ok(()) => line.line_number,
+                    Err(err) => err.line_number,
+                };
+            let outcome = match parsed {
+                Ok(()) => self.add(&line, &known_ids, may_defer),
+                Err(err) => Outcome::Rejected {
+                    column: Some(err.column),
+                    reason: err.kind.to_string(),
+                },
+            };
+            match outcome {
+                Outcome::Added => self.outcome.accepted += 1,
+                Outcome::Rejected { column, reason } => self.outcome.rejected.push(LineRejection {
+                    line: line_number,
+                    column,
+                    reason,
+                }),
+                Outcome::Deferred => {
+                    let local = parser.last_line_range();
+                    self.deferred
+                        .push((start + local.start..start + local.end, line_number));
+                }
+            }
+        }
+    }
+
+    /// Position in `tables` of the line's table, or why there is none.
+    fn table_for(&mut self, line: &Line<'b>) -> Result<usize, Outcome> {
+        let raw = line.measurement.raw();
+        if let Some(&i) = self.table_index.get(raw) {
+            return Ok(i);
+        }
+        let measurement = line.measurement.unescape();
+        let Some(table) = self.db.table(self.rp, &measurement) else {
+            if let Err(err) = names::validate(NameKind::Measurement, &measurement) {
+                return Err(reject(err.to_string()));
+            }
+            return Err(Outcome::Deferred);
+        };
+        let schema = table.schema();
+        self.tables.push(TableRows {
+            chunk: ChunkBuilder::new(Arc::clone(&schema)),
+            table,
+            schema,
+            memo_keys: Vec::new(),
+            memo_columns: Vec::new(),
+        });
+        let i = self.tables.len() - 1;
+        self.table_index.insert(raw, i);
+        Ok(i)
+    }
+
+    /// Records that `measurement` needs `field` of type `ty` (first type wins).
+    fn need(&mut self, measurement: &str, field: &str, ty: FieldType) {
+        let i = match self.needs.iter().position(|(m, _)| m == measurement) {
+            Some(i) => i,
+            None => {
+                self.needs.push((measurement.to_owned(), Vec::new()));
+                self.needs.len() - 1
+            }
+        };
+        let fields = &mut self.needs[i].1;
+        if !fields.iter().any(|(name, _)| name == field) {
+            fields.push((field.to_owned(), ty));
+        }
+    }
+
+    /// Records the schema a line of a missing table needs.
+    fn need_table(&mut self, line: &Line<'b>) -> Outcome {
+        let measurement = line.measurement.unescape();
+        for (key, value) in &line.fields {
+            let name = key.unescape();
+            if let Err(err) = names::validate(NameKind::Field, &name) {
+                return reject(err.to_string());
+            }
+            self.need(&measurement, &name, FieldType::of(value));
+        }
+        Outcome::Deferred
+    }
+
+    fn add(
+        &mut self,
+        line: &Line<'b>,
+        known_ids: &HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>,
+        may_defer: bool,
+    ) -> Outcome {
+        if line.timestamp < MIN_TIME_NS {
+            return reject("timestamp is before 1900-01-01T00:00:00Z, the earliest time that can be stored");
+        }
+        let t = match self.table_for(line) {
+            Ok(t) => t,
+            Err(Outcome::Deferred) if may_defer => return self.need_table(line),
+            Err(Outcome::Deferred) => return reject("table could not be created"),
+            Err(other) => return other,
+        };
+
+        // Resolve field columns, from the memo when the keys match it.
+        let rows = &self.tables[t];
+        let memo_hit = rows.memo_keys.len() == line.fields.len()
+            && rows
+                .memo_keys
+                .iter()
+                .zip(&line.fields)
+                .all(|(memo, (key, _))| *memo == key.raw());
+        if !memo_hit {
+            if let Err(outcome) = self.resolve_fields(t, line, may_defer) {
+                return outcome;
+            }
+        }
+        let rows = &self.tables[t];
+        for ((key, value), &(_, ty)) in line.fields.iter().zip(&rows.memo_columns) {
+            let got = FieldType::of(value);
+            if got != ty {
+                return reject(format!(
+                    "field type conflict: field {:?} is {got} here but the column stores {ty}",
+                    key.unescape()
+                ));
+            }
+        }
+
+        let series_id = match self.series_id(line, known_ids) {
+            Ok(id) => id,
+            Err(outcome) => return outcome,
+        };
+        let rows = &mut self.tables[t];
+        rows.chunk.push_row(
+            line.timestamp,
+            series_id,
+            line.fields
+                .iter()
+                .zip(&rows.memo_columns)
+                .map(|((_, value), &(position, _))| (position, value)),
+        );
+        Outcome::Added
+    }
+
+    /// Looks up every field of `line` in table `t`'s schema and stores the
+    /// result as the table's memo.
+    fn resolve_fields(&mut self, t: usize, line: &Line<'b>, may_defer: bool) -> Result<(), Outcome> {
+        let mut columns = std::mem::take(&mut self.scratch);
+        columns.clear();
+        let mut missing = Vec::new();
+        for (key, value) in &line.fields {
+            let name = key.unescape();
+            match self.tables[t].schema.field(&name) {
+                Some(column) => {
+                    if columns.iter().any(|(position, _)| *position == column.0) {
+                        self.scratch = columns;
+                        return Err(reject(format!("duplicate field {name:?}")));
+                    }
+                    columns.push(column);
+                }
+                None => {
+                    if let Err(err) = names::validate(NameKind::Field, &name) {
+                        self.scratch = columns;
+                        return Err(reject(err.to_string()));
+                    }
+                    missing.push((name, FieldType::of(value)));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            self.scratch = columns;
+            if !may_defer {
+                return Err(reject("column could not be created"));
+            }
+            let measurement = line.measurement.unescape();
+            for (name, ty) in missing {
+                self.need(&measurement, &name, ty);
+            }
+            return Err(Outcome::Deferred);
+        }
+        let rows = &mut self.tables[t];
+        rows.memo_keys.clear();
+        rows.memo_keys.extend(line.fields.iter().map(|(key, _)| key.raw()));
+        self.scratch = std::mem::replace(&mut rows.memo_columns, columns);
+        Ok(())
+    }
+
+    /// The line's series id; a series new to the database is canonicalized,
+    /// hashed and queued for the series table.
+    fn series_id(
+        &mut self,
+        line: &Line<'b>,
+        known_ids: &HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>,
+    ) -> Result<u64, Outcome> {
+        let raw = line.series_key.as_bytes();
+        if let Some(&id) = known_ids.get(raw).or_else(|| self.local_ids.get(raw)) {
+            return Ok(id);
+        }
+        let tags = line.tags.iter().map(|(k, v)| (k.unescape(), v.unescape()));
+        let key = SeriesKey::new(line.measurement.unescape(), tags)
+            .map_err(|dup| reject(format!("duplicate tag {:?}", dup.0)))?;
+        if key.tags.iter().any(|(k, _)| k == "time") {
+            return Err(reject("tag key \"time\" is reserved"));
+        }
+        let id = key.series_id();
+        self.local_ids.insert(raw, id);
+        if !self.db.series.is_known(id) {
+            self.new_series.push((id, key));
+        }
+        Ok(id)
+    }
+
+    /// The request's outcome, its chunks, and the series it met.
+    pub(crate) fn finish(mut self) -> Finished {
+        // Deferred lines were judged last; report in line order.
+        self.outcome.rejected.sort_by_key(|rejection| rejection.line);
+        let chunks = self
+            .tables
+            .into_iter()
+            .filter(|rows| rows.chunk.rows() > 0)
+            .map(|rows| (rows.table, rows.chunk.finish()))
+            .collect();
+        let raw_keys = self
+            .local_ids
+            .into_iter()
+            .map(|(raw, id)| (Box::from(raw), id))
+            .collect();
+        Finished {
+            outcome: self.outcome,
+            chunks,
+            series: self.new_series,
+            raw_keys,
+        }
+    }
+}
+
+/// What a finished request hands to the ingestor.
+pub(crate) struct Finished {
+    pub(crate) outcome: WriteOutcome,
+    pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,
+    pub(crate) series: Vec<(u64, SeriesKey)>,
+    pub(crate) raw_keys: Vec<(Box<[u8]>, u64)>,
+}

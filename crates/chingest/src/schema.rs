@@ -1,0 +1,210 @@
+//! Field types and table schemas: what a fact table's columns are, how each
+//! maps to ClickHouse and Arrow types, and the DDL that creates or extends the
+//! tables.
+//!
+//! A fact table is `(time DateTime64(9, 'UTC'), series_id UInt64, <field>
+//! Nullable(<type>)...)`, `ORDER BY (series_id, time)`. Fields are Nullable so
+//! a row that lacks a field stores NULL, never a zero that was not written.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use lineproto::FieldValue;
+
+use crate::config::BufferPolicy;
+use crate::names::{quote_ident, quote_literal, TableNames};
+
+/// The five InfluxDB field types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldType {
+    /// 64-bit float.
+    Float,
+    /// Signed 64-bit integer (`i` suffix).
+    Integer,
+    /// Unsigned 64-bit integer (`u` suffix).
+    UInteger,
+    /// UTF-8 string.
+    String,
+    /// Boolean.
+    Boolean,
+}
+
+impl FieldType {
+    /// The type of a parsed field value.
+    pub fn of(value: &FieldValue<'_>) -> FieldType {
+        match value {
+            FieldValue::Float(_) => FieldType::Float,
+            FieldValue::Integer(_) => FieldType::Integer,
+            FieldValue::UInteger(_) => FieldType::UInteger,
+            FieldValue::String(_) => FieldType::String,
+            FieldValue::Boolean(_) => FieldType::Boolean,
+        }
+    }
+
+    /// The column type in ClickHouse.
+    pub fn clickhouse_type(self) -> &'static str {
+        match self {
+            FieldType::Float => "Nullable(Float64)",
+            FieldType::Integer => "Nullable(Int64)",
+            FieldType::UInteger => "Nullable(UInt64)",
+            FieldType::String => "Nullable(String)",
+            FieldType::Boolean => "Nullable(Bool)",
+        }
+    }
+
+    /// Parses a column type as the engine's catalog reports it.
+    pub fn from_clickhouse(type_name: &str) -> Option<FieldType> {
+        Some(match type_name {
+            "Nullable(Float64)" => FieldType::Float,
+            "Nullable(Int64)" => FieldType::Integer,
+            "Nullable(UInt64)" => FieldType::UInteger,
+            "Nullable(String)" => FieldType::String,
+            "Nullable(Bool)" => FieldType::Boolean,
+            _ => return None,
+        })
+    }
+
+    /// The Arrow type batches carry for this field.
+    pub fn arrow_type(self) -> DataType {
+        match self {
+            FieldType::Float => DataType::Float64,
+            FieldType::Integer => DataType::Int64,
+            FieldType::UInteger => DataType::UInt64,
+            FieldType::String => DataType::Utf8,
+            FieldType::Boolean => DataType::Boolean,
+        }
+    }
+}
+
+impl fmt::Display for FieldType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FieldType::Float => "float",
+            FieldType::Integer => "integer",
+            FieldType::UInteger => "unsigned",
+            FieldType::String => "string",
+            FieldType::Boolean => "boolean",
+        })
+    }
+}
+
+/// The Arrow type of the `time` column: nanoseconds, UTC, exactly what a
+/// `DateTime64(9, 'UTC')` column takes (an Int64 would be read as seconds).
+pub fn time_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// One fact table's columns, as known to this process. Immutable: a schema
+/// change produces a new `TableSchema`.
+#[derive(Debug, Clone)]
+pub struct TableSchema {
+    /// The table's names in the engine.
+    pub names: TableNames,
+    /// Field columns in table order.
+    pub fields: Vec<(String, FieldType)>,
+    index: HashMap<String, usize>,
+}
+
+impl TableSchema {
+    /// A schema with the given field columns.
+    pub fn new(names: TableNames, fields: Vec<(String, FieldType)>) -> Self {
+        let index = fields
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), i))
+            .collect();
+        TableSchema { names, fields, index }
+    }
+
+    /// Position and type of a field column.
+    pub fn field(&self, name: &str) -> Option<(usize, FieldType)> {
+        self.index.get(name).map(|&i| (i, self.fields[i].1))
+    }
+
+    /// This schema plus new columns (already absent from it).
+    pub fn with_fields(&self, added: &[(String, FieldType)]) -> TableSchema {
+        let mut fields = self.fields.clone();
+        fields.extend(added.iter().cloned());
+        TableSchema::new(self.names.clone(), fields)
+    }
+
+    /// The Arrow schema of a batch holding the field columns `present`
+    /// (positions into `fields`, ascending).
+    pub fn arrow_schema(&self, present: &[usize]) -> SchemaRef {
+        let mut columns = Vec::with_capacity(present.len() + 2);
+        columns.push(Field::new("time", time_type(), false));
+        columns.push(Field::new("series_id", DataType::UInt64, false));
+        for &i in present {
+            let (name, ty) = &self.fields[i];
+            columns.push(Field::new(name, ty.arrow_type(), true));
+        }
+        Arc::new(Schema::new(columns))
+    }
+}
+
+/// `CREATE DATABASE` and the series table for a new database.
+pub fn create_database_sql(names: &TableNames) -> [String; 2] {
+    [
+        format!("CREATE DATABASE IF NOT EXISTS {}", names.database),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement String, \
+             tags Map(String, String)) ENGINE = ReplacingMergeTree ORDER BY series_id \
+             SETTINGS index_granularity = 256",
+            names.series_table
+        ),
+    ]
+}
+
+fn column_defs(fields: &[(String, FieldType)]) -> String {
+    fields
+        .iter()
+        .map(|(name, ty)| format!(", {} {}", quote_ident(name), ty.clickhouse_type()))
+        .collect()
+}
+
+/// The MergeTree storage table and the Buffer table in front of it.
+pub fn create_table_sql(schema: &TableSchema, buffer: &BufferPolicy) -> [String; 2] {
+    let names = &schema.names;
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (time DateTime64(9, 'UTC'), series_id UInt64{}) \
+             ENGINE = MergeTree ORDER BY (series_id, time)",
+            names.storage_table,
+            column_defs(&schema.fields)
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Buffer({}, {}, 1, {}, {}, {}, {}, {}, {})",
+            names.query_table,
+            names.storage_table,
+            quote_literal(&names.database_name),
+            quote_literal(&names.storage_name),
+            buffer.min_seconds,
+            buffer.max_seconds,
+            buffer.min_rows,
+            buffer.max_rows,
+            buffer.min_bytes,
+            buffer.max_bytes,
+        ),
+    ]
+}
+
+/// Adds field columns to the storage table, then to its Buffer table.
+pub fn add_columns_sql(names: &TableNames, added: &[(String, FieldType)]) -> [String; 2] {
+    let adds = added
+        .iter()
+        .map(|(name, ty)| {
+            format!(
+                "ADD COLUMN IF NOT EXISTS {} {}",
+                quote_ident(name),
+                ty.clickhouse_type()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    [
+        format!("ALTER TABLE {} {adds}", names.storage_table),
+        format!("ALTER TABLE {} {adds}", names.query_table),
+    ]
+}
