@@ -126,8 +126,9 @@ pub struct WriteOutcome {
 
 /// An open ingest engine. Cheap to clone; all clones share one engine.
 ///
-/// Must be opened and used inside a tokio runtime: its flushers are tasks,
-/// and every engine call runs on the runtime's blocking pool.
+/// Must be opened inside a tokio runtime that outlives it (a multi-threaded
+/// one: its flushers are tasks there). Calls may come from any runtime; each
+/// engine call runs on the calling runtime's blocking pool.
 #[derive(Debug, Clone)]
 pub struct Ingestor {
     shared: Arc<Shared>,
@@ -141,6 +142,9 @@ struct Shared {
     /// Bytes of pending chunks, in KiB permits.
     memory: Arc<Semaphore>,
     memory_kib: usize,
+    /// The runtime `open` ran on: flushers live there, whichever runtime
+    /// later writes come from.
+    runtime: tokio::runtime::Handle,
     flushers: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
 }
@@ -157,6 +161,7 @@ impl Ingestor {
     /// back the databases, tables and series stored there.
     pub async fn open(config: IngestConfig) -> Result<Ingestor> {
         config.validate()?;
+        let runtime = tokio::runtime::Handle::current();
         std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
             context: format!("creating data directory {}", config.data_dir.display()),
             source,
@@ -174,6 +179,7 @@ impl Ingestor {
             config: IngestConfig { data_dir, ..config },
             engine,
             catalog,
+            runtime,
             flushers: Mutex::default(),
             closed: AtomicBool::new(false),
         });
@@ -357,7 +363,7 @@ impl Shared {
 
     fn spawn_flusher(self: &Arc<Self>, db: &Arc<Database>, table: Arc<Table>) {
         let task = run_flusher(Arc::downgrade(self), Arc::clone(db), table);
-        let handle = tokio::spawn(task);
+        let handle = self.runtime.spawn(task);
         self.flushers.lock().unwrap().push(handle);
     }
 
@@ -488,6 +494,14 @@ async fn await_flushes(receivers: Vec<oneshot::Receiver<FlushOutcome>>) -> Resul
 /// The release of the linked engine library, e.g. `"26.7.3"`.
 pub fn engine_version() -> &'static str {
     chdb_rust::version::engine_version().unwrap_or("unknown")
+}
+
+/// Stops the engine's threads for good, once every [`Ingestor`] is closed
+/// and dropped. Only needed by programs that run teardown code of their own
+/// after using the engine (exit-time destructors, `atexit` handlers): they
+/// would race the engine's threads. No engine can be opened afterwards.
+pub fn shutdown_engine() -> Result<()> {
+    chdb_rust::runtime::shutdown().map_err(Error::from)
 }
 
 /// Data directory of a config, for callers that only have the ingestor.

@@ -1,22 +1,338 @@
 //! Line-protocol writes through the library, checked by reading the rows back
-//! from the real engine.
+//! from the real engine. Each test writes into databases of its own.
 
 mod support;
 
-use chingest::{Precision, WriteOptions};
+use chingest::{Error, Ingestor, Precision, WriteOptions};
 use support::{ingestor, run, tsv};
 
-#[test]
-fn smoke() {
+test_main!(
+    every_field_type_round_trips_exactly,
+    missing_fields_are_null_not_zero,
+    timestamps_honour_every_precision_and_the_storable_range,
+    missing_timestamp_uses_the_server_time,
+    bad_lines_are_reported_and_good_lines_kept,
+    schema_evolves_and_conflicts_reject_only_their_line,
+    hostile_names_map_to_distinct_tables,
+    many_databases_and_measurements_at_once,
+    concurrent_writers_from_threads_get_exact_counts,
+    unwaited_writes_are_visible_after_flush,
+    large_flushes_bypass_the_buffer_table,
+);
+
+async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
+    ing.write_lp(db, "autogen", body.as_bytes(), &WriteOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("write to {db}: {e}"))
+}
+
+/// Facts of `db`.`m.autogen` joined with their tags, one TSV line per row.
+async fn rows(ing: &Ingestor, db: &str, measurement: &str, columns: &str) -> String {
+    let sql = format!(
+        "SELECT {columns} FROM {db}.`{measurement}.autogen` AS f \
+         INNER JOIN (SELECT series_id, measurement, tags FROM {db}._series FINAL) AS s USING series_id \
+         ORDER BY time, series_id"
+    );
+    tsv(ing, &sql).await
+}
+
+fn every_field_type_round_trips_exactly() {
     run(async {
         let ing = ingestor().await;
-        let out = ing
-            .write_lp("smoke", "autogen", b"cpu,host=a usage=0.5,n=3i 1700000000000000000\ncpu,host=b usage=1.5 1700000000000000001\n", &WriteOptions::default())
+        let body = "\
+types f=1.5,i=-9223372036854775808i,u=18446744073709551615u,s=\"quote \\\" backslash \\\\ done\",b=true 1
+types f=-0.0,i=9223372036854775807i,u=0u,s=\"\",b=F 2
+types f=1e300,i=0i,u=1u,s=\"ünïcødé 🦀\",b=TRUE 3
+";
+        let out = write(&ing, "lp_types", body).await;
+        assert_eq!((out.accepted, out.rejected.len()), (3, 0), "{out:?}");
+        assert_eq!(
+            rows(&ing, "lp_types", "types", "toUnixTimestamp64Nano(time), f, i, u, s, b").await,
+            "1\t1.5\t-9223372036854775808\t18446744073709551615\tquote \" backslash \\\\ done\ttrue\n\
+             2\t-0\t9223372036854775807\t0\t\tfalse\n\
+             3\t1e300\t0\t1\tünïcødé 🦀\ttrue\n"
+        );
+        let types = tsv(
+            &ing,
+            "SELECT name, type FROM system.columns WHERE database = 'lp_types' \
+             AND table = 'types.autogen.mergetree' ORDER BY position",
+        )
+        .await;
+        assert_eq!(
+            types,
+            "time\tDateTime64(9, \\'UTC\\')\nseries_id\tUInt64\nf\tNullable(Float64)\n\
+             i\tNullable(Int64)\nu\tNullable(UInt64)\ns\tNullable(String)\nb\tNullable(Bool)\n"
+        );
+    })
+}
+
+fn missing_fields_are_null_not_zero() {
+    run(async {
+        let ing = ingestor().await;
+        let out = write(&ing, "lp_nulls", "m a=1i 1\nm b=2.5 2\nm a=3i,b=4.5 3\n").await;
+        assert_eq!(out.accepted, 3);
+        assert_eq!(
+            rows(&ing, "lp_nulls", "m", "a, b, isNull(a), isNull(b)").await,
+            "1\t\\N\t0\t1\n\\N\t2.5\t1\t0\n3\t4.5\t0\t0\n"
+        );
+    })
+}
+
+fn timestamps_honour_every_precision_and_the_storable_range() {
+    run(async {
+        let ing = ingestor().await;
+        let cases = [
+            (Precision::Nanoseconds, "1", 1i128),
+            (Precision::Microseconds, "1", 1_000),
+            (Precision::Milliseconds, "1", 1_000_000),
+            (Precision::Seconds, "1", 1_000_000_000),
+            (Precision::Minutes, "1", 60_000_000_000),
+            (Precision::Hours, "1", 3_600_000_000_000),
+            // The edges of DateTime64(9): 1900-01-01 and the largest i64.
+            (Precision::Seconds, "-2208988800", -2_208_988_800_000_000_000),
+            (Precision::Nanoseconds, "9223372036854775807", i64::MAX as i128),
+        ];
+        for (i, (precision, ts, _)) in cases.iter().enumerate() {
+            let body = format!("p,case={i} v=1i {ts}\n");
+            let options = WriteOptions { precision: *precision, ..WriteOptions::default() };
+            let out = ing.write_lp("lp_precision", "autogen", body.as_bytes(), &options).await.unwrap();
+            assert_eq!(out.accepted, 1, "{precision:?}: {out:?}");
+        }
+        let got = rows(&ing, "lp_precision", "p", "s.tags['case'], toUnixTimestamp64Nano(time)").await;
+        let mut expected: Vec<(i128, usize)> =
+            cases.iter().enumerate().map(|(i, (_, _, ns))| (*ns, i)).collect();
+        expected.sort();
+        let expected: String = expected.iter().map(|(ns, i)| format!("{i}\t{ns}\n")).collect();
+        assert_eq!(got, expected);
+
+        // Before 1900 cannot be stored: that line is rejected, the other kept.
+        let out = write(&ing, "lp_precision", "p,case=old v=1i -2208988800000000001\np,case=ok v=1i 5\n").await;
+        assert_eq!(out.accepted, 1);
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].line, 1);
+        assert!(out.rejected[0].reason.contains("1900"), "{:?}", out.rejected[0]);
+    })
+}
+
+fn missing_timestamp_uses_the_server_time() {
+    run(async {
+        let ing = ingestor().await;
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        write(&ing, "lp_now", "m v=1i\n").await;
+        let after = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let stored: u128 = rows(&ing, "lp_now", "m", "toUnixTimestamp64Nano(time)")
             .await
+            .trim()
+            .parse()
             .unwrap();
+        assert!(before <= stored && stored <= after, "{before} <= {stored} <= {after}");
+    })
+}
+
+fn bad_lines_are_reported_and_good_lines_kept() {
+    run(async {
+        let ing = ingestor().await;
+        let body = "\
+good,host=a v=1i 1
+bad,host=a v= 2
+good,host=b v=2i 3
+good,host=c v=\"text\" 4
+good,host=d v=4i,v=5i 5
+good,host=e,host=f v=6i 6
+good,time=x v=7i 7
+good,host=g time=8i 8
+good,host=h v=9i 9
+";
+        let out = write(&ing, "lp_bad", body).await;
+        assert_eq!(out.accepted, 3, "{out:?}");
+        let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [2, 4, 5, 6, 7, 8]);
+        let reasons: Vec<&str> = out.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert!(reasons[1].contains("type conflict") && reasons[1].contains("integer"), "{reasons:?}");
+        assert!(reasons[2].contains("duplicate field"), "{reasons:?}");
+        assert!(reasons[3].contains("duplicate tag"), "{reasons:?}");
+        assert!(reasons[4].contains("time"), "{reasons:?}");
+        assert!(reasons[5].contains("reserved"), "{reasons:?}");
+        assert_eq!(out.rejected[0].column, Some(14), "{:?}", out.rejected[0]);
+        assert_eq!(
+            rows(&ing, "lp_bad", "good", "s.tags['host'], v").await,
+            "a\t1\nb\t2\nh\t9\n"
+        );
+    })
+}
+
+fn schema_evolves_and_conflicts_reject_only_their_line() {
+    run(async {
+        let ing = ingestor().await;
+        write(&ing, "lp_evolve", "m,k=1 a=1i 1\n").await;
+        // A new field in a later write adds a column; earlier rows read NULL.
+        let out = write(&ing, "lp_evolve", "m,k=1 a=2i,b=true 2\nm,k=1 a=3.5 3\nm,k=1 c=\"x\" 4\n").await;
         assert_eq!(out.accepted, 2, "{out:?}");
-        let rows = tsv(&ing, "SELECT s.tags['host'], f.usage, f.n FROM smoke.`cpu.autogen` f JOIN smoke._series s USING series_id ORDER BY time").await;
-        assert_eq!(rows, "a\t0.5\t3\nb\t1.5\t\\N\n");
-        let _ = Precision::Seconds;
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].line, 2);
+        assert!(out.rejected[0].reason.contains("float"), "{:?}", out.rejected[0]);
+        // Within one request, the first type seen for a new field wins.
+        let out = write(&ing, "lp_evolve", "m,k=1 d=1u 5\nm,k=1 d=2i 6\n").await;
+        assert_eq!((out.accepted, out.rejected.len()), (1, 1), "{out:?}");
+        assert_eq!(out.rejected[0].line, 2);
+        assert_eq!(
+            rows(&ing, "lp_evolve", "m", "a, b, c, d").await,
+            "1\t\\N\t\\N\t\\N\n2\ttrue\t\\N\t\\N\n\\N\t\\N\tx\t\\N\n\\N\t\\N\t\\N\t1\n"
+        );
+    })
+}
+
+fn hostile_names_map_to_distinct_tables() {
+    run(async {
+        let ing = ingestor().await;
+        let measurements = [
+            "a.b", "a%2Eb", "_series", "back`tick", "quote'\"", "back\\\\slash", "ünï\\ 🦀",
+            "space\\ and\\,comma", "x.mergetree",
+        ];
+        let mut body = String::new();
+        for (i, m) in measurements.iter().enumerate() {
+            body.push_str(&format!("{m},tag=t field.with.dots={i}i,`f`=1i {i}\n"));
+        }
+        let db = "lp `hostile`.db";
+        let out = ing.write_lp(db, "my.rp", body.as_bytes(), &WriteOptions::default()).await.unwrap();
+        assert_eq!((out.accepted, out.rejected.len()), (measurements.len(), 0), "{out:?}");
+        let quoted_db = chingest::names::quote_ident(&chingest::names::encode(db));
+        let got = tsv(
+            &ing,
+            &format!(
+                "SELECT s.measurement, f.`field.with.dots` FROM merge({}, '^[^_].*[.]my%2Erp$') AS f \
+                 INNER JOIN {quoted_db}._series AS s USING series_id ORDER BY 2",
+                chingest::names::quote_literal(&chingest::names::encode(db))
+            ),
+        )
+        .await;
+        // As stored (unescaped), then as TabSeparated prints it.
+        let stored = [
+            "a.b", "a%2Eb", "_series", "back`tick", "quote\\'\"", "back\\\\slash", "ünï 🦀",
+            "space and,comma", "x.mergetree",
+        ];
+        let expected: String = stored.iter().enumerate().map(|(i, m)| format!("{m}\t{i}\n")).collect();
+        assert_eq!(got, expected);
+
+        // Names the engine cannot hold are refused with the reason.
+        let too_long = "m".repeat(101);
+        let out = write(&ing, "lp_hostile2", &format!("{too_long} v=1i 1\nok v=1i 1\n")).await;
+        assert_eq!(out.accepted, 1);
+        assert!(out.rejected[0].reason.contains("too long"), "{:?}", out.rejected);
+        for bad_db in ["", "system", &"d".repeat(201)] {
+            let err = ing.write_lp(bad_db, "autogen", b"m v=1i\n", &WriteOptions::default()).await;
+            assert!(matches!(err, Err(Error::InvalidName { .. })), "{bad_db:?}: {err:?}");
+        }
+        let err = ing.write_lp("lp_hostile2", "", b"m v=1i\n", &WriteOptions::default()).await;
+        assert!(matches!(err, Err(Error::InvalidName { .. })), "{err:?}");
+    })
+}
+
+fn many_databases_and_measurements_at_once() {
+    run(async {
+        let ing = ingestor().await;
+        let mut writes = Vec::new();
+        for db in 0..4 {
+            let ing = ing.clone();
+            writes.push(tokio::spawn(async move {
+                let mut body = String::new();
+                for m in 0..5 {
+                    for host in 0..20 {
+                        body.push_str(&format!("m{m},host=h{host} v={host}i,db={db}i {}\n", m * 100 + host));
+                    }
+                }
+                ing.write_lp(&format!("lp_many_{db}"), "autogen", body.as_bytes(), &WriteOptions::default())
+                    .await
+                    .unwrap()
+            }));
+        }
+        for write in writes {
+            assert_eq!(write.await.unwrap().accepted, 100);
+        }
+        for db in 0..4 {
+            for m in 0..5 {
+                let got = tsv(
+                    &ing,
+                    &format!("SELECT count(), sum(v), min(db), max(db), uniqExact(series_id) FROM lp_many_{db}.`m{m}.autogen`"),
+                )
+                .await;
+                assert_eq!(got, format!("20\t190\t{db}\t{db}\t20\n"));
+            }
+            let series = tsv(&ing, &format!("SELECT count() FROM lp_many_{db}._series")).await;
+            assert_eq!(series, "100\n");
+        }
+    })
+}
+
+fn concurrent_writers_from_threads_get_exact_counts() {
+    const THREADS: usize = 4;
+    const WRITES: usize = 25;
+    const LINES: usize = 200;
+    let ing = run(ingestor());
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let ing = ing.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                for w in 0..WRITES {
+                    let body: String = (0..LINES)
+                        .map(|l| format!("load,thread={t},host=h{} v={l}i {}\n", l % 10, (w * LINES + l) as i64))
+                        .collect();
+                    let out = rt
+                        .block_on(ing.write_lp("lp_concurrent", "autogen", body.as_bytes(), &WriteOptions::default()))
+                        .unwrap();
+                    assert_eq!(out.accepted, LINES);
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    run(async {
+        let got = tsv(&ing, "SELECT count(), sum(v), uniqExact(series_id) FROM lp_concurrent.`load.autogen`").await;
+        let per_write: usize = (0..LINES).sum();
+        assert_eq!(
+            got,
+            format!("{}\t{}\t{}\n", THREADS * WRITES * LINES, THREADS * WRITES * per_write, THREADS * 10)
+        );
+        let series = tsv(&ing, "SELECT count(), uniqExact(series_id) FROM lp_concurrent._series").await;
+        assert_eq!(series, format!("{0}\t{0}\n", THREADS * 10), "each series stored once");
+    })
+}
+
+fn unwaited_writes_are_visible_after_flush() {
+    run(async {
+        let ing = ingestor().await;
+        let options = WriteOptions { wait: false, ..WriteOptions::default() };
+        for i in 0..50 {
+            let body = format!("nowait,k={} v={i}i {i}\n", i % 3);
+            ing.write_lp("lp_nowait", "autogen", body.as_bytes(), &options).await.unwrap();
+        }
+        ing.flush().await.unwrap();
+        let got = tsv(&ing, "SELECT count(), sum(v) FROM lp_nowait.`nowait.autogen`").await;
+        assert_eq!(got, "50\t1225\n");
+    })
+}
+
+fn large_flushes_bypass_the_buffer_table() {
+    run(async {
+        let ing = ingestor().await;
+        let direct = ing.config().buffer.direct_min_rows;
+        let body: String = (0..direct).map(|i| format!("big,h=h{} v={i}i {i}\n", i % 100)).collect();
+        write(&ing, "lp_big", &body).await;
+        // Written straight to the MergeTree: visible there without the Buffer.
+        let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen.mergetree`").await;
+        assert_eq!(got, format!("{direct}\n"));
+        // A small write waits in the Buffer table, which queries see in full.
+        write(&ing, "lp_big", "big,h=x v=1i 1\n").await;
+        let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen`").await;
+        assert_eq!(got, format!("{}\n", direct + 1));
     })
 }

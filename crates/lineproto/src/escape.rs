@@ -139,8 +139,8 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
-/// Appends `s` to `out` as `escape` dictates: every byte of `s` that
-/// `needs_escape` is preceded by a backslash.
+/// Appends `s` to `out` with a backslash before every byte for which
+/// `needs_escape` is true.
 #[inline]
 fn escape_into(s: &str, out: &mut String, needs_escape: impl Fn(u8) -> bool) {
     let bytes = s.as_bytes();

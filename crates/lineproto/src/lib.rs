@@ -44,9 +44,13 @@
 //!   unescaped in a measurement or tag value, and `,` may appear unescaped
 //!   in a tag key or field key (so `m,a=1,,b=2` has the tag key `,b`). See
 //!   [Escape rules](#escape-rules).
+//! * The measurement, tag keys, tag values and field keys must not be
+//!   empty, and there must be at least one field. Tags and fields keep the
+//!   order they are written in; duplicate keys are passed through.
 //! * Field values: float `-?\d+(\.\d+)?([eE][+-]?\d+)?` (so no `.5`, `1.`,
 //!   `+1`, `NaN` or `inf`, and the result must be finite); integer
-//!   `-?\d+i` (`i64`); unsigned `\d+u` (`u64`); string `"..."`; boolean
+//!   `-?\d+i` (`i64`); unsigned `\d+u` (`u64`); string `"..."` (any
+//!   characters but a line feed, including spaces, commas and `=`); boolean
 //!   `t T true True TRUE f F false False FALSE`. A value must be followed by
 //!   `,`, a space or the end of the line.
 //! * Timestamp: `-?\d+`, in the parse's [`Precision`], converted to

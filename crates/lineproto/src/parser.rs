@@ -2,11 +2,13 @@
 //! in one forward pass.
 //!
 //! Owns [`Parser`], [`ParseOptions`], [`parse`] and [`Parsed`], and every
-//! syntax decision. Lines are found with a word-at-a-time newline search,
-//! validated as UTF-8 once, then scanned byte by byte with a lookup table of
-//! the bytes that end a token. Tokens are handed out as borrowed slices;
-//! numbers are converted on the fly. Nothing is allocated per line unless
-//! the line is rejected.
+//! syntax decision. The input is validated as UTF-8 in large regions (the
+//! whole rest of the input at once, unless it holds an invalid byte), so a
+//! line needs no validation of its own. Each line is then scanned once,
+//! byte by byte, with a lookup table of the bytes that end a token; the line
+//! ending is discovered by the same scan, so there is no separate newline
+//! pass. Tokens are handed out as borrowed slices and numbers are converted
+//! on the fly. Nothing is allocated per line unless the line is rejected.
 //!
 //! The syntax accepted is documented at the crate root.
 
@@ -72,15 +74,55 @@ pub fn parse(input: &[u8], options: ParseOptions) -> Parsed<'_> {
 #[derive(Debug, Clone)]
 pub struct Parser<'a> {
     input: &'a [u8],
+    /// Start of the next physical line.
     pos: usize,
     line_number: usize,
     options: ParseOptions,
     last: Range<usize>,
+    /// `input[region_start..region_start + region.len()]`, known to be UTF-8.
+    region: &'a str,
+    region_start: usize,
+    /// Tag and field keys of the previous line, by position.
+    guesses: Guesses<'a>,
+}
+
+/// The keys of the previous line, by position: lines of one kind repeat
+/// their keys, and comparing against a guess is cheaper than scanning for
+/// the end of a key. A guess is only used when the input matches it byte
+/// for byte and is followed by `=`, and only keys without backslashes are
+/// remembered, so guessing never changes a result.
+#[derive(Debug, Clone, Default)]
+struct Guesses<'a> {
+    tag_keys: Vec<&'a str>,
+    field_keys: Vec<&'a str>,
+}
+
+/// If the key at `i` is `guess` (followed by `=`), its end.
+#[inline(always)]
+fn guessed_key(b: &[u8], i: usize, guess: Option<&&str>) -> Option<usize> {
+    let guess = guess?.as_bytes();
+    let end = i + guess.len();
+    if !guess.is_empty() && b.get(i..end) == Some(guess) && b.get(end) == Some(&b'=') {
+        Some(end)
+    } else {
+        None
+    }
+}
+
+/// Remembers `key` as the guess for position `n`; a key with a backslash
+/// is remembered as the empty guess, which never matches.
+#[inline(always)]
+fn remember<'a>(guesses: &mut Vec<&'a str>, n: usize, key: &'a str, escaped: bool) {
+    let key = if escaped { "" } else { key };
+    match guesses.get_mut(n) {
+        Some(slot) => *slot = key,
+        None => guesses.push(key),
+    }
 }
 
 impl<'a> Parser<'a> {
-    /// A parser over `input`, which need not be UTF-8 as a whole: each line
-    /// is validated on its own.
+    /// A parser over `input`, which need not be UTF-8 as a whole: a line
+    /// with invalid UTF-8 is rejected on its own.
     pub fn new(input: &'a [u8], options: ParseOptions) -> Self {
         Parser {
             input,
@@ -88,6 +130,9 @@ impl<'a> Parser<'a> {
             line_number: 0,
             options,
             last: 0..0,
+            region: "",
+            region_start: 0,
+            guesses: Guesses::default(),
         }
     }
 
@@ -103,54 +148,125 @@ impl<'a> Parser<'a> {
             if start >= input.len() {
                 return None;
             }
-            let (end, next) = match find_newline(&input[start..]) {
-                Some(k) => (start + k, start + k + 1),
-                None => (input.len(), input.len()),
-            };
-            self.pos = next;
             self.line_number += 1;
-            let content_end = if end > start && input[end - 1] == b'\r' {
-                end - 1
-            } else {
-                end
-            };
-            let bytes = &input[start..content_end];
-            let Some(indent) = bytes.iter().position(|&b| b != b' ' && b != b'\t') else {
-                continue; // blank
-            };
-            if bytes[indent] == b'#' {
-                continue; // comment
+
+            // Indentation, blank lines and comments.
+            let mut first = start;
+            while matches!(input.get(first), Some(b' ' | b'\t')) {
+                first += 1;
             }
-            self.last = start..content_end;
-            let line_number = self.line_number;
-            let fail = |offset: usize, kind: ErrorKind| {
-                Some(Err(LineError {
-                    line_number,
-                    column: offset + 1,
-                    kind,
-                }))
-            };
-            if bytes.len() > self.options.max_line_len {
-                let limit = self.options.max_line_len;
-                return fail(limit, ErrorKind::LineTooLong { limit });
+            match input.get(first) {
+                None => {
+                    self.pos = first;
+                    continue;
+                }
+                Some(b'\n') => {
+                    self.pos = first + 1;
+                    continue;
+                }
+                Some(b'\r') if matches!(input.get(first + 1), None | Some(b'\n')) => {
+                    self.pos = (first + 2).min(input.len());
+                    continue;
+                }
+                Some(b'#') => {
+                    self.pos = line_end(input, start, first).1;
+                    continue;
+                }
+                Some(_) => {}
             }
-            let text = match std::str::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(e) => return fail(e.valid_up_to(), ErrorKind::InvalidUtf8),
-            };
-            line.line_number = line_number;
+
+            // Make sure the line starts inside the validated region.
+            let region_end = self.region_start + self.region.len();
+            if first < self.region_start || first >= region_end {
+                self.validate_from(first);
+            }
+            let region_start = self.region_start;
+            let region_end = region_start + self.region.len();
+
+            line.line_number = self.line_number;
             line.tags.clear();
             line.fields.clear();
-            return match parse_line(text, indent, &self.options, line) {
-                Ok(()) => Some(Ok(())),
-                Err(Fail { at, kind }) => fail(at, kind),
+            // Parse within a window that ends at the end of the valid region
+            // or just past the longest allowed line, whichever comes first.
+            let limit = start
+                .saturating_add(self.options.max_line_len)
+                .saturating_add(2)
+                .min(region_end);
+            let result = if first < region_end {
+                parse_line(
+                    self.region,
+                    limit - region_start,
+                    first - region_start,
+                    &self.options,
+                    &mut self.guesses,
+                    line,
+                )
+            } else {
+                // The line starts with an invalid byte (the region is empty
+                // and starts at `first`).
+                Err(Fail::new(0, ErrorKind::InvalidUtf8))
             };
+
+            // Where the line really ends, and what to report.
+            let (content_end, next, fail) = match result {
+                Ok(end) => {
+                    let end = end + region_start;
+                    match input.get(end) {
+                        None => (end, end, None),
+                        Some(b'\n') => (end, end + 1, None),
+                        Some(b'\r') if input.get(end + 1).is_none() => (end, end + 1, None),
+                        Some(b'\r') if input.get(end + 1) == Some(&b'\n') => (end, end + 2, None),
+                        // The window cut the line: too long or invalid UTF-8.
+                        _ => {
+                            let (content_end, next) = line_end(input, start, end);
+                            (content_end, next, None)
+                        }
+                    }
+                }
+                Err(Fail { at, kind }) => {
+                    let at = at + region_start;
+                    let (content_end, next) = line_end(input, start, at);
+                    (content_end, next, Some((at, kind)))
+                }
+            };
+            self.pos = next;
+            self.last = start..content_end;
+            let error = |at: usize, kind: ErrorKind| LineError {
+                line_number: self.line_number,
+                column: at - start + 1,
+                kind,
+            };
+            let limit = self.options.max_line_len;
+            return Some(if content_end - start > limit {
+                Err(error(start + limit, ErrorKind::LineTooLong { limit }))
+            } else if content_end > region_end {
+                // The region ends at the line's first invalid byte.
+                Err(error(region_end, ErrorKind::InvalidUtf8))
+            } else if let Some((at, kind)) = fail {
+                Err(error(at, kind))
+            } else {
+                Ok(())
+            });
         }
+    }
+
+    /// Validates as much of the input from `from` on as is valid UTF-8.
+    #[inline(never)]
+    fn validate_from(&mut self, from: usize) {
+        let rest = &self.input[from..];
+        self.region_start = from;
+        self.region = match std::str::from_utf8(rest) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default(),
+        };
     }
 
     /// Byte range in the input of the line last returned by
     /// [`next_into`](Self::next_into) or [`next`](Iterator::next), accepted
     /// or rejected, without its line ending. Empty before the first line.
+    ///
+    /// A new parser over just this range parses an accepted line to the
+    /// same result (as line 1).
     pub fn last_line_range(&self) -> Range<usize> {
         self.last.clone()
     }
@@ -173,6 +289,24 @@ impl<'a> Iterator for Parser<'a> {
     }
 }
 
+/// End of the line that starts at `start`, searching for its `\n` from
+/// `from`: the end of its content (a `\r` before the `\n`, or at the end of
+/// the input, is not content) and the start of the next line.
+#[cold]
+fn line_end(input: &[u8], start: usize, from: usize) -> (usize, usize) {
+    let (mut content_end, next) = match find_newline(&input[from..]) {
+        Some(k) => (from + k, from + k + 1),
+        None => (input.len(), input.len()),
+    };
+    if content_end > start && input[content_end - 1] == b'\r' {
+        content_end -= 1;
+    }
+    (content_end, next)
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
 /// Offset of the first `\n` in `hay`, eight bytes at a time.
 #[inline]
 pub(crate) fn find_newline(hay: &[u8]) -> Option<usize> {
@@ -180,7 +314,10 @@ pub(crate) fn find_newline(hay: &[u8]) -> Option<usize> {
     let mut base = 0;
     for chunk in &mut chunks {
         let word = u64::from_le_bytes(chunk.try_into().expect("chunk of 8"));
-        let found = bytes_equal(word, b'\n');
+        let x = word ^ (LO * u64::from(b'\n'));
+        // The lowest set bit marks the first zero byte of `x` exactly (bits
+        // above it may be false positives).
+        let found = x.wrapping_sub(LO) & !x & HI;
         if found != 0 {
             return Some(base + (found.trailing_zeros() / 8) as usize);
         }
@@ -193,7 +330,7 @@ pub(crate) fn find_newline(hay: &[u8]) -> Option<usize> {
         .map(|k| base + k)
 }
 
-/// Why and where (byte offset in the line) a line failed.
+/// Why and where (byte offset in the parsed text) a line failed.
 struct Fail {
     at: usize,
     kind: ErrorKind,
@@ -212,17 +349,22 @@ const COMMA: u8 = 2;
 const EQUALS: u8 = 4;
 const BACKSLASH: u8 = 8;
 const QUOTE: u8 = 16;
+const NEWLINE: u8 = 32;
+/// A carriage return ends a token only if it ends the line.
+const CR: u8 = 64;
+/// Bytes that end every unquoted token (line endings).
+const EOL: u8 = NEWLINE | CR;
 
 /// Bytes that end (or, for a backslash, interrupt) a measurement.
-const MEASUREMENT_STOP: u8 = SPACE | COMMA | BACKSLASH;
+const MEASUREMENT_STOP: u8 = SPACE | COMMA | BACKSLASH | EOL;
 /// Bytes that end a tag key or field key.
-const KEY_STOP: u8 = SPACE | EQUALS | BACKSLASH;
+const KEY_STOP: u8 = SPACE | EQUALS | BACKSLASH | EOL;
 /// Bytes that end a tag value.
-const TAG_VALUE_STOP: u8 = SPACE | COMMA | BACKSLASH;
-/// Bytes that end a string field value.
-const STRING_STOP: u8 = QUOTE | BACKSLASH;
+const TAG_VALUE_STOP: u8 = SPACE | COMMA | BACKSLASH | EOL;
+/// Bytes that end a string field value (a `\r` in a string is content).
+const STRING_STOP: u8 = QUOTE | BACKSLASH | NEWLINE;
 /// Bytes that end an unquoted field value or a timestamp.
-const VALUE_STOP: u8 = SPACE | COMMA;
+const VALUE_STOP: u8 = SPACE | COMMA | EOL;
 
 static CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
@@ -231,77 +373,45 @@ static CLASS: [u8; 256] = {
     table[b'=' as usize] = EQUALS;
     table[b'\\' as usize] = BACKSLASH;
     table[b'"' as usize] = QUOTE;
+    table[b'\n' as usize] = NEWLINE;
+    table[b'\r' as usize] = CR;
     table
 };
 
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in each byte of `word` equal to `byte`. The lowest set bit
-/// is exact; bits above it may be false positives, so only the first match
-/// (lowest address, as words are loaded little-endian) may be used.
+/// Whether the line ends at `i`: the end of the text, a `\n`, or a `\r`
+/// before either.
 #[inline(always)]
-fn bytes_equal(word: u64, byte: u8) -> u64 {
-    let x = word ^ (LO * byte as u64);
-    x.wrapping_sub(LO) & !x & HI
-}
-
-/// Marks the bytes of `word` in class `STOP` (see [`bytes_equal`]).
-#[inline(always)]
-fn stop_mask<const STOP: u8>(word: u64) -> u64 {
-    let mut mask = 0;
-    if STOP & SPACE != 0 {
-        mask |= bytes_equal(word, b' ');
+fn is_eol(b: &[u8], i: usize) -> bool {
+    match b.get(i) {
+        None | Some(b'\n') => true,
+        Some(b'\r') => matches!(b.get(i + 1), None | Some(b'\n')),
+        _ => false,
     }
-    if STOP & COMMA != 0 {
-        mask |= bytes_equal(word, b',');
-    }
-    if STOP & EQUALS != 0 {
-        mask |= bytes_equal(word, b'=');
-    }
-    if STOP & BACKSLASH != 0 {
-        mask |= bytes_equal(word, b'\\');
-    }
-    if STOP & QUOTE != 0 {
-        mask |= bytes_equal(word, b'"');
-    }
-    mask
-}
-
-/// Offset of the first byte in class `STOP` at or after `i`, or `b.len()`.
-/// Eight bytes at a time while eight remain.
-#[inline(always)]
-fn find_stop<const STOP: u8>(b: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("chunk of 8"));
-        let mask = stop_mask::<STOP>(word);
-        if mask != 0 {
-            return i + (mask.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if CLASS[c as usize] & STOP != 0 {
-            break;
-        }
-        i += 1;
-    }
-    i
 }
 
 /// Scans from `i` to the first byte in class `STOP` that is not protected by
 /// a backslash (or to the end). Returns the stop offset and whether a
-/// backslash was seen. `STOP` must include [`BACKSLASH`].
+/// backslash was seen. `STOP` must include [`BACKSLASH`] and [`NEWLINE`].
+///
+/// A backslash protects the next byte unless that byte ends the line; a
+/// `\r` that does not end the line is content.
 #[inline(always)]
 fn scan<const STOP: u8>(b: &[u8], mut i: usize) -> (usize, bool) {
     let mut escaped = false;
     loop {
-        let stop = find_stop::<STOP>(b, i);
-        if b.get(stop) == Some(&b'\\') {
-            escaped = true;
-            i = (stop + 2).min(b.len());
-        } else {
-            return (stop, escaped);
+        while let Some(&c) = b.get(i) {
+            if CLASS[c as usize] & STOP != 0 {
+                break;
+            }
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'\\') => {
+                escaped = true;
+                i += if is_eol(b, i + 1) { 1 } else { 2 };
+            }
+            Some(b'\r') if !is_eol(b, i) => i += 1,
+            _ => return (i, escaped),
         }
     }
 }
@@ -310,7 +420,7 @@ fn scan<const STOP: u8>(b: &[u8], mut i: usize) -> (usize, bool) {
 #[inline]
 fn token_end(b: &[u8], mut i: usize) -> usize {
     while let Some(&c) = b.get(i) {
-        if CLASS[c as usize] & VALUE_STOP != 0 {
+        if CLASS[c as usize] & VALUE_STOP != 0 && (c != b'\r' || is_eol(b, i)) {
             break;
         }
         i += 1;
@@ -318,7 +428,7 @@ fn token_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-#[inline]
+#[inline(always)]
 fn skip_spaces(b: &[u8], mut i: usize) -> usize {
     while b.get(i) == Some(&b' ') {
         i += 1;
@@ -326,10 +436,11 @@ fn skip_spaces(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Whether a value ending at `i` is properly delimited.
-#[inline]
+/// Whether a field value ending at `i` is properly delimited: by a comma,
+/// a space or the end of the line.
+#[inline(always)]
 fn at_value_end(b: &[u8], i: usize) -> bool {
-    matches!(b.get(i), None | Some(b',') | Some(b' '))
+    matches!(b.get(i), Some(b',' | b' ')) || is_eol(b, i)
 }
 
 /// Result of a digit run: the value (if it fits in `u64`) and the offset
@@ -339,7 +450,7 @@ struct Digits {
     end: usize,
 }
 
-/// Reads the decimal digits starting at `i`.
+/// Reads the decimal digits starting at `start`.
 #[inline(always)]
 fn digits(text: &str, b: &[u8], start: usize) -> Digits {
     let mut i = start;
@@ -359,6 +470,29 @@ fn digits(text: &str, b: &[u8], start: usize) -> Digits {
         Some(value)
     };
     Digits { value, end: i }
+}
+
+/// Offset after the run of ASCII digits starting at `i`.
+#[inline]
+fn digits_only(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    i
+}
+
+/// `magnitude` with the sign applied, if it fits in an `i64`.
+#[inline]
+fn signed(magnitude: u64, negative: bool) -> Option<i64> {
+    if negative {
+        if magnitude <= 1u64 << 63 {
+            Some((magnitude as i64).wrapping_neg())
+        } else {
+            None
+        }
+    } else {
+        i64::try_from(magnitude).ok()
+    }
 }
 
 /// Builds the error for a bad unquoted value starting at `at`.
@@ -403,19 +537,32 @@ fn trailing_backslash(name: &str, at: usize) -> Fail {
     )
 }
 
-/// Parses one line (`text`, without its line ending; the measurement starts
-/// at `i`) into `out`, whose vectors are empty.
+#[cold]
+fn missing_tag_value(key: &str, at: usize) -> Fail {
+    Fail::new(at, ErrorKind::MissingTagValue { key: excerpt(key) })
+}
+
+#[cold]
+fn missing_field_value(key: &str, at: usize) -> Fail {
+    Fail::new(at, ErrorKind::MissingFieldValue { key: excerpt(key) })
+}
+
+/// Parses the line whose measurement starts at `i` in `text`, looking no
+/// further than `limit`, into `out` (whose vectors are empty). Returns the
+/// offset where the line ends: at `limit`, a `\n`, or a `\r` before either.
 #[inline]
 fn parse_line<'a>(
     text: &'a str,
+    limit: usize,
     mut i: usize,
     options: &ParseOptions,
+    guesses: &mut Guesses<'a>,
     out: &mut Line<'a>,
-) -> Result<(), Fail> {
-    let b = text.as_bytes();
-    let n = b.len();
+) -> Result<usize, Fail> {
+    let b = &text.as_bytes()[..limit];
 
-    // Measurement.
+    // Measurement. It is not empty unless it starts with a comma: the
+    // caller skipped blank lines.
     let m_start = i;
     let (end, escaped) = scan::<MEASUREMENT_STOP>(b, i);
     if end == m_start {
@@ -432,17 +579,25 @@ fn parse_line<'a>(
     if b.get(i) == Some(&b',') {
         loop {
             i += 1;
-            let (end, escaped) = scan::<KEY_STOP>(b, i);
-            if end == i {
-                return Err(Fail::new(i, ErrorKind::EmptyTagKey));
-            }
+            let n = out.tags.len();
+            let (end, escaped) = match guessed_key(b, i, guesses.tag_keys.get(n)) {
+                Some(end) => (end, false),
+                None => {
+                    let (end, escaped) = scan::<KEY_STOP>(b, i);
+                    if end == i {
+                        return Err(Fail::new(i, ErrorKind::EmptyTagKey));
+                    }
+                    if b[end - 1] == b'\\' {
+                        return Err(trailing_backslash(&text[i..end], end - 1));
+                    }
+                    if b.get(end) != Some(&b'=') {
+                        return Err(missing_tag_value(&text[i..end], end));
+                    }
+                    (end, escaped)
+                }
+            };
             let raw_key = &text[i..end];
-            if b[end - 1] == b'\\' {
-                return Err(trailing_backslash(raw_key, end - 1));
-            }
-            if b.get(end) != Some(&b'=') {
-                return Err(missing_tag_value(raw_key, end));
-            }
+            remember(&mut guesses.tag_keys, n, raw_key, escaped);
             let key = Escaped::new(raw_key, escaped, Rules::Name);
             i = end + 1;
             let (end, escaped) = scan::<TAG_VALUE_STOP>(b, i);
@@ -463,46 +618,55 @@ fn parse_line<'a>(
     }
     out.series_key = &text[m_start..i];
 
-    // Field set. Here `i` is at the end or at a space.
+    // Field set. Here `i` is at a space or the end of the line.
     i = skip_spaces(b, i);
-    if i >= n {
+    if is_eol(b, i) {
         return Err(Fail::new(i, ErrorKind::MissingFields));
     }
     loop {
-        let (end, escaped) = scan::<KEY_STOP>(b, i);
-        if end == i {
-            return Err(Fail::new(i, ErrorKind::EmptyFieldKey));
-        }
+        let n = out.fields.len();
+        let (end, escaped) = match guessed_key(b, i, guesses.field_keys.get(n)) {
+            Some(end) => (end, false),
+            None => {
+                let (end, escaped) = scan::<KEY_STOP>(b, i);
+                if end == i {
+                    return Err(Fail::new(i, ErrorKind::EmptyFieldKey));
+                }
+                if b[end - 1] == b'\\' {
+                    return Err(trailing_backslash(&text[i..end], end - 1));
+                }
+                if b.get(end) != Some(&b'=') {
+                    return Err(missing_field_value(&text[i..end], end));
+                }
+                (end, escaped)
+            }
+        };
         let raw_key = &text[i..end];
-        if b[end - 1] == b'\\' {
-            return Err(trailing_backslash(raw_key, end - 1));
-        }
-        if b.get(end) != Some(&b'=') {
-            return Err(missing_field_value(raw_key, end));
-        }
+        remember(&mut guesses.field_keys, n, raw_key, escaped);
         let key = Escaped::new(raw_key, escaped, Rules::Name);
         i = end + 1;
         let value;
         (value, i) = parse_value(text, b, i, raw_key)?;
         out.fields.push((key, value));
-        match b.get(i) {
-            Some(b',') => i += 1,
-            _ => break,
+        if b.get(i) == Some(&b',') {
+            i += 1;
+        } else {
+            break;
         }
     }
 
-    // Timestamp. Here `i` is at the end or at a space.
+    // Timestamp. Here `i` is at a space or the end of the line.
     i = skip_spaces(b, i);
-    if i >= n {
+    if is_eol(b, i) {
         out.timestamp = options.default_time;
         out.timestamp_given = false;
-        return Ok(());
+        return Ok(i);
     }
     let t_start = i;
     let negative = b[i] == b'-';
-    let d = digits(text, b, t_start + usize::from(negative));
     let digits_start = t_start + usize::from(negative);
-    if d.end == digits_start || !matches!(b.get(d.end), None | Some(b' ')) {
+    let d = digits(text, b, digits_start);
+    if d.end == digits_start || !(b.get(d.end) == Some(&b' ') || is_eol(b, d.end)) {
         let end = token_end(b, t_start);
         return Err(Fail::new(
             t_start,
@@ -524,45 +688,30 @@ fn parse_line<'a>(
         ));
     };
     i = skip_spaces(b, d.end);
-    if i < n {
-        return Err(Fail::new(
-            i,
-            ErrorKind::TrailingGarbage {
-                text: excerpt(&text[i..]),
-            },
-        ));
+    if !is_eol(b, i) {
+        return Err(trailing_garbage(text, b, i));
     }
     out.timestamp = timestamp;
     out.timestamp_given = true;
-    Ok(())
+    Ok(i)
 }
 
 #[cold]
-fn missing_tag_value(key: &str, at: usize) -> Fail {
-    Fail::new(at, ErrorKind::MissingTagValue { key: excerpt(key) })
-}
-
-#[cold]
-fn missing_field_value(key: &str, at: usize) -> Fail {
-    Fail::new(at, ErrorKind::MissingFieldValue { key: excerpt(key) })
-}
-
-/// `magnitude` with the sign applied, if it fits in an `i64`.
-#[inline]
-fn signed(magnitude: u64, negative: bool) -> Option<i64> {
-    if negative {
-        if magnitude <= 1u64 << 63 {
-            Some((magnitude as i64).wrapping_neg())
-        } else {
-            None
-        }
-    } else {
-        i64::try_from(magnitude).ok()
+fn trailing_garbage(text: &str, b: &[u8], at: usize) -> Fail {
+    let mut end = at;
+    while !is_eol(b, end) {
+        end += 1;
     }
+    Fail::new(
+        at,
+        ErrorKind::TrailingGarbage {
+            text: excerpt(&text[at..end]),
+        },
+    )
 }
 
 /// Parses the field value starting at `i`; returns it and the offset just
-/// after it (at the end, a comma or a space).
+/// after it (at a comma, a space or the end of the line).
 #[inline(always)]
 fn parse_value<'a>(
     text: &'a str,
@@ -571,11 +720,10 @@ fn parse_value<'a>(
     key: &str,
 ) -> Result<(FieldValue<'a>, usize), Fail> {
     match b.get(i) {
-        None | Some(b',') | Some(b' ') => Err(missing_field_value(key, i)),
-        Some(b'0'..=b'9') | Some(b'-') => parse_number(text, b, i, key),
+        Some(b'0'..=b'9' | b'-') => parse_number(text, b, i, key),
         Some(b'"') => {
             let (end, escaped) = scan::<STRING_STOP>(b, i + 1);
-            if end >= b.len() {
+            if b.get(end) != Some(&b'"') {
                 return Err(Fail::new(
                     i,
                     ErrorKind::UnterminatedString { key: excerpt(key) },
@@ -597,9 +745,13 @@ fn parse_value<'a>(
                 b"f" | b"F" | b"false" | b"False" | b"FALSE" => false,
                 _ => return Err(bad_value(text, b, i, key)),
             };
+            if !at_value_end(b, end) {
+                return Err(bad_value(text, b, i, key));
+            }
             Ok((FieldValue::Boolean(value), end))
         }
-        Some(_) => Err(bad_value(text, b, i, key)),
+        _ if at_value_end(b, i) => Err(missing_field_value(key, i)),
+        _ => Err(bad_value(text, b, i, key)),
     }
 }
 
@@ -640,16 +792,6 @@ fn parse_number<'a>(
                 None => Err(out_of_range(text, b, start, key, false)),
             }
         }
-        None | Some(b',') | Some(b' ') => {
-            // An integer-looking float: convert directly when it fits (the
-            // conversion rounds to nearest, as parsing the text would).
-            let value = match d.value {
-                Some(v) if negative => -(v as f64),
-                Some(v) => v as f64,
-                None => parse_float(text, b, start, i, key)?,
-            };
-            Ok((FieldValue::Float(value), i))
-        }
         Some(b'.' | b'e' | b'E') => {
             if b[i] == b'.' {
                 let frac = digits_only(b, i + 1);
@@ -674,17 +816,18 @@ fn parse_number<'a>(
             }
             Ok((FieldValue::Float(parse_float(text, b, start, i, key)?), i))
         }
-        Some(_) => Err(bad_value(text, b, start, key)),
+        _ if at_value_end(b, i) => {
+            // An integer-looking float: convert directly when it fits (the
+            // conversion rounds to nearest, as parsing the text would).
+            let value = match d.value {
+                Some(v) if negative => -(v as f64),
+                Some(v) => v as f64,
+                None => parse_float(text, b, start, i, key)?,
+            };
+            Ok((FieldValue::Float(value), i))
+        }
+        _ => Err(bad_value(text, b, start, key)),
     }
-}
-
-/// Offset after the run of ASCII digits starting at `i`.
-#[inline]
-fn digits_only(b: &[u8], mut i: usize) -> usize {
-    while matches!(b.get(i), Some(b'0'..=b'9')) {
-        i += 1;
-    }
-    i
 }
 
 /// Parses `text[start..end]`, already known to match the float grammar.

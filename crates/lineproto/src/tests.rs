@@ -47,7 +47,11 @@ enum Want {
 
 fn parse_one(input: &str, options: ParseOptions) -> Result<String, (usize, usize, ErrorKind)> {
     let mut results: Vec<_> = Parser::new(input.as_bytes(), options).collect();
-    assert_eq!(results.len(), 1, "expected exactly one result for {input:?}");
+    assert_eq!(
+        results.len(),
+        1,
+        "expected exactly one result for {input:?}"
+    );
     match results.pop().unwrap() {
         Ok(line) => Ok(render(&line)),
         Err(e) => Err((e.line_number, e.column, e.kind)),
@@ -107,10 +111,7 @@ fn field_types() {
         ("m f=1.5E-3", O(r#""m" "f"=0.0015 default:0"#)),
         ("m f=00.5", O(r#""m" "f"=0.5 default:0"#)),
         ("m f=1e-400", O(r#""m" "f"=0.0 default:0"#)),
-        (
-            "m f=99999999999999999999",
-            O(r#""m" "f"=1e20 default:0"#),
-        ),
+        ("m f=99999999999999999999", O(r#""m" "f"=1e20 default:0"#)),
         (
             "m f=9007199254740993",
             O(r#""m" "f"=9007199254740992.0 default:0"#),
@@ -306,7 +307,10 @@ fn booleans() {
     for bad in ["tRUE", "tru", "truee", "yes", "TrUe", "fals", "F0", "ff"] {
         cases.push((format!("m f={bad}"), E(5, invalid("f", bad))));
     }
-    let cases: Vec<(&str, Want)> = cases.iter().map(|(i, w)| (i.as_str(), clone_want(w))).collect();
+    let cases: Vec<(&str, Want)> = cases
+        .iter()
+        .map(|(i, w)| (i.as_str(), clone_want(w)))
+        .collect();
     check(&cases);
     // Booleans as non-final fields and before a timestamp.
     check(&[(
@@ -351,7 +355,10 @@ fn escapes_in_every_position() {
         (r#"m,k="v" f=1"#, O(r#""m","k"="\"v\"" "f"=1.0 default:0"#)),
         // Unescaped commas in keys belong to the key.
         (r"m,a,b=v f=1", O(r#""m","a,b"="v" "f"=1.0 default:0"#)),
-        (r"m,a=1,,b=2 f=1", O(r#""m","a"="1",",b"="2" "f"=1.0 default:0"#)),
+        (
+            r"m,a=1,,b=2 f=1",
+            O(r#""m","a"="1",",b"="2" "f"=1.0 default:0"#),
+        ),
         // Field keys.
         (r"m a\,b=1", O(r#""m" "a,b"=1.0 default:0"#)),
         (r"m a\=b=1", O(r#""m" "a=b"=1.0 default:0"#)),
@@ -364,13 +371,25 @@ fn escapes_in_every_position() {
         (r#"m f="a\"b""#, O(r#""m" "f"=s"a\"b" default:0"#)),
         (r#"m f="a\\b""#, O(r#""m" "f"=s"a\\b" default:0"#)),
         (r#"m f="a\nb""#, O(r#""m" "f"=s"a\\nb" default:0"#)),
-        (r#"m f="a\""#, E(5, ErrorKind::UnterminatedString { key: s("f") })),
+        (
+            r#"m f="a\""#,
+            E(5, ErrorKind::UnterminatedString { key: s("f") }),
+        ),
         (r#"m f="a\\""#, O(r#""m" "f"=s"a\\" default:0"#)),
         (r#"m f="\\\"""#, O(r#""m" "f"=s"\\\"" default:0"#)),
-        (r#"m f="a\b\\c\"d""#, O(r#""m" "f"=s"a\\b\\c\"d" default:0"#)),
+        (
+            r#"m f="a\b\\c\"d""#,
+            O(r#""m" "f"=s"a\\b\\c\"d" default:0"#),
+        ),
         // Tabs and NUL bytes are ordinary characters.
-        ("m\tx,k\t=v\t f\t=1", O(r#""m\tx","k\t"="v\t" "f\t"=1.0 default:0"#)),
-        ("m\0,k\0=v\0 f\0=1", O(r#""m\0","k\0"="v\0" "f\0"=1.0 default:0"#)),
+        (
+            "m\tx,k\t=v\t f\t=1",
+            O(r#""m\tx","k\t"="v\t" "f\t"=1.0 default:0"#),
+        ),
+        (
+            "m\0,k\0=v\0 f\0=1",
+            O(r#""m\0","k\0"="v\0" "f\0"=1.0 default:0"#),
+        ),
         // Unicode everywhere.
         (
             "mé,ключ=значение 字段=\"值\" 1",
@@ -400,7 +419,10 @@ fn whitespace_and_timestamps() {
             ("m f=1 -5", O(r#""m" "f"=1.0 -5"#)),
             ("m f=1 -0", O(r#""m" "f"=1.0 0"#)),
             ("m f=1 0", O(r#""m" "f"=1.0 0"#)),
-            ("m f=1 0000000000000000000000000123", O(r#""m" "f"=1.0 123"#)),
+            (
+                "m f=1 0000000000000000000000000123",
+                O(r#""m" "f"=1.0 123"#),
+            ),
             (
                 "m f=1 9223372036854775807",
                 O(r#""m" "f"=1.0 9223372036854775807"#),
@@ -409,10 +431,7 @@ fn whitespace_and_timestamps() {
                 "m f=1 -9223372036854775808",
                 O(r#""m" "f"=1.0 -9223372036854775808"#),
             ),
-            (
-                "m f=\"a b\" 1",
-                O(r#""m" "f"=s"a b" 1"#),
-            ),
+            ("m f=\"a b\" 1", O(r#""m" "f"=s"a b" 1"#)),
         ],
     );
 }
@@ -526,7 +545,10 @@ fn structural_errors_with_columns() {
         ("m,k f=1", E(4, ErrorKind::MissingTagValue { key: s("k") })),
         ("m,k", E(4, ErrorKind::MissingTagValue { key: s("k") })),
         ("m,k= f=1", E(5, ErrorKind::MissingTagValue { key: s("k") })),
-        ("m,k=,j=v f=1", E(5, ErrorKind::MissingTagValue { key: s("k") })),
+        (
+            "m,k=,j=v f=1",
+            E(5, ErrorKind::MissingTagValue { key: s("k") }),
+        ),
         ("m,k=", E(5, ErrorKind::MissingTagValue { key: s("k") })),
         ("m =1", E(3, ErrorKind::EmptyFieldKey)),
         ("m f=1,", E(7, ErrorKind::EmptyFieldKey)),
@@ -536,26 +558,77 @@ fn structural_errors_with_columns() {
         ("m f 1", E(4, ErrorKind::MissingFieldValue { key: s("f") })),
         ("m f=", E(5, ErrorKind::MissingFieldValue { key: s("f") })),
         ("m f= 1", E(5, ErrorKind::MissingFieldValue { key: s("f") })),
-        ("m f=,g=1", E(5, ErrorKind::MissingFieldValue { key: s("f") })),
-        ("m f=1,g", E(8, ErrorKind::MissingFieldValue { key: s("g") })),
-        ("m f=1,g 5", E(8, ErrorKind::MissingFieldValue { key: s("g") })),
+        (
+            "m f=,g=1",
+            E(5, ErrorKind::MissingFieldValue { key: s("f") }),
+        ),
+        (
+            "m f=1,g",
+            E(8, ErrorKind::MissingFieldValue { key: s("g") }),
+        ),
+        (
+            "m f=1,g 5",
+            E(8, ErrorKind::MissingFieldValue { key: s("g") }),
+        ),
         // Trailing backslashes, lone or escaped, in every name.
         (r"m\", E(2, ErrorKind::TrailingBackslash { name: s(r"m\") })),
-        (r"m\\ f=1", E(3, ErrorKind::TrailingBackslash { name: s(r"m\\") })),
-        (r"m\\,k=v f=1", E(3, ErrorKind::TrailingBackslash { name: s(r"m\\") })),
-        (r"m,k\\=v f=1", E(5, ErrorKind::TrailingBackslash { name: s(r"k\\") })),
-        (r"m,k=v\\ f=1", E(7, ErrorKind::TrailingBackslash { name: s(r"v\\") })),
-        (r"m,k=v\", E(6, ErrorKind::TrailingBackslash { name: s(r"v\") })),
-        (r"m f\\=1", E(5, ErrorKind::TrailingBackslash { name: s(r"f\\") })),
-        (r"m f\", E(4, ErrorKind::TrailingBackslash { name: s(r"f\") })),
+        (
+            r"m\\ f=1",
+            E(3, ErrorKind::TrailingBackslash { name: s(r"m\\") }),
+        ),
+        (
+            r"m\\,k=v f=1",
+            E(3, ErrorKind::TrailingBackslash { name: s(r"m\\") }),
+        ),
+        (
+            r"m,k\\=v f=1",
+            E(5, ErrorKind::TrailingBackslash { name: s(r"k\\") }),
+        ),
+        (
+            r"m,k=v\\ f=1",
+            E(7, ErrorKind::TrailingBackslash { name: s(r"v\\") }),
+        ),
+        (
+            r"m,k=v\",
+            E(6, ErrorKind::TrailingBackslash { name: s(r"v\") }),
+        ),
+        (
+            r"m f\\=1",
+            E(5, ErrorKind::TrailingBackslash { name: s(r"f\\") }),
+        ),
+        (
+            r"m f\",
+            E(4, ErrorKind::TrailingBackslash { name: s(r"f\") }),
+        ),
         // Timestamps.
-        ("m f=1 x", E(7, ErrorKind::InvalidTimestamp { value: s("x") })),
-        ("m f=1 12x", E(7, ErrorKind::InvalidTimestamp { value: s("12x") })),
-        ("m f=1 -", E(7, ErrorKind::InvalidTimestamp { value: s("-") })),
-        ("m f=1 +5", E(7, ErrorKind::InvalidTimestamp { value: s("+5") })),
-        ("m f=1 1.5", E(7, ErrorKind::InvalidTimestamp { value: s("1.5") })),
-        ("m f=1 5,6", E(7, ErrorKind::InvalidTimestamp { value: s("5") })),
-        ("m f=1 5\t", E(7, ErrorKind::InvalidTimestamp { value: s("5\t") })),
+        (
+            "m f=1 x",
+            E(7, ErrorKind::InvalidTimestamp { value: s("x") }),
+        ),
+        (
+            "m f=1 12x",
+            E(7, ErrorKind::InvalidTimestamp { value: s("12x") }),
+        ),
+        (
+            "m f=1 -",
+            E(7, ErrorKind::InvalidTimestamp { value: s("-") }),
+        ),
+        (
+            "m f=1 +5",
+            E(7, ErrorKind::InvalidTimestamp { value: s("+5") }),
+        ),
+        (
+            "m f=1 1.5",
+            E(7, ErrorKind::InvalidTimestamp { value: s("1.5") }),
+        ),
+        (
+            "m f=1 5,6",
+            E(7, ErrorKind::InvalidTimestamp { value: s("5") }),
+        ),
+        (
+            "m f=1 5\t",
+            E(7, ErrorKind::InvalidTimestamp { value: s("5\t") }),
+        ),
         (
             "m f=1 9223372036854775808",
             E(
@@ -583,14 +656,21 @@ fn structural_errors_with_columns() {
                 },
             ),
         ),
-        ("m f=1 5 6", E(9, ErrorKind::TrailingGarbage { text: s("6") })),
-        ("m f=1 5  x y", E(10, ErrorKind::TrailingGarbage { text: s("x y") })),
+        (
+            "m f=1 5 6",
+            E(9, ErrorKind::TrailingGarbage { text: s("6") }),
+        ),
+        (
+            "m f=1 5  x y",
+            E(10, ErrorKind::TrailingGarbage { text: s("x y") }),
+        ),
     ]);
 }
 
 #[test]
 fn comments_blank_lines_crlf_and_line_numbers() {
-    let body = b"# header\n\n   \n\t\nm f=1 1\r\n  # indented comment\r\n\r\nm f=2 2\r\nm f=3\n#last";
+    let body =
+        b"# header\n\n   \n\t\nm f=1 1\r\n  # indented comment\r\n\r\nm f=2 2\r\nm f=3\n#last";
     let parsed = parse(body, ParseOptions::default());
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     let got: Vec<_> = parsed
@@ -638,7 +718,10 @@ fn comments_blank_lines_crlf_and_line_numbers() {
 #[test]
 fn newline_always_ends_a_line() {
     // A line feed inside quotes or after a backslash still ends the line.
-    let parsed = parse(b"m f=\"a\nb\" 1\nm,k=v\\\nx f=1\nm f=2", ParseOptions::default());
+    let parsed = parse(
+        b"m f=\"a\nb\" 1\nm,k=v\\\nx f=1\nm f=2",
+        ParseOptions::default(),
+    );
     let errors: Vec<_> = parsed
         .errors
         .iter()
@@ -826,10 +909,7 @@ fn next_into_reuses_and_reports_ranges() {
 
 #[test]
 fn series_key_is_raw() {
-    let parsed = parse(
-        br"  m\ 1,k\,=v\ x,j=w   f=1",
-        ParseOptions::default(),
-    );
+    let parsed = parse(br"  m\ 1,k\,=v\ x,j=w   f=1", ParseOptions::default());
     assert_eq!(parsed.lines[0].series_key, r"m\ 1,k\,=v\ x,j=w");
     assert_eq!(parsed.lines[0].measurement, "m 1");
     assert_eq!(parsed.lines[0].measurement.raw(), r"m\ 1");
@@ -881,14 +961,19 @@ fn escaped_api() {
     assert_ne!(k1, m);
     assert_eq!(
         line.fields[0].1,
-        FieldValue::String(Escaped::new("q\"", false, crate::escape::Rules::StringField))
+        FieldValue::String(Escaped::new(
+            "q\"",
+            false,
+            crate::escape::Rules::StringField
+        ))
     );
     assert_eq!(Escaped::default(), "");
 }
 
 #[test]
 fn escape_helpers() {
-    let cases: &[(fn(&str, &mut String), &str, &str)] = &[
+    type Escape = fn(&str, &mut String);
+    let cases: &[(Escape, &str, &str)] = &[
         (escape_measurement, "a, b=c\\d\"", r#"a\,\ b=c\\d""#),
         (escape_tag, "a, b=c\\d\"", r#"a\,\ b\=c\\d""#),
         (escape_string_field, "a, b=c\\d\"", r#"a, b=c\\d\""#),
@@ -907,7 +992,9 @@ fn escape_helpers() {
 fn error_messages_are_short() {
     let long_value = format!("x{}", "é".repeat(100));
     let input = format!("m f={long_value}");
-    let err = parse(input.as_bytes(), ParseOptions::default()).errors.remove(0);
+    let err = parse(input.as_bytes(), ParseOptions::default())
+        .errors
+        .remove(0);
     let ErrorKind::InvalidFieldValue { value, .. } = &err.kind else {
         panic!("{err:?}")
     };
@@ -915,7 +1002,10 @@ fn error_messages_are_short() {
     assert!(value.ends_with("..."));
     assert!(long_value.starts_with(value.trim_end_matches("...")));
     let msg = err.to_string();
-    assert!(msg.starts_with("line 1, column 5: invalid field value 'xé"), "{msg}");
+    assert!(
+        msg.starts_with("line 1, column 5: invalid field value 'xé"),
+        "{msg}"
+    );
 
     // Every kind displays a reason.
     let kinds = [
@@ -964,7 +1054,9 @@ fn newline_search_finds_every_offset() {
     for len in 0..40 {
         for at in 0..=len {
             for (n, &filler) in fillers.iter().enumerate() {
-                let mut hay: Vec<u8> = (0..len).map(|k| if k % 3 == n % 3 { filler } else { b'x' }).collect();
+                let mut hay: Vec<u8> = (0..len)
+                    .map(|k| if k % 3 == n % 3 { filler } else { b'x' })
+                    .collect();
                 if at < len {
                     hay[at] = b'\n';
                     if at + 3 < len {

@@ -1,11 +1,12 @@
-//! Shared by the test binaries. The engine is process-global, so each test
-//! binary opens one ingestor on one temporary directory, on one runtime, and
-//! every test uses databases of its own.
+//! Shared by the test binaries that use the engine.
 //!
-//! The engine's threads must be gone before the process runs its exit-time
-//! destructors, or the engine aborts. libtest has no "after all tests" hook,
-//! so an `atexit` handler drops the shared ingestor (closing its connections)
-//! first.
+//! The engine is process-global, so each test binary opens one ingestor on
+//! one temporary directory, on one runtime, and every test uses databases of
+//! its own. The engine must also be closed before the process exits: its
+//! threads would otherwise race the exit-time destructors and abort the
+//! process. libtest has no "after all tests" hook, so these binaries use
+//! `harness = false` and [`run_tests`] (libtest-mimic: same flags, same
+//! output), which closes the ingestor once every test has run.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -30,11 +31,6 @@ pub fn run<F: Future>(future: F) -> F::Output {
     RUNTIME.block_on(future)
 }
 
-extern "C" fn drop_ingestor_at_exit() {
-    // Dropping the last handle closes every engine connection.
-    drop(INGESTOR.lock().map(|mut slot| slot.take()));
-}
-
 /// The binary's ingestor, opened on first use with the default config on a
 /// temporary directory that lives as long as the process.
 pub async fn ingestor() -> Ingestor {
@@ -45,12 +41,35 @@ pub async fn ingestor() -> Ingestor {
     let dir = tempfile::tempdir().expect("temp dir").keep();
     let ingestor = Ingestor::open(IngestConfig::new(dir)).await.expect("open ingestor");
     *INGESTOR.lock().unwrap() = Some(ingestor.clone());
-    // SAFETY: registers a plain `extern "C" fn` with no arguments, as atexit
-    // requires; it only touches a Rust static guarded by a mutex.
-    #[allow(unsafe_code)]
-    let registered = unsafe { libc::atexit(drop_ingestor_at_exit) };
-    assert_eq!(registered, 0, "atexit registration failed");
     ingestor
+}
+
+/// Runs the named tests like libtest would, then closes the engine.
+pub fn run_tests(tests: &[(&'static str, fn())]) -> ! {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = tests
+        .iter()
+        .map(|&(name, test)| libtest_mimic::Trial::test(name, move || {
+            test();
+            Ok(())
+        }))
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    let ingestor = INGESTOR.lock().unwrap().take();
+    if let Some(ingestor) = ingestor {
+        run(ingestor.close()).expect("close the engine");
+    }
+    conclusion.exit()
+}
+
+/// `fn main` running the listed test functions through [`run_tests`].
+#[macro_export]
+macro_rules! test_main {
+    ($($test:ident),* $(,)?) => {
+        fn main() {
+            support::run_tests(&[$((stringify!($test), $test as fn())),*])
+        }
+    };
 }
 
 /// Runs `sql` and returns its TabSeparated output as a string.
