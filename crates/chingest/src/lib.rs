@@ -124,6 +124,26 @@ pub struct WriteOutcome {
     pub rejected: Vec<LineRejection>,
 }
 
+/// A parsed line-protocol write whose rows are built but not yet handed to
+/// the batchers (see [`Ingestor::prepare_lp`]). Dropping it writes nothing.
+#[derive(Debug)]
+pub struct PreparedWrite {
+    database: Arc<Database>,
+    finished: lp::Finished,
+}
+
+impl PreparedWrite {
+    /// What will be stored and what was rejected.
+    pub fn outcome(&self) -> &WriteOutcome {
+        &self.finished.outcome
+    }
+
+    /// Rows built, over all tables.
+    pub fn rows(&self) -> usize {
+        self.finished.chunks.iter().map(|(_, chunk)| chunk.num_rows()).sum()
+    }
+}
+
 /// An open ingest engine. Cheap to clone; all clones share one engine.
 ///
 /// Must be opened inside a tokio runtime that outlives it (a multi-threaded
@@ -204,6 +224,9 @@ impl Ingestor {
     /// retention policy name, an overload, a closed ingestor, or an engine
     /// error while committing (then nothing of the request is acknowledged,
     /// though rows of it may have been stored).
+    ///
+    /// The same as [`prepare_lp`](Self::prepare_lp) followed by
+    /// [`commit`](Self::commit).
     pub async fn write_lp(
         &self,
         db: &str,
@@ -211,8 +234,23 @@ impl Ingestor {
         body: &[u8],
         options: &WriteOptions,
     ) -> Result<WriteOutcome> {
+        let prepared = self.prepare_lp(db, rp, body, options).await?;
+        self.commit(prepared, options.wait).await
+    }
+
+    /// The first half of a write: parses `body`, creates the tables and
+    /// columns it needs, and builds its rows into Arrow chunks, without
+    /// handing them to the batchers yet. Parsing and building run on the
+    /// calling task (CPU work); only DDL waits on the engine.
+    pub async fn prepare_lp(
+        &self,
+        db: &str,
+        rp: &str,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
         let shared = self.shared.open()?;
-        let span = tracing::debug_span!("write_lp", db, rp, bytes = body.len(), lines = tracing::field::Empty);
+        let span = tracing::debug_span!("prepare_lp", db, rp, bytes = body.len(), lines = tracing::field::Empty);
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = shared.catalog.ensure_database(&shared.engine, db).await?;
@@ -231,12 +269,21 @@ impl Ingestor {
             }
             let finished = batch.finish();
             tracing::Span::current().record("lines", finished.outcome.accepted);
-            database.series.register(finished.series, finished.raw_keys);
-            shared.submit(finished.chunks, options.wait).await?;
-            Ok(finished.outcome)
+            Ok(PreparedWrite { database, finished })
         }
         .instrument(span)
         .await
+    }
+
+    /// The second half of a write: records the new series and hands the
+    /// chunks to their tables' batchers; with `wait`, returns once they are
+    /// committed.
+    pub async fn commit(&self, prepared: PreparedWrite, wait: bool) -> Result<WriteOutcome> {
+        let shared = self.shared.open()?;
+        let PreparedWrite { database, finished } = prepared;
+        database.series.register(finished.series, finished.raw_keys);
+        shared.submit(finished.chunks, wait).await?;
+        Ok(finished.outcome)
     }
 
     /// Writes an Arrow batch for one measurement: a `time` column (a

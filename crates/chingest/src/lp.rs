@@ -364,6 +364,7 @@ impl<'b> LineBatch<'b> {
 }
 
 /// What a finished request hands to the ingestor.
+#[derive(Debug)]
 pub(crate) struct Finished {
     pub(crate) outcome: WriteOutcome,
     pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,

@@ -1,0 +1,107 @@
+//! End of the write path: 200,000 TSBS cpu rows per insert, through
+//! `Ingestor::write_lp` (parse, series, Arrow, group commit, insert) and, as
+//! the baseline, the same rows as a pre-built RecordBatch inserted through
+//! chdb-rust directly into a table of the same schema. Both write MergeTree
+//! parts; their ratio is how close chingest runs to the engine.
+
+use std::sync::Arc;
+
+use chdb_rust::connection::Connection;
+use chdb_rust::format::OutputFormat;
+use chingest::arrow::array::{ArrayRef, Int64Builder, RecordBatch, TimestampNanosecondArray, UInt64Array};
+use chingest::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use chingest::{IngestConfig, Ingestor, WriteOptions};
+use criterion::{Criterion, Throughput};
+
+const HOSTS: usize = 1_000;
+const STEPS: usize = 200;
+
+/// The rows of `body` as the fact table stores them.
+fn prebuilt_batch(body: &str) -> RecordBatch {
+    let mut time = Vec::new();
+    let mut series = Vec::new();
+    let mut fields: Vec<Int64Builder> = tsbs::FIELDS.iter().map(|_| Int64Builder::new()).collect();
+    let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
+    let mut line = lineproto::Line::default();
+    while let Some(result) = parser.next_into(&mut line) {
+        result.unwrap();
+        time.push(line.timestamp);
+        series.push(chingest::series::series_id_of_canonical(line.series_key.as_bytes()));
+        for (builder, (_, value)) in fields.iter_mut().zip(&line.fields) {
+            let lineproto::FieldValue::Integer(v) = value else { panic!("integer fields") };
+            builder.append_value(*v);
+        }
+    }
+    let mut schema = vec![
+        Field::new("time", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false),
+        Field::new("series_id", DataType::UInt64, false),
+    ];
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(TimestampNanosecondArray::from(time).with_timezone("UTC")),
+        Arc::new(UInt64Array::from(series)),
+    ];
+    for (name, mut builder) in tsbs::FIELDS.iter().zip(fields) {
+        schema.push(Field::new(*name, DataType::Int64, true));
+        columns.push(Arc::new(builder.finish()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(schema)), columns).unwrap()
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ingestor = runtime
+        .block_on(Ingestor::open(IngestConfig::new(dir.path())))
+        .unwrap();
+    let mut criterion = Criterion::default().configure_from_args().sample_size(10);
+
+    let body = tsbs::CpuOnly::new(HOSTS).lines(0..STEPS);
+    let options = WriteOptions::default();
+    // Creates the database, table and series, so both arms then measure
+    // steady-state inserts.
+    runtime
+        .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
+        .unwrap();
+
+    let conn = Connection::open(&[&format!("--path={}", ingestor.config().data_dir.display())]).unwrap();
+    let fields: String = tsbs::FIELDS.iter().map(|f| format!(", {f} Nullable(Int64)")).collect();
+    conn.query(
+        &format!(
+            "CREATE TABLE bench.raw (time DateTime64(9, 'UTC'), series_id UInt64{fields}) \
+             ENGINE = MergeTree ORDER BY (series_id, time)"
+        ),
+        OutputFormat::Null,
+    )
+    .unwrap();
+    let batch = prebuilt_batch(&body);
+
+    let mut group = criterion.benchmark_group("insert 200k tsbs rows");
+    group.throughput(Throughput::Elements((HOSTS * STEPS) as u64));
+    group.bench_function("chdb-rust, pre-built batch", |b| {
+        let mut n = 0;
+        b.iter(|| {
+            n += 1;
+            chdb_rust::arrow_insert::insert_record_batch(
+                &conn,
+                "bench.raw",
+                &format!("bench_raw_{n}"),
+                batch.clone(),
+                chdb_rust::InsertOptions::default(),
+            )
+            .unwrap()
+        })
+    });
+    group.bench_function("chingest write_lp", |b| {
+        b.iter(|| {
+            let outcome = runtime
+                .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
+                .unwrap();
+            assert_eq!(outcome.accepted, HOSTS * STEPS);
+        })
+    });
+    group.finish();
+
+    criterion.final_summary();
+    drop(conn);
+    runtime.block_on(ingestor.close()).unwrap();
+}

@@ -1,0 +1,82 @@
+//! The CPU side of a line-protocol write: parse, series ids, Arrow columns —
+//! `Ingestor::prepare_lp`, exactly as `write_lp` runs it, without the insert.
+//!
+//! Throughput is in input bytes. `known series` is the steady state (every
+//! series already seen, so each costs one hash lookup); `new series` is a
+//! body whose series are all new to the database (canonicalized and hashed).
+
+use criterion::{Criterion, Throughput};
+
+use chingest::{IngestConfig, Ingestor, WriteOptions};
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ingestor = runtime
+        .block_on(Ingestor::open(IngestConfig::new(dir.path())))
+        .unwrap();
+    let mut criterion = Criterion::default().configure_from_args();
+
+    // 1,000 hosts × 10 timestamps: 10,000 lines, ~3.4 MB.
+    let body = tsbs::CpuOnly::new(1_000).lines(0..10);
+    let options = WriteOptions::default();
+    runtime
+        .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
+        .unwrap();
+
+    let mut group = criterion.benchmark_group("prepare_lp");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_function("tsbs cpu, known series", |b| {
+        b.iter(|| {
+            let prepared = runtime
+                .block_on(ingestor.prepare_lp("bench", "autogen", body.as_bytes(), &options))
+                .unwrap();
+            assert_eq!(prepared.rows(), 10_000);
+            prepared
+        })
+    });
+    // A database whose `cpu` table exists but whose series table is empty:
+    // prepare_lp does not record series, so every iteration meets 1,000 new
+    // ones (canonicalized, hashed, queued).
+    runtime
+        .block_on(ingestor.write_arrow("bench_new", "autogen", "cpu", &empty_cpu_batch(), &[], &options))
+        .unwrap();
+    group.bench_function("tsbs cpu, new series", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(ingestor.prepare_lp("bench_new", "autogen", body.as_bytes(), &options))
+                .unwrap()
+        })
+    });
+    group.finish();
+
+    let mut parse = criterion.benchmark_group("parse only");
+    parse.throughput(Throughput::Bytes(body.len() as u64));
+    parse.bench_function("lineproto next_into", |b| {
+        b.iter(|| {
+            let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
+            let mut line = lineproto::Line::default();
+            let mut fields = 0;
+            while let Some(result) = parser.next_into(&mut line) {
+                result.unwrap();
+                fields += line.fields.len();
+            }
+            fields
+        })
+    });
+    parse.finish();
+
+    criterion.final_summary();
+    runtime.block_on(ingestor.close()).unwrap();
+}
+
+/// A one-row batch that creates `cpu`'s ten integer columns.
+fn empty_cpu_batch() -> chingest::arrow::array::RecordBatch {
+    use std::sync::Arc;
+    use chingest::arrow::array::{ArrayRef, Int64Array, RecordBatch};
+    let mut columns: Vec<(&str, ArrayRef)> = vec![("time", Arc::new(Int64Array::from(vec![0])))];
+    for field in tsbs::FIELDS {
+        columns.push((field, Arc::new(Int64Array::from(vec![0]))));
+    }
+    RecordBatch::try_from_iter(columns).unwrap()
+}
