@@ -3,15 +3,22 @@
 //! the baseline, the same rows as a pre-built RecordBatch inserted through
 //! chdb-rust directly into a table of the same schema. Both write MergeTree
 //! parts; their ratio is how close chingest runs to the engine.
+//!
+//! The two arms alternate, round after round, so background merges and the
+//! machine's other load weigh on both alike; the report is each arm's median
+//! and their ratio. `ROUNDS=n` sets the number of rounds (default 15).
+//! Under `cargo test` (no `--bench` argument) it runs one round as a check.
 
 use std::sync::Arc;
 
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
-use chingest::arrow::array::{ArrayRef, Int64Builder, RecordBatch, TimestampNanosecondArray, UInt64Array};
+use chingest::arrow::array::{
+    ArrayRef, Int64Builder, RecordBatch, TimestampNanosecondArray, UInt64Array,
+};
 use chingest::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use chingest::{IngestConfig, Ingestor, WriteOptions};
-use criterion::{Criterion, Throughput};
+use std::time::{Duration, Instant};
 
 const HOSTS: usize = 1_000;
 const STEPS: usize = 200;
@@ -26,14 +33,22 @@ fn prebuilt_batch(body: &str) -> RecordBatch {
     while let Some(result) = parser.next_into(&mut line) {
         result.unwrap();
         time.push(line.timestamp);
-        series.push(chingest::series::series_id_of_canonical(line.series_key.as_bytes()));
+        series.push(chingest::series::series_id_of_canonical(
+            line.series_key.as_bytes(),
+        ));
         for (builder, (_, value)) in fields.iter_mut().zip(&line.fields) {
-            let lineproto::FieldValue::Integer(v) = value else { panic!("integer fields") };
+            let lineproto::FieldValue::Integer(v) = value else {
+                panic!("integer fields")
+            };
             builder.append_value(*v);
         }
     }
     let mut schema = vec![
-        Field::new("time", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false),
+        Field::new(
+            "time",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
         Field::new("series_id", DataType::UInt64, false),
     ];
     let mut columns: Vec<ArrayRef> = vec![
@@ -53,7 +68,10 @@ fn main() {
     let ingestor = runtime
         .block_on(Ingestor::open(IngestConfig::new(dir.path())))
         .unwrap();
-    let mut criterion = Criterion::default().configure_from_args().sample_size(10);
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(15);
 
     let body = tsbs::CpuOnly::new(HOSTS).lines(0..STEPS);
     let options = WriteOptions::default();
@@ -63,8 +81,12 @@ fn main() {
         .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
         .unwrap();
 
-    let conn = Connection::open(&[&format!("--path={}", ingestor.config().data_dir.display())]).unwrap();
-    let fields: String = tsbs::FIELDS.iter().map(|f| format!(", {f} Nullable(Int64)")).collect();
+    let conn =
+        Connection::open(&[&format!("--path={}", ingestor.config().data_dir.display())]).unwrap();
+    let fields: String = tsbs::FIELDS
+        .iter()
+        .map(|f| format!(", {f} Nullable(Int64)"))
+        .collect();
     conn.query(
         &format!(
             "CREATE TABLE bench.raw (time DateTime64(9, 'UTC'), series_id UInt64{fields}) \
@@ -75,33 +97,52 @@ fn main() {
     .unwrap();
     let batch = prebuilt_batch(&body);
 
-    let mut group = criterion.benchmark_group("insert 200k tsbs rows");
-    group.throughput(Throughput::Elements((HOSTS * STEPS) as u64));
-    group.bench_function("chdb-rust, pre-built batch", |b| {
-        let mut n = 0;
-        b.iter(|| {
-            n += 1;
-            chdb_rust::arrow_insert::insert_record_batch(
-                &conn,
-                "bench.raw",
-                &format!("bench_raw_{n}"),
-                batch.clone(),
-                chdb_rust::InsertOptions::default(),
-            )
-            .unwrap()
-        })
-    });
-    group.bench_function("chingest write_lp", |b| {
-        b.iter(|| {
-            let outcome = runtime
-                .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
-                .unwrap();
-            assert_eq!(outcome.accepted, HOSTS * STEPS);
-        })
-    });
-    group.finish();
+    let mut raw = Vec::new();
+    let mut library = Vec::new();
+    for round in 0..rounds {
+        let started = Instant::now();
+        chdb_rust::arrow_insert::insert_record_batch(
+            &conn,
+            "bench.raw",
+            &format!("bench_raw_{round}"),
+            batch.clone(),
+            chdb_rust::InsertOptions::default(),
+        )
+        .unwrap();
+        raw.push(started.elapsed());
 
-    criterion.final_summary();
+        let started = Instant::now();
+        let outcome = runtime
+            .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
+            .unwrap();
+        library.push(started.elapsed());
+        assert_eq!(outcome.accepted, HOSTS * STEPS);
+    }
+
+    let rows = (HOSTS * STEPS) as f64;
+    let rate = |d: Duration| rows / d.as_secs_f64();
+    let (raw, library) = (median(raw), median(library));
+    println!("insert {HOSTS}x{STEPS} TSBS cpu rows, median of {rounds} alternating rounds:");
+    println!(
+        "  chdb-rust, pre-built batch: {:>8.1} ms  {:>10.0} rows/s",
+        raw.as_secs_f64() * 1e3,
+        rate(raw)
+    );
+    println!(
+        "  chingest write_lp:          {:>8.1} ms  {:>10.0} rows/s",
+        library.as_secs_f64() * 1e3,
+        rate(library)
+    );
+    println!(
+        "  write_lp / raw engine:      {:>8.2}",
+        rate(library) / rate(raw)
+    );
+
     drop(conn);
     runtime.block_on(ingestor.close()).unwrap();
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
 }

@@ -39,7 +39,14 @@ fn main() {
     // prepare_lp does not record series, so every iteration meets 1,000 new
     // ones (canonicalized, hashed, queued).
     runtime
-        .block_on(ingestor.write_arrow("bench_new", "autogen", "cpu", &empty_cpu_batch(), &[], &options))
+        .block_on(ingestor.write_arrow(
+            "bench_new",
+            "autogen",
+            "cpu",
+            &empty_cpu_batch(),
+            &[],
+            &options,
+        ))
         .unwrap();
     group.bench_function("tsbs cpu, new series", |b| {
         b.iter(|| {
@@ -54,7 +61,8 @@ fn main() {
     parse.throughput(Throughput::Bytes(body.len() as u64));
     parse.bench_function("lineproto next_into", |b| {
         b.iter(|| {
-            let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
+            let mut parser =
+                lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
             let mut line = lineproto::Line::default();
             let mut fields = 0;
             while let Some(result) = parser.next_into(&mut line) {
@@ -72,8 +80,8 @@ fn main() {
 
 /// A one-row batch that creates `cpu`'s ten integer columns.
 fn empty_cpu_batch() -> chingest::arrow::array::RecordBatch {
-    use std::sync::Arc;
     use chingest::arrow::array::{ArrayRef, Int64Array, RecordBatch};
+    use std::sync::Arc;
     let mut columns: Vec<(&str, ArrayRef)> = vec![("time", Arc::new(Int64Array::from(vec![0])))];
     for field in tsbs::FIELDS {
         columns.push((field, Arc::new(Int64Array::from(vec![0]))));

@@ -34,7 +34,10 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let ingestor = Ingestor::open(IngestConfig::new(&data_dir)).await?;
-    println!("chingest on chDB {} — data in {data_dir}\n", chingest::engine_version());
+    println!(
+        "chingest on chDB {} — data in {data_dir}\n",
+        chingest::engine_version()
+    );
 
     let options = WriteOptions {
         precision: Precision::Seconds,
@@ -43,7 +46,11 @@ async fn main() -> anyhow::Result<()> {
     let outcome = ingestor
         .write_lp("demo", "autogen", LINES.as_bytes(), &options)
         .await?;
-    println!("accepted {} lines, rejected {}:", outcome.accepted, outcome.rejected.len());
+    println!(
+        "accepted {} lines, rejected {}:",
+        outcome.accepted,
+        outcome.rejected.len()
+    );
     for rejection in &outcome.rejected {
         println!("  {rejection}");
     }
@@ -67,7 +74,10 @@ async fn main() -> anyhow::Result<()> {
             "TabSeparated",
         )
         .await?;
-    println!("distinct series of `weather`: {}", String::from_utf8_lossy(&series).trim());
+    println!(
+        "distinct series of `weather`: {}",
+        String::from_utf8_lossy(&series).trim()
+    );
 
     ingestor.close().await?;
     Ok(())

@@ -83,7 +83,9 @@ impl ArrowInput {
         if time.null_count() > 0 {
             return Err(invalid("time", "has NULLs"));
         }
-        let time = time.as_primitive::<arrow::datatypes::TimestampNanosecondType>().clone();
+        let time = time
+            .as_primitive::<arrow::datatypes::TimestampNanosecondType>()
+            .clone();
         if time.values().iter().any(|&t| t < MIN_TIME_NS) {
             return Err(invalid("time", "has a time before 1900-01-01T00:00:00Z"));
         }
@@ -98,7 +100,10 @@ impl ArrowInput {
             }
             let column = batch.column(index);
             if field_type(column.data_type()) != Some(FieldType::String) {
-                return Err(invalid(name, format!("tag columns must be strings, not {}", column.data_type())));
+                return Err(invalid(
+                    name,
+                    format!("tag columns must be strings, not {}", column.data_type()),
+                ));
             }
             tags.push((name.to_owned(), cast(name, column, &DataType::Utf8)?));
         }
@@ -115,9 +120,16 @@ impl ArrowInput {
             }
             names::validate(NameKind::Field, name).map_err(|e| invalid(name, e.to_string()))?;
             let ty = field_type(field.data_type()).ok_or_else(|| {
-                invalid(name, format!("type {} cannot be stored as a field", field.data_type()))
+                invalid(
+                    name,
+                    format!("type {} cannot be stored as a field", field.data_type()),
+                )
             })?;
-            fields.push((name.clone(), ty, cast(name, batch.column(index), &ty.arrow_type())?));
+            fields.push((
+                name.clone(),
+                ty,
+                cast(name, batch.column(index), &ty.arrow_type())?,
+            ));
         }
         if fields.is_empty() {
             return Err(invalid("*", "a batch needs at least one field column"));
@@ -127,7 +139,10 @@ impl ArrowInput {
 
     /// (name, type) of every field, for creating missing columns.
     pub(crate) fn field_types(&self) -> Vec<(String, FieldType)> {
-        self.fields.iter().map(|(n, t, _)| (n.clone(), *t)).collect()
+        self.fields
+            .iter()
+            .map(|(n, t, _)| (n.clone(), *t))
+            .collect()
     }
 
     /// Hashes every row's tags into series ids, returning the new series.
@@ -171,9 +186,14 @@ impl ArrowInput {
         let mut columns = Vec::with_capacity(self.fields.len());
         for (name, ty, array) in &self.fields {
             match schema.field(name) {
-                Some((position, stored)) if stored == *ty => columns.push((position, Arc::clone(array))),
+                Some((position, stored)) if stored == *ty => {
+                    columns.push((position, Arc::clone(array)))
+                }
                 Some((_, stored)) => {
-                    return Err(invalid(name, format!("is {ty} here but the column stores {stored}")))
+                    return Err(invalid(
+                        name,
+                        format!("is {ty} here but the column stores {stored}"),
+                    ))
                 }
                 None => return Err(invalid(name, "column is missing from the table")),
             }

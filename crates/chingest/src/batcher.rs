@@ -109,7 +109,9 @@ impl Batcher {
                     || pending.closed
                     || pending.flush.rows >= policy.max_rows
                     || pending.bytes >= policy.max_bytes
-                    || pending.since.is_some_and(|since| since.elapsed() >= policy.linger);
+                    || pending
+                        .since
+                        .is_some_and(|since| since.elapsed() >= policy.linger);
                 if has_work && due {
                     pending.forced = false;
                     pending.since = None;

@@ -66,7 +66,10 @@ impl SeriesState {
     pub(crate) fn register(&self, rows: Vec<(u64, SeriesKey)>, raw_keys: Vec<(Box<[u8]>, u64)>) {
         if !rows.is_empty() {
             let mut known = self.known.lock().unwrap();
-            let fresh: Vec<_> = rows.into_iter().filter(|(id, _)| known.insert(*id)).collect();
+            let fresh: Vec<_> = rows
+                .into_iter()
+                .filter(|(id, _)| known.insert(*id))
+                .collect();
             drop(known);
             self.pending.lock().unwrap().extend(fresh);
         }
@@ -111,7 +114,8 @@ fn series_batch(rows: &[(u64, SeriesKey)]) -> RecordBatch {
             tags.keys().append_value(k);
             tags.values().append_value(v);
         }
-        tags.append(true).expect("keys and values are appended in pairs");
+        tags.append(true)
+            .expect("keys and values are appended in pairs");
     }
     RecordBatch::try_from_iter([
         ("series_id", Arc::new(ids) as _),
@@ -148,7 +152,12 @@ impl Database {
 
     /// The table for (rp, measurement), if it exists.
     pub(crate) fn table(&self, rp: &str, measurement: &str) -> Option<Arc<Table>> {
-        self.tables.read().unwrap().get(rp)?.get(measurement).cloned()
+        self.tables
+            .read()
+            .unwrap()
+            .get(rp)?
+            .get(measurement)
+            .cloned()
     }
 
     fn insert_table(&self, rp: &str, measurement: &str, table: Arc<Table>) {
@@ -208,10 +217,17 @@ impl Database {
             }
             return Ok((table, false));
         }
-        let schema = TableSchema::new(TableNames::new(&self.name, rp, measurement), fields.to_vec());
+        let schema = TableSchema::new(
+            TableNames::new(&self.name, rp, measurement),
+            fields.to_vec(),
+        );
         let statements = schema::create_table_sql(&schema, buffer);
         engine
-            .run(move |conn| statements.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .run(move |conn| {
+                statements
+                    .iter()
+                    .try_for_each(|sql| engine::execute(conn, sql))
+            })
             .await?;
         let table = Arc::new(Table::new(schema));
         self.insert_table(rp, measurement, Arc::clone(&table));
@@ -239,7 +255,11 @@ impl Catalog {
     }
 
     /// The database, created in the engine first if needed.
-    pub(crate) async fn ensure_database(&self, engine: &Engine, name: &str) -> Result<Arc<Database>> {
+    pub(crate) async fn ensure_database(
+        &self,
+        engine: &Engine,
+        name: &str,
+    ) -> Result<Arc<Database>> {
         if let Some(db) = self.database(name) {
             return Ok(db);
         }
@@ -250,7 +270,11 @@ impl Catalog {
         }
         let statements = schema::create_database_sql(&TableNames::new(name, "", ""));
         engine
-            .run(move |conn| statements.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .run(move |conn| {
+                statements
+                    .iter()
+                    .try_for_each(|sql| engine::execute(conn, sql))
+            })
             .await?;
         let db = Arc::new(Database::new(name));
         self.databases
@@ -284,7 +308,11 @@ impl Catalog {
                 let mut series = Vec::new();
                 for row in &databases {
                     let db = &row[0];
-                    let quoted = format!("{}.{}", names::quote_ident(db), names::quote_ident(SERIES_TABLE));
+                    let quoted = format!(
+                        "{}.{}",
+                        names::quote_ident(db),
+                        names::quote_ident(SERIES_TABLE)
+                    );
                     let ids: Vec<u64> = conn
                         .query_arrow(&format!("SELECT series_id FROM {quoted}"))?
                         .map(|batch| {
@@ -311,12 +339,15 @@ impl Catalog {
         {
             let mut databases = catalog.databases.write().unwrap();
             for (encoded, ids) in series {
-                let Some(name) = names::decode(&encoded) else { continue };
+                let Some(name) = names::decode(&encoded) else {
+                    continue;
+                };
                 let db = Database::new(&name);
                 db.series.known.lock().unwrap().extend(ids);
                 databases.insert(name, Arc::new(db));
             }
-            let mut fields: HashMap<(String, String, String), Vec<(String, FieldType)>> = HashMap::new();
+            let mut fields: HashMap<(String, String, String), Vec<(String, FieldType)>> =
+                HashMap::new();
             for row in columns {
                 let [database, table, column, type_name] = <[String; 4]>::try_from(row)
                     .map_err(|_| Error::Engine("unexpected system.columns row".into()))?;
@@ -331,7 +362,9 @@ impl Catalog {
                 }
             }
             for ((db, rp, measurement), fields) in fields {
-                let Some(database) = databases.get(&db) else { continue };
+                let Some(database) = databases.get(&db) else {
+                    continue;
+                };
                 let schema = TableSchema::new(TableNames::new(&db, &rp, &measurement), fields);
                 database.insert_table(&rp, &measurement, Arc::new(Table::new(schema)));
             }

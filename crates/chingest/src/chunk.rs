@@ -131,7 +131,9 @@ impl ChunkBuilder {
         let rows = self.time.len();
         let mut present = Vec::new();
         let mut arrays: Vec<ArrayRef> = vec![
-            Arc::new(TimestampNanosecondArray::from(std::mem::take(&mut self.time)).with_timezone("UTC")),
+            Arc::new(
+                TimestampNanosecondArray::from(std::mem::take(&mut self.time)).with_timezone("UTC"),
+            ),
             Arc::new(UInt64Array::from(std::mem::take(&mut self.series_id))),
         ];
         for (position, column) in self.columns.iter_mut().enumerate() {
@@ -148,7 +150,10 @@ impl ChunkBuilder {
 
 /// Gives `chunks` of one table a common schema: the fields any of them has,
 /// in table order, NULL where a chunk lacks one.
-pub(crate) fn align(schema: &TableSchema, chunks: Vec<RecordBatch>) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
+pub(crate) fn align(
+    schema: &TableSchema,
+    chunks: Vec<RecordBatch>,
+) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
     let present: Vec<usize> = schema
         .fields
         .iter()

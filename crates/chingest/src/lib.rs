@@ -140,7 +140,11 @@ impl PreparedWrite {
 
     /// Rows built, over all tables.
     pub fn rows(&self) -> usize {
-        self.finished.chunks.iter().map(|(_, chunk)| chunk.num_rows()).sum()
+        self.finished
+            .chunks
+            .iter()
+            .map(|(_, chunk)| chunk.num_rows())
+            .sum()
     }
 }
 
@@ -250,7 +254,13 @@ impl Ingestor {
         options: &WriteOptions,
     ) -> Result<PreparedWrite> {
         let shared = self.shared.open()?;
-        let span = tracing::debug_span!("prepare_lp", db, rp, bytes = body.len(), lines = tracing::field::Empty);
+        let span = tracing::debug_span!(
+            "prepare_lp",
+            db,
+            rp,
+            bytes = body.len(),
+            lines = tracing::field::Empty
+        );
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = shared.catalog.ensure_database(&shared.engine, db).await?;
@@ -259,11 +269,12 @@ impl Ingestor {
                 default_time: now_ns(),
                 max_line_len: options.max_line_len,
             };
-            let mut batch = lp::LineBatch::new(Arc::clone(&database), rp);
-            batch.parse(body, parse_options);
+            let mut batch = lp::parse_pieces(&database, rp, body, parse_options);
             if batch.has_deferred() {
                 for (measurement, fields) in batch.take_schema_needs() {
-                    shared.ensure_table(&database, rp, &measurement, &fields).await?;
+                    shared
+                        .ensure_table(&database, rp, &measurement, &fields)
+                        .await?;
                 }
                 batch.parse_deferred(body, parse_options);
             }
@@ -302,7 +313,8 @@ impl Ingestor {
         options: &WriteOptions,
     ) -> Result<usize> {
         let shared = self.shared.open()?;
-        let span = tracing::debug_span!("write_arrow", db, rp, measurement, rows = batch.num_rows());
+        let span =
+            tracing::debug_span!("write_arrow", db, rp, measurement, rows = batch.num_rows());
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
             names::validate(NameKind::Measurement, measurement)?;
@@ -332,7 +344,11 @@ impl Ingestor {
     /// output format (`"JSON"`, `"CSV"`, `"Parquet"`, `"ArrowStream"`, …).
     pub async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         let format = engine::output_format(format)?;
-        self.shared.open()?.engine.query(sql.to_owned(), format).await
+        self.shared
+            .open()?
+            .engine
+            .query(sql.to_owned(), format)
+            .await
     }
 
     /// Runs a query and returns its result as Arrow record batches.
@@ -368,7 +384,11 @@ impl Ingestor {
             .collect();
         let flushed = shared
             .engine
-            .run(move |conn| buffers.iter().try_for_each(|sql| engine::execute(conn, sql)))
+            .run(move |conn| {
+                buffers
+                    .iter()
+                    .try_for_each(|sql| engine::execute(conn, sql))
+            })
             .await;
         shared.engine.close();
         tracing::info!("engine closed");
@@ -433,7 +453,9 @@ impl Shared {
             limit: self.config.max_buffered_bytes,
             retry_after: Duration::from_secs(1),
         };
-        let Ok(kib) = u32::try_from(kib) else { return Err(overloaded()) };
+        let Ok(kib) = u32::try_from(kib) else {
+            return Err(overloaded());
+        };
         if kib as usize > self.memory_kib {
             return Err(overloaded());
         }
@@ -458,7 +480,13 @@ impl Shared {
 
     /// Commits the database's pending series, then inserts one flush of a
     /// table: into its Buffer table when small, its MergeTree when large.
-    async fn flush(&self, db: &Arc<Database>, table: &Table, flush: Vec<RecordBatch>, rows: usize) -> Result<()> {
+    async fn flush(
+        &self,
+        db: &Arc<Database>,
+        table: &Table,
+        flush: Vec<RecordBatch>,
+        rows: usize,
+    ) -> Result<()> {
         let schema = table.schema();
         let direct = rows >= self.config.buffer.direct_min_rows;
         let target = if direct {
@@ -481,7 +509,12 @@ impl Shared {
             })
             .instrument(span.clone())
             .await?;
-        span.in_scope(|| tracing::debug!(elapsed_ms = started.elapsed().as_secs_f64() * 1e3, "flushed"));
+        span.in_scope(|| {
+            tracing::debug!(
+                elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+                "flushed"
+            )
+        });
         Ok(())
     }
 }
@@ -504,7 +537,13 @@ async fn run_flusher(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>)
     let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
         return;
     };
-    while let Some(Flush { chunks, rows, permits, waiters }) = table.batcher.next_flush(&policy).await {
+    while let Some(Flush {
+        chunks,
+        rows,
+        permits,
+        waiters,
+    }) = table.batcher.next_flush(&policy).await
+    {
         let outcome: FlushOutcome = match shared.upgrade() {
             Some(shared) => shared
                 .flush(&db, &table, chunks, rows)

@@ -46,7 +46,10 @@ struct TableRows<'b> {
 /// Why a line was not added now.
 enum Outcome {
     Added,
-    Rejected { column: Option<usize>, reason: String },
+    Rejected {
+        column: Option<usize>,
+        reason: String,
+    },
     /// Needs a table or columns that do not exist yet.
     Deferred,
 }
@@ -68,11 +71,15 @@ pub(crate) struct LineBatch<'b> {
     /// Series resolved by this request that the database's map lacked.
     local_ids: HashMap<&'b [u8], u64, Xxh3DefaultBuilder>,
     new_series: Vec<(u64, SeriesKey)>,
+    /// Chunks of other pieces of the body, taken over by [`absorb`](Self::absorb).
+    extra_chunks: Vec<(Arc<Table>, ChunkBuilder)>,
     /// Tables and columns to create, by measurement, in first-seen order.
     needs: Vec<(String, Vec<(String, FieldType)>)>,
     /// Lines to parse again after the DDL: byte range and line number.
     deferred: Vec<(Range<usize>, usize)>,
     outcome: WriteOutcome,
+    /// Physical lines in the piece of the body parsed so far.
+    lines_seen: usize,
     scratch: Vec<(usize, FieldType)>,
 }
 
@@ -85,16 +92,55 @@ impl<'b> LineBatch<'b> {
             table_index: HashMap::new(),
             local_ids: HashMap::default(),
             new_series: Vec::new(),
+            extra_chunks: Vec::new(),
             needs: Vec::new(),
             deferred: Vec::new(),
             outcome: WriteOutcome::default(),
+            lines_seen: 0,
             scratch: Vec::new(),
         }
     }
 
-    /// Parses `body`, adding each line or recording why not.
-    pub(crate) fn parse(&mut self, body: &'b [u8], options: ParseOptions) {
-        self.parse_range(body, 0..body.len(), 0, options, true);
+    /// Parses `body[piece]` (which starts at a line start), adding each line
+    /// or recording why not. Line numbers count from the piece's start; see
+    /// [`shift_lines`](Self::shift_lines).
+    pub(crate) fn parse(&mut self, body: &'b [u8], piece: Range<usize>, options: ParseOptions) {
+        self.lines_seen = self.parse_range(body, piece, 0, options, true);
+    }
+
+    /// Physical lines in the piece parsed by [`parse`](Self::parse).
+    pub(crate) fn lines_seen(&self) -> usize {
+        self.lines_seen
+    }
+
+    /// Adds `offset` to every line number recorded so far: the piece this
+    /// batch parsed started after `offset` lines of the body.
+    pub(crate) fn shift_lines(&mut self, offset: usize) {
+        for rejection in &mut self.outcome.rejected {
+            rejection.line += offset;
+        }
+        for (_, line) in &mut self.deferred {
+            *line += offset;
+        }
+    }
+
+    /// Takes over another piece's results (parsed from the same body).
+    pub(crate) fn absorb(&mut self, other: LineBatch<'b>) {
+        self.outcome.accepted += other.outcome.accepted;
+        self.outcome.rejected.extend(other.outcome.rejected);
+        self.deferred.extend(other.deferred);
+        for (measurement, fields) in other.needs {
+            for (field, ty) in fields {
+                self.need(&measurement, &field, ty);
+            }
+        }
+        self.new_series.extend(other.new_series);
+        for (raw, id) in other.local_ids {
+            self.local_ids.insert(raw, id);
+        }
+        for rows in other.tables {
+            self.extra_chunks.push((rows.table, rows.chunk));
+        }
     }
 
     /// Whether some lines wait for DDL.
@@ -119,6 +165,7 @@ impl<'b> LineBatch<'b> {
         }
     }
 
+    /// Parses `body[range]`; returns the physical lines it held.
     fn parse_range(
         &mut self,
         body: &'b [u8],
@@ -126,7 +173,7 @@ impl<'b> LineBatch<'b> {
         line_offset: usize,
         options: ParseOptions,
         may_defer: bool,
-    ) {
+    ) -> usize {
         let db = Arc::clone(&self.db);
         let known_ids = db.series.by_raw_key.read().unwrap();
         let start = range.start;
@@ -159,6 +206,7 @@ impl<'b> LineBatch<'b> {
                 }
             }
         }
+        parser.lines_consumed()
     }
 
     /// Position in `tables` of the line's table, or why there is none.
@@ -222,7 +270,9 @@ impl<'b> LineBatch<'b> {
         may_defer: bool,
     ) -> Outcome {
         if line.timestamp < MIN_TIME_NS {
-            return reject("timestamp is before 1900-01-01T00:00:00Z, the earliest time that can be stored");
+            return reject(
+                "timestamp is before 1900-01-01T00:00:00Z, the earliest time that can be stored",
+            );
         }
         let t = match self.table_for(line) {
             Ok(t) => t,
@@ -273,7 +323,12 @@ impl<'b> LineBatch<'b> {
 
     /// Looks up every field of `line` in table `t`'s schema and stores the
     /// result as the table's memo.
-    fn resolve_fields(&mut self, t: usize, line: &Line<'b>, may_defer: bool) -> Result<(), Outcome> {
+    fn resolve_fields(
+        &mut self,
+        t: usize,
+        line: &Line<'b>,
+        may_defer: bool,
+    ) -> Result<(), Outcome> {
         let mut columns = std::mem::take(&mut self.scratch);
         columns.clear();
         let mut missing = Vec::new();
@@ -309,7 +364,8 @@ impl<'b> LineBatch<'b> {
         }
         let rows = &mut self.tables[t];
         rows.memo_keys.clear();
-        rows.memo_keys.extend(line.fields.iter().map(|(key, _)| key.raw()));
+        rows.memo_keys
+            .extend(line.fields.iter().map(|(key, _)| key.raw()));
         self.scratch = std::mem::replace(&mut rows.memo_columns, columns);
         Ok(())
     }
@@ -342,12 +398,16 @@ impl<'b> LineBatch<'b> {
     /// The request's outcome, its chunks, and the series it met.
     pub(crate) fn finish(mut self) -> Finished {
         // Deferred lines were judged last; report in line order.
-        self.outcome.rejected.sort_by_key(|rejection| rejection.line);
+        self.outcome
+            .rejected
+            .sort_by_key(|rejection| rejection.line);
         let chunks = self
             .tables
             .into_iter()
-            .filter(|rows| rows.chunk.rows() > 0)
-            .map(|rows| (rows.table, rows.chunk.finish()))
+            .map(|rows| (rows.table, rows.chunk))
+            .chain(self.extra_chunks)
+            .filter(|(_, chunk)| chunk.rows() > 0)
+            .map(|(table, chunk)| (table, chunk.finish()))
             .collect();
         let raw_keys = self
             .local_ids
@@ -361,6 +421,77 @@ impl<'b> LineBatch<'b> {
             raw_keys,
         }
     }
+}
+
+/// Bodies at least this large are parsed in parallel pieces.
+const PARALLEL_MIN_BYTES: usize = 4 << 20;
+
+/// Parses `body`, in parallel pieces (one per core) when it is large: a bulk
+/// write should use every core, not one. Small bodies — the common case of
+/// many concurrent requests — parse on the calling task.
+pub(crate) fn parse_pieces<'b>(
+    db: &Arc<Database>,
+    rp: &'b str,
+    body: &'b [u8],
+    options: ParseOptions,
+) -> LineBatch<'b> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pieces = split_at_lines(body, cores.min(body.len() / PARALLEL_MIN_BYTES).max(1));
+    let parse_piece = |piece: Range<usize>| {
+        let mut batch = LineBatch::new(Arc::clone(db), rp);
+        batch.parse(body, piece, options);
+        batch
+    };
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let batches: Vec<LineBatch<'b>> = if pieces.len() == 1 || !multi_thread {
+        pieces.into_iter().map(parse_piece).collect()
+    } else {
+        // Long CPU work: tell the runtime this worker is busy, and parse the
+        // pieces on scoped threads (they borrow the body).
+        tokio::task::block_in_place(|| {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = pieces[1..]
+                    .iter()
+                    .map(|piece| scope.spawn(|| parse_piece(piece.clone())))
+                    .collect();
+                let mut batches = vec![parse_piece(pieces[0].clone())];
+                batches.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("parser thread panicked")),
+                );
+                batches
+            })
+        })
+    };
+    let mut batches = batches.into_iter();
+    let mut merged = batches.next().expect("at least one piece");
+    let mut offset = merged.lines_seen();
+    for mut batch in batches {
+        batch.shift_lines(offset);
+        offset += batch.lines_seen();
+        merged.absorb(batch);
+    }
+    merged
+}
+
+/// Splits `body` into at most `n` ranges of similar size, each starting at
+/// the start of a line.
+fn split_at_lines(body: &[u8], n: usize) -> Vec<Range<usize>> {
+    let mut pieces = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 1..n {
+        let target = (body.len() * i / n).max(start);
+        let Some(newline) = body[target..].iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let end = target + newline + 1;
+        pieces.push(start..end);
+        start = end;
+    }
+    pieces.push(start..body.len());
+    pieces
 }
 
 /// What a finished request hands to the ingestor.

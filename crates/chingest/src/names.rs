@@ -134,7 +134,13 @@ pub fn quote_literal(value: &str) -> String {
 /// `[A-Za-z0-9_]` become `%XX`.
 fn file_name_len(name: &str) -> usize {
     name.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b == b'_' { 1 } else { 3 })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' {
+                1
+            } else {
+                3
+            }
+        })
         .sum()
 }
 
@@ -229,7 +235,14 @@ mod tests {
 
     #[test]
     fn ordinary_names_encode_to_themselves() {
-        for name in ["cpu", "autogen", "telegraf", "disk-io", "température", "a`b'c\"d"] {
+        for name in [
+            "cpu",
+            "autogen",
+            "telegraf",
+            "disk-io",
+            "température",
+            "a`b'c\"d",
+        ] {
             assert_eq!(encode(name), name);
         }
     }
@@ -237,8 +250,19 @@ mod tests {
     #[test]
     fn encoding_is_injective_and_reversible() {
         let hostile = [
-            "a.b", "a%2Eb", "_series", "__x", "x_", "%", "..", "tab\there", "new\nline", "🦀.🦀",
-            "`", "\\", "a\\`b",
+            "a.b",
+            "a%2Eb",
+            "_series",
+            "__x",
+            "x_",
+            "%",
+            "..",
+            "tab\there",
+            "new\nline",
+            "🦀.🦀",
+            "`",
+            "\\",
+            "a\\`b",
         ];
         let mut seen = std::collections::HashSet::new();
         for name in hostile {
@@ -253,7 +277,12 @@ mod tests {
 
     #[test]
     fn storage_names_round_trip() {
-        for (rp, m) in [("autogen", "cpu"), ("a.b", "c.d"), ("_x", "%y"), ("rp", "`m`")] {
+        for (rp, m) in [
+            ("autogen", "cpu"),
+            ("a.b", "c.d"),
+            ("_x", "%y"),
+            ("rp", "`m`"),
+        ] {
             let names = TableNames::new("db", rp, m);
             assert_eq!(
                 parse_storage_name(&names.storage_name),

@@ -115,7 +115,11 @@ impl TableSchema {
             .enumerate()
             .map(|(i, (name, _))| (name.clone(), i))
             .collect();
-        TableSchema { names, fields, index }
+        TableSchema {
+            names,
+            fields,
+            index,
+        }
     }
 
     /// Position and type of a field column.

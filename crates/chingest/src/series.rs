@@ -49,9 +49,19 @@ impl SeriesKey {
     /// The canonical key bytes (see the module docs).
     pub fn canonical_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            self.measurement.len() + self.tags.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 2,
+            self.measurement.len()
+                + self
+                    .tags
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len() + 4)
+                    .sum::<usize>()
+                + 2,
         );
-        encode_canonical(&self.measurement, self.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())), &mut out);
+        encode_canonical(
+            &self.measurement,
+            self.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &mut out,
+        );
         out
     }
 
@@ -103,7 +113,8 @@ mod tests {
     fn key(measurement: &str, tags: &[(&str, &str)]) -> SeriesKey {
         SeriesKey::new(
             measurement,
-            tags.iter().map(|&(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))),
+            tags.iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))),
         )
         .unwrap()
     }
@@ -113,9 +124,15 @@ mod tests {
     /// independent xxh3 implementation, Python's `xxhash`.)
     #[test]
     fn golden_series_ids() {
-        let cases: [(&str, &[(&str, &str)], &[u8], u64); 4] = [
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [u8], u64);
+        let cases: [Case; 4] = [
             ("cpu", &[], b"\x03cpu", 13583594423232506901),
-            ("cpu", &[("host", "a")], b"\x03cpu\x04host\x01a", 5413946196012145517),
+            (
+                "cpu",
+                &[("host", "a")],
+                b"\x03cpu\x04host\x01a",
+                5413946196012145517,
+            ),
             (
                 "cpu",
                 &[("region", "eu"), ("host", "a")],

@@ -22,11 +22,17 @@ fn declared_functions() -> Vec<String> {
     }
     code.push_str(rest);
 
+    // The identifier right before each `(`.
     let mut names: Vec<String> = code
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '('))
-        .filter_map(|token| token.strip_suffix('('))
-        .filter(|name| name.starts_with("chdb_"))
-        .map(str::to_owned)
+        .match_indices('(')
+        .filter_map(|(at, _)| {
+            let before = code[..at].trim_end();
+            let start = before
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let name = &before[start..];
+            name.starts_with("chdb_").then(|| name.to_owned())
+        })
         .collect();
     names.sort();
     names.dedup();

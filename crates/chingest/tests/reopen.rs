@@ -37,7 +37,11 @@ fn data_survives_close_and_reopen_in_a_new_process() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "phase {phase} failed: {}\n{stderr}", out.status);
+        assert!(
+            out.status.success(),
+            "phase {phase} failed: {}\n{stderr}",
+            out.status
+        );
     }
 }
 
@@ -52,21 +56,36 @@ async fn child(phase: &str, dir: &Path) {
         "write" => {
             // Small writes land in the Buffer table; close() must persist them.
             let out = ing
-                .write_lp("keep", "autogen", b"m,host=a v=1i,f=0.5 1\nm,host=b v=2i 2\n", &options)
+                .write_lp(
+                    "keep",
+                    "autogen",
+                    b"m,host=a v=1i,f=0.5 1\nm,host=b v=2i 2\n",
+                    &options,
+                )
                 .await
                 .unwrap();
             assert_eq!(out.accepted, 2);
-            ing.write_lp("keep", "weekly", b"other s=\"x\" 3\n", &options).await.unwrap();
+            ing.write_lp("keep", "weekly", b"other s=\"x\" 3\n", &options)
+                .await
+                .unwrap();
         }
         "reopen" => {
             assert_eq!(
                 query(&ing, "SELECT count(), sum(v) FROM keep.`m.autogen`").await,
                 "2\t3\n"
             );
-            assert_eq!(query(&ing, "SELECT s FROM keep.`other.weekly`").await, "x\n");
+            assert_eq!(
+                query(&ing, "SELECT s FROM keep.`other.weekly`").await,
+                "x\n"
+            );
             // The schema came back: a conflicting type is refused...
             let out = ing
-                .write_lp("keep", "autogen", b"m,host=a v=1.5 4\nm,host=a v=3i 5\n", &options)
+                .write_lp(
+                    "keep",
+                    "autogen",
+                    b"m,host=a v=1.5 4\nm,host=a v=3i 5\n",
+                    &options,
+                )
                 .await
                 .unwrap();
             assert_eq!(out.accepted, 1, "{out:?}");

@@ -22,7 +22,12 @@ fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
 
-async fn write(ing: &Ingestor, db: &str, batch: &RecordBatch, tags: &[&str]) -> chingest::Result<usize> {
+async fn write(
+    ing: &Ingestor,
+    db: &str,
+    batch: &RecordBatch,
+    tags: &[&str],
+) -> chingest::Result<usize> {
     ing.write_arrow(db, "autogen", "m", batch, tags, &WriteOptions::default())
         .await
 }
@@ -30,18 +35,42 @@ async fn write(ing: &Ingestor, db: &str, batch: &RecordBatch, tags: &[&str]) -> 
 fn arrow_batches_round_trip_with_nulls_and_casts() {
     run(async {
         let ing = ingestor().await;
-        let hosts: DictionaryArray<Int32Type> = vec![Some("a"), Some("b"), None].into_iter().collect();
+        let hosts: DictionaryArray<Int32Type> =
+            vec![Some("a"), Some("b"), None].into_iter().collect();
         let input = batch(vec![
-            ("time", Arc::new(TimestampMillisecondArray::from(vec![1, 2, 3])) as ArrayRef),
+            (
+                "time",
+                Arc::new(TimestampMillisecondArray::from(vec![1, 2, 3])) as ArrayRef,
+            ),
             ("host", Arc::new(hosts)),
-            ("region", Arc::new(StringArray::from(vec![Some("eu"), Some(""), Some("us")]))),
-            ("f", Arc::new(Float64Array::from(vec![Some(1.5), None, Some(-2.0)]))),
-            ("i", Arc::new(Int32Array::from(vec![Some(i32::MIN), Some(7), None]))),
+            (
+                "region",
+                Arc::new(StringArray::from(vec![Some("eu"), Some(""), Some("us")])),
+            ),
+            (
+                "f",
+                Arc::new(Float64Array::from(vec![Some(1.5), None, Some(-2.0)])),
+            ),
+            (
+                "i",
+                Arc::new(Int32Array::from(vec![Some(i32::MIN), Some(7), None])),
+            ),
             ("u", Arc::new(UInt8Array::from(vec![255, 0, 1]))),
-            ("s", Arc::new(StringArray::from(vec![None, Some("x"), Some("ü")]))),
-            ("b", Arc::new(BooleanArray::from(vec![Some(true), Some(false), None]))),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![None, Some("x"), Some("ü")])),
+            ),
+            (
+                "b",
+                Arc::new(BooleanArray::from(vec![Some(true), Some(false), None])),
+            ),
         ]);
-        assert_eq!(write(&ing, "arrow_rt", &input, &["host", "region"]).await.unwrap(), 3);
+        assert_eq!(
+            write(&ing, "arrow_rt", &input, &["host", "region"])
+                .await
+                .unwrap(),
+            3
+        );
         let got = tsv(
             &ing,
             "SELECT toUnixTimestamp64Nano(time), s.tags, f, i, u, f2.s, b \
@@ -60,23 +89,33 @@ fn arrow_batches_round_trip_with_nulls_and_casts() {
 fn arrow_and_line_protocol_agree_on_series_ids() {
     run(async {
         let ing = ingestor().await;
-        ing.write_lp("arrow_same", "autogen", b"m,host=a,region=eu v=1i 1\n", &WriteOptions::default())
-            .await
-            .unwrap();
+        ing.write_lp(
+            "arrow_same",
+            "autogen",
+            b"m,host=a,region=eu v=1i 1\n",
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
         let input = batch(vec![
             ("time", Arc::new(Int64Array::from(vec![2])) as ArrayRef),
             ("region", Arc::new(StringArray::from(vec!["eu"]))),
             ("host", Arc::new(StringArray::from(vec!["a"]))),
             ("v", Arc::new(Int64Array::from(vec![2]))),
         ]);
-        write(&ing, "arrow_same", &input, &["region", "host"]).await.unwrap();
+        write(&ing, "arrow_same", &input, &["region", "host"])
+            .await
+            .unwrap();
         let got = tsv(
             &ing,
             "SELECT uniqExact(series_id), count() FROM arrow_same.`m.autogen`",
         )
         .await;
         assert_eq!(got, "1\t2\n");
-        assert_eq!(tsv(&ing, "SELECT count() FROM arrow_same._series").await, "1\n");
+        assert_eq!(
+            tsv(&ing, "SELECT count() FROM arrow_same._series").await,
+            "1\n"
+        );
     })
 }
 
@@ -85,39 +124,76 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
         let ing = ingestor().await;
         let time = || Arc::new(Int64Array::from(vec![1])) as ArrayRef;
         let v = || Arc::new(Int64Array::from(vec![1])) as ArrayRef;
-        write(&ing, "arrow_bad", &batch(vec![("time", time()), ("v", v())]), &[])
-            .await
-            .unwrap();
+        write(
+            &ing,
+            "arrow_bad",
+            &batch(vec![("time", time()), ("v", v())]),
+            &[],
+        )
+        .await
+        .unwrap();
         let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
         let cases: Vec<(RecordBatch, Vec<&str>, &str, &str)> = vec![
             (batch(vec![("v", v())]), vec![], "time", "missing"),
             (
-                batch(vec![("time", Arc::new(Int64Array::from(vec![None])) as ArrayRef), ("v", v())]),
+                batch(vec![
+                    ("time", Arc::new(Int64Array::from(vec![None])) as ArrayRef),
+                    ("v", v()),
+                ]),
                 vec![],
                 "time",
                 "NULL",
             ),
             (
-                batch(vec![("time", Arc::new(StringArray::from(vec!["x"])) as ArrayRef), ("v", v())]),
+                batch(vec![
+                    ("time", Arc::new(StringArray::from(vec!["x"])) as ArrayRef),
+                    ("v", v()),
+                ]),
                 vec![],
                 "time",
                 "type",
             ),
-            (batch(vec![("time", time()), ("v", v())]), vec!["host"], "host", "not in the batch"),
-            (batch(vec![("time", time()), ("v", v())]), vec!["v"], "v", "strings"),
-            (batch(vec![("time", time()), ("l", Arc::new(list))]), vec![], "l", "cannot be stored"),
             (
-                batch(vec![("time", time()), ("v", Arc::new(Float64Array::from(vec![1.0])))]),
+                batch(vec![("time", time()), ("v", v())]),
+                vec!["host"],
+                "host",
+                "not in the batch",
+            ),
+            (
+                batch(vec![("time", time()), ("v", v())]),
+                vec!["v"],
+                "v",
+                "strings",
+            ),
+            (
+                batch(vec![("time", time()), ("l", Arc::new(list))]),
+                vec![],
+                "l",
+                "cannot be stored",
+            ),
+            (
+                batch(vec![
+                    ("time", time()),
+                    ("v", Arc::new(Float64Array::from(vec![1.0]))),
+                ]),
                 vec![],
                 "v",
                 "column stores integer",
             ),
-            (batch(vec![("time", time()), ("series_id", v())]), vec![], "series_id", "reserved"),
+            (
+                batch(vec![("time", time()), ("series_id", v())]),
+                vec![],
+                "series_id",
+                "reserved",
+            ),
             (batch(vec![("time", time())]), vec![], "*", "field"),
         ];
         for (input, tags, column, reason) in cases {
             match write(&ing, "arrow_bad", &input, &tags).await {
-                Err(Error::InvalidBatch { column: got, reason: why }) => {
+                Err(Error::InvalidBatch {
+                    column: got,
+                    reason: why,
+                }) => {
                     assert_eq!(got, column, "{why}");
                     assert!(why.contains(reason), "{column}: {why:?} lacks {reason:?}");
                 }
@@ -125,6 +201,9 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
             }
         }
         // Nothing of the refused batches was stored.
-        assert_eq!(tsv(&ing, "SELECT count() FROM arrow_bad.`m.autogen`").await, "1\n");
+        assert_eq!(
+            tsv(&ing, "SELECT count() FROM arrow_bad.`m.autogen`").await,
+            "1\n"
+        );
     })
 }

@@ -89,28 +89,63 @@ fn timestamps_honour_every_precision_and_the_storable_range() {
             (Precision::Minutes, "1", 60_000_000_000),
             (Precision::Hours, "1", 3_600_000_000_000),
             // The edges of DateTime64(9): 1900-01-01 and the largest i64.
-            (Precision::Seconds, "-2208988800", -2_208_988_800_000_000_000),
-            (Precision::Nanoseconds, "9223372036854775807", i64::MAX as i128),
+            (
+                Precision::Seconds,
+                "-2208988800",
+                -2_208_988_800_000_000_000,
+            ),
+            (
+                Precision::Nanoseconds,
+                "9223372036854775807",
+                i64::MAX as i128,
+            ),
         ];
         for (i, (precision, ts, _)) in cases.iter().enumerate() {
             let body = format!("p,case={i} v=1i {ts}\n");
-            let options = WriteOptions { precision: *precision, ..WriteOptions::default() };
-            let out = ing.write_lp("lp_precision", "autogen", body.as_bytes(), &options).await.unwrap();
+            let options = WriteOptions {
+                precision: *precision,
+                ..WriteOptions::default()
+            };
+            let out = ing
+                .write_lp("lp_precision", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
             assert_eq!(out.accepted, 1, "{precision:?}: {out:?}");
         }
-        let got = rows(&ing, "lp_precision", "p", "s.tags['case'], toUnixTimestamp64Nano(time)").await;
-        let mut expected: Vec<(i128, usize)> =
-            cases.iter().enumerate().map(|(i, (_, _, ns))| (*ns, i)).collect();
+        let got = rows(
+            &ing,
+            "lp_precision",
+            "p",
+            "s.tags['case'], toUnixTimestamp64Nano(time)",
+        )
+        .await;
+        let mut expected: Vec<(i128, usize)> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, (_, _, ns))| (*ns, i))
+            .collect();
         expected.sort();
-        let expected: String = expected.iter().map(|(ns, i)| format!("{i}\t{ns}\n")).collect();
+        let expected: String = expected
+            .iter()
+            .map(|(ns, i)| format!("{i}\t{ns}\n"))
+            .collect();
         assert_eq!(got, expected);
 
         // Before 1900 cannot be stored: that line is rejected, the other kept.
-        let out = write(&ing, "lp_precision", "p,case=old v=1i -2208988800000000001\np,case=ok v=1i 5\n").await;
+        let out = write(
+            &ing,
+            "lp_precision",
+            "p,case=old v=1i -2208988800000000001\np,case=ok v=1i 5\n",
+        )
+        .await;
         assert_eq!(out.accepted, 1);
         assert_eq!(out.rejected.len(), 1);
         assert_eq!(out.rejected[0].line, 1);
-        assert!(out.rejected[0].reason.contains("1900"), "{:?}", out.rejected[0]);
+        assert!(
+            out.rejected[0].reason.contains("1900"),
+            "{:?}",
+            out.rejected[0]
+        );
     })
 }
 
@@ -131,7 +166,10 @@ fn missing_timestamp_uses_the_server_time() {
             .trim()
             .parse()
             .unwrap();
-        assert!(before <= stored && stored <= after, "{before} <= {stored} <= {after}");
+        assert!(
+            before <= stored && stored <= after,
+            "{before} <= {stored} <= {after}"
+        );
     })
 }
 
@@ -154,7 +192,10 @@ good,host=h v=9i 9
         let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
         assert_eq!(lines, [2, 4, 5, 6, 7, 8]);
         let reasons: Vec<&str> = out.rejected.iter().map(|r| r.reason.as_str()).collect();
-        assert!(reasons[1].contains("type conflict") && reasons[1].contains("integer"), "{reasons:?}");
+        assert!(
+            reasons[1].contains("type conflict") && reasons[1].contains("integer"),
+            "{reasons:?}"
+        );
         assert!(reasons[2].contains("duplicate field"), "{reasons:?}");
         assert!(reasons[3].contains("duplicate tag"), "{reasons:?}");
         assert!(reasons[4].contains("time"), "{reasons:?}");
@@ -172,11 +213,20 @@ fn schema_evolves_and_conflicts_reject_only_their_line() {
         let ing = ingestor().await;
         write(&ing, "lp_evolve", "m,k=1 a=1i 1\n").await;
         // A new field in a later write adds a column; earlier rows read NULL.
-        let out = write(&ing, "lp_evolve", "m,k=1 a=2i,b=true 2\nm,k=1 a=3.5 3\nm,k=1 c=\"x\" 4\n").await;
+        let out = write(
+            &ing,
+            "lp_evolve",
+            "m,k=1 a=2i,b=true 2\nm,k=1 a=3.5 3\nm,k=1 c=\"x\" 4\n",
+        )
+        .await;
         assert_eq!(out.accepted, 2, "{out:?}");
         assert_eq!(out.rejected.len(), 1);
         assert_eq!(out.rejected[0].line, 2);
-        assert!(out.rejected[0].reason.contains("float"), "{:?}", out.rejected[0]);
+        assert!(
+            out.rejected[0].reason.contains("float"),
+            "{:?}",
+            out.rejected[0]
+        );
         // Within one request, the first type seen for a new field wins.
         let out = write(&ing, "lp_evolve", "m,k=1 d=1u 5\nm,k=1 d=2i 6\n").await;
         assert_eq!((out.accepted, out.rejected.len()), (1, 1), "{out:?}");
@@ -192,16 +242,30 @@ fn hostile_names_map_to_distinct_tables() {
     run(async {
         let ing = ingestor().await;
         let measurements = [
-            "a.b", "a%2Eb", "_series", "back`tick", "quote'\"", "back\\\\slash", "ünï\\ 🦀",
-            "space\\ and\\,comma", "x.mergetree",
+            "a.b",
+            "a%2Eb",
+            "_series",
+            "back`tick",
+            "quote'\"",
+            "back\\\\slash",
+            "ünï\\ 🦀",
+            "space\\ and\\,comma",
+            "x.mergetree",
         ];
         let mut body = String::new();
         for (i, m) in measurements.iter().enumerate() {
             body.push_str(&format!("{m},tag=t field.with.dots={i}i,`f`=1i {i}\n"));
         }
         let db = "lp `hostile`.db";
-        let out = ing.write_lp(db, "my.rp", body.as_bytes(), &WriteOptions::default()).await.unwrap();
-        assert_eq!((out.accepted, out.rejected.len()), (measurements.len(), 0), "{out:?}");
+        let out = ing
+            .write_lp(db, "my.rp", body.as_bytes(), &WriteOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.accepted, out.rejected.len()),
+            (measurements.len(), 0),
+            "{out:?}"
+        );
         let quoted_db = chingest::names::quote_ident(&chingest::names::encode(db));
         let got = tsv(
             &ing,
@@ -214,22 +278,49 @@ fn hostile_names_map_to_distinct_tables() {
         .await;
         // As stored (unescaped), then as TabSeparated prints it.
         let stored = [
-            "a.b", "a%2Eb", "_series", "back`tick", "quote\\'\"", "back\\\\slash", "ünï 🦀",
-            "space and,comma", "x.mergetree",
+            "a.b",
+            "a%2Eb",
+            "_series",
+            "back`tick",
+            "quote\\'\"",
+            "back\\\\slash",
+            "ünï 🦀",
+            "space and,comma",
+            "x.mergetree",
         ];
-        let expected: String = stored.iter().enumerate().map(|(i, m)| format!("{m}\t{i}\n")).collect();
+        let expected: String = stored
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("{m}\t{i}\n"))
+            .collect();
         assert_eq!(got, expected);
 
         // Names the engine cannot hold are refused with the reason.
         let too_long = "m".repeat(101);
-        let out = write(&ing, "lp_hostile2", &format!("{too_long} v=1i 1\nok v=1i 1\n")).await;
+        let out = write(
+            &ing,
+            "lp_hostile2",
+            &format!("{too_long} v=1i 1\nok v=1i 1\n"),
+        )
+        .await;
         assert_eq!(out.accepted, 1);
-        assert!(out.rejected[0].reason.contains("too long"), "{:?}", out.rejected);
+        assert!(
+            out.rejected[0].reason.contains("too long"),
+            "{:?}",
+            out.rejected
+        );
         for bad_db in ["", "system", &"d".repeat(201)] {
-            let err = ing.write_lp(bad_db, "autogen", b"m v=1i\n", &WriteOptions::default()).await;
-            assert!(matches!(err, Err(Error::InvalidName { .. })), "{bad_db:?}: {err:?}");
+            let err = ing
+                .write_lp(bad_db, "autogen", b"m v=1i\n", &WriteOptions::default())
+                .await;
+            assert!(
+                matches!(err, Err(Error::InvalidName { .. })),
+                "{bad_db:?}: {err:?}"
+            );
         }
-        let err = ing.write_lp("lp_hostile2", "", b"m v=1i\n", &WriteOptions::default()).await;
+        let err = ing
+            .write_lp("lp_hostile2", "", b"m v=1i\n", &WriteOptions::default())
+            .await;
         assert!(matches!(err, Err(Error::InvalidName { .. })), "{err:?}");
     })
 }
@@ -244,12 +335,20 @@ fn many_databases_and_measurements_at_once() {
                 let mut body = String::new();
                 for m in 0..5 {
                     for host in 0..20 {
-                        body.push_str(&format!("m{m},host=h{host} v={host}i,db={db}i {}\n", m * 100 + host));
+                        body.push_str(&format!(
+                            "m{m},host=h{host} v={host}i,db={db}i {}\n",
+                            m * 100 + host
+                        ));
                     }
                 }
-                ing.write_lp(&format!("lp_many_{db}"), "autogen", body.as_bytes(), &WriteOptions::default())
-                    .await
-                    .unwrap()
+                ing.write_lp(
+                    &format!("lp_many_{db}"),
+                    "autogen",
+                    body.as_bytes(),
+                    &WriteOptions::default(),
+                )
+                .await
+                .unwrap()
             }));
         }
         for write in writes {
@@ -279,13 +378,27 @@ fn concurrent_writers_from_threads_get_exact_counts() {
         .map(|t| {
             let ing = ing.clone();
             std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 for w in 0..WRITES {
                     let body: String = (0..LINES)
-                        .map(|l| format!("load,thread={t},host=h{} v={l}i {}\n", l % 10, (w * LINES + l) as i64))
+                        .map(|l| {
+                            format!(
+                                "load,thread={t},host=h{} v={l}i {}\n",
+                                l % 10,
+                                (w * LINES + l) as i64
+                            )
+                        })
                         .collect();
                     let out = rt
-                        .block_on(ing.write_lp("lp_concurrent", "autogen", body.as_bytes(), &WriteOptions::default()))
+                        .block_on(ing.write_lp(
+                            "lp_concurrent",
+                            "autogen",
+                            body.as_bytes(),
+                            &WriteOptions::default(),
+                        ))
                         .unwrap();
                     assert_eq!(out.accepted, LINES);
                 }
@@ -296,27 +409,53 @@ fn concurrent_writers_from_threads_get_exact_counts() {
         handle.join().unwrap();
     }
     run(async {
-        let got = tsv(&ing, "SELECT count(), sum(v), uniqExact(series_id) FROM lp_concurrent.`load.autogen`").await;
+        let got = tsv(
+            &ing,
+            "SELECT count(), sum(v), uniqExact(series_id) FROM lp_concurrent.`load.autogen`",
+        )
+        .await;
         let per_write: usize = (0..LINES).sum();
         assert_eq!(
             got,
-            format!("{}\t{}\t{}\n", THREADS * WRITES * LINES, THREADS * WRITES * per_write, THREADS * 10)
+            format!(
+                "{}\t{}\t{}\n",
+                THREADS * WRITES * LINES,
+                THREADS * WRITES * per_write,
+                THREADS * 10
+            )
         );
-        let series = tsv(&ing, "SELECT count(), uniqExact(series_id) FROM lp_concurrent._series").await;
-        assert_eq!(series, format!("{0}\t{0}\n", THREADS * 10), "each series stored once");
+        let series = tsv(
+            &ing,
+            "SELECT count(), uniqExact(series_id) FROM lp_concurrent._series",
+        )
+        .await;
+        assert_eq!(
+            series,
+            format!("{0}\t{0}\n", THREADS * 10),
+            "each series stored once"
+        );
     })
 }
 
 fn unwaited_writes_are_visible_after_flush() {
     run(async {
         let ing = ingestor().await;
-        let options = WriteOptions { wait: false, ..WriteOptions::default() };
+        let options = WriteOptions {
+            wait: false,
+            ..WriteOptions::default()
+        };
         for i in 0..50 {
             let body = format!("nowait,k={} v={i}i {i}\n", i % 3);
-            ing.write_lp("lp_nowait", "autogen", body.as_bytes(), &options).await.unwrap();
+            ing.write_lp("lp_nowait", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
         }
         ing.flush().await.unwrap();
-        let got = tsv(&ing, "SELECT count(), sum(v) FROM lp_nowait.`nowait.autogen`").await;
+        let got = tsv(
+            &ing,
+            "SELECT count(), sum(v) FROM lp_nowait.`nowait.autogen`",
+        )
+        .await;
         assert_eq!(got, "50\t1225\n");
     })
 }
@@ -325,7 +464,9 @@ fn large_flushes_bypass_the_buffer_table() {
     run(async {
         let ing = ingestor().await;
         let direct = ing.config().buffer.direct_min_rows;
-        let body: String = (0..direct).map(|i| format!("big,h=h{} v={i}i {i}\n", i % 100)).collect();
+        let body: String = (0..direct)
+            .map(|i| format!("big,h=h{} v={i}i {i}\n", i % 100))
+            .collect();
         write(&ing, "lp_big", &body).await;
         // Written straight to the MergeTree: visible there without the Buffer.
         let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen.mergetree`").await;

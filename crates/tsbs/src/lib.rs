@@ -38,8 +38,15 @@ pub const TAGS: [&str; 10] = [
 ];
 
 const REGIONS: [&str; 9] = [
-    "us-east-1", "us-west-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-1",
-    "ap-southeast-2", "ap-northeast-1", "sa-east-1",
+    "us-east-1",
+    "us-west-1",
+    "us-west-2",
+    "eu-west-1",
+    "eu-central-1",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-northeast-1",
+    "sa-east-1",
 ];
 const OS: [&str; 3] = ["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"];
 const ARCH: [&str; 2] = ["x64", "x86"];
@@ -180,6 +187,9 @@ mod tests {
     fn generation_is_deterministic() {
         assert_eq!(CpuOnly::new(5).lines(0..3), CpuOnly::new(5).lines(0..3));
         let bodies = CpuOnly::new(10).bodies(3, 7);
-        assert_eq!(bodies.iter().map(|b| b.lines().count()).collect::<Vec<_>>(), [7, 7, 7, 7, 2]);
+        assert_eq!(
+            bodies.iter().map(|b| b.lines().count()).collect::<Vec<_>>(),
+            [7, 7, 7, 7, 2]
+        );
     }
 }

@@ -39,7 +39,9 @@ pub async fn ingestor() -> Ingestor {
         return ingestor.clone();
     }
     let dir = tempfile::tempdir().expect("temp dir").keep();
-    let ingestor = Ingestor::open(IngestConfig::new(dir)).await.expect("open ingestor");
+    let ingestor = Ingestor::open(IngestConfig::new(dir))
+        .await
+        .expect("open ingestor");
     *INGESTOR.lock().unwrap() = Some(ingestor.clone());
     ingestor
 }
@@ -49,10 +51,12 @@ pub fn run_tests(tests: &[(&'static str, fn())]) -> ! {
     let args = libtest_mimic::Arguments::from_args();
     let trials = tests
         .iter()
-        .map(|&(name, test)| libtest_mimic::Trial::test(name, move || {
-            test();
-            Ok(())
-        }))
+        .map(|&(name, test)| {
+            libtest_mimic::Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     let ingestor = INGESTOR.lock().unwrap().take();
