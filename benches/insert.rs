@@ -68,10 +68,12 @@ fn main() {
     let ingestor = runtime
         .block_on(Ingestor::open(IngestConfig::new(dir.path())))
         .unwrap();
-    let rounds: usize = std::env::var("ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(15);
+    let benchmarking = std::env::args().any(|arg| arg == "--bench");
+    let rounds: usize = match std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()) {
+        Some(rounds) => rounds,
+        None if benchmarking => 15,
+        None => 1,
+    };
 
     let body = tsbs::CpuOnly::new(HOSTS).lines(0..STEPS);
     let options = WriteOptions::default();
