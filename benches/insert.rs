@@ -4,9 +4,10 @@
 //! chdb-rust directly into a table of the same schema. Both write MergeTree
 //! parts; their ratio is how close chingest runs to the engine.
 //!
-//! The two arms alternate, round after round, so background merges and the
-//! machine's other load weigh on both alike; the report is each arm's median
-//! and their ratio. `ROUNDS=n` sets the number of rounds (default 15).
+//! The two arms alternate, round after round, into tables emptied before
+//! each round (no merge backlog takes the cores from either arm), so the
+//! machine's other load weighs on both alike; the report is each arm's
+//! median and their ratio. `ROUNDS=n` sets the number of rounds (default 15).
 //! Under `cargo test` (no `--bench` argument) it runs one round as a check.
 
 use std::sync::Arc;
@@ -101,29 +102,55 @@ fn main() {
 
     let mut raw = Vec::new();
     let mut library = Vec::new();
+    let mut prepare = Vec::new();
     for round in 0..rounds {
-        let started = Instant::now();
-        chdb_rust::arrow_insert::insert_record_batch(
-            &conn,
-            "bench.raw",
-            &format!("bench_raw_{round}"),
-            batch.clone(),
-            chdb_rust::InsertOptions::default(),
-        )
-        .unwrap();
-        raw.push(started.elapsed());
-
-        let started = Instant::now();
-        let outcome = runtime
-            .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
+        // Empty tables each round: the merges of earlier rounds' parts would
+        // otherwise take the cores from whichever arm runs next.
+        for table in ["bench.raw", "bench.`cpu.autogen.mergetree`"] {
+            conn.query(&format!("TRUNCATE TABLE {table}"), OutputFormat::Null)
+                .unwrap();
+        }
+        // Which arm goes first alternates too.
+        let raw_arm = || {
+            let started = Instant::now();
+            chdb_rust::arrow_insert::insert_record_batch(
+                &conn,
+                "bench.raw",
+                &format!("bench_raw_{round}"),
+                batch.clone(),
+                chdb_rust::InsertOptions::default(),
+            )
             .unwrap();
-        library.push(started.elapsed());
-        assert_eq!(outcome.accepted, HOSTS * STEPS);
+            started.elapsed()
+        };
+        // write_lp is exactly prepare_lp + commit; timed in two parts.
+        let library_arm = || {
+            let started = Instant::now();
+            let (outcome, prepared) = runtime.block_on(async {
+                let prepared = ingestor
+                    .prepare_lp("bench", "autogen", body.as_bytes(), &options)
+                    .await
+                    .unwrap();
+                let prepared_at = started.elapsed();
+                (ingestor.commit(prepared, true).await.unwrap(), prepared_at)
+            });
+            assert_eq!(outcome.accepted, HOSTS * STEPS);
+            (started.elapsed(), prepared)
+        };
+        let (raw_time, (library_time, prepare_time)) = if round % 2 == 0 {
+            (raw_arm(), library_arm())
+        } else {
+            let library = library_arm();
+            (raw_arm(), library)
+        };
+        raw.push(raw_time);
+        library.push(library_time);
+        prepare.push(prepare_time);
     }
 
     let rows = (HOSTS * STEPS) as f64;
     let rate = |d: Duration| rows / d.as_secs_f64();
-    let (raw, library) = (median(raw), median(library));
+    let (raw, library, prepare) = (median(raw), median(library), median(prepare));
     println!("insert {HOSTS}x{STEPS} TSBS cpu rows, median of {rounds} alternating rounds:");
     println!(
         "  chdb-rust, pre-built batch: {:>8.1} ms  {:>10.0} rows/s",
@@ -134,6 +161,10 @@ fn main() {
         "  chingest write_lp:          {:>8.1} ms  {:>10.0} rows/s",
         library.as_secs_f64() * 1e3,
         rate(library)
+    );
+    println!(
+        "    of which prepare_lp:      {:>8.1} ms  (parse, series ids, Arrow columns)",
+        prepare.as_secs_f64() * 1e3
     );
     println!(
         "  write_lp / raw engine:      {:>8.2}",

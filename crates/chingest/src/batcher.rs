@@ -48,11 +48,12 @@ pub(crate) struct Batcher {
 }
 
 impl Batcher {
-    /// Adds a chunk of `bytes` bytes. With `wait`, returns a receiver that
-    /// resolves once the flush carrying the chunk has finished.
+    /// Adds one write's chunks (`bytes` bytes in all), together so that one
+    /// flush carries all of them. With `wait`, returns a receiver that
+    /// resolves once that flush has finished.
     pub(crate) fn append(
         &self,
-        chunk: RecordBatch,
+        chunks: Vec<RecordBatch>,
         bytes: usize,
         permit: OwnedSemaphorePermit,
         wait: bool,
@@ -61,8 +62,8 @@ impl Batcher {
         if pending.closed {
             return Err(Error::Closed);
         }
-        pending.flush.rows += chunk.num_rows();
-        pending.flush.chunks.push(chunk);
+        pending.flush.rows += chunks.iter().map(RecordBatch::num_rows).sum::<usize>();
+        pending.flush.chunks.extend(chunks);
         pending.flush.permits.push(permit);
         pending.bytes += bytes;
         pending.since.get_or_insert_with(Instant::now);

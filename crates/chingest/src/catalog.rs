@@ -13,14 +13,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use crate::batcher::Batcher;
 use crate::config::BufferPolicy;
 use crate::engine::{self, Engine};
 use crate::names::{self, quote_literal, TableNames, SERIES_TABLE};
 use crate::schema::{self, FieldType, TableSchema};
-use crate::series::SeriesKey;
+use crate::series::{FingerprintMap, SeriesKey};
 use crate::{Error, Result};
 
 /// One fact table: its current schema and its batcher.
@@ -48,9 +47,9 @@ impl Table {
 /// series keys map to which id, and the rows not yet committed.
 #[derive(Debug, Default)]
 pub(crate) struct SeriesState {
-    /// Raw series key as written on a line → series_id. Lets a series seen
-    /// before skip canonicalization and hashing entirely.
-    pub(crate) by_raw_key: RwLock<HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>>,
+    /// Fingerprint of a series key as written on a line → series_id. Lets a
+    /// series seen before skip parsing its tags, canonicalization and hashing.
+    pub(crate) by_raw_key: RwLock<FingerprintMap<u64>>,
     /// Ids stored in the series table or pending in `pending`.
     known: Mutex<HashSet<u64>>,
     /// New series rows, committed before any fact row flushed after them.
@@ -63,7 +62,7 @@ pub(crate) struct SeriesState {
 impl SeriesState {
     /// Records series met by a write. Rows for ids not seen before become
     /// pending; raw keys join the lookup cache.
-    pub(crate) fn register(&self, rows: Vec<(u64, SeriesKey)>, raw_keys: Vec<(Box<[u8]>, u64)>) {
+    pub(crate) fn register(&self, rows: Vec<(u64, SeriesKey)>, raw_keys: Vec<(u128, u64)>) {
         if !rows.is_empty() {
             let mut known = self.known.lock().unwrap();
             let fresh: Vec<_> = rows
@@ -92,7 +91,7 @@ impl SeriesState {
             return Ok(());
         }
         let batch = series_batch(&rows);
-        match engine::insert_batches(conn, table, batch.schema(), vec![batch]) {
+        match engine::insert_batch(conn, table, batch) {
             Ok(_) => Ok(()),
             Err(err) => {
                 let mut pending = self.pending.lock().unwrap();

@@ -48,12 +48,8 @@ impl ColumnBuilder {
         }
     }
 
-    /// Appends NULLs until the column has `rows` entries.
-    fn pad_to(&mut self, rows: usize) {
-        let missing = rows - self.builder().len();
-        if missing == 0 {
-            return;
-        }
+    /// Appends `missing` NULLs.
+    fn append_nulls(&mut self, missing: usize) {
         match self {
             ColumnBuilder::Float(b) => b.append_nulls(missing),
             ColumnBuilder::Integer(b) => b.append_nulls(missing),
@@ -76,6 +72,24 @@ impl ColumnBuilder {
     }
 }
 
+/// A field's builder and how many rows it holds (kept here: asking the
+/// builder goes through a virtual call per row).
+#[derive(Debug)]
+struct Column {
+    builder: ColumnBuilder,
+    len: usize,
+}
+
+impl Column {
+    /// Appends NULLs until the column has `rows` entries.
+    fn pad_to(&mut self, rows: usize) {
+        if self.len < rows {
+            self.builder.append_nulls(rows - self.len);
+            self.len = rows;
+        }
+    }
+}
+
 /// Rows for one table, built column by column.
 #[derive(Debug)]
 pub(crate) struct ChunkBuilder {
@@ -83,7 +97,7 @@ pub(crate) struct ChunkBuilder {
     time: Vec<i64>,
     series_id: Vec<u64>,
     /// One slot per field of `schema`, filled when the field first occurs.
-    columns: Vec<Option<ColumnBuilder>>,
+    columns: Vec<Option<Column>>,
 }
 
 impl ChunkBuilder {
@@ -118,9 +132,13 @@ impl ChunkBuilder {
         let row = self.time.len();
         for (position, value) in fields {
             let ty = self.schema.fields[position].1;
-            let column = self.columns[position].get_or_insert_with(|| ColumnBuilder::new(ty));
+            let column = self.columns[position].get_or_insert_with(|| Column {
+                builder: ColumnBuilder::new(ty),
+                len: 0,
+            });
             column.pad_to(row);
-            column.append(value);
+            column.builder.append(value);
+            column.len += 1;
         }
         self.time.push(time);
         self.series_id.push(series_id);
@@ -139,7 +157,7 @@ impl ChunkBuilder {
         for (position, column) in self.columns.iter_mut().enumerate() {
             if let Some(column) = column {
                 column.pad_to(rows);
-                arrays.push(column.builder().finish());
+                arrays.push(column.builder.builder().finish());
                 present.push(position);
             }
         }
@@ -148,9 +166,22 @@ impl ChunkBuilder {
     }
 }
 
-/// Gives `chunks` of one table a common schema: the fields any of them has,
-/// in table order, NULL where a chunk lacks one.
-pub(crate) fn align(
+/// Merges the chunks of one flush into one batch with a common schema: the
+/// fields any of them has, in table order, NULL where a chunk lacks one.
+///
+/// One batch rather than a stream of them: measured on 200k TSBS rows, the
+/// engine inserts two 100k-row batches ~25% slower than one 200k-row batch,
+/// far more than the copy costs.
+pub(crate) fn merge(schema: &TableSchema, chunks: Vec<RecordBatch>) -> RecordBatch {
+    let (target, aligned) = align(schema, chunks);
+    if aligned.len() == 1 {
+        return aligned.into_iter().next().expect("one chunk");
+    }
+    arrow::compute::concat_batches(&target, &aligned).expect("aligned chunks share one schema")
+}
+
+/// Gives `chunks` of one table a common schema (see [`merge`]).
+fn align(
     schema: &TableSchema,
     chunks: Vec<RecordBatch>,
 ) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {

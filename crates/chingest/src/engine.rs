@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::datatypes::SchemaRef;
-use arrow::ffi_stream::FFI_ArrowArrayStream;
-use arrow::record_batch::{RecordBatch, RecordBatchIterator};
-use chdb_rust::arrow_stream::ArrowStream;
+use arrow::array::StructArray;
+use arrow::ffi::to_ffi;
+use arrow::record_batch::RecordBatch;
+use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use deadpool::managed::{self, Metrics, RecycleResult};
@@ -129,20 +129,19 @@ pub(crate) fn query_rows(conn: &Connection, sql: &str) -> Result<Vec<Vec<String>
         .collect())
 }
 
-/// Inserts `batches` (all with `schema`) into `table` (already quoted) with one
-/// `INSERT … SELECT FROM ArrowStream` statement: one part for all of them.
-/// Columns are matched by name. Returns the rows inserted.
-pub(crate) fn insert_batches(
-    conn: &Connection,
-    table: &str,
-    schema: SchemaRef,
-    batches: Vec<RecordBatch>,
-) -> Result<u64> {
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+/// Inserts `batch` into `table` (already quoted) with one `INSERT … SELECT
+/// FROM ArrowStream` statement, matching columns by name. Returns the rows
+/// inserted.
+///
+/// The batch is registered as one Arrow array (schema + array), not as a
+/// stream: the engine reads it in one go.
+pub(crate) fn insert_batch(conn: &Connection, table: &str, batch: RecordBatch) -> Result<u64> {
+    let rows = batch.num_rows();
     if rows == 0 {
         return Ok(0);
     }
-    let columns = schema
+    let columns = batch
+        .schema()
         .fields()
         .iter()
         .map(|field| quote_ident(field.name()))
@@ -153,21 +152,26 @@ pub(crate) fn insert_batches(
         std::process::id(),
         REGISTRATION_SEQ.fetch_add(1, Ordering::Relaxed)
     );
-    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
-    let mut ffi_stream = FFI_ArrowArrayStream::new(Box::new(reader));
-    // SAFETY: `ffi_stream` outlives the registration: it is unregistered below
-    // before this frame (and the stream) is dropped, and the engine does not
-    // take ownership of a scanned stream.
+    let (mut ffi_array, mut ffi_schema) =
+        to_ffi(&StructArray::from(batch).into()).map_err(|e| Error::Engine(e.to_string()))?;
+    // SAFETY: both structs outlive the registration: it is dropped below,
+    // before this frame (and the structs, which release the data) ends, and
+    // the engine does not take ownership of registered data.
     #[allow(unsafe_code)]
-    let stream = unsafe { ArrowStream::from_raw(&mut ffi_stream) };
-    conn.register_arrow_stream(&name, &stream)?;
+    let (schema, array) = unsafe {
+        (
+            ArrowSchema::from_raw(&mut ffi_schema),
+            ArrowArray::from_raw(&mut ffi_array),
+        )
+    };
+    conn.register_arrow_array(&name, &schema, &array)?;
     let sql = format!(
         "INSERT INTO {table} ({columns}) SELECT * FROM ArrowStream({})",
         quote_literal(&name)
     );
     let inserted = execute(conn, &sql);
     // A registration is consumed by the first read, failed or not; drop it
-    // either way so the name and the stream are released.
+    // either way so the name and the data are released.
     let unregistered = conn.unregister_arrow_table(&name);
     inserted?;
     unregistered?;

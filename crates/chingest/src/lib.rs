@@ -52,6 +52,7 @@ pub mod names;
 pub mod schema;
 pub mod series;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -437,11 +438,12 @@ impl Shared {
     /// Hands finished chunks to their tables' batchers, within the memory
     /// budget, and waits for their flushes when asked to.
     async fn submit(&self, chunks: Vec<(Arc<Table>, RecordBatch)>, wait: bool) -> Result<()> {
-        let mut receivers = Vec::with_capacity(chunks.len());
-        for (table, chunk) in chunks {
-            let bytes = chunk.get_array_memory_size();
+        let tables = group_by_table(chunks);
+        let mut receivers = Vec::with_capacity(tables.len());
+        for (table, chunks) in tables {
+            let bytes = chunks.iter().map(RecordBatch::get_array_memory_size).sum();
             let permit = self.reserve_memory(bytes).await?;
-            receivers.extend(table.batcher.append(chunk, bytes, permit, wait)?);
+            receivers.extend(table.batcher.append(chunks, bytes, permit, wait)?);
         }
         await_flushes(receivers).await
     }
@@ -503,8 +505,8 @@ impl Shared {
                 if flush.is_empty() {
                     return Ok(());
                 }
-                let (arrow_schema, batches) = chunk::align(&schema, flush);
-                engine::insert_batches(conn, &target, arrow_schema, batches)?;
+                let batch = chunk::merge(&schema, flush);
+                engine::insert_batch(conn, &target, batch)?;
                 Ok(())
             })
             .instrument(span.clone())
@@ -559,6 +561,22 @@ async fn run_flusher(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>)
             let _ = waiter.send(outcome.clone());
         }
     }
+}
+
+/// Chunks grouped by table. A table may have several chunks (one per parsed
+/// piece): they must reach its batcher together, or a flush could carry some
+/// of them and leave the rest for the next.
+fn group_by_table(chunks: Vec<(Arc<Table>, RecordBatch)>) -> Vec<(Arc<Table>, Vec<RecordBatch>)> {
+    let mut tables: Vec<(Arc<Table>, Vec<RecordBatch>)> = Vec::new();
+    let mut index: HashMap<*const Table, usize> = HashMap::new();
+    for (table, chunk) in chunks {
+        let i = *index.entry(Arc::as_ptr(&table)).or_insert_with(|| {
+            tables.push((Arc::clone(&table), Vec::new()));
+            tables.len() - 1
+        });
+        tables[i].1.push(chunk);
+    }
+    tables
 }
 
 async fn await_flushes(receivers: Vec<oneshot::Receiver<FlushOutcome>>) -> Result<()> {

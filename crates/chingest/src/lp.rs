@@ -20,13 +20,12 @@ use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use lineproto::{Line, ParseOptions, Parser};
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use crate::catalog::{Database, Table};
 use crate::chunk::ChunkBuilder;
 use crate::names::{self, NameKind};
 use crate::schema::{FieldType, TableSchema};
-use crate::series::SeriesKey;
+use crate::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};
 use crate::{LineRejection, WriteOutcome};
 
 /// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.
@@ -68,8 +67,9 @@ pub(crate) struct LineBatch<'b> {
     tables: Vec<TableRows<'b>>,
     /// Raw measurement → position in `tables`.
     table_index: HashMap<&'b str, usize>,
-    /// Series resolved by this request that the database's map lacked.
-    local_ids: HashMap<&'b [u8], u64, Xxh3DefaultBuilder>,
+    /// Series resolved by this request that the database's map lacked, by
+    /// raw-key fingerprint.
+    local_ids: FingerprintMap<u64>,
     new_series: Vec<(u64, SeriesKey)>,
     /// Chunks of other pieces of the body, taken over by [`absorb`](Self::absorb).
     extra_chunks: Vec<(Arc<Table>, ChunkBuilder)>,
@@ -78,6 +78,9 @@ pub(crate) struct LineBatch<'b> {
     /// Lines to parse again after the DDL: byte range and line number.
     deferred: Vec<(Range<usize>, usize)>,
     outcome: WriteOutcome,
+    /// The table whose field memo holds the previous line's field keys, if
+    /// any: with [`Line::same_field_keys`] it makes the memo check free.
+    memo_owner: Option<usize>,
     /// Physical lines in the piece of the body parsed so far.
     lines_seen: usize,
     scratch: Vec<(usize, FieldType)>,
@@ -90,12 +93,13 @@ impl<'b> LineBatch<'b> {
             rp,
             tables: Vec::new(),
             table_index: HashMap::new(),
-            local_ids: HashMap::default(),
+            local_ids: FingerprintMap::default(),
             new_series: Vec::new(),
             extra_chunks: Vec::new(),
             needs: Vec::new(),
             deferred: Vec::new(),
             outcome: WriteOutcome::default(),
+            memo_owner: None,
             lines_seen: 0,
             scratch: Vec::new(),
         }
@@ -135,9 +139,7 @@ impl<'b> LineBatch<'b> {
             }
         }
         self.new_series.extend(other.new_series);
-        for (raw, id) in other.local_ids {
-            self.local_ids.insert(raw, id);
-        }
+        self.local_ids.extend(other.local_ids);
         for rows in other.tables {
             self.extra_chunks.push((rows.table, rows.chunk));
         }
@@ -179,6 +181,7 @@ impl<'b> LineBatch<'b> {
         let start = range.start;
         let mut parser = Parser::new(&body[range], options);
         let mut line = Line::default();
+        self.memo_owner = None;
         while let Some(parsed) = parser.next_into(&mut line) {
             let line_number = line_offset
                 + match &parsed {
@@ -187,10 +190,13 @@ impl<'b> LineBatch<'b> {
                 };
             let outcome = match parsed {
                 Ok(()) => self.add(&line, &known_ids, may_defer),
-                Err(err) => Outcome::Rejected {
-                    column: Some(err.column),
-                    reason: err.kind.to_string(),
-                },
+                Err(err) => {
+                    self.memo_owner = None;
+                    Outcome::Rejected {
+                        column: Some(err.column),
+                        reason: err.kind.to_string(),
+                    }
+                }
             };
             match outcome {
                 Outcome::Added => self.outcome.accepted += 1,
@@ -266,9 +272,10 @@ impl<'b> LineBatch<'b> {
     fn add(
         &mut self,
         line: &Line<'b>,
-        known_ids: &HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>,
+        known_ids: &FingerprintMap<u64>,
         may_defer: bool,
     ) -> Outcome {
+        let previous_owner = self.memo_owner.take();
         if line.timestamp < MIN_TIME_NS {
             return reject(
                 "timestamp is before 1900-01-01T00:00:00Z, the earliest time that can be stored",
@@ -281,19 +288,23 @@ impl<'b> LineBatch<'b> {
             Err(other) => return other,
         };
 
-        // Resolve field columns, from the memo when the keys match it.
+        // Resolve field columns, from the memo when the keys match it: known
+        // at no cost when the parser saw the previous line's keys again and
+        // that line resolved this memo.
         let rows = &self.tables[t];
-        let memo_hit = rows.memo_keys.len() == line.fields.len()
-            && rows
-                .memo_keys
-                .iter()
-                .zip(&line.fields)
-                .all(|(memo, (key, _))| *memo == key.raw());
+        let memo_hit = (line.same_field_keys && previous_owner == Some(t))
+            || (rows.memo_keys.len() == line.fields.len()
+                && rows
+                    .memo_keys
+                    .iter()
+                    .zip(&line.fields)
+                    .all(|(memo, (key, _))| *memo == key.raw()));
         if !memo_hit {
             if let Err(outcome) = self.resolve_fields(t, line, may_defer) {
                 return outcome;
             }
         }
+        self.memo_owner = Some(t);
         let rows = &self.tables[t];
         for ((key, value), &(_, ty)) in line.fields.iter().zip(&rows.memo_columns) {
             let got = FieldType::of(value);
@@ -375,10 +386,13 @@ impl<'b> LineBatch<'b> {
     fn series_id(
         &mut self,
         line: &Line<'b>,
-        known_ids: &HashMap<Box<[u8]>, u64, Xxh3DefaultBuilder>,
+        known_ids: &FingerprintMap<u64>,
     ) -> Result<u64, Outcome> {
-        let raw = line.series_key.as_bytes();
-        if let Some(&id) = known_ids.get(raw).or_else(|| self.local_ids.get(raw)) {
+        let fingerprint = raw_key_fingerprint(line.series_key.as_bytes());
+        if let Some(&id) = known_ids
+            .get(&fingerprint)
+            .or_else(|| self.local_ids.get(&fingerprint))
+        {
             return Ok(id);
         }
         let tags = line.tags.iter().map(|(k, v)| (k.unescape(), v.unescape()));
@@ -388,7 +402,7 @@ impl<'b> LineBatch<'b> {
             return Err(reject("tag key \"time\" is reserved"));
         }
         let id = key.series_id();
-        self.local_ids.insert(raw, id);
+        self.local_ids.insert(fingerprint, id);
         if !self.db.series.is_known(id) {
             self.new_series.push((id, key));
         }
@@ -409,11 +423,7 @@ impl<'b> LineBatch<'b> {
             .filter(|(_, chunk)| chunk.rows() > 0)
             .map(|(table, chunk)| (table, chunk.finish()))
             .collect();
-        let raw_keys = self
-            .local_ids
-            .into_iter()
-            .map(|(raw, id)| (Box::from(raw), id))
-            .collect();
+        let raw_keys = self.local_ids.into_iter().collect();
         Finished {
             outcome: self.outcome,
             chunks,
@@ -500,5 +510,5 @@ pub(crate) struct Finished {
     pub(crate) outcome: WriteOutcome,
     pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,
     pub(crate) series: Vec<(u64, SeriesKey)>,
-    pub(crate) raw_keys: Vec<(Box<[u8]>, u64)>,
+    pub(crate) raw_keys: Vec<(u128, u64)>,
 }

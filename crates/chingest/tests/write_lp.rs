@@ -18,6 +18,7 @@ test_main!(
     concurrent_writers_from_threads_get_exact_counts,
     unwaited_writes_are_visible_after_flush,
     large_flushes_bypass_the_buffer_table,
+    large_bodies_parse_in_pieces_with_exact_line_numbers,
 );
 
 async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
@@ -475,5 +476,36 @@ fn large_flushes_bypass_the_buffer_table() {
         write(&ing, "lp_big", "big,h=x v=1i 1\n").await;
         let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen`").await;
         assert_eq!(got, format!("{}\n", direct + 1));
+    })
+}
+
+fn large_bodies_parse_in_pieces_with_exact_line_numbers() {
+    run(async {
+        let ing = ingestor().await;
+        // ~10 MB: parsed in one piece per core (4 MiB at least each). Bad lines and a line that
+        // needs a new column sit in every part of the body.
+        let good = tsbs::CpuOnly::new(1_000).lines(0..30);
+        let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
+        let total = lines.len();
+        let bad_at = [0, total / 3, total / 2, total - 1];
+        for &i in &bad_at {
+            lines[i] = "cpu,hostname=x usage_user=".to_owned();
+        }
+        let new_field_at = total * 3 / 4;
+        lines[new_field_at] = "cpu,hostname=y extra=1.5 1".to_owned();
+        let body = lines.join("\n") + "\n";
+        assert!(body.len() > 8 << 20, "{} bytes", body.len());
+
+        let out = write(&ing, "lp_pieces", &body).await;
+        assert_eq!(out.accepted, total - bad_at.len());
+        let rejected: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        let expected: Vec<usize> = bad_at.iter().map(|i| i + 1).collect();
+        assert_eq!(rejected, expected);
+        let got = tsv(
+            &ing,
+            "SELECT count(), countIf(extra = 1.5), sum(usage_idle) > 0 FROM lp_pieces.`cpu.autogen`",
+        )
+        .await;
+        assert_eq!(got, format!("{}\t1\t1\n", total - bad_at.len()));
     })
 }

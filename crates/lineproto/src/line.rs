@@ -57,6 +57,12 @@ pub struct Line<'a> {
     pub timestamp: i64,
     /// Whether the line had a timestamp.
     pub timestamp_given: bool,
+    /// Whether the field keys are, byte for byte and in order, those of the
+    /// last line from the same [`Parser`](crate::Parser) whose field set was
+    /// parsed (keys with escapes never count as the same). Lets a consumer
+    /// reuse what it resolved for that line's keys without comparing them;
+    /// it must forget that resolution whenever the parser reports an error.
+    pub same_field_keys: bool,
 }
 
 impl<'a> Line<'a> {

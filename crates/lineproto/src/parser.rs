@@ -95,6 +95,8 @@ pub struct Parser<'a> {
 struct Guesses<'a> {
     tag_keys: Vec<&'a str>,
     field_keys: Vec<&'a str>,
+    /// How many fields the last line whose field set was parsed had.
+    field_count: usize,
 }
 
 /// If the key at `i` is `guess` (followed by `=`), its end.
@@ -186,6 +188,7 @@ impl<'a> Parser<'a> {
             line.line_number = self.line_number;
             line.tags.clear();
             line.fields.clear();
+            line.same_field_keys = false;
             // Parse within a window that ends at the end of the valid region
             // or just past the longest allowed line, whichever comes first.
             let limit = start
@@ -623,11 +626,15 @@ fn parse_line<'a>(
     if is_eol(b, i) {
         return Err(Fail::new(i, ErrorKind::MissingFields));
     }
+    // Whether every key so far matched the previous field set's key at the
+    // same position, byte for byte.
+    let mut all_guessed = true;
     loop {
         let n = out.fields.len();
         let (end, escaped) = match guessed_key(b, i, guesses.field_keys.get(n)) {
             Some(end) => (end, false),
             None => {
+                all_guessed = false;
                 let (end, escaped) = scan::<KEY_STOP>(b, i);
                 if end == i {
                     return Err(Fail::new(i, ErrorKind::EmptyFieldKey));
@@ -654,6 +661,8 @@ fn parse_line<'a>(
             break;
         }
     }
+    out.same_field_keys = all_guessed && out.fields.len() == guesses.field_count;
+    guesses.field_count = out.fields.len();
 
     // Timestamp. Here `i` is at a space or the end of the line.
     i = skip_spaces(b, i);

@@ -1069,3 +1069,26 @@ fn newline_search_finds_every_offset() {
         }
     }
 }
+
+#[test]
+fn same_field_keys_flags_lines_repeating_the_previous_keys() {
+    let body = b"m a=1,b=2\nm a=3,b=4\nn a=5,b=6 7\nm a=1\nm a=1,b=2\nm a=1,b=2\nm a\\ x=1,b=2\nm a\\ x=1,b=2\nbad\nm a\\ x=1,b=2\n";
+    let flags: Vec<Option<bool>> = Parser::new(body, ParseOptions::default())
+        .map(|line| line.ok().map(|l| l.same_field_keys))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            Some(false), // first line
+            Some(true),  // same keys, other values
+            Some(true),  // other measurement, same keys
+            Some(false), // fewer fields
+            Some(false), // more fields than the line before
+            Some(true),
+            Some(false), // escaped keys are never remembered
+            Some(false),
+            None, // a line without fields
+            Some(false),
+        ]
+    );
+}
