@@ -52,7 +52,9 @@ pub struct FlushPolicy {
 /// flush a MergeTree part.
 #[derive(Debug, Clone)]
 pub struct BufferPolicy {
-    /// Flushes with at least this many rows bypass the Buffer table.
+    /// Flushes with at least this many rows bypass the Buffer table. The
+    /// default, 100,000, is the measured crossover (`benches/flush_target.rs`:
+    /// the Buffer wins up to 50k-row flushes, the MergeTree from 100k).
     pub direct_min_rows: usize,
     /// Buffer engine `min_time`, seconds.
     pub min_seconds: u32,
@@ -81,7 +83,7 @@ impl Default for FlushPolicy {
 impl Default for BufferPolicy {
     fn default() -> Self {
         BufferPolicy {
-            direct_min_rows: 50_000,
+            direct_min_rows: 100_000,
             min_seconds: 1,
             max_seconds: 5,
             min_rows: 100_000,
