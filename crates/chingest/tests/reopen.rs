@@ -18,19 +18,27 @@ fn main() {
         return;
     }
     let args = libtest_mimic::Arguments::from_args();
-    let trials = vec![libtest_mimic::Trial::test(
-        "data_survives_close_and_reopen_in_a_new_process",
-        || {
+    let trials = vec![
+        libtest_mimic::Trial::test("data_survives_close_and_reopen_in_a_new_process", || {
             data_survives_close_and_reopen_in_a_new_process();
             Ok(())
-        },
-    )];
+        }),
+        libtest_mimic::Trial::test("writes_beyond_the_memory_budget_are_refused", || {
+            run_phases(&["overload"]);
+            Ok(())
+        }),
+    ];
     libtest_mimic::run(&args, trials).exit()
 }
 
 fn data_survives_close_and_reopen_in_a_new_process() {
+    run_phases(&["write", "reopen"]);
+}
+
+/// Runs each phase in a child process, in order, on one data directory.
+fn run_phases(phases: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    for phase in ["write", "reopen"] {
+    for &phase in phases {
         let out = Command::new(std::env::current_exe().unwrap())
             .arg(dir.path())
             .env(PHASE, phase)
@@ -50,7 +58,13 @@ async fn query(ing: &Ingestor, sql: &str) -> String {
 }
 
 async fn child(phase: &str, dir: &Path) {
-    let ing = Ingestor::open(IngestConfig::new(dir)).await.unwrap();
+    let mut config = IngestConfig::new(dir);
+    if phase == "overload" {
+        config.flush.max_bytes = 256 << 10;
+        config.max_buffered_bytes = 512 << 10;
+        config.overload_wait = std::time::Duration::from_millis(50);
+    }
+    let ing = Ingestor::open(config).await.unwrap();
     let options = WriteOptions::default();
     match phase {
         "write" => {
@@ -92,6 +106,27 @@ async fn child(phase: &str, dir: &Path) {
             assert!(out.rejected[0].reason.contains("integer"), "{out:?}");
             // ...and known series are not stored twice.
             assert_eq!(query(&ing, "SELECT count() FROM keep._series").await, "3\n");
+        }
+        "overload" => {
+            // One write bigger than the whole budget is refused at once.
+            let big: String = (0..20_000).map(|i| format!("m,k=v v={i}i {i}\n")).collect();
+            let err = ing
+                .write_lp("limits", "autogen", big.as_bytes(), &options)
+                .await;
+            assert!(
+                matches!(err, Err(chingest::Error::Overloaded { .. })),
+                "{err:?}"
+            );
+            // Writes that fit go through, and nothing of the refused one was stored.
+            let out = ing
+                .write_lp("limits", "autogen", b"m,k=v v=1i 1\n", &options)
+                .await
+                .unwrap();
+            assert_eq!(out.accepted, 1);
+            assert_eq!(
+                query(&ing, "SELECT count() FROM limits.`m.autogen`").await,
+                "1\n"
+            );
         }
         other => panic!("unknown phase {other}"),
     }

@@ -19,6 +19,8 @@ test_main!(
     unwaited_writes_are_visible_after_flush,
     large_flushes_bypass_the_buffer_table,
     large_bodies_parse_in_pieces_with_exact_line_numbers,
+    long_lines_are_rejected_by_the_configured_limit,
+    queries_answer_in_any_format_and_report_engine_errors,
 );
 
 async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
@@ -507,5 +509,62 @@ fn large_bodies_parse_in_pieces_with_exact_line_numbers() {
         )
         .await;
         assert_eq!(got, format!("{}\t1\t1\n", total - bad_at.len()));
+    })
+}
+
+fn long_lines_are_rejected_by_the_configured_limit() {
+    run(async {
+        let ing = ingestor().await;
+        let long = format!("m,k=v s=\"{}\" 2\n", "x".repeat(1_000));
+        let body = format!("m,k=v s=\"short\" 1\n{long}m,k=v s=\"short\" 3\n");
+        let options = WriteOptions {
+            max_line_len: 100,
+            ..WriteOptions::default()
+        };
+        let out = ing
+            .write_lp("lp_limits", "autogen", body.as_bytes(), &options)
+            .await
+            .unwrap();
+        assert_eq!(out.accepted, 2);
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].line, 2);
+        assert!(
+            out.rejected[0].reason.contains("100"),
+            "{:?}",
+            out.rejected[0]
+        );
+    })
+}
+
+fn queries_answer_in_any_format_and_report_engine_errors() {
+    run(async {
+        let ing = ingestor().await;
+        write(&ing, "lp_query", "m,k=a v=1i 1\nm,k=b v=2i 2\n").await;
+        let sql = "SELECT v FROM lp_query.`m.autogen` ORDER BY v";
+        let json = ing.query(sql, "JSONEachRow").await.unwrap();
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            "{\"v\":1}\n{\"v\":2}\n"
+        );
+        let csv = ing.query(sql, "csv").await.unwrap();
+        assert_eq!(csv, b"1\n2\n");
+        let parquet = ing.query(sql, "Parquet").await.unwrap();
+        assert_eq!(&parquet[..4], b"PAR1");
+        let batches = ing.query_arrow(sql).await.unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+
+        let err = ing.query(sql, "NoSuchFormat").await.unwrap_err();
+        assert!(
+            matches!(err, Error::UnknownFormat(ref name) if name == "NoSuchFormat"),
+            "{err:?}"
+        );
+        let err = ing
+            .query("SELECT nope FROM lp_query.`m.autogen`", "CSV")
+            .await
+            .unwrap_err();
+        match err {
+            Error::Engine(message) => assert!(message.contains("nope"), "{message}"),
+            other => panic!("expected an engine error, got {other:?}"),
+        }
     })
 }
