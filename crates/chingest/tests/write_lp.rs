@@ -542,10 +542,7 @@ fn queries_answer_in_any_format_and_report_engine_errors() {
         write(&ing, "lp_query", "m,k=a v=1i 1\nm,k=b v=2i 2\n").await;
         let sql = "SELECT v FROM lp_query.`m.autogen` ORDER BY v";
         let json = ing.query(sql, "JSONEachRow").await.unwrap();
-        assert_eq!(
-            String::from_utf8(json).unwrap(),
-            "{\"v\":1}\n{\"v\":2}\n"
-        );
+        assert_eq!(String::from_utf8(json).unwrap(), "{\"v\":1}\n{\"v\":2}\n");
         let csv = ing.query(sql, "csv").await.unwrap();
         assert_eq!(csv, b"1\n2\n");
         let parquet = ing.query(sql, "Parquet").await.unwrap();
