@@ -4,7 +4,7 @@
 //! time column, a series_id column and one builder per field that occurs,
 //! padded with NULLs where a row lacks the field. No row structs sit in
 //! between. The finished chunk is a `RecordBatch` holding only the fields
-//! it saw; [`align`] gives the chunks of one flush a common schema.
+//! it saw; [`merge`] makes the chunks of one flush one batch.
 
 use std::sync::Arc;
 
