@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrow::array::StructArray;
 use arrow::ffi::to_ffi;
 use arrow::record_batch::RecordBatch;
+use chdb_rust::admin::QueryClass;
 use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
@@ -20,10 +21,11 @@ use deadpool::managed::{self, Metrics, RecycleResult};
 use crate::names::{quote_ident, quote_literal};
 use crate::{Error, Result};
 
-/// Creates connections to the engine's data path.
+/// Creates connections to the engine's data path, with extra
+/// connection-level settings.
 #[derive(Debug)]
 struct ConnectionManager {
-    path_arg: String,
+    args: Vec<String>,
 }
 
 impl managed::Manager for ConnectionManager {
@@ -31,11 +33,13 @@ impl managed::Manager for ConnectionManager {
     type Error = Error;
 
     async fn create(&self) -> Result<Connection> {
-        let path_arg = self.path_arg.clone();
-        tokio::task::spawn_blocking(move || Connection::open(&[path_arg.as_str()]))
-            .await
-            .map_err(|e| Error::Engine(format!("connection task failed: {e}")))?
-            .map_err(Error::from)
+        let args = self.args.clone();
+        tokio::task::spawn_blocking(move || {
+            Connection::open(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .await
+        .map_err(|e| Error::Engine(format!("connection task failed: {e}")))?
+        .map_err(Error::from)
     }
 
     async fn recycle(&self, _: &mut Connection, _: &Metrics) -> RecycleResult<Error> {
@@ -47,6 +51,10 @@ impl managed::Manager for ConnectionManager {
 #[derive(Debug)]
 pub(crate) struct Engine {
     pool: managed::Pool<ConnectionManager>,
+    /// Connections opened with `readonly = 1`: the engine itself refuses
+    /// writes, settings changes and table functions (`file`, `url`,
+    /// `remote`, …) on them. Used for queries from untrusted callers.
+    read_only: managed::Pool<ConnectionManager>,
 }
 
 /// Names under which Arrow data is registered with the engine. Registrations
@@ -57,14 +65,17 @@ static REGISTRATION_SEQ: AtomicU64 = AtomicU64::new(0);
 impl Engine {
     /// Boots the engine on `data_dir` and checks that it answers.
     pub(crate) async fn open(data_dir: &Path, connections: usize) -> Result<Engine> {
-        let manager = ConnectionManager {
-            path_arg: format!("--path={}", data_dir.display()),
+        let path = format!("--path={}", data_dir.display());
+        let pool = |args: Vec<String>| {
+            managed::Pool::builder(ConnectionManager { args })
+                .max_size(connections)
+                .build()
+                .map_err(|e| Error::Config(format!("connection pool: {e}")))
         };
-        let pool = managed::Pool::builder(manager)
-            .max_size(connections)
-            .build()
-            .map_err(|e| Error::Config(format!("connection pool: {e}")))?;
-        let engine = Engine { pool };
+        let engine = Engine {
+            pool: pool(vec![path.clone()])?,
+            read_only: pool(vec![path, "--readonly=1".to_owned()])?,
+        };
         engine.execute("SELECT 1".to_owned()).await?;
         Ok(engine)
     }
@@ -75,7 +86,24 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        let conn = self.pool.get().await.map_err(|e| match e {
+        Self::run_on(&self.pool, f).await
+    }
+
+    /// [`run`](Self::run) on a read-only connection.
+    pub(crate) async fn run_read_only<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        Self::run_on(&self.read_only, f).await
+    }
+
+    async fn run_on<T, F>(pool: &managed::Pool<ConnectionManager>, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let conn = pool.get().await.map_err(|e| match e {
             managed::PoolError::Backend(err) => err,
             managed::PoolError::Closed => Error::Closed,
             other => Error::Engine(format!("connection pool: {other}")),
@@ -96,6 +124,44 @@ impl Engine {
             .await
     }
 
+    /// Runs one read-only statement from an untrusted caller on a read-only
+    /// connection. The engine classifies the statement first: anything but a
+    /// single read-only statement is refused (writes, DDL, `SET`, `INTO
+    /// OUTFILE`, several statements), and the read-only connection refuses
+    /// table functions and settings changes on its own.
+    pub(crate) async fn query_read_only(
+        &self,
+        sql: String,
+        format: OutputFormat,
+    ) -> Result<Vec<u8>> {
+        self.run_read_only(move |conn| {
+            let analysis = conn.classify_query(&sql, None)?;
+            match (analysis.class, analysis.statement_count) {
+                (QueryClass::ReadOnly, 1) => {}
+                (QueryClass::Unknown, _) => {
+                    // Did not parse: let the engine say why.
+                    execute(conn, &format!("EXPLAIN AST {sql}"))?;
+                    return Err(Error::NotReadOnly(
+                        "the statement was not recognised".into(),
+                    ));
+                }
+                (QueryClass::ReadOnly, n) => {
+                    return Err(Error::NotReadOnly(format!(
+                        "{n} statements; send one at a time"
+                    )))
+                }
+                (class, _) => {
+                    return Err(Error::NotReadOnly(format!(
+                        "a {} statement; only reads are accepted here",
+                        class.as_str().to_lowercase().replace('_', "-")
+                    )))
+                }
+            }
+            Ok(conn.query(&sql, format)?.data_ref().to_vec())
+        })
+        .await
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub(crate) async fn query_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
         self.run(move |conn| {
@@ -109,6 +175,7 @@ impl Engine {
     /// Closes every connection; later calls fail with [`Error::Closed`].
     pub(crate) fn close(&self) {
         self.pool.close();
+        self.read_only.close();
     }
 }
 

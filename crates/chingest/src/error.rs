@@ -32,6 +32,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A statement refused by [`Ingestor::query_read_only`](crate::Ingestor::query_read_only).
+    #[error("refused: {0}")]
+    NotReadOnly(String),
+    /// The database does not exist and the write did not ask to create it.
+    #[error("database not found: {0:?}")]
+    DatabaseNotFound(String),
     /// A query format name the engine does not know.
     #[error("unknown output format {0:?}")]
     UnknownFormat(String),

@@ -84,6 +84,9 @@ pub struct WriteOptions {
     pub wait: bool,
     /// Longest line accepted, in bytes; longer lines are rejected.
     pub max_line_len: usize,
+    /// Create the database if it does not exist (default); otherwise such a
+    /// write fails with [`Error::DatabaseNotFound`].
+    pub create_database: bool,
 }
 
 impl Default for WriteOptions {
@@ -92,6 +95,7 @@ impl Default for WriteOptions {
             precision: Precision::Nanoseconds,
             wait: true,
             max_line_len: usize::MAX,
+            create_database: true,
         }
     }
 }
@@ -264,7 +268,7 @@ impl Ingestor {
         );
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
-            let database = shared.catalog.ensure_database(&shared.engine, db).await?;
+            let database = shared.database_for_write(db, options).await?;
             let parse_options = lineproto::ParseOptions {
                 precision: options.precision,
                 default_time: now_ns(),
@@ -323,7 +327,7 @@ impl Ingestor {
             if batch.num_rows() == 0 {
                 return Ok(0);
             }
-            let database = shared.catalog.ensure_database(&shared.engine, db).await?;
+            let database = shared.database_for_write(db, options).await?;
             let table = shared
                 .ensure_table(&database, rp, measurement, &input.field_types())
                 .await?;
@@ -350,6 +354,39 @@ impl Ingestor {
             .engine
             .query(sql.to_owned(), format)
             .await
+    }
+
+    /// Runs one read-only statement, for SQL from untrusted callers: writes,
+    /// DDL, settings changes, several statements, `INTO OUTFILE` and table
+    /// functions that reach outside the engine (`file`, `url`, `remote`, …)
+    /// are refused ([`Error::NotReadOnly`], or the engine's own error).
+    pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        let format = engine::output_format(format)?;
+        self.shared
+            .open()?
+            .engine
+            .query_read_only(sql.to_owned(), format)
+            .await
+    }
+
+    /// Creates a database (and its series table) if it does not exist.
+    pub async fn create_database(&self, name: &str) -> Result<()> {
+        let shared = self.shared.open()?;
+        shared.catalog.ensure_database(&shared.engine, name).await?;
+        Ok(())
+    }
+
+    /// The databases written to or created, sorted.
+    pub fn databases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .shared
+            .catalog
+            .databases()
+            .iter()
+            .map(|db| db.name.clone())
+            .collect();
+        names.sort();
+        names
     }
 
     /// Runs a query and returns its result as Arrow record batches.
@@ -404,6 +441,21 @@ impl Shared {
             return Err(Error::Closed);
         }
         Ok(self)
+    }
+
+    /// The database a write goes to, created if the options allow it.
+    async fn database_for_write(
+        &self,
+        name: &str,
+        options: &WriteOptions,
+    ) -> Result<Arc<Database>> {
+        match self.catalog.database(name) {
+            Some(db) => Ok(db),
+            None if options.create_database => {
+                self.catalog.ensure_database(&self.engine, name).await
+            }
+            None => Err(Error::DatabaseNotFound(name.to_owned())),
+        }
     }
 
     /// The table, created or extended to hold `fields` first if needed.

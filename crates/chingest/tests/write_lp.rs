@@ -21,6 +21,8 @@ test_main!(
     large_bodies_parse_in_pieces_with_exact_line_numbers,
     long_lines_are_rejected_by_the_configured_limit,
     queries_answer_in_any_format_and_report_engine_errors,
+    read_only_queries_refuse_everything_but_one_read,
+    writes_to_unknown_databases_can_be_refused,
 );
 
 async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
@@ -563,5 +565,74 @@ fn queries_answer_in_any_format_and_report_engine_errors() {
             Error::Engine(message) => assert!(message.contains("nope"), "{message}"),
             other => panic!("expected an engine error, got {other:?}"),
         }
+    })
+}
+
+fn read_only_queries_refuse_everything_but_one_read() {
+    run(async {
+        let ing = ingestor().await;
+        write(&ing, "lp_ro", "m v=1i 1\n").await;
+        let ok = ing
+            .query_read_only("SELECT count() FROM lp_ro.`m.autogen`", "CSV")
+            .await
+            .unwrap();
+        assert_eq!(ok, b"1\n");
+        let path = std::env::temp_dir().join(format!("chingest-outfile-{}", std::process::id()));
+        let refused = [
+            "INSERT INTO lp_ro.`m.autogen.mergetree` (time, series_id) VALUES (1, 1)",
+            "DROP TABLE lp_ro.`m.autogen`",
+            "CREATE DATABASE lp_ro_2",
+            "SET max_threads = 1",
+            "SELECT 1; SELECT 2",
+            &format!("SELECT 1 INTO OUTFILE '{}'", path.display()),
+            "SELECT * FROM file('/etc/passwd', 'LineAsString')",
+            "SELECT * FROM url('http://127.0.0.1:9/', 'CSV', 'a String')",
+            "SELECT * FROM remote('127.0.0.1', system.one)",
+            "SELECT 1 SETTINGS max_threads = 1",
+        ];
+        for sql in refused {
+            let err = ing.query_read_only(sql, "CSV").await.unwrap_err();
+            assert!(
+                matches!(&err, Error::NotReadOnly(_))
+                    || matches!(&err, Error::Engine(m) if m.contains("readonly")),
+                "{sql}: {err:?}"
+            );
+        }
+        assert!(!path.exists(), "INTO OUTFILE wrote a file");
+        assert_eq!(
+            tsv(&ing, "SELECT count() FROM lp_ro.`m.autogen`").await,
+            "1\n"
+        );
+        let err = ing.query_read_only("SELECT (1", "CSV").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Engine(m) if m.contains("Syntax")),
+            "{err:?}"
+        );
+    })
+}
+
+fn writes_to_unknown_databases_can_be_refused() {
+    run(async {
+        let ing = ingestor().await;
+        let options = WriteOptions {
+            create_database: false,
+            ..WriteOptions::default()
+        };
+        let err = ing
+            .write_lp("lp_absent", "autogen", b"m v=1i\n", &options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::DatabaseNotFound(ref db) if db == "lp_absent"),
+            "{err:?}"
+        );
+        assert!(!ing.databases().contains(&"lp_absent".to_owned()));
+        ing.create_database("lp_absent").await.unwrap();
+        assert!(ing.databases().contains(&"lp_absent".to_owned()));
+        let out = ing
+            .write_lp("lp_absent", "autogen", b"m v=1i\n", &options)
+            .await
+            .unwrap();
+        assert_eq!(out.accepted, 1);
     })
 }
