@@ -1,0 +1,213 @@
+//! The server's configuration: built-in defaults, then the TOML file
+//! (`config/chingest.toml` documents every key), then command-line flags and
+//! their `CHINGEST_*` environment variables, then [`ServerConfig::validate`].
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Everything the server needs. Field docs are the reference; the example
+/// file repeats them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// The engine's data directory.
+    pub data_dir: PathBuf,
+    /// Address of the HTTP API.
+    pub http_addr: SocketAddr,
+    /// Log filter (`tracing` syntax: `info`, `chingest=debug,warn`, …).
+    pub log: String,
+    /// Tokens accepted by the write and query endpoints. Empty: no auth.
+    pub auth_tokens: Vec<String>,
+    /// Request limits.
+    pub limits: Limits,
+    /// Write behaviour.
+    pub write: WriteConfig,
+    /// Engine and batching.
+    pub ingest: IngestSection,
+}
+
+/// Limits on what one request may carry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request body, after gzip decompression, in bytes (413 past it).
+    pub max_body_bytes: usize,
+    /// Longest line of line protocol, in bytes (that line is rejected).
+    pub max_line_bytes: usize,
+}
+
+/// How writes behave.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WriteConfig {
+    /// Create a database on its first write; otherwise such writes get 404.
+    pub auto_create_databases: bool,
+    /// Retention policy used when a write names none.
+    pub default_retention_policy: String,
+}
+
+/// The engine and batching knobs of `chingest::IngestConfig`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestSection {
+    /// Engine connections (0: one per core).
+    pub connections: usize,
+    /// Flush a table once this many rows are pending.
+    pub flush_max_rows: usize,
+    /// How long the first pending row waits for others, in milliseconds.
+    pub flush_linger_ms: u64,
+    /// Flushes with at least this many rows skip the Buffer table.
+    pub direct_min_rows: usize,
+    /// Bytes of rows waiting to be flushed before writes are refused (429).
+    pub max_buffered_bytes: usize,
+    /// How long a write waits for room under `max_buffered_bytes`, in ms.
+    pub overload_wait_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("data/chingest"),
+            http_addr: SocketAddr::from(([127, 0, 0, 1], 8086)),
+            log: "info".to_owned(),
+            auth_tokens: Vec::new(),
+            limits: Limits::default(),
+            write: WriteConfig::default(),
+            ingest: IngestSection::default(),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 << 20,
+            max_line_bytes: 1 << 20,
+        }
+    }
+}
+
+impl Default for WriteConfig {
+    fn default() -> Self {
+        WriteConfig {
+            auto_create_databases: true,
+            default_retention_policy: "autogen".to_owned(),
+        }
+    }
+}
+
+impl Default for IngestSection {
+    fn default() -> Self {
+        let library = chingest::IngestConfig::new("");
+        IngestSection {
+            connections: 0,
+            flush_max_rows: library.flush.max_rows,
+            flush_linger_ms: library.flush.linger.as_millis() as u64,
+            direct_min_rows: library.buffer.direct_min_rows,
+            max_buffered_bytes: library.max_buffered_bytes,
+            overload_wait_ms: library.overload_wait.as_millis() as u64,
+        }
+    }
+}
+
+/// A configuration problem, with where it was found.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid configuration.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with line and column.
+        source: toml::de::Error,
+    },
+    /// A value is out of range.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl ServerConfig {
+    /// Reads a TOML file; keys it leaves out keep their defaults.
+    pub fn from_file(path: &Path) -> Result<ServerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Checks values against each other.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |msg: &str| Err(ConfigError::Invalid(msg.to_owned()));
+        if self.limits.max_body_bytes == 0 || self.limits.max_line_bytes == 0 {
+            return invalid("limits must be positive");
+        }
+        if self.auth_tokens.iter().any(String::is_empty) {
+            return invalid("auth_tokens must not contain an empty token");
+        }
+        if self.write.default_retention_policy.is_empty() {
+            return invalid("write.default_retention_policy must not be empty");
+        }
+        self.ingest_config()
+            .validate()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The library configuration this server opens its engine with.
+    pub fn ingest_config(&self) -> chingest::IngestConfig {
+        let mut config = chingest::IngestConfig::new(&self.data_dir);
+        let ingest = &self.ingest;
+        if ingest.connections > 0 {
+            config.connections = ingest.connections;
+        }
+        config.flush.max_rows = ingest.flush_max_rows;
+        config.flush.linger = Duration::from_millis(ingest.flush_linger_ms);
+        config.buffer.direct_min_rows = ingest.direct_min_rows;
+        config.max_buffered_bytes = ingest.max_buffered_bytes;
+        config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented example file must load and mean the defaults.
+    #[test]
+    fn example_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/chingest.toml");
+        let config = ServerConfig::from_file(&path).unwrap();
+        config.validate().unwrap();
+        let defaults = ServerConfig::default();
+        assert_eq!(config.http_addr, defaults.http_addr);
+        assert_eq!(config.data_dir, defaults.data_dir);
+        assert_eq!(config.limits.max_body_bytes, defaults.limits.max_body_bytes);
+        assert_eq!(
+            config.ingest.direct_min_rows,
+            defaults.ingest.direct_min_rows
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        let err = toml::from_str::<ServerConfig>("http_adr = '127.0.0.1:1'").unwrap_err();
+        assert!(err.to_string().contains("http_adr"), "{err}");
+        let config: ServerConfig = toml::from_str("[limits]\nmax_body_bytes = 0").unwrap();
+        assert!(config.validate().is_err());
+    }
+}

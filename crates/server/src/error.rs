@@ -1,0 +1,131 @@
+//! One error type for every endpoint, and the one place errors become
+//! status codes. The body's shape follows the API the client speaks:
+//! InfluxDB 1.x clients read `{"error": "..."}`, 2.x clients
+//! `{"code": "...", "message": "..."}`; both get the same status.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// Which response shape a client expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// InfluxDB 1.x: `{"error": message}`.
+    V1,
+    /// InfluxDB 2.x: `{"code": code, "message": message}`.
+    V2,
+}
+
+/// An error answered to a client.
+#[derive(Debug)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// Message for the client.
+    pub message: String,
+    /// Response shape.
+    pub flavor: Flavor,
+    /// Extra fields merged into the JSON body.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with a status and a message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            flavor: Flavor::V1,
+            extra: serde_json::Map::new(),
+            retry_after: None,
+        }
+    }
+
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// The same error in another response shape.
+    pub fn flavor(mut self, flavor: Flavor) -> Self {
+        self.flavor = flavor;
+        self
+    }
+
+    /// Adds a field to the JSON body.
+    pub fn with(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    /// InfluxDB 2.x's code for a status.
+    fn v2_code(&self) -> &'static str {
+        match self.status {
+            StatusCode::BAD_REQUEST => "invalid",
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::FORBIDDEN => "forbidden",
+            StatusCode::NOT_FOUND => "not found",
+            StatusCode::PAYLOAD_TOO_LARGE => "request too large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported media type",
+            StatusCode::TOO_MANY_REQUESTS => "too many requests",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            _ => "internal error",
+        }
+    }
+}
+
+impl From<chingest::Error> for ApiError {
+    fn from(err: chingest::Error) -> Self {
+        use chingest::Error as E;
+        let status = match &err {
+            E::InvalidName { .. } | E::InvalidBatch { .. } | E::UnknownFormat(_) | E::Config(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            E::NotReadOnly(_) => StatusCode::FORBIDDEN,
+            E::DatabaseNotFound(_) => StatusCode::NOT_FOUND,
+            E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
+            E::Closed => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let mut api = ApiError::new(status, err.to_string());
+        if let E::Overloaded { retry_after, .. } = &err {
+            api.retry_after = Some(retry_after.as_secs().max(1));
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            api.retry_after = Some(1);
+        }
+        api
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(status = %self.status, message = %self.message, "request failed");
+        } else {
+            tracing::debug!(status = %self.status, message = %self.message, "request refused");
+        }
+        let mut body = match self.flavor {
+            Flavor::V1 => json!({ "error": self.message }),
+            Flavor::V2 => json!({ "code": self.v2_code(), "message": self.message }),
+        };
+        if let Some(object) = body.as_object_mut() {
+            object.extend(self.extra);
+        }
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Token realm=\"chingest\""),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,157 @@
+//! The InfluxDB write API: `/write` (1.x), `/api/v2/write` (2.x) and `/ping`.
+//!
+//! Good lines are stored even when others are not; the reply is then 400
+//! naming each rejected line (InfluxDB's partial-write behaviour), with the
+//! list also as structured JSON under `rejected`.
+
+use std::collections::HashMap;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chingest::{Precision, WriteOptions, WriteOutcome};
+use serde_json::json;
+use tracing::Instrument;
+
+use super::{read_body, AppState};
+use crate::error::{ApiError, Flavor};
+
+/// Rejections spelled out in the error message; all of them (up to
+/// [`MAX_LISTED`]) are in the `rejected` array.
+const MAX_IN_MESSAGE: usize = 10;
+const MAX_LISTED: usize = 1000;
+
+/// `GET|HEAD /ping`: 204 with the version headers InfluxDB clients look for.
+pub(super) async fn ping() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let version = HeaderValue::from_static(concat!("chingest-", env!("CARGO_PKG_VERSION")));
+    response
+        .headers_mut()
+        .insert("X-Influxdb-Version", version.clone());
+    response
+        .headers_mut()
+        .insert("X-Influxdb-Build", HeaderValue::from_static("OSS"));
+    response.headers_mut().insert("X-Chingest-Version", version);
+    response
+}
+
+/// `POST /write?db=&rp=&precision=&u=&p=`.
+pub(super) async fn write_v1(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<StatusCode, ApiError> {
+    let flavor = Flavor::V1;
+    state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
+    let db = params
+        .get("db")
+        .filter(|db| !db.is_empty())
+        .ok_or_else(|| ApiError::bad_request("database is required (db=...)"))?;
+    let rp = params.get("rp").filter(|rp| !rp.is_empty());
+    write(
+        &state,
+        db,
+        rp.map(String::as_str),
+        params.get("precision"),
+        &headers,
+        body,
+        flavor,
+    )
+    .await
+}
+
+/// `POST /api/v2/write?bucket=db[/rp]&org=&precision=`.
+pub(super) async fn write_v2(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<StatusCode, ApiError> {
+    let flavor = Flavor::V2;
+    state.authorize(&headers, None, flavor)?;
+    let bucket = params
+        .get("bucket")
+        .filter(|bucket| !bucket.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request("bucket is required (bucket=db or db/rp)").flavor(flavor)
+        })?;
+    let (db, rp) = match bucket.split_once('/') {
+        Some((db, rp)) => (db, Some(rp)),
+        None => (bucket.as_str(), None),
+    };
+    write(
+        &state,
+        db,
+        rp,
+        params.get("precision"),
+        &headers,
+        body,
+        flavor,
+    )
+    .await
+}
+
+async fn write(
+    state: &AppState,
+    db: &str,
+    rp: Option<&str>,
+    precision: Option<&String>,
+    headers: &HeaderMap,
+    body: Body,
+    flavor: Flavor,
+) -> Result<StatusCode, ApiError> {
+    let precision = match precision.map(String::as_str) {
+        None | Some("") => Precision::Nanoseconds,
+        Some(p) => {
+            Precision::parse(p).map_err(|e| ApiError::bad_request(e.to_string()).flavor(flavor))?
+        }
+    };
+    let ingestor = state.ingestor().map_err(|e| e.flavor(flavor))?;
+    let config = &state.config;
+    let body = read_body(headers, body, config.limits.max_body_bytes, flavor).await?;
+    let rp = rp.unwrap_or(&config.write.default_retention_policy);
+    let options = WriteOptions {
+        precision,
+        max_line_len: config.limits.max_line_bytes,
+        create_database: config.write.auto_create_databases,
+        ..WriteOptions::default()
+    };
+    let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
+    let outcome = ingestor
+        .write_lp(db, rp, &body, &options)
+        .instrument(span)
+        .await
+        .map_err(|e| ApiError::from(e).flavor(flavor))?;
+    if outcome.rejected.is_empty() {
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    Err(partial_write(&outcome).flavor(flavor))
+}
+
+/// The 400 for a write where some lines were rejected.
+fn partial_write(outcome: &WriteOutcome) -> ApiError {
+    let rejected = &outcome.rejected;
+    let mut message = String::from("partial write: ");
+    for (i, rejection) in rejected.iter().take(MAX_IN_MESSAGE).enumerate() {
+        if i > 0 {
+            message.push_str("; ");
+        }
+        message.push_str(&rejection.to_string());
+    }
+    if rejected.len() > MAX_IN_MESSAGE {
+        message.push_str(&format!("; and {} more", rejected.len() - MAX_IN_MESSAGE));
+    }
+    message.push_str(&format!(" dropped={}", rejected.len()));
+    let listed: Vec<_> = rejected
+        .iter()
+        .take(MAX_LISTED)
+        .map(|r| json!({ "line": r.line, "column": r.column, "reason": r.reason }))
+        .collect();
+    ApiError::bad_request(message)
+        .with("accepted", json!(outcome.accepted))
+        .with("dropped", json!(rejected.len()))
+        .with("line", json!(rejected[0].line))
+        .with("rejected", json!(listed))
+}

@@ -1,0 +1,93 @@
+//! `/sql`: one read-only SQL statement, answered in any ClickHouse output
+//! format. The statement runs through `Ingestor::query_read_only`, so
+//! writes, DDL, settings and table functions that reach outside the
+//! engine are refused (403, or 400 with the engine's message).
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use crate::error::{ApiError, Flavor};
+
+/// `GET /sql?query=...&format=...`.
+pub(super) async fn sql_get(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = params
+        .get("query")
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("query is required (?query=SELECT ...)"))?;
+    run(&state, &params, &headers, query).await
+}
+
+/// `POST /sql?format=...` with the statement as the body.
+pub(super) async fn sql_post(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let limit = state.config.limits.max_body_bytes;
+    let body = super::read_body(&headers, body, limit, Flavor::V1).await?;
+    let query = match params.get("query") {
+        Some(query) => query.clone(),
+        None => String::from_utf8(body.to_vec())
+            .map_err(|_| ApiError::bad_request("the SQL body is not UTF-8"))?,
+    };
+    if query.trim().is_empty() {
+        return Err(ApiError::bad_request("the request has no SQL"));
+    }
+    run(&state, &params, &headers, &query).await
+}
+
+async fn run(
+    state: &AppState,
+    params: &HashMap<String, String>,
+    headers: &HeaderMap,
+    sql: &str,
+) -> Result<Response, ApiError> {
+    state.authorize(headers, params.get("p").map(String::as_str), Flavor::V1)?;
+    let ingestor = state.ingestor()?;
+    let format = params.get("format").map_or("JSON", String::as_str);
+    let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
+    let output = ingestor
+        .query_read_only(sql, format)
+        .await
+        .map_err(|err| match err {
+            // The engine refused the statement: the client's mistake.
+            chingest::Error::Engine(message) => ApiError::bad_request(message),
+            other => ApiError::from(other),
+        })?;
+    span.in_scope(|| tracing::debug!(bytes_out = output.len(), "answered"));
+    let mut response = (StatusCode::OK, output).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(format)),
+    );
+    Ok(response)
+}
+
+/// The media type of a ClickHouse output format.
+fn content_type(format: &str) -> &'static str {
+    let format = format.to_ascii_lowercase();
+    if format.starts_with("json") && !format.contains("eachrow") {
+        "application/json"
+    } else if format.contains("eachrow") {
+        "application/x-ndjson"
+    } else if format.starts_with("csv") {
+        "text/csv; charset=utf-8"
+    } else if format.starts_with("tabseparated") || format == "tsv" {
+        "text/tab-separated-values; charset=utf-8"
+    } else if format.starts_with("pretty") || format == "markdown" || format == "vertical" {
+        "text/plain; charset=utf-8"
+    } else if format.starts_with("arrow") {
+        "application/vnd.apache.arrow.stream"
+    } else {
+        "application/octet-stream"
+    }
+}

@@ -1,0 +1,106 @@
+//! `chingest`: the server binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use chingest_server::config::ServerConfig;
+use clap::{Parser, Subcommand};
+
+/// chingest: InfluxDB-compatible metrics ingest into embedded ClickHouse (chDB).
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server. Settings come from the built-in defaults, then
+    /// --config, then CHINGEST_* environment variables and flags.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// TOML configuration file (config/chingest.toml documents every key).
+    #[arg(long, env = "CHINGEST_CONFIG")]
+    config: Option<PathBuf>,
+    /// The engine's data directory [default: data/chingest].
+    #[arg(long, env = "CHINGEST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address of the HTTP API [default: 127.0.0.1:8086].
+    #[arg(long, env = "CHINGEST_HTTP_ADDR")]
+    http_addr: Option<SocketAddr>,
+    /// Log filter, e.g. info or chingest=debug [default: info].
+    #[arg(long, env = "CHINGEST_LOG")]
+    log: Option<String>,
+    /// A token clients must present (repeat for several; comma-separated in
+    /// the environment variable). Replaces the file's auth_tokens.
+    #[arg(
+        long = "auth-token",
+        env = "CHINGEST_AUTH_TOKENS",
+        value_delimiter = ','
+    )]
+    auth_tokens: Vec<String>,
+}
+
+impl ServeArgs {
+    fn into_config(self) -> anyhow::Result<ServerConfig> {
+        let mut config = match &self.config {
+            Some(path) => ServerConfig::from_file(path)?,
+            None => ServerConfig::default(),
+        };
+        if let Some(data_dir) = self.data_dir {
+            config.data_dir = data_dir;
+        }
+        if let Some(addr) = self.http_addr {
+            config.http_addr = addr;
+        }
+        if let Some(log) = self.log {
+            config.log = log;
+        }
+        if !self.auth_tokens.is_empty() {
+            config.auth_tokens = self.auth_tokens;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let Command::Serve(args) = Cli::parse().command;
+    let config = args.into_config()?;
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&config.log).context("log filter")?)
+        .init();
+    let mut server = chingest_server::start(config).await?;
+    let trigger = server.shutdown_trigger();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        if let Some(trigger) = trigger {
+            let _ = trigger.send(());
+        }
+    });
+    server.wait().await?;
+    Ok(())
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("install the SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
