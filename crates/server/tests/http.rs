@@ -1,0 +1,425 @@
+//! End-to-end tests: a real server on a loopback port, real HTTP requests.
+//!
+//! One server per test binary (the engine is process-global); every test
+//! uses databases of its own. The server requires the token `secret`.
+//! `harness = false`: the server, and with it the engine, is shut down
+//! after the last test, before the process exits.
+
+use std::io::Write as _;
+use std::sync::{LazyLock, OnceLock};
+
+use chingest_server::config::ServerConfig;
+use chingest_server::RunningServer;
+use reqwest::{Client, StatusCode};
+use serde_json::Value;
+
+const TOKEN: &str = "secret";
+
+static RUNTIME: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| tokio::runtime::Runtime::new().expect("runtime"));
+static ADDR: OnceLock<std::net::SocketAddr> = OnceLock::new();
+
+/// Starts the binary's server (before any test runs).
+fn start_server() -> RunningServer {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let config = ServerConfig {
+        data_dir: dir,
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        auth_tokens: vec![TOKEN.to_owned()],
+        limits: chingest_server::config::Limits {
+            max_body_bytes: 1 << 20,
+            max_line_bytes: 4096,
+        },
+        ..ServerConfig::default()
+    };
+    let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();
+    ADDR.set(server.addr).unwrap();
+    server
+}
+
+fn base() -> String {
+    format!("http://{}", ADDR.get().expect("server started"))
+}
+
+fn client() -> Client {
+    Client::builder().no_proxy().build().unwrap()
+}
+
+fn run<F: std::future::Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
+}
+
+async fn wait_ready() {
+    for _ in 0..200 {
+        if let Ok(r) = client().get(format!("{}/ready", base())).send().await {
+            if r.status() == StatusCode::OK {
+                return;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("server not ready");
+}
+
+async fn write_v1(query: &str, body: impl Into<reqwest::Body>) -> (StatusCode, String) {
+    wait_ready().await;
+    let r = client()
+        .post(format!("{}/write?{query}", base()))
+        .header("Authorization", format!("Token {TOKEN}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+async fn sql(query: &str) -> (StatusCode, String) {
+    wait_ready().await;
+    let r = client()
+        .post(format!("{}/sql?format=TabSeparated", base()))
+        .bearer_auth(TOKEN)
+        .body(query.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let server = start_server();
+    let tests: &[(&str, fn())] = &[
+        (
+            "writes_are_stored_and_queryable",
+            writes_are_stored_and_queryable,
+        ),
+        (
+            "partial_writes_store_the_good_lines",
+            partial_writes_store_the_good_lines,
+        ),
+        (
+            "v2_writes_use_bucket_and_token",
+            v2_writes_use_bucket_and_token,
+        ),
+        ("credentials_are_required", credentials_are_required),
+        (
+            "gzip_bodies_and_encoding_errors",
+            gzip_bodies_and_encoding_errors,
+        ),
+        (
+            "limits_answer_413_and_reject_long_lines",
+            limits_answer_413_and_reject_long_lines,
+        ),
+        ("bad_parameters_are_400", bad_parameters_are_400),
+        (
+            "sql_refuses_writes_and_reports_engine_errors",
+            sql_refuses_writes_and_reports_engine_errors,
+        ),
+        ("ping_health_ready", ping_health_ready),
+        (
+            "concurrent_writes_have_exact_counts",
+            concurrent_writes_have_exact_counts,
+        ),
+    ];
+    let trials = tests
+        .iter()
+        .map(|&(name, test)| {
+            libtest_mimic::Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    RUNTIME.block_on(server.shutdown()).expect("clean shutdown");
+    conclusion.exit()
+}
+
+fn writes_are_stored_and_queryable() {
+    run(async {
+        let (status, body) = write_v1(
+            "db=h_basic&precision=s",
+            "cpu,host=a usage=0.5 1700000000\n",
+        )
+        .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+        let (status, rows) = sql(
+            "SELECT toUnixTimestamp(time), s.tags['host'], usage FROM h_basic.`cpu.autogen` \
+             JOIN h_basic._series AS s USING series_id",
+        )
+        .await;
+        assert_eq!(
+            (status, rows.as_str()),
+            (StatusCode::OK, "1700000000\ta\t0.5\n")
+        );
+    })
+}
+
+fn partial_writes_store_the_good_lines() {
+    run(async {
+        let body = "m v=1i 1\nm v=oops 2\nm v=3i 3\nm v=4.5 4\n";
+        let (status, text) = write_v1("db=h_partial", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let error = json["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("partial write: line 2, column 5:"),
+            "{error}"
+        );
+        assert!(error.ends_with("dropped=2"), "{error}");
+        assert_eq!(json["rejected"][1]["line"], 4);
+        assert_eq!(json["accepted"], 2);
+        let (_, rows) = sql("SELECT v FROM h_partial.`m.autogen` ORDER BY time").await;
+        assert_eq!(rows, "1\n3\n");
+    })
+}
+
+fn v2_writes_use_bucket_and_token() {
+    run(async {
+        wait_ready().await;
+        let send = |bucket: &str, body: &'static str| {
+            client()
+                .post(format!(
+                    "{}/api/v2/write?org=any&bucket={bucket}&precision=ms",
+                    base()
+                ))
+                .header("Authorization", format!("Token {TOKEN}"))
+                .body(body)
+                .send()
+        };
+        let r = send("h_v2/weekly", "m v=1i 1000\n").await.unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        let r = send("h_v2", "m v=2i 2000\nm v=x 3\n").await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let json: Value = r.json().await.unwrap();
+        assert_eq!(json["code"], "invalid");
+        assert!(
+            json["message"].as_str().unwrap().contains("line 2"),
+            "{json}"
+        );
+        let (_, rows) = sql(
+            "SELECT * FROM (SELECT 'weekly', toUnixTimestamp64Milli(time), v FROM h_v2.`m.weekly` \
+             UNION ALL SELECT 'autogen', toUnixTimestamp64Milli(time), v FROM h_v2.`m.autogen`) ORDER BY 1",
+        )
+        .await;
+        assert_eq!(rows, "autogen\t2000\t2\nweekly\t1000\t1\n");
+    })
+}
+
+fn credentials_are_required() {
+    run(async {
+        wait_ready().await;
+        let url = format!("{}/write?db=h_auth", base());
+        let r = client().post(&url).body("m v=1i\n").send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let r = client()
+            .post(&url)
+            .header("Authorization", "Token wrong")
+            .body("m v=1i\n")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let json: Value = r.json().await.unwrap();
+        assert_eq!(json["error"], "authorization failed");
+        let r = client()
+            .post(&url)
+            .basic_auth("user", Some(TOKEN))
+            .body("m v=1i\n")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        let r = client()
+            .post(format!("{url}&u=user&p={TOKEN}"))
+            .body("m v=2i\n")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        let r = client()
+            .get(format!("{}/sql?query=SELECT%201", base()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let r = client()
+            .post(format!("{}/api/v2/write?bucket=h_auth", base()))
+            .body("m v=1i\n")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let json: Value = r.json().await.unwrap();
+        assert_eq!(json["code"], "unauthorized");
+    })
+}
+
+fn gzip_bodies_and_encoding_errors() {
+    run(async {
+        wait_ready().await;
+        let post = |encoding: &'static str, body: Vec<u8>| {
+            client()
+                .post(format!("{}/write?db=h_gzip", base()))
+                .bearer_auth(TOKEN)
+                .header("Content-Encoding", encoding)
+                .body(body)
+                .send()
+        };
+        let r = post("gzip", gzip(b"m v=1i 1\nm v=2i 2\n")).await.unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        let mut corrupt = gzip(b"m v=3i 3\n");
+        let n = corrupt.len();
+        corrupt[n / 2] ^= 0xff;
+        corrupt.truncate(n - 3);
+        let r = post("gzip", corrupt).await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert!(r.text().await.unwrap().contains("gzip"));
+        let r = post("br", b"m v=4i 4\n".to_vec()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let (_, rows) = sql("SELECT sum(v) FROM h_gzip.`m.autogen`").await;
+        assert_eq!(rows, "3\n");
+    })
+}
+
+fn limits_answer_413_and_reject_long_lines() {
+    run(async {
+        let big = "m v=1i 1\n".repeat(200_000); // 1.8 MB > 1 MiB
+        let (status, _) = write_v1("db=h_limits", big.clone()).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        // Small on the wire, too large once decompressed.
+        let (status, _) = {
+            wait_ready().await;
+            let r = client()
+                .post(format!("{}/write?db=h_limits", base()))
+                .bearer_auth(TOKEN)
+                .header("Content-Encoding", "gzip")
+                .body(gzip(big.as_bytes()))
+                .send()
+                .await
+                .unwrap();
+            (r.status(), ())
+        };
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        let long = format!("m s=\"{}\" 2\n", "x".repeat(5_000));
+        let (status, text) = write_v1("db=h_limits", format!("m v=1i 1\n{long}m v=3i 3\n")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        assert!(text.contains("line 2"), "{text}");
+        let (_, rows) = sql("SELECT count() FROM h_limits.`m.autogen`").await;
+        assert_eq!(rows, "2\n");
+    })
+}
+
+fn bad_parameters_are_400() {
+    run(async {
+        let (status, text) = write_v1("precision=s", "m v=1i\n").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(text.contains("database is required"), "{text}");
+        let (status, text) = write_v1("db=h_params&precision=fortnights", "m v=1i\n").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(text.contains("unknown precision"), "{text}");
+        let (status, text) = write_v1("db=system", "m v=1i\n").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(text.contains("reserved"), "{text}");
+    })
+}
+
+fn sql_refuses_writes_and_reports_engine_errors() {
+    run(async {
+        write_v1("db=h_sql", "m v=1i 1\n").await;
+        for statement in [
+            "DROP DATABASE h_sql",
+            "INSERT INTO h_sql.`m.autogen` (v) VALUES (1)",
+            "SELECT 1; SELECT 2",
+        ] {
+            let (status, text) = sql(statement).await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{statement}: {text}");
+        }
+        let (status, text) = sql("SELECT * FROM file('/etc/passwd', 'LineAsString')").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        let (status, text) = sql("SELECT nope FROM h_sql.`m.autogen`").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(text.contains("nope"), "{text}");
+        let r = client()
+            .get(format!("{}/sql", base()))
+            .query(&[
+                ("query", "SELECT v FROM h_sql.`m.autogen`"),
+                ("format", "CSVWithNames"),
+            ])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv"));
+        assert_eq!(r.text().await.unwrap(), "\"v\"\n1\n");
+        let r = client()
+            .get(format!("{}/sql", base()))
+            .query(&[("query", "SELECT 1"), ("format", "Nope")])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    })
+}
+
+fn ping_health_ready() {
+    run(async {
+        wait_ready().await;
+        let r = client()
+            .get(format!("{}/ping", base()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        assert!(r.headers().contains_key("x-influxdb-version"));
+        let r = client()
+            .head(format!("{}/ping", base()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        let r = client()
+            .get(format!("{}/health", base()))
+            .send()
+            .await
+            .unwrap();
+        let json: Value = r.json().await.unwrap();
+        assert_eq!(json["status"], "pass");
+    })
+}
+
+fn concurrent_writes_have_exact_counts() {
+    run(async {
+        wait_ready().await;
+        let tasks: Vec<_> = (0..8)
+            .map(|t| {
+                tokio::spawn(async move {
+                    for w in 0..20 {
+                        let body: String = (0..100)
+                            .map(|l| format!("c,t={t} v={l}i {}\n", w * 100 + l))
+                            .collect();
+                        let (status, text) = write_v1("db=h_concurrent", body).await;
+                        assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let (_, rows) =
+            sql("SELECT count(), sum(v), uniqExact(series_id) FROM h_concurrent.`c.autogen`").await;
+        assert_eq!(rows, format!("{}\t{}\t8\n", 8 * 20 * 100, 8 * 20 * 4950));
+    })
+}
