@@ -1,5 +1,6 @@
 # The two commands of the README: `make run` and `make test`. Both start with
-# `make setup`, which fetches the engine and installs build prerequisites.
+# `make setup`, which fetches the engine, installs build prerequisites and
+# the Python InfluxDB clients the tests drive the server with.
 
 CARGO ?= cargo
 
@@ -7,6 +8,8 @@ CARGO ?= cargo
 
 setup:
 	./engine/fetch.sh
+	@python3 -c "import influxdb_client, influxdb, pytest" 2>/dev/null || \
+		python3 -m pip install -q -r tests/python/requirements.txt
 
 run: setup
 	$(CARGO) run --release -p chingest-examples --example quickstart
@@ -14,6 +17,8 @@ run: setup
 test: setup
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
+	$(CARGO) build -p chingest-server
+	python3 -m pytest -q tests/python
 
 bench: setup
 	$(CARGO) bench --workspace
