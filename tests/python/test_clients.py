@@ -113,6 +113,9 @@ def test_v1_client_writes_points(server):
     client = InfluxDBClient(host="127.0.0.1", port=server["port"], username="u", password=TOKEN,
                             database="py_v1")
     assert client.ping()
+    client.create_database("py_v1")
+    assert {"name": "py_v1"} in client.get_list_database()
+    assert client.get_list_retention_policies("py_v1")[0]["name"] == "autogen"
     ok = client.write_points([
         {"measurement": "disk", "tags": {"host": "a", "path": "/"},
          "time": 1_700_000_000_000_000_000, "fields": {"free": 10, "pct": 0.25}},

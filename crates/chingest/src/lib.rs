@@ -389,6 +389,21 @@ impl Ingestor {
         names
     }
 
+    /// The retention policies that have tables in `db`, sorted.
+    pub fn retention_policies(&self, db: &str) -> Vec<String> {
+        let Some(database) = self.shared.catalog.database(db) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = database
+            .tables()
+            .into_iter()
+            .map(|((rp, _), _)| rp)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.engine.query_arrow(sql.to_owned()).await

@@ -126,6 +126,7 @@ fn main() {
             "concurrent_writes_have_exact_counts",
             concurrent_writes_have_exact_counts,
         ),
+        ("influxql_startup_statements", influxql_startup_statements),
     ];
     let trials = tests
         .iter()
@@ -421,5 +422,38 @@ fn concurrent_writes_have_exact_counts() {
         let (_, rows) =
             sql("SELECT count(), sum(v), uniqExact(series_id) FROM h_concurrent.`c.autogen`").await;
         assert_eq!(rows, format!("{}\t{}\t8\n", 8 * 20 * 100, 8 * 20 * 4950));
+    })
+}
+
+fn influxql_startup_statements() {
+    run(async {
+        wait_ready().await;
+        let query = |q: &str| {
+            client()
+                .post(format!("{}/query", base()))
+                .bearer_auth(TOKEN)
+                .form(&[("q", q)])
+                .send()
+        };
+        let r = query("CREATE DATABASE \"h_ql\"").await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let r = query("SHOW DATABASES; SHOW RETENTION POLICIES ON h_ql")
+            .await
+            .unwrap();
+        let json: Value = r.json().await.unwrap();
+        let names = &json["results"][0]["series"][0]["values"];
+        assert!(
+            names
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(["h_ql"])),
+            "{json}"
+        );
+        assert_eq!(json["results"][1]["series"][0]["values"][0][0], "autogen");
+        assert_eq!(json["results"][1]["series"][0]["values"][0][4], true);
+        let r = query("SELECT * FROM cpu").await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let json: Value = r.json().await.unwrap();
+        assert!(json["error"].as_str().unwrap().contains("/sql"), "{json}");
     })
 }

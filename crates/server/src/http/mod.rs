@@ -4,6 +4,7 @@
 
 mod health;
 mod influx;
+mod influxql;
 mod sql;
 
 use std::sync::Arc;
@@ -144,6 +145,7 @@ pub fn router(state: AppState) -> Router {
         .route("/write", post(influx::write_v1))
         .route("/api/v2/write", post(influx::write_v2))
         .route("/ping", get(influx::ping).head(influx::ping))
+        .route("/query", get(influxql::query).post(influxql::query))
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/sql", get(sql::sql_get).post(sql::sql_post))

@@ -1,0 +1,234 @@
+//! `/query`: the few InfluxQL statements agents send on startup, answered in
+//! InfluxDB's JSON shape. Everything else is refused with a pointer to
+//! `/sql`, where data is queried.
+//!
+//! Supported: `CREATE DATABASE`, `SHOW DATABASES`, `SHOW RETENTION
+//! POLICIES [ON db]`, `CREATE RETENTION POLICY … ON db …` (accepted; the
+//! duration is not enforced yet). Names may be bare or double-quoted.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::AppState;
+use crate::error::{ApiError, Flavor};
+
+/// One recognised statement.
+#[derive(Debug, PartialEq, Eq)]
+enum Statement {
+    CreateDatabase(String),
+    ShowDatabases,
+    ShowRetentionPolicies(Option<String>),
+    CreateRetentionPolicy { name: String, database: String },
+}
+
+/// Splits an InfluxQL statement into words, keeping double-quoted names
+/// (with `\"` escapes) whole and unquoted.
+fn words(statement: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut chars = statement.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '"' {
+            chars.next();
+            let mut word = String::new();
+            loop {
+                match chars.next() {
+                    Some('\\') => word.extend(chars.next()),
+                    Some('"') => break,
+                    Some(c) => word.push(c),
+                    None => return Err("unterminated quoted name".into()),
+                }
+            }
+            words.push(word);
+        } else {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+            words.push(word);
+        }
+    }
+    Ok(words)
+}
+
+fn parse(statement: &str) -> Result<Statement, String> {
+    let words = words(statement)?;
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    match upper.as_slice() {
+        ["CREATE", "DATABASE", _, ..] => Ok(Statement::CreateDatabase(words[2].clone())),
+        ["SHOW", "DATABASES"] => Ok(Statement::ShowDatabases),
+        ["SHOW", "RETENTION", "POLICIES"] => Ok(Statement::ShowRetentionPolicies(None)),
+        ["SHOW", "RETENTION", "POLICIES", "ON", _] => {
+            Ok(Statement::ShowRetentionPolicies(Some(words[4].clone())))
+        }
+        ["CREATE", "RETENTION", "POLICY", _, "ON", _, ..] => Ok(Statement::CreateRetentionPolicy {
+            name: words[3].clone(),
+            database: words[5].clone(),
+        }),
+        _ => Err(format!(
+            "statement not supported: {statement:?}. /query answers CREATE DATABASE, SHOW DATABASES, \
+             SHOW RETENTION POLICIES and CREATE RETENTION POLICY; query data with SQL at /sql"
+        )),
+    }
+}
+
+/// `GET|POST /query?q=...&db=...`.
+pub(super) async fn query(
+    State(state): State<AppState>,
+    Query(mut params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Result<Json<Value>, ApiError> {
+    state.authorize(&headers, params.get("p").map(String::as_str), Flavor::V1)?;
+    let ingestor = state.ingestor()?;
+    // Clients also send q as a form field in a POST body.
+    let form = super::read_body(
+        &headers,
+        body,
+        state.config.limits.max_body_bytes,
+        Flavor::V1,
+    )
+    .await?;
+    for (key, value) in url_decoded_pairs(&form) {
+        params.entry(key).or_insert(value);
+    }
+    let q = params
+        .get("q")
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
+    let mut results = Vec::new();
+    for (id, text) in q
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .enumerate()
+    {
+        let statement = parse(text).map_err(ApiError::bad_request)?;
+        let mut result = json!({ "statement_id": id });
+        match statement {
+            Statement::CreateDatabase(name) => ingestor.create_database(&name).await?,
+            Statement::ShowDatabases => {
+                let values: Vec<Value> = ingestor
+                    .databases()
+                    .into_iter()
+                    .map(|d| json!([d]))
+                    .collect();
+                result["series"] =
+                    json!([{ "name": "databases", "columns": ["name"], "values": values }]);
+            }
+            Statement::ShowRetentionPolicies(db) => {
+                let db = db.or_else(|| params.get("db").cloned()).ok_or_else(|| {
+                    ApiError::bad_request("database name required (ON db, or db=)")
+                })?;
+                if !ingestor.databases().contains(&db) {
+                    result["error"] = json!(format!("database not found: {db}"));
+                } else {
+                    let default_rp = &state.config.write.default_retention_policy;
+                    let mut names = ingestor.retention_policies(&db);
+                    if !names.contains(default_rp) {
+                        names.insert(0, default_rp.clone());
+                    }
+                    let values: Vec<Value> = names
+                        .iter()
+                        .map(|rp| json!([rp, "0s", "168h0m0s", 1, rp == default_rp]))
+                        .collect();
+                    result["series"] = json!([{
+                        "columns": ["name", "duration", "shardGroupDuration", "replicaN", "default"],
+                        "values": values,
+                    }]);
+                }
+            }
+            Statement::CreateRetentionPolicy { name, database } => {
+                if !ingestor.databases().contains(&database) {
+                    result["error"] = json!(format!("database not found: {database}"));
+                } else {
+                    chingest::names::validate(chingest::names::NameKind::RetentionPolicy, &name)?;
+                }
+            }
+        }
+        results.push(result);
+    }
+    Ok(Json(json!({ "results": results })))
+}
+
+/// `application/x-www-form-urlencoded` pairs (empty for other bodies).
+fn url_decoded_pairs(body: &[u8]) -> Vec<(String, String)> {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Vec::new();
+    };
+    text.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 3 <= bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 2;
+                }
+                Err(_) => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_parse_with_bare_and_quoted_names() {
+        let cases = [
+            ("CREATE DATABASE telegraf", Ok(Statement::CreateDatabase("telegraf".into()))),
+            ("create database \"my db\"", Ok(Statement::CreateDatabase("my db".into()))),
+            ("SHOW DATABASES", Ok(Statement::ShowDatabases)),
+            ("show retention policies on \"a\\\"b\"", Ok(Statement::ShowRetentionPolicies(Some("a\"b".into())))),
+            (
+                "CREATE RETENTION POLICY \"week\" ON \"telegraf\" DURATION 7d REPLICATION 1 DEFAULT",
+                Ok(Statement::CreateRetentionPolicy { name: "week".into(), database: "telegraf".into() }),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                parse(text).map_err(|_| ()),
+                expected.map_err(|_: ()| ()),
+                "{text}"
+            );
+        }
+        let err = parse("SELECT * FROM cpu").unwrap_err();
+        assert!(err.contains("/sql"), "{err}");
+        assert!(parse("CREATE DATABASE \"open").is_err());
+    }
+
+    #[test]
+    fn form_bodies_decode() {
+        assert_eq!(
+            url_decoded_pairs(b"q=CREATE+DATABASE+%22x%22&db=a"),
+            vec![
+                ("q".into(), "CREATE DATABASE \"x\"".into()),
+                ("db".into(), "a".into())
+            ]
+        );
+    }
+}
