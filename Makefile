@@ -12,7 +12,7 @@ setup:
 		python3 -m pip install -q -r tests/python/requirements.txt
 
 run: setup
-	$(CARGO) run --release -p chingest-examples --example quickstart
+	$(CARGO) run --release -p chingest-server -- serve
 
 test: setup
 	$(CARGO) test --workspace --all-targets
