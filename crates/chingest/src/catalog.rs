@@ -82,17 +82,17 @@ impl SeriesState {
         self.known.lock().unwrap().contains(&id)
     }
 
-    /// Inserts the pending series rows into `table`. On failure they stay
-    /// pending for the next flush.
-    pub(crate) fn commit(&self, conn: &Connection, table: &str) -> Result<()> {
+    /// Inserts the pending series rows into `table` and returns how many.
+    /// On failure they stay pending for the next flush.
+    pub(crate) fn commit(&self, conn: &Connection, table: &str) -> Result<usize> {
         let _committing = self.committing.lock().unwrap();
         let rows = std::mem::take(&mut *self.pending.lock().unwrap());
         if rows.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let batch = series_batch(&rows);
         match engine::insert_batch(conn, table, batch) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(rows.len()),
             Err(err) => {
                 let mut pending = self.pending.lock().unwrap();
                 let later = std::mem::replace(&mut *pending, rows);

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use arrow::array::StructArray;
 use arrow::ffi::to_ffi;
@@ -19,6 +20,7 @@ use chdb_rust::format::OutputFormat;
 use deadpool::managed::{self, Metrics, RecycleResult};
 
 use crate::names::{quote_ident, quote_literal};
+use crate::stats::IngestStats;
 use crate::{Error, Result};
 
 /// Creates connections to the engine's data path, with extra
@@ -55,6 +57,8 @@ pub(crate) struct Engine {
     /// writes, settings changes and table functions (`file`, `url`,
     /// `remote`, …) on them. Used for queries from untrusted callers.
     read_only: managed::Pool<ConnectionManager>,
+    /// Counters, shared with the ingestor.
+    pub(crate) stats: Arc<IngestStats>,
 }
 
 /// Names under which Arrow data is registered with the engine. Registrations
@@ -75,6 +79,7 @@ impl Engine {
         let engine = Engine {
             pool: pool(vec![path.clone()])?,
             read_only: pool(vec![path, "--readonly=1".to_owned()])?,
+            stats: Arc::default(),
         };
         engine.execute("SELECT 1".to_owned()).await?;
         Ok(engine)
@@ -86,7 +91,7 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        Self::run_on(&self.pool, f).await
+        self.run_on(&self.pool, f).await
     }
 
     /// [`run`](Self::run) on a read-only connection.
@@ -95,22 +100,30 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        Self::run_on(&self.read_only, f).await
+        self.run_on(&self.read_only, f).await
     }
 
-    async fn run_on<T, F>(pool: &managed::Pool<ConnectionManager>, f: F) -> Result<T>
+    async fn run_on<T, F>(&self, pool: &managed::Pool<ConnectionManager>, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
+        let waited = std::time::Instant::now();
         let conn = pool.get().await.map_err(|e| match e {
             managed::PoolError::Backend(err) => err,
             managed::PoolError::Closed => Error::Closed,
             other => Error::Engine(format!("connection pool: {other}")),
         })?;
-        tokio::task::spawn_blocking(move || f(&conn))
+        self.stats
+            .connection_wait_seconds
+            .observe(waited.elapsed().as_secs_f64());
+        let result = tokio::task::spawn_blocking(move || f(&conn))
             .await
-            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?
+            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?;
+        if let Err(Error::Engine(_)) = &result {
+            IngestStats::add(&self.stats.engine_errors, 1);
+        }
+        result
     }
 
     /// Runs a statement whose output is not needed.

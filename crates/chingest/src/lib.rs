@@ -51,6 +51,7 @@ mod lp;
 pub mod names;
 pub mod schema;
 pub mod series;
+pub mod stats;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -67,6 +68,7 @@ pub use arrow;
 pub use config::{BufferPolicy, FlushPolicy, IngestConfig};
 pub use error::{Error, Result};
 pub use lineproto::Precision;
+pub use stats::IngestStats;
 
 use crate::batcher::{Flush, FlushOutcome};
 use crate::catalog::{Catalog, Database, Table};
@@ -221,6 +223,17 @@ impl Ingestor {
         Ok(Ingestor { shared })
     }
 
+    /// What this ingestor has done so far: lines, flushes, series, errors.
+    pub fn stats(&self) -> &IngestStats {
+        &self.shared.engine.stats
+    }
+
+    /// Bytes of rows held by the batchers, waiting to be flushed.
+    pub fn buffered_bytes(&self) -> usize {
+        let shared = &self.shared;
+        (shared.memory_kib - shared.memory.available_permits()) * 1024
+    }
+
     /// The configuration in force (with the data directory resolved).
     pub fn config(&self) -> &IngestConfig {
         &self.shared.config
@@ -297,6 +310,12 @@ impl Ingestor {
     pub async fn commit(&self, prepared: PreparedWrite, wait: bool) -> Result<WriteOutcome> {
         let shared = self.shared.open()?;
         let PreparedWrite { database, finished } = prepared;
+        let stats = &shared.engine.stats;
+        IngestStats::add(&stats.lines_accepted, finished.outcome.accepted as u64);
+        IngestStats::add(
+            &stats.lines_rejected,
+            finished.outcome.rejected.len() as u64,
+        );
         database.series.register(finished.series, finished.raw_keys);
         shared.submit(finished.chunks, wait).await?;
         Ok(finished.outcome)
@@ -566,9 +585,12 @@ impl Shared {
         let span = tracing::debug_span!("flush", table = %schema.names.query_table, rows, direct);
         let db = Arc::clone(db);
         let started = std::time::Instant::now();
-        self.engine
+        let stats = Arc::clone(&self.engine.stats);
+        let flushed = self
+            .engine
             .run(move |conn| {
-                db.series.commit(conn, &db.series_table)?;
+                let series = db.series.commit(conn, &db.series_table)?;
+                IngestStats::add(&stats.series_created, series as u64);
                 if flush.is_empty() {
                     return Ok(());
                 }
@@ -577,13 +599,20 @@ impl Shared {
                 Ok(())
             })
             .instrument(span.clone())
-            .await?;
-        span.in_scope(|| {
-            tracing::debug!(
-                elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
-                "flushed"
-            )
-        });
+            .await;
+        let stats = &self.engine.stats;
+        if flushed.is_err() {
+            IngestStats::add(&stats.flush_errors, 1);
+            return flushed;
+        }
+        let elapsed = started.elapsed();
+        if rows > 0 {
+            IngestStats::add(&stats.flushes, 1);
+            IngestStats::add(&stats.buffered_flushes, u64::from(!direct));
+            stats.flush_rows.observe(rows as f64);
+            stats.flush_seconds.observe(elapsed.as_secs_f64());
+        }
+        span.in_scope(|| tracing::debug!(elapsed_ms = elapsed.as_secs_f64() * 1e3, "flushed"));
         Ok(())
     }
 }

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod metrics;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let state = AppState {
         ingestor: Arc::new(OnceCell::new()),
         config: Arc::new(config),
+        metrics: Arc::default(),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
     let task = tokio::spawn(serve(listener, state, shutdown_rx));

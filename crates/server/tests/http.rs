@@ -127,6 +127,10 @@ fn main() {
             concurrent_writes_have_exact_counts,
         ),
         ("influxql_startup_statements", influxql_startup_statements),
+        (
+            "metrics_count_requests_lines_and_flushes",
+            metrics_count_requests_lines_and_flushes,
+        ),
     ];
     let trials = tests
         .iter()
@@ -455,5 +459,35 @@ fn influxql_startup_statements() {
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);
         let json: Value = r.json().await.unwrap();
         assert!(json["error"].as_str().unwrap().contains("/sql"), "{json}");
+    })
+}
+
+fn metrics_count_requests_lines_and_flushes() {
+    run(async {
+        write_v1("db=h_metrics", "m v=1i 1\nm v=x 2\n").await;
+        let text = client()
+            .get(format!("{}/metrics", base()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find(|line| line.starts_with(name) && line[name.len()..].starts_with(' '))
+                .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
+        };
+        assert!(value("chingest_http_requests_total{endpoint=\"/write\",status=\"400\"}") >= 1.0);
+        assert!(value("chingest_lines_accepted_total") >= 1.0);
+        assert!(value("chingest_lines_rejected_total") >= 1.0);
+        assert!(value("chingest_flushes_total") >= 1.0);
+        assert!(value("chingest_series_created_total") >= 1.0);
+        assert!(value("chingest_flush_rows_count") >= 1.0);
+        assert!(text.contains(
+            "chingest_http_request_duration_seconds_bucket{endpoint=\"/write\",le=\"+Inf\"}"
+        ));
+        assert!(text.contains("# TYPE chingest_buffered_bytes gauge"));
     })
 }

@@ -27,6 +27,8 @@ pub struct AppState {
     pub ingestor: Arc<OnceCell<Ingestor>>,
     /// The configuration in force.
     pub config: Arc<ServerConfig>,
+    /// The HTTP layer's own counters.
+    pub metrics: Arc<crate::metrics::HttpMetrics>,
 }
 
 impl AppState {
@@ -149,6 +151,11 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/sql", get(sql::sql_get).post(sql::sql_post))
+        .route("/metrics", get(crate::metrics::render))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::track,
+        ))
         // Bodies are read with the configured limit by the handlers.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(state)

@@ -1,0 +1,226 @@
+//! `/metrics`: Prometheus text exposition of the server's own counters
+//! (requests by endpoint and status, their latency, bytes in) and the
+//! ingestor's (lines, flushes, series, pool waits, engine errors, memory).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chingest::stats::Histogram;
+
+use crate::http::AppState;
+
+const LATENCY_BOUNDS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
+/// Counters kept by the HTTP layer.
+#[derive(Debug, Default)]
+pub struct HttpMetrics {
+    /// Requests by (endpoint, status).
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    /// Latency by endpoint.
+    latency: Mutex<BTreeMap<String, Histogram>>,
+    /// Request body bytes as sent (before decompression).
+    bytes_in: AtomicU64,
+}
+
+/// Middleware: counts each request under its route and status, and times it.
+pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let endpoint = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let bytes = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let metrics = &state.metrics;
+    metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+    *metrics
+        .requests
+        .lock()
+        .unwrap()
+        .entry((endpoint.clone(), response.status().as_u16()))
+        .or_default() += 1;
+    metrics
+        .latency
+        .lock()
+        .unwrap()
+        .entry(endpoint)
+        .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let sep = if labels.is_empty() { "" } else { "," };
+    for (bound, count) in h.buckets() {
+        let le = if bound.is_infinite() {
+            "+Inf".to_owned()
+        } else {
+            bound.to_string()
+        };
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {count}");
+    }
+    let braces = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let _ = writeln!(out, "{name}_sum{braces} {}", h.sum());
+    let _ = writeln!(out, "{name}_count{braces} {}", h.count());
+}
+
+/// `GET /metrics`.
+pub async fn render(State(state): State<AppState>) -> Response {
+    let mut out = String::new();
+    let m = &state.metrics;
+    header(
+        &mut out,
+        "chingest_http_requests_total",
+        "counter",
+        "HTTP requests by endpoint and status.",
+    );
+    for ((endpoint, status), count) in m.requests.lock().unwrap().iter() {
+        let _ = writeln!(
+            out,
+            "chingest_http_requests_total{{endpoint=\"{endpoint}\",status=\"{status}\"}} {count}"
+        );
+    }
+    header(
+        &mut out,
+        "chingest_http_request_duration_seconds",
+        "histogram",
+        "HTTP request latency by endpoint.",
+    );
+    for (endpoint, h) in m.latency.lock().unwrap().iter() {
+        histogram(
+            &mut out,
+            "chingest_http_request_duration_seconds",
+            &format!("endpoint=\"{endpoint}\""),
+            h,
+        );
+    }
+    header(
+        &mut out,
+        "chingest_http_request_bytes_total",
+        "counter",
+        "Request body bytes as sent.",
+    );
+    let _ = writeln!(
+        out,
+        "chingest_http_request_bytes_total {}",
+        m.bytes_in.load(Ordering::Relaxed)
+    );
+
+    if let Some(ingestor) = state.ingestor.get() {
+        let s = ingestor.stats();
+        let counters = [
+            (
+                "chingest_lines_accepted_total",
+                "Line-protocol lines stored.",
+                &s.lines_accepted,
+            ),
+            (
+                "chingest_lines_rejected_total",
+                "Line-protocol lines rejected.",
+                &s.lines_rejected,
+            ),
+            ("chingest_flushes_total", "Flushes committed.", &s.flushes),
+            (
+                "chingest_buffer_flushes_total",
+                "Flushes that went to a Buffer table.",
+                &s.buffered_flushes,
+            ),
+            (
+                "chingest_flush_errors_total",
+                "Flushes that failed.",
+                &s.flush_errors,
+            ),
+            (
+                "chingest_series_created_total",
+                "Series rows committed.",
+                &s.series_created,
+            ),
+            (
+                "chingest_engine_errors_total",
+                "Engine errors.",
+                &s.engine_errors,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            header(&mut out, name, "counter", help);
+            let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
+        }
+        header(
+            &mut out,
+            "chingest_flush_rows",
+            "histogram",
+            "Rows per flush.",
+        );
+        histogram(&mut out, "chingest_flush_rows", "", &s.flush_rows);
+        header(
+            &mut out,
+            "chingest_flush_duration_seconds",
+            "histogram",
+            "Flush latency (series and insert).",
+        );
+        histogram(
+            &mut out,
+            "chingest_flush_duration_seconds",
+            "",
+            &s.flush_seconds,
+        );
+        header(
+            &mut out,
+            "chingest_connection_wait_seconds",
+            "histogram",
+            "Waits for an engine connection.",
+        );
+        histogram(
+            &mut out,
+            "chingest_connection_wait_seconds",
+            "",
+            &s.connection_wait_seconds,
+        );
+        header(
+            &mut out,
+            "chingest_buffered_bytes",
+            "gauge",
+            "Bytes of rows waiting to be flushed.",
+        );
+        let _ = writeln!(out, "chingest_buffered_bytes {}", ingestor.buffered_bytes());
+        header(
+            &mut out,
+            "chingest_buffered_bytes_limit",
+            "gauge",
+            "Limit on bytes waiting to be flushed.",
+        );
+        let _ = writeln!(
+            out,
+            "chingest_buffered_bytes_limit {}",
+            ingestor.config().max_buffered_bytes
+        );
+    }
+    let mut response = out.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
