@@ -94,43 +94,24 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let server = start_server();
-    let tests: &[(&str, fn())] = &[
-        (
-            "writes_are_stored_and_queryable",
-            writes_are_stored_and_queryable,
-        ),
-        (
-            "partial_writes_store_the_good_lines",
-            partial_writes_store_the_good_lines,
-        ),
-        (
-            "v2_writes_use_bucket_and_token",
-            v2_writes_use_bucket_and_token,
-        ),
-        ("credentials_are_required", credentials_are_required),
-        (
-            "gzip_bodies_and_encoding_errors",
-            gzip_bodies_and_encoding_errors,
-        ),
-        (
-            "limits_answer_413_and_reject_long_lines",
-            limits_answer_413_and_reject_long_lines,
-        ),
-        ("bad_parameters_are_400", bad_parameters_are_400),
-        (
-            "sql_refuses_writes_and_reports_engine_errors",
-            sql_refuses_writes_and_reports_engine_errors,
-        ),
-        ("ping_health_ready", ping_health_ready),
-        (
-            "concurrent_writes_have_exact_counts",
-            concurrent_writes_have_exact_counts,
-        ),
-        ("influxql_startup_statements", influxql_startup_statements),
-        (
-            "metrics_count_requests_lines_and_flushes",
-            metrics_count_requests_lines_and_flushes,
-        ),
+    // Each test function, by name (stringify keeps the two in step).
+    macro_rules! tests {
+        ($($test:ident),* $(,)?) => { &[$((stringify!($test), $test as fn())),*] };
+    }
+    let tests: &[(&str, fn())] = tests![
+        writes_are_stored_and_queryable,
+        partial_writes_store_the_good_lines,
+        v2_writes_use_bucket_and_token,
+        credentials_are_required,
+        gzip_bodies_and_encoding_errors,
+        limits_answer_413_and_reject_long_lines,
+        bad_parameters_are_400,
+        sql_refuses_writes_and_reports_engine_errors,
+        ping_health_ready,
+        concurrent_writes_have_exact_counts,
+        influxql_startup_statements,
+        metrics_count_requests_lines_and_flushes,
+        hostile_input_gets_its_error_and_the_server_keeps_serving,
     ];
     let trials = tests
         .iter()
@@ -489,5 +470,46 @@ fn metrics_count_requests_lines_and_flushes() {
             "chingest_http_request_duration_seconds_bucket{endpoint=\"/write\",le=\"+Inf\"}"
         ));
         assert!(text.contains("# TYPE chingest_buffered_bytes gauge"));
+    })
+}
+
+fn hostile_input_gets_its_error_and_the_server_keeps_serving() {
+    run(async {
+        // Invalid UTF-8 in one line: that line only.
+        let mut body = b"m v=1i 1\nm,t=\xff\xfe v=2i 2\nm v=3i 3\n".to_vec();
+        body.extend_from_slice(b"\x00\x01 garbage\n");
+        let (status, text) = write_v1("db=h_hostile", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["rejected"][0]["line"], 2);
+        assert!(
+            json["rejected"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("UTF-8"),
+            "{json}"
+        );
+        // 100 MB body: refused without reading it all.
+        let (status, _) = write_v1("db=h_hostile", vec![b'x'; 100 << 20]).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        // A single long line, and one with 10,000 tags: past the line limit.
+        let long_line = format!("m s=\"{}\" 4\n", "y".repeat(900_000));
+        let (status, text) = write_v1("db=h_hostile", long_line).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        let tags: String = (0..10_000).map(|i| format!(",t{i}=v")).collect();
+        let (status, text) = write_v1("db=h_hostile", format!("m{tags} v=1i 5\n")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        // Header abuse: an enormous header is refused by the HTTP layer.
+        let r = client()
+            .post(format!("{}/write?db=h_hostile", base()))
+            .bearer_auth(TOKEN)
+            .header("X-Junk", "z".repeat(1 << 20))
+            .body("m v=9i 9\n")
+            .send()
+            .await;
+        assert!(r.map_or(true, |r| r.status().is_client_error()));
+        // Still serving, and only the good lines were stored.
+        let (_, rows) = sql("SELECT v FROM h_hostile.`m.autogen` ORDER BY v").await;
+        assert_eq!(rows, "1\n3\n");
     })
 }
