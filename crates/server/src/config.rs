@@ -55,8 +55,10 @@ pub struct WriteConfig {
 pub struct IngestSection {
     /// Engine connections (0: one per core).
     pub connections: usize,
-    /// Flush a table once this many rows are pending.
+    /// Flush a table once this many rows are pending...
     pub flush_max_rows: usize,
+    /// ...or this many bytes.
+    pub flush_max_bytes: usize,
     /// How long the first pending row waits for others, in milliseconds.
     pub flush_linger_ms: u64,
     /// Flushes with at least this many rows skip the Buffer table.
@@ -105,6 +107,7 @@ impl Default for IngestSection {
         IngestSection {
             connections: 0,
             flush_max_rows: library.flush.max_rows,
+            flush_max_bytes: library.flush.max_bytes,
             flush_linger_ms: library.flush.linger.as_millis() as u64,
             direct_min_rows: library.buffer.direct_min_rows,
             max_buffered_bytes: library.max_buffered_bytes,
@@ -175,6 +178,7 @@ impl ServerConfig {
             config.connections = ingest.connections;
         }
         config.flush.max_rows = ingest.flush_max_rows;
+        config.flush.max_bytes = ingest.flush_max_bytes;
         config.flush.linger = Duration::from_millis(ingest.flush_linger_ms);
         config.buffer.direct_min_rows = ingest.direct_min_rows;
         config.max_buffered_bytes = ingest.max_buffered_bytes;

@@ -1,0 +1,196 @@
+//! Servers started and stopped one after another in this process, each
+//! with its own configuration: shutdown with writes in flight, reopening,
+//! overload, and refused database creation. Sequential (`--test-threads`
+//! is forced to 1): the engine serves one data directory at a time.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chingest_server::config::ServerConfig;
+use reqwest::{Client, StatusCode};
+use serde_json::Value;
+
+fn client() -> Client {
+    Client::builder().no_proxy().build().unwrap()
+}
+
+fn config(dir: &std::path::Path) -> ServerConfig {
+    ServerConfig {
+        data_dir: dir.to_owned(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        ..ServerConfig::default()
+    }
+}
+
+async fn ready(base: &str) {
+    for _ in 0..400 {
+        if let Ok(r) = client().get(format!("{base}/ready")).send().await {
+            if r.status() == StatusCode::OK {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("server not ready");
+}
+
+async fn count(base: &str, table: &str) -> u64 {
+    let r = client()
+        .get(format!("{base}/sql"))
+        .query(&[
+            ("query", format!("SELECT count() FROM {table}")),
+            ("format", "TabSeparated".into()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    r.text().await.unwrap().trim().parse().unwrap()
+}
+
+fn main() {
+    let mut args = libtest_mimic::Arguments::from_args();
+    args.test_threads = Some(1);
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    macro_rules! trials {
+        ($($test:ident),* $(,)?) => {
+            vec![$({
+                let runtime = Arc::clone(&runtime);
+                libtest_mimic::Trial::test(stringify!($test), move || {
+                    runtime.block_on($test());
+                    Ok(())
+                })
+            }),*]
+        };
+    }
+    let trials = trials![
+        shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row,
+        overload_answers_429_with_retry_after,
+        unknown_databases_are_404_when_auto_create_is_off,
+    ];
+    libtest_mimic::run(&args, trials).exit()
+}
+
+async fn shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = chingest_server::start(config(dir.path())).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let acknowledged = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let base = base.clone();
+            let acknowledged = Arc::clone(&acknowledged);
+            tokio::spawn(async move {
+                for i in 0.. {
+                    let body: String = (0..200)
+                        .map(|l| format!("m,w={w} v={l}i {}\n", i * 200 + l))
+                        .collect();
+                    match client()
+                        .post(format!("{base}/write?db=life"))
+                        .body(body)
+                        .send()
+                        .await
+                    {
+                        Ok(r) if r.status() == StatusCode::NO_CONTENT => {
+                            acknowledged.fetch_add(200, Ordering::SeqCst);
+                        }
+                        // Refused or cut off by the shutdown: not acknowledged.
+                        _ => break,
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    server.shutdown().await.unwrap();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let acknowledged = acknowledged.load(Ordering::SeqCst) as u64;
+    assert!(acknowledged > 0);
+
+    // Small writes sat in Buffer tables: shutdown must have written them.
+    let server = chingest_server::start(config(dir.path())).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let stored = count(&base, "life.`m.autogen.mergetree`").await;
+    assert_eq!(
+        stored, acknowledged,
+        "every acknowledged row, and only those, is on disk"
+    );
+    server.shutdown().await.unwrap();
+}
+
+async fn overload_answers_429_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.ingest.max_buffered_bytes = 256 << 10;
+    config.ingest.overload_wait_ms = 10;
+    config.ingest.flush_max_rows = 100;
+    config.ingest.flush_max_bytes = 64 << 10;
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let body: String = (0..20_000).map(|i| format!("m v={i}i {i}\n")).collect();
+    let r = client()
+        .post(format!("{base}/write?db=over"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key("retry-after"));
+    let json: Value = r.json().await.unwrap();
+    assert!(
+        json["error"].as_str().unwrap().contains("overloaded"),
+        "{json}"
+    );
+    let r = client()
+        .post(format!("{base}/write?db=over"))
+        .body("m v=1i 1\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    server.shutdown().await.unwrap();
+}
+
+async fn unknown_databases_are_404_when_auto_create_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.write.auto_create_databases = false;
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let r = client()
+        .post(format!("{base}/write?db=nope"))
+        .body("m v=1i\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = client()
+        .post(format!("{base}/api/v2/write?bucket=nope"))
+        .body("m v=1i\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "not found");
+    let r = client()
+        .post(format!("{base}/query"))
+        .form(&[("q", "CREATE DATABASE nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = client()
+        .post(format!("{base}/write?db=nope"))
+        .body("m v=1i\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    server.shutdown().await.unwrap();
+}
