@@ -86,6 +86,13 @@ pub struct WriteOptions {
     pub wait: bool,
     /// Longest line accepted, in bytes; longer lines are rejected.
     pub max_line_len: usize,
+    /// Most tags a line may have; lines with more are rejected.
+    pub max_tags_per_line: usize,
+    /// Most fields a line may have; lines with more are rejected.
+    pub max_fields_per_line: usize,
+    /// Longest measurement, tag key or new field name, in bytes (names the
+    /// engine cannot hold are refused whatever this says).
+    pub max_name_len: usize,
     /// Create the database if it does not exist (default); otherwise such a
     /// write fails with [`Error::DatabaseNotFound`].
     pub create_database: bool,
@@ -97,6 +104,9 @@ impl Default for WriteOptions {
             precision: Precision::Nanoseconds,
             wait: true,
             max_line_len: usize::MAX,
+            max_tags_per_line: usize::MAX,
+            max_fields_per_line: usize::MAX,
+            max_name_len: usize::MAX,
             create_database: true,
         }
     }
@@ -287,7 +297,12 @@ impl Ingestor {
                 default_time: now_ns(),
                 max_line_len: options.max_line_len,
             };
-            let mut batch = lp::parse_pieces(&database, rp, body, parse_options);
+            let limits = lp::LineLimits {
+                max_tags: options.max_tags_per_line,
+                max_fields: options.max_fields_per_line,
+                max_name_len: options.max_name_len,
+            };
+            let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
                 for (measurement, fields) in batch.take_schema_needs() {
                     shared

@@ -60,10 +60,19 @@ fn reject(reason: impl Into<String>) -> Outcome {
     }
 }
 
+/// Per-line limits of a write (see [`WriteOptions`](crate::WriteOptions)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LineLimits {
+    pub(crate) max_tags: usize,
+    pub(crate) max_fields: usize,
+    pub(crate) max_name_len: usize,
+}
+
 /// Per-request state of a line-protocol write.
 pub(crate) struct LineBatch<'b> {
     db: Arc<Database>,
     rp: &'b str,
+    limits: LineLimits,
     tables: Vec<TableRows<'b>>,
     /// Raw measurement → position in `tables`.
     table_index: HashMap<&'b str, usize>,
@@ -87,10 +96,11 @@ pub(crate) struct LineBatch<'b> {
 }
 
 impl<'b> LineBatch<'b> {
-    pub(crate) fn new(db: Arc<Database>, rp: &'b str) -> Self {
+    pub(crate) fn new(db: Arc<Database>, rp: &'b str, limits: LineLimits) -> Self {
         LineBatch {
             db,
             rp,
+            limits,
             tables: Vec::new(),
             table_index: HashMap::new(),
             local_ids: FingerprintMap::default(),
@@ -223,6 +233,8 @@ impl<'b> LineBatch<'b> {
         }
         let measurement = line.measurement.unescape();
         let Some(table) = self.db.table(self.rp, &measurement) else {
+            // Checked before the table is created for it.
+            self.check_name_len("measurement", &measurement)?;
             if let Err(err) = names::validate(NameKind::Measurement, &measurement) {
                 return Err(reject(err.to_string()));
             }
@@ -261,6 +273,9 @@ impl<'b> LineBatch<'b> {
         let measurement = line.measurement.unescape();
         for (key, value) in &line.fields {
             let name = key.unescape();
+            if let Err(outcome) = self.check_name_len("field key", &name) {
+                return outcome;
+            }
             if let Err(err) = names::validate(NameKind::Field, &name) {
                 return reject(err.to_string());
             }
@@ -276,6 +291,21 @@ impl<'b> LineBatch<'b> {
         may_defer: bool,
     ) -> Outcome {
         let previous_owner = self.memo_owner.take();
+        let limits = self.limits;
+        if line.tags.len() > limits.max_tags {
+            return reject(format!(
+                "too many tags: {} (limit {})",
+                line.tags.len(),
+                limits.max_tags
+            ));
+        }
+        if line.fields.len() > limits.max_fields {
+            return reject(format!(
+                "too many fields: {} (limit {})",
+                line.fields.len(),
+                limits.max_fields
+            ));
+        }
         if line.timestamp < MIN_TIME_NS {
             return reject(
                 "timestamp is before 1900-01-01T00:00:00Z, the earliest time that can be stored",
@@ -354,6 +384,10 @@ impl<'b> LineBatch<'b> {
                     columns.push(column);
                 }
                 None => {
+                    if let Err(outcome) = self.check_name_len("field key", &name) {
+                        self.scratch = columns;
+                        return Err(outcome);
+                    }
                     if let Err(err) = names::validate(NameKind::Field, &name) {
                         self.scratch = columns;
                         return Err(reject(err.to_string()));
@@ -398,6 +432,10 @@ impl<'b> LineBatch<'b> {
         let tags = line.tags.iter().map(|(k, v)| (k.unescape(), v.unescape()));
         let key = SeriesKey::new(line.measurement.unescape(), tags)
             .map_err(|dup| reject(format!("duplicate tag {:?}", dup.0)))?;
+        self.check_name_len("measurement", &key.measurement)?;
+        for (tag, _) in &key.tags {
+            self.check_name_len("tag key", tag)?;
+        }
         if key.tags.iter().any(|(k, _)| k == "time") {
             return Err(reject("tag key \"time\" is reserved"));
         }
@@ -407,6 +445,18 @@ impl<'b> LineBatch<'b> {
             self.new_series.push((id, key));
         }
         Ok(id)
+    }
+
+    /// Refuses names longer than the write's limit.
+    fn check_name_len(&self, what: &str, name: &str) -> Result<(), Outcome> {
+        if name.len() > self.limits.max_name_len {
+            return Err(reject(format!(
+                "{what} is {} bytes long (limit {})",
+                name.len(),
+                self.limits.max_name_len
+            )));
+        }
+        Ok(())
     }
 
     /// The request's outcome, its chunks, and the series it met.
@@ -444,11 +494,12 @@ pub(crate) fn parse_pieces<'b>(
     rp: &'b str,
     body: &'b [u8],
     options: ParseOptions,
+    limits: LineLimits,
 ) -> LineBatch<'b> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pieces = split_at_lines(body, cores.min(body.len() / PARALLEL_MIN_BYTES).max(1));
     let parse_piece = |piece: Range<usize>| {
-        let mut batch = LineBatch::new(Arc::clone(db), rp);
+        let mut batch = LineBatch::new(Arc::clone(db), rp, limits);
         batch.parse(body, piece, options);
         batch
     };

@@ -20,6 +20,7 @@ test_main!(
     large_flushes_bypass_the_buffer_table,
     large_bodies_parse_in_pieces_with_exact_line_numbers,
     long_lines_are_rejected_by_the_configured_limit,
+    tag_field_and_name_limits_reject_their_line,
     queries_answer_in_any_format_and_report_engine_errors,
     read_only_queries_refuse_everything_but_one_read,
     writes_to_unknown_databases_can_be_refused,
@@ -511,6 +512,43 @@ fn large_bodies_parse_in_pieces_with_exact_line_numbers() {
         )
         .await;
         assert_eq!(got, format!("{}\t1\t1\n", total - bad_at.len()));
+    })
+}
+
+fn tag_field_and_name_limits_reject_their_line() {
+    run(async {
+        let ing = ingestor().await;
+        let options = WriteOptions {
+            max_tags_per_line: 2,
+            max_fields_per_line: 2,
+            max_name_len: 8,
+            ..WriteOptions::default()
+        };
+        let body = "m,a=1,b=2 v=1i 1\nm,a=1,b=2,c=3 v=2i 2\nm a=1i,b=2i,c=3i 3\n\
+                    m,longer_key=1 v=4i 4\nm longer_fld=5i 5\nmeasurement v=6i 6\n";
+        let out = ing
+            .write_lp("lp_line_limits", "autogen", body.as_bytes(), &options)
+            .await
+            .unwrap();
+        assert_eq!(out.accepted, 1, "{out:?}");
+        let reasons: Vec<&str> = out.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "too many tags: 3 (limit 2)",
+                "too many fields: 3 (limit 2)",
+                "tag key is 10 bytes long (limit 8)",
+                "field key is 10 bytes long (limit 8)",
+                "measurement is 11 bytes long (limit 8)",
+            ]
+        );
+        // No table was created for the refused measurement.
+        let tables = tsv(
+            &ing,
+            "SELECT name FROM system.tables WHERE database = 'lp_line_limits' ORDER BY name",
+        )
+        .await;
+        assert_eq!(tables, "_series\nm.autogen\nm.autogen.mergetree\n");
     })
 }
 

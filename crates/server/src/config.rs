@@ -37,6 +37,12 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Longest line of line protocol, in bytes (that line is rejected).
     pub max_line_bytes: usize,
+    /// Most tags on one line (that line is rejected).
+    pub max_tags_per_line: usize,
+    /// Most fields on one line (that line is rejected).
+    pub max_fields_per_line: usize,
+    /// Longest measurement, tag key or field key, in bytes.
+    pub max_name_bytes: usize,
 }
 
 /// How writes behave.
@@ -88,6 +94,9 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 64 << 20,
             max_line_bytes: 1 << 20,
+            max_tags_per_line: 256,
+            max_fields_per_line: 1024,
+            max_name_bytes: 256,
         }
     }
 }
@@ -156,7 +165,15 @@ impl ServerConfig {
     /// Checks values against each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |msg: &str| Err(ConfigError::Invalid(msg.to_owned()));
-        if self.limits.max_body_bytes == 0 || self.limits.max_line_bytes == 0 {
+        let l = &self.limits;
+        if [
+            l.max_body_bytes,
+            l.max_line_bytes,
+            l.max_fields_per_line,
+            l.max_name_bytes,
+        ]
+        .contains(&0)
+        {
             return invalid("limits must be positive");
         }
         if self.auth_tokens.iter().any(String::is_empty) {

@@ -29,6 +29,7 @@ fn start_server() -> RunningServer {
         limits: chingest_server::config::Limits {
             max_body_bytes: 1 << 20,
             max_line_bytes: 4096,
+            ..Default::default()
         },
         ..ServerConfig::default()
     };
@@ -112,6 +113,7 @@ fn main() {
         influxql_startup_statements,
         metrics_count_requests_lines_and_flushes,
         hostile_input_gets_its_error_and_the_server_keeps_serving,
+        per_line_limits_reject_only_their_line,
     ];
     let trials = tests
         .iter()
@@ -511,5 +513,54 @@ fn hostile_input_gets_its_error_and_the_server_keeps_serving() {
         // Still serving, and only the good lines were stored.
         let (_, rows) = sql("SELECT v FROM h_hostile.`m.autogen` ORDER BY v").await;
         assert_eq!(rows, "1\n3\n");
+    })
+}
+
+fn per_line_limits_reject_only_their_line() {
+    run(async {
+        let tags: String = (0..257).map(|i| format!(",t{i}=v")).collect();
+        let fields: String = (0..1025).map(|i| format!("f{i}=1i,")).collect();
+        let long_key = "k".repeat(257);
+        let body = format!(
+            "m v=1i 1\nm{tags} v=2i 2\nm {} 3\nm,{long_key}=x v=4i 4\nm {long_key}=5i 5\nm v=6i 6\n",
+            fields.trim_end_matches(',')
+        );
+        // Lines here are longer than the test server's 4 kB line limit, so
+        // these run against a body of short lines where possible.
+        let (status, text) = write_v1("db=h_line_limits", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let reasons: Vec<(u64, String)> = json["rejected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["line"].as_u64().unwrap(),
+                    r["reason"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(
+            reasons[0].1.contains("too many tags: 257 (limit 256)"),
+            "{reasons:?}"
+        );
+        // 1,025 fields do not fit the test server's 4 kB lines: the line
+        // limit answers first (the field limit is tested in the library).
+        assert!(
+            reasons[1].1.contains("longer than the limit"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[2].1.contains("tag key is 257 bytes long"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[3].1.contains("field key is 257 bytes long"),
+            "{reasons:?}"
+        );
+        let (_, rows) = sql("SELECT v FROM h_line_limits.`m.autogen` ORDER BY v").await;
+        assert_eq!(rows, "1\n6\n");
     })
 }

@@ -115,6 +115,9 @@ async fn write(
     let options = WriteOptions {
         precision,
         max_line_len: config.limits.max_line_bytes,
+        max_tags_per_line: config.limits.max_tags_per_line,
+        max_fields_per_line: config.limits.max_fields_per_line,
+        max_name_len: config.limits.max_name_bytes,
         create_database: config.write.auto_create_databases,
         ..WriteOptions::default()
     };
