@@ -4,9 +4,15 @@
 //! acknowledged only after it is committed. Reports rows/s, request latency
 //! percentiles, and verifies the stored count. Generation is not timed.
 //!
+//! Then, in the same run, the same rows as pre-built RecordBatches of
+//! 200,000 rows inserted through chdb-rust directly into a MergeTree of the
+//! same schema, and the ratio of the two rates.
+//!
 //! `STEPS=n` timestamps, `LINES=n` lines per body, `CONNECTIONS=n`.
 
 use std::time::{Duration, Instant};
+
+mod raw_engine;
 
 use chingest_server::config::ServerConfig;
 
@@ -94,6 +100,36 @@ fn main() {
             p(0.95),
             p(0.99),
         );
+        let e2e = rows as f64 / elapsed.as_secs_f64();
+
+        // The raw engine, same rows, same process, same data directory.
+        let all: String = bodies.concat();
+        let lines: Vec<&str> = all.lines().collect();
+        let batches: Vec<_> = lines
+            .chunks(200_000)
+            .map(|chunk| raw_engine::prebuilt_batch(&(chunk.join("\n") + "\n")))
+            .collect();
+        let path = format!("--path={}", dir.path().canonicalize().unwrap().display());
+        let raw = tokio::task::spawn_blocking(move || {
+            let conn = chdb_rust::connection::Connection::open(&[&path]).unwrap();
+            raw_engine::create_table(&conn, "bench.raw");
+            let started = Instant::now();
+            for (i, batch) in batches.into_iter().enumerate() {
+                chdb_rust::arrow_insert::insert_record_batch(
+                    &conn,
+                    "bench.raw",
+                    &format!("http_raw_{i}"),
+                    batch,
+                    chdb_rust::InsertOptions::default(),
+                )
+                .unwrap();
+            }
+            total_rows as f64 / started.elapsed().as_secs_f64()
+        })
+        .await
+        .unwrap();
+        println!("  raw engine, same rows in 200k-row pre-built batches: {raw:.0} rows/s");
+        println!("  end-to-end / raw engine: {:.2}", e2e / raw);
         server.shutdown().await.unwrap();
     });
 }
