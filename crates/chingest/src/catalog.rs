@@ -7,10 +7,10 @@
 //! which serializes DDL per database and re-reads nothing: it is the only
 //! writer of the schemas it hands out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
-use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
+use arrow::array::{AsArray, MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
@@ -57,12 +57,20 @@ pub(crate) struct SeriesState {
     /// Held while pending rows are being committed, so a flush never inserts
     /// facts while the series they use are still in flight.
     committing: Mutex<()>,
+    /// Tag keys seen per measurement: the columns of its view.
+    tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
 }
 
 impl SeriesState {
     /// Records series met by a write. Rows for ids not seen before become
-    /// pending; raw keys join the lookup cache.
-    pub(crate) fn register(&self, rows: Vec<(u64, SeriesKey)>, raw_keys: Vec<(u128, u64)>) {
+    /// pending; raw keys join the lookup cache. Returns the measurements
+    /// that gained tag keys (their views need new columns).
+    pub(crate) fn register(
+        &self,
+        rows: Vec<(u64, SeriesKey)>,
+        raw_keys: Vec<(u128, u64)>,
+    ) -> Vec<String> {
+        let mut grown = Vec::new();
         if !rows.is_empty() {
             let mut known = self.known.lock().unwrap();
             let fresh: Vec<_> = rows
@@ -70,11 +78,32 @@ impl SeriesState {
                 .filter(|(id, _)| known.insert(*id))
                 .collect();
             drop(known);
+            let mut tag_keys = self.tag_keys.lock().unwrap();
+            for (_, key) in &fresh {
+                let keys = tag_keys.entry(key.measurement.clone()).or_default();
+                let before = keys.len();
+                keys.extend(key.tags.iter().map(|(k, _)| k.clone()));
+                if keys.len() > before && !grown.contains(&key.measurement) {
+                    grown.push(key.measurement.clone());
+                }
+            }
+            drop(tag_keys);
             self.pending.lock().unwrap().extend(fresh);
         }
         if !raw_keys.is_empty() {
             self.by_raw_key.write().unwrap().extend(raw_keys);
         }
+        grown
+    }
+
+    /// The tag keys seen for `measurement`, sorted.
+    pub(crate) fn tag_keys(&self, measurement: &str) -> Vec<String> {
+        self.tag_keys
+            .lock()
+            .unwrap()
+            .get(measurement)
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Whether `id` is stored or pending.
@@ -190,11 +219,52 @@ impl Database {
         &self,
         engine: &Engine,
         buffer: &BufferPolicy,
+        view_rp: Option<&str>,
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
     ) -> Result<(Arc<Table>, bool)> {
         let _ddl = self.ddl.lock().await;
+        let result = self
+            .ensure_table_locked(engine, buffer, rp, measurement, fields)
+            .await?;
+        if view_rp == Some(rp) {
+            self.create_view(engine, &result.0, measurement).await?;
+        }
+        Ok(result)
+    }
+
+    /// Recreates the view of `measurement` in `view_rp`, if that table exists.
+    pub(crate) async fn refresh_view(
+        &self,
+        engine: &Engine,
+        view_rp: &str,
+        measurement: &str,
+    ) -> Result<()> {
+        let _ddl = self.ddl.lock().await;
+        match self.table(view_rp, measurement) {
+            Some(table) => self.create_view(engine, &table, measurement).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn create_view(&self, engine: &Engine, table: &Table, measurement: &str) -> Result<()> {
+        let sql = schema::view_sql(
+            &table.schema(),
+            measurement,
+            &self.series.tag_keys(measurement),
+        );
+        engine.execute(sql).await
+    }
+
+    async fn ensure_table_locked(
+        &self,
+        engine: &Engine,
+        buffer: &BufferPolicy,
+        rp: &str,
+        measurement: &str,
+        fields: &[(String, FieldType)],
+    ) -> Result<(Arc<Table>, bool)> {
         if let Some(table) = self.table(rp, measurement) {
             let current = table.schema();
             let added: Vec<_> = fields
@@ -305,8 +375,26 @@ impl Catalog {
                     ),
                 )?;
                 let mut series = Vec::new();
+                let mut tag_keys = Vec::new();
                 for row in &databases {
                     let db = &row[0];
+                    let quoted_series = format!("{}.{}", names::quote_ident(db), names::quote_ident(SERIES_TABLE));
+                    for batch in conn.query_arrow(&format!(
+                        "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {quoted_series} GROUP BY measurement"
+                    ))? {
+                        let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
+                        let measurements = batch.column(0).as_string::<i32>();
+                        let keys = batch.column(1).as_list::<i32>();
+                        for row in 0..batch.num_rows() {
+                            let list = keys.value(row);
+                            let list = list.as_string::<i32>();
+                            tag_keys.push((
+                                db.clone(),
+                                measurements.value(row).to_owned(),
+                                list.iter().flatten().map(str::to_owned).collect::<Vec<_>>(),
+                            ));
+                        }
+                    }
                     let quoted = format!(
                         "{}.{}",
                         names::quote_ident(db),
@@ -329,10 +417,10 @@ impl Catalog {
                         .concat();
                     series.push((db.clone(), ids));
                 }
-                Ok((columns, series))
+                Ok((columns, series, tag_keys))
             })
             .await?;
-        let (columns, series) = loaded;
+        let (columns, series, tag_keys) = loaded;
 
         let catalog = Catalog::default();
         {
@@ -359,6 +447,18 @@ impl Catalog {
                 if let Some(ty) = FieldType::from_clickhouse(&type_name) {
                     entry.push((column, ty));
                 }
+            }
+            for (encoded, measurement, keys) in tag_keys {
+                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
+                    continue;
+                };
+                db.series
+                    .tag_keys
+                    .lock()
+                    .unwrap()
+                    .entry(measurement)
+                    .or_default()
+                    .extend(keys);
             }
             for ((db, rp, measurement), fields) in fields {
                 let Some(database) = databases.get(&db) else {

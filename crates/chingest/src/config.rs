@@ -25,6 +25,10 @@ pub struct IngestConfig {
     pub max_buffered_bytes: usize,
     /// How long a write waits for room under `max_buffered_bytes`.
     pub overload_wait: Duration,
+    /// Retention policy whose measurements get a view named after the
+    /// measurement, with one column per tag and per field (`db.cpu` shows
+    /// `db.\`cpu.autogen\`` with its tags). `None`: no views.
+    pub view_retention_policy: Option<String>,
 }
 
 /// When a table's batcher flushes. A table flushes one batch at a time: rows
@@ -104,6 +108,7 @@ impl IngestConfig {
             buffer: BufferPolicy::default(),
             max_buffered_bytes: 256 << 20,
             overload_wait: Duration::from_secs(1),
+            view_retention_policy: Some("autogen".to_owned()),
         }
     }
 

@@ -331,7 +331,8 @@ impl Ingestor {
             &stats.lines_rejected,
             finished.outcome.rejected.len() as u64,
         );
-        database.series.register(finished.series, finished.raw_keys);
+        let grown = database.series.register(finished.series, finished.raw_keys);
+        shared.refresh_views(&database, &grown).await?;
         shared.submit(finished.chunks, wait).await?;
         Ok(finished.outcome)
     }
@@ -366,7 +367,8 @@ impl Ingestor {
                 .ensure_table(&database, rp, measurement, &input.field_types())
                 .await?;
             let (chunk, series) = input.into_chunk(&table.schema(), measurement, &database)?;
-            database.series.register(series, Vec::new());
+            let grown = database.series.register(series, Vec::new());
+            shared.refresh_views(&database, &grown).await?;
             shared.submit(vec![(table, chunk)], options.wait).await?;
             Ok(batch.num_rows())
         }
@@ -507,6 +509,17 @@ impl Shared {
         }
     }
 
+    /// Gives the views of `measurements` the tag columns they gained.
+    async fn refresh_views(&self, db: &Database, measurements: &[String]) -> Result<()> {
+        let Some(view_rp) = self.config.view_retention_policy.as_deref() else {
+            return Ok(());
+        };
+        for measurement in measurements {
+            db.refresh_view(&self.engine, view_rp, measurement).await?;
+        }
+        Ok(())
+    }
+
     /// The table, created or extended to hold `fields` first if needed.
     async fn ensure_table(
         self: &Arc<Self>,
@@ -521,8 +534,16 @@ impl Shared {
                 return Ok(table);
             }
         }
+        let view_rp = self.config.view_retention_policy.as_deref();
         let (table, created) = db
-            .ensure_table(&self.engine, &self.config.buffer, rp, measurement, fields)
+            .ensure_table(
+                &self.engine,
+                &self.config.buffer,
+                view_rp,
+                rp,
+                measurement,
+                fields,
+            )
             .await?;
         if created {
             self.spawn_flusher(db, Arc::clone(&table));

@@ -12,6 +12,7 @@
 //! | table to query (Buffer)       | `enc(measurement).enc(rp)`         |
 //! | storage table (MergeTree)     | `enc(measurement).enc(rp).mergetree` |
 //! | series dimension table        | `_series`                          |
+//! | view with tags as columns     | `enc(measurement)`                 |
 //!
 //! Ordinary names (`cpu`, `autogen`, `telegraf`) encode to themselves, so the
 //! common case reads as `telegraf.\`cpu.autogen\``. Field names become column
@@ -193,6 +194,9 @@ pub struct TableNames {
     pub storage_table: String,
     /// `` `db`.`_series` ``.
     pub series_table: String,
+    /// `` `db`.`m` ``: the view with tags as columns (kept for the view
+    /// retention policy only, see `IngestConfig::view_retention_policy`).
+    pub view: String,
     /// The unquoted database name, as the engine's catalog reports it.
     pub database_name: String,
     /// The unquoted storage table name, as the engine's catalog reports it.
@@ -211,6 +215,7 @@ impl TableNames {
             query_table: format!("{qdb}.{}", quote_ident(&table)),
             storage_table: format!("{qdb}.{}", quote_ident(&storage)),
             series_table: format!("{qdb}.{}", quote_ident(SERIES_TABLE)),
+            view: format!("{qdb}.{}", quote_ident(&encode(measurement))),
             database: qdb,
             database_name: db,
             storage_name: storage,

@@ -212,3 +212,40 @@ pub fn add_columns_sql(names: &TableNames, added: &[(String, FieldType)]) -> [St
         format!("ALTER TABLE {} {adds}", names.query_table),
     ]
 }
+
+/// The view that shows a measurement with one column per tag and per field:
+/// the facts joined with their series' tags. A tag whose key is also a
+/// field's name is shown as `<key>_tag`.
+pub fn view_sql<'a>(
+    schema: &TableSchema,
+    measurement: &str,
+    tag_keys: impl IntoIterator<Item = &'a String>,
+) -> String {
+    let names = &schema.names;
+    let mut columns = String::from("f.time AS time");
+    for key in tag_keys {
+        let column = if schema.field(key).is_some() {
+            format!("{key}_tag")
+        } else {
+            key.clone()
+        };
+        columns.push_str(&format!(
+            ", s.tags[{}] AS {}",
+            quote_literal(key),
+            quote_ident(&column)
+        ));
+    }
+    for (field, _) in &schema.fields {
+        let field = quote_ident(field);
+        columns.push_str(&format!(", f.{field} AS {field}"));
+    }
+    format!(
+        "CREATE OR REPLACE VIEW {} AS SELECT {columns} FROM {} AS f LEFT JOIN \
+         (SELECT series_id, any(tags) AS tags FROM {} WHERE measurement = {} GROUP BY series_id) AS s \
+         USING series_id",
+        names.view,
+        names.query_table,
+        names.series_table,
+        quote_literal(measurement),
+    )
+}

@@ -106,6 +106,14 @@ async fn child(phase: &str, dir: &Path) {
             assert!(out.rejected[0].reason.contains("integer"), "{out:?}");
             // ...and known series are not stored twice.
             assert_eq!(query(&ing, "SELECT count() FROM keep._series").await, "3\n");
+            // Tag keys came back too: a new one extends the view, old ones stay.
+            ing.write_lp("keep", "autogen", b"m,host=c,dc=x v=7i 6\n", &options)
+                .await
+                .unwrap();
+            assert_eq!(
+                query(&ing, "SELECT host, dc, v FROM keep.m ORDER BY time").await,
+                "a\t\t1\nb\t\t2\na\t\t3\nc\tx\t7\n"
+            );
         }
         "overload" => {
             // One write bigger than the whole budget is refused at once.

@@ -21,6 +21,7 @@ test_main!(
     large_bodies_parse_in_pieces_with_exact_line_numbers,
     long_lines_are_rejected_by_the_configured_limit,
     tag_field_and_name_limits_reject_their_line,
+    measurement_views_show_tags_and_fields_as_columns,
     queries_answer_in_any_format_and_report_engine_errors,
     read_only_queries_refuse_everything_but_one_read,
     writes_to_unknown_databases_can_be_refused,
@@ -548,7 +549,7 @@ fn tag_field_and_name_limits_reject_their_line() {
             "SELECT name FROM system.tables WHERE database = 'lp_line_limits' ORDER BY name",
         )
         .await;
-        assert_eq!(tables, "_series\nm.autogen\nm.autogen.mergetree\n");
+        assert_eq!(tables, "_series\nm\nm.autogen\nm.autogen.mergetree\n");
     })
 }
 
@@ -672,5 +673,52 @@ fn writes_to_unknown_databases_can_be_refused() {
             .await
             .unwrap();
         assert_eq!(out.accepted, 1);
+    })
+}
+
+fn measurement_views_show_tags_and_fields_as_columns() {
+    run(async {
+        let ing = ingestor().await;
+        write(
+            &ing,
+            "lp_view",
+            "cpu,host=a,region=eu usage=0.5 1\ncpu,host=b usage=1.5 2\n",
+        )
+        .await;
+        assert_eq!(
+            tsv(&ing, "SELECT toUnixTimestamp64Nano(time), host, region, usage FROM lp_view.cpu ORDER BY time").await,
+            "1\ta\teu\t0.5\n2\tb\t\t1.5\n"
+        );
+        // New tag keys and fields become columns; a tag named like a field
+        // is shown as <key>_tag.
+        write(
+            &ing,
+            "lp_view",
+            "cpu,host=c,rack=r1,usage=t usage=2.5,idle=9i 3\n",
+        )
+        .await;
+        assert_eq!(
+            tsv(
+                &ing,
+                "SELECT host, rack, usage_tag, usage, idle FROM lp_view.cpu WHERE toUnixTimestamp64Nano(time) = 3"
+            )
+            .await,
+            "c\tr1\tt\t2.5\t9\n"
+        );
+        // Other retention policies have no view; their tables are queried directly.
+        ing.write_lp(
+            "lp_view",
+            "weekly",
+            b"mem,host=a used=1i 1\n",
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let views = tsv(
+            &ing,
+            "SELECT name FROM system.tables WHERE database = 'lp_view' AND engine = 'View'",
+        )
+        .await;
+        assert_eq!(views, "cpu\n");
     })
 }
