@@ -18,6 +18,7 @@ use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use deadpool::managed::{self, Metrics, RecycleResult};
+use tokio::sync::mpsc;
 
 use crate::names::{quote_ident, quote_literal};
 use crate::stats::IngestStats;
@@ -91,29 +92,8 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        self.run_on(&self.pool, f).await
-    }
-
-    /// [`run`](Self::run) on a read-only connection.
-    pub(crate) async fn run_read_only<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
-        self.run_on(&self.read_only, f).await
-    }
-
-    async fn run_on<T, F>(&self, pool: &managed::Pool<ConnectionManager>, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
         let waited = std::time::Instant::now();
-        let conn = pool.get().await.map_err(|e| match e {
-            managed::PoolError::Backend(err) => err,
-            managed::PoolError::Closed => Error::Closed,
-            other => Error::Engine(format!("connection pool: {other}")),
-        })?;
+        let conn = self.pool.get().await.map_err(pool_error)?;
         self.stats
             .connection_wait_seconds
             .observe(waited.elapsed().as_secs_f64());
@@ -138,41 +118,34 @@ impl Engine {
     }
 
     /// Runs one read-only statement from an untrusted caller on a read-only
-    /// connection. The engine classifies the statement first: anything but a
-    /// single read-only statement is refused (writes, DDL, `SET`, `INTO
-    /// OUTFILE`, several statements), and the read-only connection refuses
-    /// table functions and settings changes on its own.
-    pub(crate) async fn query_read_only(
+    /// connection and streams its output in `format`, chunk by chunk, as
+    /// the engine produces it. See [`check_read_only`] for what is refused.
+    /// The first message is the first chunk or the error that stopped the
+    /// statement from starting; a consumer that goes away cancels the query.
+    pub(crate) async fn stream_read_only(
         &self,
         sql: String,
         format: OutputFormat,
-    ) -> Result<Vec<u8>> {
-        self.run_read_only(move |conn| {
-            let analysis = conn.classify_query(&sql, None)?;
-            match (analysis.class, analysis.statement_count) {
-                (QueryClass::ReadOnly, 1) => {}
-                (QueryClass::Unknown, _) => {
-                    // Did not parse: let the engine say why.
-                    execute(conn, &format!("EXPLAIN AST {sql}"))?;
-                    return Err(Error::NotReadOnly(
-                        "the statement was not recognised".into(),
-                    ));
+    ) -> Result<QueryChunks> {
+        let mut conn = self.read_only.get().await.map_err(pool_error)?;
+        let (sender, receiver) = mpsc::channel(4);
+        tokio::task::spawn_blocking(move || {
+            let streamed = (|| -> Result<()> {
+                check_read_only(&conn, &sql)?;
+                let mut stream = conn.query_stream(&sql, format)?;
+                while let Some(chunk) = stream.next_chunk()? {
+                    if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
+                        stream.cancel();
+                        break;
+                    }
                 }
-                (QueryClass::ReadOnly, n) => {
-                    return Err(Error::NotReadOnly(format!(
-                        "{n} statements; send one at a time"
-                    )))
-                }
-                (class, _) => {
-                    return Err(Error::NotReadOnly(format!(
-                        "a {} statement; only reads are accepted here",
-                        class.as_str().to_lowercase().replace('_', "-")
-                    )))
-                }
+                Ok(())
+            })();
+            if let Err(err) = streamed {
+                let _ = sender.blocking_send(Err(err));
             }
-            Ok(conn.query(&sql, format)?.data_ref().to_vec())
-        })
-        .await
+        });
+        Ok(QueryChunks { receiver })
     }
 
     /// Runs a query and returns its result as Arrow record batches.
@@ -189,6 +162,58 @@ impl Engine {
     pub(crate) fn close(&self) {
         self.pool.close();
         self.read_only.close();
+    }
+}
+
+/// Refuses anything but a single read-only statement (writes, DDL, `SET`,
+/// `INTO OUTFILE`, several statements), as classified by the engine's own
+/// parser. The read-only connection refuses table functions and settings
+/// changes on its own.
+fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
+    let analysis = conn.classify_query(sql, None)?;
+    match (analysis.class, analysis.statement_count) {
+        (QueryClass::ReadOnly, 1) => Ok(()),
+        (QueryClass::Unknown, _) => {
+            // Did not parse: let the engine say why.
+            execute(conn, &format!("EXPLAIN AST {sql}"))?;
+            Err(Error::NotReadOnly(
+                "the statement was not recognised".into(),
+            ))
+        }
+        (QueryClass::ReadOnly, n) => Err(Error::NotReadOnly(format!(
+            "{n} statements; send one at a time"
+        ))),
+        (class, _) => Err(Error::NotReadOnly(format!(
+            "a {} statement; only reads are accepted here",
+            class.as_str().to_lowercase().replace('_', "-")
+        ))),
+    }
+}
+
+/// The output of a streamed query, chunk by chunk.
+#[derive(Debug)]
+pub struct QueryChunks {
+    receiver: mpsc::Receiver<Result<Vec<u8>>>,
+}
+
+impl QueryChunks {
+    /// The next chunk; `None` once the output is complete. An error ends
+    /// the output early.
+    pub async fn next(&mut self) -> Option<Result<Vec<u8>>> {
+        self.receiver.recv().await
+    }
+
+    /// The underlying channel, for adapting into other stream types.
+    pub fn into_receiver(self) -> mpsc::Receiver<Result<Vec<u8>>> {
+        self.receiver
+    }
+}
+
+fn pool_error(err: managed::PoolError<Error>) -> Error {
+    match err {
+        managed::PoolError::Backend(err) => err,
+        managed::PoolError::Closed => Error::Closed,
+        other => Error::Engine(format!("connection pool: {other}")),
     }
 }
 

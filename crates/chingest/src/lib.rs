@@ -66,6 +66,7 @@ use tracing::Instrument;
 
 pub use arrow;
 pub use config::{BufferPolicy, FlushPolicy, IngestConfig};
+pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
 pub use stats::IngestStats;
@@ -397,11 +398,23 @@ impl Ingestor {
     /// functions that reach outside the engine (`file`, `url`, `remote`, …)
     /// are refused ([`Error::NotReadOnly`], or the engine's own error).
     pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        let mut chunks = self.query_read_only_stream(sql, format).await?;
+        let mut output = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            output.extend(chunk?);
+        }
+        Ok(output)
+    }
+
+    /// [`query_read_only`](Self::query_read_only), streamed: the output
+    /// arrives chunk by chunk as the engine produces it, so a large result
+    /// is never held whole. Dropping the chunks cancels the query.
+    pub async fn query_read_only_stream(&self, sql: &str, format: &str) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
         self.shared
             .open()?
             .engine
-            .query_read_only(sql.to_owned(), format)
+            .stream_read_only(sql.to_owned(), format)
             .await
     }
 

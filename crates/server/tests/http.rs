@@ -114,6 +114,7 @@ fn main() {
         metrics_count_requests_lines_and_flushes,
         hostile_input_gets_its_error_and_the_server_keeps_serving,
         per_line_limits_reject_only_their_line,
+        large_sql_results_stream,
     ];
     let trials = tests
         .iter()
@@ -582,5 +583,32 @@ fn per_line_limits_reject_only_their_line() {
         );
         let (_, rows) = sql("SELECT v FROM h_line_limits.`m.autogen` ORDER BY v").await;
         assert_eq!(rows, "1\n6\n");
+    })
+}
+
+fn large_sql_results_stream() {
+    run(async {
+        wait_ready().await;
+        let mut r = client()
+            .get(format!("{}/sql", base()))
+            .query(&[
+                ("query", "SELECT number FROM system.numbers LIMIT 3000000"),
+                ("format", "CSV"),
+            ])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        // Several chunks arrive, and together they are the whole result.
+        let (mut chunks, mut lines, mut last) = (0, 0usize, Vec::new());
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            chunks += 1;
+            lines += chunk.iter().filter(|&&b| b == b'\n').count();
+            last = chunk.to_vec();
+        }
+        assert!(chunks > 1, "{chunks} chunk(s)");
+        assert_eq!(lines, 3_000_000);
+        assert!(last.ends_with(b"2999999\n"));
     })
 }

@@ -1,13 +1,15 @@
 //! `/sql`: one read-only SQL statement, answered in any ClickHouse output
-//! format. The statement runs through `Ingestor::query_read_only`, so
+//! format and streamed as the engine produces it. The statement runs through `Ingestor::query_read_only`, so
 //! writes, DDL, settings and table functions that reach outside the
 //! engine are refused (403, or 400 with the engine's message).
 
 use std::collections::HashMap;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
 
 use super::AppState;
 use crate::error::{ApiError, Flavor};
@@ -55,16 +57,27 @@ async fn run(
     let ingestor = state.ingestor()?;
     let format = params.get("format").map_or("JSON", String::as_str);
     let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
-    let output = ingestor
-        .query_read_only(sql, format)
+    let engine_error = |err| match err {
+        // The engine refused the statement: the client's mistake.
+        chingest::Error::Engine(message) => ApiError::bad_request(message),
+        other => ApiError::from(other),
+    };
+    let mut chunks = ingestor
+        .query_read_only_stream(sql, format)
         .await
-        .map_err(|err| match err {
-            // The engine refused the statement: the client's mistake.
-            chingest::Error::Engine(message) => ApiError::bad_request(message),
-            other => ApiError::from(other),
-        })?;
-    span.in_scope(|| tracing::debug!(bytes_out = output.len(), "answered"));
-    let mut response = (StatusCode::OK, output).into_response();
+        .map_err(engine_error)?;
+    // The first chunk decides the status: errors that stop the statement
+    // from starting are a 400; later ones can only cut the body short.
+    let first = match chunks.next().await {
+        Some(chunk) => chunk.map_err(engine_error)?,
+        None => Vec::new(),
+    };
+    span.in_scope(|| tracing::debug!("streaming"));
+    let rest = tokio_stream::wrappers::ReceiverStream::new(chunks.into_receiver())
+        .map(|chunk| chunk.map(Bytes::from).map_err(std::io::Error::other));
+    let body =
+        Body::from_stream(futures_util::stream::once(async { Ok(Bytes::from(first)) }).chain(rest));
+    let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(content_type(format)),
