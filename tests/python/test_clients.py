@@ -116,6 +116,9 @@ def test_v1_client_writes_points(server):
     client.create_database("py_v1")
     assert {"name": "py_v1"} in client.get_list_database()
     assert client.get_list_retention_policies("py_v1")[0]["name"] == "autogen"
+    client.create_retention_policy("month", "30d", 1, database="py_v1")
+    policies = {p["name"]: p["duration"] for p in client.get_list_retention_policies("py_v1")}
+    assert policies == {"autogen": "0s", "month": "720h0m0s"}
     ok = client.write_points([
         {"measurement": "disk", "tags": {"host": "a", "path": "/"},
          "time": 1_700_000_000_000_000_000, "fields": {"free": 10, "pct": 0.25}},

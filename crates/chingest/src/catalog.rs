@@ -163,6 +163,9 @@ pub(crate) struct Database {
     pub(crate) series: SeriesState,
     /// Fact tables by retention policy, then measurement.
     tables: RwLock<HashMap<String, HashMap<String, Arc<Table>>>>,
+    /// Retention policies created explicitly: name → seconds rows live
+    /// (0: forever). Policies only written to are not listed here.
+    retention: RwLock<HashMap<String, u64>>,
     /// Serializes DDL on this database.
     ddl: tokio::sync::Mutex<()>,
 }
@@ -174,6 +177,7 @@ impl Database {
             series_table: TableNames::new(name, "", "").series_table,
             series: SeriesState::default(),
             tables: RwLock::default(),
+            retention: RwLock::default(),
             ddl: tokio::sync::Mutex::new(()),
         }
     }
@@ -234,6 +238,66 @@ impl Database {
         Ok(result)
     }
 
+    /// Seconds rows of `rp` live (0: forever, also for unknown policies).
+    pub(crate) fn retention_seconds(&self, rp: &str) -> u64 {
+        self.retention.read().unwrap().get(rp).copied().unwrap_or(0)
+    }
+
+    /// Every retention policy: created ones with their durations, and the
+    /// ones that only have tables (forever), sorted by name.
+    pub(crate) fn retention_policies(&self) -> Vec<(String, u64)> {
+        let mut policies: HashMap<String, u64> = self.retention.read().unwrap().clone();
+        for rp in self.tables.read().unwrap().keys() {
+            policies.entry(rp.clone()).or_insert(0);
+        }
+        let mut policies: Vec<_> = policies.into_iter().collect();
+        policies.sort();
+        policies
+    }
+
+    /// Creates or changes a retention policy: records it and applies its
+    /// duration as the TTL of every table it already has.
+    pub(crate) async fn set_retention_policy(
+        &self,
+        engine: &Engine,
+        rp: &str,
+        seconds: u64,
+    ) -> Result<()> {
+        let _ddl = self.ddl.lock().await;
+        let names = TableNames::new(&self.name, rp, "");
+        let mut statements = vec![format!(
+            "INSERT INTO {}.{} (name, duration_seconds, updated) SETTINGS async_insert = 0 \
+             VALUES ({}, {seconds}, now64(3))",
+            names.database,
+            names::quote_ident(names::RETENTION_POLICIES_TABLE),
+            quote_literal(rp),
+        )];
+        let tables = self
+            .tables
+            .read()
+            .unwrap()
+            .get(rp)
+            .cloned()
+            .unwrap_or_default();
+        statements.extend(
+            tables
+                .values()
+                .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds)),
+        );
+        engine
+            .run(move |conn| {
+                statements
+                    .iter()
+                    .try_for_each(|sql| engine::execute(conn, sql))
+            })
+            .await?;
+        self.retention
+            .write()
+            .unwrap()
+            .insert(rp.to_owned(), seconds);
+        Ok(())
+    }
+
     /// Recreates the view of `measurement` in `view_rp`, if that table exists.
     pub(crate) async fn refresh_view(
         &self,
@@ -290,7 +354,7 @@ impl Database {
             TableNames::new(&self.name, rp, measurement),
             fields.to_vec(),
         );
-        let statements = schema::create_table_sql(&schema, buffer);
+        let statements = schema::create_table_sql(&schema, buffer, self.retention_seconds(rp));
         engine
             .run(move |conn| {
                 statements
@@ -376,8 +440,28 @@ impl Catalog {
                 )?;
                 let mut series = Vec::new();
                 let mut tag_keys = Vec::new();
+                let mut retention = Vec::new();
                 for row in &databases {
                     let db = &row[0];
+                    let registry = format!(
+                        "{}.{}",
+                        names::quote_ident(db),
+                        names::quote_ident(names::RETENTION_POLICIES_TABLE)
+                    );
+                    // Databases from before the registry existed get one now.
+                    engine::execute(conn, &schema::retention_policies_table_sql(&TableNames::new(
+                        &names::decode(db).unwrap_or_default(),
+                        "",
+                        "",
+                    )))?;
+                    for policy in engine::query_rows(
+                        conn,
+                        &format!("SELECT name, duration_seconds FROM {registry} FINAL"),
+                    )? {
+                        if let [name, seconds] = policy.as_slice() {
+                            retention.push((db.clone(), name.clone(), seconds.parse::<u64>().unwrap_or(0)));
+                        }
+                    }
                     let quoted_series = format!("{}.{}", names::quote_ident(db), names::quote_ident(SERIES_TABLE));
                     for batch in conn.query_arrow(&format!(
                         "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {quoted_series} GROUP BY measurement"
@@ -417,10 +501,10 @@ impl Catalog {
                         .concat();
                     series.push((db.clone(), ids));
                 }
-                Ok((columns, series, tag_keys))
+                Ok((columns, series, tag_keys, retention))
             })
             .await?;
-        let (columns, series, tag_keys) = loaded;
+        let (columns, series, tag_keys, retention) = loaded;
 
         let catalog = Catalog::default();
         {
@@ -447,6 +531,12 @@ impl Catalog {
                 if let Some(ty) = FieldType::from_clickhouse(&type_name) {
                     entry.push((column, ty));
                 }
+            }
+            for (encoded, rp, seconds) in retention {
+                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
+                    continue;
+                };
+                db.retention.write().unwrap().insert(rp, seconds);
             }
             for (encoded, measurement, keys) in tag_keys {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {

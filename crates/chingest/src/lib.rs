@@ -438,19 +438,39 @@ impl Ingestor {
         names
     }
 
-    /// The retention policies that have tables in `db`, sorted.
-    pub fn retention_policies(&self, db: &str) -> Vec<String> {
+    /// The retention policies of `db`, sorted by name: those created with
+    /// [`create_retention_policy`](Self::create_retention_policy) with their
+    /// durations, and those only written to (kept forever, `None`).
+    pub fn retention_policies(&self, db: &str) -> Vec<(String, Option<Duration>)> {
         let Some(database) = self.shared.catalog.database(db) else {
             return Vec::new();
         };
-        let mut names: Vec<String> = database
-            .tables()
+        database
+            .retention_policies()
             .into_iter()
-            .map(|((rp, _), _)| rp)
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+            .map(|(name, seconds)| (name, (seconds > 0).then(|| Duration::from_secs(seconds))))
+            .collect()
+    }
+
+    /// Creates or changes a retention policy of an existing database: rows
+    /// of its tables are deleted by the engine once older than `duration`
+    /// (a MergeTree TTL, applied as parts merge); `None` keeps them forever.
+    pub async fn create_retention_policy(
+        &self,
+        db: &str,
+        name: &str,
+        duration: Option<Duration>,
+    ) -> Result<()> {
+        let shared = self.shared.open()?;
+        names::validate(NameKind::RetentionPolicy, name)?;
+        let database = shared
+            .catalog
+            .database(db)
+            .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
+        let seconds = duration.map_or(0, |d| d.as_secs().max(1));
+        database
+            .set_retention_policy(&shared.engine, name, seconds)
+            .await
     }
 
     /// Runs a query and returns its result as Arrow record batches.

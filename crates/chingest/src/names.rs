@@ -41,6 +41,9 @@ pub const RESERVED_COLUMNS: [&str; 2] = ["time", "series_id"];
 /// The series table's name inside every managed database.
 pub const SERIES_TABLE: &str = "_series";
 
+/// The retention-policy registry's name inside every managed database.
+pub const RETENTION_POLICIES_TABLE: &str = "_retention_policies";
+
 const STORAGE_SUFFIX: &str = ".mergetree";
 
 /// Which kind of name a value is, for error messages.

@@ -148,10 +148,44 @@ impl TableSchema {
     }
 }
 
-/// `CREATE DATABASE` and the series table for a new database.
-pub fn create_database_sql(names: &TableNames) -> [String; 2] {
+/// The retention-policy registry of a database: one row per policy,
+/// `duration_seconds` 0 meaning forever.
+pub fn retention_policies_table_sql(names: &TableNames) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {}.{} (name String, duration_seconds UInt64, \
+         updated DateTime64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY name",
+        names.database,
+        quote_ident(crate::names::RETENTION_POLICIES_TABLE)
+    )
+}
+
+/// The TTL clause of a storage table whose rows live `seconds` (0: forever).
+pub fn ttl_clause(seconds: u64) -> String {
+    if seconds == 0 {
+        String::new()
+    } else {
+        format!(" TTL toDateTime(time) + INTERVAL {seconds} SECOND")
+    }
+}
+
+/// Sets (or, for 0, removes) the TTL of a storage table.
+pub fn alter_ttl_sql(names: &TableNames, seconds: u64) -> String {
+    if seconds == 0 {
+        format!("ALTER TABLE {} REMOVE TTL", names.storage_table)
+    } else {
+        format!(
+            "ALTER TABLE {} MODIFY{}",
+            names.storage_table,
+            ttl_clause(seconds)
+        )
+    }
+}
+
+/// `CREATE DATABASE`, the series table and the retention-policy registry.
+pub fn create_database_sql(names: &TableNames) -> [String; 3] {
     [
         format!("CREATE DATABASE IF NOT EXISTS {}", names.database),
+        retention_policies_table_sql(names),
         format!(
             "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement String, \
              tags Map(String, String)) ENGINE = ReplacingMergeTree ORDER BY series_id \
@@ -169,14 +203,19 @@ fn column_defs(fields: &[(String, FieldType)]) -> String {
 }
 
 /// The MergeTree storage table and the Buffer table in front of it.
-pub fn create_table_sql(schema: &TableSchema, buffer: &BufferPolicy) -> [String; 2] {
+pub fn create_table_sql(
+    schema: &TableSchema,
+    buffer: &BufferPolicy,
+    ttl_seconds: u64,
+) -> [String; 2] {
     let names = &schema.names;
     [
         format!(
             "CREATE TABLE IF NOT EXISTS {} (time DateTime64(9, 'UTC'), series_id UInt64{}) \
-             ENGINE = MergeTree ORDER BY (series_id, time)",
+             ENGINE = MergeTree ORDER BY (series_id, time){}",
             names.storage_table,
-            column_defs(&schema.fields)
+            column_defs(&schema.fields),
+            ttl_clause(ttl_seconds)
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Buffer({}, {}, 1, {}, {}, {}, {}, {}, {})",

@@ -22,6 +22,7 @@ test_main!(
     long_lines_are_rejected_by_the_configured_limit,
     tag_field_and_name_limits_reject_their_line,
     measurement_views_show_tags_and_fields_as_columns,
+    retention_policy_durations_expire_old_rows,
     queries_answer_in_any_format_and_report_engine_errors,
     read_only_queries_refuse_everything_but_one_read,
     writes_to_unknown_databases_can_be_refused,
@@ -549,7 +550,10 @@ fn tag_field_and_name_limits_reject_their_line() {
             "SELECT name FROM system.tables WHERE database = 'lp_line_limits' ORDER BY name",
         )
         .await;
-        assert_eq!(tables, "_series\nm\nm.autogen\nm.autogen.mergetree\n");
+        assert_eq!(
+            tables,
+            "_retention_policies\n_series\nm\nm.autogen\nm.autogen.mergetree\n"
+        );
     })
 }
 
@@ -720,5 +724,67 @@ fn measurement_views_show_tags_and_fields_as_columns() {
         )
         .await;
         assert_eq!(views, "cpu\n");
+    })
+}
+
+fn retention_policy_durations_expire_old_rows() {
+    run(async {
+        let ing = ingestor().await;
+        let day = std::time::Duration::from_secs(86_400);
+        let err = ing
+            .create_retention_policy("lp_rp", "day", Some(day))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::DatabaseNotFound(_)), "{err:?}");
+        ing.create_database("lp_rp").await.unwrap();
+        // A table that exists before its policy gets the TTL too.
+        ing.write_lp("lp_rp", "later", b"m v=1i 1\n", &WriteOptions::default())
+            .await
+            .unwrap();
+        ing.create_retention_policy("lp_rp", "day", Some(day))
+            .await
+            .unwrap();
+        ing.create_retention_policy("lp_rp", "later", Some(day))
+            .await
+            .unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        for rp in ["day", "later"] {
+            let body = format!("m v=2i 2\nm v=3i {now}\n");
+            ing.write_lp("lp_rp", rp, body.as_bytes(), &WriteOptions::default())
+                .await
+                .unwrap();
+            // Write the Buffer out, then merge: the TTL drops expired rows.
+            ing.query(&format!("OPTIMIZE TABLE lp_rp.`m.{rp}`"), "TabSeparated")
+                .await
+                .unwrap();
+            ing.query(
+                &format!("OPTIMIZE TABLE lp_rp.`m.{rp}.mergetree` FINAL"),
+                "TabSeparated",
+            )
+            .await
+            .unwrap();
+            assert_eq!(
+                tsv(&ing, &format!("SELECT v FROM lp_rp.`m.{rp}`")).await,
+                "3\n",
+                "{rp}"
+            );
+        }
+        assert_eq!(
+            ing.retention_policies("lp_rp"),
+            vec![
+                ("day".to_owned(), Some(day)),
+                ("later".to_owned(), Some(day))
+            ]
+        );
+        // Forever again: the TTL is removed.
+        ing.create_retention_policy("lp_rp", "day", None)
+            .await
+            .unwrap();
+        let create = tsv(&ing, "SHOW CREATE TABLE lp_rp.`m.day.mergetree`").await;
+        assert!(!create.contains("TTL"), "{create}");
+        assert_eq!(ing.retention_policies("lp_rp")[0], ("day".to_owned(), None));
     })
 }

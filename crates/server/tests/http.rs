@@ -449,6 +449,33 @@ fn influxql_startup_statements() {
         );
         assert_eq!(json["results"][1]["series"][0]["values"][0][0], "autogen");
         assert_eq!(json["results"][1]["series"][0]["values"][0][4], true);
+        let r = query("CREATE RETENTION POLICY \"week\" ON h_ql DURATION 7d REPLICATION 1 DEFAULT")
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let json: Value = query("SHOW RETENTION POLICIES ON h_ql")
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            json["results"][0]["series"][0]["values"][1],
+            serde_json::json!(["week", "168h0m0s", "168h0m0s", 1, false])
+        );
+        let json: Value = query("CREATE RETENTION POLICY x ON h_absent DURATION 1h REPLICATION 1")
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            json["results"][0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("not found"),
+            "{json}"
+        );
         let r = query("SELECT * FROM cpu").await.unwrap();
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);
         let json: Value = r.json().await.unwrap();

@@ -3,10 +3,13 @@
 //! `/sql`, where data is queried.
 //!
 //! Supported: `CREATE DATABASE`, `SHOW DATABASES`, `SHOW RETENTION
-//! POLICIES [ON db]`, `CREATE RETENTION POLICY … ON db …` (accepted; the
-//! duration is not enforced yet). Names may be bare or double-quoted.
+//! POLICIES [ON db]`, `CREATE|ALTER RETENTION POLICY name ON db DURATION d
+//! …` (the duration becomes the TTL of the policy's tables; replication,
+//! shard duration and DEFAULT are accepted and ignored). Names may be bare
+//! or double-quoted.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -22,7 +25,63 @@ enum Statement {
     CreateDatabase(String),
     ShowDatabases,
     ShowRetentionPolicies(Option<String>),
-    CreateRetentionPolicy { name: String, database: String },
+    CreateRetentionPolicy {
+        name: String,
+        database: String,
+        duration: Option<Duration>,
+    },
+}
+
+/// An InfluxQL duration: `INF`, or units like `1h30m`, `7d`, `52w`.
+fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
+    if text.eq_ignore_ascii_case("inf") {
+        return Ok(None);
+    }
+    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w, INF)");
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let nanos: u64 = match &rest[..unit] {
+            "ns" => 1,
+            "u" | "µ" | "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
+            "w" => 604_800_000_000_000,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit..];
+        let part = value.checked_mul(nanos).ok_or_else(bad)?;
+        total = total
+            .checked_add(Duration::from_nanos(part))
+            .ok_or_else(bad)?;
+    }
+    // InfluxDB treats a zero duration as infinite.
+    Ok((!total.is_zero()).then_some(total))
+}
+
+/// A duration as InfluxDB shows it: `168h0m0s`, `0s` for infinite.
+fn format_duration(duration: Option<Duration>) -> String {
+    let Some(duration) = duration else {
+        return "0s".to_owned();
+    };
+    let seconds = duration.as_secs();
+    format!(
+        "{}h{}m{}s",
+        seconds / 3600,
+        seconds % 3600 / 60,
+        seconds % 60
+    )
 }
 
 /// Splits an InfluxQL statement into words, keeping double-quoted names
@@ -71,10 +130,18 @@ fn parse(statement: &str) -> Result<Statement, String> {
         ["SHOW", "RETENTION", "POLICIES", "ON", _] => {
             Ok(Statement::ShowRetentionPolicies(Some(words[4].clone())))
         }
-        ["CREATE", "RETENTION", "POLICY", _, "ON", _, ..] => Ok(Statement::CreateRetentionPolicy {
-            name: words[3].clone(),
-            database: words[5].clone(),
-        }),
+        ["CREATE" | "ALTER", "RETENTION", "POLICY", _, "ON", _, rest @ ..] => {
+            let duration = match rest.iter().position(|w| *w == "DURATION") {
+                Some(i) => parse_duration(words.get(6 + i + 1).ok_or("DURATION needs a value")?)?,
+                None if upper[0] == "CREATE" => return Err("CREATE RETENTION POLICY needs a DURATION".into()),
+                None => None,
+            };
+            Ok(Statement::CreateRetentionPolicy {
+                name: words[3].clone(),
+                database: words[5].clone(),
+                duration,
+            })
+        }
         _ => Err(format!(
             "statement not supported: {statement:?}. /query answers CREATE DATABASE, SHOW DATABASES, \
              SHOW RETENTION POLICIES and CREATE RETENTION POLICY; query data with SQL at /sql"
@@ -134,13 +201,21 @@ pub(super) async fn query(
                     result["error"] = json!(format!("database not found: {db}"));
                 } else {
                     let default_rp = &state.config.write.default_retention_policy;
-                    let mut names = ingestor.retention_policies(&db);
-                    if !names.contains(default_rp) {
-                        names.insert(0, default_rp.clone());
+                    let mut policies = ingestor.retention_policies(&db);
+                    if !policies.iter().any(|(name, _)| name == default_rp) {
+                        policies.insert(0, (default_rp.clone(), None));
                     }
-                    let values: Vec<Value> = names
+                    let values: Vec<Value> = policies
                         .iter()
-                        .map(|rp| json!([rp, "0s", "168h0m0s", 1, rp == default_rp]))
+                        .map(|(rp, duration)| {
+                            json!([
+                                rp,
+                                format_duration(*duration),
+                                "168h0m0s",
+                                1,
+                                rp == default_rp
+                            ])
+                        })
                         .collect();
                     result["series"] = json!([{
                         "columns": ["name", "duration", "shardGroupDuration", "replicaN", "default"],
@@ -148,13 +223,20 @@ pub(super) async fn query(
                     }]);
                 }
             }
-            Statement::CreateRetentionPolicy { name, database } => {
-                if !ingestor.databases().contains(&database) {
-                    result["error"] = json!(format!("database not found: {database}"));
-                } else {
-                    chingest::names::validate(chingest::names::NameKind::RetentionPolicy, &name)?;
+            Statement::CreateRetentionPolicy {
+                name,
+                database,
+                duration,
+            } => match ingestor
+                .create_retention_policy(&database, &name, duration)
+                .await
+            {
+                Ok(()) => {}
+                Err(chingest::Error::DatabaseNotFound(db)) => {
+                    result["error"] = json!(format!("database not found: {db}"));
                 }
-            }
+                Err(other) => return Err(other.into()),
+            },
         }
         results.push(result);
     }
@@ -206,7 +288,11 @@ mod tests {
             ("show retention policies on \"a\\\"b\"", Ok(Statement::ShowRetentionPolicies(Some("a\"b".into())))),
             (
                 "CREATE RETENTION POLICY \"week\" ON \"telegraf\" DURATION 7d REPLICATION 1 DEFAULT",
-                Ok(Statement::CreateRetentionPolicy { name: "week".into(), database: "telegraf".into() }),
+                Ok(Statement::CreateRetentionPolicy {
+                    name: "week".into(),
+                    database: "telegraf".into(),
+                    duration: Some(Duration::from_secs(7 * 86_400)),
+                }),
             ),
         ];
         for (text, expected) in cases {
@@ -219,6 +305,24 @@ mod tests {
         let err = parse("SELECT * FROM cpu").unwrap_err();
         assert!(err.contains("/sql"), "{err}");
         assert!(parse("CREATE DATABASE \"open").is_err());
+    }
+
+    #[test]
+    fn durations_parse_and_format_like_influxdb() {
+        assert_eq!(parse_duration("1h30m"), Ok(Some(Duration::from_secs(5400))));
+        assert_eq!(
+            parse_duration("52w"),
+            Ok(Some(Duration::from_secs(52 * 604_800)))
+        );
+        assert_eq!(parse_duration("INF"), Ok(None));
+        assert_eq!(parse_duration("0s"), Ok(None));
+        assert!(parse_duration("7x").is_err());
+        assert!(parse_duration("d").is_err());
+        assert_eq!(
+            format_duration(Some(Duration::from_secs(7 * 86_400))),
+            "168h0m0s"
+        );
+        assert_eq!(format_duration(None), "0s");
     }
 
     #[test]
