@@ -704,28 +704,45 @@ async fn run_flusher(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>)
     let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
         return;
     };
-    while let Some(Flush {
-        chunks,
-        rows,
-        permits,
-        waiters,
-    }) = table.batcher.next_flush(&policy).await
-    {
-        let outcome: FlushOutcome = match shared.upgrade() {
-            Some(shared) => shared
-                .flush(&db, &table, chunks, rows)
-                .await
-                .map_err(|err| {
-                    tracing::error!(db = %db.name, %err, "flush failed");
-                    err.to_string()
-                }),
-            None => Err("the ingestor was dropped before these rows were written".to_owned()),
+    // A slot is taken before the next flush is: while every slot is busy,
+    // rows keep gathering into the flush after.
+    let slots = Arc::new(Semaphore::new(policy.concurrency.max(1)));
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let slot = Arc::clone(&slots)
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        let Some(Flush {
+            chunks,
+            rows,
+            permits,
+            waiters,
+        }) = table.batcher.next_flush(&policy).await
+        else {
+            break;
         };
-        drop(permits);
-        for waiter in waiters {
-            let _ = waiter.send(outcome.clone());
-        }
+        let (shared, db, table) = (shared.clone(), Arc::clone(&db), Arc::clone(&table));
+        running.spawn(async move {
+            let outcome: FlushOutcome = match shared.upgrade() {
+                Some(shared) => shared
+                    .flush(&db, &table, chunks, rows)
+                    .await
+                    .map_err(|err| {
+                        tracing::error!(db = %db.name, %err, "flush failed");
+                        err.to_string()
+                    }),
+                None => Err("the ingestor was dropped before these rows were written".to_owned()),
+            };
+            drop(permits);
+            drop(slot);
+            for waiter in waiters {
+                let _ = waiter.send(outcome.clone());
+            }
+        });
+        while running.try_join_next().is_some() {}
     }
+    while running.join_next().await.is_some() {}
 }
 
 /// Chunks grouped by table. A table may have several chunks (one per parsed

@@ -59,6 +59,10 @@ async fn query(ing: &Ingestor, sql: &str) -> String {
 
 async fn child(phase: &str, dir: &Path) {
     let mut config = IngestConfig::new(dir);
+    if phase == "write" {
+        // Exercises concurrent flushes of one table.
+        config.flush.concurrency = 2;
+    }
     if phase == "overload" {
         config.flush.max_bytes = 256 << 10;
         config.max_buffered_bytes = 512 << 10;
@@ -69,45 +73,70 @@ async fn child(phase: &str, dir: &Path) {
     match phase {
         "write" => {
             // Small writes land in the Buffer table; close() must persist them.
+            let body = b"m,host=a v=1i,f=0.5 1\nm,host=b v=2i 2\n";
             let out = ing
-                .write_lp(
-                    "keep",
-                    "autogen",
-                    b"m,host=a v=1i,f=0.5 1\nm,host=b v=2i 2\n",
-                    &options,
-                )
+                .write_lp("keep", "autogen", body, &options)
                 .await
                 .unwrap();
             assert_eq!(out.accepted, 2);
-            ing.write_lp("keep", "weekly", b"other s=\"x\" 3\n", &options)
+            // Now: the policy's 7-day TTL must not expire it.
+            let other = b"other s=\"x\"\n";
+            ing.write_lp("keep", "weekly", other, &options)
                 .await
                 .unwrap();
+            let week = std::time::Duration::from_secs(7 * 86_400);
+            ing.create_retention_policy("keep", "weekly", Some(week))
+                .await
+                .unwrap();
+            // Many concurrent writers to one table, two flushes at a time.
+            let writers: Vec<_> = (0..8)
+                .map(|w| {
+                    let ing = ing.clone();
+                    tokio::spawn(async move {
+                        for i in 0..20 {
+                            let body = format!("busy,w={w} v={i}i {}\n", w * 100 + i);
+                            let options = WriteOptions::default();
+                            ing.write_lp("keep", "autogen", body.as_bytes(), &options)
+                                .await
+                                .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for writer in writers {
+                writer.await.unwrap();
+            }
         }
         "reopen" => {
+            let count = query(&ing, "SELECT count(), sum(v) FROM keep.`m.autogen`").await;
+            assert_eq!(count, "2\t3\n");
+            let other = query(&ing, "SELECT s FROM keep.`other.weekly`").await;
+            assert_eq!(other, "x\n");
+            let busy = query(&ing, "SELECT count(), sum(v) FROM keep.busy").await;
+            assert_eq!(busy, "160\t1520\n");
+            // Retention policies came back with their durations.
+            let week = std::time::Duration::from_secs(7 * 86_400);
             assert_eq!(
-                query(&ing, "SELECT count(), sum(v) FROM keep.`m.autogen`").await,
-                "2\t3\n"
-            );
-            assert_eq!(
-                query(&ing, "SELECT s FROM keep.`other.weekly`").await,
-                "x\n"
+                ing.retention_policies("keep"),
+                vec![
+                    ("autogen".to_owned(), None),
+                    ("weekly".to_owned(), Some(week))
+                ]
             );
             // The schema came back: a conflicting type is refused...
+            let body = b"m,host=a v=1.5 4\nm,host=a v=3i 5\n";
             let out = ing
-                .write_lp(
-                    "keep",
-                    "autogen",
-                    b"m,host=a v=1.5 4\nm,host=a v=3i 5\n",
-                    &options,
-                )
+                .write_lp("keep", "autogen", body, &options)
                 .await
                 .unwrap();
             assert_eq!(out.accepted, 1, "{out:?}");
             assert!(out.rejected[0].reason.contains("integer"), "{out:?}");
             // ...and known series are not stored twice.
-            assert_eq!(query(&ing, "SELECT count() FROM keep._series").await, "3\n");
+            let sql = "SELECT count() FROM keep._series WHERE measurement = 'm'";
+            assert_eq!(query(&ing, sql).await, "2\n");
             // Tag keys came back too: a new one extends the view, old ones stay.
-            ing.write_lp("keep", "autogen", b"m,host=c,dc=x v=7i 6\n", &options)
+            let body = b"m,host=c,dc=x v=7i 6\n";
+            ing.write_lp("keep", "autogen", body, &options)
                 .await
                 .unwrap();
             assert_eq!(

@@ -67,6 +67,8 @@ pub struct IngestSection {
     pub flush_max_bytes: usize,
     /// How long the first pending row waits for others, in milliseconds.
     pub flush_linger_ms: u64,
+    /// Flushes of one table that may run at once.
+    pub flush_concurrency: usize,
     /// Flushes with at least this many rows skip the Buffer table.
     pub direct_min_rows: usize,
     /// Bytes of rows waiting to be flushed before writes are refused (429).
@@ -118,6 +120,7 @@ impl Default for IngestSection {
             flush_max_rows: library.flush.max_rows,
             flush_max_bytes: library.flush.max_bytes,
             flush_linger_ms: library.flush.linger.as_millis() as u64,
+            flush_concurrency: library.flush.concurrency,
             direct_min_rows: library.buffer.direct_min_rows,
             max_buffered_bytes: library.max_buffered_bytes,
             overload_wait_ms: library.overload_wait.as_millis() as u64,
@@ -197,6 +200,7 @@ impl ServerConfig {
         config.flush.max_rows = ingest.flush_max_rows;
         config.flush.max_bytes = ingest.flush_max_bytes;
         config.flush.linger = Duration::from_millis(ingest.flush_linger_ms);
+        config.flush.concurrency = ingest.flush_concurrency;
         config.buffer.direct_min_rows = ingest.direct_min_rows;
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
