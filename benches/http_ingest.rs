@@ -28,7 +28,7 @@ fn main() {
     let steps = env("STEPS", if benchmarking { 1_000 } else { 10 });
     let lines = env("LINES", 5_000);
     let connections = env("CONNECTIONS", 4);
-    let bodies = tsbs::CpuOnly::new(1_000).bodies(steps, lines);
+    let mut bodies = tsbs::CpuOnly::new(1_000).bodies(steps, lines);
     let total_rows = 1_000 * steps;
     let total_bytes: usize = bodies.iter().map(String::len).sum();
 
@@ -48,10 +48,13 @@ fn main() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // The first body creates the table and the series.
-        let first = client.post(&url).body(bodies[0].clone()).send().await.unwrap();
+        let first = bodies.remove(0);
+        let first_lines = first.lines().count();
+        let first = client.post(&url).body(first).send().await.unwrap();
         assert_eq!(first.status(), 204);
 
-        let queue = std::sync::Arc::new(std::sync::Mutex::new(bodies[1..].to_vec()));
+        // Sent bodies are freed as they go: the client holds the load once.
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(bodies));
         let started = Instant::now();
         let tasks: Vec<_> = (0..connections)
             .map(|_| {
@@ -74,7 +77,7 @@ fn main() {
             latencies.extend(task.await.unwrap());
         }
         let elapsed = started.elapsed();
-        let rows = total_rows - bodies[0].lines().count();
+        let rows = total_rows - first_lines;
         latencies.sort();
         let p = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3;
         let stored = client
@@ -101,9 +104,24 @@ fn main() {
             p(0.99),
         );
         let e2e = rows as f64 / elapsed.as_secs_f64();
+        // The whole process: the server and this client, whose generated
+        // bodies are held for the run.
+        let peak_rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .unwrap_or(0);
+        println!(
+            "  peak RSS of the process {:.0} MiB, of which the client's bodies are {:.0} MiB",
+            peak_rss as f64 / 1024.0,
+            total_bytes as f64 / (1 << 20) as f64
+        );
 
         // The raw engine, same rows, same process, same data directory.
-        let all: String = bodies.concat();
+        // The same rows again (generation is deterministic).
+        let all: String = tsbs::CpuOnly::new(1_000).lines(0..steps);
         let lines: Vec<&str> = all.lines().collect();
         let batches: Vec<_> = lines
             .chunks(200_000)

@@ -141,16 +141,24 @@ impl CpuOnly {
     }
 
     /// The whole load, `hosts × steps` lines, cut into bodies of
-    /// `lines_per_body` lines each.
+    /// `lines_per_body` lines each (built body by body: the load is never
+    /// held twice).
     pub fn bodies(&mut self, steps: usize, lines_per_body: usize) -> Vec<String> {
-        let all = self.lines(0..steps);
         let mut bodies = Vec::new();
         let mut body = String::new();
-        for (i, line) in all.lines().enumerate() {
-            body.push_str(line);
-            body.push('\n');
-            if (i + 1) % lines_per_body == 0 {
-                bodies.push(std::mem::take(&mut body));
+        let mut in_body = 0;
+        let mut step_lines = String::new();
+        for step in 0..steps {
+            step_lines.clear();
+            self.write_step(step, &mut step_lines);
+            for line in step_lines.lines() {
+                body.push_str(line);
+                body.push('\n');
+                in_body += 1;
+                if in_body == lines_per_body {
+                    bodies.push(std::mem::take(&mut body));
+                    in_body = 0;
+                }
             }
         }
         if !body.is_empty() {
