@@ -284,13 +284,7 @@ impl Database {
                 .values()
                 .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds)),
         );
-        engine
-            .run(move |conn| {
-                statements
-                    .iter()
-                    .try_for_each(|sql| engine::execute(conn, sql))
-            })
-            .await?;
+        engine.execute_all(statements).await?;
         self.retention
             .write()
             .unwrap()
@@ -337,14 +331,8 @@ impl Database {
                 .cloned()
                 .collect();
             if !added.is_empty() {
-                let names = current.names.clone();
-                let to_add = added.clone();
                 engine
-                    .run(move |conn| {
-                        schema::add_columns_sql(&names, &to_add)
-                            .iter()
-                            .try_for_each(|sql| engine::execute(conn, sql))
-                    })
+                    .execute_all(schema::add_columns_sql(&current.names, &added))
                     .await?;
                 *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
             }
@@ -355,13 +343,7 @@ impl Database {
             fields.to_vec(),
         );
         let statements = schema::create_table_sql(&schema, buffer, self.retention_seconds(rp));
-        engine
-            .run(move |conn| {
-                statements
-                    .iter()
-                    .try_for_each(|sql| engine::execute(conn, sql))
-            })
-            .await?;
+        engine.execute_all(statements).await?;
         let table = Arc::new(Table::new(schema));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok((table, true))
@@ -402,13 +384,7 @@ impl Catalog {
             return Ok(db);
         }
         let statements = schema::create_database_sql(&TableNames::new(name, "", ""));
-        engine
-            .run(move |conn| {
-                statements
-                    .iter()
-                    .try_for_each(|sql| engine::execute(conn, sql))
-            })
-            .await?;
+        engine.execute_all(statements).await?;
         let db = Arc::new(Database::new(name));
         self.databases
             .write()

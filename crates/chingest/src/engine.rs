@@ -111,6 +111,17 @@ impl Engine {
         self.run(move |conn| execute(conn, &sql)).await
     }
 
+    /// Runs statements in order on one connection, stopping at the first
+    /// that fails (DDL that must happen in sequence).
+    pub(crate) async fn execute_all(
+        &self,
+        statements: impl IntoIterator<Item = String>,
+    ) -> Result<()> {
+        let statements: Vec<String> = statements.into_iter().collect();
+        self.run(move |conn| statements.iter().try_for_each(|sql| execute(conn, sql)))
+            .await
+    }
+
     /// Runs a query and returns its output in `format`.
     pub(crate) async fn query(&self, sql: String, format: OutputFormat) -> Result<Vec<u8>> {
         self.run(move |conn| Ok(conn.query(&sql, format)?.data_ref().to_vec()))

@@ -504,14 +504,7 @@ impl Ingestor {
             .iter()
             .map(|(_, table)| format!("OPTIMIZE TABLE {}", table.schema().names.query_table))
             .collect();
-        let flushed = shared
-            .engine
-            .run(move |conn| {
-                buffers
-                    .iter()
-                    .try_for_each(|sql| engine::execute(conn, sql))
-            })
-            .await;
+        let flushed = shared.engine.execute_all(buffers).await;
         shared.engine.close();
         tracing::info!("engine closed");
         flushed
