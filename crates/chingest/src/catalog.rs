@@ -266,10 +266,9 @@ impl Database {
         let _ddl = self.ddl.lock().await;
         let names = TableNames::new(&self.name, rp, "");
         let mut statements = vec![format!(
-            "INSERT INTO {}.{} (name, duration_seconds, updated) SETTINGS async_insert = 0 \
+            "INSERT INTO {} (name, duration_seconds, updated) SETTINGS async_insert = 0 \
              VALUES ({}, {seconds}, now64(3))",
-            names.database,
-            names::quote_ident(names::RETENTION_POLICIES_TABLE),
+            names.retention_table,
             quote_literal(rp),
         )];
         let tables = self
@@ -419,28 +418,24 @@ impl Catalog {
                 let mut retention = Vec::new();
                 for row in &databases {
                     let db = &row[0];
-                    let registry = format!(
-                        "{}.{}",
-                        names::quote_ident(db),
-                        names::quote_ident(names::RETENTION_POLICIES_TABLE)
-                    );
+                    let Some(name) = names::decode(db) else { continue };
+                    let names = TableNames::new(&name, "", "");
                     // Databases from before the registry existed get one now.
-                    engine::execute(conn, &schema::retention_policies_table_sql(&TableNames::new(
-                        &names::decode(db).unwrap_or_default(),
-                        "",
-                        "",
-                    )))?;
+                    engine::execute(conn, &schema::retention_policies_table_sql(&names))?;
                     for policy in engine::query_rows(
                         conn,
-                        &format!("SELECT name, duration_seconds FROM {registry} FINAL"),
+                        &format!(
+                            "SELECT name, duration_seconds FROM {} FINAL",
+                            names.retention_table
+                        ),
                     )? {
                         if let [name, seconds] = policy.as_slice() {
                             retention.push((db.clone(), name.clone(), seconds.parse::<u64>().unwrap_or(0)));
                         }
                     }
-                    let quoted_series = format!("{}.{}", names::quote_ident(db), names::quote_ident(SERIES_TABLE));
                     for batch in conn.query_arrow(&format!(
-                        "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {quoted_series} GROUP BY measurement"
+                        "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {} GROUP BY measurement",
+                        names.series_table
                     ))? {
                         let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
                         let measurements = batch.column(0).as_string::<i32>();
@@ -455,13 +450,8 @@ impl Catalog {
                             ));
                         }
                     }
-                    let quoted = format!(
-                        "{}.{}",
-                        names::quote_ident(db),
-                        names::quote_ident(SERIES_TABLE)
-                    );
                     let ids: Vec<u64> = conn
-                        .query_arrow(&format!("SELECT series_id FROM {quoted}"))?
+                        .query_arrow(&format!("SELECT series_id FROM {}", names.series_table))?
                         .map(|batch| {
                             let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
                             let column = batch

@@ -54,7 +54,6 @@ pub mod series;
 pub mod stats;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -241,8 +240,7 @@ impl Ingestor {
 
     /// Bytes of rows held by the batchers, waiting to be flushed.
     pub fn buffered_bytes(&self) -> usize {
-        let shared = &self.shared;
-        (shared.memory_kib - shared.memory.available_permits()) * 1024
+        self.shared.buffered_bytes()
     }
 
     /// The configuration in force (with the data directory resolved).
@@ -596,10 +594,15 @@ impl Shared {
         await_flushes(receivers).await
     }
 
+    /// Bytes reserved by chunks waiting in the batchers.
+    fn buffered_bytes(&self) -> usize {
+        (self.memory_kib - self.memory.available_permits()) * 1024
+    }
+
     async fn reserve_memory(&self, bytes: usize) -> Result<tokio::sync::OwnedSemaphorePermit> {
         let kib = bytes.div_ceil(1024).max(1);
         let overloaded = || Error::Overloaded {
-            buffered: (self.memory_kib - self.memory.available_permits()) * 1024,
+            buffered: self.buffered_bytes(),
             limit: self.config.max_buffered_bytes,
             retry_after: Duration::from_secs(1),
         };
@@ -781,12 +784,4 @@ pub fn engine_version() -> &'static str {
 /// would race the engine's threads. No engine can be opened afterwards.
 pub fn shutdown_engine() -> Result<()> {
     chdb_rust::runtime::shutdown().map_err(Error::from)
-}
-
-/// Data directory of a config, for callers that only have the ingestor.
-impl IngestConfig {
-    /// The data directory.
-    pub fn data_dir(&self) -> &PathBuf {
-        &self.data_dir
-    }
 }

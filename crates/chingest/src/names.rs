@@ -197,6 +197,8 @@ pub struct TableNames {
     pub storage_table: String,
     /// `` `db`.`_series` ``.
     pub series_table: String,
+    /// `` `db`.`_retention_policies` ``.
+    pub retention_table: String,
     /// `` `db`.`m` ``: the view with tags as columns (kept for the view
     /// retention policy only, see `IngestConfig::view_retention_policy`).
     pub view: String,
@@ -218,6 +220,7 @@ impl TableNames {
             query_table: format!("{qdb}.{}", quote_ident(&table)),
             storage_table: format!("{qdb}.{}", quote_ident(&storage)),
             series_table: format!("{qdb}.{}", quote_ident(SERIES_TABLE)),
+            retention_table: format!("{qdb}.{}", quote_ident(RETENTION_POLICIES_TABLE)),
             view: format!("{qdb}.{}", quote_ident(&encode(measurement))),
             database: qdb,
             database_name: db,

@@ -152,10 +152,9 @@ impl TableSchema {
 /// `duration_seconds` 0 meaning forever.
 pub fn retention_policies_table_sql(names: &TableNames) -> String {
     format!(
-        "CREATE TABLE IF NOT EXISTS {}.{} (name String, duration_seconds UInt64, \
+        "CREATE TABLE IF NOT EXISTS {} (name String, duration_seconds UInt64, \
          updated DateTime64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY name",
-        names.database,
-        quote_ident(crate::names::RETENTION_POLICIES_TABLE)
+        names.retention_table
     )
 }
 
