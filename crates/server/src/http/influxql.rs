@@ -245,34 +245,7 @@ pub(super) async fn query(
 
 /// `application/x-www-form-urlencoded` pairs (empty for other bodies).
 fn url_decoded_pairs(body: &[u8]) -> Vec<(String, String)> {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return Vec::new();
-    };
-    text.split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (decode(k), decode(v)))
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 3 <= bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 2;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    serde_urlencoded::from_bytes(body).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -334,5 +307,8 @@ mod tests {
                 ("db".into(), "a".into())
             ]
         );
+        // Malformed escapes beside multi-byte text must not panic.
+        url_decoded_pairs("q=%aé&x=%".as_bytes());
+        assert!(url_decoded_pairs(b"\xff\xfe=1").len() <= 1);
     }
 }
