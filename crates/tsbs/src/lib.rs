@@ -58,12 +58,15 @@ pub const START_NS: i64 = 1_451_606_400_000_000_000;
 /// The interval between two points of one host: 10 s.
 pub const INTERVAL_NS: i64 = 10_000_000_000;
 
-/// A splitmix64 generator: tiny, fast, and the same everywhere.
+/// A splitmix64 generator: tiny, fast, and the same everywhere. Every
+/// generated value in the benchmarks comes from it, so a load is the same on
+/// every machine.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+pub struct SplitMix(pub u64);
 
-impl Rng {
-    fn next(&mut self) -> u64 {
+impl SplitMix {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -71,14 +74,15 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A value in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
 
 /// One host's series key: `cpu,hostname=host_N,...` (tags in TSBS order).
 pub fn series_key(host: usize) -> String {
-    let mut rng = Rng(host as u64 ^ 0x5EED);
+    let mut rng = SplitMix(host as u64 ^ 0x5EED);
     let region = REGIONS[rng.below(REGIONS.len() as u64) as usize];
     let mut key = String::with_capacity(200);
     let _ = write!(
@@ -100,7 +104,7 @@ pub fn series_key(host: usize) -> String {
 #[derive(Debug, Clone)]
 pub struct CpuOnly {
     keys: Vec<String>,
-    rng: Rng,
+    rng: SplitMix,
 }
 
 impl CpuOnly {
@@ -108,7 +112,7 @@ impl CpuOnly {
     pub fn new(hosts: usize) -> Self {
         CpuOnly {
             keys: (0..hosts).map(series_key).collect(),
-            rng: Rng(42),
+            rng: SplitMix(42),
         }
     }
 

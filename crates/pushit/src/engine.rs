@@ -1,0 +1,144 @@
+//! The raw engine: chdb-rust connections with nothing of chingest's in the
+//! way, plus the TSBS fact table and batches the end-to-end arms compare
+//! against.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chdb_rust::connection::Connection;
+use chdb_rust::format::OutputFormat;
+use chingest::arrow::array::{
+    ArrayRef, Int64Builder, RecordBatch, TimestampNanosecondArray, UInt64Array,
+};
+use chingest::arrow::datatypes::{DataType, Field, Schema};
+
+use crate::Error;
+
+/// One connection to the process-wide engine. A connection runs one
+/// statement at a time; open one per thread to insert in parallel.
+pub struct RawConnection {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for RawConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawConnection").finish_non_exhaustive()
+    }
+}
+
+impl RawConnection {
+    /// Opens a connection to the engine whose data lives in `data_dir`
+    /// (booting the engine on the first call in the process).
+    pub fn open(data_dir: &Path) -> Result<RawConnection, Error> {
+        let path = format!("--path={}", data_dir.display());
+        let conn = Connection::open(&[&path]).map_err(engine_error)?;
+        Ok(RawConnection { conn })
+    }
+
+    /// Runs statements whose output is not needed, in order.
+    pub fn execute(&self, statements: &[&str]) -> Result<(), Error> {
+        for sql in statements {
+            self.conn
+                .query(sql, OutputFormat::Null)
+                .map_err(engine_error)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a query returning one unsigned number.
+    pub fn scalar(&self, sql: &str) -> Result<u64, Error> {
+        let result = self
+            .conn
+            .query(sql, OutputFormat::TabSeparated)
+            .map_err(engine_error)?;
+        let text = result.data_utf8_lossy();
+        text.trim()
+            .parse()
+            .map_err(|_| Error::Engine(format!("`{sql}` returned {text:?}, not a number")))
+    }
+
+    /// Inserts `batch` into `table` through the engine's Arrow path (one
+    /// statement, one part).
+    pub fn insert(&self, table: &str, batch: RecordBatch) -> Result<(), Error> {
+        chdb_rust::arrow_insert::insert_record_batch_direct(
+            &self.conn,
+            table,
+            batch,
+            chdb_rust::InsertOptions::default(),
+        )
+        .map_err(engine_error)
+    }
+
+    /// Rows in `table`.
+    pub fn count(&self, table: &str) -> Result<u64, Error> {
+        self.scalar(&format!("SELECT count() FROM {table}"))
+    }
+
+    /// Active parts and their bytes on disk, of the table `name` in database
+    /// `database` (both unquoted).
+    pub fn parts(&self, database: &str, name: &str) -> Result<(u64, u64), Error> {
+        let filter = format!(
+            "FROM system.parts WHERE active AND database = {} AND table = {}",
+            chingest::names::quote_literal(database),
+            chingest::names::quote_literal(name)
+        );
+        Ok((
+            self.scalar(&format!("SELECT count() {filter}"))?,
+            self.scalar(&format!("SELECT sum(bytes_on_disk) {filter}"))?,
+        ))
+    }
+}
+
+fn engine_error(e: chdb_rust::error::Error) -> Error {
+    Error::Engine(e.to_string())
+}
+
+/// `CREATE TABLE` for TSBS cpu rows with the fact-table schema chingest
+/// creates for them: time, series_id, and one Nullable(Int64) per field.
+pub fn tsbs_fact_table_sql(table: &str) -> String {
+    let fields: String = tsbs::FIELDS
+        .iter()
+        .map(|f| format!(", {f} Nullable(Int64)"))
+        .collect();
+    format!(
+        "CREATE TABLE {table} (time DateTime64(9, 'UTC'), series_id UInt64{fields}) \
+         ENGINE = MergeTree ORDER BY (series_id, time)"
+    )
+}
+
+/// The rows of TSBS cpu line protocol `body` as the fact table stores them:
+/// what chingest would hand the engine, built outside any timed region.
+pub fn tsbs_fact_batch(body: &str) -> Result<RecordBatch, Error> {
+    let mut time = Vec::new();
+    let mut series = Vec::new();
+    let mut fields: Vec<Int64Builder> = tsbs::FIELDS.iter().map(|_| Int64Builder::new()).collect();
+    let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
+    let mut line = lineproto::Line::default();
+    while let Some(result) = parser.next_into(&mut line) {
+        result.map_err(|e| Error::Data(e.to_string()))?;
+        time.push(line.timestamp);
+        series.push(chingest::series::series_id_of_canonical(
+            line.series_key.as_bytes(),
+        ));
+        for (builder, (_, value)) in fields.iter_mut().zip(&line.fields) {
+            let lineproto::FieldValue::Integer(v) = value else {
+                return Err(Error::Data("TSBS cpu fields are integers".into()));
+            };
+            builder.append_value(*v);
+        }
+    }
+    let mut schema = vec![
+        Field::new("time", chingest::schema::time_type(), false),
+        Field::new("series_id", DataType::UInt64, false),
+    ];
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(TimestampNanosecondArray::from(time).with_timezone("UTC")),
+        Arc::new(UInt64Array::from(series)),
+    ];
+    for (name, mut builder) in tsbs::FIELDS.iter().zip(fields) {
+        schema.push(Field::new(*name, DataType::Int64, true));
+        columns.push(Arc::new(builder.finish()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(schema)), columns)
+        .map_err(|e| Error::Data(e.to_string()))
+}

@@ -1,0 +1,359 @@
+//! The same samples stored five ways, as in the seed's schema study: each
+//! layout's tables and its Arrow batches, built before any timing starts.
+//!
+//! A sample is one timestamped point of one series: `tags` tag values and
+//! `fields` integer fields. Samples arrive time-major (every series at one
+//! timestamp, then the next timestamp), as a collector sends them. Fields
+//! are `Nullable(Int64)` in every layout, as in chingest's fact tables, so
+//! the layouts differ only in how they store the tags.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use chingest::arrow::array::{
+    Array, ArrayRef, Int64Array, MapBuilder, RecordBatch, StringArray, StringBuilder,
+    TimestampNanosecondArray, UInt64Array,
+};
+use chingest::arrow::datatypes::{DataType, Field, Schema};
+use chingest::names::TableNames;
+use chingest::schema::{FieldType, TableSchema};
+use chingest::series::SeriesKey;
+
+use crate::Error;
+
+/// The measurement name every layout's samples belong to.
+pub const MEASUREMENT: &str = "samples";
+
+/// How many samples, and how wide each is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Distinct series (tag sets).
+    pub series: usize,
+    /// Timestamps per series.
+    pub timestamps: usize,
+    /// Tags per series.
+    pub tags: usize,
+    /// Integer fields per sample.
+    pub fields: usize,
+}
+
+impl Shape {
+    /// Total samples: series × timestamps.
+    pub fn samples(&self) -> usize {
+        self.series * self.timestamps
+    }
+
+    fn tag_names(&self) -> Vec<String> {
+        (0..self.tags).map(|k| format!("tag{k}")).collect()
+    }
+
+    fn field_names(&self) -> Vec<String> {
+        (0..self.fields).map(|f| format!("field{f}")).collect()
+    }
+
+    /// Tag `k` of series `s`: the first tag tells every series apart (like
+    /// a host name), tag `k > 0` takes `10^k` values (like region, rack, …).
+    fn tag_value(&self, s: usize, k: usize) -> String {
+        match k {
+            0 => format!("host_{s}"),
+            k => format!("value{k}_{}", s % 10usize.saturating_pow(k as u32)),
+        }
+    }
+}
+
+/// One way of storing the samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A String column per tag, sorted by all tags then time.
+    Cols,
+    /// The tags in one `Map(String, String)`, sorted by time (a Map cannot
+    /// be a sort key).
+    Map,
+    /// chingest's fact table: tags hashed to `series_id`, sorted by
+    /// (series_id, time), written straight to the MergeTree.
+    SeriesId,
+    /// A row per field: (time, series_id, field, value), sorted by
+    /// (series_id, field, time).
+    SeriesIdLong,
+    /// chingest's fact table through its Buffer table; the timed region
+    /// ends when the Buffer has written every row to the MergeTree.
+    SeriesIdBuffer,
+}
+
+/// The tables a layout needs, in one database.
+#[derive(Debug, Clone)]
+pub struct LayoutTables {
+    /// Statements that create the tables (the database must exist).
+    pub create: Vec<String>,
+    /// The table inserts go to.
+    pub insert_into: String,
+    /// Statement that makes every inserted row durable in `storage` (a
+    /// Buffer flush), if inserts do not do so already.
+    pub settle: Option<String>,
+    /// The MergeTree that stores the rows, quoted, for counting them.
+    pub storage: String,
+    /// The storage table's unquoted name, for `system.parts`.
+    pub storage_name: String,
+    /// A table with the storage table's columns and `ENGINE = Null`: the
+    /// same inserts into it cost only the conversion of Arrow to blocks.
+    pub null_sink: String,
+}
+
+impl Layout {
+    /// Every layout, in the order the seed reports them.
+    pub const ALL: [Layout; 5] = [
+        Layout::Cols,
+        Layout::Map,
+        Layout::SeriesId,
+        Layout::SeriesIdLong,
+        Layout::SeriesIdBuffer,
+    ];
+
+    /// The layout's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Cols => "cols",
+            Layout::Map => "map",
+            Layout::SeriesId => "series_id",
+            Layout::SeriesIdLong => "series_id + long",
+            Layout::SeriesIdBuffer => "series_id (Buffer)",
+        }
+    }
+
+    /// Rows stored per sample.
+    pub fn rows_per_sample(self, shape: &Shape) -> usize {
+        match self {
+            Layout::SeriesIdLong => shape.fields,
+            _ => 1,
+        }
+    }
+
+    /// The layout's tables in the (unquoted, plain) database `database`.
+    pub fn tables(self, database: &str, shape: &Shape) -> LayoutTables {
+        let fields: String = shape
+            .field_names()
+            .iter()
+            .map(|f| format!(", {f} Nullable(Int64)"))
+            .collect();
+        let own = |name: &str, columns: String, order_by: &str| {
+            let storage = format!("{database}.{name}");
+            LayoutTables {
+                create: vec![
+                    format!(
+                        "CREATE TABLE {storage} (time DateTime64(9, 'UTC'){columns}) \
+                         ENGINE = MergeTree ORDER BY ({order_by})"
+                    ),
+                    format!("CREATE TABLE {storage}_null AS {storage} ENGINE = Null"),
+                ],
+                insert_into: storage.clone(),
+                settle: None,
+                null_sink: format!("{storage}_null"),
+                storage,
+                storage_name: name.to_owned(),
+            }
+        };
+        match self {
+            Layout::Cols => {
+                let tags = shape.tag_names();
+                let columns: String = tags.iter().map(|t| format!(", {t} String")).collect();
+                own("cols", columns + &fields, &(tags.join(", ") + ", time"))
+            }
+            Layout::Map => own(
+                "map",
+                ", tags Map(String, String)".to_owned() + &fields,
+                "time",
+            ),
+            Layout::SeriesIdLong => own(
+                "long",
+                ", series_id UInt64, field LowCardinality(String), value Int64".to_owned(),
+                "series_id, field, time",
+            ),
+            Layout::SeriesId | Layout::SeriesIdBuffer => {
+                let (names, mut create) = chingest_tables(database, "autogen", MEASUREMENT, shape);
+                let names = &names;
+                let null_sink = format!("{}.`samples_null`", names.database);
+                create.push(format!(
+                    "CREATE TABLE {null_sink} AS {} ENGINE = Null",
+                    names.storage_table
+                ));
+                let buffered = self == Layout::SeriesIdBuffer;
+                LayoutTables {
+                    create,
+                    insert_into: if buffered {
+                        &names.query_table
+                    } else {
+                        &names.storage_table
+                    }
+                    .clone(),
+                    settle: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
+                    storage: names.storage_table.clone(),
+                    storage_name: names.storage_name.clone(),
+                    null_sink,
+                }
+            }
+        }
+    }
+
+    /// All samples of `shape` as this layout's batches of `batch_samples`
+    /// samples each (the long layout's batches have a row per field).
+    pub fn batches(self, shape: &Shape, batch_samples: usize) -> Result<Vec<RecordBatch>, Error> {
+        let samples = Samples::new(shape);
+        let batch_samples = batch_samples.max(1);
+        let mut values = tsbs::SplitMix(7);
+        (0..shape.samples())
+            .step_by(batch_samples)
+            .map(|start| {
+                let end = (start + batch_samples).min(shape.samples());
+                samples.batch(self, start..end, &mut values)
+            })
+            .collect()
+    }
+}
+
+/// chingest's own tables for `measurement` in `database` and retention
+/// policy `rp`, with the shape's fields: a MergeTree and the Buffer table in
+/// front of it, created by the same DDL chingest runs (default Buffer
+/// policy). Returns their names and the statements.
+pub fn chingest_tables(
+    database: &str,
+    rp: &str,
+    measurement: &str,
+    shape: &Shape,
+) -> (TableNames, Vec<String>) {
+    let schema = TableSchema::new(
+        TableNames::new(database, rp, measurement),
+        shape
+            .field_names()
+            .into_iter()
+            .map(|f| (f, FieldType::Integer))
+            .collect(),
+    );
+    let create = chingest::schema::create_table_sql(&schema, &chingest::BufferPolicy::default(), 0);
+    (schema.names, create.to_vec())
+}
+
+/// Per-series data shared by every batch: tag values and series ids.
+struct Samples {
+    shape: Shape,
+    tag_names: Vec<String>,
+    field_names: Vec<String>,
+    tag_values: Vec<Vec<String>>,
+    series_ids: Vec<u64>,
+}
+
+impl Samples {
+    fn new(shape: &Shape) -> Samples {
+        let tag_names = shape.tag_names();
+        let tag_values: Vec<Vec<String>> = (0..shape.series)
+            .map(|s| (0..shape.tags).map(|k| shape.tag_value(s, k)).collect())
+            .collect();
+        let series_ids = tag_values
+            .iter()
+            .map(|values| {
+                let tags = tag_names
+                    .iter()
+                    .zip(values)
+                    .map(|(k, v)| (Cow::from(k.as_str()), Cow::from(v.as_str())));
+                SeriesKey::new(MEASUREMENT, tags)
+                    .expect("generated tag keys are distinct")
+                    .series_id()
+            })
+            .collect();
+        Samples {
+            shape: *shape,
+            tag_names,
+            field_names: shape.field_names(),
+            tag_values,
+            series_ids,
+        }
+    }
+
+    /// Samples `range` (time-major) as one batch of `layout`. Field values
+    /// are drawn from `values` in sample order, so every layout stores the
+    /// same numbers.
+    fn batch(
+        &self,
+        layout: Layout,
+        range: std::ops::Range<usize>,
+        values: &mut tsbs::SplitMix,
+    ) -> Result<RecordBatch, Error> {
+        let series = self.shape.series;
+        let n = range.len();
+        let series_of: Vec<usize> = range.clone().map(|i| i % series).collect();
+        let times: Vec<i64> = range
+            .map(|i| tsbs::START_NS + (i / series) as i64 * tsbs::INTERVAL_NS)
+            .collect();
+        let mut field_values = vec![Vec::with_capacity(n); self.shape.fields];
+        for _ in 0..n {
+            for column in &mut field_values {
+                column.push(values.below(100) as i64);
+            }
+        }
+
+        let mut schema = vec![Field::new("time", chingest::schema::time_type(), false)];
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        let time_column = |times: Vec<i64>| -> ArrayRef {
+            Arc::new(TimestampNanosecondArray::from(times).with_timezone("UTC"))
+        };
+        if layout == Layout::SeriesIdLong {
+            let fields = self.shape.fields;
+            columns.push(time_column(
+                times
+                    .iter()
+                    .flat_map(|&t| std::iter::repeat_n(t, fields))
+                    .collect(),
+            ));
+            schema.push(Field::new("series_id", DataType::UInt64, false));
+            columns.push(Arc::new(UInt64Array::from_iter_values(
+                series_of
+                    .iter()
+                    .flat_map(|&s| std::iter::repeat_n(self.series_ids[s], fields)),
+            )));
+            schema.push(Field::new("field", DataType::Utf8, false));
+            columns.push(Arc::new(StringArray::from_iter_values(
+                self.field_names.iter().cycle().take(n * fields),
+            )));
+            schema.push(Field::new("value", DataType::Int64, false));
+            columns.push(Arc::new(Int64Array::from_iter_values(
+                (0..n).flat_map(|i| field_values.iter().map(move |column| column[i])),
+            )));
+        } else {
+            columns.push(time_column(times));
+            match layout {
+                Layout::Cols => {
+                    for (k, name) in self.tag_names.iter().enumerate() {
+                        schema.push(Field::new(name, DataType::Utf8, false));
+                        columns.push(Arc::new(StringArray::from_iter_values(
+                            series_of.iter().map(|&s| &self.tag_values[s][k]),
+                        )));
+                    }
+                }
+                Layout::Map => {
+                    let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+                    for &s in &series_of {
+                        for (name, value) in self.tag_names.iter().zip(&self.tag_values[s]) {
+                            map.keys().append_value(name);
+                            map.values().append_value(value);
+                        }
+                        map.append(true).map_err(|e| Error::Data(e.to_string()))?;
+                    }
+                    let map = map.finish();
+                    schema.push(Field::new("tags", Array::data_type(&map).clone(), false));
+                    columns.push(Arc::new(map));
+                }
+                _ => {
+                    schema.push(Field::new("series_id", DataType::UInt64, false));
+                    columns.push(Arc::new(UInt64Array::from_iter_values(
+                        series_of.iter().map(|&s| self.series_ids[s]),
+                    )));
+                }
+            }
+            for (name, column) in self.field_names.iter().zip(field_values) {
+                schema.push(Field::new(name, DataType::Int64, true));
+                columns.push(Arc::new(Int64Array::from(column)));
+            }
+        }
+        RecordBatch::try_new(Arc::new(Schema::new(schema)), columns)
+            .map_err(|e| Error::Data(e.to_string()))
+    }
+}

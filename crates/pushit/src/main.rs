@@ -1,0 +1,223 @@
+//! `pushit`: sweeps the levers of embedded chDB ingest (layout, batch size,
+//! connections, Buffer tables) and chingest end to end over HTTP, and prints
+//! the seed's tables for the machine it runs on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use pushit::engine::RawConnection;
+use pushit::layouts::{Layout, Shape};
+use pushit::report::{Column, Report};
+
+mod modes;
+
+/// Sweeps every lever of embedded chDB ingest, and chingest end to end, on
+/// this machine.
+///
+/// Data is generated before any timing starts, and every run checks that the
+/// engine stored exactly the rows it inserted. Results are a table on the
+/// terminal, or one JSON object per row with --json.
+#[derive(Debug, Parser)]
+#[command(name = "pushit", version)]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+/// Options every mode takes.
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// Print one JSON object per result row instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Mark each result row `≥ target: yes/no` against this many rows/s.
+    #[arg(long, global = true, value_name = "ROWS_PER_S")]
+    target: Option<f64>,
+    /// Measure each point this many times and report the median.
+    #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Skip the untimed warm-up insert. The first measurement of the process
+    /// is then reported on its own row, labelled `cold`; every other row is
+    /// `warm`.
+    #[arg(long, global = true)]
+    cold: bool,
+    /// The engine's data directory. Default: a temporary directory, removed
+    /// at exit.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// No progress messages on stderr.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// The same samples stored five ways (cols, map, series_id, series_id +
+    /// long, series_id through a Buffer table) on one connection: samples/s,
+    /// rows/s, conversion share, bytes on disk.
+    Layouts(modes::layouts::Args),
+    /// Rows per insert, swept on one connection into chingest's fact table.
+    Batch(modes::batch::Args),
+    /// Workers swept over three arms: one shared connection, a connection
+    /// per worker into its own table, a connection per worker into one table.
+    Workers(modes::workers::WorkersArgs),
+    /// Workers swept past the core count (a connection and a table each)
+    /// to find where throughput tops out.
+    Ceiling(modes::workers::CeilingArgs),
+    /// Small frequent flushes, direct vs through Buffer tables, into one
+    /// table and fanned out over retention policies × measurements.
+    Flush(modes::flush::Args),
+    /// End to end: TSBS cpu-only line protocol posted to chingest over HTTP,
+    /// against the same rows inserted straight into the engine.
+    Http(modes::http::Args),
+}
+
+/// The sample shape flags shared by the engine modes.
+#[derive(Debug, Clone, clap::Args)]
+struct ShapeArgs {
+    /// Distinct series.
+    #[arg(long, default_value_t = 1_000)]
+    series: usize,
+    /// Timestamps per series.
+    #[arg(long, default_value_t = 1_000)]
+    timestamps: usize,
+    /// Tags per series.
+    #[arg(long, default_value_t = 6)]
+    tags: usize,
+    /// Integer fields per sample.
+    #[arg(long, default_value_t = 5)]
+    fields: usize,
+}
+
+impl ShapeArgs {
+    fn shape(&self) -> Shape {
+        Shape {
+            series: self.series.max(1),
+            timestamps: self.timestamps.max(1),
+            tags: self.tags.max(1),
+            fields: self.fields.max(1),
+        }
+    }
+}
+
+/// What every mode needs: where the engine lives and how to report.
+struct Context {
+    data_dir: PathBuf,
+    common: Common,
+    /// Set until the first measurement when `--cold` is given.
+    cold_pending: std::cell::Cell<bool>,
+}
+
+/// One reported measurement of a point: its label (`cold`/`warm`), timed
+/// duration, and whatever else the run measured.
+struct Measured<T> {
+    label: &'static str,
+    elapsed: Duration,
+    extra: T,
+}
+
+impl Context {
+    fn connect(&self) -> anyhow::Result<RawConnection> {
+        RawConnection::open(&self.data_dir).context("opening an engine connection")
+    }
+
+    fn progress(&self, message: impl std::fmt::Display) {
+        if !self.common.quiet {
+            eprintln!("pushit: {message}");
+        }
+    }
+
+    fn report(&self, mode: &'static str, columns: Vec<Column>) -> Report {
+        Report::new(mode, columns, self.common.target, self.common.json)
+    }
+
+    /// Runs `run` (`--runs` times) and returns its median; under `--cold`,
+    /// the process's very first run comes first, on its own. `run` sets up
+    /// untimed, returns the timed duration, and verifies what it stored.
+    fn measure<T>(
+        &self,
+        mut run: impl FnMut() -> anyhow::Result<(Duration, T)>,
+    ) -> anyhow::Result<Vec<Measured<T>>> {
+        let mut reported = Vec::new();
+        if self.cold_pending.replace(false) {
+            let (elapsed, extra) = run()?;
+            reported.push(Measured {
+                label: "cold",
+                elapsed,
+                extra,
+            });
+        }
+        let mut runs = (0..self.common.runs)
+            .map(|_| run())
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        runs.sort_by_key(|(elapsed, _)| *elapsed);
+        let (elapsed, extra) = runs.swap_remove(runs.len() / 2);
+        reported.push(Measured {
+            label: "warm",
+            elapsed,
+            extra,
+        });
+        Ok(reported)
+    }
+
+    /// Boots the engine and runs one untimed insert, so the first
+    /// measurement does not pay for the engine's first use.
+    fn warm_up(&self) -> anyhow::Result<()> {
+        let conn = self.connect()?;
+        let shape = Shape {
+            series: 1_000,
+            timestamps: 20,
+            tags: 6,
+            fields: 5,
+        };
+        let tables = Layout::SeriesId.tables("pushit_warmup", &shape);
+        modes::fresh_database(&conn, "pushit_warmup")?;
+        conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
+        for batch in Layout::SeriesId.batches(&shape, 10_000)? {
+            conn.insert(&tables.insert_into, batch)?;
+        }
+        conn.execute(&["DROP DATABASE pushit_warmup SYNC"])?;
+        Ok(())
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let temp;
+    let data_dir = match &cli.common.data_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.clone()
+        }
+        None => {
+            temp = tempfile::Builder::new().prefix("pushit-").tempdir()?;
+            temp.path().to_owned()
+        }
+    };
+    let ctx = Context {
+        data_dir: data_dir.canonicalize()?,
+        cold_pending: std::cell::Cell::new(cli.common.cold),
+        common: cli.common,
+    };
+    ctx.progress(format!(
+        "engine {} on {} cores, data in {}",
+        chingest::engine_version(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ctx.data_dir.display()
+    ));
+    if !ctx.common.cold {
+        ctx.warm_up().context("warm-up")?;
+    }
+    match cli.mode {
+        Mode::Layouts(args) => modes::layouts::run(&ctx, &args),
+        Mode::Batch(args) => modes::batch::run(&ctx, &args),
+        Mode::Workers(args) => modes::workers::run_workers(&ctx, &args),
+        Mode::Ceiling(args) => modes::workers::run_ceiling(&ctx, &args),
+        Mode::Flush(args) => modes::flush::run(&ctx, &args),
+        Mode::Http(args) => modes::http::run(&ctx, &args),
+    }
+}
