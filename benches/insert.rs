@@ -10,11 +10,8 @@
 //! median and their ratio. `ROUNDS=n` sets the number of rounds (default 15).
 //! Under `cargo test` (no `--bench` argument) it runs one round as a check.
 
-mod raw_engine;
-
-use chdb_rust::connection::Connection;
-use chdb_rust::format::OutputFormat;
 use chingest::{IngestConfig, Ingestor, WriteOptions};
+use pushit::engine::{tsbs_fact_batch, tsbs_fact_table_sql, RawConnection};
 use std::time::{Duration, Instant};
 
 const HOSTS: usize = 1_000;
@@ -41,10 +38,9 @@ fn main() {
         .block_on(ingestor.write_lp("bench", "autogen", body.as_bytes(), &options))
         .unwrap();
 
-    let conn =
-        Connection::open(&[&format!("--path={}", ingestor.config().data_dir.display())]).unwrap();
-    raw_engine::create_table(&conn, "bench.raw");
-    let batch = raw_engine::prebuilt_batch(&body);
+    let conn = RawConnection::open(&ingestor.config().data_dir).unwrap();
+    conn.execute(&[&tsbs_fact_table_sql("bench.raw")]).unwrap();
+    let batch = tsbs_fact_batch(&body).unwrap();
 
     let mut raw = Vec::new();
     let mut library = Vec::new();
@@ -53,20 +49,12 @@ fn main() {
         // Empty tables each round: the merges of earlier rounds' parts would
         // otherwise take the cores from whichever arm runs next.
         for table in ["bench.raw", "bench.`cpu.autogen.mergetree`"] {
-            conn.query(&format!("TRUNCATE TABLE {table}"), OutputFormat::Null)
-                .unwrap();
+            conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
         }
         // Which arm goes first alternates too.
         let raw_arm = || {
             let started = Instant::now();
-            chdb_rust::arrow_insert::insert_record_batch(
-                &conn,
-                "bench.raw",
-                &format!("bench_raw_{round}"),
-                batch.clone(),
-                chdb_rust::InsertOptions::default(),
-            )
-            .unwrap();
+            conn.insert("bench.raw", batch.clone()).unwrap();
             started.elapsed()
         };
         // write_lp is exactly prepare_lp + commit; timed in two parts.
@@ -120,8 +108,7 @@ fn main() {
     // Back to back: two writers keep a write in flight each, so one write's
     // parse overlaps the other's insert, as under continuous ingest.
     for table in ["bench.raw", "bench.`cpu.autogen.mergetree`"] {
-        conn.query(&format!("TRUNCATE TABLE {table}"), OutputFormat::Null)
-            .unwrap();
+        conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
     }
     let writes = rounds.max(2);
     let started = Instant::now();

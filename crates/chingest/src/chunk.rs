@@ -90,9 +90,14 @@ impl Column {
     }
 }
 
-/// Rows for one table, built column by column.
+/// Rows for one table, built column by column: what a write turns its
+/// points into before they are inserted. Public so that embedders and the
+/// benchmarks can build fact batches for [`Ingestor::write_arrow`] the way
+/// chingest does.
+///
+/// [`Ingestor::write_arrow`]: crate::Ingestor::write_arrow
 #[derive(Debug)]
-pub(crate) struct ChunkBuilder {
+pub struct ChunkBuilder {
     schema: Arc<TableSchema>,
     time: Vec<i64>,
     series_id: Vec<u64>,
@@ -101,7 +106,8 @@ pub(crate) struct ChunkBuilder {
 }
 
 impl ChunkBuilder {
-    pub(crate) fn new(schema: Arc<TableSchema>) -> Self {
+    /// An empty chunk for a table with `schema`.
+    pub fn new(schema: Arc<TableSchema>) -> Self {
         let columns = schema.fields.iter().map(|_| None).collect();
         ChunkBuilder {
             schema,
@@ -112,18 +118,23 @@ impl ChunkBuilder {
     }
 
     /// Switches to a newer schema of the same table (one with more fields).
-    pub(crate) fn upgrade(&mut self, schema: Arc<TableSchema>) {
+    pub fn upgrade(&mut self, schema: Arc<TableSchema>) {
         self.columns.resize_with(schema.fields.len(), || None);
         self.schema = schema;
     }
 
-    pub(crate) fn rows(&self) -> usize {
+    /// Rows appended so far.
+    pub fn rows(&self) -> usize {
         self.time.len()
     }
 
-    /// Appends one row. `fields` are (column position, value) pairs whose
-    /// types match the schema, each position at most once.
-    pub(crate) fn push_row<'v>(
+    /// Appends one row. `fields` are (position in `schema.fields`, value)
+    /// pairs whose types match the schema, each position at most once.
+    ///
+    /// # Panics
+    ///
+    /// If a position is out of range or a value's type is not its column's.
+    pub fn push_row<'v>(
         &mut self,
         time: i64,
         series_id: u64,
@@ -145,7 +156,7 @@ impl ChunkBuilder {
     }
 
     /// The rows as a batch of `time`, `series_id` and the fields that occurred.
-    pub(crate) fn finish(mut self) -> RecordBatch {
+    pub fn finish(mut self) -> RecordBatch {
         let rows = self.time.len();
         let mut present = Vec::new();
         let mut arrays: Vec<ArrayRef> = vec![

@@ -43,7 +43,7 @@
 mod arrow_write;
 mod batcher;
 mod catalog;
-mod chunk;
+pub mod chunk;
 mod config;
 mod engine;
 mod error;

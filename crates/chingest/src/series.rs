@@ -98,7 +98,7 @@ pub fn series_id_of_canonical(canonical: &[u8]) -> u64 {
 /// the writer's order, escapes intact). Lines of a series seen before are
 /// recognized by it without parsing their tags again. Two different keys
 /// share a fingerprint with odds around 10^-21 even at a billion series.
-pub(crate) fn raw_key_fingerprint(raw: &[u8]) -> u128 {
+pub fn raw_key_fingerprint(raw: &[u8]) -> u128 {
     xxh3_128(raw)
 }
 

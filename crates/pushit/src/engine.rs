@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
-use chingest::arrow::array::{
-    ArrayRef, Int64Builder, RecordBatch, TimestampNanosecondArray, UInt64Array,
-};
-use chingest::arrow::datatypes::{DataType, Field, Schema};
+use chingest::arrow::array::RecordBatch;
+use chingest::chunk::ChunkBuilder;
+use chingest::names::TableNames;
+use chingest::schema::{FieldType, TableSchema};
+use chingest::series::SeriesKey;
 
 use crate::Error;
 
@@ -93,8 +94,19 @@ fn engine_error(e: chdb_rust::error::Error) -> Error {
     Error::Engine(e.to_string())
 }
 
-/// `CREATE TABLE` for TSBS cpu rows with the fact-table schema chingest
-/// creates for them: time, series_id, and one Nullable(Int64) per field.
+/// The schema chingest gives TSBS cpu rows: time, series_id, and one
+/// Nullable(Int64) per field.
+pub fn tsbs_fact_schema(table: &str) -> TableSchema {
+    TableSchema::new(
+        TableNames::new("pushit", "autogen", table),
+        tsbs::FIELDS
+            .iter()
+            .map(|f| (f.to_string(), FieldType::Integer))
+            .collect(),
+    )
+}
+
+/// `CREATE TABLE` for TSBS cpu rows with chingest's fact-table columns.
 pub fn tsbs_fact_table_sql(table: &str) -> String {
     let fields: String = tsbs::FIELDS
         .iter()
@@ -106,39 +118,33 @@ pub fn tsbs_fact_table_sql(table: &str) -> String {
     )
 }
 
-/// The rows of TSBS cpu line protocol `body` as the fact table stores them:
-/// what chingest would hand the engine, built outside any timed region.
+/// The rows of TSBS cpu line protocol `body` as the fact table stores them,
+/// built by chingest's own [`ChunkBuilder`] (outside any timed region).
 pub fn tsbs_fact_batch(body: &str) -> Result<RecordBatch, Error> {
-    let mut time = Vec::new();
-    let mut series = Vec::new();
-    let mut fields: Vec<Int64Builder> = tsbs::FIELDS.iter().map(|_| Int64Builder::new()).collect();
+    let mut chunk = ChunkBuilder::new(Arc::new(tsbs_fact_schema("cpu")));
     let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
     let mut line = lineproto::Line::default();
     while let Some(result) = parser.next_into(&mut line) {
         result.map_err(|e| Error::Data(e.to_string()))?;
-        time.push(line.timestamp);
-        series.push(chingest::series::series_id_of_canonical(
-            line.series_key.as_bytes(),
-        ));
-        for (builder, (_, value)) in fields.iter_mut().zip(&line.fields) {
-            let lineproto::FieldValue::Integer(v) = value else {
-                return Err(Error::Data("TSBS cpu fields are integers".into()));
-            };
-            builder.append_value(*v);
+        if line.fields.len() != tsbs::FIELDS.len()
+            || !line
+                .fields
+                .iter()
+                .all(|(_, v)| matches!(v, lineproto::FieldValue::Integer(_)))
+        {
+            return Err(Error::Data("not a TSBS cpu line".into()));
         }
+        let series_id = SeriesKey::new(
+            line.measurement.unescape(),
+            line.tags.iter().map(|(k, v)| (k.unescape(), v.unescape())),
+        )
+        .map_err(|e| Error::Data(format!("duplicate tag {}", e.0)))?
+        .series_id();
+        chunk.push_row(
+            line.timestamp,
+            series_id,
+            line.fields.iter().map(|(_, v)| v).enumerate(),
+        );
     }
-    let mut schema = vec![
-        Field::new("time", chingest::schema::time_type(), false),
-        Field::new("series_id", DataType::UInt64, false),
-    ];
-    let mut columns: Vec<ArrayRef> = vec![
-        Arc::new(TimestampNanosecondArray::from(time).with_timezone("UTC")),
-        Arc::new(UInt64Array::from(series)),
-    ];
-    for (name, mut builder) in tsbs::FIELDS.iter().zip(fields) {
-        schema.push(Field::new(*name, DataType::Int64, true));
-        columns.push(Arc::new(builder.finish()));
-    }
-    RecordBatch::try_new(Arc::new(Schema::new(schema)), columns)
-        .map_err(|e| Error::Data(e.to_string()))
+    Ok(chunk.finish())
 }

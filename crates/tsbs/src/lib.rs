@@ -66,7 +66,7 @@ pub struct SplitMix(pub u64);
 
 impl SplitMix {
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -76,7 +76,7 @@ impl SplitMix {
 
     /// A value in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 

@@ -1,0 +1,252 @@
+//! Runs the real `pushit` binary, each mode on a small load, and checks its
+//! JSON rows: every mode runs end to end on the real engine, stores exactly
+//! what it inserted (pushit fails otherwise), and reports the documented
+//! keys. Each run is its own process with its own data directory.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `pushit --json --quiet ARGS` in `dir`; returns its JSON rows.
+fn pushit(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let output = Command::new(env!("CARGO_BIN_EXE_pushit"))
+        .args(["--json", "--quiet", "--data-dir"])
+        .arg(dir.join("data"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run pushit");
+    assert!(
+        output.status.success(),
+        "pushit {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("UTF-8 output")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+fn rate(row: &Value) -> f64 {
+    row["rows_per_s"].as_f64().expect("rows_per_s")
+}
+
+#[test]
+fn layouts_reports_every_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "layouts",
+            "--series",
+            "50",
+            "--timestamps",
+            "40",
+            "--batch-samples",
+            "500",
+        ],
+    );
+    let layouts: Vec<&str> = rows.iter().map(|r| r["layout"].as_str().unwrap()).collect();
+    assert_eq!(
+        layouts,
+        [
+            "cols",
+            "map",
+            "series_id",
+            "series_id + long",
+            "series_id (Buffer)"
+        ]
+    );
+    for row in &rows {
+        assert_eq!(row["mode"], "layouts");
+        assert_eq!(row["samples"], 2_000);
+        assert!(rate(row) > 0.0);
+        let share = row["convert_share"].as_f64().unwrap();
+        assert!(share > 0.0, "{row}");
+        assert!(row["bytes_on_disk"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(row["run"], "warm");
+    }
+    // The long layout stores a row per field (5 by default).
+    assert_eq!(rows[3]["rows"], 10_000);
+}
+
+#[test]
+fn batch_sweeps_sizes_and_marks_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "batch",
+            "--series",
+            "100",
+            "--timestamps",
+            "30",
+            "--sizes",
+            "500,3000",
+            "--target",
+            "1",
+            "--cold",
+        ],
+    );
+    // --cold: the first point's first run is its own row.
+    let labels: Vec<(u64, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["batch_rows"].as_u64().unwrap(),
+                r["run"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(labels, [(500, "cold"), (500, "warm"), (3000, "warm")]);
+    assert_eq!(rows[1]["inserts"], 6);
+    assert_eq!(rows[2]["inserts"], 1);
+    assert!(rows.iter().all(|r| r["meets_target"] == true));
+}
+
+#[test]
+fn workers_runs_three_arms_and_draws_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "workers",
+            "--workers",
+            "1,2",
+            "--batch-rows",
+            "2000",
+            "--inserts-per-worker",
+            "2",
+        ],
+    );
+    let points: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| (r["arm"].as_str().unwrap(), r["workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("shared", 1),
+            ("shared", 2),
+            ("per_worker_tables", 1),
+            ("per_worker_tables", 2),
+            ("per_worker_one_table", 1),
+            ("per_worker_one_table", 2),
+        ]
+    );
+    for row in &rows {
+        let workers = row["workers"].as_f64().unwrap();
+        assert_eq!(row["rows"].as_f64().unwrap(), workers * 2.0 * 2000.0);
+        let per_worker = row["rows_per_s_per_worker"].as_f64().unwrap();
+        assert!((per_worker * workers - rate(row)).abs() < 1e-6 * rate(row));
+    }
+    assert_eq!(rows[0]["speedup"], 1.0);
+    let chart = std::fs::read_to_string(dir.path().join("pushit-workers.svg")).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("connection per worker"));
+}
+
+#[test]
+fn ceiling_names_its_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("curve.svg");
+    let rows = pushit(
+        dir.path(),
+        &[
+            "ceiling",
+            "--workers",
+            "1,3",
+            "--batch-rows",
+            "1000",
+            "--inserts-per-worker",
+            "1",
+            "--chart",
+            chart.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rows.len(), 3);
+    let summary = &rows[2];
+    assert_eq!(summary["summary"], true);
+    let best = rows[..2]
+        .iter()
+        .max_by(|a, b| rate(a).total_cmp(&rate(b)))
+        .unwrap();
+    assert_eq!(summary["peak_workers"], best["workers"]);
+    assert!(chart.exists());
+}
+
+#[test]
+fn flush_compares_direct_and_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &["flush", "--flushes", "20", "--flush-rows", "400"],
+    );
+    let cases: Vec<(&str, &str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["case"].as_str().unwrap(),
+                r["path"].as_str().unwrap(),
+                r["tables"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("one table", "direct", 1),
+            ("one table", "buffer", 1),
+            ("fan-out", "direct", 8),
+            ("fan-out", "buffer", 8),
+        ]
+    );
+    // The Buffer gathers each table's 20 flushes into one part.
+    assert_eq!(rows[1]["parts"], 1);
+    assert_eq!(rows[3]["parts"], 8);
+    assert!(rows[0]["parts"].as_u64().unwrap() > 1);
+    assert!(rows.iter().all(|r| r["rows"] == 8_000));
+}
+
+#[test]
+fn http_reports_e2e_against_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "http",
+            "--hosts",
+            "50",
+            "--steps",
+            "40",
+            "--lines-per-body",
+            "400",
+            "--connections",
+            "2",
+        ],
+    );
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["path"], "engine");
+    assert_eq!(rows[0]["rows"], 2_000);
+    let http = &rows[1];
+    assert_eq!(http["path"], "http");
+    // The first body (400 lines) creates the series before the clock starts.
+    assert_eq!(http["rows"], 1_600);
+    assert_eq!(http["requests"], 4);
+    assert!(http["p50_ms"].as_f64().unwrap() <= http["p99_ms"].as_f64().unwrap());
+    let summary = &rows[2];
+    assert_eq!(summary["summary"], true);
+    let ratio = summary["e2e_over_engine"].as_f64().unwrap();
+    assert!((ratio - rate(http) / rate(&rows[0])).abs() < 1e-9);
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_pushit"))
+        .args(["batch", "--runs", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--runs"));
+}
