@@ -31,7 +31,12 @@ fn main() {
     };
     runtime.block_on(async {
         let ready = format!("http://{}/ready", server.addr);
-        while !client.get(&ready).send().await.is_ok_and(|r| r.status().is_success()) {
+        while !client
+            .get(&ready)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     });

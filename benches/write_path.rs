@@ -83,8 +83,8 @@ fn bench_inserts(
             },
             |batch| {
                 conn.insert(&tables.insert_into, batch).unwrap();
-                if let Some(settle) = &tables.settle {
-                    conn.execute(&[settle]).unwrap();
+                if let Some(flush) = &tables.flush {
+                    conn.execute(&[flush]).unwrap();
                 }
             },
             BatchSize::PerIteration,

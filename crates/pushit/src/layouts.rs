@@ -87,9 +87,9 @@ pub struct LayoutTables {
     pub create: Vec<String>,
     /// The table inserts go to.
     pub insert_into: String,
-    /// Statement that makes every inserted row durable in `storage` (a
-    /// Buffer flush), if inserts do not do so already.
-    pub settle: Option<String>,
+    /// Statement that writes rows held in memory (by a Buffer table) to
+    /// `storage`, if inserts do not put them there already.
+    pub flush: Option<String>,
     /// The MergeTree that stores the rows, quoted, for counting them.
     pub storage: String,
     /// The storage table's unquoted name, for `system.parts`.
@@ -146,7 +146,7 @@ impl Layout {
                     format!("CREATE TABLE {storage}_null AS {storage} ENGINE = Null"),
                 ],
                 insert_into: storage.clone(),
-                settle: None,
+                flush: None,
                 null_sink: format!("{storage}_null"),
                 storage,
                 storage_name: name.to_owned(),
@@ -185,7 +185,7 @@ impl Layout {
                         &names.storage_table
                     }
                     .clone(),
-                    settle: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
+                    flush: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
                     storage: names.storage_table.clone(),
                     storage_name: names.storage_name.clone(),
                     null_sink,

@@ -49,6 +49,11 @@ struct Common {
     /// at exit.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
+    /// Seconds to rest before each measured run, after the previous run's
+    /// merges and writeback are done. On shared or turbo-limited machines a
+    /// run right after a heavy one is measurably slower.
+    #[arg(long, global = true, default_value_t = 0.0, value_name = "SECONDS")]
+    pause: f64,
     /// No progress messages on stderr.
     #[arg(long, short, global = true)]
     quiet: bool,

@@ -9,7 +9,7 @@ use pushit::layouts::Layout;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, verify};
+use super::{fresh_database, per_second, settle, verify};
 use crate::{Context, ShapeArgs};
 
 const DATABASE: &str = "pushit_batch";
@@ -52,6 +52,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let measured = ctx.measure(|| {
             fresh_database(&conn, DATABASE)?;
             conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
+            settle(ctx, &conn)?;
             let started = Instant::now();
             for batch in &batches {
                 conn.insert(&tables.insert_into, batch.clone())?;

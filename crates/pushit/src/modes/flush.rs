@@ -13,7 +13,7 @@ use pushit::layouts::{chingest_tables, Layout, Shape};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second};
+use super::{fresh_database, per_second, settle};
 use crate::Context;
 
 const DATABASE: &str = "pushit_flush";
@@ -94,6 +94,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 };
                 let targets: Vec<String> = tables.iter().map(|(names, _)| target(names)).collect();
                 let slice = flushes[0].num_rows().div_ceil(targets.len());
+                settle(ctx, &conn)?;
                 let started = Instant::now();
                 for flush in &flushes {
                     for (i, table) in targets.iter().enumerate() {

@@ -17,7 +17,7 @@ use pushit::engine::{tsbs_fact_batch, tsbs_fact_table_sql};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, verify};
+use super::{fresh_database, per_second, settle, verify};
 use crate::Context;
 
 const ENGINE_DATABASE: &str = "pushit_engine";
@@ -88,6 +88,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let measured = ctx.measure(|| {
             fresh_database(&conn, ENGINE_DATABASE)?;
             conn.execute(&[&tsbs_fact_table_sql(&table)])?;
+            settle(ctx, &conn)?;
             let started = Instant::now();
             for batch in &batches {
                 conn.insert(&table, batch.clone())?;
@@ -118,6 +119,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         args.lines_per_body
     ));
     let bodies = tsbs::CpuOnly::new(args.hosts).bodies(args.steps, args.lines_per_body.max(1));
+    settle(ctx, &ctx.connect()?)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let e2e = runtime.block_on(post_all(ctx, args, bodies))?;
     let e2e_rate = per_second(e2e.rows, e2e.elapsed);

@@ -10,7 +10,7 @@ use pushit::layouts::Layout;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, verify};
+use super::{fresh_database, per_second, settle, verify};
 use crate::{Context, ShapeArgs};
 
 const DATABASE: &str = "pushit_layouts";
@@ -53,12 +53,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let measured = ctx.measure(|| {
             fresh_database(&conn, DATABASE)?;
             conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
+            settle(ctx, &conn)?;
             let started = Instant::now();
             for batch in &batches {
                 conn.insert(&tables.insert_into, batch.clone())?;
             }
-            if let Some(settle) = &tables.settle {
-                conn.execute(&[settle])?;
+            if let Some(flush) = &tables.flush {
+                conn.execute(&[flush])?;
             }
             let elapsed = started.elapsed();
             verify(&conn, &tables.storage, rows as u64)?;

@@ -1,7 +1,11 @@
 //! One module per pushit mode, plus what they share: a fresh database per
 //! run and the stored-row check.
 
+use std::time::{Duration, Instant};
+
 use pushit::engine::RawConnection;
+
+use crate::Context;
 
 pub(crate) mod batch;
 pub(crate) mod flush;
@@ -9,13 +13,26 @@ pub(crate) mod http;
 pub(crate) mod layouts;
 pub(crate) mod workers;
 
-/// Drops and recreates `database`, so a run starts from empty tables and no
-/// merges of an earlier run's parts take cores from it.
+/// Drops and recreates `database`: a run starts from empty tables.
 pub(crate) fn fresh_database(conn: &RawConnection, database: &str) -> anyhow::Result<()> {
     conn.execute(&[
         &format!("DROP DATABASE IF EXISTS {database} SYNC"),
         &format!("CREATE DATABASE {database}"),
     ])?;
+    Ok(())
+}
+
+/// Called by every run before its clock starts, so it does not pay for the
+/// run before it: waits (up to a minute) until no merge runs, has the kernel
+/// write back dirty pages, then rests `--pause` seconds.
+pub(crate) fn settle(ctx: &Context, conn: &RawConnection) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while conn.scalar("SELECT count() FROM system.merges")? > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Best effort: `sync` is in every Linux base system.
+    let _ = std::process::Command::new("sync").status();
+    std::thread::sleep(Duration::from_secs_f64(ctx.common.pause.max(0.0)));
     Ok(())
 }
 

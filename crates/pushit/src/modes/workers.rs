@@ -19,7 +19,7 @@ use pushit::layouts::{Layout, Shape};
 use pushit::report::{column, Column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, verify};
+use super::{fresh_database, per_second, settle, verify};
 use crate::Context;
 
 const DATABASE: &str = "pushit_workers";
@@ -59,8 +59,9 @@ pub(crate) struct Work {
     /// Rows per insert.
     #[arg(long, default_value_t = 200_000)]
     batch_rows: usize,
-    /// Inserts per worker (fixed work per worker).
-    #[arg(long, default_value_t = 4)]
+    /// Inserts per worker (fixed work per worker). Enough to keep each
+    /// point's timed region over a second on small machines.
+    #[arg(long, default_value_t = 8)]
     inserts_per_worker: usize,
     /// Tags per series (hashed into series_id; they cost nothing at insert).
     #[arg(long, default_value_t = 6)]
@@ -278,6 +279,7 @@ fn run_point(
             Ok(layout.storage)
         })
         .collect::<anyhow::Result<_>>()?;
+    settle(ctx, &setup)?;
     // Connections are opened before the clock starts.
     let connections: Vec<Mutex<RawConnection>> = match arm {
         Arm::Shared => vec![Mutex::new(ctx.connect()?)],
