@@ -3,13 +3,11 @@
 //! Every size inserts the same samples; only the number of statements
 //! changes.
 
-use std::time::Instant;
-
 use pushit::layouts::Layout;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, settle, verify};
+use super::{insert_layout, per_second};
 use crate::{Context, ShapeArgs};
 
 const DATABASE: &str = "pushit_batch";
@@ -50,15 +48,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         ctx.progress(format!("batch: {size} rows per insert"));
         let batches = layout.batches(&shape, size)?;
         let measured = ctx.measure(|| {
-            fresh_database(&conn, DATABASE)?;
-            conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
-            settle(ctx, &conn)?;
-            let started = Instant::now();
-            for batch in &batches {
-                conn.insert(&tables.insert_into, batch.clone())?;
-            }
-            let elapsed = started.elapsed();
-            verify(&conn, &tables.storage, rows as u64)?;
+            let elapsed = insert_layout(ctx, &conn, DATABASE, &tables, &batches, rows)?;
             Ok((elapsed, conn.parts(DATABASE, &tables.storage_name)?.0))
         })?;
         for m in measured {

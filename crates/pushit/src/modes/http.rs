@@ -7,6 +7,7 @@
 //! In the same run, before the HTTP arm, the same rows are inserted straight
 //! into this process's engine as pre-built fact-table batches: the engine's
 //! rate on this machine, and the report's end-to-end ÷ engine ratio.
+//! `--runs` repeats the engine arm only; the HTTP arm posts the load once.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

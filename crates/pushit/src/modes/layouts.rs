@@ -10,7 +10,7 @@ use pushit::layouts::Layout;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, settle, verify};
+use super::{insert_layout, per_second};
 use crate::{Context, ShapeArgs};
 
 const DATABASE: &str = "pushit_layouts";
@@ -51,18 +51,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             layout.name()
         ));
         let measured = ctx.measure(|| {
-            fresh_database(&conn, DATABASE)?;
-            conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
-            settle(ctx, &conn)?;
-            let started = Instant::now();
-            for batch in &batches {
-                conn.insert(&tables.insert_into, batch.clone())?;
-            }
-            if let Some(flush) = &tables.flush {
-                conn.execute(&[flush])?;
-            }
-            let elapsed = started.elapsed();
-            verify(&conn, &tables.storage, rows as u64)?;
+            let elapsed = insert_layout(ctx, &conn, DATABASE, &tables, &batches, rows)?;
             let (parts, bytes) = conn.parts(DATABASE, &tables.storage_name)?;
             let started = Instant::now();
             for batch in &batches {

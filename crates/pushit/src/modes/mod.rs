@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use chingest::arrow::array::RecordBatch;
 use pushit::engine::RawConnection;
+use pushit::layouts::LayoutTables;
 
 use crate::Context;
 
@@ -34,6 +36,33 @@ pub(crate) fn settle(ctx: &Context, conn: &RawConnection) -> anyhow::Result<()> 
     let _ = std::process::Command::new("sync").status();
     std::thread::sleep(Duration::from_secs_f64(ctx.common.pause.max(0.0)));
     Ok(())
+}
+
+/// One timed run of a layout: fresh tables, `batches` inserted one
+/// statement each (then the Buffer flushed, if the layout has one), the
+/// stored count checked. Returns the time from the first insert until every
+/// row is in the MergeTree.
+pub(crate) fn insert_layout(
+    ctx: &Context,
+    conn: &RawConnection,
+    database: &str,
+    tables: &LayoutTables,
+    batches: &[RecordBatch],
+    rows: usize,
+) -> anyhow::Result<Duration> {
+    fresh_database(conn, database)?;
+    conn.execute(&tables.create.iter().map(String::as_str).collect::<Vec<_>>())?;
+    settle(ctx, conn)?;
+    let started = Instant::now();
+    for batch in batches {
+        conn.insert(&tables.insert_into, batch.clone())?;
+    }
+    if let Some(flush) = &tables.flush {
+        conn.execute(&[flush])?;
+    }
+    let elapsed = started.elapsed();
+    verify(conn, &tables.storage, rows as u64)?;
+    Ok(elapsed)
 }
 
 /// Fails unless `table` holds exactly `expected` rows.
