@@ -244,7 +244,7 @@ fn sweep(
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let title = format!(
             "pushit {mode}: {}-row inserts, {cores} cores",
-            batch.num_rows()
+            pushit::report::thousands(batch.num_rows() as u64)
         );
         scaling_svg(&path, &title, &curves)?;
         ctx.progress(format!("{mode}: chart written to {}", path.display()));
