@@ -17,6 +17,7 @@ fn main() {
         .block_on(chingest_server::start(ServerConfig {
             data_dir: dir.path().to_owned(),
             http_addr: "127.0.0.1:0".parse().unwrap(),
+            grpc_addr: "127.0.0.1:0".parse().unwrap(),
             log: "warn".into(),
             ..ServerConfig::default()
         }))

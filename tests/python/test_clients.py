@@ -1,73 +1,17 @@
 """InfluxDB's own Python clients write to a real chingest server, unchanged.
 
-A server binary (built by `cargo build -p chingest-server`) is started on a
-free loopback port with a temporary data directory; rows are checked
-through /sql. Run with `make test`, or `python3 -m pytest tests/python`.
+The server comes from conftest.py; rows are checked through /sql. Run with
+`make test`, or `python3 -m pytest tests/python`.
 """
 
 import json
-import os
-import pathlib
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import time
-import urllib.parse
-import urllib.request
 
 import pytest
 from influxdb import InfluxDBClient
 from influxdb_client import InfluxDBClient as InfluxDBClient2, Point, WritePrecision
 from influxdb_client.client.write_api import SYNCHRONOUS
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BINARY = ROOT / "target" / "debug" / "chingest"
-TOKEN = "py-secret"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    assert BINARY.exists(), f"build the server first: {BINARY}"
-    data_dir = tempfile.mkdtemp(prefix="chingest-py-")
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(BINARY), "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
-         "--auth-token", TOKEN, "--log", "warn"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ready", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
-        time.sleep(0.05)
-    yield {"url": url, "port": port}
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
-    shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def sql(server, query):
-    params = urllib.parse.urlencode({"query": query, "format": "JSONEachRow"})
-    request = urllib.request.Request(
-        f"{server['url']}/sql?{params}", headers={"Authorization": f"Token {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=10) as r:
-        return [json.loads(line) for line in r.read().decode().splitlines()]
+from conftest import TOKEN, sql
 
 
 def test_v2_client_writes_points_records_and_line_protocol(server):

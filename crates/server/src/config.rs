@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// Address of the HTTP API.
     pub http_addr: SocketAddr,
+    /// Address of the gRPC API (`chingest.v1.Ingest`, health, reflection).
+    pub grpc_addr: SocketAddr,
     /// Log filter (`tracing` syntax: `info`, `chingest=debug,warn`, …).
     pub log: String,
     /// Tokens accepted by the write and query endpoints. Empty: no auth.
@@ -35,6 +37,8 @@ pub struct ServerConfig {
 pub struct Limits {
     /// Largest request body, after gzip decompression, in bytes (413 past it).
     pub max_body_bytes: usize,
+    /// Largest gRPC message after decompression, in bytes.
+    pub max_grpc_message_bytes: usize,
     /// Longest line of line protocol, in bytes (that line is rejected).
     pub max_line_bytes: usize,
     /// Most tags on one line (that line is rejected).
@@ -82,6 +86,7 @@ impl Default for ServerConfig {
         ServerConfig {
             data_dir: PathBuf::from("data/chingest"),
             http_addr: SocketAddr::from(([127, 0, 0, 1], 8086)),
+            grpc_addr: SocketAddr::from(([127, 0, 0, 1], 8087)),
             log: "info".to_owned(),
             auth_tokens: Vec::new(),
             limits: Limits::default(),
@@ -95,6 +100,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: 64 << 20,
+            max_grpc_message_bytes: 64 << 20,
             max_line_bytes: 1 << 20,
             max_tags_per_line: 256,
             max_fields_per_line: 1024,
@@ -171,6 +177,7 @@ impl ServerConfig {
         let l = &self.limits;
         if [
             l.max_body_bytes,
+            l.max_grpc_message_bytes,
             l.max_line_bytes,
             l.max_fields_per_line,
             l.max_name_bytes,
@@ -220,6 +227,11 @@ mod tests {
         config.validate().unwrap();
         let defaults = ServerConfig::default();
         assert_eq!(config.http_addr, defaults.http_addr);
+        assert_eq!(config.grpc_addr, defaults.grpc_addr);
+        assert_eq!(
+            config.limits.max_grpc_message_bytes,
+            defaults.limits.max_grpc_message_bytes
+        );
         assert_eq!(config.data_dir, defaults.data_dir);
         assert_eq!(config.limits.max_body_bytes, defaults.limits.max_body_bytes);
         assert_eq!(

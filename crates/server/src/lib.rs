@@ -1,26 +1,32 @@
-//! The chingest server: InfluxDB-compatible writes and SQL over HTTP, on an
-//! embedded chDB engine (the `chingest` library).
+//! The chingest server: InfluxDB-compatible writes and SQL over HTTP, and
+//! the `chingest.v1.Ingest` gRPC API, on an embedded chDB engine (the
+//! `chingest` library).
 //!
-//! [`start`] binds the listener and answers at once (`/ready` says 503)
-//! while the engine opens. Shutdown is ordered: stop accepting, finish the
-//! requests in flight (each waits for its rows to be committed), then close
-//! the engine, which flushes every batcher and Buffer table.
+//! [`start`] binds both listeners and answers at once (`/ready` says 503,
+//! gRPC health says NOT_SERVING) while the engine opens. Shutdown is
+//! ordered: stop accepting, finish the requests in flight (each waits for
+//! its rows to be committed), then close the engine, which flushes every
+//! batcher and Buffer table.
 
 pub mod config;
 pub mod error;
+pub mod grpc;
 pub mod http;
 pub mod metrics;
+pub mod state;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use chingest::Ingestor;
+use std::future::IntoFuture;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, OnceCell};
+
+use tokio::sync::{oneshot, watch, OnceCell};
 use tokio::task::JoinHandle;
 
 use crate::config::{ConfigError, ServerConfig};
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +34,7 @@ pub enum ServerError {
     /// The configuration is unusable.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The HTTP address could not be bound.
+    /// An address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
         /// The address.
@@ -39,6 +45,9 @@ pub enum ServerError {
     /// Serving HTTP failed.
     #[error("http server: {0}")]
     Serve(std::io::Error),
+    /// Serving gRPC failed.
+    #[error("grpc server: {0}")]
+    Grpc(#[from] tonic::transport::Error),
     /// The engine failed to open or to close.
     #[error("engine: {0}")]
     Engine(#[from] chingest::Error),
@@ -47,8 +56,10 @@ pub enum ServerError {
 /// A running server.
 #[derive(Debug)]
 pub struct RunningServer {
-    /// The address it listens on (useful with port 0).
+    /// The address of the HTTP API (useful with port 0).
     pub addr: SocketAddr,
+    /// The address of the gRPC API.
+    pub grpc_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
 }
@@ -76,26 +87,30 @@ impl RunningServer {
     }
 }
 
-/// Binds `config.http_addr`, opens the engine in the background and serves.
+/// Binds `config.http_addr` and `config.grpc_addr`, opens the engine in the
+/// background and serves.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate()?;
-    let listener = TcpListener::bind(config.http_addr)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: config.http_addr,
-            source,
-        })?;
+    let bind = |addr: SocketAddr| async move {
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })
+    };
+    let listener = bind(config.http_addr).await?;
+    let grpc_listener = bind(config.grpc_addr).await?;
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
+    let grpc_addr = grpc_listener.local_addr().map_err(ServerError::Serve)?;
     let state = AppState {
         ingestor: Arc::new(OnceCell::new()),
         config: Arc::new(config),
         metrics: Arc::default(),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
-    let task = tokio::spawn(serve(listener, state, shutdown_rx));
-    tracing::info!(%addr, "listening");
+    let task = tokio::spawn(serve(listener, grpc_listener, state, shutdown_rx));
+    tracing::info!(%addr, %grpc_addr, "listening");
     Ok(RunningServer {
         addr,
+        grpc_addr,
         shutdown: Some(shutdown),
         task,
     })
@@ -103,19 +118,35 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 
 async fn serve(
     listener: TcpListener,
+    grpc_listener: TcpListener,
     state: AppState,
     shutdown: oneshot::Receiver<()>,
 ) -> Result<(), ServerError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    // Not serving until the engine is open.
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    health
+        .set_not_serving::<chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>>()
+        .await;
     let open_error: Arc<Mutex<Option<chingest::Error>>> = Arc::default();
     let (failed_tx, failed_rx) = oneshot::channel::<()>();
     let opener = {
         let cell = Arc::clone(&state.ingestor);
         let config = state.config.ingest_config();
         let open_error = Arc::clone(&open_error);
+        let health = health.clone();
         tokio::spawn(async move {
             match Ingestor::open(config).await {
                 Ok(ingestor) => {
                     let _ = cell.set(ingestor);
+                    health
+                        .set_service_status("", tonic_health::ServingStatus::Serving)
+                        .await;
+                    health
+                        .set_serving::<chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>>()
+                        .await;
                     tracing::info!("ready");
                 }
                 Err(err) => {
@@ -126,17 +157,37 @@ async fn serve(
             }
         })
     };
-    let stop = async move {
+    // Both APIs stop on the same signal.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
         tokio::select! {
             _ = shutdown => tracing::info!("shutting down"),
             // Only a sent failure matches; a dropped sender (success)
             // disables this branch.
             Ok(()) = failed_rx => {}
         }
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
     };
-    let served = axum::serve(listener, http::router(state.clone()))
-        .with_graceful_shutdown(stop)
-        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(chingest_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
+    let grpc = tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(grpc::ingest_service(state.clone()))
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(grpc_listener),
+            stopped(stop_rx.clone()),
+        );
+    let http = axum::serve(listener, http::router(state.clone()))
+        .with_graceful_shutdown(stopped(stop_rx))
+        .into_future();
+    let (served, grpc_served) = tokio::join!(http, grpc);
     let _ = opener.await;
     if let Some(err) = open_error.lock().unwrap().take() {
         return Err(ServerError::Engine(err));
@@ -144,5 +195,6 @@ async fn serve(
     if let Some(ingestor) = state.ingestor.get() {
         ingestor.close().await?;
     }
-    served.map_err(ServerError::Serve)
+    served.map_err(ServerError::Serve)?;
+    grpc_served.map_err(ServerError::Grpc)
 }

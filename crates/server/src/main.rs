@@ -33,6 +33,9 @@ struct ServeArgs {
     /// Address of the HTTP API [default: 127.0.0.1:8086].
     #[arg(long, env = "CHINGEST_HTTP_ADDR")]
     http_addr: Option<SocketAddr>,
+    /// Address of the gRPC API [default: 127.0.0.1:8087].
+    #[arg(long, env = "CHINGEST_GRPC_ADDR")]
+    grpc_addr: Option<SocketAddr>,
     /// Log filter, e.g. info or chingest=debug [default: info].
     #[arg(long, env = "CHINGEST_LOG")]
     log: Option<String>,
@@ -57,6 +60,9 @@ impl ServeArgs {
         }
         if let Some(addr) = self.http_addr {
             config.http_addr = addr;
+        }
+        if let Some(addr) = self.grpc_addr {
+            config.grpc_addr = addr;
         }
         if let Some(log) = self.log {
             config.log = log;

@@ -25,6 +25,7 @@ fn start_server() -> RunningServer {
     let config = ServerConfig {
         data_dir: dir,
         http_addr: "127.0.0.1:0".parse().unwrap(),
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
         auth_tokens: vec![TOKEN.to_owned()],
         limits: chingest_server::config::Limits {
             max_body_bytes: 1 << 20,

@@ -188,6 +188,7 @@ async fn post_all(ctx: &Context, args: &Args, mut bodies: Vec<String>) -> anyhow
             // One engine per process: the server shares this data path.
             config.data_dir = ctx.data_dir.clone();
             config.http_addr = "127.0.0.1:0".parse()?;
+            config.grpc_addr = "127.0.0.1:0".parse()?;
             config.log = "warn".into();
             config.auth_tokens.extend(args.token.clone());
             Some(chingest_server::start(config).await?)

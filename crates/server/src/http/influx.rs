@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chingest::{Precision, WriteOptions, WriteOutcome};
+use chingest::{Precision, WriteOutcome};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -112,15 +112,7 @@ async fn write(
     let config = &state.config;
     let body = read_body(headers, body, config.limits.max_body_bytes, flavor).await?;
     let rp = rp.unwrap_or(&config.write.default_retention_policy);
-    let options = WriteOptions {
-        precision,
-        max_line_len: config.limits.max_line_bytes,
-        max_tags_per_line: config.limits.max_tags_per_line,
-        max_fields_per_line: config.limits.max_fields_per_line,
-        max_name_len: config.limits.max_name_bytes,
-        create_database: config.write.auto_create_databases,
-        ..WriteOptions::default()
-    };
+    let options = state.write_options(precision);
     let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
     let outcome = ingestor
         .write_lp(db, rp, &body, &options)

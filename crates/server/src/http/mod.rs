@@ -7,80 +7,31 @@ mod influx;
 mod influxql;
 mod sql;
 
-use std::sync::Arc;
-
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
-use base64::Engine as _;
-use chingest::Ingestor;
-use tokio::sync::OnceCell;
 
-use crate::config::ServerConfig;
 use crate::error::{ApiError, Flavor};
-
-/// What every handler can reach.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    /// Set once the engine is open; until then the data endpoints answer 503.
-    pub ingestor: Arc<OnceCell<Ingestor>>,
-    /// The configuration in force.
-    pub config: Arc<ServerConfig>,
-    /// The HTTP layer's own counters.
-    pub metrics: Arc<crate::metrics::HttpMetrics>,
-}
+use crate::state::token_from_authorization;
+pub use crate::state::AppState;
 
 impl AppState {
-    /// The ingestor, or 503 while the engine is starting.
-    fn ingestor(&self) -> Result<&Ingestor, ApiError> {
-        self.ingestor.get().ok_or_else(|| {
-            let mut err = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the engine is starting");
-            err.retry_after = Some(1);
-            err
-        })
-    }
-
     /// Checks the request's credentials when tokens are configured: an
-    /// `Authorization: Token <t>` or `Bearer <t>` header, Basic auth with the
-    /// token as password, or (InfluxDB 1.x) a `p=<t>` query parameter.
+    /// `Authorization` header (see [`token_from_authorization`]) or (InfluxDB
+    /// 1.x) a `p=<t>` query parameter.
     fn authorize(
         &self,
         headers: &HeaderMap,
         password_param: Option<&str>,
         flavor: Flavor,
     ) -> Result<(), ApiError> {
-        let tokens = &self.config.auth_tokens;
-        if tokens.is_empty() {
-            return Ok(());
-        }
         let from_header = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                let (scheme, credentials) = value.split_once(' ')?;
-                match scheme.to_ascii_lowercase().as_str() {
-                    "token" | "bearer" => Some(credentials.trim().to_owned()),
-                    "basic" => {
-                        let decoded = base64::engine::general_purpose::STANDARD
-                            .decode(credentials.trim())
-                            .ok()?;
-                        let decoded = String::from_utf8(decoded).ok()?;
-                        Some(decoded.split_once(':')?.1.to_owned())
-                    }
-                    _ => None,
-                }
-            });
-        let offered = from_header.as_deref().or(password_param);
-        match offered {
-            Some(token) if tokens.iter().any(|t| t == token) => Ok(()),
-            Some(_) => {
-                Err(ApiError::new(StatusCode::UNAUTHORIZED, "authorization failed").flavor(flavor))
-            }
-            None => Err(
-                ApiError::new(StatusCode::UNAUTHORIZED, "authorization required").flavor(flavor),
-            ),
-        }
+            .and_then(token_from_authorization);
+        self.check_token(from_header.as_deref().or(password_param))
+            .map_err(|e| e.flavor(flavor))
     }
 }
 

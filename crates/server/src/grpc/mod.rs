@@ -1,0 +1,316 @@
+//! The gRPC API: `chingest.v1.Ingest` (`proto/chingest/v1/ingest.proto`),
+//! standard health checking and server reflection, on `grpc_addr`.
+//!
+//! Like the HTTP handlers, the service only translates: requests become
+//! `Ingestor` calls, results and errors become responses and statuses
+//! (every error goes through [`ApiError`], as over HTTP).
+
+mod points;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow::buffer::Buffer;
+use arrow::ipc::reader::StreamDecoder;
+use arrow::record_batch::RecordBatch;
+use chingest::{LineRejection, Precision, WriteOutcome};
+use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
+use chingest_proto::v1::{
+    write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
+    WriteResponse,
+};
+use tokio::task::JoinHandle;
+use tonic::codec::CompressionEncoding;
+use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument;
+
+use crate::error::ApiError;
+use crate::state::{token_from_authorization, AppState};
+
+/// Rejections listed in a response; the count covers all of them.
+const MAX_LISTED: usize = 1000;
+
+/// Record batches of one WriteArrow stream being committed at once: the
+/// next batch is decoded and hashed while the previous one is inserted.
+const ARROW_BATCHES_IN_FLIGHT: usize = 2;
+
+/// The `chingest.v1.Ingest` service.
+#[derive(Debug, Clone)]
+pub struct IngestService {
+    state: AppState,
+}
+
+/// The service with its limits, compression and authentication, ready to be
+/// added to a tonic server.
+pub fn ingest_service(
+    state: AppState,
+) -> tonic::service::interceptor::InterceptedService<
+    IngestServer<IngestService>,
+    impl tonic::service::Interceptor + Clone,
+> {
+    let limit = state.config.limits.max_grpc_message_bytes;
+    let auth = state.clone();
+    let server = IngestServer::new(IngestService { state })
+        .max_decoding_message_size(limit)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip);
+    tonic::service::interceptor::InterceptedService::new(server, move |request: Request<()>| {
+        let offered = request
+            .metadata()
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .and_then(token_from_authorization);
+        auth.check_token(offered.as_deref())?;
+        Ok(request)
+    })
+}
+
+impl From<ApiError> for Status {
+    fn from(err: ApiError) -> Self {
+        use axum::http::StatusCode as S;
+        use tonic::Code;
+        let code = match err.status {
+            S::BAD_REQUEST | S::UNSUPPORTED_MEDIA_TYPE => Code::InvalidArgument,
+            S::UNAUTHORIZED => Code::Unauthenticated,
+            S::FORBIDDEN => Code::PermissionDenied,
+            S::NOT_FOUND => Code::NotFound,
+            S::PAYLOAD_TOO_LARGE | S::TOO_MANY_REQUESTS => Code::ResourceExhausted,
+            S::SERVICE_UNAVAILABLE => Code::Unavailable,
+            _ => Code::Internal,
+        };
+        if code == Code::Internal {
+            tracing::error!(message = %err.message, "gRPC request failed");
+        }
+        Status::new(code, err.message)
+    }
+}
+
+fn engine_status(err: chingest::Error) -> Status {
+    ApiError::from(err).into()
+}
+
+/// The retention policy a request names, or the configured default.
+fn retention_policy<'a>(state: &'a AppState, requested: &'a str) -> &'a str {
+    if requested.is_empty() {
+        &state.config.write.default_retention_policy
+    } else {
+        requested
+    }
+}
+
+fn precision(value: i32) -> Result<Precision, Status> {
+    use chingest_proto::v1::Precision as P;
+    Ok(match P::try_from(value) {
+        Ok(P::Unspecified | P::Nanoseconds) => Precision::Nanoseconds,
+        Ok(P::Microseconds) => Precision::Microseconds,
+        Ok(P::Milliseconds) => Precision::Milliseconds,
+        Ok(P::Seconds) => Precision::Seconds,
+        Ok(P::Minutes) => Precision::Minutes,
+        Ok(P::Hours) => Precision::Hours,
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown precision {value}"
+            )))
+        }
+    })
+}
+
+fn response(accepted: usize, rejected: &[LineRejection]) -> WriteResponse {
+    WriteResponse {
+        accepted: accepted as u64,
+        rejected: rejected.len() as u64,
+        rejections: rejected
+            .iter()
+            .take(MAX_LISTED)
+            .map(|r| Rejection {
+                line: r.line as u64,
+                column: r.column.unwrap_or(0) as u64,
+                reason: r.reason.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[tonic::async_trait]
+impl Ingest for IngestService {
+    async fn write(
+        &self,
+        request: Request<WriteRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let request = request.into_inner();
+        let ingestor = self.state.ingestor()?;
+        if request.database.is_empty() {
+            return Err(Status::invalid_argument("database is required"));
+        }
+        let db = request.database.as_str();
+        let rp = retention_policy(&self.state, &request.retention_policy);
+        let options = self.state.write_options(precision(request.precision)?);
+        let span = tracing::info_span!("write", protocol = "grpc", db, rp);
+        match request.data {
+            Some(write_request::Data::LineProtocol(body)) => {
+                let WriteOutcome { accepted, rejected } = ingestor
+                    .write_lp(db, rp, &body, &options)
+                    .instrument(span)
+                    .await
+                    .map_err(engine_status)?;
+                Ok(Response::new(response(accepted, &rejected)))
+            }
+            Some(write_request::Data::Points(points)) => {
+                let body = points::to_line_protocol(&points.points);
+                let outcome = ingestor
+                    .write_lp(db, rp, body.body.as_bytes(), &options)
+                    .instrument(span)
+                    .await
+                    .map_err(engine_status)?;
+                let rejected = points::rejections(&body, outcome.rejected);
+                Ok(Response::new(response(outcome.accepted, &rejected)))
+            }
+            None => Err(Status::invalid_argument(
+                "one of line_protocol or points is required",
+            )),
+        }
+    }
+
+    async fn write_arrow(
+        &self,
+        request: Request<Streaming<WriteArrowRequest>>,
+    ) -> Result<Response<WriteArrowResponse>, Status> {
+        let ingestor = self.state.ingestor()?.clone();
+        let mut stream = request.into_inner();
+        let first = stream.message().await?.ok_or_else(|| {
+            Status::invalid_argument("empty stream: the first message must carry the target")
+        })?;
+        let target = first
+            .target
+            .clone()
+            .ok_or_else(|| Status::invalid_argument("the first message must carry the target"))?;
+        let target = Arc::new(ArrowWrite::new(&self.state, target)?);
+        let span = tracing::info_span!(
+            "write_arrow",
+            protocol = "grpc",
+            db = target.database,
+            rp = target.rp,
+            measurement = target.measurement
+        );
+        let mut decoder = StreamDecoder::new();
+        let mut in_flight: VecDeque<JoinHandle<Result<usize, chingest::Error>>> = VecDeque::new();
+        let (mut rows, mut batches) = (0usize, 0u64);
+        let mut message = Some(first);
+        let result: Result<(), Status> = async {
+            while let Some(WriteArrowRequest { ipc, .. }) = message {
+                let mut buffer = Buffer::from(ipc);
+                while !buffer.is_empty() {
+                    let decoded = decoder
+                        .decode(&mut buffer)
+                        .map_err(|e| Status::invalid_argument(format!("Arrow IPC stream: {e}")))?;
+                    let Some(batch) = decoded else { continue };
+                    batches += 1;
+                    if in_flight.len() == ARROW_BATCHES_IN_FLIGHT {
+                        if let Some(oldest) = in_flight.pop_front() {
+                            rows += committed(oldest).await?;
+                        }
+                    }
+                    in_flight.push_back(target.spawn(&ingestor, batch));
+                }
+                message = stream.message().await?;
+            }
+            decoder
+                .finish()
+                .map_err(|e| Status::invalid_argument(format!("Arrow IPC stream: {e}")))?;
+            // A stream without batches still has its schema checked.
+            if batches == 0 {
+                if let Some(schema) = decoder.schema() {
+                    in_flight.push_back(target.spawn(&ingestor, RecordBatch::new_empty(schema)));
+                }
+            }
+            while let Some(task) = in_flight.pop_front() {
+                rows += committed(task).await?;
+            }
+            Ok(())
+        }
+        .instrument(span)
+        .await;
+        match result {
+            Ok(()) => Ok(Response::new(WriteArrowResponse {
+                rows: rows as u64,
+                batches,
+            })),
+            Err(status) => {
+                // Batches already handed over are committed or failed on
+                // their own; say how many rows were stored before the error.
+                for task in in_flight {
+                    if let Ok(Ok(n)) = task.await {
+                        rows += n;
+                    }
+                }
+                Err(Status::new(
+                    status.code(),
+                    format!(
+                        "{} ({rows} rows of this stream were stored)",
+                        status.message()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// The rows of a finished batch write, or its error as a status.
+async fn committed(task: JoinHandle<Result<usize, chingest::Error>>) -> Result<usize, Status> {
+    task.await
+        .map_err(|e| Status::internal(format!("write task failed: {e}")))?
+        .map_err(engine_status)
+}
+
+/// Where a WriteArrow stream's batches go.
+#[derive(Debug)]
+struct ArrowWrite {
+    database: String,
+    rp: String,
+    measurement: String,
+    tag_columns: Vec<String>,
+    options: chingest::WriteOptions,
+}
+
+impl ArrowWrite {
+    fn new(state: &AppState, target: ArrowTarget) -> Result<ArrowWrite, Status> {
+        if target.database.is_empty() {
+            return Err(Status::invalid_argument("target.database is required"));
+        }
+        if target.measurement.is_empty() {
+            return Err(Status::invalid_argument("target.measurement is required"));
+        }
+        Ok(ArrowWrite {
+            rp: retention_policy(state, &target.retention_policy).to_owned(),
+            database: target.database,
+            measurement: target.measurement,
+            tag_columns: target.tag_columns,
+            options: state.write_options(Precision::Nanoseconds),
+        })
+    }
+
+    /// Writes `batch` on its own task, committed before the task ends.
+    fn spawn(
+        self: &Arc<Self>,
+        ingestor: &chingest::Ingestor,
+        batch: RecordBatch,
+    ) -> JoinHandle<Result<usize, chingest::Error>> {
+        let (ingestor, target) = (ingestor.clone(), Arc::clone(self));
+        tokio::spawn(
+            async move {
+                let tags: Vec<&str> = target.tag_columns.iter().map(String::as_str).collect();
+                ingestor
+                    .write_arrow(
+                        &target.database,
+                        &target.rp,
+                        &target.measurement,
+                        &batch,
+                        &tags,
+                        &target.options,
+                    )
+                    .await
+            }
+            .in_current_span(),
+        )
+    }
+}

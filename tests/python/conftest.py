@@ -1,0 +1,64 @@
+"""The server every Python test writes to: the real binary (built by
+`cargo build -p chingest-server`) on free loopback ports, with a temporary
+data directory and an auth token, for the whole session.
+"""
+
+import json
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BINARY = ROOT / "target" / "debug" / "chingest"
+TOKEN = "py-secret"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server():
+    assert BINARY.exists(), f"build the server first: {BINARY}"
+    data_dir = tempfile.mkdtemp(prefix="chingest-py-")
+    port, grpc_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [str(BINARY), "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
+         "--grpc-addr", f"127.0.0.1:{grpc_port}", "--auth-token", TOKEN, "--log", "warn"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/ready", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
+        time.sleep(0.05)
+    yield {"url": url, "port": port, "grpc": f"127.0.0.1:{grpc_port}"}
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def sql(server, query):
+    params = urllib.parse.urlencode({"query": query, "format": "JSONEachRow"})
+    request = urllib.request.Request(
+        f"{server['url']}/sql?{params}", headers={"Authorization": f"Token {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        return [json.loads(line) for line in r.read().decode().splitlines()]
