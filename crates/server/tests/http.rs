@@ -1,67 +1,16 @@
 //! End-to-end tests: a real server on a loopback port, real HTTP requests.
 //!
-//! One server per test binary (the engine is process-global); every test
-//! uses databases of its own. The server requires the token `secret`.
-//! `harness = false`: the server, and with it the engine, is shut down
-//! after the last test, before the process exits.
+//! The server comes from `support` (one per binary, token `secret`, small
+//! limits); every test uses databases of its own.
+
+mod support;
 
 use std::io::Write as _;
-use std::sync::{LazyLock, OnceLock};
 
-use chingest_server::config::ServerConfig;
-use chingest_server::RunningServer;
-use reqwest::{Client, StatusCode};
+use reqwest::StatusCode;
 use serde_json::Value;
 
-const TOKEN: &str = "secret";
-
-static RUNTIME: LazyLock<tokio::runtime::Runtime> =
-    LazyLock::new(|| tokio::runtime::Runtime::new().expect("runtime"));
-static ADDR: OnceLock<std::net::SocketAddr> = OnceLock::new();
-
-/// Starts the binary's server (before any test runs).
-fn start_server() -> RunningServer {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let config = ServerConfig {
-        data_dir: dir,
-        http_addr: "127.0.0.1:0".parse().unwrap(),
-        grpc_addr: "127.0.0.1:0".parse().unwrap(),
-        auth_tokens: vec![TOKEN.to_owned()],
-        limits: chingest_server::config::Limits {
-            max_body_bytes: 1 << 20,
-            max_line_bytes: 4096,
-            ..Default::default()
-        },
-        ..ServerConfig::default()
-    };
-    let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();
-    ADDR.set(server.addr).unwrap();
-    server
-}
-
-fn base() -> String {
-    format!("http://{}", ADDR.get().expect("server started"))
-}
-
-fn client() -> Client {
-    Client::builder().no_proxy().build().unwrap()
-}
-
-fn run<F: std::future::Future>(future: F) -> F::Output {
-    RUNTIME.block_on(future)
-}
-
-async fn wait_ready() {
-    for _ in 0..200 {
-        if let Ok(r) = client().get(format!("{}/ready", base())).send().await {
-            if r.status() == StatusCode::OK {
-                return;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("server not ready");
-}
+use support::{base, client, run, sql, wait_ready, TOKEN};
 
 async fn write_v1(query: &str, body: impl Into<reqwest::Body>) -> (StatusCode, String) {
     wait_ready().await;
@@ -75,18 +24,6 @@ async fn write_v1(query: &str, body: impl Into<reqwest::Body>) -> (StatusCode, S
     (r.status(), r.text().await.unwrap())
 }
 
-async fn sql(query: &str) -> (StatusCode, String) {
-    wait_ready().await;
-    let r = client()
-        .post(format!("{}/sql?format=TabSeparated", base()))
-        .bearer_auth(TOKEN)
-        .body(query.to_owned())
-        .send()
-        .await
-        .unwrap();
-    (r.status(), r.text().await.unwrap())
-}
-
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     encoder.write_all(data).unwrap();
@@ -94,13 +31,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 }
 
 fn main() {
-    let args = libtest_mimic::Arguments::from_args();
-    let server = start_server();
-    // Each test function, by name (stringify keeps the two in step).
-    macro_rules! tests {
-        ($($test:ident),* $(,)?) => { &[$((stringify!($test), $test as fn())),*] };
-    }
-    let tests: &[(&str, fn())] = tests![
+    support::main(tests![
         writes_are_stored_and_queryable,
         partial_writes_store_the_good_lines,
         v2_writes_use_bucket_and_token,
@@ -116,19 +47,7 @@ fn main() {
         hostile_input_gets_its_error_and_the_server_keeps_serving,
         per_line_limits_reject_only_their_line,
         large_sql_results_stream,
-    ];
-    let trials = tests
-        .iter()
-        .map(|&(name, test)| {
-            libtest_mimic::Trial::test(name, move || {
-                test();
-                Ok(())
-            })
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    RUNTIME.block_on(server.shutdown()).expect("clean shutdown");
-    conclusion.exit()
+    ]);
 }
 
 fn writes_are_stored_and_queryable() {

@@ -1,0 +1,112 @@
+//! What the server's end-to-end test binaries share: one server per binary
+//! (the engine is process-global) on loopback ports, requiring the token
+//! [`TOKEN`], with small limits so the tests can reach them; a runtime; and
+//! a libtest-mimic runner (`harness = false`) that shuts the server, and
+//! with it the engine, down after the last test, before the process exits.
+//! Every test uses databases of its own.
+
+#![allow(dead_code)]
+
+use std::sync::{LazyLock, OnceLock};
+
+use chingest_server::config::ServerConfig;
+use chingest_server::RunningServer;
+use reqwest::{Client, StatusCode};
+
+/// The token the server requires.
+pub(crate) const TOKEN: &str = "secret";
+
+static RUNTIME: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| tokio::runtime::Runtime::new().expect("runtime"));
+static ADDRS: OnceLock<(std::net::SocketAddr, std::net::SocketAddr)> = OnceLock::new();
+
+fn start_server() -> RunningServer {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let config = ServerConfig {
+        data_dir: dir,
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        auth_tokens: vec![TOKEN.to_owned()],
+        limits: chingest_server::config::Limits {
+            max_body_bytes: 1 << 20,
+            max_grpc_message_bytes: 1 << 20,
+            max_line_bytes: 4096,
+            ..Default::default()
+        },
+        ..ServerConfig::default()
+    };
+    let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();
+    ADDRS.set((server.addr, server.grpc_addr)).unwrap();
+    server
+}
+
+/// `http://<the HTTP API>`.
+pub(crate) fn base() -> String {
+    format!("http://{}", ADDRS.get().expect("server started").0)
+}
+
+/// `http://<the gRPC API>`.
+pub(crate) fn grpc_base() -> String {
+    format!("http://{}", ADDRS.get().expect("server started").1)
+}
+
+/// An HTTP client that ignores proxy settings.
+pub(crate) fn client() -> Client {
+    Client::builder().no_proxy().build().unwrap()
+}
+
+/// Runs `future` on the binary's runtime.
+pub(crate) fn run<F: std::future::Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
+}
+
+/// Waits until the engine is open (`/ready` answers 200).
+pub(crate) async fn wait_ready() {
+    for _ in 0..200 {
+        if let Ok(r) = client().get(format!("{}/ready", base())).send().await {
+            if r.status() == StatusCode::OK {
+                return;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("server not ready");
+}
+
+/// Runs one read-only statement through `/sql`, TabSeparated.
+pub(crate) async fn sql(query: &str) -> (StatusCode, String) {
+    wait_ready().await;
+    let r = client()
+        .post(format!("{}/sql?format=TabSeparated", base()))
+        .bearer_auth(TOKEN)
+        .body(query.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+/// Each test function, by name (stringify keeps the two in step).
+#[macro_export]
+macro_rules! tests {
+    ($($test:ident),* $(,)?) => { &[$((stringify!($test), $test as fn())),*] };
+}
+
+/// Starts the server, runs `tests` as libtest-mimic trials, shuts the
+/// server down, and exits with the tests' verdict.
+pub(crate) fn main(tests: &[(&'static str, fn())]) {
+    let args = libtest_mimic::Arguments::from_args();
+    let server = start_server();
+    let trials = tests
+        .iter()
+        .map(|&(name, test)| {
+            libtest_mimic::Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    RUNTIME.block_on(server.shutdown()).expect("clean shutdown");
+    conclusion.exit()
+}
