@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chingest_proto::v1::ingest_client::IngestClient;
+use chingest_proto::v1::{write_request, ArrowTarget, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
@@ -157,6 +159,7 @@ async fn overload_answers_429_with_retry_after() {
     server.shutdown().await.unwrap();
 }
 
+/// 404 over HTTP, NOT_FOUND over gRPC.
 async fn unknown_databases_are_404_when_auto_create_is_off() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
@@ -179,6 +182,48 @@ async fn unknown_databases_are_404_when_auto_create_is_off() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(r.json::<Value>().await.unwrap()["code"], "not found");
+    // gRPC: NOT_FOUND, for line protocol and Arrow alike.
+    let mut grpc = IngestClient::connect(format!("http://{}", server.grpc_addr))
+        .await
+        .unwrap();
+    let status = grpc
+        .write(WriteRequest {
+            database: "nope".into(),
+            data: Some(write_request::Data::LineProtocol("m v=1i\n".into())),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    let batch = arrow::array::RecordBatch::try_from_iter(vec![
+        (
+            "time",
+            Arc::new(arrow::array::Int64Array::from(vec![1])) as arrow::array::ArrayRef,
+        ),
+        (
+            "v",
+            Arc::new(arrow::array::Int64Array::from(vec![1])) as arrow::array::ArrayRef,
+        ),
+    ])
+    .unwrap();
+    let mut ipc = Vec::new();
+    let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut ipc, &batch.schema()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    let request = WriteArrowRequest {
+        target: Some(ArrowTarget {
+            database: "nope".into(),
+            measurement: "m".into(),
+            ..Default::default()
+        }),
+        ipc: ipc.into(),
+    };
+    let status = grpc
+        .write_arrow(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
     let r = client()
         .post(format!("{base}/query"))
         .form(&[("q", "CREATE DATABASE nope")])
