@@ -79,6 +79,10 @@ enum Mode {
     /// End to end: TSBS cpu-only line protocol posted to chingest over HTTP,
     /// against the same rows inserted straight into the engine.
     Http(modes::http::Args),
+    /// End to end over every path in one run: HTTP line protocol, gRPC line
+    /// protocol, gRPC typed points and gRPC Arrow streams, against the same
+    /// rows inserted straight into the engine.
+    Grpc(modes::http::Args),
 }
 
 /// The sample shape flags shared by the engine modes.
@@ -223,6 +227,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Workers(args) => modes::workers::run_workers(&ctx, &args),
         Mode::Ceiling(args) => modes::workers::run_ceiling(&ctx, &args),
         Mode::Flush(args) => modes::flush::run(&ctx, &args),
-        Mode::Http(args) => modes::http::run(&ctx, &args),
+        Mode::Http(args) => modes::http::run(&ctx, &args, "http"),
+        Mode::Grpc(args) => modes::http::run(&ctx, &args, "grpc"),
     }
 }

@@ -1,47 +1,95 @@
-//! `pushit http`: chingest end to end. TSBS cpu-only line protocol (10
-//! tags, 10 integer fields per line) is generated first, then posted over
-//! keep-alive connections to a chingest server (its own, in-process, or a
-//! running one at `--url`); each request is acknowledged only once its rows
-//! are committed, and the stored count is checked at the end.
+//! `pushit http` and `pushit grpc`: chingest end to end. TSBS cpu-only data
+//! (10 tags, 10 integer fields per row) is generated first, then sent to a
+//! chingest server (its own, in-process, or a running one at `--url` /
+//! `--grpc-url`) over each path in turn, each into a database of its own:
 //!
-//! In the same run, before the HTTP arm, the same rows are inserted straight
-//! into this process's engine as pre-built fact-table batches: the engine's
-//! rate on this machine, and the report's end-to-end ÷ engine ratio.
-//! `--runs` repeats the engine arm only; the HTTP arm posts the load once.
+//! - `http`: line protocol, `POST /write`, over keep-alive connections;
+//! - `grpc-lp`: the same bodies through gRPC `Write` (line_protocol);
+//! - `grpc-points`: the same rows as typed points through `Write`;
+//! - `grpc-arrow`: the same rows as Arrow record batches (tags
+//!   dictionary-encoded) streamed through `WriteArrow`.
+//!
+//! Every request is acknowledged only once its rows are committed, and each
+//! path's stored count is checked. In the same run, before the paths, the
+//! same rows are inserted straight into this process's engine as pre-built
+//! fact batches: the engine's rate on this machine, against which every
+//! path is reported. `--runs` repeats the engine arm only; each path sends
+//! its load once.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use chingest_proto::v1::ingest_client::IngestClient;
+use chingest_proto::v1::{write_request, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
 use pushit::engine::{tsbs_fact_batch, tsbs_fact_table_sql};
 use pushit::report::{column, Format};
 use serde_json::json;
 
+use super::load;
 use super::{fresh_database, per_second, settle, verify};
 use crate::Context;
 
 const ENGINE_DATABASE: &str = "pushit_engine";
 
-/// Flags of `pushit http`.
+/// A way of sending the load to chingest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Path {
+    /// Line protocol over HTTP (`POST /write`).
+    Http,
+    /// Line protocol over gRPC (`Write`).
+    GrpcLp,
+    /// Typed points over gRPC (`Write`).
+    GrpcPoints,
+    /// Arrow IPC streams over gRPC (`WriteArrow`).
+    GrpcArrow,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Http => "http",
+            Path::GrpcLp => "grpc-lp",
+            Path::GrpcPoints => "grpc-points",
+            Path::GrpcArrow => "grpc-arrow",
+        }
+    }
+}
+
+/// Flags of `pushit http` and `pushit grpc`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Hosts (series), one line each per timestamp.
+    /// Hosts (series), one row each per timestamp.
     #[arg(long, default_value_t = 1_000)]
     hosts: usize,
     /// Timestamps per host.
     #[arg(long, default_value_t = 1_000)]
     steps: usize,
-    /// Lines per request body.
+    /// Lines (or points) per request.
     #[arg(long, default_value_t = 5_000)]
     lines_per_body: usize,
-    /// Concurrent keep-alive connections.
+    /// Concurrent connections for the line-protocol and points paths.
     #[arg(long, default_value_t = 4)]
     connections: usize,
-    /// A running chingest to post to, e.g. http://127.0.0.1:8086. Default:
+    /// Rows per Arrow record batch, and per insert in the engine arm.
+    #[arg(long, default_value_t = 200_000)]
+    batch_rows: usize,
+    /// Concurrent WriteArrow streams (the batches are split among them).
+    #[arg(long, default_value_t = 1)]
+    arrow_streams: usize,
+    /// Paths to measure, comma-separated. Default: `http` for `pushit
+    /// http`, all four for `pushit grpc`.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    paths: Vec<Path>,
+    /// A running chingest's HTTP API, e.g. http://127.0.0.1:8086. Default:
     /// start one in this process, on the data directory.
     #[arg(long)]
     url: Option<String>,
+    /// The running chingest's gRPC API (with --url), e.g.
+    /// http://127.0.0.1:8087.
+    #[arg(long, requires = "url")]
+    grpc_url: Option<String>,
     /// Server config file for the in-process server (default: built-in
     /// defaults).
     #[arg(long, value_name = "PATH", conflicts_with = "url")]
@@ -49,27 +97,52 @@ pub(crate) struct Args {
     /// Token for a server that requires one.
     #[arg(long, env = "CHINGEST_AUTH_TOKEN")]
     token: Option<String>,
-    /// Database to write to. Default: `pushit_<unix time>`, new each run.
+    /// Database name prefix; each path writes `<prefix>_<path>`. Default:
+    /// `pushit_<unix time in ms>`, new each run.
     #[arg(long)]
     database: Option<String>,
-    /// Rows per insert in the engine arm.
-    #[arg(long, default_value_t = 200_000)]
-    engine_batch_rows: usize,
 }
 
-/// Runs the engine arm, then the HTTP arm, and reports both and their ratio.
-pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
+/// Where the server answers.
+struct Endpoints {
+    http: String,
+    grpc: Option<String>,
+    token: Option<String>,
+}
+
+/// What one path measured.
+struct Sent {
+    rows: usize,
+    bytes: usize,
+    elapsed: Duration,
+    /// Per request (per stream for Arrow), sorted.
+    latencies: Vec<Duration>,
+    label: &'static str,
+}
+
+/// Runs the engine arm, then every path, and reports each against the
+/// engine.
+pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Result<()> {
     let rows = args.hosts * args.steps;
     if rows == 0 {
         bail!("--hosts and --steps must be positive");
     }
+    let paths = match (args.paths.is_empty(), mode) {
+        (false, _) => args.paths.clone(),
+        (true, "http") => vec![Path::Http],
+        (true, _) => vec![Path::Http, Path::GrpcLp, Path::GrpcPoints, Path::GrpcArrow],
+    };
+    if args.url.is_some() && args.grpc_url.is_none() && paths != [Path::Http] {
+        bail!("--url with gRPC paths needs --grpc-url");
+    }
     let mut report = ctx.report(
-        "http",
+        mode,
         vec![
             column("path", "path", Format::Text),
             column("rows", "rows", Format::Count),
             column("rows/s", "rows_per_s", Format::Count),
             column("samples/s", "samples_per_s", Format::Count),
+            column("÷ engine", "over_engine", Format::Ratio),
             column("MB/s", "mb_per_s", Format::Ratio),
             column("p50", "p50_ms", Format::Millis),
             column("p95", "p95_ms", Format::Millis),
@@ -77,235 +150,412 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("run", "run", Format::Text),
         ],
     );
-    let fields = tsbs::FIELDS.len();
+    let fields = tsbs::FIELDS.len() as f64;
+    let engine_rate = engine_arm(ctx, args, &mut report)?;
 
-    // The engine first: the HTTP arm's parts are then not being merged
-    // under it, and neither arm's data is held during the other.
-    let engine_rate = {
-        ctx.progress(format!("http: building {rows} rows for the engine arm"));
-        let batches = engine_batches(args)?;
-        let conn = ctx.connect()?;
-        let table = format!("{ENGINE_DATABASE}.cpu");
-        let measured = ctx.measure(|| {
-            fresh_database(&conn, ENGINE_DATABASE)?;
-            conn.execute(&[&tsbs_fact_table_sql(&table)])?;
-            settle(ctx, &conn)?;
-            let started = Instant::now();
-            for batch in &batches {
-                conn.insert(&table, batch.clone())?;
-            }
-            let elapsed = started.elapsed();
-            verify(&conn, &table, rows as u64)?;
-            Ok((elapsed, ()))
-        })?;
-        conn.execute(&[&format!("DROP DATABASE {ENGINE_DATABASE} SYNC")])?;
-        let mut rate = 0.0;
-        for m in measured {
-            rate = per_second(rows, m.elapsed);
-            report.push(json!({
-                "path": "engine",
-                "rows": rows,
-                "batch_rows": args.engine_batch_rows,
-                "seconds": m.elapsed.as_secs_f64(),
-                "rows_per_s": rate,
-                "samples_per_s": rate * fields as f64,
-                "run": m.label,
-            }));
-        }
-        rate
-    };
-
-    ctx.progress(format!(
-        "http: generating {rows} lines in bodies of {}",
-        args.lines_per_body
-    ));
-    let bodies = tsbs::CpuOnly::new(args.hosts).bodies(args.steps, args.lines_per_body.max(1));
-    settle(ctx, &ctx.connect()?)?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let e2e = runtime.block_on(post_all(ctx, args, bodies))?;
-    let e2e_rate = per_second(e2e.rows, e2e.elapsed);
-    let p = |q: f64| {
-        let latencies = &e2e.latencies;
-        latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
-    };
-    report.push(json!({
-        "path": "http",
-        "rows": e2e.rows,
-        "connections": args.connections,
-        "lines_per_body": args.lines_per_body,
-        "requests": e2e.latencies.len(),
-        "seconds": e2e.elapsed.as_secs_f64(),
-        "rows_per_s": e2e_rate,
-        "samples_per_s": e2e_rate * fields as f64,
-        "mb_per_s": e2e.bytes as f64 / 1e6 / e2e.elapsed.as_secs_f64(),
-        "p50_ms": p(0.50),
-        "p95_ms": p(0.95),
-        "p99_ms": p(0.99),
-        "run": e2e.label,
-    }));
-    report.finish();
-    report.summary(json!({
-        "e2e_rows_per_s": e2e_rate,
-        "engine_rows_per_s": engine_rate,
-        "e2e_over_engine": e2e_rate / engine_rate,
-    }));
-    Ok(())
-}
-
-/// The rows of the load as fact-table batches of `engine_batch_rows`.
-fn engine_batches(args: &Args) -> anyhow::Result<Vec<chingest::arrow::array::RecordBatch>> {
-    let mut generator = tsbs::CpuOnly::new(args.hosts);
-    let steps_per_batch = (args.engine_batch_rows / args.hosts).max(1);
-    (0..args.steps)
-        .step_by(steps_per_batch)
-        .map(|first| {
-            let body = generator.lines(first..(first + steps_per_batch).min(args.steps));
-            Ok(tsbs_fact_batch(&body)?)
-        })
-        .collect()
-}
-
-/// What the HTTP arm measured.
-struct Posted {
-    rows: usize,
-    bytes: usize,
-    elapsed: Duration,
-    /// Sorted.
-    latencies: Vec<Duration>,
-    label: &'static str,
-}
-
-/// Starts the in-process server unless `--url` names one, posts every body,
-/// checks the stored count, and stops the server it started.
-async fn post_all(ctx: &Context, args: &Args, mut bodies: Vec<String>) -> anyhow::Result<Posted> {
-    let server = match &args.url {
-        Some(_) => None,
-        None => {
-            let mut config = match &args.server_config {
-                Some(path) => ServerConfig::from_file(path)?,
-                None => ServerConfig::default(),
-            };
-            // One engine per process: the server shares this data path.
-            config.data_dir = ctx.data_dir.clone();
-            config.http_addr = "127.0.0.1:0".parse()?;
-            config.grpc_addr = "127.0.0.1:0".parse()?;
-            config.log = "warn".into();
-            config.auth_tokens.extend(args.token.clone());
-            Some(chingest_server::start(config).await?)
-        }
-    };
-    let base = match (&args.url, &server) {
-        (Some(url), _) => url.trim_end_matches('/').to_owned(),
-        (None, Some(server)) => format!("http://{}", server.addr),
-        (None, None) => unreachable!("a server was started"),
-    };
-    let result = post_to(ctx, args, &base, &mut bodies).await;
-    if let Some(server) = server {
-        server.shutdown().await?;
-    }
-    result
-}
-
-async fn post_to(
-    ctx: &Context,
-    args: &Args,
-    base: &str,
-    bodies: &mut Vec<String>,
-) -> anyhow::Result<Posted> {
-    let client = reqwest::Client::builder().no_proxy().build()?;
-    let auth = |request: reqwest::RequestBuilder| match &args.token {
-        Some(token) => request.header("Authorization", format!("Token {token}")),
-        None => request,
-    };
-    let ready_by = Instant::now() + Duration::from_secs(30);
-    loop {
-        match client.get(format!("{base}/ready")).send().await {
-            Ok(r) if r.status().is_success() => break,
-            _ if Instant::now() > ready_by => bail!("{base}/ready did not answer 200 within 30 s"),
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
     let database = args.database.clone().unwrap_or_else(|| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         format!("pushit_{}", now.as_millis())
     });
-    let url = format!("{base}/write?db={database}");
-    let total_rows = args.hosts * args.steps;
+    let mut rates = serde_json::Map::new();
+    runtime.block_on(async {
+        let (server, endpoints) = start(ctx, args).await?;
+        let result: anyhow::Result<()> = async {
+            wait_ready(&endpoints).await?;
+            for &path in &paths {
+                let db = format!("{database}_{}", path.name().replace('-', "_"));
+                settle(ctx, &ctx.connect()?)?;
+                let sent = send_path(ctx, args, &endpoints, path, &db).await?;
+                let stored = count(&endpoints, &db).await?;
+                if stored != rows as u64 {
+                    return Err(pushit::Error::Verify {
+                        table: format!("{db}.cpu"),
+                        expected: rows as u64,
+                        stored,
+                    }
+                    .into());
+                }
+                let rate = per_second(sent.rows, sent.elapsed);
+                let p = |q: f64| {
+                    let l = &sent.latencies;
+                    l[((l.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
+                };
+                rates.insert(format!("{}_rows_per_s", path.name().replace('-', "_")), rate.into());
+                report.push(json!({
+                    "path": path.name(),
+                    "rows": sent.rows,
+                    "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
+                    "lines_per_body": args.lines_per_body,
+                    "batch_rows": args.batch_rows,
+                    "requests": sent.latencies.len(),
+                    "seconds": sent.elapsed.as_secs_f64(),
+                    "rows_per_s": rate,
+                    "samples_per_s": rate * fields,
+                    "over_engine": rate / engine_rate,
+                    "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
+                    "p50_ms": p(0.50),
+                    "p95_ms": p(0.95),
+                    "p99_ms": p(0.99),
+                    "run": sent.label,
+                }));
+            }
+            Ok(())
+        }
+        .await;
+        if let Some(server) = server {
+            server.shutdown().await?;
+        }
+        result
+    })?;
+    report.finish();
+    let rate_of = |path: Path| {
+        rates
+            .get(&format!("{}_rows_per_s", path.name().replace('-', "_")))
+            .and_then(serde_json::Value::as_f64)
+    };
+    let mut summary = json!({ "engine_rows_per_s": engine_rate });
+    let e2e = rate_of(paths[0]).unwrap_or_default();
+    summary["e2e_rows_per_s"] = e2e.into();
+    summary["e2e_over_engine"] = (e2e / engine_rate).into();
+    for (key, value) in &rates {
+        summary[key] = value.clone();
+    }
+    if let Some(arrow) = rate_of(Path::GrpcArrow) {
+        summary["grpc_arrow_over_engine"] = (arrow / engine_rate).into();
+    }
+    if let (Some(lp), Some(http)) = (rate_of(Path::GrpcLp), rate_of(Path::Http)) {
+        summary["grpc_lp_over_http"] = (lp / http).into();
+    }
+    report.summary(summary);
+    Ok(())
+}
 
-    // The first body creates the database, the table and every series;
-    // unless --cold, it is sent before the clock starts.
-    let mut timed_rows = total_rows;
-    let label = if ctx.cold_pending.replace(false) {
+/// The same rows as pre-built fact batches, straight into the engine.
+fn engine_arm(
+    ctx: &Context,
+    args: &Args,
+    report: &mut pushit::report::Report,
+) -> anyhow::Result<f64> {
+    let rows = args.hosts * args.steps;
+    ctx.progress(format!("engine: building {rows} rows"));
+    let batches: Vec<_> = load::row_chunks(args.hosts, args.steps, args.batch_rows)
+        .map(|body| tsbs_fact_batch(&body))
+        .collect::<Result<_, _>>()?;
+    let conn = ctx.connect()?;
+    let table = format!("{ENGINE_DATABASE}.cpu");
+    let measured = ctx.measure(|| {
+        fresh_database(&conn, ENGINE_DATABASE)?;
+        conn.execute(&[&tsbs_fact_table_sql(&table)])?;
+        settle(ctx, &conn)?;
+        let started = Instant::now();
+        for batch in &batches {
+            conn.insert(&table, batch.clone())?;
+        }
+        let elapsed = started.elapsed();
+        verify(&conn, &table, rows as u64)?;
+        Ok((elapsed, ()))
+    })?;
+    conn.execute(&[&format!("DROP DATABASE {ENGINE_DATABASE} SYNC")])?;
+    let mut rate = 0.0;
+    for m in measured {
+        rate = per_second(rows, m.elapsed);
+        report.push(json!({
+            "path": "engine",
+            "rows": rows,
+            "batch_rows": args.batch_rows,
+            "seconds": m.elapsed.as_secs_f64(),
+            "rows_per_s": rate,
+            "samples_per_s": rate * tsbs::FIELDS.len() as f64,
+            "over_engine": 1.0,
+            "run": m.label,
+        }));
+    }
+    Ok(rate)
+}
+
+/// Starts the in-process server unless `--url` names one.
+async fn start(
+    ctx: &Context,
+    args: &Args,
+) -> anyhow::Result<(Option<chingest_server::RunningServer>, Endpoints)> {
+    if let Some(url) = &args.url {
+        let endpoints = Endpoints {
+            http: url.trim_end_matches('/').to_owned(),
+            grpc: args.grpc_url.clone(),
+            token: args.token.clone(),
+        };
+        return Ok((None, endpoints));
+    }
+    let mut config = match &args.server_config {
+        Some(path) => ServerConfig::from_file(path)?,
+        None => ServerConfig::default(),
+    };
+    // One engine per process: the server shares this data path.
+    config.data_dir = ctx.data_dir.clone();
+    config.http_addr = "127.0.0.1:0".parse()?;
+    config.grpc_addr = "127.0.0.1:0".parse()?;
+    config.log = "warn".into();
+    config.auth_tokens.extend(args.token.clone());
+    let server = chingest_server::start(config).await?;
+    let endpoints = Endpoints {
+        http: format!("http://{}", server.addr),
+        grpc: Some(format!("http://{}", server.grpc_addr)),
+        token: args.token.clone(),
+    };
+    Ok((Some(server), endpoints))
+}
+
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().no_proxy().build()?)
+}
+
+fn authorized(endpoints: &Endpoints, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    match &endpoints.token {
+        Some(token) => request.header("Authorization", format!("Token {token}")),
+        None => request,
+    }
+}
+
+async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
+    let client = http_client()?;
+    let ready_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.get(format!("{}/ready", endpoints.http)).send().await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            _ if Instant::now() > ready_by => {
+                bail!("{}/ready did not answer 200 within 30 s", endpoints.http)
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Rows stored in `db`'s cpu table, through `/sql`.
+async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
+    let request = http_client()?
+        .get(format!("{}/sql", endpoints.http))
+        .query(&[
+            ("query", format!("SELECT count() FROM `{db}`.`cpu.autogen`")),
+            ("format", "TabSeparated".to_owned()),
+        ]);
+    let text = authorized(endpoints, request)
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    text.trim().parse().context("count from /sql")
+}
+
+/// Builds `path`'s load, sends its first request before the clock starts
+/// (it creates the table and every series; unless `--cold`), then the rest
+/// over the path's connections.
+async fn send_path(
+    ctx: &Context,
+    args: &Args,
+    endpoints: &Endpoints,
+    path: Path,
+    db: &str,
+) -> anyhow::Result<Sent> {
+    let name = path.name();
+    ctx.progress(format!("{name}: building the load"));
+    let token = endpoints.token.clone().map(|t| format!("Token {t}"));
+    match path {
+        Path::Http => {
+            let bodies = load::bodies(args.hosts, args.steps, args.lines_per_body);
+            let url = format!("{}/write?db={db}", endpoints.http);
+            let client = http_client()?;
+            let send = move |_: usize, body: String| {
+                let mut request = client.post(&url).body(body);
+                if let Some(token) = &token {
+                    request = request.header("Authorization", token);
+                }
+                async move {
+                    let response = request.send().await?;
+                    if response.status() != reqwest::StatusCode::NO_CONTENT {
+                        let status = response.status();
+                        bail!(
+                            "write answered {status}: {}",
+                            response.text().await.unwrap_or_default()
+                        );
+                    }
+                    Ok(())
+                }
+            };
+            let sizes = |body: &String| (body.lines().count(), body.len());
+            drive(ctx, name, bodies, args.connections, sizes, send).await
+        }
+        Path::GrpcLp | Path::GrpcPoints => {
+            let requests: Vec<WriteRequest> =
+                load::bodies(args.hosts, args.steps, args.lines_per_body)
+                    .into_iter()
+                    .map(|body| WriteRequest {
+                        database: db.to_owned(),
+                        data: Some(if path == Path::GrpcLp {
+                            write_request::Data::LineProtocol(body.into())
+                        } else {
+                            write_request::Data::Points(load::points(&body))
+                        }),
+                        ..Default::default()
+                    })
+                    .collect();
+            let clients = grpc_clients(endpoints, args.connections).await?;
+            let send = move |connection: usize, request: WriteRequest| {
+                let mut client = clients[connection % clients.len()].clone();
+                let request = grpc_request(request, token.as_deref());
+                async move {
+                    let reply = client.write(request?).await?.into_inner();
+                    if reply.rejected > 0 {
+                        bail!(
+                            "{} rows rejected: {:?}",
+                            reply.rejected,
+                            reply.rejections.first()
+                        );
+                    }
+                    Ok(())
+                }
+            };
+            let sizes = |request: &WriteRequest| match &request.data {
+                Some(write_request::Data::LineProtocol(body)) => {
+                    (body.iter().filter(|&&b| b == b'\n').count(), body.len())
+                }
+                Some(write_request::Data::Points(points)) => {
+                    (points.points.len(), prost::Message::encoded_len(request))
+                }
+                None => (0, 0),
+            };
+            drive(ctx, name, requests, args.connections, sizes, send).await
+        }
+        Path::GrpcArrow => {
+            let streams = load::arrow_streams(
+                args.hosts,
+                args.steps,
+                args.batch_rows,
+                args.arrow_streams,
+                db,
+            )?;
+            let clients = grpc_clients(endpoints, args.arrow_streams).await?;
+            let send = move |connection: usize, stream: load::ArrowStream| {
+                let mut client = clients[connection % clients.len()].clone();
+                let request = grpc_request(tokio_stream::iter(stream.requests), token.as_deref());
+                async move {
+                    let reply = client.write_arrow(request?).await?.into_inner();
+                    if reply.rows != stream.rows as u64 {
+                        bail!("WriteArrow stored {} rows of {}", reply.rows, stream.rows);
+                    }
+                    Ok(())
+                }
+            };
+            let sizes = |stream: &load::ArrowStream| {
+                let bytes = stream
+                    .requests
+                    .iter()
+                    .map(|r: &WriteArrowRequest| r.ipc.len())
+                    .sum();
+                (stream.rows, bytes)
+            };
+            drive(ctx, name, streams, args.arrow_streams, sizes, send).await
+        }
+    }
+}
+
+/// `connections` gRPC connections (one HTTP/2 connection each).
+async fn grpc_clients(
+    endpoints: &Endpoints,
+    connections: usize,
+) -> anyhow::Result<Arc<Vec<IngestClient<tonic::transport::Channel>>>> {
+    let url = endpoints.grpc.clone().context("no gRPC endpoint")?;
+    let limit = 256 << 20;
+    let mut clients = Vec::new();
+    for _ in 0..connections.max(1) {
+        let client = IngestClient::connect(url.clone())
+            .await
+            .with_context(|| format!("connecting to {url}"))?
+            .max_encoding_message_size(limit);
+        clients.push(client);
+    }
+    Ok(Arc::new(clients))
+}
+
+fn grpc_request<T>(message: T, token: Option<&str>) -> anyhow::Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    if let Some(token) = token {
+        request
+            .metadata_mut()
+            .insert("authorization", token.parse()?);
+    }
+    Ok(request)
+}
+
+/// Sends `items` over `connections` concurrent workers with `send`; the
+/// first item goes alone, before the clock starts, unless `--cold`. Items
+/// are freed as they are sent: the client holds the load once.
+async fn drive<T, F, Fut>(
+    ctx: &Context,
+    name: &str,
+    mut items: Vec<T>,
+    connections: usize,
+    sizes: impl Fn(&T) -> (usize, usize),
+    send: F,
+) -> anyhow::Result<Sent>
+where
+    T: Send + 'static,
+    F: Fn(usize, T) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let send = Arc::new(send);
+    let label = if ctx.cold_pending.replace(false) || items.len() < 2 {
         "cold"
     } else {
-        let first = bodies.remove(0);
-        timed_rows -= first.lines().count();
-        send(&client, auth(client.post(&url)), first).await?;
+        let first = items.remove(0);
+        send(0, first).await?;
         "warm"
     };
-    let bytes: usize = bodies.iter().map(String::len).sum();
+    let (rows, bytes) = items
+        .iter()
+        .map(&sizes)
+        .fold((0, 0), |(r, b), (rows, bytes)| (r + rows, b + bytes));
     ctx.progress(format!(
-        "http: posting {} bodies over {} connections to {base}",
-        bodies.len(),
-        args.connections
+        "{name}: sending {} requests over {connections} connections",
+        items.len()
     ));
-    // Sent bodies are freed as they go: the client holds the load once.
-    let queue = Arc::new(Mutex::new(std::mem::take(bodies)));
+    // Popped from the back: reversed, so requests go out in time order.
+    items.reverse();
+    let queue = Arc::new(Mutex::new(items));
     let started = Instant::now();
-    let tasks: Vec<_> = (0..args.connections.max(1))
-        .map(|_| {
-            let (client, queue) = (client.clone(), queue.clone());
-            let request = auth(client.post(&url));
+    let workers: Vec<_> = (0..connections.max(1))
+        .map(|connection| {
+            let (queue, send) = (queue.clone(), send.clone());
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 loop {
-                    let Some(body) = queue.lock().expect("queue").pop() else {
+                    let Some(item) = queue.lock().expect("queue").pop() else {
                         break;
                     };
                     let sent = Instant::now();
-                    let request = request.try_clone().expect("a bodiless request clones");
-                    send(&client, request, body).await?;
+                    send(connection, item).await?;
                     latencies.push(sent.elapsed());
                 }
                 anyhow::Ok(latencies)
             })
         })
         .collect();
-    let progress = report_progress(ctx, queue.clone());
+    let progress = report_progress(ctx, name, queue.clone());
     let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await??);
+    for worker in workers {
+        latencies.extend(worker.await??);
     }
     let elapsed = started.elapsed();
     progress.abort();
-
-    let stored = auth(client.get(format!("{base}/sql")))
-        .query(&[
-            (
-                "query",
-                format!("SELECT count() FROM `{database}`.`cpu.autogen`"),
-            ),
-            ("format", "TabSeparated".to_owned()),
-        ])
-        .send()
-        .await?
-        .error_for_status()?
-        .text()
-        .await?;
-    let stored: u64 = stored.trim().parse().context("count from /sql")?;
-    if stored != total_rows as u64 {
-        return Err(pushit::Error::Verify {
-            table: format!("{database}.cpu"),
-            expected: total_rows as u64,
-            stored,
-        }
-        .into());
-    }
     latencies.sort();
-    Ok(Posted {
-        rows: timed_rows,
+    if latencies.is_empty() {
+        latencies.push(elapsed);
+    }
+    Ok(Sent {
+        rows,
         bytes,
         elapsed,
         latencies,
@@ -313,26 +563,14 @@ async fn post_to(
     })
 }
 
-/// Posts one body and fails unless it was accepted in full (204).
-async fn send(
-    client: &reqwest::Client,
-    request: reqwest::RequestBuilder,
-    body: String,
-) -> anyhow::Result<()> {
-    let response = client.execute(request.body(body).build()?).await?;
-    if response.status() != reqwest::StatusCode::NO_CONTENT {
-        let status = response.status();
-        bail!(
-            "write answered {status}: {}",
-            response.text().await.unwrap_or_default()
-        );
-    }
-    Ok(())
-}
-
-/// Prints how many bodies are left every two seconds, until aborted.
-fn report_progress(ctx: &Context, queue: Arc<Mutex<Vec<String>>>) -> tokio::task::JoinHandle<()> {
+/// Prints how much of the load is left every two seconds, until aborted.
+fn report_progress<T: Send + 'static>(
+    ctx: &Context,
+    name: &str,
+    queue: Arc<Mutex<Vec<T>>>,
+) -> tokio::task::JoinHandle<()> {
     let quiet = ctx.common.quiet;
+    let name = name.to_owned();
     tokio::spawn(async move {
         let total = queue.lock().expect("queue").len().max(1);
         loop {
@@ -340,7 +578,7 @@ fn report_progress(ctx: &Context, queue: Arc<Mutex<Vec<String>>>) -> tokio::task
             let left = queue.lock().expect("queue").len();
             if !quiet {
                 eprintln!(
-                    "pushit: http: {:.0}% sent",
+                    "pushit: {name}: {:.0}% sent",
                     100.0 * (total - left) as f64 / total as f64
                 );
             }

@@ -13,6 +13,7 @@ pub(crate) mod batch;
 pub(crate) mod flush;
 pub(crate) mod http;
 pub(crate) mod layouts;
+mod load;
 pub(crate) mod workers;
 
 /// Drops and recreates `database`: a run starts from empty tables.

@@ -1,0 +1,158 @@
+//! The end-to-end load in each path's shape, built before any clock
+//! starts: line-protocol bodies, typed points, and Arrow IPC streams, all
+//! of the same TSBS cpu rows.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, Int64Builder, RecordBatch, StringDictionaryBuilder, TimestampNanosecondArray,
+};
+use arrow::datatypes::Int32Type;
+use arrow::ipc::writer::StreamWriter;
+use chingest_proto::v1::{field_value, ArrowTarget, FieldValue, Point, Points, WriteArrowRequest};
+
+/// Largest WriteArrow message: IPC bytes are cut into pieces of this size.
+const ARROW_MESSAGE_BYTES: usize = 4 << 20;
+
+/// The load, `hosts × steps` lines, in bodies of `lines_per_body` lines.
+pub(super) fn bodies(hosts: usize, steps: usize, lines_per_body: usize) -> Vec<String> {
+    tsbs::CpuOnly::new(hosts).bodies(steps, lines_per_body.max(1))
+}
+
+/// The load as line protocol in chunks of about `rows` rows (whole
+/// timestamps), in time order.
+pub(super) fn row_chunks(hosts: usize, steps: usize, rows: usize) -> impl Iterator<Item = String> {
+    let mut generator = tsbs::CpuOnly::new(hosts);
+    let steps_per_chunk = (rows / hosts.max(1)).max(1);
+    (0..steps)
+        .step_by(steps_per_chunk)
+        .map(move |first| generator.lines(first..(first + steps_per_chunk).min(steps)))
+}
+
+/// Parses TSBS lines (all valid, generated) as they are parsed anyway.
+fn parse(body: &str) -> impl Iterator<Item = lineproto::Line<'_>> {
+    let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
+    std::iter::from_fn(move || {
+        let mut line = lineproto::Line::default();
+        parser
+            .next_into(&mut line)
+            .map(|result| result.map(|()| line).expect("generated lines parse"))
+    })
+}
+
+/// The lines of `body` as typed points.
+pub(super) fn points(body: &str) -> Points {
+    let points = parse(body)
+        .map(|line| Point {
+            measurement: line.measurement.unescape().into_owned(),
+            tags: line
+                .tags
+                .iter()
+                .map(|(k, v)| (k.unescape().into_owned(), v.unescape().into_owned()))
+                .collect(),
+            fields: line
+                .fields
+                .iter()
+                .map(|(k, v)| {
+                    let lineproto::FieldValue::Integer(v) = v else {
+                        panic!("TSBS cpu fields are integers")
+                    };
+                    let value = Some(field_value::Value::Integer(*v));
+                    (k.unescape().into_owned(), FieldValue { value })
+                })
+                .collect(),
+            timestamp: Some(line.timestamp),
+        })
+        .collect();
+    Points { points }
+}
+
+/// One WriteArrow call: its messages and the rows they carry.
+pub(super) struct ArrowStream {
+    pub(super) rows: usize,
+    pub(super) requests: Vec<WriteArrowRequest>,
+}
+
+/// The lines of `body` as an Arrow batch: `time`, the tags
+/// dictionary-encoded, the fields as Int64.
+fn arrow_batch(body: &str) -> RecordBatch {
+    let mut time = Vec::new();
+    let mut tags: Vec<StringDictionaryBuilder<Int32Type>> = tsbs::TAGS
+        .iter()
+        .map(|_| StringDictionaryBuilder::new())
+        .collect();
+    let mut fields: Vec<Int64Builder> = tsbs::FIELDS.iter().map(|_| Int64Builder::new()).collect();
+    for line in parse(body) {
+        time.push(line.timestamp);
+        for (builder, (_, value)) in tags.iter_mut().zip(&line.tags) {
+            builder.append_value(value.raw());
+        }
+        for (builder, (_, value)) in fields.iter_mut().zip(&line.fields) {
+            let lineproto::FieldValue::Integer(v) = value else {
+                panic!("TSBS cpu fields are integers")
+            };
+            builder.append_value(*v);
+        }
+    }
+    let mut columns: Vec<(&str, ArrayRef)> = vec![(
+        "time",
+        Arc::new(TimestampNanosecondArray::from(time).with_timezone("UTC")),
+    )];
+    for (name, mut builder) in tsbs::TAGS.iter().zip(tags) {
+        columns.push((name, Arc::new(builder.finish())));
+    }
+    for (name, mut builder) in tsbs::FIELDS.iter().zip(fields) {
+        columns.push((name, Arc::new(builder.finish())));
+    }
+    RecordBatch::try_from_iter(columns).expect("columns of equal length")
+}
+
+/// The load as Arrow batches of `batch_rows` rows: the first batch alone
+/// (the warm-up stream), then the rest split over `streams` streams, each
+/// one IPC stream cut into messages.
+pub(super) fn arrow_streams(
+    hosts: usize,
+    steps: usize,
+    batch_rows: usize,
+    streams: usize,
+    database: &str,
+) -> anyhow::Result<Vec<ArrowStream>> {
+    let batches: Vec<RecordBatch> = row_chunks(hosts, steps, batch_rows)
+        .map(|b| arrow_batch(&b))
+        .collect();
+    let target = ArrowTarget {
+        database: database.to_owned(),
+        measurement: "cpu".to_owned(),
+        tag_columns: tsbs::TAGS.iter().map(|t| t.to_string()).collect(),
+        ..Default::default()
+    };
+    let (first, rest) = batches.split_first().expect("at least one batch");
+    let per_stream = rest.len().div_ceil(streams.max(1)).max(1);
+    std::iter::once(std::slice::from_ref(first))
+        .chain(rest.chunks(per_stream))
+        .map(|group| ipc_stream(group, &target))
+        .collect()
+}
+
+fn ipc_stream(batches: &[RecordBatch], target: &ArrowTarget) -> anyhow::Result<ArrowStream> {
+    let mut bytes = Vec::new();
+    let mut writer = StreamWriter::try_new(&mut bytes, &batches[0].schema())?;
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    writer.finish()?;
+    drop(writer);
+    let bytes = bytes::Bytes::from(bytes);
+    let mut requests: Vec<WriteArrowRequest> = (0..bytes.len())
+        .step_by(ARROW_MESSAGE_BYTES)
+        .map(|start| WriteArrowRequest {
+            target: None,
+            ipc: bytes.slice(start..(start + ARROW_MESSAGE_BYTES).min(bytes.len())),
+        })
+        .collect();
+    requests[0].target = Some(target.clone());
+    Ok(ArrowStream {
+        rows: batches.iter().map(RecordBatch::num_rows).sum(),
+        requests,
+    })
+}
