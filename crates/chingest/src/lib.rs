@@ -587,7 +587,7 @@ impl Shared {
         let tables = group_by_table(chunks);
         let mut receivers = Vec::with_capacity(tables.len());
         for (table, chunks) in tables {
-            let bytes = chunks.iter().map(RecordBatch::get_array_memory_size).sum();
+            let bytes = chunks.iter().map(chunk_bytes).sum();
             let permit = self.reserve_memory(bytes).await?;
             receivers.extend(table.batcher.append(chunks, bytes, permit, wait)?);
         }
@@ -610,7 +610,15 @@ impl Shared {
             return Err(overloaded());
         };
         if kib as usize > self.memory_kib {
-            return Err(overloaded());
+            // It would never fit: retrying cannot help.
+            return Err(Error::InvalidBatch {
+                column: "*".to_owned(),
+                reason: format!(
+                    "its rows take {bytes} bytes, more than max_buffered_bytes ({}); \
+                     send smaller batches",
+                    self.config.max_buffered_bytes
+                ),
+            });
         }
         let acquire = Arc::clone(&self.memory).acquire_many_owned(kib);
         match tokio::time::timeout(self.config.overload_wait, acquire).await {
@@ -771,6 +779,23 @@ async fn await_flushes(receivers: Vec<oneshot::Receiver<FlushOutcome>>) -> Resul
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// The bytes a chunk's rows hold: the slices of buffers its columns use.
+/// Not the buffers' capacity: columns decoded from one Arrow IPC message
+/// all point into that message's buffer, which would be counted once per
+/// column (a 200k-row batch as 12 × its whole size).
+fn chunk_bytes(chunk: &RecordBatch) -> usize {
+    chunk
+        .columns()
+        .iter()
+        .map(|column| {
+            column
+                .to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| column.get_array_memory_size())
+        })
+        .sum()
 }
 
 /// The release of the linked engine library, e.g. `"26.7.3"`.

@@ -53,6 +53,14 @@ pub enum ServerError {
     Engine(#[from] chingest::Error),
 }
 
+/// HTTP/2 flow-control windows of the gRPC server: how many bytes a client
+/// may send on one stream, and on one connection, before the server
+/// acknowledges them.
+const GRPC_STREAM_WINDOW: u32 = 8 << 20;
+const GRPC_CONNECTION_WINDOW: u32 = 32 << 20;
+/// Largest HTTP/2 frame a client may send (the default is 16 KiB).
+const GRPC_MAX_FRAME: u32 = 1 << 20;
+
 /// A running server.
 #[derive(Debug)]
 pub struct RunningServer {
@@ -176,12 +184,23 @@ async fn serve(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
+    // Writes are large messages one way: HTTP/2's default 64 KiB windows
+    // would stall the sender every 64 KiB, waiting for a round trip.
     let grpc = tonic::transport::Server::builder()
+        .initial_stream_window_size(GRPC_STREAM_WINDOW)
+        .initial_connection_window_size(GRPC_CONNECTION_WINDOW)
+        .max_frame_size(GRPC_MAX_FRAME)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(grpc::ingest_service(state.clone()))
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(grpc_listener),
+            // Replies are small: without TCP_NODELAY, Nagle's algorithm holds
+            // them back until the client's delayed ACK (tens of ms). The
+            // builder's own setting does not apply to a given listener.
+            tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::TcpListenerStream::new(grpc_listener),
+                |stream| stream.and_then(|s| s.set_nodelay(true).map(|()| s)),
+            ),
             stopped(stop_rx.clone()),
         );
     let http = axum::serve(listener, http::router(state.clone()))
