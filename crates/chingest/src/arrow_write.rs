@@ -1,17 +1,22 @@
 //! Turning a caller's Arrow batch into a fact-table chunk, column by column.
 //!
 //! The batch carries a `time` column, the tag columns the caller names, and
-//! fields in every other column. Tags are hashed to `series_id` row by row
-//! through one reused buffer; fields are cast to the fact table's types
-//! without ever becoming rows. Problems are reported per column: a batch is
-//! taken whole or not at all.
+//! fields in every other column. Tag columns are dictionary-encoded (as
+//! columnar producers usually send them already), so a row's tag set is a
+//! tuple of small integers: each distinct tuple is hashed to its `series_id`
+//! once per batch, and every other row costs one lookup. Fields are cast to
+//! the fact table's types without ever becoming rows. Problems are reported
+//! per column: a batch is taken whole or not at all.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, TimestampNanosecondArray, UInt64Array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, StringArray, TimestampNanosecondArray, UInt64Array,
+};
 use arrow::compute::{cast_with_options, CastOptions};
-use arrow::datatypes::{DataType, TimeUnit};
+use arrow::datatypes::{DataType, Int32Type, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Database;
@@ -50,8 +55,15 @@ fn field_type(data_type: &DataType) -> Option<FieldType> {
     })
 }
 
+/// The type every tag column is cast to: strings, dictionary-encoded with
+/// 32-bit keys (a no-op for columns already sent so).
+fn tag_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
 /// A validated input batch: its time column in nanoseconds, tag columns as
-/// strings (sorted by name), and field columns with their types.
+/// dictionary-encoded strings (sorted by name), and field columns with
+/// their types.
 pub(crate) struct ArrowInput {
     time: TimestampNanosecondArray,
     tags: Vec<(String, ArrayRef)>,
@@ -105,7 +117,8 @@ impl ArrowInput {
                     format!("tag columns must be strings, not {}", column.data_type()),
                 ));
             }
-            tags.push((name.to_owned(), cast(name, column, &DataType::Utf8)?));
+            let encoded = cast(name, column, &tag_type())?;
+            tags.push((name.to_owned(), encoded));
         }
         tags.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(pair) = tags.windows(2).find(|pair| pair[0].0 == pair[1].0) {
@@ -146,21 +159,45 @@ impl ArrowInput {
     }
 
     /// Hashes every row's tags into series ids, returning the new series.
+    /// Rows are told apart by their tuple of dictionary keys; the canonical
+    /// key is built and hashed once per distinct tuple.
     fn series_ids(&self, measurement: &str, db: &Database) -> (UInt64Array, Vec<(u64, SeriesKey)>) {
-        let tags: Vec<(&str, &arrow::array::StringArray)> = self
+        let tags: Vec<(&str, &DictionaryArray<Int32Type>, &StringArray)> = self
             .tags
             .iter()
-            .map(|(name, column)| (name.as_str(), column.as_string::<i32>()))
+            .map(|(name, column)| {
+                let column = column.as_dictionary::<Int32Type>();
+                (name.as_str(), column, column.values().as_string::<i32>())
+            })
             .collect();
+        let mut ids_by_keys: HashMap<Box<[i32]>, u64, BuildHasherDefault<KeyHasher>> =
+            HashMap::default();
+        let mut keys: Vec<i32> = Vec::with_capacity(tags.len());
         let mut buffer = Vec::new();
         let mut seen = HashSet::new();
         let mut new_series = Vec::new();
-        let ids = (0..self.time.len()).map(|row| {
+        let mut ids = Vec::with_capacity(self.time.len());
+        for row in 0..self.time.len() {
+            keys.clear();
+            // -1: the row has no value for the tag.
+            keys.extend(tags.iter().map(|(_, column, _)| {
+                if column.is_valid(row) {
+                    column.keys().value(row)
+                } else {
+                    -1
+                }
+            }));
+            if let Some(&id) = ids_by_keys.get(keys.as_slice()) {
+                ids.push(id);
+                continue;
+            }
             // NULL or empty tag values mean the row does not have that tag.
             let present = tags
                 .iter()
-                .filter(|(_, column)| column.is_valid(row) && !column.value(row).is_empty())
-                .map(|(name, column)| (*name, column.value(row)));
+                .zip(&keys)
+                .filter(|&(_, &key)| key >= 0)
+                .map(|((name, _, values), &key)| (*name, values.value(key as usize)))
+                .filter(|(_, value)| !value.is_empty());
             encode_canonical(measurement, present.clone(), &mut buffer);
             let id = series_id_of_canonical(&buffer);
             if seen.insert(id) && !db.series.is_known(id) {
@@ -170,9 +207,10 @@ impl ArrowInput {
                 };
                 new_series.push((id, key));
             }
-            id
-        });
-        (UInt64Array::from_iter_values(ids), new_series)
+            ids_by_keys.insert(keys.clone().into_boxed_slice(), id);
+            ids.push(id);
+        }
+        (UInt64Array::from(ids), new_series)
     }
 
     /// The fact-table chunk for `schema`, or the first column whose type
@@ -209,5 +247,39 @@ impl ArrowInput {
         let chunk = RecordBatch::try_new(schema.arrow_schema(&present), arrays)
             .map_err(|e| invalid("*", e.to_string()))?;
         Ok((chunk, new_series))
+    }
+}
+
+/// Hashes tuples of dictionary keys for the per-batch series cache: a
+/// multiply-rotate mix, a few cycles per key (the keys are small integers
+/// from one batch, not attacker-chosen table keys that need SipHash).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        for &b in words.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_i32(&mut self, value: i32) {
+        self.write_u64(value as u32 as u64);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
     }
 }
