@@ -56,8 +56,8 @@ pub enum ServerError {
 /// HTTP/2 flow-control windows of the gRPC server: how many bytes a client
 /// may send on one stream, and on one connection, before the server
 /// acknowledges them.
-const GRPC_STREAM_WINDOW: u32 = 8 << 20;
-const GRPC_CONNECTION_WINDOW: u32 = 32 << 20;
+const GRPC_STREAM_WINDOW: u32 = 32 << 20;
+const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
 /// Largest HTTP/2 frame a client may send (the default is 16 KiB).
 const GRPC_MAX_FRAME: u32 = 1 << 20;
 

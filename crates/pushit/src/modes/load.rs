@@ -7,12 +7,9 @@ use std::sync::Arc;
 use arrow::array::{
     ArrayRef, Int64Builder, RecordBatch, StringDictionaryBuilder, TimestampNanosecondArray,
 };
-use arrow::datatypes::Int32Type;
+use arrow::datatypes::Int16Type;
 use arrow::ipc::writer::StreamWriter;
 use chingest_proto::v1::{field_value, ArrowTarget, FieldValue, Point, Points, WriteArrowRequest};
-
-/// Largest WriteArrow message: IPC bytes are cut into pieces of this size.
-const ARROW_MESSAGE_BYTES: usize = 4 << 20;
 
 /// The load, `hosts × steps` lines, in bodies of `lines_per_body` lines.
 pub(super) fn bodies(hosts: usize, steps: usize, lines_per_body: usize) -> Vec<String> {
@@ -74,10 +71,12 @@ pub(super) struct ArrowStream {
 }
 
 /// The lines of `body` as an Arrow batch: `time`, the tags
-/// dictionary-encoded, the fields as Int64.
+/// dictionary-encoded with 16-bit keys (TSBS has at most 1,000 values per
+/// tag by default; the smallest keys that fit, as a columnar producer would
+/// choose), the fields as Int64.
 fn arrow_batch(body: &str) -> RecordBatch {
     let mut time = Vec::new();
-    let mut tags: Vec<StringDictionaryBuilder<Int32Type>> = tsbs::TAGS
+    let mut tags: Vec<StringDictionaryBuilder<Int16Type>> = tsbs::TAGS
         .iter()
         .map(|_| StringDictionaryBuilder::new())
         .collect();
@@ -135,22 +134,25 @@ pub(super) fn arrow_streams(
 }
 
 fn ipc_stream(batches: &[RecordBatch], target: &ArrowTarget) -> anyhow::Result<ArrowStream> {
-    let mut bytes = Vec::new();
-    let mut writer = StreamWriter::try_new(&mut bytes, &batches[0].schema())?;
+    // One gRPC message per IPC message (the schema, then each batch): the
+    // server decodes each from one contiguous buffer.
+    let mut writer = StreamWriter::try_new(Vec::new(), &batches[0].schema())?;
+    let mut requests = vec![WriteArrowRequest {
+        target: Some(target.clone()),
+        ipc: std::mem::take(writer.get_mut()).into(),
+    }];
     for batch in batches {
         writer.write(batch)?;
+        requests.push(WriteArrowRequest {
+            target: None,
+            ipc: std::mem::take(writer.get_mut()).into(),
+        });
     }
     writer.finish()?;
-    drop(writer);
-    let bytes = bytes::Bytes::from(bytes);
-    let mut requests: Vec<WriteArrowRequest> = (0..bytes.len())
-        .step_by(ARROW_MESSAGE_BYTES)
-        .map(|start| WriteArrowRequest {
-            target: None,
-            ipc: bytes.slice(start..(start + ARROW_MESSAGE_BYTES).min(bytes.len())),
-        })
-        .collect();
-    requests[0].target = Some(target.clone());
+    requests.push(WriteArrowRequest {
+        target: None,
+        ipc: writer.into_inner()?.into(),
+    });
     Ok(ArrowStream {
         rows: batches.iter().map(RecordBatch::num_rows).sum(),
         requests,
