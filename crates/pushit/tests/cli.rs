@@ -242,6 +242,34 @@ fn http_reports_e2e_against_the_engine() {
 }
 
 #[test]
+fn grpc_measures_every_path_against_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "grpc", "--hosts", "50", "--steps", "40", "--lines-per-body", "400",
+            "--batch-rows", "500", "--connections", "2",
+        ],
+    );
+    let paths: Vec<&str> = rows[..5].iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["engine", "http", "grpc-lp", "grpc-points", "grpc-arrow"]);
+    // Each path's first request (400 lines, or one 500-row batch) is sent
+    // before the clock starts.
+    let timed: Vec<u64> = rows[1..5].iter().map(|r| r["rows"].as_u64().unwrap()).collect();
+    assert_eq!(timed, [1_600, 1_600, 1_600, 1_500]);
+    for row in &rows[1..5] {
+        let over = row["over_engine"].as_f64().unwrap();
+        assert!((over - rate(row) / rate(&rows[0])).abs() < 1e-9, "{row}");
+    }
+    let summary = &rows[5];
+    assert_eq!(summary["summary"], true);
+    let arrow = summary["grpc_arrow_over_engine"].as_f64().unwrap();
+    assert!((arrow - rate(&rows[4]) / rate(&rows[0])).abs() < 1e-9);
+    let lp_over_http = summary["grpc_lp_over_http"].as_f64().unwrap();
+    assert!((lp_over_http - rate(&rows[2]) / rate(&rows[1])).abs() < 1e-9);
+}
+
+#[test]
 fn bad_arguments_are_refused() {
     let output = Command::new(env!("CARGO_BIN_EXE_pushit"))
         .args(["batch", "--runs", "0"])
