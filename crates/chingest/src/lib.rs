@@ -610,15 +610,7 @@ impl Shared {
             return Err(overloaded());
         };
         if kib as usize > self.memory_kib {
-            // It would never fit: retrying cannot help.
-            return Err(Error::InvalidBatch {
-                column: "*".to_owned(),
-                reason: format!(
-                    "its rows take {bytes} bytes, more than max_buffered_bytes ({}); \
-                     send smaller batches",
-                    self.config.max_buffered_bytes
-                ),
-            });
+            return Err(overloaded());
         }
         let acquire = Arc::clone(&self.memory).acquire_many_owned(kib);
         match tokio::time::timeout(self.config.overload_wait, acquire).await {

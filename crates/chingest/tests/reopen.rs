@@ -145,8 +145,9 @@ async fn child(phase: &str, dir: &Path) {
             );
         }
         "overload" => {
-            // One write bigger than the whole budget is refused at once.
-            let big: String = (0..20_000).map(|i| format!("m,k=v v={i}i {i}\n")).collect();
+            // One write bigger than the whole budget (40k rows × 3 columns
+            // of 8 bytes) is refused at once.
+            let big: String = (0..40_000).map(|i| format!("m,k=v v={i}i {i}\n")).collect();
             let err = ing
                 .write_lp("limits", "autogen", big.as_bytes(), &options)
                 .await;
