@@ -1,6 +1,7 @@
 //! `/metrics`: Prometheus text exposition of the server's own counters
-//! (requests by endpoint and status, their latency, bytes in) and the
-//! ingestor's (lines, flushes, series, pool waits, engine errors, memory).
+//! (HTTP requests by endpoint and status, gRPC calls by method and code,
+//! their latency, bytes in) and the ingestor's (lines, flushes, series, pool
+//! waits, engine errors, memory).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,15 +21,38 @@ const LATENCY_BOUNDS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 
-/// Counters kept by the HTTP layer.
+/// Counters kept by the HTTP and gRPC layers.
 #[derive(Debug, Default)]
-pub struct HttpMetrics {
+pub struct ServerMetrics {
     /// Requests by (endpoint, status).
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     /// Latency by endpoint.
     latency: Mutex<BTreeMap<String, Histogram>>,
     /// Request body bytes as sent (before decompression).
     bytes_in: AtomicU64,
+    /// gRPC calls by (method, code).
+    grpc_calls: Mutex<BTreeMap<(&'static str, String), u64>>,
+    /// gRPC call latency by method.
+    grpc_latency: Mutex<BTreeMap<&'static str, Histogram>>,
+}
+
+impl ServerMetrics {
+    /// Counts one gRPC call of `method` that ended with `code` after
+    /// `started`. Calls refused by authentication count under method `*`.
+    pub(crate) fn observe_grpc(&self, method: &'static str, code: tonic::Code, started: Instant) {
+        *self
+            .grpc_calls
+            .lock()
+            .unwrap()
+            .entry((method, format!("{code:?}")))
+            .or_default() += 1;
+        self.grpc_latency
+            .lock()
+            .unwrap()
+            .entry(method)
+            .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
+            .observe(started.elapsed().as_secs_f64());
+    }
 }
 
 /// Middleware: counts each request under its route and status, and times it.
@@ -127,6 +151,33 @@ pub async fn render(State(state): State<AppState>) -> Response {
         "chingest_http_request_bytes_total {}",
         m.bytes_in.load(Ordering::Relaxed)
     );
+
+    header(
+        &mut out,
+        "chingest_grpc_calls_total",
+        "counter",
+        "gRPC calls by method and status code.",
+    );
+    for ((method, code), count) in m.grpc_calls.lock().unwrap().iter() {
+        let _ = writeln!(
+            out,
+            "chingest_grpc_calls_total{{method=\"{method}\",code=\"{code}\"}} {count}"
+        );
+    }
+    header(
+        &mut out,
+        "chingest_grpc_call_duration_seconds",
+        "histogram",
+        "gRPC call latency by method.",
+    );
+    for (method, h) in m.grpc_latency.lock().unwrap().iter() {
+        histogram(
+            &mut out,
+            "chingest_grpc_call_duration_seconds",
+            &format!("method=\"{method}\""),
+            h,
+        );
+    }
 
     if let Some(ingestor) = state.ingestor.get() {
         let s = ingestor.stats();

@@ -19,8 +19,8 @@ pub struct AppState {
     pub ingestor: Arc<OnceCell<Ingestor>>,
     /// The configuration in force.
     pub config: Arc<ServerConfig>,
-    /// The HTTP layer's own counters.
-    pub metrics: Arc<crate::metrics::HttpMetrics>,
+    /// The HTTP and gRPC layers' own counters.
+    pub metrics: Arc<crate::metrics::ServerMetrics>,
 }
 
 impl AppState {

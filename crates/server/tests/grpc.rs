@@ -39,6 +39,7 @@ fn main() {
         arrow_errors_name_the_problem,
         concurrent_arrow_streams_have_exact_counts,
         health_and_reflection,
+        calls_are_counted_in_metrics,
     ]);
 }
 
@@ -620,5 +621,38 @@ fn health_and_reflection() {
             names.contains(&"grpc.health.v1.Health".to_owned()),
             "{names:?}"
         );
+    })
+}
+
+fn calls_are_counted_in_metrics() {
+    run(async {
+        let mut client = connect().await;
+        client
+            .write(authorized(lp_request("g_metrics", "m v=1")))
+            .await
+            .unwrap();
+        let refused = client
+            .write(Request::new(lp_request("g_metrics", "m v=1")))
+            .await;
+        assert_eq!(refused.unwrap_err().code(), Code::Unauthenticated);
+        let invalid = client.write(authorized(lp_request("", "m v=1"))).await;
+        assert_eq!(invalid.unwrap_err().code(), Code::InvalidArgument);
+        let metrics = support::client()
+            .get(format!("{}/metrics", support::base()))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for line in [
+            "chingest_grpc_calls_total{method=\"Write\",code=\"Ok\"}",
+            "chingest_grpc_calls_total{method=\"Write\",code=\"InvalidArgument\"}",
+            "chingest_grpc_calls_total{method=\"*\",code=\"Unauthenticated\"}",
+            "chingest_grpc_call_duration_seconds_count{method=\"Write\"}",
+        ] {
+            assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+        }
     })
 }

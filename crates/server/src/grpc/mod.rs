@@ -9,6 +9,7 @@ mod points;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::StreamDecoder;
@@ -60,7 +61,12 @@ pub fn ingest_service(
             .get("authorization")
             .and_then(|value| value.to_str().ok())
             .and_then(token_from_authorization);
-        auth.check_token(offered.as_deref())?;
+        if let Err(err) = auth.check_token(offered.as_deref()) {
+            let status = Status::from(err);
+            auth.metrics
+                .observe_grpc("*", status.code(), Instant::now());
+            return Err(status);
+        }
         Ok(request)
     })
 }
@@ -137,6 +143,35 @@ impl Ingest for IngestService {
         &self,
         request: Request<WriteRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
+        let started = Instant::now();
+        let result = self.write_inner(request).await;
+        self.observe("Write", &result, started);
+        result
+    }
+
+    async fn write_arrow(
+        &self,
+        request: Request<Streaming<WriteArrowRequest>>,
+    ) -> Result<Response<WriteArrowResponse>, Status> {
+        let started = Instant::now();
+        let result = self.write_arrow_inner(request).await;
+        self.observe("WriteArrow", &result, started);
+        result
+    }
+}
+
+impl IngestService {
+    fn observe<T>(&self, method: &'static str, result: &Result<T, Status>, started: Instant) {
+        let code = result
+            .as_ref()
+            .map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.state.metrics.observe_grpc(method, code, started);
+    }
+
+    async fn write_inner(
+        &self,
+        request: Request<WriteRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
         let request = request.into_inner();
         let ingestor = self.state.ingestor()?;
         if request.database.is_empty() {
@@ -171,7 +206,7 @@ impl Ingest for IngestService {
         }
     }
 
-    async fn write_arrow(
+    async fn write_arrow_inner(
         &self,
         request: Request<Streaming<WriteArrowRequest>>,
     ) -> Result<Response<WriteArrowResponse>, Status> {
