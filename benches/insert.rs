@@ -11,7 +11,8 @@
 //! Under `cargo test` (no `--bench` argument) it runs one round as a check.
 
 use chingest::{IngestConfig, Ingestor, WriteOptions};
-use pushit::engine::{tsbs_fact_batch, tsbs_fact_table_sql, RawConnection};
+use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema, RawConnection};
+use pushit::layouts::LayoutTables;
 use std::time::{Duration, Instant};
 
 const HOSTS: usize = 1_000;
@@ -39,7 +40,17 @@ fn main() {
         .unwrap();
 
     let conn = RawConnection::open(&ingestor.config().data_dir).unwrap();
-    conn.execute(&[&tsbs_fact_table_sql("bench.raw")]).unwrap();
+    // The raw arm's table: chingest's own DDL, in a database of its own.
+    let raw_table = LayoutTables::chingest(&tsbs_fact_schema("bench_raw"), false);
+    conn.execute(&["CREATE DATABASE bench_raw"]).unwrap();
+    conn.execute(
+        &raw_table
+            .create
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     let batch = tsbs_fact_batch(&body).unwrap();
 
     let mut raw = Vec::new();
@@ -48,13 +59,13 @@ fn main() {
     for round in 0..rounds {
         // Empty tables each round: the merges of earlier rounds' parts would
         // otherwise take the cores from whichever arm runs next.
-        for table in ["bench.raw", "bench.`cpu.autogen.mergetree`"] {
+        for table in [raw_table.storage.as_str(), "bench.`cpu.autogen.mergetree`"] {
             conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
         }
         // Which arm goes first alternates too.
         let raw_arm = || {
             let started = Instant::now();
-            conn.insert("bench.raw", batch.clone()).unwrap();
+            conn.insert(&raw_table.storage, batch.clone()).unwrap();
             started.elapsed()
         };
         // write_lp is exactly prepare_lp + commit; timed in two parts.
@@ -107,7 +118,7 @@ fn main() {
 
     // Back to back: two writers keep a write in flight each, so one write's
     // parse overlaps the other's insert, as under continuous ingest.
-    for table in ["bench.raw", "bench.`cpu.autogen.mergetree`"] {
+    for table in [raw_table.storage.as_str(), "bench.`cpu.autogen.mergetree`"] {
         conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
     }
     let writes = rounds.max(2);

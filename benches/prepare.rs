@@ -77,7 +77,9 @@ fn main() {
 
     // Series identity, per line: the raw-key fingerprint recognizes a known
     // series; a new one is canonicalized (tags sorted) and hashed to its id.
-    let lines = parse_lines(&body);
+    let parsed = lineproto::parse(body.as_bytes(), lineproto::ParseOptions::default());
+    assert!(parsed.errors.is_empty());
+    let lines = parsed.lines;
     let mut series = criterion.benchmark_group("series key + hash");
     series.throughput(Throughput::Elements(lines.len() as u64));
     series.bench_function("raw-key fingerprint (known series)", |b| {
@@ -105,7 +107,7 @@ fn main() {
 
     // Arrow columns from parsed points: chingest's ChunkBuilder, as a write
     // fills it, given each line's series id.
-    let schema = std::sync::Arc::new(pushit::engine::tsbs_fact_schema("cpu"));
+    let schema = std::sync::Arc::new(pushit::engine::tsbs_fact_schema("bench"));
     let mut arrow = criterion.benchmark_group("arrow build");
     arrow.throughput(Throughput::Elements(lines.len() as u64));
     arrow.bench_function("ChunkBuilder, 10 integer fields", |b| {
@@ -125,18 +127,6 @@ fn main() {
 
     criterion.final_summary();
     runtime.block_on(ingestor.close()).unwrap();
-}
-
-/// Every line of `body`, parsed.
-fn parse_lines(body: &str) -> Vec<lineproto::Line<'_>> {
-    let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
-    let mut lines = Vec::new();
-    let mut line = lineproto::Line::default();
-    while let Some(result) = parser.next_into(&mut line) {
-        result.unwrap();
-        lines.push(line.clone());
-    }
-    lines
 }
 
 /// A one-row batch that creates `cpu`'s ten integer columns.

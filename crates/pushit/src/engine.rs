@@ -94,11 +94,12 @@ fn engine_error(e: chdb_rust::error::Error) -> Error {
     Error::Engine(e.to_string())
 }
 
-/// The schema chingest gives TSBS cpu rows: time, series_id, and one
+/// The schema chingest gives TSBS cpu rows in `database` (measurement
+/// `cpu`, retention policy `autogen`): time, series_id, and one
 /// Nullable(Int64) per field.
-pub fn tsbs_fact_schema(table: &str) -> TableSchema {
+pub fn tsbs_fact_schema(database: &str) -> TableSchema {
     TableSchema::new(
-        TableNames::new("pushit", "autogen", table),
+        TableNames::new(database, "autogen", "cpu"),
         tsbs::FIELDS
             .iter()
             .map(|f| (f.to_string(), FieldType::Integer))
@@ -106,22 +107,10 @@ pub fn tsbs_fact_schema(table: &str) -> TableSchema {
     )
 }
 
-/// `CREATE TABLE` for TSBS cpu rows with chingest's fact-table columns.
-pub fn tsbs_fact_table_sql(table: &str) -> String {
-    let fields: String = tsbs::FIELDS
-        .iter()
-        .map(|f| format!(", {f} Nullable(Int64)"))
-        .collect();
-    format!(
-        "CREATE TABLE {table} (time DateTime64(9, 'UTC'), series_id UInt64{fields}) \
-         ENGINE = MergeTree ORDER BY (series_id, time)"
-    )
-}
-
 /// The rows of TSBS cpu line protocol `body` as the fact table stores them,
 /// built by chingest's own [`ChunkBuilder`] (outside any timed region).
 pub fn tsbs_fact_batch(body: &str) -> Result<RecordBatch, Error> {
-    let mut chunk = ChunkBuilder::new(Arc::new(tsbs_fact_schema("cpu")));
+    let mut chunk = ChunkBuilder::new(Arc::new(tsbs_fact_schema("pushit")));
     let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
     let mut line = lineproto::Line::default();
     while let Some(result) = parser.next_into(&mut line) {

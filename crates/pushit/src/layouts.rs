@@ -15,7 +15,7 @@ use chingest::arrow::array::{
     TimestampNanosecondArray, UInt64Array,
 };
 use chingest::arrow::datatypes::{DataType, Field, Schema};
-use chingest::names::TableNames;
+use chingest::names::{quote_ident, TableNames};
 use chingest::schema::{FieldType, TableSchema};
 use chingest::series::SeriesKey;
 
@@ -41,6 +41,18 @@ impl Shape {
     /// Total samples: series × timestamps.
     pub fn samples(&self) -> usize {
         self.series * self.timestamps
+    }
+
+    /// chingest's fact-table schema for these samples: one Int64 column per
+    /// field, for `measurement` in `database` and retention policy `rp`.
+    pub fn fact_schema(&self, database: &str, rp: &str, measurement: &str) -> TableSchema {
+        TableSchema::new(
+            TableNames::new(database, rp, measurement),
+            self.field_names()
+                .into_iter()
+                .map(|f| (f, FieldType::Integer))
+                .collect(),
+        )
     }
 
     fn tag_names(&self) -> Vec<String> {
@@ -168,29 +180,10 @@ impl Layout {
                 ", series_id UInt64, field LowCardinality(String), value Int64".to_owned(),
                 "series_id, field, time",
             ),
-            Layout::SeriesId | Layout::SeriesIdBuffer => {
-                let (names, mut create) = chingest_tables(database, "autogen", MEASUREMENT, shape);
-                let names = &names;
-                let null_sink = format!("{}.`samples_null`", names.database);
-                create.push(format!(
-                    "CREATE TABLE {null_sink} AS {} ENGINE = Null",
-                    names.storage_table
-                ));
-                let buffered = self == Layout::SeriesIdBuffer;
-                LayoutTables {
-                    create,
-                    insert_into: if buffered {
-                        &names.query_table
-                    } else {
-                        &names.storage_table
-                    }
-                    .clone(),
-                    flush: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
-                    storage: names.storage_table.clone(),
-                    storage_name: names.storage_name.clone(),
-                    null_sink,
-                }
-            }
+            Layout::SeriesId | Layout::SeriesIdBuffer => LayoutTables::chingest(
+                &shape.fact_schema(database, "autogen", MEASUREMENT),
+                self == Layout::SeriesIdBuffer,
+            ),
         }
     }
 
@@ -210,26 +203,42 @@ impl Layout {
     }
 }
 
-/// chingest's own tables for `measurement` in `database` and retention
-/// policy `rp`, with the shape's fields: a MergeTree and the Buffer table in
-/// front of it, created by the same DDL chingest runs (default Buffer
-/// policy). Returns their names and the statements.
-pub fn chingest_tables(
-    database: &str,
-    rp: &str,
-    measurement: &str,
-    shape: &Shape,
-) -> (TableNames, Vec<String>) {
-    let schema = TableSchema::new(
-        TableNames::new(database, rp, measurement),
-        shape
-            .field_names()
-            .into_iter()
-            .map(|f| (f, FieldType::Integer))
-            .collect(),
-    );
-    let create = chingest::schema::create_table_sql(&schema, &chingest::BufferPolicy::default(), 0);
-    (schema.names, create.to_vec())
+/// chingest's own DDL for the tables of `schema` (default Buffer policy, no
+/// TTL): the MergeTree, then the Buffer table in front of it.
+pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
+    chingest::schema::create_table_sql(schema, &chingest::BufferPolicy::default(), 0).to_vec()
+}
+
+impl LayoutTables {
+    /// chingest's tables for `schema`, with inserts going through the
+    /// Buffer table when `buffered` (and the Buffer flushed to end a run),
+    /// straight to the MergeTree otherwise.
+    pub fn chingest(schema: &TableSchema, buffered: bool) -> LayoutTables {
+        let names = &schema.names;
+        let mut create = chingest_tables(schema);
+        let null_sink = format!(
+            "{}.{}",
+            names.database,
+            quote_ident(&format!("{}.null", names.storage_name))
+        );
+        create.push(format!(
+            "CREATE TABLE {null_sink} AS {} ENGINE = Null",
+            names.storage_table
+        ));
+        let insert_into = if buffered {
+            &names.query_table
+        } else {
+            &names.storage_table
+        };
+        LayoutTables {
+            create,
+            insert_into: insert_into.clone(),
+            flush: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
+            storage: names.storage_table.clone(),
+            storage_name: names.storage_name.clone(),
+            null_sink,
+        }
+    }
 }
 
 /// Per-series data shared by every batch: tag values and series ids.

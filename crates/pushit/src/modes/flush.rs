@@ -8,12 +8,12 @@
 
 use std::time::Instant;
 
-use chingest::names::TableNames;
+use chingest::schema::TableSchema;
 use pushit::layouts::{chingest_tables, Layout, Shape};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::{fresh_database, per_second, settle};
+use super::{check_stored, fresh_database, per_second, settle};
 use crate::Context;
 
 const DATABASE: &str = "pushit_flush";
@@ -76,23 +76,26 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         ),
     ];
     for (case, rps, measurements) in cases {
-        let tables: Vec<(TableNames, Vec<String>)> = (0..rps)
+        let tables: Vec<TableSchema> = (0..rps)
             .flat_map(|rp| (0..measurements).map(move |m| (rp, m)))
-            .map(|(rp, m)| chingest_tables(DATABASE, &format!("rp{rp}"), &format!("m{m}"), &shape))
+            .map(|(rp, m)| shape.fact_schema(DATABASE, &format!("rp{rp}"), &format!("m{m}")))
             .collect();
         let mut direct_rate = None;
         for path in ["direct", "buffer"] {
             ctx.progress(format!("flush: {case}, {path}, {} tables", tables.len()));
             let measured = ctx.measure(|| {
                 fresh_database(&conn, DATABASE)?;
-                for (_, create) in &tables {
+                for schema in &tables {
+                    let create = chingest_tables(schema);
                     conn.execute(&create.iter().map(String::as_str).collect::<Vec<_>>())?;
                 }
-                let target = |names: &TableNames| match path {
-                    "direct" => names.storage_table.clone(),
-                    _ => names.query_table.clone(),
-                };
-                let targets: Vec<String> = tables.iter().map(|(names, _)| target(names)).collect();
+                let targets: Vec<&str> = tables
+                    .iter()
+                    .map(|schema| match path {
+                        "direct" => schema.names.storage_table.as_str(),
+                        _ => schema.names.query_table.as_str(),
+                    })
+                    .collect();
                 let slice = flushes[0].num_rows().div_ceil(targets.len());
                 settle(ctx, &conn)?;
                 let started = Instant::now();
@@ -106,25 +109,19 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                     }
                 }
                 if path == "buffer" {
-                    for (names, _) in &tables {
-                        conn.execute(&[&format!("OPTIMIZE TABLE {}", names.query_table)])?;
+                    for schema in &tables {
+                        conn.execute(&[&format!("OPTIMIZE TABLE {}", schema.names.query_table)])?;
                     }
                 }
                 let elapsed = started.elapsed();
                 let mut stored = 0;
                 let mut parts = 0;
-                for (names, _) in &tables {
-                    stored += conn.count(&names.storage_table)?;
-                    parts += conn.parts(DATABASE, &names.storage_name)?.0;
+                for schema in &tables {
+                    stored += conn.count(&schema.names.storage_table)?;
+                    parts += conn.parts(DATABASE, &schema.names.storage_name)?.0;
                 }
-                if stored != rows as u64 {
-                    return Err(pushit::Error::Verify {
-                        table: format!("{} tables of {DATABASE}", tables.len()),
-                        expected: rows as u64,
-                        stored,
-                    }
-                    .into());
-                }
+                let what = format!("{} tables of {DATABASE}", tables.len());
+                check_stored(&what, rows as u64, stored)?;
                 Ok((elapsed, parts))
             })?;
             for m in measured {

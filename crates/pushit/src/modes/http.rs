@@ -23,12 +23,13 @@ use anyhow::{bail, Context as _};
 use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{write_request, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
-use pushit::engine::{tsbs_fact_batch, tsbs_fact_table_sql};
+use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema};
+use pushit::layouts::LayoutTables;
 use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::load;
-use super::{fresh_database, per_second, settle, verify};
+use super::{check_stored, insert_layout, per_second, settle};
 use crate::Context;
 
 const ENGINE_DATABASE: &str = "pushit_engine";
@@ -54,6 +55,11 @@ impl Path {
             Path::GrpcPoints => "grpc-points",
             Path::GrpcArrow => "grpc-arrow",
         }
+    }
+
+    /// The name as it appears in database names and JSON keys.
+    fn key(self) -> String {
+        self.name().replace('-', "_")
     }
 }
 
@@ -164,13 +170,14 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
             .unwrap_or_default();
         format!("pushit_{}", now.as_millis())
     });
-    let mut rates = serde_json::Map::new();
+    // (path, rows/s, ÷ the engine run next to it), in the order measured.
+    let mut results: Vec<(Path, f64, f64)> = Vec::new();
     runtime.block_on(async {
         let (server, endpoints) = start(ctx, args).await?;
         let result: anyhow::Result<()> = async {
             wait_ready(&endpoints).await?;
             for &path in &paths {
-                let db = format!("{database}_{}", path.name().replace('-', "_"));
+                let db = format!("{database}_{}", path.key());
                 // The engine right before each path: on a shared machine the
                 // speed drifts over a run, and each path is compared with the
                 // engine as it ran next to it.
@@ -179,22 +186,13 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
                 settle(ctx, &ctx.connect()?)?;
                 let sent = send_path(ctx, args, &endpoints, path, &db).await?;
                 let stored = count(&endpoints, &db).await?;
-                if stored != rows as u64 {
-                    return Err(pushit::Error::Verify {
-                        table: format!("{db}.cpu"),
-                        expected: rows as u64,
-                        stored,
-                    }
-                    .into());
-                }
+                check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
                 let rate = per_second(sent.rows, sent.elapsed);
                 let p = |q: f64| {
                     let l = &sent.latencies;
                     l[((l.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
                 };
-                let key = path.name().replace('-', "_");
-                rates.insert(format!("{key}_rows_per_s"), rate.into());
-                rates.insert(format!("{key}_over_engine"), (rate / engine_rate).into());
+                results.push((path, rate, rate / engine_rate));
                 report.push(json!({
                     "path": path.name(),
                     "rows": sent.rows,
@@ -223,25 +221,18 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
         result
     })?;
     report.finish();
-    let rate_of = |path: Path| {
-        rates
-            .get(&format!("{}_rows_per_s", path.name().replace('-', "_")))
-            .and_then(serde_json::Value::as_f64)
-    };
-    // The first path's figures are the run's headline.
-    let ratio_of = |path: Path| {
-        rates
-            .get(&format!("{}_over_engine", path.name().replace('-', "_")))
-            .and_then(serde_json::Value::as_f64)
-    };
+    let rate_of = |path: Path| results.iter().find(|r| r.0 == path).map(|r| r.1);
     engine_rates.sort_by(f64::total_cmp);
+    // The first path's figures are the run's headline.
+    let (_, e2e_rate, e2e_ratio) = results[0];
     let mut summary = json!({
-        "engine_rows_per_s": engine_rates.get(engine_rates.len() / 2).copied().unwrap_or_default(),
-        "e2e_rows_per_s": rate_of(paths[0]).unwrap_or_default(),
-        "e2e_over_engine": ratio_of(paths[0]).unwrap_or_default(),
+        "engine_rows_per_s": engine_rates[engine_rates.len() / 2],
+        "e2e_rows_per_s": e2e_rate,
+        "e2e_over_engine": e2e_ratio,
     });
-    for (key, value) in &rates {
-        summary[key] = value.clone();
+    for &(path, rate, ratio) in &results {
+        summary[format!("{}_rows_per_s", path.key())] = rate.into();
+        summary[format!("{}_over_engine", path.key())] = ratio.into();
     }
     if let (Some(lp), Some(http)) = (rate_of(Path::GrpcLp), rate_of(Path::Http)) {
         summary["grpc_lp_over_http"] = (lp / http).into();
@@ -260,18 +251,10 @@ fn engine_arm(
 ) -> anyhow::Result<f64> {
     let rows = args.hosts * args.steps;
     let conn = ctx.connect()?;
-    let table = format!("{ENGINE_DATABASE}.cpu");
+    let tables = LayoutTables::chingest(&tsbs_fact_schema(ENGINE_DATABASE), false);
     ctx.progress("engine: inserting");
     let measured = ctx.measure(|| {
-        fresh_database(&conn, ENGINE_DATABASE)?;
-        conn.execute(&[&tsbs_fact_table_sql(&table)])?;
-        settle(ctx, &conn)?;
-        let started = Instant::now();
-        for batch in batches {
-            conn.insert(&table, batch.clone())?;
-        }
-        let elapsed = started.elapsed();
-        verify(&conn, &table, rows as u64)?;
+        let elapsed = insert_layout(ctx, &conn, ENGINE_DATABASE, &tables, batches, rows)?;
         Ok((elapsed, ()))
     })?;
     conn.execute(&[&format!("DROP DATABASE {ENGINE_DATABASE} SYNC")])?;

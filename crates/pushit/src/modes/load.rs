@@ -26,15 +26,10 @@ pub(super) fn row_chunks(hosts: usize, steps: usize, rows: usize) -> impl Iterat
         .map(move |first| generator.lines(first..(first + steps_per_chunk).min(steps)))
 }
 
-/// Parses TSBS lines (all valid, generated) as they are parsed anyway.
+/// The lines of `body`, generated and therefore all valid.
 fn parse(body: &str) -> impl Iterator<Item = lineproto::Line<'_>> {
-    let mut parser = lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default());
-    std::iter::from_fn(move || {
-        let mut line = lineproto::Line::default();
-        parser
-            .next_into(&mut line)
-            .map(|result| result.map(|()| line).expect("generated lines parse"))
-    })
+    lineproto::Parser::new(body.as_bytes(), lineproto::ParseOptions::default())
+        .map(|line| line.expect("generated lines parse"))
 }
 
 /// The lines of `body` as typed points.

@@ -68,10 +68,14 @@ pub(crate) fn insert_layout(
 
 /// Fails unless `table` holds exactly `expected` rows.
 pub(crate) fn verify(conn: &RawConnection, table: &str, expected: u64) -> anyhow::Result<()> {
-    let stored = conn.count(table)?;
+    check_stored(table, expected, conn.count(table)?)
+}
+
+/// Fails unless `stored`, counted in `what`, is the `expected` row count.
+pub(crate) fn check_stored(what: &str, expected: u64, stored: u64) -> anyhow::Result<()> {
     if stored != expected {
         return Err(pushit::Error::Verify {
-            table: table.to_owned(),
+            table: what.to_owned(),
             expected,
             stored,
         }
