@@ -132,12 +132,7 @@ async fn serve(
 ) -> Result<(), ServerError> {
     let (health, health_service) = tonic_health::server::health_reporter();
     // Not serving until the engine is open.
-    health
-        .set_service_status("", tonic_health::ServingStatus::NotServing)
-        .await;
-    health
-        .set_not_serving::<chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>>()
-        .await;
+    report_health(&health, tonic_health::ServingStatus::NotServing).await;
     let open_error: Arc<Mutex<Option<chingest::Error>>> = Arc::default();
     let (failed_tx, failed_rx) = oneshot::channel::<()>();
     let opener = {
@@ -149,12 +144,7 @@ async fn serve(
             match Ingestor::open(config).await {
                 Ok(ingestor) => {
                     let _ = cell.set(ingestor);
-                    health
-                        .set_service_status("", tonic_health::ServingStatus::Serving)
-                        .await;
-                    health
-                        .set_serving::<chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>>()
-                        .await;
+                    report_health(&health, tonic_health::ServingStatus::Serving).await;
                     tracing::info!("ready");
                 }
                 Err(err) => {
@@ -216,4 +206,17 @@ async fn serve(
     }
     served.map_err(ServerError::Serve)?;
     grpc_served.map_err(ServerError::Grpc)
+}
+
+/// Reports the server as a whole (`""`) and `chingest.v1.Ingest` to gRPC
+/// health checks as `status`.
+async fn report_health(
+    health: &tonic_health::server::HealthReporter,
+    status: tonic_health::ServingStatus,
+) {
+    use tonic::server::NamedService as _;
+    type Ingest = chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>;
+    for service in ["", Ingest::NAME] {
+        health.set_service_status(service, status).await;
+    }
 }

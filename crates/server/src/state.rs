@@ -12,6 +12,10 @@ use tokio::sync::OnceCell;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
+/// Rejected lines listed in a partial-write reply, by either API; the count
+/// covers all of them.
+pub(crate) const MAX_LISTED_REJECTIONS: usize = 1000;
+
 /// Shared by every handler of both APIs.
 #[derive(Debug, Clone)]
 pub struct AppState {

@@ -637,15 +637,7 @@ fn calls_are_counted_in_metrics() {
         assert_eq!(refused.unwrap_err().code(), Code::Unauthenticated);
         let invalid = client.write(authorized(lp_request("", "m v=1"))).await;
         assert_eq!(invalid.unwrap_err().code(), Code::InvalidArgument);
-        let metrics = support::client()
-            .get(format!("{}/metrics", support::base()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = support::metrics().await;
         for line in [
             "chingest_grpc_calls_total{method=\"Write\",code=\"Ok\"}",
             "chingest_grpc_calls_total{method=\"Write\",code=\"InvalidArgument\"}",

@@ -406,14 +406,7 @@ fn influxql_startup_statements() {
 fn metrics_count_requests_lines_and_flushes() {
     run(async {
         write_v1("db=h_metrics", "m v=1i 1\nm v=x 2\n").await;
-        let text = client()
-            .get(format!("{}/metrics", base()))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = support::metrics().await;
         let value = |name: &str| -> f64 {
             text.lines()
                 .find(|line| line.starts_with(name) && line[name.len()..].starts_with(' '))

@@ -26,10 +26,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
 use crate::error::ApiError;
-use crate::state::{token_from_authorization, AppState};
-
-/// Rejections listed in a response; the count covers all of them.
-const MAX_LISTED: usize = 1000;
+use crate::state::{token_from_authorization, AppState, MAX_LISTED_REJECTIONS};
 
 /// Record batches of one WriteArrow stream being committed at once: the
 /// next batch is decoded and hashed while the previous one is inserted.
@@ -127,7 +124,7 @@ fn response(accepted: usize, rejected: &[LineRejection]) -> WriteResponse {
         rejected: rejected.len() as u64,
         rejections: rejected
             .iter()
-            .take(MAX_LISTED)
+            .take(MAX_LISTED_REJECTIONS)
             .map(|r| Rejection {
                 line: r.line as u64,
                 column: r.column.unwrap_or(0) as u64,

@@ -16,11 +16,11 @@ use tracing::Instrument;
 
 use super::{read_body, AppState};
 use crate::error::{ApiError, Flavor};
+use crate::state::MAX_LISTED_REJECTIONS;
 
 /// Rejections spelled out in the error message; all of them (up to
-/// [`MAX_LISTED`]) are in the `rejected` array.
+/// [`MAX_LISTED_REJECTIONS`]) are in the `rejected` array.
 const MAX_IN_MESSAGE: usize = 10;
-const MAX_LISTED: usize = 1000;
 
 /// `GET|HEAD /ping`: 204 with the version headers InfluxDB clients look for.
 pub(super) async fn ping() -> Response {
@@ -141,7 +141,7 @@ fn partial_write(outcome: &WriteOutcome) -> ApiError {
     message.push_str(&format!(" dropped={}", rejected.len()));
     let listed: Vec<_> = rejected
         .iter()
-        .take(MAX_LISTED)
+        .take(MAX_LISTED_REJECTIONS)
         .map(|r| json!({ "line": r.line, "column": r.column, "reason": r.reason }))
         .collect();
     ApiError::bad_request(message)

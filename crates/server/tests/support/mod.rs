@@ -86,6 +86,20 @@ pub(crate) async fn sql(query: &str) -> (StatusCode, String) {
     (r.status(), r.text().await.unwrap())
 }
 
+/// The Prometheus text of `/metrics`.
+pub(crate) async fn metrics() -> String {
+    wait_ready().await;
+    client()
+        .get(format!("{}/metrics", base()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Each test function, by name (stringify keeps the two in step).
 #[macro_export]
 macro_rules! tests {
