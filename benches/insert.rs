@@ -1,5 +1,6 @@
 //! End of the write path: 200,000 TSBS cpu rows per insert, through
-//! `Ingestor::write_lp` (parse, series, Arrow, group commit, insert) and, as
+//! `Ingestor::write_lp` with `Durability::Visible` (parse, series, Arrow,
+//! the log, insert: the whole path to queryable rows) and, as
 //! the baseline, the same rows as a pre-built RecordBatch inserted through
 //! chdb-rust directly into a table of the same schema. Both write MergeTree
 //! parts; their ratio is how close chingest runs to the engine.
@@ -10,7 +11,7 @@
 //! median and their ratio. `ROUNDS=n` sets the number of rounds (default 15).
 //! Under `cargo test` (no `--bench` argument) it runs one round as a check.
 
-use chingest::{IngestConfig, Ingestor, WriteOptions};
+use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
 use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema, RawConnection};
 use pushit::layouts::LayoutTables;
 use std::time::{Duration, Instant};
@@ -32,7 +33,10 @@ fn main() {
     };
 
     let body = tsbs::CpuOnly::new(HOSTS).lines(0..STEPS);
-    let options = WriteOptions::default();
+    let options = WriteOptions {
+        durability: Durability::Visible,
+        ..WriteOptions::default()
+    };
     // Creates the database, table and series, so both arms then measure
     // steady-state inserts.
     runtime
@@ -77,7 +81,7 @@ fn main() {
                     .await
                     .unwrap();
                 let prepared_at = started.elapsed();
-                (ingestor.commit(prepared, true).await.unwrap(), prepared_at)
+                (ingestor.commit(prepared, options.durability).await.unwrap(), prepared_at)
             });
             assert_eq!(outcome.accepted, HOSTS * STEPS);
             (started.elapsed(), prepared)

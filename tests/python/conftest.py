@@ -34,7 +34,10 @@ def server():
     port, grpc_port = free_port(), free_port()
     proc = subprocess.Popen(
         [str(BINARY), "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
-         "--grpc-addr", f"127.0.0.1:{grpc_port}", "--auth-token", TOKEN, "--log", "warn"],
+         "--grpc-addr", f"127.0.0.1:{grpc_port}", "--auth-token", TOKEN, "--log", "warn",
+         # Writes are answered once queryable, so each test reads back at once
+         # (the default mode, fsync, is covered by the Rust crash tests).
+         "--durability", "visible"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"

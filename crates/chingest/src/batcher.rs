@@ -1,11 +1,12 @@
-//! Per-table batching: rows wait here until their table flushes.
+//! Per-table batching: logged rows wait here until their table flushes.
 //!
-//! Writers append finished chunks (Arrow batches) and, if they want to know
-//! when their rows are committed, a waiter. One flusher task per table takes
-//! everything pending at once, inserts it with one statement and answers all
-//! the waiters with the outcome (group commit). While a flush runs, new rows
-//! gather for the next one, so batches grow with the load instead of the
-//! number of inserts.
+//! The appender hands each logged write's rows for this table over, in log
+//! order, tagged with the write's lsn. The table's flusher takes everything
+//! pending at once and inserts it with one statement; while it does, new
+//! rows gather for the next flush, so batches grow with the load instead of
+//! the number of inserts. Because rows arrive in log order and a flush
+//! takes all of them, a flush carries exactly this table's rows of the
+//! records `first..=last` of its lsns — the range that names the insert.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -13,8 +14,9 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit};
 
+use crate::appender::TablePart;
 use crate::config::FlushPolicy;
-use crate::{Error, Result};
+use crate::wal::Lsn;
 
 /// What a waiter learns: success, or the error message of the failed flush.
 pub(crate) type FlushOutcome = std::result::Result<(), String>;
@@ -23,8 +25,10 @@ pub(crate) type FlushOutcome = std::result::Result<(), String>;
 #[derive(Debug, Default)]
 pub(crate) struct Flush {
     pub(crate) chunks: Vec<RecordBatch>,
+    /// Lsn of each write whose rows the flush carries, ascending.
+    pub(crate) lsns: Vec<Lsn>,
     pub(crate) rows: usize,
-    /// Memory reserved for the chunks, released once they are written.
+    /// Memory reserved for the chunks, released once they are inserted.
     pub(crate) permits: Vec<OwnedSemaphorePermit>,
     pub(crate) waiters: Vec<oneshot::Sender<FlushOutcome>>,
 }
@@ -48,37 +52,27 @@ pub(crate) struct Batcher {
 }
 
 impl Batcher {
-    /// Adds one write's chunks (`bytes` bytes in all), together so that one
-    /// flush carries all of them. With `wait`, returns a receiver that
-    /// resolves once that flush has finished.
-    pub(crate) fn append(
-        &self,
-        chunks: Vec<RecordBatch>,
-        bytes: usize,
-        permit: OwnedSemaphorePermit,
-        wait: bool,
-    ) -> Result<Option<oneshot::Receiver<FlushOutcome>>> {
+    /// Adds one logged write's rows for this table. A part with a waiter
+    /// (a `visible` write) asks for a flush now.
+    pub(crate) fn append(&self, lsn: Lsn, part: TablePart) {
         let mut pending = self.pending.lock().unwrap();
-        if pending.closed {
-            return Err(Error::Closed);
+        let flush = &mut pending.flush;
+        flush.rows += part.chunks.iter().map(RecordBatch::num_rows).sum::<usize>();
+        flush.chunks.extend(part.chunks);
+        flush.lsns.push(lsn);
+        flush.permits.push(part.permit);
+        if let Some(waiter) = part.visible {
+            flush.waiters.push(waiter);
+            pending.forced = true;
         }
-        pending.flush.rows += chunks.iter().map(RecordBatch::num_rows).sum::<usize>();
-        pending.flush.chunks.extend(chunks);
-        pending.flush.permits.push(permit);
-        pending.bytes += bytes;
+        pending.bytes += part.bytes;
         pending.since.get_or_insert_with(Instant::now);
-        let receiver = wait.then(|| {
-            let (tx, rx) = oneshot::channel();
-            pending.flush.waiters.push(tx);
-            rx
-        });
         drop(pending);
         self.wake.notify_one();
-        Ok(receiver)
     }
 
-    /// Asks for a flush now; the receiver resolves when it is done (at once
-    /// if nothing is pending and no flush runs).
+    /// Asks for a flush now; the receiver resolves when it is done — after
+    /// any flush already running, since it queues behind it.
     pub(crate) fn request_flush(&self) -> oneshot::Receiver<FlushOutcome> {
         let (tx, rx) = oneshot::channel();
         let mut pending = self.pending.lock().unwrap();
@@ -93,7 +87,7 @@ impl Batcher {
         rx
     }
 
-    /// Refuses further appends; the flusher writes what is pending and stops.
+    /// The flusher writes what is pending and stops.
     pub(crate) fn close(&self) {
         self.pending.lock().unwrap().closed = true;
         self.wake.notify_one();
@@ -112,7 +106,7 @@ impl Batcher {
                     || pending.bytes >= policy.max_bytes
                     || pending
                         .since
-                        .is_some_and(|since| since.elapsed() >= policy.linger);
+                        .is_some_and(|since| since.elapsed() >= policy.max_age);
                 if has_work && due {
                     pending.forced = false;
                     pending.since = None;
@@ -122,7 +116,7 @@ impl Batcher {
                 if pending.closed {
                     return None;
                 }
-                pending.since.map(|since| since + policy.linger)
+                pending.since.map(|since| since + policy.max_age)
             };
             match deadline {
                 Some(deadline) => {

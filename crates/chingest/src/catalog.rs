@@ -20,18 +20,26 @@ use crate::engine::{self, Engine};
 use crate::names::{self, quote_literal, TableNames, SERIES_TABLE};
 use crate::schema::{self, FieldType, TableSchema};
 use crate::series::{FingerprintMap, SeriesKey};
+use crate::wal::{Lsn, TableRef};
 use crate::{Error, Result};
 
 /// One fact table: its current schema and its batcher.
 #[derive(Debug)]
 pub(crate) struct Table {
+    /// The names writes use for it, which the log records.
+    pub(crate) id: TableRef,
     schema: RwLock<Arc<TableSchema>>,
     pub(crate) batcher: Batcher,
 }
 
 impl Table {
-    fn new(schema: TableSchema) -> Self {
+    fn new(database: &str, rp: &str, measurement: &str, schema: TableSchema) -> Self {
         Table {
+            id: TableRef {
+                database: database.to_owned(),
+                retention_policy: rp.to_owned(),
+                measurement: measurement.to_owned(),
+            },
             schema: RwLock::new(Arc::new(schema)),
             batcher: Batcher::default(),
         }
@@ -43,17 +51,23 @@ impl Table {
     }
 }
 
-/// Series ids of one database: which are stored or on their way, which raw
+/// Series ids of one database: which are stored or logged, which raw
 /// series keys map to which id, and the rows not yet committed.
+///
+/// A series is registered when the first record that carries it is
+/// logged ([`register`](Self::register), called by the appender in log
+/// order): from then on other writes leave it out of their records, and its
+/// row waits in `pending` until a flush of the database commits it, before
+/// any fact row flushed after it.
 #[derive(Debug, Default)]
 pub(crate) struct SeriesState {
     /// Fingerprint of a series key as written on a line → series_id. Lets a
     /// series seen before skip parsing its tags, canonicalization and hashing.
     pub(crate) by_raw_key: RwLock<FingerprintMap<u64>>,
-    /// Ids stored in the series table or pending in `pending`.
-    known: Mutex<HashSet<u64>>,
-    /// New series rows, committed before any fact row flushed after them.
-    pending: Mutex<Vec<(u64, SeriesKey)>>,
+    /// Ids stored in the series table or logged, and the logged rows not
+    /// yet committed: one lock, so an id is never known without its row
+    /// being stored or pending.
+    registry: Mutex<Registry>,
     /// Held while pending rows are being committed, so a flush never inserts
     /// facts while the series they use are still in flight.
     committing: Mutex<()>,
@@ -61,37 +75,50 @@ pub(crate) struct SeriesState {
     tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
 }
 
+#[derive(Debug, Default)]
+struct Registry {
+    known: HashSet<u64>,
+    /// Rows to commit, with the lsn of the record that logged them.
+    pending: Vec<(Lsn, u64, SeriesKey)>,
+}
+
 impl SeriesState {
-    /// Records series met by a write. Rows for ids not seen before become
-    /// pending; raw keys join the lookup cache. Returns the measurements
-    /// that gained tag keys (their views need new columns).
-    pub(crate) fn register(
-        &self,
-        rows: Vec<(u64, SeriesKey)>,
-        raw_keys: Vec<(u128, u64)>,
-    ) -> Vec<String> {
-        let mut grown = Vec::new();
-        if !rows.is_empty() {
-            let mut known = self.known.lock().unwrap();
-            let fresh: Vec<_> = rows
-                .into_iter()
-                .filter(|(id, _)| known.insert(*id))
-                .collect();
-            drop(known);
-            let mut tag_keys = self.tag_keys.lock().unwrap();
-            for (_, key) in &fresh {
-                let keys = tag_keys.entry(key.measurement.clone()).or_default();
-                let before = keys.len();
-                keys.extend(key.tags.iter().map(|(k, _)| k.clone()));
-                if keys.len() > before && !grown.contains(&key.measurement) {
-                    grown.push(key.measurement.clone());
-                }
-            }
-            drop(tag_keys);
-            self.pending.lock().unwrap().extend(fresh);
+    /// Registers the series of the record numbered `lsn`: returns those not
+    /// known yet, which the record must carry, and queues their rows.
+    pub(crate) fn register(&self, lsn: Lsn, rows: Vec<(u64, SeriesKey)>) -> Vec<(u64, SeriesKey)> {
+        if rows.is_empty() {
+            return rows;
         }
+        let mut registry = self.registry.lock().unwrap();
+        let fresh: Vec<_> = rows
+            .into_iter()
+            .filter(|(id, _)| registry.known.insert(*id))
+            .collect();
+        registry
+            .pending
+            .extend(fresh.iter().map(|(id, key)| (lsn, *id, key.clone())));
+        fresh
+    }
+
+    /// Adds raw series keys to the lookup cache.
+    pub(crate) fn cache_raw_keys(&self, raw_keys: Vec<(u128, u64)>) {
         if !raw_keys.is_empty() {
             self.by_raw_key.write().unwrap().extend(raw_keys);
+        }
+    }
+
+    /// Records the tag keys of series met by a write; returns the
+    /// measurements that gained keys (their views need new columns).
+    pub(crate) fn note_tag_keys(&self, rows: &[(u64, SeriesKey)]) -> Vec<String> {
+        let mut grown = Vec::new();
+        let mut tag_keys = self.tag_keys.lock().unwrap();
+        for (_, key) in rows {
+            let keys = tag_keys.entry(key.measurement.clone()).or_default();
+            let before = keys.len();
+            keys.extend(key.tags.iter().map(|(k, _)| k.clone()));
+            if keys.len() > before && !grown.contains(&key.measurement) {
+                grown.push(key.measurement.clone());
+            }
         }
         grown
     }
@@ -106,34 +133,40 @@ impl SeriesState {
             .unwrap_or_default()
     }
 
-    /// Whether `id` is stored or pending.
+    /// Whether `id` is stored or logged.
     pub(crate) fn is_known(&self, id: u64) -> bool {
-        self.known.lock().unwrap().contains(&id)
+        self.registry.lock().unwrap().known.contains(&id)
+    }
+
+    /// The lsn of the oldest record whose series rows are not committed.
+    pub(crate) fn oldest_pending(&self) -> Option<Lsn> {
+        let registry = self.registry.lock().unwrap();
+        registry.pending.iter().map(|(lsn, _, _)| *lsn).min()
     }
 
     /// Inserts the pending series rows into `table` and returns how many.
     /// On failure they stay pending for the next flush.
     pub(crate) fn commit(&self, conn: &Connection, table: &str) -> Result<usize> {
         let _committing = self.committing.lock().unwrap();
-        let rows = std::mem::take(&mut *self.pending.lock().unwrap());
+        let rows = std::mem::take(&mut self.registry.lock().unwrap().pending);
         if rows.is_empty() {
             return Ok(0);
         }
-        let batch = series_batch(&rows);
-        match engine::insert_batch(conn, table, batch) {
+        let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, key)));
+        match engine::insert_batch(conn, table, batch, None) {
             Ok(_) => Ok(rows.len()),
             Err(err) => {
-                let mut pending = self.pending.lock().unwrap();
-                let later = std::mem::replace(&mut *pending, rows);
-                pending.extend(later);
+                let mut registry = self.registry.lock().unwrap();
+                let later = std::mem::replace(&mut registry.pending, rows);
+                registry.pending.extend(later);
                 Err(err)
             }
         }
     }
 }
 
-fn series_batch(rows: &[(u64, SeriesKey)]) -> RecordBatch {
-    let ids = UInt64Array::from_iter_values(rows.iter().map(|(id, _)| *id));
+fn series_batch<'a>(rows: impl Iterator<Item = (u64, &'a SeriesKey)> + Clone) -> RecordBatch {
+    let ids = UInt64Array::from_iter_values(rows.clone().map(|(id, _)| id));
     let mut measurements = StringBuilder::new();
     let mut tags = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
     for (_, key) in rows {
@@ -343,7 +376,7 @@ impl Database {
         );
         let statements = schema::create_table_sql(&schema, buffer, self.retention_seconds(rp));
         engine.execute_all(statements).await?;
-        let table = Arc::new(Table::new(schema));
+        let table = Arc::new(Table::new(&self.name, rp, measurement, schema));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok((table, true))
     }
@@ -390,6 +423,103 @@ impl Catalog {
             .unwrap()
             .insert(name.to_owned(), Arc::clone(&db));
         Ok(db)
+    }
+
+    /// Finishes DDL a crash may have cut short, so no table is left in a
+    /// state that fails every later insert or query: fact tables without
+    /// the deduplication window replay relies on (also those created by
+    /// older versions), Buffer tables missing or lacking columns of their
+    /// storage table, and missing views. Every statement is idempotent.
+    pub(crate) async fn repair(
+        &self,
+        engine: &Engine,
+        buffer: &BufferPolicy,
+        view_rp: Option<&str>,
+    ) -> Result<()> {
+        let databases: Vec<_> = self.databases();
+        if databases.is_empty() {
+            return Ok(());
+        }
+        let in_list = databases
+            .iter()
+            .map(|db| quote_literal(&names::encode(&db.name)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (no_window, columns, tables) = engine
+            .run(move |conn| {
+                let no_window = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
+                         AND endsWith(name, '.mergetree') \
+                         AND position(engine_full, 'non_replicated_deduplication_window') = 0"
+                    ),
+                )?;
+                let columns = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database, table, name FROM system.columns \
+                         WHERE database IN ({in_list}) AND NOT endsWith(table, '.mergetree')"
+                    ),
+                )?;
+                let tables = engine::query_rows(
+                    conn,
+                    &format!("SELECT database, name FROM system.tables WHERE database IN ({in_list})"),
+                )?;
+                Ok((no_window, columns, tables))
+            })
+            .await?;
+        let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());
+        let no_window: HashSet<_> = no_window.iter().map(pair).collect();
+        let existing: HashSet<_> = tables.iter().map(pair).collect();
+        let mut buffer_columns: HashMap<(String, String), HashSet<String>> = HashMap::new();
+        for row in &columns {
+            if let [db, table, column] = row.as_slice() {
+                buffer_columns
+                    .entry((db.clone(), table.clone()))
+                    .or_default()
+                    .insert(column.clone());
+            }
+        }
+        let mut statements = Vec::new();
+        for db in &databases {
+            for ((rp, measurement), table) in db.tables() {
+                let schema = table.schema();
+                let names = &schema.names;
+                let buffer_name = (names.database_name.clone(), format!("{}.{}", names::encode(&measurement), names::encode(&rp)));
+                if no_window.contains(&(names.database_name.clone(), names.storage_name.clone())) {
+                    statements.push(schema::dedup_window_sql(names));
+                }
+                match buffer_columns.get(&buffer_name) {
+                    None => statements.extend(schema::create_table_sql(&schema, buffer, 0)),
+                    Some(present) => {
+                        let missing: Vec<_> = schema
+                            .fields
+                            .iter()
+                            .filter(|(name, _)| !present.contains(name))
+                            .cloned()
+                            .collect();
+                        if !missing.is_empty() {
+                            let [_, buffer_alter] = schema::add_columns_sql(names, &missing);
+                            statements.push(buffer_alter);
+                        }
+                    }
+                }
+                let view = (names.database_name.clone(), names::encode(&measurement));
+                if view_rp == Some(rp.as_str()) && !existing.contains(&view) {
+                    statements.push(schema::view_sql(
+                        &schema,
+                        &measurement,
+                        &db.series.tag_keys(&measurement),
+                    ));
+                }
+            }
+        }
+        if !statements.is_empty() {
+            tracing::info!(statements = statements.len(), "repairing tables left unfinished");
+            engine.execute_all(statements).await?;
+        }
+        Ok(())
     }
 
     /// Reads back every database chingest created in the engine: its fact
@@ -480,7 +610,7 @@ impl Catalog {
                     continue;
                 };
                 let db = Database::new(&name);
-                db.series.known.lock().unwrap().extend(ids);
+                db.series.registry.lock().unwrap().known.extend(ids);
                 databases.insert(name, Arc::new(db));
             }
             let mut fields: HashMap<(String, String, String), Vec<(String, FieldType)>> =
@@ -521,7 +651,8 @@ impl Catalog {
                     continue;
                 };
                 let schema = TableSchema::new(TableNames::new(&db, &rp, &measurement), fields);
-                database.insert_table(&rp, &measurement, Arc::new(Table::new(schema)));
+                let table = Table::new(&db, &rp, &measurement, schema);
+                database.insert_table(&rp, &measurement, Arc::new(table));
             }
         }
         Ok(catalog)

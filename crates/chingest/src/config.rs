@@ -1,5 +1,6 @@
 //! Configuration of an [`Ingestor`](crate::Ingestor): where data lives, how
-//! many engine connections to open, when batches are flushed and where to.
+//! many engine connections to open, the write-ahead log, and when logged rows
+//! are flushed into the engine.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,7 +18,9 @@ pub struct IngestConfig {
     pub connections: usize,
     /// When a table's pending rows are flushed.
     pub flush: FlushPolicy,
-    /// How small flushes are coalesced by the engine's Buffer tables.
+    /// The write-ahead log.
+    pub wal: WalConfig,
+    /// Thresholds of the Buffer tables queries read through.
     pub buffer: BufferPolicy,
     /// Upper bound on bytes of rows held by the batchers, waiting to be
     /// flushed. A write that would exceed it waits up to `overload_wait`,
@@ -31,18 +34,46 @@ pub struct IngestConfig {
     pub view_retention_policy: Option<String>,
 }
 
-/// When a table's batcher flushes. A table flushes one batch at a time: rows
-/// that arrive while a flush runs are gathered into the next one, so the
-/// batch size grows with the load (group commit).
+/// The write-ahead log: where it lives, how large it may grow, how often
+/// its checkpoint advances.
+#[derive(Debug, Clone)]
+pub struct WalConfig {
+    /// Its directory. Default: `wal` in the data directory.
+    pub dir: Option<PathBuf>,
+    /// A segment file is closed and a new one started past this size.
+    pub segment_bytes: u64,
+    /// Bytes the log may hold. Past it (when inserts into the engine fall
+    /// behind or fail), writes wait up to `overload_wait`, then fail with
+    /// [`Error::LogFull`].
+    pub max_bytes: u64,
+    /// How often the checkpoint advances and segments whose rows are all
+    /// in the engine are deleted.
+    pub checkpoint_interval: Duration,
+}
+
+impl Default for WalConfig {
+    fn default() -> Self {
+        WalConfig {
+            dir: None,
+            segment_bytes: 64 << 20,
+            max_bytes: 1 << 30,
+            checkpoint_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// When a table's batcher flushes its logged rows into the engine. A table
+/// flushes one batch at a time: rows that arrive while a flush runs are
+/// gathered into the next one, so the batch size grows with the load.
 #[derive(Debug, Clone)]
 pub struct FlushPolicy {
     /// Flush as soon as this many rows are pending.
     pub max_rows: usize,
     /// Flush as soon as this many bytes are pending.
     pub max_bytes: usize,
-    /// How long the first pending row may wait for more rows to join it.
-    /// Zero flushes as soon as the table has a free flush slot.
-    pub linger: Duration,
+    /// Flush once the oldest pending row is this old: the longest a logged
+    /// row waits before it is queryable (plus the insert's own time).
+    pub max_age: Duration,
     /// Flushes of one table that may run at once, each on its own engine
     /// connection. 1 (the default) keeps a table's inserts one after
     /// another; on 2 cores, 2 measured 5–15% slower over HTTP (the inserts
@@ -50,21 +81,13 @@ pub struct FlushPolicy {
     pub concurrency: usize,
 }
 
-/// Flushes smaller than `direct_min_rows` are inserted into the table's
-/// `ENGINE = Buffer` table, which gathers them in memory into larger parts;
-/// larger flushes go straight to the MergeTree. The other fields are the
-/// Buffer engine's own thresholds: it writes its contents to the MergeTree
-/// when all `min_*` are reached or any `max_*` is.
-///
-/// Rows in a Buffer table live in memory until it writes them out: they are
-/// lost if the process dies first. Set `direct_min_rows` to 0 to make every
-/// flush a MergeTree part.
+/// The Buffer engine thresholds of each table's `ENGINE = Buffer` table
+/// (`db.\`m.rp\``), the name queries read the table by. chingest inserts into
+/// the MergeTree behind it (a Buffer cannot take the deduplication tokens
+/// exactly-once replay needs), so these only matter to rows others insert
+/// into the Buffer table.
 #[derive(Debug, Clone)]
 pub struct BufferPolicy {
-    /// Flushes with at least this many rows bypass the Buffer table. The
-    /// default, 100,000, is the measured crossover (`benches/flush_target.rs`:
-    /// the Buffer wins up to 50k-row flushes, the MergeTree from 100k).
-    pub direct_min_rows: usize,
     /// Buffer engine `min_time`, seconds.
     pub min_seconds: u32,
     /// Buffer engine `max_time`, seconds: the longest rows stay in memory.
@@ -84,7 +107,7 @@ impl Default for FlushPolicy {
         FlushPolicy {
             max_rows: 200_000,
             max_bytes: 64 << 20,
-            linger: Duration::ZERO,
+            max_age: Duration::from_secs(1),
             concurrency: 1,
         }
     }
@@ -93,7 +116,6 @@ impl Default for FlushPolicy {
 impl Default for BufferPolicy {
     fn default() -> Self {
         BufferPolicy {
-            direct_min_rows: 100_000,
             min_seconds: 1,
             max_seconds: 5,
             min_rows: 100_000,
@@ -111,6 +133,7 @@ impl IngestConfig {
             data_dir: data_dir.into(),
             connections: std::thread::available_parallelism().map_or(2, |n| n.get()),
             flush: FlushPolicy::default(),
+            wal: WalConfig::default(),
             buffer: BufferPolicy::default(),
             max_buffered_bytes: 256 << 20,
             overload_wait: Duration::from_secs(1),
@@ -126,6 +149,12 @@ impl IngestConfig {
         }
         if self.flush.max_rows == 0 || self.flush.max_bytes == 0 {
             return fail("flush.max_rows and flush.max_bytes must be positive");
+        }
+        if self.wal.segment_bytes < 4096 || self.wal.max_bytes < self.wal.segment_bytes {
+            return fail("wal.segment_bytes must be at least 4096 and at most wal.max_bytes");
+        }
+        if self.wal.checkpoint_interval.is_zero() {
+            return fail("wal.checkpoint_interval must be positive");
         }
         if self.max_buffered_bytes < self.flush.max_bytes {
             return fail("max_buffered_bytes must be at least flush.max_bytes");

@@ -249,9 +249,16 @@ pub(crate) fn query_rows(conn: &Connection, sql: &str) -> Result<Vec<Vec<String>
 /// FROM ArrowStream` statement, matching columns by name. Returns the rows
 /// inserted.
 ///
-/// The batch is registered as one Arrow array (schema + array), not as a
-/// stream: the engine reads it in one go.
-pub(crate) fn insert_batch(conn: &Connection, table: &str, batch: RecordBatch) -> Result<u64> {
+/// With a `dedup_token`, a MergeTree with a deduplication window stores the
+/// rows once however often the same insert is repeated with that token
+/// (replay after a crash). The batch is registered as one Arrow array
+/// (schema + array), not as a stream: the engine reads it in one go.
+pub(crate) fn insert_batch(
+    conn: &Connection,
+    table: &str,
+    batch: RecordBatch,
+    dedup_token: Option<&str>,
+) -> Result<u64> {
     let rows = batch.num_rows();
     if rows == 0 {
         return Ok(0);
@@ -281,8 +288,11 @@ pub(crate) fn insert_batch(conn: &Connection, table: &str, batch: RecordBatch) -
         )
     };
     conn.register_arrow_array(&name, &schema, &array)?;
+    let settings = dedup_token.map_or(String::new(), |token| {
+        format!(" SETTINGS insert_deduplication_token = {}", quote_literal(token))
+    });
     let sql = format!(
-        "INSERT INTO {table} ({columns}) SELECT * FROM ArrowStream({})",
+        "INSERT INTO {table} ({columns}){settings} SELECT * FROM ArrowStream({})",
         quote_literal(&name)
     );
     let inserted = execute(conn, &sql);

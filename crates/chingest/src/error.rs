@@ -55,6 +55,25 @@ pub enum Error {
         /// A suggested delay before retrying.
         retry_after: Duration,
     },
+    /// The write-ahead log has reached its size limit: inserts into the
+    /// engine are behind or failing. Retry after the given delay.
+    #[error("the write-ahead log is full ({bytes} bytes, limit {limit}): inserts into the engine are behind; retry later")]
+    LogFull {
+        /// Bytes in the log.
+        bytes: u64,
+        /// The configured limit.
+        limit: u64,
+        /// A suggested delay before retrying.
+        retry_after: Duration,
+    },
+    /// A [`Durability::Visible`](crate::Durability::Visible) write is
+    /// durable in the log, but its insert into the engine failed; it is
+    /// retried until it lands. Resending the write would store it twice.
+    #[error("the rows are durable in the write-ahead log but not yet queryable (the engine insert failed and is being retried; do not resend): {0}")]
+    NotVisible(String),
+    /// The write-ahead log could not be read when opening.
+    #[error("write-ahead log: {0}")]
+    LogRead(#[from] crate::wal::ReadError),
     /// The ingestor is closing or closed.
     #[error("the ingestor is closed")]
     Closed,

@@ -23,16 +23,17 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # What "committed" means
+//! # What an acknowledged write means
 //!
-//! A write with [`WriteOptions::wait`] (the default) returns once its rows
-//! are in the engine. Flushes of at least
-//! [`BufferPolicy::direct_min_rows`] rows are MergeTree parts on disk and
-//! survive a crash. Smaller flushes go to the table's Buffer table, which
-//! holds them in memory for up to [`BufferPolicy::max_seconds`]: they are
-//! visible to queries at once, written to disk by the Buffer engine or by
-//! [`Ingestor::close`], and lost if the process dies before that. Set
-//! `direct_min_rows = 0` to make every acknowledged row a part on disk.
+//! A write returns once its rows are in the write-ahead log (`<data
+//! dir>/wal`), as durably as its [`Durability`] asks: synced to disk
+//! (the default), written to the operating system, or only queued in
+//! memory; or, with [`Durability::Visible`], once they are also in the
+//! engine and queryable. Behind the log, each table's rows are inserted
+//! into its MergeTree in large batches, every insert exactly once: after a
+//! crash, [`Ingestor::open`] replays what the log holds past its checkpoint
+//! before it returns, and the engine ignores a replayed insert that had
+//! already landed.
 //!
 //! # One engine per process
 //!
@@ -40,50 +41,112 @@
 //! [`Ingestor`] in it must use the same one (a second directory is refused
 //! until the first is closed).
 
+mod appender;
 mod arrow_write;
 mod batcher;
+mod budget;
 mod catalog;
 pub mod chunk;
 mod config;
 mod engine;
 mod error;
+mod flusher;
 mod lp;
 pub mod names;
+mod replay;
 pub mod schema;
 pub mod series;
 pub mod stats;
+pub mod wal;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow::record_batch::RecordBatch;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 pub use arrow;
-pub use config::{BufferPolicy, FlushPolicy, IngestConfig};
+pub use budget::MemoryReservation;
+pub use config::{BufferPolicy, FlushPolicy, IngestConfig, WalConfig};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
 pub use stats::IngestStats;
 
-use crate::batcher::{Flush, FlushOutcome};
+use crate::appender::{Appender, PendingWrite, TablePart};
+use crate::batcher::FlushOutcome;
+use crate::budget::MemoryBudget;
 use crate::catalog::{Catalog, Database, Table};
 use crate::engine::Engine;
 use crate::names::NameKind;
+use crate::series::SeriesKey;
+
+/// When a write is answered: how far its rows have gone by then, and so
+/// what survives a crash. Every mode writes the rows to the log, and every
+/// logged row reaches the engine exactly once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Once the log is synced to disk (`fdatasync`): survives the process
+    /// being killed and the machine losing power. The default.
+    #[default]
+    Fsync,
+    /// Once the log is written to the operating system: survives the
+    /// process being killed, not a power loss.
+    Os,
+    /// Once the rows are queued for the log, in memory: the fastest; a
+    /// crash loses what was not written yet (a few milliseconds of writes
+    /// under load), and a failure to write the log is only logged.
+    None,
+    /// Once the rows are also inserted into the engine and queryable
+    /// (read-your-writes): the slowest, as each such write asks for a flush.
+    Visible,
+}
+
+impl Durability {
+    /// The mode's name: `fsync`, `os`, `none` or `visible`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Fsync => "fsync",
+            Durability::Os => "os",
+            Durability::None => "none",
+            Durability::Visible => "visible",
+        }
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "fsync" => Ok(Durability::Fsync),
+            "os" => Ok(Durability::Os),
+            "none" => Ok(Durability::None),
+            "visible" => Ok(Durability::Visible),
+            _ => Err(format!(
+                "unknown durability {s:?}: use fsync, os, none or visible"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Options of one write call.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions {
     /// Unit of the timestamps in a line-protocol body.
     pub precision: Precision,
-    /// Return only after the rows are committed to the engine (default).
-    /// `false` returns once they are buffered: faster, and a crash or a
-    /// failed flush then loses them without the caller knowing.
-    pub wait: bool,
+    /// When the write returns (see [`Durability`]).
+    pub durability: Durability,
     /// Longest line accepted, in bytes; longer lines are rejected.
     pub max_line_len: usize,
     /// Most tags a line may have; lines with more are rejected.
@@ -102,7 +165,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             precision: Precision::Nanoseconds,
-            wait: true,
+            durability: Durability::Fsync,
             max_line_len: usize::MAX,
             max_tags_per_line: usize::MAX,
             max_fields_per_line: usize::MAX,
@@ -146,6 +209,7 @@ pub struct WriteOutcome {
 #[derive(Debug)]
 pub struct PreparedWrite {
     database: Arc<Database>,
+    rp: String,
     finished: lp::Finished,
 }
 
@@ -180,13 +244,16 @@ struct Shared {
     config: IngestConfig,
     engine: Engine,
     catalog: Catalog,
-    /// Bytes of pending chunks, in KiB permits.
-    memory: Arc<Semaphore>,
-    memory_kib: usize,
+    /// Request bodies and built rows until they are inserted.
+    budget: Arc<MemoryBudget>,
+    /// The write-ahead log's writer.
+    appender: Appender,
     /// The runtime `open` ran on: flushers live there, whichever runtime
     /// later writes come from.
     runtime: tokio::runtime::Handle,
     flushers: Mutex<Vec<JoinHandle<()>>>,
+    /// Advances the log's checkpoint.
+    checkpointer: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
 }
 
@@ -198,8 +265,10 @@ fn now_ns() -> i64 {
 }
 
 impl Ingestor {
-    /// Opens the engine on `config.data_dir` (created if missing) and reads
-    /// back the databases, tables and series stored there.
+    /// Opens the engine on `config.data_dir` (created if missing), reads
+    /// back the databases, tables and series stored there, and replays the
+    /// write-ahead log: rows acknowledged before a crash but not yet in the
+    /// engine are inserted before this returns.
     pub async fn open(config: IngestConfig) -> Result<Ingestor> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::current();
@@ -213,15 +282,33 @@ impl Ingestor {
         })?;
         let engine = Engine::open(&data_dir, config.connections).await?;
         let catalog = Catalog::load(&engine).await?;
-        let memory_kib = config.max_buffered_bytes.div_ceil(1024);
+        catalog
+            .repair(&engine, &config.buffer, config.view_retention_policy.as_deref())
+            .await?;
+        let wal_dir = config.wal.dir.clone().unwrap_or_else(|| data_dir.join("wal"));
+        let segment_bytes = config.wal.segment_bytes;
+        let (files, opened, scan) = tokio::task::spawn_blocking(move || {
+            let mut scan = replay::Scan::default();
+            wal::LogFiles::open(&wal_dir, segment_bytes, |lsn, record| scan.visit(lsn, record))
+                .map(|(files, opened)| (files, opened, scan))
+        })
+        .await
+        .map_err(|e| Error::Engine(format!("opening the log failed: {e}")))??;
+        for cut in &opened.cuts {
+            tracing::warn!(segment = %cut.path.display(), offset = cut.offset, dropped_bytes = cut.dropped,
+                reason = %cut.reason, "cut the log's torn tail (a write that was never acknowledged)");
+            IngestStats::add(&engine.stats.wal_cut_bytes, cut.dropped);
+        }
+        let appender = Appender::start(files, Arc::clone(&engine.stats))?;
         let shared = Arc::new(Shared {
-            memory: Arc::new(Semaphore::new(memory_kib)),
-            memory_kib,
+            budget: Arc::new(MemoryBudget::new(config.max_buffered_bytes, config.overload_wait)),
             config: IngestConfig { data_dir, ..config },
             engine,
             catalog,
+            appender,
             runtime,
             flushers: Mutex::default(),
+            checkpointer: Mutex::default(),
             closed: AtomicBool::new(false),
         });
         for db in shared.catalog.databases() {
@@ -229,8 +316,18 @@ impl Ingestor {
                 shared.spawn_flusher(&db, table);
             }
         }
-        tracing::info!(data_dir = %shared.config.data_dir.display(), "engine open");
-        Ok(Ingestor { shared })
+        let ingestor = Ingestor { shared };
+        if let Err(err) = replay::run(&ingestor.shared, &opened, scan).await {
+            let _ = ingestor.close().await;
+            return Err(err);
+        }
+        let checkpointer = ingestor
+            .shared
+            .runtime
+            .spawn(run_checkpointer(Arc::downgrade(&ingestor.shared)));
+        *ingestor.shared.checkpointer.lock().unwrap() = Some(checkpointer);
+        tracing::info!(data_dir = %ingestor.shared.config.data_dir.display(), "engine open");
+        Ok(ingestor)
     }
 
     /// What this ingestor has done so far: lines, flushes, series, errors.
@@ -238,9 +335,18 @@ impl Ingestor {
         &self.shared.engine.stats
     }
 
-    /// Bytes of rows held by the batchers, waiting to be flushed.
+    /// Bytes held in the memory budget: rows waiting to be inserted, and
+    /// reservations such as request bodies being read.
     pub fn buffered_bytes(&self) -> usize {
-        self.shared.buffered_bytes()
+        self.shared.budget.used()
+    }
+
+    /// Reserves `bytes` of the memory budget for data the caller holds on
+    /// its way in — a request body while it is read and parsed — so that
+    /// many large requests at once are refused with [`Error::Overloaded`]
+    /// instead of growing the process. Released when dropped.
+    pub async fn reserve_memory(&self, bytes: usize) -> Result<MemoryReservation> {
+        MemoryReservation::new(Arc::clone(&self.shared.open()?.budget), bytes).await
     }
 
     /// The configuration in force (with the data directory resolved).
@@ -251,10 +357,10 @@ impl Ingestor {
     /// Writes a line-protocol body into `db` / `rp`. Good lines are stored
     /// even when others are rejected; the outcome lists both.
     ///
-    /// Fails as a whole only when nothing can be written: a bad database or
-    /// retention policy name, an overload, a closed ingestor, or an engine
-    /// error while committing (then nothing of the request is acknowledged,
-    /// though rows of it may have been stored).
+    /// Fails as a whole only when nothing can be written — a bad database
+    /// or retention policy name, an overload, a full or failing log, a
+    /// closed ingestor — and then nothing of the request is stored. (The
+    /// one exception is [`Error::NotVisible`]: logged, not yet queryable.)
     ///
     /// The same as [`prepare_lp`](Self::prepare_lp) followed by
     /// [`commit`](Self::commit).
@@ -266,7 +372,7 @@ impl Ingestor {
         options: &WriteOptions,
     ) -> Result<WriteOutcome> {
         let prepared = self.prepare_lp(db, rp, body, options).await?;
-        self.commit(prepared, options.wait).await
+        self.commit(prepared, options.durability).await
     }
 
     /// The first half of a write: parses `body`, creates the tables and
@@ -312,27 +418,41 @@ impl Ingestor {
             }
             let finished = batch.finish();
             tracing::Span::current().record("lines", finished.outcome.accepted);
-            Ok(PreparedWrite { database, finished })
+            Ok(PreparedWrite {
+                database,
+                rp: rp.to_owned(),
+                finished,
+            })
         }
         .instrument(span)
         .await
     }
 
-    /// The second half of a write: records the new series and hands the
-    /// chunks to their tables' batchers; with `wait`, returns once they are
-    /// committed.
-    pub async fn commit(&self, prepared: PreparedWrite, wait: bool) -> Result<WriteOutcome> {
+    /// The second half of a write: logs the rows and returns when
+    /// `durability` is met.
+    pub async fn commit(
+        &self,
+        prepared: PreparedWrite,
+        durability: Durability,
+    ) -> Result<WriteOutcome> {
         let shared = self.shared.open()?;
-        let PreparedWrite { database, finished } = prepared;
+        let PreparedWrite {
+            database,
+            rp,
+            finished,
+        } = prepared;
+        let write = NewRows {
+            chunks: finished.chunks,
+            series: finished.series,
+            raw_keys: finished.raw_keys,
+        };
+        shared.log_write(database, rp, write, durability).await?;
         let stats = &shared.engine.stats;
         IngestStats::add(&stats.lines_accepted, finished.outcome.accepted as u64);
         IngestStats::add(
             &stats.lines_rejected,
             finished.outcome.rejected.len() as u64,
         );
-        let grown = database.series.register(finished.series, finished.raw_keys);
-        shared.refresh_views(&database, &grown).await?;
-        shared.submit(finished.chunks, wait).await?;
         Ok(finished.outcome)
     }
 
@@ -366,16 +486,22 @@ impl Ingestor {
                 .ensure_table(&database, rp, measurement, &input.field_types())
                 .await?;
             let (chunk, series) = input.into_chunk(&table.schema(), measurement, &database)?;
-            let grown = database.series.register(series, Vec::new());
-            shared.refresh_views(&database, &grown).await?;
-            shared.submit(vec![(table, chunk)], options.wait).await?;
+            let write = NewRows {
+                chunks: vec![(table, chunk)],
+                series,
+                raw_keys: Vec::new(),
+            };
+            shared
+                .log_write(database, rp.to_owned(), write, options.durability)
+                .await?;
             Ok(batch.num_rows())
         }
         .instrument(span)
         .await
     }
 
-    /// Flushes every table's pending rows and waits until they are committed.
+    /// Inserts every row written so far into the engine and waits until
+    /// they are committed.
     pub async fn flush(&self) -> Result<()> {
         self.shared.open()?.flush_all().await
     }
@@ -476,37 +602,45 @@ impl Ingestor {
         self.shared.open()?.engine.query_arrow(sql.to_owned()).await
     }
 
-    /// Flushes everything, writes the Buffer tables' contents to disk and
-    /// closes the engine connections. Writes after this fail with
-    /// [`Error::Closed`]; other clones of this ingestor are closed too.
+    /// Inserts everything logged into the engine, advances the log's
+    /// checkpoint and closes the engine connections. Writes after this fail
+    /// with [`Error::Closed`]; other clones of this ingestor are closed too.
+    /// Rows whose insert fails now stay in the log for the next open.
     pub async fn close(&self) -> Result<()> {
         let shared = &self.shared;
         if shared.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
-        let tables: Vec<_> = shared
-            .catalog
-            .databases()
-            .iter()
-            .flat_map(|db| db.tables())
-            .collect();
-        for (_, table) in &tables {
-            table.batcher.close();
+        if let Some(checkpointer) = shared.checkpointer.lock().unwrap().take() {
+            checkpointer.abort();
+        }
+        // Writes that passed the open check before `closed` was set reach
+        // their batchers before these close.
+        shared.appender.barrier().await;
+        for db in shared.catalog.databases() {
+            for (_, table) in db.tables() {
+                table.batcher.close();
+            }
         }
         let flushers = std::mem::take(&mut *shared.flushers.lock().unwrap());
         for flusher in flushers {
             let _ = flusher.await;
         }
-        // OPTIMIZE on a Buffer table writes its contents to the MergeTree.
-        let buffers: Vec<String> = tables
-            .iter()
-            .map(|(_, table)| format!("OPTIMIZE TABLE {}", table.schema().names.query_table))
-            .collect();
-        let flushed = shared.engine.execute_all(buffers).await;
+        let checkpointed = shared.appender.checkpoint(shared.checkpoint_lsn()).await;
+        let stopping = Arc::clone(shared);
+        let _ = tokio::task::spawn_blocking(move || stopping.appender.stop()).await;
         shared.engine.close();
         tracing::info!("engine closed");
-        flushed
+        checkpointed
     }
+}
+
+/// What a write adds: rows per table, and the series and raw series keys
+/// it met that the database did not know.
+struct NewRows {
+    chunks: Vec<(Arc<Table>, RecordBatch)>,
+    series: Vec<(u64, SeriesKey)>,
+    raw_keys: Vec<(u128, u64)>,
 }
 
 impl Shared {
@@ -576,51 +710,111 @@ impl Shared {
     }
 
     fn spawn_flusher(self: &Arc<Self>, db: &Arc<Database>, table: Arc<Table>) {
-        let task = run_flusher(Arc::downgrade(self), Arc::clone(db), table);
+        let task = flusher::run(Arc::downgrade(self), Arc::clone(db), table);
         let handle = self.runtime.spawn(task);
         self.flushers.lock().unwrap().push(handle);
     }
 
-    /// Hands finished chunks to their tables' batchers, within the memory
-    /// budget, and waits for their flushes when asked to.
-    async fn submit(&self, chunks: Vec<(Arc<Table>, RecordBatch)>, wait: bool) -> Result<()> {
-        let tables = group_by_table(chunks);
-        let mut receivers = Vec::with_capacity(tables.len());
-        for (table, chunks) in tables {
+    /// Logs a write whole or refuses it whole, and returns when
+    /// `durability` is met: memory for every table's rows is reserved
+    /// first, so a write never fails after part of it was queued.
+    async fn log_write(
+        &self,
+        db: Arc<Database>,
+        rp: String,
+        write: NewRows,
+        durability: Durability,
+    ) -> Result<()> {
+        if write.chunks.is_empty() {
+            return Ok(());
+        }
+        let grown = db.series.note_tag_keys(&write.series);
+        self.refresh_views(&db, &grown).await?;
+        self.wait_for_log_room().await?;
+        let mut tables = Vec::new();
+        let mut visible = Vec::new();
+        for (table, chunks) in group_by_table(write.chunks) {
             let bytes = chunks.iter().map(chunk_bytes).sum();
-            let permit = self.reserve_memory(bytes).await?;
-            receivers.extend(table.batcher.append(chunks, bytes, permit, wait)?);
+            let permit = self.budget.reserve(bytes).await?;
+            let waiter = (durability == Durability::Visible).then(|| {
+                let (sender, receiver) = oneshot::channel();
+                visible.push(receiver);
+                sender
+            });
+            tables.push(TablePart {
+                measurement: table.id.measurement.clone(),
+                table,
+                chunks,
+                bytes,
+                permit,
+                visible: waiter,
+            });
         }
-        await_flushes(receivers).await
+        let (logged, answer) = oneshot::channel();
+        self.appender.write(PendingWrite {
+            db,
+            rp,
+            tables,
+            series: write.series,
+            raw_keys: write.raw_keys,
+            sync: durability == Durability::Fsync,
+            logged: Some(logged),
+        })?;
+        if durability == Durability::None {
+            return Ok(());
+        }
+        answer.await.unwrap_or(Err(Error::Closed))?;
+        for receiver in visible {
+            match receiver.await {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => return Err(Error::NotVisible(message)),
+                Err(_) => return Err(Error::Closed),
+            }
+        }
+        Ok(())
     }
 
-    /// Bytes reserved by chunks waiting in the batchers.
-    fn buffered_bytes(&self) -> usize {
-        (self.memory_kib - self.memory.available_permits()) * 1024
+    /// Waits, up to the overload wait, while the log is over its size
+    /// limit (the engine is behind): then [`Error::LogFull`].
+    async fn wait_for_log_room(&self) -> Result<()> {
+        let limit = self.config.wal.max_bytes;
+        let started = Instant::now();
+        loop {
+            let bytes = self.appender.bytes();
+            if bytes <= limit {
+                return Ok(());
+            }
+            if started.elapsed() >= self.config.overload_wait {
+                return Err(Error::LogFull {
+                    bytes,
+                    limit,
+                    retry_after: Duration::from_secs(1),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
-    async fn reserve_memory(&self, bytes: usize) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        let kib = bytes.div_ceil(1024).max(1);
-        let overloaded = || Error::Overloaded {
-            buffered: self.buffered_bytes(),
-            limit: self.config.max_buffered_bytes,
-            retry_after: Duration::from_secs(1),
-        };
-        let Ok(kib) = u32::try_from(kib) else {
-            return Err(overloaded());
-        };
-        if kib as usize > self.memory_kib {
-            return Err(overloaded());
-        }
-        let acquire = Arc::clone(&self.memory).acquire_many_owned(kib);
-        match tokio::time::timeout(self.config.overload_wait, acquire).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(Error::Closed),
-            Err(_) => Err(overloaded()),
-        }
+    /// The lsn the checkpoint may advance to: every record up to it is
+    /// committed, series rows included.
+    fn checkpoint_lsn(&self) -> wal::Lsn {
+        let series = self
+            .catalog
+            .databases()
+            .iter()
+            .filter_map(|db| db.series.oldest_pending())
+            .min()
+            .map_or(wal::Lsn::MAX, |lsn| lsn.saturating_sub(1));
+        self.appender.progress.committed().min(series)
+    }
+
+    /// Whether [`Ingestor::close`] has begun.
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     async fn flush_all(&self) -> Result<()> {
+        self.appender.barrier().await;
         let receivers = self
             .catalog
             .databases()
@@ -629,56 +823,6 @@ impl Shared {
             .map(|(_, table)| table.batcher.request_flush())
             .collect();
         await_flushes(receivers).await
-    }
-
-    /// Commits the database's pending series, then inserts one flush of a
-    /// table: into its Buffer table when small, its MergeTree when large.
-    async fn flush(
-        &self,
-        db: &Arc<Database>,
-        table: &Table,
-        flush: Vec<RecordBatch>,
-        rows: usize,
-    ) -> Result<()> {
-        let schema = table.schema();
-        let direct = rows >= self.config.buffer.direct_min_rows;
-        let target = if direct {
-            schema.names.storage_table.clone()
-        } else {
-            schema.names.query_table.clone()
-        };
-        let span = tracing::debug_span!("flush", table = %schema.names.query_table, rows, direct);
-        let db = Arc::clone(db);
-        let started = std::time::Instant::now();
-        let stats = Arc::clone(&self.engine.stats);
-        let flushed = self
-            .engine
-            .run(move |conn| {
-                let series = db.series.commit(conn, &db.series_table)?;
-                IngestStats::add(&stats.series_created, series as u64);
-                if flush.is_empty() {
-                    return Ok(());
-                }
-                let batch = chunk::merge(&schema, flush);
-                engine::insert_batch(conn, &target, batch)?;
-                Ok(())
-            })
-            .instrument(span.clone())
-            .await;
-        let stats = &self.engine.stats;
-        if flushed.is_err() {
-            IngestStats::add(&stats.flush_errors, 1);
-            return flushed;
-        }
-        let elapsed = started.elapsed();
-        if rows > 0 {
-            IngestStats::add(&stats.flushes, 1);
-            IngestStats::add(&stats.buffered_flushes, u64::from(!direct));
-            stats.flush_rows.observe(rows as f64);
-            stats.flush_seconds.observe(elapsed.as_secs_f64());
-        }
-        span.in_scope(|| tracing::debug!(elapsed_ms = elapsed.as_secs_f64() * 1e3, "flushed"));
-        Ok(())
     }
 }
 
@@ -693,52 +837,26 @@ impl Drop for Shared {
     }
 }
 
-/// One table's flusher: takes each due flush and reports its outcome to the
-/// writers waiting on it, until the batcher closes. Holds the ingestor only
-/// while flushing, so dropping every [`Ingestor`] ends it.
-async fn run_flusher(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>) {
-    let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
+/// Advances the log's checkpoint every `wal.checkpoint_interval`, which
+/// deletes the segments whose rows are all in the engine.
+async fn run_checkpointer(shared: Weak<Shared>) {
+    let Some(interval) = shared.upgrade().map(|s| s.config.wal.checkpoint_interval) else {
         return;
     };
-    // A slot is taken before the next flush is: while every slot is busy,
-    // rows keep gathering into the flush after.
-    let slots = Arc::new(Semaphore::new(policy.concurrency.max(1)));
-    let mut running = tokio::task::JoinSet::new();
+    let mut last = 0;
     loop {
-        let slot = Arc::clone(&slots)
-            .acquire_owned()
-            .await
-            .expect("never closed");
-        let Some(Flush {
-            chunks,
-            rows,
-            permits,
-            waiters,
-        }) = table.batcher.next_flush(&policy).await
-        else {
-            break;
+        tokio::time::sleep(interval).await;
+        let Some(shared) = shared.upgrade() else {
+            return;
         };
-        let (shared, db, table) = (shared.clone(), Arc::clone(&db), Arc::clone(&table));
-        running.spawn(async move {
-            let outcome: FlushOutcome = match shared.upgrade() {
-                Some(shared) => shared
-                    .flush(&db, &table, chunks, rows)
-                    .await
-                    .map_err(|err| {
-                        tracing::error!(db = %db.name, %err, "flush failed");
-                        err.to_string()
-                    }),
-                None => Err("the ingestor was dropped before these rows were written".to_owned()),
-            };
-            drop(permits);
-            drop(slot);
-            for waiter in waiters {
-                let _ = waiter.send(outcome.clone());
+        let lsn = shared.checkpoint_lsn();
+        if lsn > last {
+            match shared.appender.checkpoint(lsn).await {
+                Ok(()) => last = lsn,
+                Err(err) => tracing::error!(%err, "advancing the log checkpoint failed"),
             }
-        });
-        while running.try_join_next().is_some() {}
+        }
     }
-    while running.join_next().await.is_some() {}
 }
 
 /// Chunks grouped by table. A table may have several chunks (one per parsed

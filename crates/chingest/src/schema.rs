@@ -66,6 +66,19 @@ impl FieldType {
         })
     }
 
+    /// The field type of a column of batches chingest built (the inverse
+    /// of [`arrow_type`](Self::arrow_type)).
+    pub fn from_arrow(data_type: &DataType) -> Option<FieldType> {
+        Some(match data_type {
+            DataType::Float64 => FieldType::Float,
+            DataType::Int64 => FieldType::Integer,
+            DataType::UInt64 => FieldType::UInteger,
+            DataType::Utf8 => FieldType::String,
+            DataType::Boolean => FieldType::Boolean,
+            _ => return None,
+        })
+    }
+
     /// The Arrow type batches carry for this field.
     pub fn arrow_type(self) -> DataType {
         match self {
@@ -201,6 +214,21 @@ fn column_defs(fields: &[(String, FieldType)]) -> String {
         .collect()
 }
 
+/// Inserts per fact table whose deduplication tokens the engine remembers.
+/// Replay repeats only the inserts that started but were not logged as
+/// committed — at most `flush.concurrency` per table, the most recent — so
+/// the window only has to cover a table's last few inserts; 1,000 leaves
+/// room for any interleaving.
+pub const DEDUP_WINDOW: u32 = 1000;
+
+/// Gives an existing storage table the deduplication window replay needs.
+pub fn dedup_window_sql(names: &TableNames) -> String {
+    format!(
+        "ALTER TABLE {} MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}",
+        names.storage_table
+    )
+}
+
 /// The MergeTree storage table and the Buffer table in front of it.
 pub fn create_table_sql(
     schema: &TableSchema,
@@ -211,7 +239,8 @@ pub fn create_table_sql(
     [
         format!(
             "CREATE TABLE IF NOT EXISTS {} (time DateTime64(9, 'UTC'), series_id UInt64{}) \
-             ENGINE = MergeTree ORDER BY (series_id, time){}",
+             ENGINE = MergeTree ORDER BY (series_id, time){} \
+             SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}",
             names.storage_table,
             column_defs(&schema.fields),
             ttl_clause(ttl_seconds)

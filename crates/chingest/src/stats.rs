@@ -70,10 +70,8 @@ pub struct IngestStats {
     pub lines_rejected: AtomicU64,
     /// Flushes that succeeded.
     pub flushes: AtomicU64,
-    /// Flushes that failed (their writers got an error).
+    /// Insert attempts that failed (each is retried; its rows stay logged).
     pub flush_errors: AtomicU64,
-    /// Flushes that went to a Buffer table rather than the MergeTree.
-    pub buffered_flushes: AtomicU64,
     /// Rows per flush.
     pub flush_rows: Histogram,
     /// Seconds per flush, series commit and insert.
@@ -84,6 +82,30 @@ pub struct IngestStats {
     pub series_created: AtomicU64,
     /// Engine errors of any kind.
     pub engine_errors: AtomicU64,
+    /// Bytes appended to the write-ahead log.
+    pub wal_bytes: AtomicU64,
+    /// `fdatasync` calls on the log (one per group of writes that asked).
+    pub wal_syncs: AtomicU64,
+    /// Seconds per log sync.
+    pub wal_sync_seconds: Histogram,
+    /// Groups of records the log failed to write or sync.
+    pub wal_errors: AtomicU64,
+    /// Bytes in the log's segments now.
+    pub wal_size_bytes: AtomicU64,
+    /// Segment files now.
+    pub wal_segments: AtomicU64,
+    /// The lsn of the last checkpoint: every record up to it is in the engine.
+    pub wal_checkpoint_lsn: AtomicU64,
+    /// Bytes of torn or corrupt segment tails cut off when the log was opened.
+    pub wal_cut_bytes: AtomicU64,
+    /// `Write` records replayed when the log was opened.
+    pub replay_records: AtomicU64,
+    /// Rows inserted by that replay.
+    pub replay_rows: AtomicU64,
+    /// Rows the replay skipped: the log showed them committed.
+    pub replay_skipped_rows: AtomicU64,
+    /// Milliseconds the replay took.
+    pub replay_millis: AtomicU64,
 }
 
 impl Default for IngestStats {
@@ -93,7 +115,6 @@ impl Default for IngestStats {
             lines_rejected: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             flush_errors: AtomicU64::new(0),
-            buffered_flushes: AtomicU64::new(0),
             flush_rows: Histogram::new(&[
                 100.0,
                 1_000.0,
@@ -110,6 +131,18 @@ impl Default for IngestStats {
             connection_wait_seconds: Histogram::new(&[0.0001, 0.001, 0.01, 0.1, 1.0]),
             series_created: AtomicU64::new(0),
             engine_errors: AtomicU64::new(0),
+            wal_bytes: AtomicU64::new(0),
+            wal_syncs: AtomicU64::new(0),
+            wal_sync_seconds: Histogram::new(&[0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 1.0]),
+            wal_errors: AtomicU64::new(0),
+            wal_size_bytes: AtomicU64::new(0),
+            wal_segments: AtomicU64::new(0),
+            wal_checkpoint_lsn: AtomicU64::new(0),
+            wal_cut_bytes: AtomicU64::new(0),
+            replay_records: AtomicU64::new(0),
+            replay_rows: AtomicU64::new(0),
+            replay_skipped_rows: AtomicU64::new(0),
+            replay_millis: AtomicU64::new(0),
         }
     }
 }

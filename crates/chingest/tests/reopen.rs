@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use chingest::{IngestConfig, Ingestor, WriteOptions};
+use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
 
 const PHASE: &str = "CHINGEST_REOPEN_PHASE";
 
@@ -69,10 +69,18 @@ async fn child(phase: &str, dir: &Path) {
         config.overload_wait = std::time::Duration::from_millis(50);
     }
     let ing = Ingestor::open(config).await.unwrap();
-    let options = WriteOptions::default();
+    // Writes are answered once logged; the later phases read what they
+    // wrote at once, so they wait for their rows to be queryable.
+    let options = WriteOptions {
+        durability: match phase {
+            "write" => Durability::Fsync,
+            _ => Durability::Visible,
+        },
+        ..WriteOptions::default()
+    };
     match phase {
         "write" => {
-            // Small writes land in the Buffer table; close() must persist them.
+            // Logged, then inserted by close() at the latest.
             let body = b"m,host=a v=1i,f=0.5 1\nm,host=b v=2i 2\n";
             let out = ing
                 .write_lp("keep", "autogen", body, &options)

@@ -9,8 +9,8 @@ use chingest::arrow::array::{
     RecordBatch, StringArray, TimestampMillisecondArray, UInt8Array,
 };
 use chingest::arrow::datatypes::Int32Type;
-use chingest::{Error, Ingestor, WriteOptions};
-use support::{ingestor, run, tsv};
+use chingest::{Error, Ingestor};
+use support::{ingestor, run, tsv, visible};
 
 test_main!(
     arrow_batches_round_trip_with_nulls_and_casts,
@@ -28,7 +28,7 @@ async fn write(
     batch: &RecordBatch,
     tags: &[&str],
 ) -> chingest::Result<usize> {
-    ing.write_arrow(db, "autogen", "m", batch, tags, &WriteOptions::default())
+    ing.write_arrow(db, "autogen", "m", batch, tags, &visible())
         .await
 }
 
@@ -93,7 +93,7 @@ fn arrow_and_line_protocol_agree_on_series_ids() {
             "arrow_same",
             "autogen",
             b"m,host=a,region=eu v=1i 1\n",
-            &WriteOptions::default(),
+            &visible(),
         )
         .await
         .unwrap();

@@ -3,8 +3,8 @@
 
 mod support;
 
-use chingest::{Error, Ingestor, Precision, WriteOptions};
-use support::{ingestor, run, tsv};
+use chingest::{Durability, Error, Ingestor, Precision, WriteOptions};
+use support::{ingestor, run, tsv, visible};
 
 test_main!(
     every_field_type_round_trips_exactly,
@@ -16,8 +16,9 @@ test_main!(
     hostile_names_map_to_distinct_tables,
     many_databases_and_measurements_at_once,
     concurrent_writers_from_threads_get_exact_counts,
-    unwaited_writes_are_visible_after_flush,
-    large_flushes_bypass_the_buffer_table,
+    every_durability_mode_is_visible_after_flush,
+    fsync_writes_sync_the_log_and_os_writes_do_not,
+    visible_writes_are_readable_at_once,
     large_bodies_parse_in_pieces_with_exact_line_numbers,
     long_lines_are_rejected_by_the_configured_limit,
     tag_field_and_name_limits_reject_their_line,
@@ -29,7 +30,7 @@ test_main!(
 );
 
 async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
-    ing.write_lp(db, "autogen", body.as_bytes(), &WriteOptions::default())
+    ing.write_lp(db, "autogen", body.as_bytes(), &visible())
         .await
         .unwrap_or_else(|e| panic!("write to {db}: {e}"))
 }
@@ -112,7 +113,7 @@ fn timestamps_honour_every_precision_and_the_storable_range() {
             let body = format!("p,case={i} v=1i {ts}\n");
             let options = WriteOptions {
                 precision: *precision,
-                ..WriteOptions::default()
+                ..visible()
             };
             let out = ing
                 .write_lp("lp_precision", "autogen", body.as_bytes(), &options)
@@ -266,7 +267,7 @@ fn hostile_names_map_to_distinct_tables() {
         }
         let db = "lp `hostile`.db";
         let out = ing
-            .write_lp(db, "my.rp", body.as_bytes(), &WriteOptions::default())
+            .write_lp(db, "my.rp", body.as_bytes(), &visible())
             .await
             .unwrap();
         assert_eq!(
@@ -319,7 +320,7 @@ fn hostile_names_map_to_distinct_tables() {
         );
         for bad_db in ["", "system", &"d".repeat(201)] {
             let err = ing
-                .write_lp(bad_db, "autogen", b"m v=1i\n", &WriteOptions::default())
+                .write_lp(bad_db, "autogen", b"m v=1i\n", &visible())
                 .await;
             assert!(
                 matches!(err, Err(Error::InvalidName { .. })),
@@ -327,7 +328,7 @@ fn hostile_names_map_to_distinct_tables() {
             );
         }
         let err = ing
-            .write_lp("lp_hostile2", "", b"m v=1i\n", &WriteOptions::default())
+            .write_lp("lp_hostile2", "", b"m v=1i\n", &visible())
             .await;
         assert!(matches!(err, Err(Error::InvalidName { .. })), "{err:?}");
     })
@@ -353,7 +354,7 @@ fn many_databases_and_measurements_at_once() {
                     &format!("lp_many_{db}"),
                     "autogen",
                     body.as_bytes(),
-                    &WriteOptions::default(),
+                    &visible(),
                 )
                 .await
                 .unwrap()
@@ -405,7 +406,7 @@ fn concurrent_writers_from_threads_get_exact_counts() {
                             "lp_concurrent",
                             "autogen",
                             body.as_bytes(),
-                            &WriteOptions::default(),
+                            &visible(),
                         ))
                         .unwrap();
                     assert_eq!(out.accepted, LINES);
@@ -445,44 +446,87 @@ fn concurrent_writers_from_threads_get_exact_counts() {
     })
 }
 
-fn unwaited_writes_are_visible_after_flush() {
+fn every_durability_mode_is_visible_after_flush() {
     run(async {
         let ing = ingestor().await;
-        let options = WriteOptions {
-            wait: false,
-            ..WriteOptions::default()
-        };
-        for i in 0..50 {
-            let body = format!("nowait,k={} v={i}i {i}\n", i % 3);
-            ing.write_lp("lp_nowait", "autogen", body.as_bytes(), &options)
-                .await
-                .unwrap();
+        for (i, durability) in [Durability::Fsync, Durability::Os, Durability::None]
+            .into_iter()
+            .enumerate()
+        {
+            let options = WriteOptions {
+                durability,
+                ..WriteOptions::default()
+            };
+            for j in 0..50 {
+                let body = format!("modes,mode={durability},k={} v={j}i {}\n", j % 3, i * 100 + j);
+                ing.write_lp("lp_modes", "autogen", body.as_bytes(), &options)
+                    .await
+                    .unwrap();
+            }
         }
         ing.flush().await.unwrap();
         let got = tsv(
             &ing,
-            "SELECT count(), sum(v) FROM lp_nowait.`nowait.autogen`",
+            "SELECT mode, count(), sum(v) FROM lp_modes.modes GROUP BY mode ORDER BY mode",
         )
         .await;
-        assert_eq!(got, "50\t1225\n");
+        assert_eq!(got, "fsync\t50\t1225\nnone\t50\t1225\nos\t50\t1225\n");
     })
 }
 
-fn large_flushes_bypass_the_buffer_table() {
+fn fsync_writes_sync_the_log_and_os_writes_do_not() {
     run(async {
         let ing = ingestor().await;
-        let direct = ing.config().buffer.direct_min_rows;
-        let body: String = (0..direct)
-            .map(|i| format!("big,h=h{} v={i}i {i}\n", i % 100))
-            .collect();
-        write(&ing, "lp_big", &body).await;
-        // Written straight to the MergeTree: visible there without the Buffer.
-        let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen.mergetree`").await;
-        assert_eq!(got, format!("{direct}\n"));
-        // A small write waits in the Buffer table, which queries see in full.
-        write(&ing, "lp_big", "big,h=x v=1i 1\n").await;
-        let got = tsv(&ing, "SELECT count() FROM lp_big.`big.autogen`").await;
-        assert_eq!(got, format!("{}\n", direct + 1));
+        let stats = ing.stats();
+        let syncs = || stats.wal_syncs.load(std::sync::atomic::Ordering::Relaxed);
+        let write = |durability, i: usize| {
+            let ing = ing.clone();
+            async move {
+                let options = WriteOptions {
+                    durability,
+                    ..WriteOptions::default()
+                };
+                let body = format!("syncs v={i}i {i}\n");
+                ing.write_lp("lp_syncs", "autogen", body.as_bytes(), &options)
+                    .await
+                    .unwrap();
+            }
+        };
+        // The first write creates the table, whose flusher may sync a marker.
+        write(Durability::Os, 0).await;
+        ing.flush().await.unwrap();
+        let before = syncs();
+        for i in 1..20 {
+            write(Durability::Fsync, i).await;
+        }
+        let after_fsync = syncs();
+        assert!(
+            after_fsync >= before + 19,
+            "19 sequential fsync writes synced the log {} times",
+            after_fsync - before
+        );
+        for i in 20..40 {
+            write(Durability::Os, i).await;
+        }
+        // Flushes of the table may sync their markers meanwhile, but not
+        // once per write.
+        assert!(syncs() - after_fsync < 10, "os writes synced the log");
+        ing.flush().await.unwrap();
+        assert_eq!(tsv(&ing, "SELECT count() FROM lp_syncs.syncs").await, "40\n");
+    })
+}
+
+fn visible_writes_are_readable_at_once() {
+    run(async {
+        let ing = ingestor().await;
+        for i in 0..20 {
+            let body = format!("seen,h=a v={i}i {i}\n");
+            ing.write_lp("lp_visible", "autogen", body.as_bytes(), &visible())
+                .await
+                .unwrap();
+            let got = tsv(&ing, "SELECT count() FROM lp_visible.seen").await;
+            assert_eq!(got, format!("{}\n", i + 1));
+        }
     })
 }
 
@@ -524,7 +568,7 @@ fn tag_field_and_name_limits_reject_their_line() {
             max_tags_per_line: 2,
             max_fields_per_line: 2,
             max_name_len: 8,
-            ..WriteOptions::default()
+            ..visible()
         };
         let body = "m,a=1,b=2 v=1i 1\nm,a=1,b=2,c=3 v=2i 2\nm a=1i,b=2i,c=3i 3\n\
                     m,longer_key=1 v=4i 4\nm longer_fld=5i 5\nmeasurement v=6i 6\n";
@@ -564,7 +608,7 @@ fn long_lines_are_rejected_by_the_configured_limit() {
         let body = format!("m,k=v s=\"short\" 1\n{long}m,k=v s=\"short\" 3\n");
         let options = WriteOptions {
             max_line_len: 100,
-            ..WriteOptions::default()
+            ..visible()
         };
         let out = ing
             .write_lp("lp_limits", "autogen", body.as_bytes(), &options)
@@ -659,7 +703,7 @@ fn writes_to_unknown_databases_can_be_refused() {
         let ing = ingestor().await;
         let options = WriteOptions {
             create_database: false,
-            ..WriteOptions::default()
+            ..visible()
         };
         let err = ing
             .write_lp("lp_absent", "autogen", b"m v=1i\n", &options)
@@ -714,7 +758,7 @@ fn measurement_views_show_tags_and_fields_as_columns() {
             "lp_view",
             "weekly",
             b"mem,host=a used=1i 1\n",
-            &WriteOptions::default(),
+            &visible(),
         )
         .await
         .unwrap();
@@ -738,7 +782,7 @@ fn retention_policy_durations_expire_old_rows() {
         assert!(matches!(err, Error::DatabaseNotFound(_)), "{err:?}");
         ing.create_database("lp_rp").await.unwrap();
         // A table that exists before its policy gets the TTL too.
-        ing.write_lp("lp_rp", "later", b"m v=1i 1\n", &WriteOptions::default())
+        ing.write_lp("lp_rp", "later", b"m v=1i 1\n", &visible())
             .await
             .unwrap();
         ing.create_retention_policy("lp_rp", "day", Some(day))
@@ -753,7 +797,7 @@ fn retention_policy_durations_expire_old_rows() {
             .as_nanos();
         for rp in ["day", "later"] {
             let body = format!("m v=2i 2\nm v=3i {now}\n");
-            ing.write_lp("lp_rp", rp, body.as_bytes(), &WriteOptions::default())
+            ing.write_lp("lp_rp", rp, body.as_bytes(), &visible())
                 .await
                 .unwrap();
             // Write the Buffer out, then merge: the TTL drops expired rows.

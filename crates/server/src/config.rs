@@ -29,6 +29,8 @@ pub struct ServerConfig {
     pub write: WriteConfig,
     /// Engine and batching.
     pub ingest: IngestSection,
+    /// The write-ahead log.
+    pub wal: WalSection,
 }
 
 /// Limits on what one request may carry.
@@ -57,6 +59,24 @@ pub struct WriteConfig {
     pub auto_create_databases: bool,
     /// Retention policy used when a write names none.
     pub default_retention_policy: String,
+    /// When a write is answered, unless the request says otherwise (the
+    /// `durability` query parameter, `X-Chingest-Durability` header or gRPC
+    /// field): `fsync`, `os`, `none` or `visible` (see the README).
+    pub durability: String,
+}
+
+/// The write-ahead log (`chingest::WalConfig`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalSection {
+    /// Its directory; empty: `wal` in the data directory.
+    pub dir: PathBuf,
+    /// Bytes per segment file.
+    pub segment_bytes: u64,
+    /// Bytes the log may hold before writes are refused (503).
+    pub max_bytes: u64,
+    /// How often the checkpoint advances and old segments are deleted, in ms.
+    pub checkpoint_interval_ms: u64,
 }
 
 /// The engine and batching knobs of `chingest::IngestConfig`.
@@ -69,13 +89,12 @@ pub struct IngestSection {
     pub flush_max_rows: usize,
     /// ...or this many bytes.
     pub flush_max_bytes: usize,
-    /// How long the first pending row waits for others, in milliseconds.
-    pub flush_linger_ms: u64,
+    /// ...or once the oldest pending row is this old, in milliseconds.
+    pub flush_max_age_ms: u64,
     /// Flushes of one table that may run at once.
     pub flush_concurrency: usize,
-    /// Flushes with at least this many rows skip the Buffer table.
-    pub direct_min_rows: usize,
-    /// Bytes of rows waiting to be flushed before writes are refused (429).
+    /// Bytes of request bodies and rows waiting to be inserted before
+    /// writes are refused (429).
     pub max_buffered_bytes: usize,
     /// How long a write waits for room under `max_buffered_bytes`, in ms.
     pub overload_wait_ms: u64,
@@ -92,6 +111,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             write: WriteConfig::default(),
             ingest: IngestSection::default(),
+            wal: WalSection::default(),
         }
     }
 }
@@ -114,6 +134,19 @@ impl Default for WriteConfig {
         WriteConfig {
             auto_create_databases: true,
             default_retention_policy: "autogen".to_owned(),
+            durability: chingest::Durability::default().to_string(),
+        }
+    }
+}
+
+impl Default for WalSection {
+    fn default() -> Self {
+        let library = chingest::WalConfig::default();
+        WalSection {
+            dir: PathBuf::new(),
+            segment_bytes: library.segment_bytes,
+            max_bytes: library.max_bytes,
+            checkpoint_interval_ms: library.checkpoint_interval.as_millis() as u64,
         }
     }
 }
@@ -125,9 +158,8 @@ impl Default for IngestSection {
             connections: 0,
             flush_max_rows: library.flush.max_rows,
             flush_max_bytes: library.flush.max_bytes,
-            flush_linger_ms: library.flush.linger.as_millis() as u64,
+            flush_max_age_ms: library.flush.max_age.as_millis() as u64,
             flush_concurrency: library.flush.concurrency,
-            direct_min_rows: library.buffer.direct_min_rows,
             max_buffered_bytes: library.max_buffered_bytes,
             overload_wait_ms: library.overload_wait.as_millis() as u64,
         }
@@ -192,6 +224,10 @@ impl ServerConfig {
         if self.write.default_retention_policy.is_empty() {
             return invalid("write.default_retention_policy must not be empty");
         }
+        self.write
+            .durability
+            .parse::<chingest::Durability>()
+            .map_err(|e| ConfigError::Invalid(format!("write.durability: {e}")))?;
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -206,9 +242,13 @@ impl ServerConfig {
         }
         config.flush.max_rows = ingest.flush_max_rows;
         config.flush.max_bytes = ingest.flush_max_bytes;
-        config.flush.linger = Duration::from_millis(ingest.flush_linger_ms);
+        config.flush.max_age = Duration::from_millis(ingest.flush_max_age_ms);
         config.flush.concurrency = ingest.flush_concurrency;
-        config.buffer.direct_min_rows = ingest.direct_min_rows;
+        let wal = &self.wal;
+        config.wal.dir = (!wal.dir.as_os_str().is_empty()).then(|| wal.dir.clone());
+        config.wal.segment_bytes = wal.segment_bytes;
+        config.wal.max_bytes = wal.max_bytes;
+        config.wal.checkpoint_interval = Duration::from_millis(wal.checkpoint_interval_ms);
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
         config
@@ -234,9 +274,11 @@ mod tests {
         );
         assert_eq!(config.data_dir, defaults.data_dir);
         assert_eq!(config.limits.max_body_bytes, defaults.limits.max_body_bytes);
+        assert_eq!(config.write.durability, defaults.write.durability);
+        assert_eq!(config.wal.max_bytes, defaults.wal.max_bytes);
         assert_eq!(
-            config.ingest.direct_min_rows,
-            defaults.ingest.direct_min_rows
+            config.ingest.flush_max_age_ms,
+            defaults.ingest.flush_max_age_ms
         );
     }
 
@@ -246,5 +288,7 @@ mod tests {
         assert!(err.to_string().contains("http_adr"), "{err}");
         let config: ServerConfig = toml::from_str("[limits]\nmax_body_bytes = 0").unwrap();
         assert!(config.validate().is_err());
+        let config: ServerConfig = toml::from_str("[write]\ndurability = 'eventually'").unwrap();
+        assert!(config.validate().unwrap_err().to_string().contains("eventually"));
     }
 }

@@ -86,16 +86,18 @@ impl From<chingest::Error> for ApiError {
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
             E::DatabaseNotFound(_) => StatusCode::NOT_FOUND,
             E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
-            E::Closed => StatusCode::SERVICE_UNAVAILABLE,
+            // The log is full or cannot be written (a full disk): retry later.
+            E::Closed | E::LogFull { .. } | E::Io { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let mut api = ApiError::new(status, err.to_string());
-        if let E::Overloaded { retry_after, .. } = &err {
-            api.retry_after = Some(retry_after.as_secs().max(1));
-        }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            api.retry_after = Some(1);
-        }
+        api.retry_after = match &err {
+            E::Overloaded { retry_after, .. } | E::LogFull { retry_after, .. } => {
+                Some(retry_after.as_secs().max(1))
+            }
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(1),
+            _ => None,
+        };
         api
     }
 }

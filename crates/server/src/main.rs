@@ -36,6 +36,10 @@ struct ServeArgs {
     /// Address of the gRPC API [default: 127.0.0.1:8087].
     #[arg(long, env = "CHINGEST_GRPC_ADDR")]
     grpc_addr: Option<SocketAddr>,
+    /// When writes are answered: fsync, os, none or visible [default: fsync]
+    /// (see config/chingest.toml). A request may ask for another.
+    #[arg(long, env = "CHINGEST_DURABILITY")]
+    durability: Option<String>,
     /// Log filter, e.g. info or chingest=debug [default: info].
     #[arg(long, env = "CHINGEST_LOG")]
     log: Option<String>,
@@ -63,6 +67,9 @@ impl ServeArgs {
         }
         if let Some(addr) = self.grpc_addr {
             config.grpc_addr = addr;
+        }
+        if let Some(durability) = self.durability {
+            config.write.durability = durability;
         }
         if let Some(log) = self.log {
             config.log = log;

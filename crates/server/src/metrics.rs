@@ -194,14 +194,44 @@ pub async fn render(State(state): State<AppState>) -> Response {
             ),
             ("chingest_flushes_total", "Flushes committed.", &s.flushes),
             (
-                "chingest_buffer_flushes_total",
-                "Flushes that went to a Buffer table.",
-                &s.buffered_flushes,
+                "chingest_flush_errors_total",
+                "Insert attempts that failed (retried; the rows stay in the log).",
+                &s.flush_errors,
             ),
             (
-                "chingest_flush_errors_total",
-                "Flushes that failed.",
-                &s.flush_errors,
+                "chingest_wal_bytes_total",
+                "Bytes appended to the write-ahead log.",
+                &s.wal_bytes,
+            ),
+            (
+                "chingest_wal_syncs_total",
+                "Syncs (fdatasync) of the write-ahead log.",
+                &s.wal_syncs,
+            ),
+            (
+                "chingest_wal_errors_total",
+                "Groups of writes the log failed to write or sync.",
+                &s.wal_errors,
+            ),
+            (
+                "chingest_wal_cut_bytes_total",
+                "Bytes of torn segment tails cut when the log was opened.",
+                &s.wal_cut_bytes,
+            ),
+            (
+                "chingest_replay_records_total",
+                "Log records replayed on open.",
+                &s.replay_records,
+            ),
+            (
+                "chingest_replay_rows_total",
+                "Rows inserted by the replay on open.",
+                &s.replay_rows,
+            ),
+            (
+                "chingest_replay_skipped_rows_total",
+                "Rows the replay skipped because the log showed them inserted.",
+                &s.replay_skipped_rows,
             ),
             (
                 "chingest_series_created_total",
@@ -218,6 +248,44 @@ pub async fn render(State(state): State<AppState>) -> Response {
             header(&mut out, name, "counter", help);
             let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
         }
+        let gauges = [
+            (
+                "chingest_wal_size_bytes",
+                "Bytes in the write-ahead log's segments.",
+                &s.wal_size_bytes,
+            ),
+            (
+                "chingest_wal_segments",
+                "Segment files of the write-ahead log.",
+                &s.wal_segments,
+            ),
+            (
+                "chingest_wal_checkpoint_lsn",
+                "Every log record up to this number is in the engine.",
+                &s.wal_checkpoint_lsn,
+            ),
+            (
+                "chingest_replay_duration_milliseconds",
+                "How long the replay on open took.",
+                &s.replay_millis,
+            ),
+        ];
+        for (name, help, gauge) in gauges {
+            header(&mut out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {}", gauge.load(Ordering::Relaxed));
+        }
+        header(
+            &mut out,
+            "chingest_wal_sync_duration_seconds",
+            "histogram",
+            "Write-ahead log sync latency.",
+        );
+        histogram(
+            &mut out,
+            "chingest_wal_sync_duration_seconds",
+            "",
+            &s.wal_sync_seconds,
+        );
         header(
             &mut out,
             "chingest_flush_rows",
@@ -253,14 +321,14 @@ pub async fn render(State(state): State<AppState>) -> Response {
             &mut out,
             "chingest_buffered_bytes",
             "gauge",
-            "Bytes of rows waiting to be flushed.",
+            "Bytes held in the memory budget: request bodies and rows waiting to be inserted.",
         );
         let _ = writeln!(out, "chingest_buffered_bytes {}", ingestor.buffered_bytes());
         header(
             &mut out,
             "chingest_buffered_bytes_limit",
             "gauge",
-            "Limit on bytes waiting to be flushed.",
+            "The memory budget.",
         );
         let _ = writeln!(
             out,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use base64::Engine as _;
-use chingest::{Ingestor, Precision, WriteOptions};
+use chingest::{Durability, Ingestor, Precision, WriteOptions};
 use tokio::sync::OnceCell;
 
 use crate::config::ServerConfig;
@@ -57,12 +57,20 @@ impl AppState {
         }
     }
 
-    /// The options of a client's write: its precision and the configured
-    /// limits and database creation.
-    pub(crate) fn write_options(&self, precision: Precision) -> WriteOptions {
+    /// The options of a client's write: its precision, the durability it
+    /// asked for (else the configured one), and the configured limits and
+    /// database creation.
+    pub(crate) fn write_options(
+        &self,
+        precision: Precision,
+        durability: Option<Durability>,
+    ) -> WriteOptions {
         let config = &self.config;
         WriteOptions {
             precision,
+            durability: durability.unwrap_or_else(|| {
+                config.write.durability.parse().unwrap_or_default()
+            }),
             max_line_len: config.limits.max_line_bytes,
             max_tags_per_line: config.limits.max_tags_per_line,
             max_fields_per_line: config.limits.max_fields_per_line,

@@ -84,3 +84,12 @@ pub async fn tsv(ingestor: &Ingestor, sql: &str) -> String {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     String::from_utf8(out).expect("utf-8 output")
 }
+
+/// Write options that return once the rows are queryable, so a test can
+/// read what it just wrote.
+pub fn visible() -> chingest::WriteOptions {
+    chingest::WriteOptions {
+        durability: chingest::Durability::Visible,
+        ..chingest::WriteOptions::default()
+    }
+}

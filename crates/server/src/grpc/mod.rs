@@ -14,7 +14,7 @@ use std::time::Instant;
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
-use chingest::{LineRejection, Precision, WriteOutcome};
+use chingest::{Durability, LineRejection, Precision, WriteOutcome};
 use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
 use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
@@ -118,6 +118,23 @@ fn precision(value: i32) -> Result<Precision, Status> {
     })
 }
 
+/// The durability a request asked for; `None`: the server's default.
+fn durability(value: i32) -> Result<Option<Durability>, Status> {
+    use chingest_proto::v1::Durability as D;
+    Ok(match D::try_from(value) {
+        Ok(D::Unspecified) => None,
+        Ok(D::Fsync) => Some(Durability::Fsync),
+        Ok(D::Os) => Some(Durability::Os),
+        Ok(D::None) => Some(Durability::None),
+        Ok(D::Visible) => Some(Durability::Visible),
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown durability {value}"
+            )))
+        }
+    })
+}
+
 fn response(accepted: usize, rejected: &[LineRejection]) -> WriteResponse {
     WriteResponse {
         accepted: accepted as u64,
@@ -176,7 +193,9 @@ impl IngestService {
         }
         let db = request.database.as_str();
         let rp = retention_policy(&self.state, &request.retention_policy);
-        let options = self.state.write_options(precision(request.precision)?);
+        let options = self
+            .state
+            .write_options(precision(request.precision)?, durability(request.durability)?);
         let span = tracing::info_span!("write", protocol = "grpc", db, rp);
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
@@ -317,7 +336,7 @@ impl ArrowWrite {
             database: target.database,
             measurement: target.measurement,
             tag_columns: target.tag_columns,
-            options: state.write_options(Precision::Nanoseconds),
+            options: state.write_options(Precision::Nanoseconds, durability(target.durability)?),
         })
     }
 

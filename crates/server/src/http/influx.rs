@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chingest::{Precision, WriteOutcome};
+use chingest::{Durability, Precision, WriteOutcome};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -54,7 +54,7 @@ pub(super) async fn write_v1(
         &state,
         db,
         rp.map(String::as_str),
-        params.get("precision"),
+        &params,
         &headers,
         body,
         flavor,
@@ -81,28 +81,31 @@ pub(super) async fn write_v2(
         Some((db, rp)) => (db, Some(rp)),
         None => (bucket.as_str(), None),
     };
-    write(
-        &state,
-        db,
-        rp,
-        params.get("precision"),
-        &headers,
-        body,
-        flavor,
-    )
-    .await
+    write(&state, db, rp, &params, &headers, body, flavor).await
 }
+
+/// Header naming a write's durability; the `durability` query parameter
+/// wins over it.
+const DURABILITY_HEADER: &str = "x-chingest-durability";
 
 async fn write(
     state: &AppState,
     db: &str,
     rp: Option<&str>,
-    precision: Option<&String>,
+    params: &HashMap<String, String>,
     headers: &HeaderMap,
     body: Body,
     flavor: Flavor,
 ) -> Result<StatusCode, ApiError> {
-    let precision = match precision.map(String::as_str) {
+    let durability = params
+        .get("durability")
+        .map(String::as_str)
+        .or_else(|| headers.get(DURABILITY_HEADER)?.to_str().ok())
+        .filter(|d| !d.is_empty())
+        .map(str::parse::<Durability>)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(e).flavor(flavor))?;
+    let precision = match params.get("precision").map(String::as_str) {
         None | Some("") => Precision::Nanoseconds,
         Some(p) => {
             Precision::parse(p).map_err(|e| ApiError::bad_request(e.to_string()).flavor(flavor))?
@@ -110,9 +113,9 @@ async fn write(
     };
     let ingestor = state.ingestor().map_err(|e| e.flavor(flavor))?;
     let config = &state.config;
-    let body = read_body(headers, body, config.limits.max_body_bytes, flavor).await?;
+    let body = read_body(state, headers, body, config.limits.max_body_bytes, flavor).await?;
     let rp = rp.unwrap_or(&config.write.default_retention_policy);
-    let options = state.write_options(precision);
+    let options = state.write_options(precision, durability);
     let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
     let outcome = ingestor
         .write_lp(db, rp, &body, &options)

@@ -160,6 +160,7 @@ pub(super) async fn query(
     let ingestor = state.ingestor()?;
     // Clients also send q as a form field in a POST body.
     let form = super::read_body(
+        &state,
         &headers,
         body,
         state.config.limits.max_body_bytes,

@@ -8,6 +8,9 @@ mod influxql;
 mod sql;
 
 use axum::body::{Body, Bytes};
+use bytes::BytesMut;
+use chingest::MemoryReservation;
+use http_body_util::BodyExt;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
@@ -35,13 +38,34 @@ impl AppState {
     }
 }
 
-/// Reads a request body up to `limit` bytes, decompressing gzip.
+/// A request body, and its reservation in the ingestor's memory budget
+/// (held while the body is parsed, released when this is dropped).
+struct ReceivedBody {
+    bytes: Bytes,
+    _reservation: MemoryReservation,
+}
+
+impl std::ops::Deref for ReceivedBody {
+    type Target = Bytes;
+
+    fn deref(&self) -> &Bytes {
+        &self.bytes
+    }
+}
+
+/// Room reserved before the first bytes of a body without a length.
+const UNKNOWN_LENGTH_RESERVATION: usize = 64 << 10;
+
+/// Reads a request body up to `limit` bytes, decompressing gzip, with its
+/// bytes counted in the memory budget as they arrive: many large bodies at
+/// once get 429 (with `Retry-After`) instead of growing the process.
 async fn read_body(
+    state: &AppState,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
     flavor: Flavor,
-) -> Result<Bytes, ApiError> {
+) -> Result<ReceivedBody, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -63,17 +87,45 @@ async fn read_body(
             .flavor(flavor))
         }
     };
-    let raw = axum::body::to_bytes(body, limit).await.map_err(|err| {
-        if std::error::Error::source(&err)
-            .is_some_and(|e| e.is::<http_body_util::LengthLimitError>())
-        {
-            too_large()
-        } else {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        return Err(too_large());
+    }
+    let ingestor = state.ingestor().map_err(|e| e.flavor(flavor))?;
+    let budget_error = |err: chingest::Error| ApiError::from(err).flavor(flavor);
+    let mut reservation = ingestor
+        .reserve_memory(declared.unwrap_or(UNKNOWN_LENGTH_RESERVATION).max(1))
+        .await
+        .map_err(budget_error)?;
+    let mut raw = BytesMut::with_capacity(declared.unwrap_or(0));
+    let mut body = body;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| {
             ApiError::bad_request(format!("reading the request body: {err}")).flavor(flavor)
+        })?;
+        let Ok(data) = frame.into_data() else { continue };
+        let needed = raw.len() + data.len();
+        if needed > limit {
+            return Err(too_large());
         }
-    })?;
+        if needed > reservation.bytes() {
+            // Doubling keeps a slowly arriving body to a few reservations.
+            let target = needed.max(2 * reservation.bytes()).min(limit);
+            reservation
+                .grow(target - reservation.bytes())
+                .await
+                .map_err(budget_error)?;
+        }
+        raw.extend_from_slice(&data);
+    }
+    let raw = raw.freeze();
     if !gzip {
-        return Ok(raw);
+        return Ok(ReceivedBody {
+            bytes: raw,
+            _reservation: reservation,
+        });
     }
     let decoded = tokio::task::spawn_blocking(move || {
         use std::io::Read;
@@ -89,7 +141,11 @@ async fn read_body(
     if decoded.len() > limit {
         return Err(too_large());
     }
-    Ok(Bytes::from(decoded))
+    reservation.grow(decoded.len()).await.map_err(budget_error)?;
+    Ok(ReceivedBody {
+        bytes: Bytes::from(decoded),
+        _reservation: reservation,
+    })
 }
 
 /// The router for `state`.

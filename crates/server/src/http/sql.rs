@@ -35,7 +35,7 @@ pub(super) async fn sql_post(
     body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     let limit = state.config.limits.max_body_bytes;
-    let body = super::read_body(&headers, body, limit, Flavor::V1).await?;
+    let body = super::read_body(&state, &headers, body, limit, Flavor::V1).await?;
     let query = match params.get("query") {
         Some(query) => query.clone(),
         None => String::from_utf8(body.to_vec())

@@ -33,6 +33,12 @@ fn start_server() -> RunningServer {
             max_line_bytes: 4096,
             ..Default::default()
         },
+        // Tests read what they wrote at once; tests of the other modes ask
+        // for them per request.
+        write: chingest_server::config::WriteConfig {
+            durability: "visible".to_owned(),
+            ..Default::default()
+        },
         ..ServerConfig::default()
     };
     let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();

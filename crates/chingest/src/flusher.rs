@@ -1,0 +1,166 @@
+//! Flushers: one task per table, inserting its batcher's flushes into the
+//! engine exactly once.
+//!
+//! Each insert is announced in the log first (`FlushStarted`, synced) and
+//! carries the deduplication token of its lsn range; once it commits,
+//! `FlushCommitted` is logged and its lsns count as done for the
+//! checkpoint. A crash anywhere in between makes replay repeat the insert
+//! with the same token, which the engine ignores if it had landed. A
+//! failed insert is retried with backoff: its rows stay in the log (and in
+//! memory) until it lands.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use tokio::sync::Semaphore;
+use tracing::Instrument;
+
+use crate::batcher::Flush;
+use crate::catalog::{Database, Table};
+use crate::chunk;
+use crate::engine;
+use crate::stats::IngestStats;
+use crate::wal::FlushRange;
+use crate::{Result, Shared};
+
+/// First wait before retrying a failed insert; it doubles up to the max.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// The deduplication token of an insert: the log's id and the lsn range.
+pub(crate) fn dedup_token(log_id: u64, range: &FlushRange) -> String {
+    format!("{log_id:016x}:{}:{}", range.first, range.last)
+}
+
+/// Commits the database's pending series, then inserts `chunks` into the
+/// table's MergeTree under the token of `range`.
+pub(crate) async fn insert(
+    shared: &Shared,
+    db: &Arc<Database>,
+    table: &Table,
+    range: &FlushRange,
+    chunks: Vec<RecordBatch>,
+) -> Result<()> {
+    let schema = table.schema();
+    let token = dedup_token(shared.appender.log_id(), range);
+    let db = Arc::clone(db);
+    let stats = Arc::clone(&shared.engine.stats);
+    shared
+        .engine
+        .run(move |conn| {
+            let series = db.series.commit(conn, &db.series_table)?;
+            IngestStats::add(&stats.series_created, series as u64);
+            if chunks.is_empty() {
+                return Ok(());
+            }
+            let batch = chunk::merge(&schema, chunks);
+            engine::insert_batch(conn, &schema.names.storage_table, batch, Some(&token))?;
+            Ok(())
+        })
+        .await
+}
+
+/// One table's flusher: takes each due flush and inserts it, until the
+/// batcher closes. Holds the ingestor only while flushing, so dropping
+/// every [`Ingestor`](crate::Ingestor) ends it.
+pub(crate) async fn run(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>) {
+    let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
+        return;
+    };
+    // A slot is taken before the next flush is: while every slot is busy,
+    // rows keep gathering into the flush after.
+    let slots = Arc::new(Semaphore::new(policy.concurrency.max(1)));
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let slot = Arc::clone(&slots)
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        let Some(flush) = table.batcher.next_flush(&policy).await else {
+            break;
+        };
+        let (shared, db, table) = (shared.clone(), Arc::clone(&db), Arc::clone(&table));
+        running.spawn(async move {
+            match shared.upgrade() {
+                Some(shared) => flush_once(&shared, &db, &table, flush).await,
+                None => {
+                    for waiter in flush.waiters {
+                        let _ = waiter.send(Err("the ingestor was dropped".to_owned()));
+                    }
+                }
+            }
+            drop(slot);
+        });
+        while running.try_join_next().is_some() {}
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Inserts one flush, retrying until it lands (or the ingestor closes:
+/// then its rows are left in the log for the next open).
+async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: Flush) {
+    let Flush {
+        chunks,
+        lsns,
+        rows,
+        permits,
+        mut waiters,
+    } = flush;
+    let stats = &shared.engine.stats;
+    let (Some(&first), Some(&last)) = (lsns.first(), lsns.last()) else {
+        // Asked for while nothing was pending.
+        for waiter in waiters {
+            let _ = waiter.send(Ok(()));
+        }
+        return;
+    };
+    let range = FlushRange {
+        table: table.id.clone(),
+        first,
+        last,
+    };
+    let span = tracing::debug_span!("flush", table = %table.schema().names.storage_table, rows, first, last);
+    let started = Instant::now();
+    let mut announced = false;
+    let mut backoff = RETRY_FIRST;
+    loop {
+        let attempt = async {
+            if !announced {
+                shared.appender.flush_started(range.clone()).await?;
+                announced = true;
+            }
+            insert(shared, db, table, &range, chunks.clone()).await
+        }
+        .instrument(span.clone())
+        .await;
+        let Err(err) = attempt else { break };
+        IngestStats::add(&stats.flush_errors, 1);
+        for waiter in waiters.drain(..) {
+            let _ = waiter.send(Err(err.to_string()));
+        }
+        if shared.is_closed() {
+            tracing::error!(db = %db.name, table = %range.table.measurement, %err,
+                "insert failed while closing; its rows stay in the write-ahead log for the next open");
+            return;
+        }
+        tracing::error!(db = %db.name, table = %range.table.measurement, %err,
+            retry_in_ms = backoff.as_millis() as u64,
+            "insert failed; its rows stay in the write-ahead log and it is retried");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RETRY_MAX);
+    }
+    shared.appender.flush_committed(range);
+    for lsn in lsns {
+        shared.appender.progress.complete(lsn);
+    }
+    drop(permits);
+    let elapsed = started.elapsed();
+    IngestStats::add(&stats.flushes, 1);
+    stats.flush_rows.observe(rows as f64);
+    stats.flush_seconds.observe(elapsed.as_secs_f64());
+    span.in_scope(|| tracing::debug!(elapsed_ms = elapsed.as_secs_f64() * 1e3, "flushed"));
+    for waiter in waiters {
+        let _ = waiter.send(Ok(()));
+    }
+}

@@ -1,0 +1,238 @@
+//! Replay on open: the log's records past the checkpoint go into the
+//! engine before [`Ingestor::open`](crate::Ingestor::open) returns.
+//!
+//! The log is read twice. The first pass, while it is opened, collects the
+//! flush markers and the series rows ([`Scan`]); the second decodes the
+//! rows of the `Write` records and inserts them:
+//!
+//! - rows of a flush the log shows committed are skipped;
+//! - rows of a flush that started but shows no commit are inserted again
+//!   as exactly that flush, under its token: the engine ignores the insert
+//!   if it had landed before the crash;
+//! - the rest are inserted in new flushes, announced in the log like any
+//!   other, so a crash during replay is replayed the same way.
+//!
+//! Series rows go in first: no fact row is stored without its series.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::record_batch::RecordBatch;
+
+use crate::flusher;
+use crate::schema::FieldType;
+use crate::series::SeriesKey;
+use crate::stats::IngestStats;
+use crate::wal::{self, FlushRange, Lsn, Opened, Record, TableRef, WriteRecord};
+use crate::{Error, Result, Shared};
+
+/// What the first pass over the log found past the checkpoint.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// Flushes announced, per table: their lsn ranges.
+    started: HashMap<TableRef, Vec<(Lsn, Lsn)>>,
+    /// Flushes that committed.
+    committed: HashSet<(TableRef, Lsn, Lsn)>,
+    /// Series rows logged, per database.
+    series: BTreeMap<String, Vec<(u64, SeriesKey)>>,
+    /// `Write` records with rows.
+    writes: usize,
+}
+
+impl Scan {
+    /// Takes note of one record.
+    pub(crate) fn visit(&mut self, _lsn: Lsn, record: Record) {
+        match record {
+            Record::Write(write) => {
+                if !write.tables.is_empty() {
+                    self.writes += 1;
+                }
+                if !write.series.is_empty() {
+                    self.series
+                        .entry(write.database)
+                        .or_default()
+                        .extend(write.series);
+                }
+            }
+            Record::FlushStarted(range) => self
+                .started
+                .entry(range.table)
+                .or_default()
+                .push((range.first, range.last)),
+            Record::FlushCommitted(range) => {
+                self.committed
+                    .insert((range.table, range.first, range.last));
+            }
+        }
+    }
+
+    /// The announced flush whose range holds `lsn` for `table`, and whether
+    /// it committed.
+    fn flush_of(&self, table: &TableRef, lsn: Lsn) -> Option<((Lsn, Lsn), bool)> {
+        let range = *self
+            .started
+            .get(table)?
+            .iter()
+            .find(|(first, last)| (*first..=*last).contains(&lsn))?;
+        let committed = self.committed.contains(&(table.clone(), range.0, range.1));
+        Some((range, committed))
+    }
+}
+
+/// Rows gathered for one insert.
+#[derive(Debug, Default)]
+struct Group {
+    lsns: Vec<Lsn>,
+    chunks: Vec<RecordBatch>,
+    rows: usize,
+}
+
+/// Which insert a group of rows belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Target {
+    /// A flush announced before the crash, without a commit.
+    Announced(Lsn, Lsn),
+    /// Rows no flush had taken.
+    Fresh,
+}
+
+/// Inserts the records past the checkpoint, then advances it.
+pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Result<()> {
+    if scan.writes == 0 && scan.series.is_empty() {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let stats = Arc::clone(&shared.engine.stats);
+    for (name, rows) in &scan.series {
+        let db = shared.catalog.ensure_database(&shared.engine, name).await?;
+        let grown = db.series.note_tag_keys(rows);
+        db.series.register(0, rows.clone());
+        let committing = Arc::clone(&db);
+        let committed = shared
+            .engine
+            .run(move |conn| committing.series.commit(conn, &committing.series_table))
+            .await?;
+        IngestStats::add(&stats.series_created, committed as u64);
+        shared.refresh_views(&db, &grown).await?;
+    }
+
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<(Lsn, WriteRecord)>(8);
+    let segments = opened.segments.clone();
+    let after = opened.checkpoint.committed;
+    let reader = tokio::task::spawn_blocking(move || {
+        wal::read_records(&segments, after, |lsn, record| match record {
+            Record::Write(write) if !write.tables.is_empty() => {
+                sender.blocking_send((lsn, write)).is_ok()
+            }
+            _ => true,
+        })
+    });
+    let max_rows = shared.config.flush.max_rows;
+    let mut groups: HashMap<(TableRef, Target), Group> = HashMap::new();
+    let (mut records, mut rows, mut skipped) = (0u64, 0u64, 0u64);
+    while let Some((lsn, write)) = receiver.recv().await {
+        records += 1;
+        for table in write.tables {
+            let id = TableRef {
+                database: write.database.clone(),
+                retention_policy: write.retention_policy.clone(),
+                measurement: table.measurement.clone(),
+            };
+            let chunks = table
+                .batches()
+                .map_err(|e| Error::Engine(format!("replaying lsn {lsn}: {e}")))?;
+            let chunk_rows: usize = chunks.iter().map(RecordBatch::num_rows).sum();
+            let target = match scan.flush_of(&id, lsn) {
+                Some((_, true)) => {
+                    skipped += chunk_rows as u64;
+                    continue;
+                }
+                Some(((first, last), false)) => Target::Announced(first, last),
+                None => Target::Fresh,
+            };
+            rows += chunk_rows as u64;
+            let key = (id, target);
+            let group = groups.entry(key.clone()).or_default();
+            group.lsns.push(lsn);
+            group.chunks.extend(chunks);
+            group.rows += chunk_rows;
+            if target == Target::Fresh && group.rows >= max_rows {
+                let group = groups.remove(&key).expect("just added");
+                insert(shared, key, group).await?;
+            }
+        }
+        // Announced flushes whose range is behind us are complete.
+        let done: Vec<_> = groups
+            .keys()
+            .filter(|(_, target)| matches!(target, Target::Announced(_, last) if *last < lsn))
+            .cloned()
+            .collect();
+        for key in done {
+            let group = groups.remove(&key).expect("listed");
+            insert(shared, key, group).await?;
+        }
+    }
+    reader
+        .await
+        .map_err(|e| Error::Engine(format!("log reader failed: {e}")))??;
+    for (key, group) in groups {
+        insert(shared, key, group).await?;
+    }
+
+    let committed = shared.appender.progress.committed();
+    shared.appender.checkpoint(committed).await?;
+    let elapsed = started.elapsed();
+    IngestStats::add(&stats.replay_records, records);
+    IngestStats::add(&stats.replay_rows, rows);
+    IngestStats::add(&stats.replay_skipped_rows, skipped);
+    stats
+        .replay_millis
+        .store(elapsed.as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
+    tracing::info!(
+        records,
+        rows,
+        skipped_rows = skipped,
+        seconds = elapsed.as_secs_f64(),
+        rows_per_second = (rows as f64 / elapsed.as_secs_f64().max(1e-9)) as u64,
+        "write-ahead log replayed"
+    );
+    Ok(())
+}
+
+/// Inserts one group into its table (created or extended first), under the
+/// token of its announced range or of a newly announced one.
+async fn insert(shared: &Arc<Shared>, (id, target): (TableRef, Target), group: Group) -> Result<()> {
+    let db = shared
+        .catalog
+        .ensure_database(&shared.engine, &id.database)
+        .await?;
+    let mut fields: Vec<(String, FieldType)> = Vec::new();
+    for chunk in &group.chunks {
+        for field in chunk.schema().fields() {
+            if let Some(ty) = FieldType::from_arrow(field.data_type()) {
+                if field.name() != "series_id" && !fields.iter().any(|(n, _)| n == field.name()) {
+                    fields.push((field.name().clone(), ty));
+                }
+            }
+        }
+    }
+    let table = shared
+        .ensure_table(&db, &id.retention_policy, &id.measurement, &fields)
+        .await?;
+    let (first, last) = match target {
+        Target::Announced(first, last) => (first, last),
+        Target::Fresh => (group.lsns[0], *group.lsns.last().expect("a group has rows")),
+    };
+    let range = FlushRange {
+        table: id,
+        first,
+        last,
+    };
+    if target == Target::Fresh {
+        shared.appender.flush_started(range.clone()).await?;
+    }
+    flusher::insert(shared, &db, &table, &range, group.chunks).await?;
+    shared.appender.flush_committed(range);
+    Ok(())
+}
