@@ -4,7 +4,7 @@
 //! `cargo run -p chingest-examples --example quickstart -- DIR` to keep the
 //! data in DIR across runs.
 
-use chingest::{IngestConfig, Ingestor, Precision, WriteOptions};
+use chingest::{Durability, IngestConfig, Ingestor, Precision, WriteOptions};
 
 const LINES: &str = "\
 # Line protocol: measurement,tags fields timestamp
@@ -39,8 +39,12 @@ async fn main() -> anyhow::Result<()> {
         chingest::engine_version()
     );
 
+    // `Visible`: return once the rows are queryable, as the query below reads
+    // them at once. The default (`Fsync`) returns once they are synced to the
+    // write-ahead log, and they are queryable within a second.
     let options = WriteOptions {
         precision: Precision::Seconds,
+        durability: Durability::Visible,
         ..WriteOptions::default()
     };
     let outcome = ingestor

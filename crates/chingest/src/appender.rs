@@ -441,7 +441,14 @@ impl Worker {
         IngestStats::add(&self.stats.wal_bytes, self.buffer.len() as u64);
         if sync {
             let started = Instant::now();
-            self.files.sync()?;
+            if let Err(err) = self.files.sync() {
+                // Whether the group reached the disk is unknown; its writers
+                // are told it failed, so it must not come back on replay.
+                if let Err(cut) = self.files.cut_back(self.buffer.len() as u64) {
+                    tracing::error!(%cut, "cutting a group whose sync failed off the log");
+                }
+                return Err(err);
+            }
             IngestStats::add(&self.stats.wal_syncs, 1);
             self.stats
                 .wal_sync_seconds

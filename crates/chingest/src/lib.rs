@@ -15,6 +15,8 @@
 //!     .write_lp("telegraf", "autogen", b"cpu,host=a usage=0.5 1700000000000000000\n", &WriteOptions::default())
 //!     .await?;
 //! assert_eq!(outcome.accepted, 1);
+//! // The write returned once logged; `flush` makes everything logged queryable.
+//! ingestor.flush().await?;
 //! let csv = ingestor
 //!     .query("SELECT count() FROM telegraf.`cpu.autogen`", "CSV")
 //!     .await?;

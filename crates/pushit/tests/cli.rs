@@ -235,8 +235,18 @@ fn http_reports_e2e_against_the_engine() {
     assert_eq!(http["rows"], 1_600);
     assert_eq!(http["requests"], 4);
     assert!(http["p50_ms"].as_f64().unwrap() <= http["p99_ms"].as_f64().unwrap());
+    // Answered once synced in the log (the default); queryable after that.
+    assert_eq!(http["durability"], "fsync");
+    let visible = http["visible_rows_per_s"].as_f64().unwrap();
+    assert!(visible > 0.0 && visible <= rate(http), "{http}");
+    assert!(http["visible_over_engine"].as_f64().unwrap() <= http["over_engine"].as_f64().unwrap());
+    // The probe wrote at least its first row, and saw every row it wrote.
+    assert!(http["lag_probes"].as_u64().unwrap() >= 1, "{http}");
+    let lag = |q: &str| http[q].as_f64().unwrap();
+    assert!(0.0 < lag("lag_p50_ms") && lag("lag_p50_ms") <= lag("lag_p99_ms"));
     let summary = &rows[2];
     assert_eq!(summary["summary"], true);
+    assert_eq!(summary["durability"], "fsync");
     let ratio = summary["e2e_over_engine"].as_f64().unwrap();
     assert!((ratio - rate(http) / rate(&rows[0])).abs() < 1e-9);
 }
@@ -258,6 +268,8 @@ fn grpc_measures_every_path_against_the_engine() {
             "500",
             "--connections",
             "2",
+            "--durability",
+            "visible",
         ],
     );
     // Each path comes right after an engine run of its own.
@@ -292,6 +304,7 @@ fn grpc_measures_every_path_against_the_engine() {
         assert_eq!(engine["rows"], 2_000);
         let over = path["over_engine"].as_f64().unwrap();
         assert!((over - rate(path) / rate(engine)).abs() < 1e-9, "{path}");
+        assert_eq!(path["durability"], "visible");
     }
     let summary = &rows[8];
     assert_eq!(summary["summary"], true);

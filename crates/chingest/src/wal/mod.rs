@@ -180,6 +180,13 @@ impl LogFiles {
         self.active.sync()
     }
 
+    /// Cuts the last appended group (`bytes` long) off the log: its sync
+    /// failed and its writers are told so, so replay must not bring it
+    /// back. (A group never spans segments: `append` rolls before it.)
+    pub(crate) fn cut_back(&mut self, bytes: u64) -> io::Result<()> {
+        self.active.cut_back(bytes)
+    }
+
     /// Records that every record numbered at most `committed` is in the
     /// engine, then deletes the segments that hold nothing newer.
     pub(crate) fn checkpoint(&mut self, committed: Lsn) -> io::Result<()> {

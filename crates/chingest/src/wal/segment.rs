@@ -281,12 +281,25 @@ impl SegmentWriter {
     /// the next one.
     pub(crate) fn append(&mut self, frames: &[u8]) -> io::Result<()> {
         if let Err(err) = self.file.write_all(frames) {
-            self.file.set_len(self.len)?;
-            self.file.seek(SeekFrom::Start(self.len))?;
+            self.cut_to(self.len)?;
             return Err(err);
         }
         self.len += frames.len() as u64;
         self.unsynced = true;
+        Ok(())
+    }
+
+    /// Cuts the last `bytes` appended off again (frames whose sync failed).
+    pub(crate) fn cut_back(&mut self, bytes: u64) -> io::Result<()> {
+        let len = self.len.saturating_sub(bytes).max(SEGMENT_MAGIC.len() as u64);
+        self.cut_to(len)?;
+        self.len = len;
+        Ok(())
+    }
+
+    fn cut_to(&mut self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)?;
+        self.file.seek(SeekFrom::Start(len))?;
         Ok(())
     }
 

@@ -239,3 +239,28 @@ fn numbering_survives_a_log_emptied_by_its_checkpoint() {
     assert!(records.is_empty());
     assert_eq!(files.next_lsn(), 4, "lsns are never reused: they name inserts");
 }
+
+#[test]
+fn a_group_cut_back_after_a_failed_sync_is_not_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, mut files) = open(dir.path());
+    let append = |files: &mut LogFiles| {
+        let lsn = files.take_lsn();
+        let mut frame = Vec::new();
+        encode_flush(&mut frame, lsn, &range(1, 1), true).unwrap();
+        files.append(lsn, &frame).unwrap();
+        frame.len() as u64
+    };
+    append(&mut files);
+    files.sync().unwrap();
+    // The appender cuts a group off when its sync fails.
+    let failed = append(&mut files);
+    files.cut_back(failed).unwrap();
+    append(&mut files);
+    files.sync().unwrap();
+    drop(files);
+    let (records, opened, _) = open(dir.path());
+    assert!(opened.cuts.is_empty(), "nothing torn is left behind");
+    let lsns: Vec<_> = records.iter().map(|(lsn, _)| *lsn).collect();
+    assert_eq!(lsns, [1, 3]);
+}

@@ -9,18 +9,25 @@
 //! - `grpc-arrow`: the same rows as Arrow record batches (tags
 //!   dictionary-encoded) streamed through `WriteArrow`.
 //!
-//! Every request is acknowledged only once its rows are committed, and each
-//! path's stored count is checked. Right before each path, the same rows are
-//! inserted straight into this process's engine as pre-built fact batches:
-//! the engine's rate on this machine at that moment, against which the path
-//! is reported. `--runs` repeats the engine arm only; each path sends its
-//! load once.
+//! Every request asks for `--durability` (default `fsync`: answered once
+//! its rows are synced in the server's write-ahead log). Each path reports
+//! two rates: until the last request is answered (`rows/s`), and until
+//! every row is queryable (`visible/s`, polled through `/sql`; the stored
+//! count is checked). While the load runs, a probe writes one row a tenth
+//! of a second into a table of its own and polls until it is queryable:
+//! the visibility lag (write sent → queryable) a dashboard sees under load.
+//!
+//! Right before each path, the same rows are inserted straight into this
+//! process's engine as pre-built fact batches: the engine's rate on this
+//! machine at that moment, against which the path is reported. `--runs`
+//! repeats the engine arm only; each path sends its load once.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use chingest_proto::v1::ingest_client::IngestClient;
+use chingest::Durability;
 use chingest_proto::v1::{write_request, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
 use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema};
@@ -107,6 +114,10 @@ pub(crate) struct Args {
     /// `pushit_<unix time in ms>`, new each run.
     #[arg(long)]
     database: Option<String>,
+    /// When each request is answered: fsync, os, none or visible (see the
+    /// server's README).
+    #[arg(long, default_value_t = Durability::Fsync)]
+    durability: Durability,
 }
 
 /// Where the server answers.
@@ -120,6 +131,9 @@ struct Endpoints {
 struct Sent {
     rows: usize,
     bytes: usize,
+    /// When the clock started: the first timed request.
+    started: Instant,
+    /// From `started` until the last request was answered.
     elapsed: Duration,
     /// Per request (per stream for Arrow), sorted.
     latencies: Vec<Duration>,
@@ -145,14 +159,17 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
         mode,
         vec![
             column("path", "path", Format::Text),
+            column("durability", "durability", Format::Text),
             column("rows", "rows", Format::Count),
             column("rows/s", "rows_per_s", Format::Count),
-            column("samples/s", "samples_per_s", Format::Count),
             column("÷ engine", "over_engine", Format::Ratio),
+            column("visible/s", "visible_rows_per_s", Format::Count),
+            column("vis ÷ engine", "visible_over_engine", Format::Ratio),
             column("MB/s", "mb_per_s", Format::Ratio),
             column("p50", "p50_ms", Format::Millis),
-            column("p95", "p95_ms", Format::Millis),
             column("p99", "p99_ms", Format::Millis),
+            column("lag p50", "lag_p50_ms", Format::Millis),
+            column("lag p99", "lag_p99_ms", Format::Millis),
             column("run", "run", Format::Text),
         ],
     );
@@ -170,8 +187,9 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
             .unwrap_or_default();
         format!("pushit_{}", now.as_millis())
     });
-    // (path, rows/s, ÷ the engine run next to it), in the order measured.
-    let mut results: Vec<(Path, f64, f64)> = Vec::new();
+    // (path, rows/s, ÷ the engine run next to it, visible ÷ that engine),
+    // in the order measured.
+    let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
     runtime.block_on(async {
         let (server, endpoints) = start(ctx, args).await?;
         let result: anyhow::Result<()> = async {
@@ -184,17 +202,19 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
                 let engine_rate = engine_arm(ctx, args, &engine_batches, &mut report)?;
                 engine_rates.push(engine_rate);
                 settle(ctx, &ctx.connect()?)?;
+                let probe = Probe::start(&endpoints, &db, args.durability)?;
                 let sent = send_path(ctx, args, &endpoints, path, &db).await?;
+                let visible = wait_visible(&endpoints, &db, rows as u64).await?;
+                let lags = probe.finish().await?;
                 let stored = count(&endpoints, &db).await?;
                 check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
                 let rate = per_second(sent.rows, sent.elapsed);
-                let p = |q: f64| {
-                    let l = &sent.latencies;
-                    l[((l.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3
-                };
-                results.push((path, rate, rate / engine_rate));
+                let visible_seconds = (visible - sent.started).as_secs_f64();
+                let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
+                results.push((path, rate, rate / engine_rate, visible_rate / engine_rate));
                 report.push(json!({
                     "path": path.name(),
+                    "durability": args.durability.as_str(),
                     "rows": sent.rows,
                     "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
                     "lines_per_body": args.lines_per_body,
@@ -205,10 +225,17 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
                     "samples_per_s": rate * fields,
                     "engine_rows_per_s": engine_rate,
                     "over_engine": rate / engine_rate,
+                    "visible_seconds": visible_seconds,
+                    "visible_rows_per_s": visible_rate,
+                    "visible_over_engine": visible_rate / engine_rate,
                     "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
-                    "p50_ms": p(0.50),
-                    "p95_ms": p(0.95),
-                    "p99_ms": p(0.99),
+                    "p50_ms": millis_at(&sent.latencies, 0.50),
+                    "p95_ms": millis_at(&sent.latencies, 0.95),
+                    "p99_ms": millis_at(&sent.latencies, 0.99),
+                    "lag_probes": lags.len(),
+                    "lag_p50_ms": millis_at(&lags, 0.50),
+                    "lag_p99_ms": millis_at(&lags, 0.99),
+                    "lag_max_ms": millis_at(&lags, 1.0),
                     "run": sent.label,
                 }));
             }
@@ -224,15 +251,18 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     let rate_of = |path: Path| results.iter().find(|r| r.0 == path).map(|r| r.1);
     engine_rates.sort_by(f64::total_cmp);
     // The first path's figures are the run's headline.
-    let (_, e2e_rate, e2e_ratio) = results[0];
+    let (_, e2e_rate, e2e_ratio, e2e_visible_ratio) = results[0];
     let mut summary = json!({
+        "durability": args.durability.as_str(),
         "engine_rows_per_s": engine_rates[engine_rates.len() / 2],
         "e2e_rows_per_s": e2e_rate,
         "e2e_over_engine": e2e_ratio,
+        "e2e_visible_over_engine": e2e_visible_ratio,
     });
-    for &(path, rate, ratio) in &results {
+    for &(path, rate, ratio, visible_ratio) in &results {
         summary[format!("{}_rows_per_s", path.key())] = rate.into();
         summary[format!("{}_over_engine", path.key())] = ratio.into();
+        summary[format!("{}_visible_over_engine", path.key())] = visible_ratio.into();
     }
     if let (Some(lp), Some(http)) = (rate_of(Path::GrpcLp), rate_of(Path::Http)) {
         summary["grpc_lp_over_http"] = (lp / http).into();
@@ -332,21 +362,116 @@ async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
     }
 }
 
-/// Rows stored in `db`'s cpu table, through `/sql`.
-async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
-    let request = http_client()?
+/// The answer to `query` through `/sql`, as tab-separated text.
+async fn sql(client: &reqwest::Client, endpoints: &Endpoints, query: &str) -> anyhow::Result<String> {
+    let request = client
         .get(format!("{}/sql", endpoints.http))
-        .query(&[
-            ("query", format!("SELECT count() FROM `{db}`.`cpu.autogen`")),
-            ("format", "TabSeparated".to_owned()),
-        ]);
-    let text = authorized(endpoints, request)
+        .query(&[("query", query), ("format", "TabSeparated")]);
+    Ok(authorized(endpoints, request)
         .send()
         .await?
         .error_for_status()?
         .text()
-        .await?;
+        .await?)
+}
+
+/// Rows stored in `db`'s cpu table, through `/sql`.
+async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
+    let query = format!("SELECT count() FROM `{db}`.`cpu.autogen`");
+    let text = sql(&http_client()?, endpoints, &query).await?;
     text.trim().parse().context("count from /sql")
+}
+
+/// Polls `db`'s cpu table until it holds `rows` rows (or a minute has
+/// passed: the caller's stored-count check then reports the shortfall);
+/// returns when it did.
+async fn wait_visible(endpoints: &Endpoints, db: &str, rows: u64) -> anyhow::Result<Instant> {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while count(endpoints, db).await? < rows && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(Instant::now())
+}
+
+/// How often the probe writes a row.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+/// Measures the visibility lag while a load runs: writes one row every
+/// [`PROBE_EVERY`] into `<db>.pushit_probe`, each with its own `seq`, and
+/// polls that table for the rows it has not seen yet.
+struct Probe {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<Vec<Duration>>>,
+}
+
+impl Probe {
+    fn start(endpoints: &Endpoints, db: &str, durability: Durability) -> anyhow::Result<Probe> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let endpoints = Endpoints {
+            http: endpoints.http.clone(),
+            grpc: None,
+            token: endpoints.token.clone(),
+        };
+        let write_url = format!("{}/write?db={db}&durability={durability}", endpoints.http);
+        let query = format!("SELECT seq FROM `{db}`.`pushit_probe.autogen`");
+        let client = http_client()?;
+        let task = tokio::spawn(async move {
+            // When each probe row was sent; its lag once seen.
+            let mut sent: Vec<Instant> = Vec::new();
+            let mut lags: Vec<Option<Duration>> = Vec::new();
+            let mut next_write = Instant::now();
+            let mut finish_by = None;
+            loop {
+                let stopping = *stopped.borrow();
+                if stopping {
+                    finish_by.get_or_insert(Instant::now() + Duration::from_secs(60));
+                } else if Instant::now() >= next_write {
+                    next_write += PROBE_EVERY;
+                    sent.push(Instant::now());
+                    lags.push(None);
+                    let line = format!("pushit_probe seq={}i", sent.len() - 1);
+                    let request = authorized(&endpoints, client.post(&write_url).body(line));
+                    request.send().await?.error_for_status()?;
+                }
+                if !sent.is_empty() {
+                    // The table appears with the first probe's insert.
+                    if let Ok(text) = sql(&client, &endpoints, &query).await {
+                        for seq in text.lines().filter_map(|l| l.parse::<usize>().ok()) {
+                            if let Some(lag @ None) = lags.get_mut(seq) {
+                                *lag = Some(sent[seq].elapsed());
+                            }
+                        }
+                    }
+                }
+                let unseen = lags.iter().filter(|l| l.is_none()).count();
+                match finish_by {
+                    Some(_) if unseen == 0 => break,
+                    Some(by) if Instant::now() > by => {
+                        bail!("{unseen} probe rows not queryable a minute after the load")
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+            let mut lags: Vec<Duration> = lags.into_iter().flatten().collect();
+            lags.sort();
+            Ok(lags)
+        });
+        Ok(Probe { stop, task })
+    }
+
+    /// Stops writing, waits until every probe row is seen; the lags, sorted.
+    async fn finish(self) -> anyhow::Result<Vec<Duration>> {
+        let _ = self.stop.send(true);
+        self.task.await?
+    }
+}
+
+/// The `q` quantile of sorted `durations`, in milliseconds (0 if empty).
+fn millis_at(durations: &[Duration], q: f64) -> f64 {
+    match durations.len() {
+        0 => 0.0,
+        n => durations[((n - 1) as f64 * q) as usize].as_secs_f64() * 1e3,
+    }
 }
 
 /// Builds `path`'s load, sends its first request before the clock starts
@@ -365,7 +490,10 @@ async fn send_path(
     match path {
         Path::Http => {
             let bodies = load::bodies(args.hosts, args.steps, args.lines_per_body);
-            let url = format!("{}/write?db={db}", endpoints.http);
+            let url = format!(
+                "{}/write?db={db}&durability={}",
+                endpoints.http, args.durability
+            );
             let client = http_client()?;
             let send = move |_: usize, body: String| {
                 let mut request = client.post(&url).body(body);
@@ -398,6 +526,7 @@ async fn send_path(
                         } else {
                             write_request::Data::Points(load::points(&body))
                         }),
+                        durability: proto_durability(args.durability).into(),
                         ..Default::default()
                     })
                     .collect();
@@ -435,6 +564,7 @@ async fn send_path(
                 args.batch_rows,
                 args.arrow_streams,
                 db,
+                proto_durability(args.durability),
             )?;
             let clients = grpc_clients(endpoints, args.arrow_streams).await?;
             let send = move |connection: usize, stream: load::ArrowStream| {
@@ -458,6 +588,17 @@ async fn send_path(
             };
             drive(ctx, name, streams, args.arrow_streams, sizes, send).await
         }
+    }
+}
+
+/// `durability` as the gRPC API spells it.
+fn proto_durability(durability: Durability) -> chingest_proto::v1::Durability {
+    use chingest_proto::v1::Durability as D;
+    match durability {
+        Durability::Fsync => D::Fsync,
+        Durability::Os => D::Os,
+        Durability::None => D::None,
+        Durability::Visible => D::Visible,
     }
 }
 
@@ -556,6 +697,7 @@ where
     Ok(Sent {
         rows,
         bytes,
+        started,
         elapsed,
         latencies,
         label,

@@ -9,7 +9,7 @@ use arrow::array::{
 };
 use arrow::datatypes::Int16Type;
 use arrow::ipc::writer::StreamWriter;
-use chingest_proto::v1::{field_value, ArrowTarget, FieldValue, Point, Points, WriteArrowRequest};
+use chingest_proto::v1::{field_value, ArrowTarget, Durability, FieldValue, Point, Points, WriteArrowRequest};
 
 /// The load, `hosts × steps` lines, in bodies of `lines_per_body` lines.
 pub(super) fn bodies(hosts: usize, steps: usize, lines_per_body: usize) -> Vec<String> {
@@ -110,6 +110,7 @@ pub(super) fn arrow_streams(
     batch_rows: usize,
     streams: usize,
     database: &str,
+    durability: Durability,
 ) -> anyhow::Result<Vec<ArrowStream>> {
     let batches: Vec<RecordBatch> = row_chunks(hosts, steps, batch_rows)
         .map(|b| arrow_batch(&b))
@@ -118,6 +119,7 @@ pub(super) fn arrow_streams(
         database: database.to_owned(),
         measurement: "cpu".to_owned(),
         tag_columns: tsbs::TAGS.iter().map(|t| t.to_string()).collect(),
+        durability: durability.into(),
         ..Default::default()
     };
     let (first, rest) = batches.split_first().expect("at least one batch");

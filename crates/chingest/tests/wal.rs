@@ -1,0 +1,320 @@
+//! The write-ahead log against the real engine, across crashes. The engine
+//! allows one data path per process, so each phase runs in a child process
+//! (this binary re-executed with `CHINGEST_WAL_PHASE` set); a phase whose
+//! name ends in `-crash` ends by sending itself SIGKILL, a crash that runs
+//! no destructor and closes nothing. (Not `abort()`: the engine handles
+//! SIGABRT itself and takes minutes to exit.)
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions};
+
+const PHASE: &str = "CHINGEST_WAL_PHASE";
+const DB: &str = "waldb";
+/// Writes per phase, and lines per write in each of two measurements.
+const WRITES: usize = 10;
+const LINES: usize = 100;
+const ROWS: usize = WRITES * LINES;
+
+fn main() {
+    if let Ok(phase) = std::env::var(PHASE) {
+        let dir = std::env::args().nth(1).expect("data dir argument");
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(child(&phase, Path::new(&dir)));
+        return;
+    }
+    let args = libtest_mimic::Arguments::from_args();
+    let trial = |name: &'static str, test: fn()| {
+        libtest_mimic::Trial::test(name, move || {
+            test();
+            Ok(())
+        })
+    };
+    let trials = vec![
+        trial("synced_writes_survive_a_crash_and_are_replayed_once", || {
+            let dir = tempfile::tempdir().unwrap();
+            run_phase(dir.path(), "logged-crash");
+            run_phase(dir.path(), "replayed");
+            run_phase(dir.path(), "nothing-left");
+        }),
+        trial("an_insert_redone_after_a_crash_before_its_checkpoint_is_stored_once", || {
+            let dir = tempfile::tempdir().unwrap();
+            run_phase(dir.path(), "inserted-crash");
+            let stripped = strip_commit_markers(&dir.path().join("wal"));
+            assert!(stripped > 0, "the inserts were logged as committed");
+            run_phase(dir.path(), "deduplicated");
+        }),
+        trial("a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears", || {
+            let dir = tempfile::tempdir().unwrap();
+            run_phase(dir.path(), "fault-crash");
+            run_phase(dir.path(), "fault-cleared");
+        }),
+        trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
+            run_phase(tempfile::tempdir().unwrap().path(), "log-full");
+        }),
+    ];
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Runs `phase` in a child process on `dir`; it must succeed, or be killed if
+/// its name says so.
+fn run_phase(dir: &Path, phase: &str) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .arg(dir)
+        .env(PHASE, phase)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if phase.ends_with("-crash") {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "phase {phase} should end killed: {}\n{stderr}",
+            out.status
+        );
+    } else {
+        assert!(out.status.success(), "phase {phase} failed: {}\n{stderr}", out.status);
+    }
+}
+
+/// Removes every `FlushCommitted` frame (kind 3) from the log's segments:
+/// the log of a crash after inserts landed but before they were marked.
+/// Returns how many were removed.
+fn strip_commit_markers(wal: &Path) -> usize {
+    const MAGIC_LEN: usize = 8;
+    const KIND_FLUSH_COMMITTED: u8 = 3;
+    let mut stripped = 0;
+    for entry in std::fs::read_dir(wal).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "wal") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let mut kept = bytes[..MAGIC_LEN].to_vec();
+        let mut at = MAGIC_LEN;
+        while at + 8 <= bytes.len() {
+            let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            let frame = &bytes[at..at + 8 + len];
+            if frame[8] == KIND_FLUSH_COMMITTED {
+                stripped += 1;
+            } else {
+                kept.extend_from_slice(frame);
+            }
+            at += 8 + len;
+        }
+        std::fs::write(&path, kept).unwrap();
+    }
+    stripped
+}
+
+/// Write `n`: `LINES` lines into each of `cpu` and `mem`, over 7 hosts.
+/// Field `k` numbers the lines of a measurement 0, 1, 2, … across writes.
+fn body(n: usize) -> String {
+    let mut body = String::new();
+    for measurement in ["cpu", "mem"] {
+        for i in 0..LINES {
+            let k = n * LINES + i;
+            body.push_str(&format!(
+                "{measurement},host=h{} k={k}i {}\n",
+                k % 7,
+                1_700_000_000_000_000_000 + k as i64
+            ));
+        }
+    }
+    body
+}
+
+async fn scalar(ing: &Ingestor, sql: &str) -> u64 {
+    let text = ing.query(sql, "TabSeparated").await.unwrap();
+    let text = String::from_utf8(text).unwrap();
+    text.trim().parse().unwrap_or_else(|_| panic!("{sql}: {text:?}"))
+}
+
+/// Each measurement holds exactly the rows of the first `writes` writes,
+/// once each, and every fact row has its series row.
+async fn assert_stored_once(ing: &Ingestor, writes: usize) {
+    let rows = (writes * LINES) as u64;
+    for m in ["cpu", "mem"] {
+        let table = format!("{DB}.`{m}.autogen`");
+        assert_eq!(scalar(ing, &format!("SELECT count() FROM {table}")).await, rows, "{m}");
+        let distinct = format!("SELECT uniqExact(k) FROM {table}");
+        assert_eq!(scalar(ing, &distinct).await, rows, "{m}");
+        let orphans = format!(
+            "SELECT count() FROM {table} WHERE series_id NOT IN (SELECT series_id FROM {DB}._series)"
+        );
+        assert_eq!(scalar(ing, &orphans).await, 0, "{m}: fact rows without a series");
+    }
+    let series = format!("SELECT count() FROM {DB}._series FINAL");
+    assert_eq!(scalar(ing, &series).await, 14, "7 hosts in each of two measurements");
+}
+
+/// Polls until `done` or ten seconds have passed.
+async fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < give_up, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Makes inserts into `m`'s MergeTree fail while `check` is false (a
+/// constraint the engine checks on every insert), or, with `None`, no more.
+async fn set_fault(ing: &Ingestor, m: &str, check: Option<&str>) {
+    let alter = match check {
+        Some(check) => format!("ADD CONSTRAINT chingest_fault CHECK {check}"),
+        None => "DROP CONSTRAINT chingest_fault".to_owned(),
+    };
+    ing.query(&format!("ALTER TABLE {DB}.`{m}.autogen.mergetree` {alter}"), "TabSeparated")
+        .await
+        .unwrap();
+}
+
+async fn child(phase: &str, dir: &Path) {
+    let mut config = IngestConfig::new(dir);
+    // Checkpoints only where a phase takes them (on close, after replay).
+    config.wal.checkpoint_interval = Duration::from_secs(3600);
+    match phase {
+        // Nothing is inserted before the crash: every row must come back
+        // from the log.
+        "logged-crash" => {
+            config.flush.max_age = Duration::from_secs(3600);
+            config.flush.max_rows = usize::MAX;
+        }
+        "fault-crash" | "fault-cleared" => {
+            config.flush.max_age = Duration::from_millis(50);
+            config.wal.checkpoint_interval = Duration::from_millis(100);
+        }
+        "log-full" => {
+            config.flush.max_age = Duration::from_millis(50);
+            config.wal.max_bytes = 256 << 10;
+            config.wal.segment_bytes = 64 << 10;
+            config.overload_wait = Duration::from_millis(100);
+            config.wal.checkpoint_interval = Duration::from_millis(100);
+        }
+        _ => {}
+    }
+    let ing = Ingestor::open(config).await.unwrap();
+    let stats = ing.stats();
+    let with = |durability| WriteOptions {
+        durability,
+        ..WriteOptions::default()
+    };
+    match phase {
+        "logged-crash" => {
+            for n in 0..WRITES {
+                let outcome = ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+                assert_eq!(outcome.accepted, 2 * LINES);
+            }
+            let count = format!("SELECT count() FROM {DB}.`cpu.autogen`");
+            assert_eq!(scalar(&ing, &count).await, 0, "nothing inserted yet");
+            crash();
+        }
+        "replayed" => {
+            assert_eq!(stats.replay_rows.load(Ordering::Relaxed), 2 * ROWS as u64);
+            assert!(stats.replay_records.load(Ordering::Relaxed) >= WRITES as u64);
+            assert_stored_once(&ing, WRITES).await;
+        }
+        "nothing-left" => {
+            // The replay's checkpoint covered everything it inserted.
+            assert_eq!(stats.replay_rows.load(Ordering::Relaxed), 0);
+            assert_stored_once(&ing, WRITES).await;
+        }
+        "inserted-crash" => {
+            for n in 0..WRITES {
+                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            }
+            assert_stored_once(&ing, WRITES).await;
+            crash();
+        }
+        "deduplicated" => {
+            // The log no longer shows the inserts committed: replay does
+            // them again, under their tokens, and the engine ignores them.
+            assert!(stats.replay_rows.load(Ordering::Relaxed) > 0);
+            assert_stored_once(&ing, WRITES).await;
+        }
+        "fault-crash" => {
+            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            // The fault holds in this process and clears in the next: the
+            // engine's uptime starts again there.
+            while scalar(&ing, "SELECT uptime()").await < 5 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            set_fault(&ing, "cpu", Some("uptime() < 4")).await;
+            for n in 1..WRITES {
+                // Answered: the rows are in the log, whatever the engine does.
+                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+            }
+            wait_for("failed inserts", || stats.flush_errors.load(Ordering::Relaxed) >= 2).await;
+            let cpu = format!("SELECT count() FROM {DB}.`cpu.autogen`");
+            assert_eq!(scalar(&ing, &cpu).await, LINES as u64, "only the first write is in");
+            // The other table is not held back by the failing one.
+            let mem = format!("SELECT count() FROM {DB}.`mem.autogen`");
+            wait_for_count(&ing, &mem, ROWS as u64).await;
+            // Checkpoints pass meanwhile; they must keep the failed rows.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            crash();
+        }
+        "fault-cleared" => {
+            // The failed rows came back from the log.
+            let replayed = stats.replay_rows.load(Ordering::Relaxed);
+            assert!(replayed >= ((WRITES - 1) * LINES) as u64, "{replayed} rows replayed");
+            set_fault(&ing, "cpu", None).await;
+            assert_stored_once(&ing, WRITES).await;
+            // A fault that clears while the process runs: the rows land by
+            // the flusher's retries.
+            set_fault(&ing, "cpu", Some("0")).await;
+            for n in WRITES..2 * WRITES {
+                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+            }
+            let errors = stats.flush_errors.load(Ordering::Relaxed);
+            wait_for("failed inserts", || stats.flush_errors.load(Ordering::Relaxed) > errors).await;
+            set_fault(&ing, "cpu", None).await;
+            ing.flush().await.unwrap();
+            assert_stored_once(&ing, 2 * WRITES).await;
+            ing.close().await.unwrap();
+        }
+        "log-full" => {
+            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            set_fault(&ing, "cpu", Some("0")).await;
+            let mut refused = None;
+            for n in 1..1000 {
+                match ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await {
+                    Ok(_) => {}
+                    Err(err) => {
+                        refused = Some(err);
+                        break;
+                    }
+                }
+            }
+            let refused = refused.expect("writes are refused once the log is full");
+            assert!(matches!(refused, Error::LogFull { limit, .. } if limit == 256 << 10), "{refused}");
+            set_fault(&ing, "cpu", None).await;
+            ing.flush().await.unwrap();
+            // Inserted, then checkpointed and truncated: room again.
+            let limit = 256 << 10;
+            wait_for("the checkpoint", || stats.wal_size_bytes.load(Ordering::Relaxed) < limit / 2).await;
+            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            ing.close().await.unwrap();
+        }
+        other => panic!("unknown phase {other}"),
+    }
+}
+
+/// Ends this process with SIGKILL, as `kill -9` would.
+fn crash() -> ! {
+    let pid = std::process::id().to_string();
+    let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    unreachable!("SIGKILL ends the process");
+}
+
+async fn wait_for_count(ing: &Ingestor, sql: &str, expected: u64) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while scalar(ing, sql).await != expected {
+        assert!(Instant::now() < give_up, "{sql}: never reached {expected}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
