@@ -1,6 +1,7 @@
 //! `pushit`: sweeps the levers of embedded chDB ingest (layout, batch size,
-//! connections, Buffer tables) and chingest end to end over HTTP, and prints
-//! the seed's tables for the machine it runs on.
+//! connections, Buffer tables) and chingest end to end over HTTP and gRPC
+//! and through its log's replay, and prints the seed's tables for the
+//! machine it runs on.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -83,6 +84,10 @@ enum Mode {
     /// protocol, gRPC typed points and gRPC Arrow streams, against the same
     /// rows inserted straight into the engine.
     Grpc(modes::http::Args),
+    /// Replay of the write-ahead log on open: a child process logs TSBS
+    /// rows and is killed before inserting any; this one opens the data
+    /// directory and reports how fast the log was replayed.
+    Replay(modes::replay::Args),
 }
 
 /// The sample shape flags shared by the engine modes.
@@ -218,7 +223,9 @@ fn main() -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         ctx.data_dir.display()
     ));
-    if !ctx.common.cold {
+    // Replay's engine must not open before its child has written the log
+    // (one process per data directory), nor run an insert before the replay.
+    if !ctx.common.cold && !matches!(cli.mode, Mode::Replay(_)) {
         ctx.warm_up().context("warm-up")?;
     }
     match cli.mode {
@@ -229,5 +236,6 @@ fn main() -> anyhow::Result<()> {
         Mode::Flush(args) => modes::flush::run(&ctx, &args),
         Mode::Http(args) => modes::http::run(&ctx, &args, "http"),
         Mode::Grpc(args) => modes::http::run(&ctx, &args, "grpc"),
+        Mode::Replay(args) => modes::replay::run(&ctx, &args),
     }
 }

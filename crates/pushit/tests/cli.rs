@@ -314,6 +314,23 @@ fn grpc_measures_every_path_against_the_engine() {
 }
 
 #[test]
+fn replay_reports_the_log_replayed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &["replay", "--hosts", "50", "--steps", "40", "--lines-per-body", "400"],
+    );
+    assert_eq!(rows.len(), 1);
+    let replay = &rows[0];
+    // Every row came back from the log (pushit checks the stored count).
+    assert_eq!(replay["rows"], 2_000);
+    assert!(replay["records"].as_u64().unwrap() >= 5, "{replay}");
+    assert!(replay["log_mb"].as_f64().unwrap() > 0.0);
+    assert!(rate(replay) > 0.0);
+    assert!(replay["open_seconds"].as_f64().unwrap() >= replay["replay_seconds"].as_f64().unwrap());
+}
+
+#[test]
 fn bad_arguments_are_refused() {
     let output = Command::new(env!("CARGO_BIN_EXE_pushit"))
         .args(["batch", "--runs", "0"])

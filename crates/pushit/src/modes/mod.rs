@@ -14,6 +14,7 @@ pub(crate) mod flush;
 pub(crate) mod http;
 pub(crate) mod layouts;
 mod load;
+pub(crate) mod replay;
 pub(crate) mod workers;
 
 /// Drops and recreates `database`: a run starts from empty tables.
