@@ -1,56 +1,23 @@
 //! Data, schemas and known series survive closing the engine and opening the
-//! same data directory in a new process. The engine allows one data path per
-//! process, so each phase runs in a child process: this binary re-executed
-//! with `CHINGEST_REOPEN_PHASE` set.
+//! same data directory in a new process (each phase is a child process: see
+//! `phases`).
+
+mod phases;
 
 use std::path::Path;
-use std::process::Command;
 
 use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
 
-const PHASE: &str = "CHINGEST_REOPEN_PHASE";
-
 fn main() {
-    if let Ok(phase) = std::env::var(PHASE) {
-        let dir = std::env::args().nth(1).expect("data dir argument");
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(child(&phase, Path::new(&dir)));
-        return;
-    }
-    let args = libtest_mimic::Arguments::from_args();
     let trials = vec![
-        libtest_mimic::Trial::test("data_survives_close_and_reopen_in_a_new_process", || {
-            data_survives_close_and_reopen_in_a_new_process();
-            Ok(())
+        phases::trial("data_survives_close_and_reopen_in_a_new_process", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["write", "reopen"]);
         }),
-        libtest_mimic::Trial::test("writes_beyond_the_memory_budget_are_refused", || {
-            run_phases(&["overload"]);
-            Ok(())
+        phases::trial("writes_beyond_the_memory_budget_are_refused", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
     ];
-    libtest_mimic::run(&args, trials).exit()
-}
-
-fn data_survives_close_and_reopen_in_a_new_process() {
-    run_phases(&["write", "reopen"]);
-}
-
-/// Runs each phase in a child process, in order, on one data directory.
-fn run_phases(phases: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    for &phase in phases {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .arg(dir.path())
-            .env(PHASE, phase)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "phase {phase} failed: {}\n{stderr}",
-            out.status
-        );
-    }
+    phases::main(trials, |phase, dir| async move { child(&phase, &dir).await })
 }
 
 async fn query(ing: &Ingestor, sql: &str) -> String {

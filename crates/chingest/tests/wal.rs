@@ -1,18 +1,15 @@
-//! The write-ahead log against the real engine, across crashes. The engine
-//! allows one data path per process, so each phase runs in a child process
-//! (this binary re-executed with `CHINGEST_WAL_PHASE` set); a phase whose
-//! name ends in `-crash` ends by sending itself SIGKILL, a crash that runs
-//! no destructor and closes nothing. (Not `abort()`: the engine handles
-//! SIGABRT itself and takes minutes to exit.)
+//! The write-ahead log against the real engine, across crashes: each phase
+//! is a child process, and `-crash` phases end killed (see `phases`).
+
+mod phases;
 
 use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
 
 use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions};
+use phases::crash;
 
-const PHASE: &str = "CHINGEST_WAL_PHASE";
 const DB: &str = "waldb";
 /// Writes per phase, and lines per write in each of two measurements.
 const WRITES: usize = 10;
@@ -20,65 +17,27 @@ const LINES: usize = 100;
 const ROWS: usize = WRITES * LINES;
 
 fn main() {
-    if let Ok(phase) = std::env::var(PHASE) {
-        let dir = std::env::args().nth(1).expect("data dir argument");
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(child(&phase, Path::new(&dir)));
-        return;
-    }
-    let args = libtest_mimic::Arguments::from_args();
-    let trial = |name: &'static str, test: fn()| {
-        libtest_mimic::Trial::test(name, move || {
-            test();
-            Ok(())
-        })
-    };
     let trials = vec![
-        trial("synced_writes_survive_a_crash_and_are_replayed_once", || {
+        phases::trial("synced_writes_survive_a_crash_and_are_replayed_once", || {
             let dir = tempfile::tempdir().unwrap();
-            run_phase(dir.path(), "logged-crash");
-            run_phase(dir.path(), "replayed");
-            run_phase(dir.path(), "nothing-left");
+            phases::run(dir.path(), &["logged-crash", "replayed", "nothing-left"]);
         }),
-        trial("an_insert_redone_after_a_crash_before_its_checkpoint_is_stored_once", || {
+        phases::trial("an_insert_redone_after_a_crash_before_its_checkpoint_is_stored_once", || {
             let dir = tempfile::tempdir().unwrap();
-            run_phase(dir.path(), "inserted-crash");
+            phases::run(dir.path(), &["inserted-crash"]);
             let stripped = strip_commit_markers(&dir.path().join("wal"));
             assert!(stripped > 0, "the inserts were logged as committed");
-            run_phase(dir.path(), "deduplicated");
+            phases::run(dir.path(), &["deduplicated"]);
         }),
-        trial("a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears", || {
+        phases::trial("a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears", || {
             let dir = tempfile::tempdir().unwrap();
-            run_phase(dir.path(), "fault-crash");
-            run_phase(dir.path(), "fault-cleared");
+            phases::run(dir.path(), &["fault-crash", "fault-cleared"]);
         }),
-        trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
-            run_phase(tempfile::tempdir().unwrap().path(), "log-full");
+        phases::trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["log-full"]);
         }),
     ];
-    libtest_mimic::run(&args, trials).exit()
-}
-
-/// Runs `phase` in a child process on `dir`; it must succeed, or be killed if
-/// its name says so.
-fn run_phase(dir: &Path, phase: &str) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .arg(dir)
-        .env(PHASE, phase)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if phase.ends_with("-crash") {
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(
-            out.status.signal(),
-            Some(9),
-            "phase {phase} should end killed: {}\n{stderr}",
-            out.status
-        );
-    } else {
-        assert!(out.status.success(), "phase {phase} failed: {}\n{stderr}", out.status);
-    }
+    phases::main(trials, |phase, dir| async move { child(&phase, &dir).await })
 }
 
 /// Removes every `FlushCommitted` frame (kind 3) from the log's segments:
@@ -302,13 +261,6 @@ async fn child(phase: &str, dir: &Path) {
         }
         other => panic!("unknown phase {other}"),
     }
-}
-
-/// Ends this process with SIGKILL, as `kill -9` would.
-fn crash() -> ! {
-    let pid = std::process::id().to_string();
-    let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    unreachable!("SIGKILL ends the process");
 }
 
 async fn wait_for_count(ing: &Ingestor, sql: &str, expected: u64) {

@@ -73,15 +73,8 @@ impl Path {
 /// Flags of `pushit http` and `pushit grpc`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Hosts (series), one row each per timestamp.
-    #[arg(long, default_value_t = 1_000)]
-    hosts: usize,
-    /// Timestamps per host.
-    #[arg(long, default_value_t = 1_000)]
-    steps: usize,
-    /// Lines (or points) per request.
-    #[arg(long, default_value_t = 5_000)]
-    lines_per_body: usize,
+    #[command(flatten)]
+    load: load::LoadArgs,
     /// Concurrent connections for the line-protocol and points paths.
     #[arg(long, default_value_t = 4)]
     connections: usize,
@@ -143,7 +136,7 @@ struct Sent {
 /// Runs the engine arm, then every path, and reports each against the
 /// engine.
 pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Result<()> {
-    let rows = args.hosts * args.steps;
+    let rows = args.load.hosts * args.load.steps;
     if rows == 0 {
         bail!("--hosts and --steps must be positive");
     }
@@ -175,7 +168,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     );
     let fields = tsbs::FIELDS.len() as f64;
     ctx.progress(format!("engine: building {rows} rows"));
-    let engine_batches: Vec<_> = load::row_chunks(args.hosts, args.steps, args.batch_rows)
+    let engine_batches: Vec<_> = load::row_chunks(args.load.hosts, args.load.steps, args.batch_rows)
         .map(|body| tsbs_fact_batch(&body))
         .collect::<Result<_, _>>()?;
     let mut engine_rates = Vec::new();
@@ -217,7 +210,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
                     "durability": args.durability.as_str(),
                     "rows": sent.rows,
                     "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
-                    "lines_per_body": args.lines_per_body,
+                    "lines_per_body": args.load.lines_per_body,
                     "batch_rows": args.batch_rows,
                     "requests": sent.latencies.len(),
                     "seconds": sent.elapsed.as_secs_f64(),
@@ -279,7 +272,7 @@ fn engine_arm(
     batches: &[chingest::arrow::array::RecordBatch],
     report: &mut pushit::report::Report,
 ) -> anyhow::Result<f64> {
-    let rows = args.hosts * args.steps;
+    let rows = args.load.hosts * args.load.steps;
     let conn = ctx.connect()?;
     let tables = LayoutTables::chingest(&tsbs_fact_schema(ENGINE_DATABASE), false);
     ctx.progress("engine: inserting");
@@ -489,7 +482,7 @@ async fn send_path(
     let token = endpoints.token.clone().map(|t| format!("Token {t}"));
     match path {
         Path::Http => {
-            let bodies = load::bodies(args.hosts, args.steps, args.lines_per_body);
+            let bodies = load::bodies(args.load.hosts, args.load.steps, args.load.lines_per_body);
             let url = format!(
                 "{}/write?db={db}&durability={}",
                 endpoints.http, args.durability
@@ -517,7 +510,7 @@ async fn send_path(
         }
         Path::GrpcLp | Path::GrpcPoints => {
             let requests: Vec<WriteRequest> =
-                load::bodies(args.hosts, args.steps, args.lines_per_body)
+                load::bodies(args.load.hosts, args.load.steps, args.load.lines_per_body)
                     .into_iter()
                     .map(|body| WriteRequest {
                         database: db.to_owned(),
@@ -559,8 +552,8 @@ async fn send_path(
         }
         Path::GrpcArrow => {
             let streams = load::arrow_streams(
-                args.hosts,
-                args.steps,
+                args.load.hosts,
+                args.load.steps,
                 args.batch_rows,
                 args.arrow_streams,
                 db,

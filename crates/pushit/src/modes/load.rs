@@ -11,6 +11,20 @@ use arrow::datatypes::Int16Type;
 use arrow::ipc::writer::StreamWriter;
 use chingest_proto::v1::{field_value, ArrowTarget, Durability, FieldValue, Point, Points, WriteArrowRequest};
 
+/// The size and shape of the TSBS cpu-only load, as flags.
+#[derive(Debug, clap::Args)]
+pub(super) struct LoadArgs {
+    /// Hosts (series), one row each per timestamp.
+    #[arg(long, default_value_t = 1_000)]
+    pub(super) hosts: usize,
+    /// Timestamps per host.
+    #[arg(long, default_value_t = 1_000)]
+    pub(super) steps: usize,
+    /// Lines (or points) per request.
+    #[arg(long, default_value_t = 5_000)]
+    pub(super) lines_per_body: usize,
+}
+
 /// The load, `hosts × steps` lines, in bodies of `lines_per_body` lines.
 pub(super) fn bodies(hosts: usize, steps: usize, lines_per_body: usize) -> Vec<String> {
     tsbs::CpuOnly::new(hosts).bodies(steps, lines_per_body.max(1))

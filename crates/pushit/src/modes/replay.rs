@@ -26,15 +26,9 @@ const DATABASE: &str = "pushit_replay";
 /// Flags of `pushit replay`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Hosts (series), one row each per timestamp.
-    #[arg(long, default_value_t = 1_000)]
-    hosts: usize,
-    /// Timestamps per host.
-    #[arg(long, default_value_t = 1_000)]
-    steps: usize,
-    /// Lines per write (one log record each).
-    #[arg(long, default_value_t = 5_000)]
-    lines_per_body: usize,
+    /// The load; each body is one write, one log record.
+    #[command(flatten)]
+    load: load::LoadArgs,
 }
 
 /// Whether this process is the child that writes the log.
@@ -44,7 +38,7 @@ fn is_writer() -> bool {
 
 /// Writes the log in a child process, then replays it here.
 pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
-    let rows = args.hosts * args.steps;
+    let rows = args.load.hosts * args.load.steps;
     if rows == 0 {
         bail!("--hosts and --steps must be positive");
     }
@@ -56,9 +50,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         .args(["--quiet", "--data-dir"])
         .arg(&ctx.data_dir)
         .arg("replay")
-        .args(["--hosts", &args.hosts.to_string()])
-        .args(["--steps", &args.steps.to_string()])
-        .args(["--lines-per-body", &args.lines_per_body.to_string()])
+        .args(["--hosts", &args.load.hosts.to_string()])
+        .args(["--steps", &args.load.steps.to_string()])
+        .args(["--lines-per-body", &args.load.lines_per_body.to_string()])
         .env(WRITER_ENV, "1")
         .status()
         .context("running the writer")?;
@@ -104,7 +98,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             "replay_seconds": replay.as_secs_f64(),
             "rows_per_s": per_second(rows, replay),
             "open_seconds": opened.as_secs_f64(),
-            "lines_per_body": args.lines_per_body,
+            "lines_per_body": args.load.lines_per_body,
         }));
         anyhow::Ok(())
     })?;
@@ -127,7 +121,7 @@ fn write_log_and_die(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             durability: Durability::Fsync,
             ..WriteOptions::default()
         };
-        for body in load::bodies(args.hosts, args.steps, args.lines_per_body) {
+        for body in load::bodies(args.load.hosts, args.load.steps, args.load.lines_per_body) {
             ingestor
                 .write_lp(DATABASE, "autogen", body.as_bytes(), &options)
                 .await?;

@@ -117,11 +117,17 @@ async fn write(
     let rp = rp.unwrap_or(&config.write.default_retention_policy);
     let options = state.write_options(precision, durability);
     let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
-    let outcome = ingestor
-        .write_lp(db, rp, &body, &options)
-        .instrument(span)
-        .await
-        .map_err(|e| ApiError::from(e).flavor(flavor))?;
+    let outcome = async {
+        let prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
+        // The body and its reservation go before the rows reserve theirs:
+        // a request never holds one while waiting for the other, so bodies
+        // that fill the budget cannot keep every request from its rows.
+        drop(body);
+        ingestor.commit(prepared, options.durability).await
+    }
+    .instrument(span)
+    .await
+    .map_err(|e| ApiError::from(e).flavor(flavor))?;
     if outcome.rejected.is_empty() {
         return Ok(StatusCode::NO_CONTENT);
     }
