@@ -81,7 +81,10 @@ fn main() {
                     .await
                     .unwrap();
                 let prepared_at = started.elapsed();
-                (ingestor.commit(prepared, options.durability).await.unwrap(), prepared_at)
+                (
+                    ingestor.commit(prepared, options.durability).await.unwrap(),
+                    prepared_at,
+                )
             });
             assert_eq!(outcome.accepted, HOSTS * STEPS);
             (started.elapsed(), prepared)

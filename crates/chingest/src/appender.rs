@@ -163,11 +163,16 @@ impl Appender {
         let queue = Arc::new(Queue::default());
         let progress = Arc::new(Progress::new(files.next_lsn()));
         stats.wal_size_bytes.store(files.bytes(), Ordering::Relaxed);
-        stats.wal_checkpoint_lsn.store(files.committed(), Ordering::Relaxed);
+        stats
+            .wal_checkpoint_lsn
+            .store(files.committed(), Ordering::Relaxed);
         let log_id = files.log_id();
         let thread = {
-            let (queue, progress, stats) =
-                (Arc::clone(&queue), Arc::clone(&progress), Arc::clone(&stats));
+            let (queue, progress, stats) = (
+                Arc::clone(&queue),
+                Arc::clone(&progress),
+                Arc::clone(&stats),
+            );
             std::thread::Builder::new()
                 .name("chingest-wal".to_owned())
                 .spawn(move || {
@@ -305,8 +310,11 @@ struct Worker {
     buffer: Vec<u8>,
     /// Series registered by records whose group failed to be written: other
     /// writes may already rely on them, so the next group logs them first.
-    carried_series: Vec<(Arc<Database>, Vec<(u64, SeriesKey)>)>,
+    carried_series: Vec<DatabaseSeries>,
 }
+
+/// Series rows (id, key) of one database, to be logged.
+type DatabaseSeries = (Arc<Database>, Vec<(u64, SeriesKey)>);
 
 /// A group entry, encoded, waiting for the write to answer it.
 enum Encoded {
@@ -326,19 +334,28 @@ impl Worker {
             let lsn = self.next_lsn(0);
             first_lsn.get_or_insert(lsn);
             let empty: [(&str, &[RecordBatch]); 0] = [];
-            let encoded =
-                wal::encode_write(&mut self.buffer, lsn, &db.name, "", series, empty.into_iter());
+            let encoded = wal::encode_write(
+                &mut self.buffer,
+                lsn,
+                &db.name,
+                "",
+                series,
+                empty.into_iter(),
+            );
             encoded.expect("series rows always encode");
         }
         let mut encoded = Vec::with_capacity(group.len());
-        let mut fresh_series: Vec<(Arc<Database>, Vec<(u64, SeriesKey)>)> = Vec::new();
+        let mut fresh_series: Vec<DatabaseSeries> = Vec::new();
         for entry in group {
             let before = self.buffer.len();
             match entry {
                 Entry::Write(mut write) => {
                     let lsn = self.next_lsn(write.tables.len() as u32);
                     first_lsn.get_or_insert(lsn);
-                    let series = write.db.series.register(lsn, std::mem::take(&mut write.series));
+                    let series = write
+                        .db
+                        .series
+                        .register(lsn, std::mem::take(&mut write.series));
                     let tables = write
                         .tables
                         .iter()
@@ -415,7 +432,9 @@ impl Worker {
                         context: "writing the log checkpoint".to_owned(),
                         source,
                     });
-                    self.stats.wal_checkpoint_lsn.store(self.files.committed(), Ordering::Relaxed);
+                    self.stats
+                        .wal_checkpoint_lsn
+                        .store(self.files.committed(), Ordering::Relaxed);
                     let _ = done.send(result);
                 }
             }

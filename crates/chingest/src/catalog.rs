@@ -464,7 +464,9 @@ impl Catalog {
                 )?;
                 let tables = engine::query_rows(
                     conn,
-                    &format!("SELECT database, name FROM system.tables WHERE database IN ({in_list})"),
+                    &format!(
+                        "SELECT database, name FROM system.tables WHERE database IN ({in_list})"
+                    ),
                 )?;
                 Ok((no_window, columns, tables))
             })
@@ -486,7 +488,10 @@ impl Catalog {
             for ((rp, measurement), table) in db.tables() {
                 let schema = table.schema();
                 let names = &schema.names;
-                let buffer_name = (names.database_name.clone(), format!("{}.{}", names::encode(&measurement), names::encode(&rp)));
+                let buffer_name = (
+                    names.database_name.clone(),
+                    format!("{}.{}", names::encode(&measurement), names::encode(&rp)),
+                );
                 if no_window.contains(&(names.database_name.clone(), names.storage_name.clone())) {
                     statements.push(schema::dedup_window_sql(names));
                 }
@@ -516,7 +521,10 @@ impl Catalog {
             }
         }
         if !statements.is_empty() {
-            tracing::info!(statements = statements.len(), "repairing tables left unfinished");
+            tracing::info!(
+                statements = statements.len(),
+                "repairing tables left unfinished"
+            );
             engine.execute_all(statements).await?;
         }
         Ok(())

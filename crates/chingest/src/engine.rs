@@ -289,7 +289,10 @@ pub(crate) fn insert_batch(
     };
     conn.register_arrow_array(&name, &schema, &array)?;
     let settings = dedup_token.map_or(String::new(), |token| {
-        format!(" SETTINGS insert_deduplication_token = {}", quote_literal(token))
+        format!(
+            " SETTINGS insert_deduplication_token = {}",
+            quote_literal(token)
+        )
     });
     let sql = format!(
         "INSERT INTO {table} ({columns}){settings} SELECT * FROM ArrowStream({})",

@@ -285,14 +285,24 @@ impl Ingestor {
         let engine = Engine::open(&data_dir, config.connections).await?;
         let catalog = Catalog::load(&engine).await?;
         catalog
-            .repair(&engine, &config.buffer, config.view_retention_policy.as_deref())
+            .repair(
+                &engine,
+                &config.buffer,
+                config.view_retention_policy.as_deref(),
+            )
             .await?;
-        let wal_dir = config.wal.dir.clone().unwrap_or_else(|| data_dir.join("wal"));
+        let wal_dir = config
+            .wal
+            .dir
+            .clone()
+            .unwrap_or_else(|| data_dir.join("wal"));
         let segment_bytes = config.wal.segment_bytes;
         let (files, opened, scan) = tokio::task::spawn_blocking(move || {
             let mut scan = replay::Scan::default();
-            wal::LogFiles::open(&wal_dir, segment_bytes, |lsn, record| scan.visit(lsn, record))
-                .map(|(files, opened)| (files, opened, scan))
+            wal::LogFiles::open(&wal_dir, segment_bytes, |lsn, record| {
+                scan.visit(lsn, record)
+            })
+            .map(|(files, opened)| (files, opened, scan))
         })
         .await
         .map_err(|e| Error::Engine(format!("opening the log failed: {e}")))??;
@@ -303,7 +313,10 @@ impl Ingestor {
         }
         let appender = Appender::start(files, Arc::clone(&engine.stats))?;
         let shared = Arc::new(Shared {
-            budget: Arc::new(MemoryBudget::new(config.max_buffered_bytes, config.overload_wait)),
+            budget: Arc::new(MemoryBudget::new(
+                config.max_buffered_bytes,
+                config.overload_wait,
+            )),
             config: IngestConfig { data_dir, ..config },
             engine,
             catalog,

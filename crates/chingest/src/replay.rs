@@ -186,9 +186,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Re
     IngestStats::add(&stats.replay_records, records);
     IngestStats::add(&stats.replay_rows, rows);
     IngestStats::add(&stats.replay_skipped_rows, skipped);
-    stats
-        .replay_millis
-        .store(elapsed.as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
+    stats.replay_millis.store(
+        elapsed.as_millis() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     tracing::info!(
         records,
         rows,
@@ -202,7 +203,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Re
 
 /// Inserts one group into its table (created or extended first), under the
 /// token of its announced range or of a newly announced one.
-async fn insert(shared: &Arc<Shared>, (id, target): (TableRef, Target), group: Group) -> Result<()> {
+async fn insert(
+    shared: &Arc<Shared>,
+    (id, target): (TableRef, Target),
+    group: Group,
+) -> Result<()> {
     let db = shared
         .catalog
         .ensure_database(&shared.engine, &id.database)

@@ -17,7 +17,10 @@ fn main() {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
     ];
-    phases::main(trials, |phase, dir| async move { child(&phase, &dir).await })
+    phases::main(
+        trials,
+        |phase, dir| async move { child(&phase, &dir).await },
+    )
 }
 
 async fn query(ing: &Ingestor, sql: &str) -> String {

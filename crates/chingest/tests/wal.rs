@@ -4,8 +4,8 @@
 mod phases;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions};
 use phases::crash;
@@ -18,26 +18,38 @@ const ROWS: usize = WRITES * LINES;
 
 fn main() {
     let trials = vec![
-        phases::trial("synced_writes_survive_a_crash_and_are_replayed_once", || {
-            let dir = tempfile::tempdir().unwrap();
-            phases::run(dir.path(), &["logged-crash", "replayed", "nothing-left"]);
-        }),
-        phases::trial("an_insert_redone_after_a_crash_before_its_checkpoint_is_stored_once", || {
-            let dir = tempfile::tempdir().unwrap();
-            phases::run(dir.path(), &["inserted-crash"]);
-            let stripped = strip_commit_markers(&dir.path().join("wal"));
-            assert!(stripped > 0, "the inserts were logged as committed");
-            phases::run(dir.path(), &["deduplicated"]);
-        }),
-        phases::trial("a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears", || {
-            let dir = tempfile::tempdir().unwrap();
-            phases::run(dir.path(), &["fault-crash", "fault-cleared"]);
-        }),
+        phases::trial(
+            "synced_writes_survive_a_crash_and_are_replayed_once",
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                phases::run(dir.path(), &["logged-crash", "replayed", "nothing-left"]);
+            },
+        ),
+        phases::trial(
+            "an_insert_redone_after_a_crash_before_its_checkpoint_is_stored_once",
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                phases::run(dir.path(), &["inserted-crash"]);
+                let stripped = strip_commit_markers(&dir.path().join("wal"));
+                assert!(stripped > 0, "the inserts were logged as committed");
+                phases::run(dir.path(), &["deduplicated"]);
+            },
+        ),
+        phases::trial(
+            "a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears",
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                phases::run(dir.path(), &["fault-crash", "fault-cleared"]);
+            },
+        ),
         phases::trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["log-full"]);
         }),
     ];
-    phases::main(trials, |phase, dir| async move { child(&phase, &dir).await })
+    phases::main(
+        trials,
+        |phase, dir| async move { child(&phase, &dir).await },
+    )
 }
 
 /// Removes every `FlushCommitted` frame (kind 3) from the log's segments:
@@ -90,7 +102,9 @@ fn body(n: usize) -> String {
 async fn scalar(ing: &Ingestor, sql: &str) -> u64 {
     let text = ing.query(sql, "TabSeparated").await.unwrap();
     let text = String::from_utf8(text).unwrap();
-    text.trim().parse().unwrap_or_else(|_| panic!("{sql}: {text:?}"))
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{sql}: {text:?}"))
 }
 
 /// Each measurement holds exactly the rows of the first `writes` writes,
@@ -99,16 +113,28 @@ async fn assert_stored_once(ing: &Ingestor, writes: usize) {
     let rows = (writes * LINES) as u64;
     for m in ["cpu", "mem"] {
         let table = format!("{DB}.`{m}.autogen`");
-        assert_eq!(scalar(ing, &format!("SELECT count() FROM {table}")).await, rows, "{m}");
+        assert_eq!(
+            scalar(ing, &format!("SELECT count() FROM {table}")).await,
+            rows,
+            "{m}"
+        );
         let distinct = format!("SELECT uniqExact(k) FROM {table}");
         assert_eq!(scalar(ing, &distinct).await, rows, "{m}");
         let orphans = format!(
             "SELECT count() FROM {table} WHERE series_id NOT IN (SELECT series_id FROM {DB}._series)"
         );
-        assert_eq!(scalar(ing, &orphans).await, 0, "{m}: fact rows without a series");
+        assert_eq!(
+            scalar(ing, &orphans).await,
+            0,
+            "{m}: fact rows without a series"
+        );
     }
     let series = format!("SELECT count() FROM {DB}._series FINAL");
-    assert_eq!(scalar(ing, &series).await, 14, "7 hosts in each of two measurements");
+    assert_eq!(
+        scalar(ing, &series).await,
+        14,
+        "7 hosts in each of two measurements"
+    );
 }
 
 /// Polls until `done` or ten seconds have passed.
@@ -127,9 +153,12 @@ async fn set_fault(ing: &Ingestor, m: &str, check: Option<&str>) {
         Some(check) => format!("ADD CONSTRAINT chingest_fault CHECK {check}"),
         None => "DROP CONSTRAINT chingest_fault".to_owned(),
     };
-    ing.query(&format!("ALTER TABLE {DB}.`{m}.autogen.mergetree` {alter}"), "TabSeparated")
-        .await
-        .unwrap();
+    ing.query(
+        &format!("ALTER TABLE {DB}.`{m}.autogen.mergetree` {alter}"),
+        "TabSeparated",
+    )
+    .await
+    .unwrap();
 }
 
 async fn child(phase: &str, dir: &Path) {
@@ -165,7 +194,10 @@ async fn child(phase: &str, dir: &Path) {
     match phase {
         "logged-crash" => {
             for n in 0..WRITES {
-                let outcome = ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+                let outcome = ing
+                    .write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
+                    .await
+                    .unwrap();
                 assert_eq!(outcome.accepted, 2 * LINES);
             }
             let count = format!("SELECT count() FROM {DB}.`cpu.autogen`");
@@ -184,7 +216,14 @@ async fn child(phase: &str, dir: &Path) {
         }
         "inserted-crash" => {
             for n in 0..WRITES {
-                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Visible)).await.unwrap();
+                ing.write_lp(
+                    DB,
+                    "autogen",
+                    body(n).as_bytes(),
+                    &with(Durability::Visible),
+                )
+                .await
+                .unwrap();
             }
             assert_stored_once(&ing, WRITES).await;
             crash();
@@ -196,7 +235,14 @@ async fn child(phase: &str, dir: &Path) {
             assert_stored_once(&ing, WRITES).await;
         }
         "fault-crash" => {
-            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            ing.write_lp(
+                DB,
+                "autogen",
+                body(0).as_bytes(),
+                &with(Durability::Visible),
+            )
+            .await
+            .unwrap();
             // The fault holds in this process and clears in the next: the
             // engine's uptime starts again there.
             while scalar(&ing, "SELECT uptime()").await < 5 {
@@ -205,11 +251,20 @@ async fn child(phase: &str, dir: &Path) {
             set_fault(&ing, "cpu", Some("uptime() < 4")).await;
             for n in 1..WRITES {
                 // Answered: the rows are in the log, whatever the engine does.
-                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
+                    .await
+                    .unwrap();
             }
-            wait_for("failed inserts", || stats.flush_errors.load(Ordering::Relaxed) >= 2).await;
+            wait_for("failed inserts", || {
+                stats.flush_errors.load(Ordering::Relaxed) >= 2
+            })
+            .await;
             let cpu = format!("SELECT count() FROM {DB}.`cpu.autogen`");
-            assert_eq!(scalar(&ing, &cpu).await, LINES as u64, "only the first write is in");
+            assert_eq!(
+                scalar(&ing, &cpu).await,
+                LINES as u64,
+                "only the first write is in"
+            );
             // The other table is not held back by the failing one.
             let mem = format!("SELECT count() FROM {DB}.`mem.autogen`");
             wait_for_count(&ing, &mem, ROWS as u64).await;
@@ -220,28 +275,46 @@ async fn child(phase: &str, dir: &Path) {
         "fault-cleared" => {
             // The failed rows came back from the log.
             let replayed = stats.replay_rows.load(Ordering::Relaxed);
-            assert!(replayed >= ((WRITES - 1) * LINES) as u64, "{replayed} rows replayed");
+            assert!(
+                replayed >= ((WRITES - 1) * LINES) as u64,
+                "{replayed} rows replayed"
+            );
             set_fault(&ing, "cpu", None).await;
             assert_stored_once(&ing, WRITES).await;
             // A fault that clears while the process runs: the rows land by
             // the flusher's retries.
             set_fault(&ing, "cpu", Some("0")).await;
             for n in WRITES..2 * WRITES {
-                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await.unwrap();
+                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
+                    .await
+                    .unwrap();
             }
             let errors = stats.flush_errors.load(Ordering::Relaxed);
-            wait_for("failed inserts", || stats.flush_errors.load(Ordering::Relaxed) > errors).await;
+            wait_for("failed inserts", || {
+                stats.flush_errors.load(Ordering::Relaxed) > errors
+            })
+            .await;
             set_fault(&ing, "cpu", None).await;
             ing.flush().await.unwrap();
             assert_stored_once(&ing, 2 * WRITES).await;
             ing.close().await.unwrap();
         }
         "log-full" => {
-            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            ing.write_lp(
+                DB,
+                "autogen",
+                body(0).as_bytes(),
+                &with(Durability::Visible),
+            )
+            .await
+            .unwrap();
             set_fault(&ing, "cpu", Some("0")).await;
             let mut refused = None;
             for n in 1..1000 {
-                match ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync)).await {
+                match ing
+                    .write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
+                    .await
+                {
                     Ok(_) => {}
                     Err(err) => {
                         refused = Some(err);
@@ -250,13 +323,26 @@ async fn child(phase: &str, dir: &Path) {
                 }
             }
             let refused = refused.expect("writes are refused once the log is full");
-            assert!(matches!(refused, Error::LogFull { limit, .. } if limit == 256 << 10), "{refused}");
+            assert!(
+                matches!(refused, Error::LogFull { limit, .. } if limit == 256 << 10),
+                "{refused}"
+            );
             set_fault(&ing, "cpu", None).await;
             ing.flush().await.unwrap();
             // Inserted, then checkpointed and truncated: room again.
             let limit = 256 << 10;
-            wait_for("the checkpoint", || stats.wal_size_bytes.load(Ordering::Relaxed) < limit / 2).await;
-            ing.write_lp(DB, "autogen", body(0).as_bytes(), &with(Durability::Visible)).await.unwrap();
+            wait_for("the checkpoint", || {
+                stats.wal_size_bytes.load(Ordering::Relaxed) < limit / 2
+            })
+            .await;
+            ing.write_lp(
+                DB,
+                "autogen",
+                body(0).as_bytes(),
+                &with(Durability::Visible),
+            )
+            .await
+            .unwrap();
             ing.close().await.unwrap();
         }
         other => panic!("unknown phase {other}"),

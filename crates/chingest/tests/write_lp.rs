@@ -458,7 +458,11 @@ fn every_durability_mode_is_visible_after_flush() {
                 ..WriteOptions::default()
             };
             for j in 0..50 {
-                let body = format!("modes,mode={durability},k={} v={j}i {}\n", j % 3, i * 100 + j);
+                let body = format!(
+                    "modes,mode={durability},k={} v={j}i {}\n",
+                    j % 3,
+                    i * 100 + j
+                );
                 ing.write_lp("lp_modes", "autogen", body.as_bytes(), &options)
                     .await
                     .unwrap();
@@ -512,7 +516,10 @@ fn fsync_writes_sync_the_log_and_os_writes_do_not() {
         // once per write.
         assert!(syncs() - after_fsync < 10, "os writes synced the log");
         ing.flush().await.unwrap();
-        assert_eq!(tsv(&ing, "SELECT count() FROM lp_syncs.syncs").await, "40\n");
+        assert_eq!(
+            tsv(&ing, "SELECT count() FROM lp_syncs.syncs").await,
+            "40\n"
+        );
     })
 }
 
@@ -754,14 +761,9 @@ fn measurement_views_show_tags_and_fields_as_columns() {
             "c\tr1\tt\t2.5\t9\n"
         );
         // Other retention policies have no view; their tables are queried directly.
-        ing.write_lp(
-            "lp_view",
-            "weekly",
-            b"mem,host=a used=1i 1\n",
-            &visible(),
-        )
-        .await
-        .unwrap();
+        ing.write_lp("lp_view", "weekly", b"mem,host=a used=1i 1\n", &visible())
+            .await
+            .unwrap();
         let views = tsv(
             &ing,
             "SELECT name FROM system.tables WHERE database = 'lp_view' AND engine = 'View'",

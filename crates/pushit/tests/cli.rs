@@ -318,7 +318,15 @@ fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(
         dir.path(),
-        &["replay", "--hosts", "50", "--steps", "40", "--lines-per-body", "400"],
+        &[
+            "replay",
+            "--hosts",
+            "50",
+            "--steps",
+            "40",
+            "--lines-per-body",
+            "400",
+        ],
     );
     assert_eq!(rows.len(), 1);
     let replay = &rows[0];

@@ -289,6 +289,10 @@ mod tests {
         let config: ServerConfig = toml::from_str("[limits]\nmax_body_bytes = 0").unwrap();
         assert!(config.validate().is_err());
         let config: ServerConfig = toml::from_str("[write]\ndurability = 'eventually'").unwrap();
-        assert!(config.validate().unwrap_err().to_string().contains("eventually"));
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("eventually"));
     }
 }

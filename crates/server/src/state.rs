@@ -68,15 +68,13 @@ impl AppState {
         let config = &self.config;
         WriteOptions {
             precision,
-            durability: durability.unwrap_or_else(|| {
-                config.write.durability.parse().unwrap_or_default()
-            }),
+            durability: durability
+                .unwrap_or_else(|| config.write.durability.parse().unwrap_or_default()),
             max_line_len: config.limits.max_line_bytes,
             max_tags_per_line: config.limits.max_tags_per_line,
             max_fields_per_line: config.limits.max_fields_per_line,
             max_name_len: config.limits.max_name_bytes,
             create_database: config.write.auto_create_databases,
-            ..WriteOptions::default()
         }
     }
 }

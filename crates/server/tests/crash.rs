@@ -208,7 +208,8 @@ fn acknowledged_writes_survive_kill_9_exactly_once() {
                 assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT);
                 acked.lock().unwrap().push(0);
             }
-            check(&server, &acked.lock().unwrap(), trial).await;
+            let acked_so_far = acked.lock().unwrap().clone();
+            check(&server, &acked_so_far, trial).await;
             let writers: Vec<_> = (0..WRITERS)
                 .map(|w| {
                     tokio::spawn(writer(

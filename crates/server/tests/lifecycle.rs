@@ -211,11 +211,19 @@ async fn concurrent_bodies_past_the_memory_budget_get_429() {
             (status, _) => panic!("unexpected {status}"),
         }
     }
-    assert!(refused > 0, "24 such requests do not fit a 1 MiB budget at once");
+    assert!(
+        refused > 0,
+        "24 such requests do not fit a 1 MiB budget at once"
+    );
     assert!(stored > 0, "the budget lets some through");
     wait_for_count(&base, "bodies.m", (stored * LINES) as u64).await;
     // Once the burst is over, a request alone fits again.
-    let r = client().post(format!("{base}/write?db=bodies")).body("m v=1i 1\n").send().await.unwrap();
+    let r = client()
+        .post(format!("{base}/write?db=bodies"))
+        .body("m v=1i 1\n")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     server.shutdown().await.unwrap();
 }
@@ -237,15 +245,23 @@ async fn durability_is_chosen_per_request() {
         request.send()
     };
     // Each visible write is counted at once, without waiting.
-    let r = write("/write?db=dur&durability=visible", None, "m v=1i 1\n").await.unwrap();
-    assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    assert_eq!(count(&base, "dur.m").await, 1);
-    let r = write("/write?db=dur", Some("visible"), "m v=2i 2\n").await.unwrap();
-    assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    assert_eq!(count(&base, "dur.m").await, 2);
-    let r = write("/api/v2/write?bucket=dur&durability=VISIBLE", None, "m v=3i 3\n")
+    let r = write("/write?db=dur&durability=visible", None, "m v=1i 1\n")
         .await
         .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(count(&base, "dur.m").await, 1);
+    let r = write("/write?db=dur", Some("visible"), "m v=2i 2\n")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(count(&base, "dur.m").await, 2);
+    let r = write(
+        "/api/v2/write?bucket=dur&durability=VISIBLE",
+        None,
+        "m v=3i 3\n",
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     assert_eq!(count(&base, "dur.m").await, 3);
     let mut grpc = IngestClient::connect(format!("http://{}", server.grpc_addr))
@@ -263,20 +279,38 @@ async fn durability_is_chosen_per_request() {
     // The other modes are answered once logged, and queryable soon after.
     for (i, mode) in ["fsync", "os", "none"].into_iter().enumerate() {
         let line = format!("m v={}i {}\n", 5 + i, 5 + i);
-        let r = write(&format!("/write?db=dur&durability={mode}"), None, &line).await.unwrap();
+        let r = write(&format!("/write?db=dur&durability={mode}"), None, &line)
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::NO_CONTENT, "{mode}");
     }
     wait_for_count(&base, "dur.m", 7).await;
     // Unknown modes: 400 naming the choices, in the endpoint's error shape;
     // the parameter wins over the header.
-    let r = write("/write?db=dur&durability=later", None, "m v=0i 0\n").await.unwrap();
+    let r = write("/write?db=dur&durability=later", None, "m v=0i 0\n")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let json: Value = r.json().await.unwrap();
-    assert!(json["error"].as_str().unwrap().contains("fsync, os, none or visible"), "{json}");
-    let r = write("/api/v2/write?bucket=dur", Some("eventually"), "m v=0i 0\n").await.unwrap();
+    assert!(
+        json["error"]
+            .as_str()
+            .unwrap()
+            .contains("fsync, os, none or visible"),
+        "{json}"
+    );
+    let r = write("/api/v2/write?bucket=dur", Some("eventually"), "m v=0i 0\n")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert_eq!(r.json::<Value>().await.unwrap()["code"], "invalid");
-    let r = write("/write?db=dur&durability=visible", Some("bogus"), "m v=8i 8\n").await.unwrap();
+    let r = write(
+        "/write?db=dur&durability=visible",
+        Some("bogus"),
+        "m v=8i 8\n",
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let status = grpc
         .write(WriteRequest {
@@ -288,9 +322,17 @@ async fn durability_is_chosen_per_request() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
-    assert_eq!(count(&base, "dur.m").await, 8, "refused writes stored nothing");
+    assert_eq!(
+        count(&base, "dur.m").await,
+        8,
+        "refused writes stored nothing"
+    );
     // The fsync write was synced in the log.
-    let metrics = client().get(format!("{base}/metrics")).send().await.unwrap();
+    let metrics = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap();
     let metrics = metrics.text().await.unwrap();
     let syncs: f64 = metrics
         .lines()

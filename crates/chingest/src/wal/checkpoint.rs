@@ -59,7 +59,9 @@ pub(crate) fn read(dir: &Path) -> io::Result<Option<Checkpoint>> {
         )
     };
     if bytes.len() != LEN || bytes[..8] != MAGIC {
-        return Err(invalid("not a checkpoint file of a version this build reads"));
+        return Err(invalid(
+            "not a checkpoint file of a version this build reads",
+        ));
     }
     let crc = u32::from_le_bytes(bytes[24..].try_into().expect("4 bytes"));
     if crc32c::crc32c(&bytes[..24]) != crc {

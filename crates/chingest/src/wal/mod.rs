@@ -25,8 +25,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use checkpoint::Checkpoint;
-pub use record::{FlushRange, Lsn, Record, RecordError, TableChunks, TableRef, WriteRecord};
 pub(crate) use record::{encode_flush, encode_write};
+pub use record::{FlushRange, Lsn, Record, RecordError, TableChunks, TableRef, WriteRecord};
 pub use segment::{list, End, ReadError, SegmentFile, SegmentReader};
 use segment::{truncate, SegmentWriter};
 

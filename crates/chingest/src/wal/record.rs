@@ -84,7 +84,9 @@ impl TableChunks {
                 .map_err(|e| RecordError(format!("chunk of {:?}: {e}", self.measurement)))?;
             for batch in reader {
                 batches.push(
-                    batch.map_err(|e| RecordError(format!("chunk of {:?}: {e}", self.measurement)))?,
+                    batch.map_err(|e| {
+                        RecordError(format!("chunk of {:?}: {e}", self.measurement))
+                    })?,
                 );
             }
         }
@@ -167,7 +169,9 @@ impl<'a> FrameWriter<'a> {
         self.out.extend_from_slice(&[0; 4]);
         let mut writer = StreamWriter::try_new(&mut *self.out, &batch.schema())
             .map_err(|e| RecordError(e.to_string()))?;
-        writer.write(batch).map_err(|e| RecordError(e.to_string()))?;
+        writer
+            .write(batch)
+            .map_err(|e| RecordError(e.to_string()))?;
         writer.finish().map_err(|e| RecordError(e.to_string()))?;
         drop(writer);
         let len = self.out.len() - at - 4;

@@ -196,13 +196,18 @@ impl SegmentReader {
             Ok(false)
         };
         if remaining < FRAME_HEADER_LEN as u64 {
-            return torn(self, format!("{remaining} bytes, shorter than a frame header"));
+            return torn(
+                self,
+                format!("{remaining} bytes, shorter than a frame header"),
+            );
         }
         let mut header = [0; FRAME_HEADER_LEN];
-        self.file.read_exact(&mut header).map_err(|source| ReadError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        self.file
+            .read_exact(&mut header)
+            .map_err(|source| ReadError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
         let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as u64;
         let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
         if len == 0 || len > remaining - FRAME_HEADER_LEN as u64 {
@@ -291,7 +296,10 @@ impl SegmentWriter {
 
     /// Cuts the last `bytes` appended off again (frames whose sync failed).
     pub(crate) fn cut_back(&mut self, bytes: u64) -> io::Result<()> {
-        let len = self.len.saturating_sub(bytes).max(SEGMENT_MAGIC.len() as u64);
+        let len = self
+            .len
+            .saturating_sub(bytes)
+            .max(SEGMENT_MAGIC.len() as u64);
         self.cut_to(len)?;
         self.len = len;
         Ok(())

@@ -20,9 +20,13 @@ fn chunk(rows: u64) -> RecordBatch {
     RecordBatch::try_new(
         Arc::new(schema),
         vec![
-            Arc::new(TimestampNanosecondArray::from_iter_values(0..rows as i64).with_timezone("UTC")),
+            Arc::new(
+                TimestampNanosecondArray::from_iter_values(0..rows as i64).with_timezone("UTC"),
+            ),
             Arc::new(UInt64Array::from_iter_values(0..rows)),
-            Arc::new(Float64Array::from_iter((0..rows).map(|i| (i % 2 == 0).then_some(i as f64 / 2.0)))),
+            Arc::new(Float64Array::from_iter(
+                (0..rows).map(|i| (i % 2 == 0).then_some(i as f64 / 2.0)),
+            )),
         ],
     )
     .unwrap()
@@ -80,8 +84,8 @@ fn write_segment(dir: &Path, frames: &[u8]) -> std::path::PathBuf {
 /// Opens the log in `dir`, returning its records and what was cut.
 fn open(dir: &Path) -> (Vec<(Lsn, Record)>, Opened, LogFiles) {
     let mut records = Vec::new();
-    let (files, opened) = LogFiles::open(dir, 1 << 20, |lsn, record| records.push((lsn, record)))
-        .expect("log opens");
+    let (files, opened) =
+        LogFiles::open(dir, 1 << 20, |lsn, record| records.push((lsn, record))).expect("log opens");
     (records, opened, files)
 }
 
@@ -97,7 +101,10 @@ fn records_round_trip() {
     let Record::Write(write) = &records[0].1 else {
         panic!("{:?}", records[0].1)
     };
-    assert_eq!((write.database.as_str(), write.retention_policy.as_str()), ("db", "autogen"));
+    assert_eq!(
+        (write.database.as_str(), write.retention_policy.as_str()),
+        ("db", "autogen")
+    );
     assert_eq!(write.series, series());
     assert_eq!(write.tables.len(), 1);
     assert_eq!(write.tables[0].batches().unwrap(), vec![chunk(3), chunk(2)]);
@@ -132,8 +139,15 @@ fn a_torn_tail_at_every_offset_is_cut_and_the_whole_records_replayed() {
     // Where the last frame starts: the first two frames alone.
     let mut two = Vec::new();
     let chunks = [chunk(3), chunk(2)];
-    encode_write(&mut two, 1, "db", "autogen", &series(), [("cpu", &chunks[..])].into_iter())
-        .unwrap();
+    encode_write(
+        &mut two,
+        1,
+        "db",
+        "autogen",
+        &series(),
+        [("cpu", &chunks[..])].into_iter(),
+    )
+    .unwrap();
     encode_flush(&mut two, 2, &range(1, 1), false).unwrap();
     let last_start = two.len();
     let header = segment::SEGMENT_MAGIC.len() as u64;
@@ -183,7 +197,11 @@ fn a_frame_that_passes_its_checksum_but_does_not_decode_stops_the_open() {
 #[test]
 fn a_foreign_file_is_refused_not_cut() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(format!("{:020}.wal", 1)), b"not a log segment").unwrap();
+    std::fs::write(
+        dir.path().join(format!("{:020}.wal", 1)),
+        b"not a log segment",
+    )
+    .unwrap();
     let err = LogFiles::open(dir.path(), 1 << 20, |_, _| {}).unwrap_err();
     assert!(matches!(err, ReadError::Header { .. }), "{err}");
 }
@@ -199,7 +217,15 @@ fn segments_roll_and_the_checkpoint_deletes_the_ones_below_it() {
         let lsn = files.take_lsn();
         let mut frame = Vec::new();
         let chunks = [chunk(100)];
-        encode_write(&mut frame, lsn, "db", "rp", &[], [("m", &chunks[..])].into_iter()).unwrap();
+        encode_write(
+            &mut frame,
+            lsn,
+            "db",
+            "rp",
+            &[],
+            [("m", &chunks[..])].into_iter(),
+        )
+        .unwrap();
         files.segment_bytes = 4096;
         files.append(lsn, &frame).unwrap();
     }
@@ -208,7 +234,10 @@ fn segments_roll_and_the_checkpoint_deletes_the_ones_below_it() {
     assert!(before >= 5, "{before} segments");
     files.checkpoint(6).unwrap();
     let after = list(dir.path()).unwrap();
-    assert!(after.len() < before, "segments below the checkpoint are deleted");
+    assert!(
+        after.len() < before,
+        "segments below the checkpoint are deleted"
+    );
     assert!(
         after.windows(2).all(|w| w[0].first_lsn < w[1].first_lsn),
         "{after:?}"
@@ -217,7 +246,13 @@ fn segments_roll_and_the_checkpoint_deletes_the_ones_below_it() {
     // it is replayed.
     drop(files);
     let (records, opened, files) = open(dir.path());
-    assert_eq!(opened.checkpoint, Checkpoint { log_id, committed: 6 });
+    assert_eq!(
+        opened.checkpoint,
+        Checkpoint {
+            log_id,
+            committed: 6
+        }
+    );
     let lsns: Vec<_> = records.iter().map(|(lsn, _)| *lsn).collect();
     assert_eq!(lsns, [7, 8, 9, 10]);
     assert_eq!(files.next_lsn(), 11);
@@ -237,7 +272,11 @@ fn numbering_survives_a_log_emptied_by_its_checkpoint() {
     drop(files);
     let (records, _, files) = open(dir.path());
     assert!(records.is_empty());
-    assert_eq!(files.next_lsn(), 4, "lsns are never reused: they name inserts");
+    assert_eq!(
+        files.next_lsn(),
+        4,
+        "lsns are never reused: they name inserts"
+    );
 }
 
 #[test]

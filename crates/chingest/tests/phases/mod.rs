@@ -5,6 +5,9 @@
 //! ends by sending itself SIGKILL ([`crash`]), as `kill -9` would: no
 //! destructor runs, nothing is closed.
 
+// Each test binary compiles this module on its own and uses part of it.
+#![allow(dead_code, unreachable_pub)]
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +58,11 @@ pub fn run(dir: &Path, phases: &[&str]) {
                 out.status
             );
         } else {
-            assert!(out.status.success(), "phase {phase} failed: {}\n{stderr}", out.status);
+            assert!(
+                out.status.success(),
+                "phase {phase} failed: {}\n{stderr}",
+                out.status
+            );
         }
     }
 }

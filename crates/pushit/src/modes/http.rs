@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use chingest_proto::v1::ingest_client::IngestClient;
 use chingest::Durability;
+use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{write_request, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
 use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema};
@@ -168,9 +168,10 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     );
     let fields = tsbs::FIELDS.len() as f64;
     ctx.progress(format!("engine: building {rows} rows"));
-    let engine_batches: Vec<_> = load::row_chunks(args.load.hosts, args.load.steps, args.batch_rows)
-        .map(|body| tsbs_fact_batch(&body))
-        .collect::<Result<_, _>>()?;
+    let engine_batches: Vec<_> =
+        load::row_chunks(args.load.hosts, args.load.steps, args.batch_rows)
+            .map(|body| tsbs_fact_batch(&body))
+            .collect::<Result<_, _>>()?;
     let mut engine_rates = Vec::new();
 
     let runtime = tokio::runtime::Runtime::new()?;
@@ -356,7 +357,11 @@ async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
 }
 
 /// The answer to `query` through `/sql`, as tab-separated text.
-async fn sql(client: &reqwest::Client, endpoints: &Endpoints, query: &str) -> anyhow::Result<String> {
+async fn sql(
+    client: &reqwest::Client,
+    endpoints: &Endpoints,
+    query: &str,
+) -> anyhow::Result<String> {
     let request = client
         .get(format!("{}/sql", endpoints.http))
         .query(&[("query", query), ("format", "TabSeparated")]);

@@ -9,7 +9,9 @@ use arrow::array::{
 };
 use arrow::datatypes::Int16Type;
 use arrow::ipc::writer::StreamWriter;
-use chingest_proto::v1::{field_value, ArrowTarget, Durability, FieldValue, Point, Points, WriteArrowRequest};
+use chingest_proto::v1::{
+    field_value, ArrowTarget, Durability, FieldValue, Point, Points, WriteArrowRequest,
+};
 
 /// The size and shape of the TSBS cpu-only load, as flags.
 #[derive(Debug, clap::Args)]

@@ -85,7 +85,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let replayed = load(&stats.replay_rows);
         let replay = Duration::from_millis(load(&stats.replay_millis));
         let count = ingestor
-            .query(&format!("SELECT count() FROM {DATABASE}.`cpu.autogen`"), "TabSeparated")
+            .query(
+                &format!("SELECT count() FROM {DATABASE}.`cpu.autogen`"),
+                "TabSeparated",
+            )
             .await?;
         let stored: u64 = String::from_utf8(count)?.trim().parse()?;
         ingestor.close().await?;

@@ -193,9 +193,10 @@ impl IngestService {
         }
         let db = request.database.as_str();
         let rp = retention_policy(&self.state, &request.retention_policy);
-        let options = self
-            .state
-            .write_options(precision(request.precision)?, durability(request.durability)?);
+        let options = self.state.write_options(
+            precision(request.precision)?,
+            durability(request.durability)?,
+        );
         let span = tracing::info_span!("write", protocol = "grpc", db, rp);
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {

@@ -8,12 +8,12 @@ mod influxql;
 mod sql;
 
 use axum::body::{Body, Bytes};
-use bytes::BytesMut;
-use chingest::MemoryReservation;
-use http_body_util::BodyExt;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::BytesMut;
+use chingest::MemoryReservation;
+use http_body_util::BodyExt;
 
 use crate::error::{ApiError, Flavor};
 use crate::state::token_from_authorization;
@@ -105,7 +105,9 @@ async fn read_body(
         let frame = frame.map_err(|err| {
             ApiError::bad_request(format!("reading the request body: {err}")).flavor(flavor)
         })?;
-        let Ok(data) = frame.into_data() else { continue };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         let needed = raw.len() + data.len();
         if needed > limit {
             return Err(too_large());
@@ -141,7 +143,10 @@ async fn read_body(
     if decoded.len() > limit {
         return Err(too_large());
     }
-    reservation.grow(decoded.len()).await.map_err(budget_error)?;
+    reservation
+        .grow(decoded.len())
+        .await
+        .map_err(budget_error)?;
     Ok(ReceivedBody {
         bytes: Bytes::from(decoded),
         _reservation: reservation,
