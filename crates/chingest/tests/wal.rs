@@ -42,6 +42,24 @@ fn main() {
                 phases::run(dir.path(), &["fault-crash", "fault-cleared"]);
             },
         ),
+        phases::trial("a_full_disk_is_an_error_the_writer_sees", || {
+            // The log on a 1 MiB file system of its own (mounting needs
+            // root, as the tests have in CI).
+            let dir = tempfile::tempdir().unwrap();
+            let small = dir.path().join("small-disk");
+            std::fs::create_dir(&small).unwrap();
+            let mounted = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+                .arg(&small)
+                .status()
+                .unwrap();
+            assert!(mounted.success(), "mounting a tmpfs for the log");
+            let result = std::panic::catch_unwind(|| phases::run(dir.path(), &["disk-full"]));
+            let _ = std::process::Command::new("umount").arg(&small).status();
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        }),
         phases::trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["log-full"]);
         }),
@@ -176,6 +194,14 @@ async fn child(phase: &str, dir: &Path) {
             config.flush.max_age = Duration::from_millis(50);
             config.wal.checkpoint_interval = Duration::from_millis(100);
         }
+        "disk-full" => {
+            config.wal.dir = Some(dir.join("small-disk"));
+            config.wal.segment_bytes = 64 << 10;
+            config.wal.checkpoint_interval = Duration::from_millis(50);
+            // Nothing is inserted, so nothing is checkpointed, until asked.
+            config.flush.max_age = Duration::from_secs(3600);
+            config.flush.max_rows = usize::MAX;
+        }
         "log-full" => {
             config.flush.max_age = Duration::from_millis(50);
             config.wal.max_bytes = 256 << 10;
@@ -297,6 +323,42 @@ async fn child(phase: &str, dir: &Path) {
             set_fault(&ing, "cpu", None).await;
             ing.flush().await.unwrap();
             assert_stored_once(&ing, 2 * WRITES).await;
+            ing.close().await.unwrap();
+        }
+        "disk-full" => {
+            let mut answered = 0;
+            let refused = loop {
+                let (body, options) = (body(answered), with(Durability::Fsync));
+                match ing.write_lp(DB, "autogen", body.as_bytes(), &options).await {
+                    Ok(_) => answered += 1,
+                    Err(err) => break err,
+                }
+                assert!(answered < 1000, "a 1 MiB disk never filled");
+            };
+            assert!(answered > 0);
+            let Error::Io { source, .. } = &refused else {
+                panic!("a full disk is an I/O error, not {refused:?}")
+            };
+            assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{refused}");
+            // What was answered is kept and inserted; the refused write left
+            // nothing behind.
+            ing.flush().await.unwrap();
+            let cpu = format!("SELECT count() FROM {DB}.`cpu.autogen`");
+            assert_eq!(scalar(&ing, &cpu).await, (answered * LINES) as u64);
+            // Inserted rows are checkpointed away: the disk has room again.
+            wait_for("the checkpoint", || {
+                stats.wal_segments.load(Ordering::Relaxed) <= 1
+            })
+            .await;
+            ing.write_lp(
+                DB,
+                "autogen",
+                body(answered).as_bytes(),
+                &with(Durability::Visible),
+            )
+            .await
+            .unwrap();
+            assert_eq!(scalar(&ing, &cpu).await, ((answered + 1) * LINES) as u64);
             ing.close().await.unwrap();
         }
         "log-full" => {
