@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use chingest::Ingestor;
 use std::future::IntoFuture;
+use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 
 use tokio::sync::{oneshot, watch, OnceCell};
@@ -193,6 +194,13 @@ async fn serve(
             ),
             stopped(stop_rx.clone()),
         );
+    // The same for HTTP: over keep-alive, the last chunk of every streamed
+    // answer would wait for the client's delayed ACK (~40 ms a request).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::warn!(%err, "setting TCP_NODELAY on an HTTP connection");
+        }
+    });
     let http = axum::serve(listener, http::router(state.clone()))
         .with_graceful_shutdown(stopped(stop_rx))
         .into_future();
