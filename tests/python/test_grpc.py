@@ -136,3 +136,17 @@ def test_a_wrong_token_is_unauthenticated(server, pb, stub):
         with pytest.raises(grpc.RpcError) as raised:
             stub.Write(request, metadata=metadata)
         assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_reflection_lists_the_services_to_a_generic_client(server):
+    """grpcio-reflection's descriptor database speaks reflection v1alpha."""
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+        ProtoReflectionDescriptorDatabase,
+    )
+    with grpc.insecure_channel(server["grpc"]) as channel:
+        db = ProtoReflectionDescriptorDatabase(channel)
+        services = set(db.get_services())
+        assert {"chingest.v1.Ingest", "grpc.health.v1.Health"} <= services
+        ingest = db.FindFileContainingSymbol("chingest.v1.Ingest")
+        assert ingest.package == "chingest.v1"
+        assert [s.name for s in ingest.service] == ["Ingest"]

@@ -18,9 +18,9 @@ pub mod state;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use axum::serve::ListenerExt as _;
 use chingest::Ingestor;
 use std::future::IntoFuture;
-use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 
 use tokio::sync::{oneshot, watch, OnceCell};
@@ -170,11 +170,16 @@ async fn serve(
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(chingest_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| ServerError::Serve(std::io::Error::other(e)))?;
+    // Reflection in both versions: generic clients still speak v1alpha
+    // (Python's grpcio-reflection, older grpcurl).
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(chingest_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_error = |e| ServerError::Serve(std::io::Error::other(e));
+    let reflection_v1 = reflection().build_v1().map_err(reflection_error)?;
+    let reflection_v1alpha = reflection().build_v1alpha().map_err(reflection_error)?;
     // Writes are large messages one way: HTTP/2's default 64 KiB windows
     // would stall the sender every 64 KiB, waiting for a round trip.
     let grpc = tonic::transport::Server::builder()
@@ -182,7 +187,8 @@ async fn serve(
         .initial_connection_window_size(GRPC_CONNECTION_WINDOW)
         .max_frame_size(GRPC_MAX_FRAME)
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(grpc::ingest_service(state.clone()))
         .serve_with_incoming_shutdown(
             // Replies are small: without TCP_NODELAY, Nagle's algorithm holds
