@@ -32,6 +32,73 @@ pub struct IngestConfig {
     /// measurement, with one column per tag and per field (`db.cpu` shows
     /// `db.\`cpu.autogen\`` with its tags). `None`: no views.
     pub view_retention_policy: Option<String>,
+    /// Limits on queries from untrusted callers.
+    pub query: QueryLimits,
+}
+
+/// Limits the engine enforces on every statement of
+/// [`Ingestor::query_read_only`](crate::Ingestor::query_read_only) (the
+/// server's `/sql`). They are settings of read-only connections, where a
+/// statement cannot change settings, so a caller cannot raise them. A
+/// statement past one fails with [`Error::QueryLimit`]; `0` means no limit
+/// (the engine's convention).
+#[derive(Debug, Clone)]
+pub struct QueryLimits {
+    /// Wall-clock time of a statement (`max_execution_time`).
+    pub max_execution_time: Duration,
+    /// Memory of a statement (`max_memory_usage`).
+    pub max_memory_bytes: u64,
+    /// Rows read from tables (`max_rows_to_read`).
+    pub max_rows_to_read: u64,
+    /// Bytes read from tables, uncompressed (`max_bytes_to_read`).
+    pub max_bytes_to_read: u64,
+    /// Rows in the result (`max_result_rows`).
+    pub max_result_rows: u64,
+    /// Bytes in the result, uncompressed (`max_result_bytes`).
+    pub max_result_bytes: u64,
+    /// Threads one statement may use (`max_threads`): 1 leaves the other
+    /// cores to ingestion.
+    pub max_threads: u64,
+    /// Statements running at once; more fail at once with
+    /// [`Error::TooManyQueries`].
+    pub max_concurrent: usize,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        QueryLimits {
+            max_execution_time: Duration::from_secs(30),
+            max_memory_bytes: 1 << 30,
+            max_rows_to_read: 0,
+            max_bytes_to_read: 0,
+            max_result_rows: 0,
+            max_result_bytes: 1 << 30,
+            max_threads: 1,
+            max_concurrent: 4,
+        }
+    }
+}
+
+impl QueryLimits {
+    /// The limits as engine settings, `--name=value` connection arguments.
+    pub(crate) fn connection_args(&self) -> Vec<String> {
+        let seconds = self.max_execution_time.as_secs_f64();
+        [
+            ("max_execution_time", seconds.to_string()),
+            ("timeout_overflow_mode", "throw".to_owned()),
+            ("max_memory_usage", self.max_memory_bytes.to_string()),
+            ("max_rows_to_read", self.max_rows_to_read.to_string()),
+            ("max_bytes_to_read", self.max_bytes_to_read.to_string()),
+            ("read_overflow_mode", "throw".to_owned()),
+            ("max_result_rows", self.max_result_rows.to_string()),
+            ("max_result_bytes", self.max_result_bytes.to_string()),
+            ("result_overflow_mode", "throw".to_owned()),
+            ("max_threads", self.max_threads.to_string()),
+        ]
+        .into_iter()
+        .map(|(name, value)| format!("--{name}={value}"))
+        .collect()
+    }
 }
 
 /// The write-ahead log: where it lives, how large it may grow, how often
@@ -138,6 +205,7 @@ impl IngestConfig {
             max_buffered_bytes: 256 << 20,
             overload_wait: Duration::from_secs(1),
             view_retention_policy: Some("autogen".to_owned()),
+            query: QueryLimits::default(),
         }
     }
 
@@ -152,6 +220,9 @@ impl IngestConfig {
         }
         if self.wal.segment_bytes < 4096 || self.wal.max_bytes < self.wal.segment_bytes {
             return fail("wal.segment_bytes must be at least 4096 and at most wal.max_bytes");
+        }
+        if self.query.max_concurrent == 0 || self.query.max_threads == 0 {
+            return fail("query.max_concurrent and query.max_threads must be at least 1");
         }
         if self.wal.checkpoint_interval.is_zero() {
             return fail("wal.checkpoint_interval must be positive");

@@ -18,9 +18,11 @@ use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use deadpool::managed::{self, Metrics, RecycleResult};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
+use crate::config::QueryLimits;
 use crate::names::{quote_ident, quote_literal};
+use crate::sandbox::Sandbox;
 use crate::stats::IngestStats;
 use crate::{Error, Result};
 
@@ -54,10 +56,14 @@ impl managed::Manager for ConnectionManager {
 #[derive(Debug)]
 pub(crate) struct Engine {
     pool: managed::Pool<ConnectionManager>,
-    /// Connections opened with `readonly = 1`: the engine itself refuses
-    /// writes, settings changes and table functions (`file`, `url`,
-    /// `remote`, …) on them. Used for queries from untrusted callers.
+    /// Connections opened with `readonly = 1` and the query limits: the
+    /// engine itself refuses writes, settings changes and table functions
+    /// that read outside (`file`, `url`, `remote`, …) on them. Used for
+    /// queries from untrusted callers, together with `sandbox`.
     read_only: managed::Pool<ConnectionManager>,
+    /// At most `QueryLimits::max_concurrent` untrusted statements at once.
+    read_only_slots: Arc<Semaphore>,
+    sandbox: Arc<Sandbox>,
     /// Counters, shared with the ingestor.
     pub(crate) stats: Arc<IngestStats>,
 }
@@ -69,21 +75,28 @@ static REGISTRATION_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl Engine {
     /// Boots the engine on `data_dir` and checks that it answers.
-    pub(crate) async fn open(data_dir: &Path, connections: usize) -> Result<Engine> {
+    pub(crate) async fn open(
+        data_dir: &Path,
+        connections: usize,
+        limits: &QueryLimits,
+    ) -> Result<Engine> {
         let path = format!("--path={}", data_dir.display());
-        let pool = |args: Vec<String>| {
-            managed::Pool::builder(ConnectionManager { args })
-                .max_size(connections)
-                .build()
-                .map_err(|e| Error::Config(format!("connection pool: {e}")))
+        let mut read_only_args = vec![path.clone(), "--readonly=1".to_owned()];
+        read_only_args.extend(limits.connection_args());
+        let pool = connection_pool(vec![path], connections)?;
+        let sandbox = {
+            let conn = pool.get().await.map_err(pool_error)?;
+            tokio::task::spawn_blocking(move || Sandbox::load(&conn))
+                .await
+                .map_err(|e| Error::Engine(format!("engine task failed: {e}")))??
         };
-        let engine = Engine {
-            pool: pool(vec![path.clone()])?,
-            read_only: pool(vec![path, "--readonly=1".to_owned()])?,
+        Ok(Engine {
+            pool,
+            read_only: connection_pool(read_only_args, limits.max_concurrent)?,
+            read_only_slots: Arc::new(Semaphore::new(limits.max_concurrent)),
+            sandbox: Arc::new(sandbox),
             stats: Arc::default(),
-        };
-        engine.execute("SELECT 1".to_owned()).await?;
-        Ok(engine)
+        })
     }
 
     /// Runs `f` with a pooled connection on the blocking pool.
@@ -138,11 +151,24 @@ impl Engine {
         sql: String,
         format: OutputFormat,
     ) -> Result<QueryChunks> {
+        let limit = self.read_only.status().max_size;
+        let slot = Arc::clone(&self.read_only_slots)
+            .try_acquire_owned()
+            .map_err(|_| Error::TooManyQueries { limit })?;
         let mut conn = self.read_only.get().await.map_err(pool_error)?;
+        let sandbox = Arc::clone(&self.sandbox);
         let (sender, receiver) = mpsc::channel(4);
         tokio::task::spawn_blocking(move || {
+            let _slot = slot;
             let streamed = (|| -> Result<()> {
                 check_read_only(&conn, &sql)?;
+                let checked = sandbox.check(&conn, &sql)?;
+                if !checked.streams {
+                    // SHOW, EXPLAIN, DESCRIBE: the engine answers them whole.
+                    let output = conn.query(&sql, format)?;
+                    let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
+                    return Ok(());
+                }
                 let mut stream = conn.query_stream(&sql, format)?;
                 while let Some(chunk) = stream.next_chunk()? {
                     if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
@@ -153,7 +179,7 @@ impl Engine {
                 Ok(())
             })();
             if let Err(err) = streamed {
-                let _ = sender.blocking_send(Err(err));
+                let _ = sender.blocking_send(Err(limit_error(err)));
             }
         });
         Ok(QueryChunks { receiver })
@@ -201,6 +227,31 @@ fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
     }
 }
 
+/// An engine error that reports a query limit, as [`Error::QueryLimit`]
+/// naming the limit's setting; other errors as they are.
+fn limit_error(err: Error) -> Error {
+    let Error::Engine(message) = err else {
+        return err;
+    };
+    let limit = if message.contains("(TIMEOUT_EXCEEDED)") {
+        "max_execution_time"
+    } else if message.contains("(MEMORY_LIMIT_EXCEEDED)") {
+        "max_memory_usage"
+    } else if message.contains("(TOO_MANY_ROWS)") {
+        "max_rows_to_read"
+    } else if message.contains("(TOO_MANY_BYTES)") {
+        "max_bytes_to_read"
+    } else if message.contains("(TOO_MANY_ROWS_OR_BYTES)") {
+        match message.contains("max bytes") {
+            true => "max_result_bytes",
+            false => "max_result_rows",
+        }
+    } else {
+        return Error::Engine(message);
+    };
+    Error::QueryLimit { limit, message }
+}
+
 /// The output of a streamed query, chunk by chunk.
 #[derive(Debug)]
 pub struct QueryChunks {
@@ -218,6 +269,14 @@ impl QueryChunks {
     pub fn into_receiver(self) -> mpsc::Receiver<Result<Vec<u8>>> {
         self.receiver
     }
+}
+
+/// A pool of up to `size` connections opened with `args`.
+fn connection_pool(args: Vec<String>, size: usize) -> Result<managed::Pool<ConnectionManager>> {
+    managed::Pool::builder(ConnectionManager { args })
+        .max_size(size)
+        .build()
+        .map_err(|e| Error::Config(format!("connection pool: {e}")))
 }
 
 fn pool_error(err: managed::PoolError<Error>) -> Error {

@@ -35,6 +35,21 @@ pub enum Error {
     /// A statement refused by [`Ingestor::query_read_only`](crate::Ingestor::query_read_only).
     #[error("refused: {0}")]
     NotReadOnly(String),
+    /// A query from an untrusted caller went past one of the
+    /// [`QueryLimits`](crate::QueryLimits).
+    #[error("query limit {limit} exceeded: {message}")]
+    QueryLimit {
+        /// The engine setting of the limit, e.g. `max_execution_time`.
+        limit: &'static str,
+        /// The engine's message.
+        message: String,
+    },
+    /// `QueryLimits::max_concurrent` statements are already running.
+    #[error("too many queries: {limit} are already running; retry later")]
+    TooManyQueries {
+        /// The configured limit.
+        limit: usize,
+    },
     /// The database does not exist and the write did not ask to create it.
     #[error("database not found: {0:?}")]
     DatabaseNotFound(String),

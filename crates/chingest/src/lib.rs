@@ -56,6 +56,7 @@ mod flusher;
 mod lp;
 pub mod names;
 mod replay;
+pub mod sandbox;
 pub mod schema;
 pub mod series;
 pub mod stats;
@@ -73,7 +74,7 @@ use tracing::Instrument;
 
 pub use arrow;
 pub use budget::MemoryReservation;
-pub use config::{BufferPolicy, FlushPolicy, IngestConfig, WalConfig};
+pub use config::{BufferPolicy, FlushPolicy, IngestConfig, QueryLimits, WalConfig};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
@@ -282,7 +283,7 @@ impl Ingestor {
             context: format!("resolving data directory {}", config.data_dir.display()),
             source,
         })?;
-        let engine = Engine::open(&data_dir, config.connections).await?;
+        let engine = Engine::open(&data_dir, config.connections, &config.query).await?;
         let catalog = Catalog::load(&engine).await?;
         catalog
             .repair(

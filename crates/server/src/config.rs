@@ -31,6 +31,8 @@ pub struct ServerConfig {
     pub ingest: IngestSection,
     /// The write-ahead log.
     pub wal: WalSection,
+    /// Limits on `/sql` statements.
+    pub query: QuerySection,
 }
 
 /// Limits on what one request may carry.
@@ -79,6 +81,44 @@ pub struct WalSection {
     pub checkpoint_interval_ms: u64,
 }
 
+/// Limits on untrusted SQL (`chingest::QueryLimits`); 0: no limit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuerySection {
+    /// Wall-clock time of a statement, in milliseconds.
+    pub max_execution_time_ms: u64,
+    /// Memory of a statement.
+    pub max_memory_bytes: u64,
+    /// Rows read from tables.
+    pub max_rows_to_read: u64,
+    /// Bytes read from tables (uncompressed).
+    pub max_bytes_to_read: u64,
+    /// Rows in a result.
+    pub max_result_rows: u64,
+    /// Bytes in a result (uncompressed).
+    pub max_result_bytes: u64,
+    /// Threads of one statement.
+    pub max_threads: u64,
+    /// Statements at once; more are refused (429).
+    pub max_concurrent: usize,
+}
+
+impl Default for QuerySection {
+    fn default() -> Self {
+        let library = chingest::QueryLimits::default();
+        QuerySection {
+            max_execution_time_ms: library.max_execution_time.as_millis() as u64,
+            max_memory_bytes: library.max_memory_bytes,
+            max_rows_to_read: library.max_rows_to_read,
+            max_bytes_to_read: library.max_bytes_to_read,
+            max_result_rows: library.max_result_rows,
+            max_result_bytes: library.max_result_bytes,
+            max_threads: library.max_threads,
+            max_concurrent: library.max_concurrent,
+        }
+    }
+}
+
 /// The engine and batching knobs of `chingest::IngestConfig`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -112,6 +152,7 @@ impl Default for ServerConfig {
             write: WriteConfig::default(),
             ingest: IngestSection::default(),
             wal: WalSection::default(),
+            query: QuerySection::default(),
         }
     }
 }
@@ -251,6 +292,17 @@ impl ServerConfig {
         config.wal.checkpoint_interval = Duration::from_millis(wal.checkpoint_interval_ms);
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
+        let query = &self.query;
+        config.query = chingest::QueryLimits {
+            max_execution_time: Duration::from_millis(query.max_execution_time_ms),
+            max_memory_bytes: query.max_memory_bytes,
+            max_rows_to_read: query.max_rows_to_read,
+            max_bytes_to_read: query.max_bytes_to_read,
+            max_result_rows: query.max_result_rows,
+            max_result_bytes: query.max_result_bytes,
+            max_threads: query.max_threads,
+            max_concurrent: query.max_concurrent,
+        };
         config
     }
 }

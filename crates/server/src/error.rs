@@ -84,6 +84,8 @@ impl From<chingest::Error> for ApiError {
                 StatusCode::BAD_REQUEST
             }
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
+            E::QueryLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            E::TooManyQueries { .. } => StatusCode::TOO_MANY_REQUESTS,
             E::DatabaseNotFound(_) => StatusCode::NOT_FOUND,
             E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
             // The log is full or cannot be written (a full disk): retry later.
@@ -95,6 +97,7 @@ impl From<chingest::Error> for ApiError {
             E::Overloaded { retry_after, .. } | E::LogFull { retry_after, .. } => {
                 Some(retry_after.as_secs().max(1))
             }
+            E::TooManyQueries { .. } => Some(1),
             _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(1),
             _ => None,
         };

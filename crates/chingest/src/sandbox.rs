@@ -1,0 +1,267 @@
+//! What SQL from untrusted callers may touch: the server's databases and
+//! nothing else.
+//!
+//! Three layers, the engine's own first:
+//!
+//! 1. The connection is `readonly = 1`: the engine refuses writes, DDL,
+//!    settings changes (so the limits of [`QueryLimits`](crate::QueryLimits)
+//!    cannot be raised) and table functions that read outside (`url`, `s3`,
+//!    `remote`, `file`, `executable`, …).
+//! 2. [`Sandbox::check`] reads the statement's syntax tree as the engine's
+//!    parser prints it (`EXPLAIN AST`) and refuses
+//!    - table functions outside [`ALLOWED_TABLE_FUNCTIONS`] (generators
+//!      only: `merge`, `loop`, `dictionary` and friends read tables by
+//!      name, past the checks below);
+//!    - scalar functions that reach the file system, the network, the
+//!      server's configuration or other tables by name
+//!      ([`DENIED_FUNCTIONS`], plus every function the engine files under
+//!      the `AI`, `Dictionary` and `Introspection` categories, and their
+//!      aliases: new engine versions are covered as they list them);
+//!    - `system` tables outside [`ALLOWED_SYSTEM_TABLES`]: the others show
+//!      paths, other callers' queries, users, grants or server internals.
+//! 3. The engine enforces the limits on every statement.
+//!
+//! The tree is the engine's parse, not the text: quoting, comments, case
+//! and aliases cannot hide a name.
+
+use std::collections::HashSet;
+
+use chdb_rust::connection::Connection;
+
+use crate::engine::query_rows;
+use crate::{Error, Result};
+
+/// Table functions that only generate rows.
+pub const ALLOWED_TABLE_FUNCTIONS: &[&str] = &[
+    "numbers",
+    "numbers_mt",
+    "zeros",
+    "zeros_mt",
+    "generateRandom",
+    "generateSeries",
+    "generate_series",
+    "primes",
+    "values",
+    "null",
+    "view",
+];
+
+/// Scalar functions refused besides the engine's `AI`, `Dictionary` and
+/// `Introspection` categories.
+pub const DENIED_FUNCTIONS: &[&str] = &[
+    // The file system.
+    "file",
+    "filesystemAvailable",
+    "filesystemCapacity",
+    "filesystemUnreserved",
+    "catboostEvaluate",
+    // Tables by name, past the table checks.
+    "joinGet",
+    "joinGetOrNull",
+    "hasColumnInTable",
+    "getSubcolumn",
+    // The server: its configuration, identity, network and users.
+    "getServerSetting",
+    "getMergeTreeSetting",
+    "getServerPort",
+    "tcpPort",
+    "hostName",
+    "fqdn",
+    "displayName",
+    "serverUUID",
+    "buildId",
+    "getMacro",
+    "getOSKernelVersion",
+    "showCertificate",
+    "getClientHTTPHeader",
+    "currentUser",
+    "currentProfiles",
+    "currentRoles",
+    "enabledRoles",
+    "defaultRoles",
+    "zookeeperSessionUptime",
+    "initialQueryID",
+    "queryID",
+];
+
+/// `system` tables a query may read: catalogues of the engine's features,
+/// generators, and columns (names and types, no paths).
+pub const ALLOWED_SYSTEM_TABLES: &[&str] = &[
+    "one",
+    "numbers",
+    "numbers_mt",
+    "zeros",
+    "zeros_mt",
+    "functions",
+    "table_functions",
+    "aggregate_function_combinators",
+    "data_type_families",
+    "formats",
+    "collations",
+    "time_zones",
+    "keywords",
+    "settings",
+    "columns",
+];
+
+/// The checks of one engine, with the denied functions read from its
+/// catalogue.
+#[derive(Debug)]
+pub(crate) struct Sandbox {
+    /// Lower-cased: some function names are case-insensitive.
+    denied_functions: HashSet<String>,
+    allowed_table_functions: HashSet<String>,
+}
+
+impl Sandbox {
+    /// Reads the engine's catalogue for the categories refused whole and
+    /// the aliases of every refused function.
+    pub(crate) fn load(conn: &Connection) -> Result<Sandbox> {
+        let names = DENIED_FUNCTIONS
+            .iter()
+            .map(|f| format!("'{f}'"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let rows = query_rows(
+            conn,
+            &format!(
+                "SELECT name FROM system.functions \
+                 WHERE categories IN ('AI', 'Dictionary', 'Introspection') \
+                    OR name IN ({names}) OR alias_to IN ({names}) \
+                 UNION DISTINCT \
+                 SELECT name FROM system.functions WHERE alias_to IN \
+                    (SELECT name FROM system.functions \
+                     WHERE categories IN ('AI', 'Dictionary', 'Introspection'))"
+            ),
+        )?;
+        let denied_functions = rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next())
+            .chain(DENIED_FUNCTIONS.iter().map(|f| f.to_string()))
+            .map(|name| name.to_lowercase())
+            .collect();
+        let allowed_table_functions = ALLOWED_TABLE_FUNCTIONS
+            .iter()
+            .map(|f| f.to_lowercase())
+            .collect();
+        Ok(Sandbox {
+            denied_functions,
+            allowed_table_functions,
+        })
+    }
+
+    /// Refuses `sql` if its syntax tree names a function or table outside
+    /// the sandbox. `sql` is one read-only statement (already classified).
+    pub(crate) fn check(&self, conn: &Connection, sql: &str) -> Result<Checked> {
+        let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
+        let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
+        self.check_tree(&lines)?;
+        let root = lines.first().map_or("", |line| first_word(line.trim_start()));
+        Ok(Checked {
+            streams: root.starts_with("Select"),
+        })
+    }
+
+    fn check_tree(&self, lines: &[String]) -> Result<()> {
+        let refuse = |what: String| Err(Error::NotReadOnly(what));
+        for (i, line) in lines.iter().enumerate() {
+            let node = line.trim_start();
+            if let Some(rest) = node.strip_prefix("Function ") {
+                let name = first_word(rest);
+                let table_function = parent(lines, i).is_some_and(|p| p == "TableExpression");
+                if table_function {
+                    if !self.allowed_table_functions.contains(&name.to_lowercase()) {
+                        return refuse(format!("table function {name}() is not allowed here"));
+                    }
+                } else if self.denied_functions.contains(&name.to_lowercase()) {
+                    return refuse(format!("function {name}() is not allowed here"));
+                }
+            } else if let Some(rest) = node.strip_prefix("TableIdentifier ") {
+                let table = unquote(first_word(rest));
+                if let Some(system_table) = table.strip_prefix("system.") {
+                    if !ALLOWED_SYSTEM_TABLES.contains(&system_table) {
+                        return refuse(format!("table {table} is not allowed here"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the check learned of a statement it let through.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// A `SELECT` (the engine streams its output); `SHOW`, `EXPLAIN`,
+    /// `DESCRIBE` and the like are answered whole.
+    pub(crate) streams: bool,
+}
+
+/// The first word of an `EXPLAIN AST` node's text (before ` (alias …)` or
+/// ` (children …)`).
+fn first_word(text: &str) -> &str {
+    text.split(' ').next().unwrap_or_default()
+}
+
+/// The node kind of line `i`'s parent (the nearest line above it that is
+/// indented less).
+fn parent(lines: &[String], i: usize) -> Option<&str> {
+    let depth = |line: &str| line.len() - line.trim_start().len();
+    let own = depth(&lines[i]);
+    lines[..i]
+        .iter()
+        .rev()
+        .find(|line| depth(line) < own)
+        .map(|line| first_word(line.trim_start()))
+}
+
+/// `` `system`.`disks` `` → `system.disks`.
+fn unquote(name: &str) -> String {
+    name.replace('`', "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox() -> Sandbox {
+        Sandbox {
+            denied_functions: ["file".to_owned()].into(),
+            allowed_table_functions: ["numbers".to_owned()].into(),
+        }
+    }
+
+    fn tree(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn table_functions_are_told_from_scalar_functions_by_their_parent() {
+        let numbers = tree(
+            "SelectQuery (children 2)\n \
+             TablesInSelectQuery (children 1)\n  \
+             TableExpression (children 1)\n   \
+             Function numbers (children 1)",
+        );
+        assert!(sandbox().check_tree(&numbers).is_ok());
+        let url = tree(
+            "SelectQuery (children 2)\n \
+             TableExpression (children 1)\n  \
+             Function url (children 1)",
+        );
+        let err = sandbox().check_tree(&url).unwrap_err().to_string();
+        assert!(err.contains("table function url()"), "{err}");
+        let file = tree("SelectQuery (children 1)\n ExpressionList\n  Function FILE (alias f)");
+        assert!(sandbox().check_tree(&file).is_err(), "names are compared without case");
+    }
+
+    #[test]
+    fn system_tables_outside_the_list_are_refused() {
+        let disks = tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
+        assert!(sandbox().check_tree(&disks).is_err());
+        let one = tree("TableExpression (children 1)\n TableIdentifier system.one");
+        assert!(sandbox().check_tree(&one).is_ok());
+        let ours = tree("TableExpression (children 1)\n TableIdentifier db.`cpu.autogen`");
+        assert!(sandbox().check_tree(&ours).is_ok());
+    }
+}
