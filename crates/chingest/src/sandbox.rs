@@ -156,7 +156,9 @@ impl Sandbox {
         let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
         let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
         self.check_tree(&lines)?;
-        let root = lines.first().map_or("", |line| first_word(line.trim_start()));
+        let root = lines
+            .first()
+            .map_or("", |line| first_word(line.trim_start()));
         Ok(Checked {
             streams: root.starts_with("Select"),
         })
@@ -252,12 +254,16 @@ mod tests {
         let err = sandbox().check_tree(&url).unwrap_err().to_string();
         assert!(err.contains("table function url()"), "{err}");
         let file = tree("SelectQuery (children 1)\n ExpressionList\n  Function FILE (alias f)");
-        assert!(sandbox().check_tree(&file).is_err(), "names are compared without case");
+        assert!(
+            sandbox().check_tree(&file).is_err(),
+            "names are compared without case"
+        );
     }
 
     #[test]
     fn system_tables_outside_the_list_are_refused() {
-        let disks = tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
+        let disks =
+            tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
         assert!(sandbox().check_tree(&disks).is_err());
         let one = tree("TableExpression (children 1)\n TableIdentifier system.one");
         assert!(sandbox().check_tree(&one).is_ok());

@@ -71,6 +71,8 @@ fn main() {
         overload_answers_429_with_retry_after,
         concurrent_bodies_past_the_memory_budget_get_429,
         durability_is_chosen_per_request,
+        query_limits_answer_422_naming_the_limit,
+        concurrent_queries_past_the_limit_get_429,
         unknown_databases_are_404_when_auto_create_is_off,
     ];
     libtest_mimic::run(&args, trials).exit()
@@ -341,6 +343,86 @@ async fn durability_is_chosen_per_request() {
         .parse()
         .unwrap();
     assert!(syncs >= 1.0, "{syncs}");
+    server.shutdown().await.unwrap();
+}
+
+/// Runs `statement` through `/sql`; the status and body.
+async fn sql(base: &str, statement: &str) -> (StatusCode, String) {
+    let r = client()
+        .post(format!("{base}/sql?format=TabSeparated"))
+        .body(statement.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+/// Each limit of `[query]` stops the statement that passes it with 422 and
+/// an error naming the limit; the statement cannot raise it.
+async fn query_limits_answer_422_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.query.max_execution_time_ms = 500;
+    config.query.max_memory_bytes = 32 << 20;
+    config.query.max_rows_to_read = 1_000_000;
+    config.query.max_result_rows = 1_000;
+    config.query.max_result_bytes = 1 << 20;
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    for (statement, limit) in [
+        (
+            "SELECT count() FROM numbers(100000) AS a, numbers(100000) AS b WHERE a.number + b.number = 7",
+            "max_execution_time",
+        ),
+        (
+            "SELECT length(groupArray(repeat('x', 1000))) FROM numbers(100000)",
+            "max_memory_usage",
+        ),
+        ("SELECT sum(number) FROM numbers(2000000)", "max_rows_to_read"),
+        ("SELECT number FROM numbers(5000)", "max_result_rows"),
+        // Not a constant: the engine counts a constant column once.
+        ("SELECT repeat('x', 5000 + number % 2) FROM numbers(500)", "max_result_bytes"),
+    ] {
+        let (status, text) = sql(&base, statement).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{statement}: {text}");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let message = json["error"].as_str().unwrap();
+        assert!(message.contains(&format!("query limit {limit} exceeded")), "{message}");
+    }
+    let (status, text) = sql(&base, "SELECT 1 SETTINGS max_execution_time = 0").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    let (status, text) = sql(&base, "SELECT getSetting('max_execution_time')").await;
+    assert_eq!((status, text.trim()), (StatusCode::OK, "0.5"));
+    server.shutdown().await.unwrap();
+}
+
+/// Past `query.max_concurrent` statements at once: 429 with Retry-After.
+async fn concurrent_queries_past_the_limit_get_429() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.query.max_concurrent = 1;
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let slow = {
+        let base = base.clone();
+        tokio::spawn(async move { sql(&base, "SELECT sleepEachRow(0.5) FROM numbers(2)").await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = client()
+        .post(format!("{base}/sql"))
+        .body("SELECT 1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key("retry-after"));
+    assert_eq!(slow.await.unwrap().0, StatusCode::OK);
+    assert_eq!(
+        sql(&base, "SELECT 1").await,
+        (StatusCode::OK, "1\n".to_owned())
+    );
     server.shutdown().await.unwrap();
 }
 
