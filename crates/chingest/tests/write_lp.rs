@@ -676,13 +676,13 @@ fn read_only_queries_refuse_everything_but_one_read() {
             "INSERT INTO lp_ro.`m.autogen.mergetree` (time, series_id) VALUES (1, 1)",
             "DROP TABLE lp_ro.`m.autogen`",
             "CREATE DATABASE lp_ro_2",
-            "SET max_threads = 1",
+            "SET max_threads = 2",
             "SELECT 1; SELECT 2",
             &format!("SELECT 1 INTO OUTFILE '{}'", path.display()),
             "SELECT * FROM file('/etc/passwd', 'LineAsString')",
             "SELECT * FROM url('http://127.0.0.1:9/', 'CSV', 'a String')",
             "SELECT * FROM remote('127.0.0.1', system.one)",
-            "SELECT 1 SETTINGS max_threads = 1",
+            "SELECT 1 SETTINGS max_threads = 2",
         ];
         for sql in refused {
             let err = ing.query_read_only(sql, "CSV").await.unwrap_err();
