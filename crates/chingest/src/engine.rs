@@ -7,7 +7,7 @@
 //! concurrent caller its own connection, which is what lets inserts overlap.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow::array::StructArray;
@@ -158,6 +158,10 @@ impl Engine {
         let mut conn = self.read_only.get().await.map_err(pool_error)?;
         let sandbox = Arc::clone(&self.sandbox);
         let (sender, receiver) = mpsc::channel(4);
+        let canceller = Canceller::new(self.pool.clone());
+        let cancelled = Arc::clone(&canceller.cancelled);
+        // The marker names the statement in `system.processes`, for KILL.
+        let marked = format!("{sql}\n{}", canceller.marker);
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             let streamed = (|| -> Result<()> {
@@ -165,11 +169,16 @@ impl Engine {
                 let checked = sandbox.check(&conn, &sql)?;
                 if !checked.streams {
                     // SHOW, EXPLAIN, DESCRIBE: the engine answers them whole.
-                    let output = conn.query(&sql, format)?;
+                    let output = conn.query(&marked, format)?;
                     let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
                     return Ok(());
                 }
-                let mut stream = conn.query_stream(&sql, format)?;
+                let mut stream = conn.query_stream(&marked, format)?;
+                // Cancelled before it was running: KILL may have missed it.
+                if cancelled.load(Ordering::SeqCst) {
+                    stream.cancel();
+                    return Ok(());
+                }
                 while let Some(chunk) = stream.next_chunk()? {
                     if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
                         stream.cancel();
@@ -182,7 +191,10 @@ impl Engine {
                 let _ = sender.blocking_send(Err(limit_error(err)));
             }
         });
-        Ok(QueryChunks { receiver })
+        Ok(QueryChunks {
+            receiver,
+            canceller,
+        })
     }
 
     /// Runs a query and returns its result as Arrow record batches.
@@ -253,21 +265,77 @@ fn limit_error(err: Error) -> Error {
 }
 
 /// The output of a streamed query, chunk by chunk.
+///
+/// Dropping it before the end cancels the statement within moments, even
+/// one that has produced nothing yet (an aggregation over a large table):
+/// the engine is told to kill it.
 #[derive(Debug)]
 pub struct QueryChunks {
     receiver: mpsc::Receiver<Result<Vec<u8>>>,
+    canceller: Canceller,
 }
 
 impl QueryChunks {
     /// The next chunk; `None` once the output is complete. An error ends
     /// the output early.
     pub async fn next(&mut self) -> Option<Result<Vec<u8>>> {
-        self.receiver.recv().await
+        let next = self.receiver.recv().await;
+        if next.is_none() {
+            // Complete: nothing left to cancel.
+            self.canceller.finished = true;
+        }
+        next
     }
+}
 
-    /// The underlying channel, for adapting into other stream types.
-    pub fn into_receiver(self) -> mpsc::Receiver<Result<Vec<u8>>> {
-        self.receiver
+/// Kills its statement when dropped before the statement finished.
+#[derive(Debug)]
+struct Canceller {
+    /// A comment appended to the statement, unique in this process.
+    marker: String,
+    /// Set when dropped; the statement checks it once running.
+    cancelled: Arc<AtomicBool>,
+    finished: bool,
+    /// Where `KILL QUERY` runs (the read-only connections may not).
+    pool: managed::Pool<ConnectionManager>,
+}
+
+/// Numbers the statements' markers.
+static STATEMENT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Canceller {
+    fn new(pool: managed::Pool<ConnectionManager>) -> Canceller {
+        let n = STATEMENT_SEQ.fetch_add(1, Ordering::Relaxed);
+        Canceller {
+            marker: format!("/* chingest statement {n} */"),
+            cancelled: Arc::default(),
+            finished: false,
+            pool,
+        }
+    }
+}
+
+impl Drop for Canceller {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.cancelled.store(true, Ordering::SeqCst);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (pool, marker) = (self.pool.clone(), self.marker.clone());
+        runtime.spawn(async move {
+            let Ok(conn) = pool.get().await else { return };
+            let kill = format!(
+                "KILL QUERY WHERE query LIKE {} ASYNC",
+                quote_literal(&format!("%{marker}"))
+            );
+            let killed = tokio::task::spawn_blocking(move || execute(&conn, &kill)).await;
+            if let Ok(Err(err)) = killed {
+                tracing::warn!(%err, "cancelling a statement whose caller went away");
+            }
+        });
     }
 }
 

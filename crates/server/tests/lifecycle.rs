@@ -73,6 +73,7 @@ fn main() {
         durability_is_chosen_per_request,
         query_limits_answer_422_naming_the_limit,
         concurrent_queries_past_the_limit_get_429,
+        a_client_that_goes_away_cancels_its_query,
         unknown_databases_are_404_when_auto_create_is_off,
     ];
     libtest_mimic::run(&args, trials).exit()
@@ -419,6 +420,55 @@ async fn concurrent_queries_past_the_limit_get_429() {
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(r.headers().contains_key("retry-after"));
     assert_eq!(slow.await.unwrap().0, StatusCode::OK);
+    assert_eq!(
+        sql(&base, "SELECT 1").await,
+        (StatusCode::OK, "1\n".to_owned())
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// CPU time this process has used (user + system), from /proc.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// A statement that produces nothing until it is done (an aggregation over
+/// 100 billion rows) stops when its client goes away: the server's CPU is
+/// back to idle within two seconds, long before the time limit.
+async fn a_client_that_goes_away_cancels_its_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = chingest_server::start(config(dir.path())).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let impatient = Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let sent = impatient
+        .post(format!("{base}/sql"))
+        .body("SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) = 7")
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = cpu_seconds();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = cpu_seconds() - before;
+    // The statement alone keeps a core busy (max_threads = 1).
+    assert!(
+        used < 0.3,
+        "{used:.2} s of CPU in the second after cancelling"
+    );
     assert_eq!(
         sql(&base, "SELECT 1").await,
         (StatusCode::OK, "1\n".to_owned())

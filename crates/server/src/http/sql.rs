@@ -73,8 +73,15 @@ async fn run(
         None => Vec::new(),
     };
     span.in_scope(|| tracing::debug!("streaming"));
-    let rest = tokio_stream::wrappers::ReceiverStream::new(chunks.into_receiver())
-        .map(|chunk| chunk.map(Bytes::from).map_err(std::io::Error::other));
+    // The chunks live in the body: a client that goes away drops them,
+    // which cancels the statement.
+    let rest = futures_util::stream::unfold(chunks, |mut chunks| async move {
+        let chunk = chunks.next().await?;
+        Some((
+            chunk.map(Bytes::from).map_err(std::io::Error::other),
+            chunks,
+        ))
+    });
     let body =
         Body::from_stream(futures_util::stream::once(async { Ok(Bytes::from(first)) }).chain(rest));
     let mut response = (StatusCode::OK, body).into_response();
