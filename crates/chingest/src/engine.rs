@@ -179,11 +179,21 @@ impl Engine {
                     stream.cancel();
                     return Ok(());
                 }
+                let mut produced = false;
                 while let Some(chunk) = stream.next_chunk()? {
+                    produced = true;
                     if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
                         stream.cancel();
-                        break;
+                        return Ok(());
                     }
+                }
+                drop(stream);
+                if !produced {
+                    // No rows: a stream yields nothing, not even the
+                    // format's header (JSON's meta, CSVWithNames' names, a
+                    // Parquet schema). The whole answer has it.
+                    let output = conn.query(&marked, format)?;
+                    let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
                 }
                 Ok(())
             })();
@@ -508,8 +518,30 @@ pub(crate) fn output_format(name: &str) -> Result<OutputFormat> {
         Markdown,
         Vertical,
     ];
+    // The engine's short names: TSV, TSVWithNames, TSVRaw, …
+    let full = match name.get(..3) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("TSV") => format!("TabSeparated{}", &name[3..]),
+        _ => name.to_owned(),
+    };
     ALL.iter()
         .copied()
-        .find(|format| format.as_str().eq_ignore_ascii_case(name))
+        .find(|format| format.as_str().eq_ignore_ascii_case(&full))
         .ok_or_else(|| Error::UnknownFormat(name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_found_by_any_case_and_the_engine_s_short_names() {
+        let name = |format: &str| output_format(format).unwrap().as_str();
+        assert_eq!(name("json"), "JSON");
+        assert_eq!(name("TSVWithNames"), "TabSeparatedWithNames");
+        assert_eq!(name("tsv"), "TabSeparated");
+        assert!(matches!(
+            output_format("Nope"),
+            Err(Error::UnknownFormat(_))
+        ));
+    }
 }
