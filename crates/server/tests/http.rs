@@ -281,6 +281,8 @@ fn sql_refuses_writes_and_reports_engine_errors() {
             .to_str()
             .unwrap()
             .starts_with("text/csv"));
+        // A small answer goes out whole, with its length.
+        assert_eq!(r.headers()["content-length"], "6");
         assert_eq!(r.text().await.unwrap(), "\"v\"\n1\n");
         let r = client()
             .get(format!("{}/sql", base()))

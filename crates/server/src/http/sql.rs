@@ -72,18 +72,26 @@ async fn run(
         Some(chunk) => chunk.map_err(engine_error)?,
         None => Vec::new(),
     };
-    span.in_scope(|| tracing::debug!("streaming"));
-    // The chunks live in the body: a client that goes away drops them,
-    // which cancels the statement.
-    let rest = futures_util::stream::unfold(chunks, |mut chunks| async move {
-        let chunk = chunks.next().await?;
-        Some((
-            chunk.map(Bytes::from).map_err(std::io::Error::other),
-            chunks,
-        ))
-    });
-    let body =
-        Body::from_stream(futures_util::stream::once(async { Ok(Bytes::from(first)) }).chain(rest));
+    // A small answer (one chunk) goes out whole, with its length, in one
+    // write; a larger one is streamed as the engine produces it.
+    let body = match chunks.next().await {
+        None => Body::from(first),
+        Some(second) => {
+            span.in_scope(|| tracing::debug!("streaming"));
+            let head = [Ok(first), second]
+                .map(|chunk| chunk.map(Bytes::from).map_err(std::io::Error::other));
+            // The chunks live in the body: a client that goes away drops
+            // them, which cancels the statement.
+            let rest = futures_util::stream::unfold(chunks, |mut chunks| async move {
+                let chunk = chunks.next().await?;
+                Some((
+                    chunk.map(Bytes::from).map_err(std::io::Error::other),
+                    chunks,
+                ))
+            });
+            Body::from_stream(futures_util::stream::iter(head).chain(rest))
+        }
+    };
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
