@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::QueryLimits;
 use crate::names::{quote_ident, quote_literal};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{ReadScope, Sandbox};
 use crate::stats::IngestStats;
 use crate::{Error, Result};
 
@@ -150,6 +150,7 @@ impl Engine {
         &self,
         sql: String,
         format: OutputFormat,
+        scope: ReadScope,
     ) -> Result<QueryChunks> {
         let limit = self.read_only.status().max_size;
         let slot = Arc::clone(&self.read_only_slots)
@@ -166,7 +167,7 @@ impl Engine {
             let _slot = slot;
             let streamed = (|| -> Result<()> {
                 check_read_only(&conn, &sql)?;
-                let checked = sandbox.check(&conn, &sql)?;
+                let checked = sandbox.check(&conn, &sql, &scope)?;
                 if !checked.streams {
                     // SHOW, EXPLAIN, DESCRIBE: the engine answers them whole.
                     let output = conn.query(&marked, format)?;

@@ -78,6 +78,7 @@ pub use config::{BufferPolicy, FlushPolicy, IngestConfig, QueryLimits, WalConfig
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
+pub use sandbox::ReadScope;
 pub use stats::IngestStats;
 
 use crate::appender::{Appender, PendingWrite, TablePart};
@@ -538,7 +539,9 @@ impl Ingestor {
     /// functions that reach outside the engine (`file`, `url`, `remote`, …)
     /// are refused ([`Error::NotReadOnly`], or the engine's own error).
     pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
-        let mut chunks = self.query_read_only_stream(sql, format).await?;
+        let mut chunks = self
+            .query_read_only_stream(sql, format, &ReadScope::All)
+            .await?;
         let mut output = Vec::new();
         while let Some(chunk) = chunks.next().await {
             output.extend(chunk?);
@@ -548,13 +551,19 @@ impl Ingestor {
 
     /// [`query_read_only`](Self::query_read_only), streamed: the output
     /// arrives chunk by chunk as the engine produces it, so a large result
-    /// is never held whole. Dropping the chunks cancels the query.
-    pub async fn query_read_only_stream(&self, sql: &str, format: &str) -> Result<QueryChunks> {
+    /// is never held whole. Dropping the chunks cancels the query. `scope`:
+    /// the databases the caller may read.
+    pub async fn query_read_only_stream(
+        &self,
+        sql: &str,
+        format: &str,
+        scope: &ReadScope,
+    ) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
         self.shared
             .open()?
             .engine
-            .stream_read_only(sql.to_owned(), format)
+            .stream_read_only(sql.to_owned(), format, scope.clone())
             .await
     }
 

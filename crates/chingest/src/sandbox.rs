@@ -104,6 +104,38 @@ pub const ALLOWED_SYSTEM_TABLES: &[&str] = &[
     "columns",
 ];
 
+/// `system` tables that show nothing of other databases: what a caller
+/// limited to some databases may read of `system`.
+pub const SCOPED_SYSTEM_TABLES: &[&str] = &[
+    "one",
+    "numbers",
+    "numbers_mt",
+    "zeros",
+    "zeros_mt",
+    "functions",
+    "table_functions",
+    "aggregate_function_combinators",
+    "data_type_families",
+    "formats",
+    "collations",
+    "time_zones",
+    "keywords",
+    "settings",
+];
+
+/// The databases a caller may read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ReadScope {
+    /// Every database.
+    #[default]
+    All,
+    /// Only these. Such a caller runs only `SELECT`s (not `SHOW`,
+    /// `DESCRIBE`, `EXPLAIN`), which name every table they read, and reads
+    /// only the `system` tables of [`SCOPED_SYSTEM_TABLES`]. A table named
+    /// without its database is in `default`.
+    Databases(Vec<String>),
+}
+
 /// The checks of one engine, with the denied functions read from its
 /// catalogue.
 #[derive(Debug)]
@@ -152,19 +184,23 @@ impl Sandbox {
 
     /// Refuses `sql` if its syntax tree names a function or table outside
     /// the sandbox. `sql` is one read-only statement (already classified).
-    pub(crate) fn check(&self, conn: &Connection, sql: &str) -> Result<Checked> {
+    pub(crate) fn check(&self, conn: &Connection, sql: &str, scope: &ReadScope) -> Result<Checked> {
         let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
         let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
-        self.check_tree(&lines)?;
+        self.check_tree(&lines, scope)?;
         let root = lines
             .first()
             .map_or("", |line| first_word(line.trim_start()));
-        Ok(Checked {
-            streams: root.starts_with("Select"),
-        })
+        let streams = root.starts_with("Select");
+        if !streams && matches!(scope, ReadScope::Databases(_)) {
+            return Err(Error::NotReadOnly(
+                "only SELECT statements are allowed with this token".to_owned(),
+            ));
+        }
+        Ok(Checked { streams })
     }
 
-    fn check_tree(&self, lines: &[String]) -> Result<()> {
+    fn check_tree(&self, lines: &[String], scope: &ReadScope) -> Result<()> {
         let refuse = |what: String| Err(Error::NotReadOnly(what));
         for (i, line) in lines.iter().enumerate() {
             let node = line.trim_start();
@@ -180,10 +216,15 @@ impl Sandbox {
                 }
             } else if let Some(rest) = node.strip_prefix("TableIdentifier ") {
                 let table = unquote(first_word(rest));
-                if let Some(system_table) = table.strip_prefix("system.") {
-                    if !ALLOWED_SYSTEM_TABLES.contains(&system_table) {
-                        return refuse(format!("table {table} is not allowed here"));
-                    }
+                let (database, name) = table.split_once('.').unwrap_or(("default", &table));
+                let allowed = match (database, scope) {
+                    ("system", ReadScope::All) => ALLOWED_SYSTEM_TABLES.contains(&name),
+                    ("system", ReadScope::Databases(_)) => SCOPED_SYSTEM_TABLES.contains(&name),
+                    (_, ReadScope::All) => true,
+                    (database, ReadScope::Databases(list)) => list.iter().any(|d| d == database),
+                };
+                if !allowed {
+                    return refuse(format!("table {table} is not allowed here"));
                 }
             }
         }
@@ -245,17 +286,20 @@ mod tests {
              TableExpression (children 1)\n   \
              Function numbers (children 1)",
         );
-        assert!(sandbox().check_tree(&numbers).is_ok());
+        assert!(sandbox().check_tree(&numbers, &ReadScope::All).is_ok());
         let url = tree(
             "SelectQuery (children 2)\n \
              TableExpression (children 1)\n  \
              Function url (children 1)",
         );
-        let err = sandbox().check_tree(&url).unwrap_err().to_string();
+        let err = sandbox()
+            .check_tree(&url, &ReadScope::All)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("table function url()"), "{err}");
         let file = tree("SelectQuery (children 1)\n ExpressionList\n  Function FILE (alias f)");
         assert!(
-            sandbox().check_tree(&file).is_err(),
+            sandbox().check_tree(&file, &ReadScope::All).is_err(),
             "names are compared without case"
         );
     }
@@ -264,10 +308,28 @@ mod tests {
     fn system_tables_outside_the_list_are_refused() {
         let disks =
             tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
-        assert!(sandbox().check_tree(&disks).is_err());
+        assert!(sandbox().check_tree(&disks, &ReadScope::All).is_err());
         let one = tree("TableExpression (children 1)\n TableIdentifier system.one");
-        assert!(sandbox().check_tree(&one).is_ok());
+        assert!(sandbox().check_tree(&one, &ReadScope::All).is_ok());
         let ours = tree("TableExpression (children 1)\n TableIdentifier db.`cpu.autogen`");
-        assert!(sandbox().check_tree(&ours).is_ok());
+        assert!(sandbox().check_tree(&ours, &ReadScope::All).is_ok());
+    }
+
+    #[test]
+    fn a_scoped_caller_reads_only_its_databases() {
+        let scope = ReadScope::Databases(vec!["db1".to_owned()]);
+        let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
+        assert!(sandbox()
+            .check_tree(&table("db1.`m.autogen`"), &scope)
+            .is_ok());
+        assert!(sandbox().check_tree(&table("db2.m"), &scope).is_err());
+        assert!(
+            sandbox().check_tree(&table("m"), &scope).is_err(),
+            "`default`.m"
+        );
+        assert!(sandbox().check_tree(&table("system.one"), &scope).is_ok());
+        assert!(sandbox()
+            .check_tree(&table("system.columns"), &scope)
+            .is_err());
     }
 }

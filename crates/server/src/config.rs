@@ -21,8 +21,13 @@ pub struct ServerConfig {
     pub grpc_addr: SocketAddr,
     /// Log filter (`tracing` syntax: `info`, `chingest=debug,warn`, …).
     pub log: String,
-    /// Tokens accepted by the write and query endpoints. Empty: no auth.
+    /// Tokens that may read and write every database. With `tokens`, the
+    /// credentials every endpoint checks; both empty: no auth.
     pub auth_tokens: Vec<String>,
+    /// Tokens with a scope: read and/or write, all databases or a list.
+    pub tokens: Vec<TokenConfig>,
+    /// `/metrics` asks for a token too (any configured token).
+    pub metrics_require_token: bool,
     /// Request limits.
     pub limits: Limits,
     /// Write behaviour.
@@ -79,6 +84,27 @@ pub struct WalSection {
     pub max_bytes: u64,
     /// How often the checkpoint advances and old segments are deleted, in ms.
     pub checkpoint_interval_ms: u64,
+}
+
+/// A token and what it may do.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// The secret clients present.
+    pub token: String,
+    /// May query (`/sql`, InfluxQL `SHOW`).
+    #[serde(default = "yes")]
+    pub read: bool,
+    /// May write (and create databases and retention policies).
+    #[serde(default = "yes")]
+    pub write: bool,
+    /// The databases it may read and write; empty: every database.
+    #[serde(default)]
+    pub databases: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Limits on untrusted SQL (`chingest::QueryLimits`); 0: no limit.
@@ -148,6 +174,8 @@ impl Default for ServerConfig {
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 8087)),
             log: "info".to_owned(),
             auth_tokens: Vec::new(),
+            tokens: Vec::new(),
+            metrics_require_token: false,
             limits: Limits::default(),
             write: WriteConfig::default(),
             ingest: IngestSection::default(),
@@ -259,8 +287,13 @@ impl ServerConfig {
         {
             return invalid("limits must be positive");
         }
-        if self.auth_tokens.iter().any(String::is_empty) {
-            return invalid("auth_tokens must not contain an empty token");
+        if self.auth_tokens.iter().any(String::is_empty)
+            || self.tokens.iter().any(|t| t.token.is_empty())
+        {
+            return invalid("tokens must not be empty");
+        }
+        if self.tokens.iter().any(|t| !t.read && !t.write) {
+            return invalid("a token in tokens must be allowed to read or write");
         }
         if self.write.default_retention_policy.is_empty() {
             return invalid("write.default_retention_policy must not be empty");

@@ -10,10 +10,12 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chingest::stats::Histogram;
+
+use crate::state::token_from_authorization;
 
 use crate::http::AppState;
 
@@ -111,7 +113,16 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
 }
 
 /// `GET /metrics`.
-pub async fn render(State(state): State<AppState>) -> Response {
+pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if state.config.metrics_require_token {
+        let offered = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(token_from_authorization);
+        if let Err(err) = state.check_token(offered.as_deref()) {
+            return err.into_response();
+        }
+    }
     let mut out = String::new();
     let m = &state.metrics;
     header(

@@ -12,6 +12,81 @@ use tokio::sync::OnceCell;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
+/// What a request's token lets it do. 403 (PERMISSION_DENIED) otherwise.
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
+    read: bool,
+    write: bool,
+    /// `None`: every database.
+    databases: Option<Arc<[String]>>,
+}
+
+impl Grant {
+    /// No auth configured, or a token of `auth_tokens`.
+    pub(crate) const ALL: Grant = Grant {
+        read: true,
+        write: true,
+        databases: None,
+    };
+
+    /// May write `db` (and create it, and its retention policies).
+    pub(crate) fn require_write(&self, db: &str) -> Result<(), ApiError> {
+        if !self.write {
+            return Err(forbidden("this token may not write"));
+        }
+        self.require_database(db)
+    }
+
+    /// May read, in the databases of [`read_scope`](Self::read_scope).
+    pub(crate) fn require_read(&self) -> Result<(), ApiError> {
+        match self.read {
+            true => Ok(()),
+            false => Err(forbidden("this token may not read")),
+        }
+    }
+
+    /// May read `db`.
+    pub(crate) fn require_read_of(&self, db: &str) -> Result<(), ApiError> {
+        self.require_read()?;
+        self.require_database(db)
+    }
+
+    /// Whether `db` is in the token's databases.
+    pub(crate) fn covers(&self, db: &str) -> bool {
+        self.databases
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|d| d == db))
+    }
+
+    fn require_database(&self, db: &str) -> Result<(), ApiError> {
+        match self.covers(db) {
+            true => Ok(()),
+            false => Err(forbidden(&format!(
+                "this token may not use database {db:?}"
+            ))),
+        }
+    }
+
+    /// The databases its queries may read.
+    pub(crate) fn read_scope(&self) -> chingest::ReadScope {
+        match &self.databases {
+            None => chingest::ReadScope::All,
+            Some(list) => chingest::ReadScope::Databases(list.to_vec()),
+        }
+    }
+}
+
+fn forbidden(message: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, message)
+}
+
+/// Compares two secrets without stopping at the first difference, so the
+/// time taken does not tell how much of a guess was right.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let differences = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(differences) == 0 && a.len() == b.len()
+}
+
 /// Rejected lines listed in a partial-write reply, by either API; the count
 /// covers all of them.
 pub(crate) const MAX_LISTED_REJECTIONS: usize = 1000;
@@ -37,24 +112,37 @@ impl AppState {
         })
     }
 
-    /// Accepts `offered` when it is one of the configured tokens, or when
-    /// none are configured; otherwise 401 (UNAUTHENTICATED).
-    pub(crate) fn check_token(&self, offered: Option<&str>) -> Result<(), ApiError> {
-        let tokens = &self.config.auth_tokens;
-        if tokens.is_empty() {
-            return Ok(());
+    /// What `offered` may do: everything when no tokens are configured,
+    /// else its configured scope; 401 (UNAUTHENTICATED) when it is missing
+    /// or matches no token. Every token is compared, in constant time.
+    pub(crate) fn check_token(&self, offered: Option<&str>) -> Result<Grant, ApiError> {
+        let config = &self.config;
+        if config.auth_tokens.is_empty() && config.tokens.is_empty() {
+            return Ok(Grant::ALL);
         }
-        match offered {
-            Some(token) if tokens.iter().any(|t| t == token) => Ok(()),
-            Some(_) => Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "authorization failed",
-            )),
-            None => Err(ApiError::new(
+        let Some(offered) = offered else {
+            return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "authorization required",
-            )),
+            ));
+        };
+        let full = config.auth_tokens.iter().map(|t| (t.as_str(), Grant::ALL));
+        let scoped = config.tokens.iter().map(|t| {
+            let grant = Grant {
+                read: t.read,
+                write: t.write,
+                databases: (!t.databases.is_empty()).then(|| Arc::from(t.databases.clone())),
+            };
+            (t.token.as_str(), grant)
+        });
+        // No early exit: the time taken does not tell which token matched.
+        let mut found = None;
+        for (token, grant) in full.chain(scoped) {
+            if same_secret(token.as_bytes(), offered.as_bytes()) && found.is_none() {
+                found = Some(grant);
+            }
         }
+        found.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "authorization failed"))
     }
 
     /// The options of a client's write: its precision, the durability it

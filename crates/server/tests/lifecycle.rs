@@ -74,6 +74,7 @@ fn main() {
         query_limits_answer_422_naming_the_limit,
         concurrent_queries_past_the_limit_get_429,
         a_client_that_goes_away_cancels_its_query,
+        scoped_tokens_on_every_endpoint,
         unknown_databases_are_404_when_auto_create_is_off,
     ];
     libtest_mimic::run(&args, trials).exit()
@@ -473,6 +474,145 @@ async fn a_client_that_goes_away_cancels_its_query() {
         sql(&base, "SELECT 1").await,
         (StatusCode::OK, "1\n".to_owned())
     );
+    server.shutdown().await.unwrap();
+}
+
+/// Every kind of token on every endpoint: full (`auth_tokens`), read-only,
+/// write-only, and read-write limited to one database.
+async fn scoped_tokens_on_every_endpoint() {
+    use chingest_server::config::TokenConfig;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    let scoped = |token: &str, read, write, databases: &[&str]| TokenConfig {
+        token: token.to_owned(),
+        read,
+        write,
+        databases: databases.iter().map(|d| d.to_string()).collect(),
+    };
+    config.auth_tokens = vec!["admin".into()];
+    config.tokens = vec![
+        scoped("reader", true, false, &[]),
+        scoped("writer", false, true, &[]),
+        scoped("one", true, true, &["db1"]),
+    ];
+    config.metrics_require_token = true;
+    config.limits.max_body_bytes = 1 << 20;
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    let status = |request: reqwest::RequestBuilder| async move {
+        let r = request.send().await.unwrap();
+        let status = r.status();
+        (status, r.text().await.unwrap())
+    };
+    let post = |path: &str, token: &str, body: &str| {
+        client()
+            .post(format!("{base}{path}"))
+            .header("Authorization", format!("Token {token}"))
+            .body(body.to_owned())
+    };
+    const OK: StatusCode = StatusCode::NO_CONTENT;
+    const FORBIDDEN: StatusCode = StatusCode::FORBIDDEN;
+    // Writes.
+    for (token, db, expected) in [
+        ("admin", "db1", OK),
+        ("writer", "db2", OK),
+        ("one", "db1", OK),
+        ("one", "db2", FORBIDDEN),
+        ("reader", "db1", FORBIDDEN),
+    ] {
+        let path = format!("/write?db={db}&durability=visible");
+        let (got, text) = status(post(&path, token, "m v=1i 1\n")).await;
+        assert_eq!(got, expected, "{token} writing {db}: {text}");
+        let path = format!("/api/v2/write?bucket={db}&durability=visible");
+        let (got, text) = status(post(&path, token, "m v=2i 2\n")).await;
+        assert_eq!(got, expected, "{token} writing {db} (v2): {text}");
+    }
+    // Queries.
+    for (token, sql, expected) in [
+        ("admin", "SELECT count() FROM db2.m", StatusCode::OK),
+        ("reader", "SELECT count() FROM db2.m", StatusCode::OK),
+        ("writer", "SELECT count() FROM db1.m", FORBIDDEN),
+        ("one", "SELECT count() FROM db1.m", StatusCode::OK),
+        ("one", "SELECT count() FROM db2.m", FORBIDDEN),
+        (
+            "one",
+            "SELECT * FROM db1.m WHERE v IN (SELECT v FROM db2.m)",
+            FORBIDDEN,
+        ),
+        ("one", "SELECT 1", StatusCode::OK),
+        ("one", "SELECT name FROM system.columns", FORBIDDEN),
+        ("one", "SHOW DATABASES", FORBIDDEN),
+        ("reader", "SHOW DATABASES", StatusCode::OK),
+    ] {
+        let (got, text) = status(post("/sql", token, sql)).await;
+        assert_eq!(got, expected, "{token}: {sql}: {text}");
+    }
+    // InfluxQL.
+    let influxql = |token: &str, q: &str| {
+        client()
+            .get(format!("{base}/query"))
+            .query(&[("q", q), ("p", token)])
+    };
+    for (token, q, expected) in [
+        ("writer", "CREATE DATABASE db3", StatusCode::OK),
+        ("reader", "CREATE DATABASE db4", FORBIDDEN),
+        ("one", "CREATE DATABASE db4", FORBIDDEN),
+        ("one", "CREATE DATABASE db1", StatusCode::OK),
+        ("writer", "SHOW DATABASES", FORBIDDEN),
+        ("one", "SHOW RETENTION POLICIES ON db2", FORBIDDEN),
+    ] {
+        let (got, text) = status(influxql(token, q)).await;
+        assert_eq!(got, expected, "{token}: {q}: {text}");
+    }
+    let (_, text) = status(influxql("one", "SHOW DATABASES")).await;
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        listed["results"][0]["series"][0]["values"],
+        serde_json::json!([["db1"]]),
+        "a scoped token sees its databases only"
+    );
+    // gRPC.
+    let grpc = IngestClient::connect(format!("http://{}", server.grpc_addr))
+        .await
+        .unwrap();
+    for (token, db, expected) in [
+        ("one", "db2", tonic::Code::PermissionDenied),
+        ("reader", "db1", tonic::Code::PermissionDenied),
+        ("nope", "db1", tonic::Code::Unauthenticated),
+    ] {
+        let mut request = tonic::Request::new(WriteRequest {
+            database: db.into(),
+            data: Some(write_request::Data::LineProtocol("m v=3i 3\n".into())),
+            ..Default::default()
+        });
+        let value = format!("Token {token}").parse().unwrap();
+        request.metadata_mut().insert("authorization", value);
+        let refused = grpc.clone().write(request).await.unwrap_err();
+        assert_eq!(
+            refused.code(),
+            expected,
+            "{token} writing {db}: {refused:?}"
+        );
+    }
+    // /metrics behind a token; credentials are checked before a body is
+    // read (an unknown caller's 2 MiB body is a 401, not a 413).
+    let (got, _) = status(client().get(format!("{base}/metrics"))).await;
+    assert_eq!(got, StatusCode::UNAUTHORIZED);
+    let metrics = client()
+        .get(format!("{base}/metrics"))
+        .bearer_auth("reader");
+    assert_eq!(status(metrics).await.0, StatusCode::OK);
+    let large = "x".repeat(2 << 20);
+    for path in [
+        "/sql",
+        "/write?db=db1",
+        "/api/v2/write?bucket=db1",
+        "/query",
+    ] {
+        let (got, text) = status(post(path, "nope", &large)).await;
+        assert_eq!(got, StatusCode::UNAUTHORIZED, "{path}: {text}");
+    }
     server.shutdown().await.unwrap();
 }
 

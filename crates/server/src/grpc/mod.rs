@@ -26,7 +26,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
 use crate::error::ApiError;
-use crate::state::{token_from_authorization, AppState, MAX_LISTED_REJECTIONS};
+use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
 
 /// Record batches of one WriteArrow stream being committed at once: the
 /// next batch is decoded and hashed while the previous one is inserted.
@@ -58,13 +58,19 @@ pub fn ingest_service(
             .get("authorization")
             .and_then(|value| value.to_str().ok())
             .and_then(token_from_authorization);
-        if let Err(err) = auth.check_token(offered.as_deref()) {
-            let status = Status::from(err);
-            auth.metrics
-                .observe_grpc("*", status.code(), Instant::now());
-            return Err(status);
+        match auth.check_token(offered.as_deref()) {
+            Ok(grant) => {
+                let mut request = request;
+                request.extensions_mut().insert(grant);
+                Ok(request)
+            }
+            Err(err) => {
+                let status = Status::from(err);
+                auth.metrics
+                    .observe_grpc("*", status.code(), Instant::now());
+                Err(status)
+            }
         }
-        Ok(request)
     })
 }
 
@@ -116,6 +122,15 @@ fn precision(value: i32) -> Result<Precision, Status> {
             )))
         }
     })
+}
+
+/// What the request's token may do, as the interceptor found it.
+fn granted<T>(request: &Request<T>) -> Result<Grant, Status> {
+    request
+        .extensions()
+        .get::<Grant>()
+        .cloned()
+        .ok_or_else(|| Status::internal("the request passed no authentication"))
 }
 
 /// The durability a request asked for; `None`: the server's default.
@@ -186,12 +201,14 @@ impl IngestService {
         &self,
         request: Request<WriteRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
+        let grant = granted(&request)?;
         let request = request.into_inner();
         let ingestor = self.state.ingestor()?;
         if request.database.is_empty() {
             return Err(Status::invalid_argument("database is required"));
         }
         let db = request.database.as_str();
+        grant.require_write(db)?;
         let rp = retention_policy(&self.state, &request.retention_policy);
         let options = self.state.write_options(
             precision(request.precision)?,
@@ -227,6 +244,7 @@ impl IngestService {
         &self,
         request: Request<Streaming<WriteArrowRequest>>,
     ) -> Result<Response<WriteArrowResponse>, Status> {
+        let grant = granted(&request)?;
         let ingestor = self.state.ingestor()?.clone();
         let mut stream = request.into_inner();
         let first = stream.message().await?.ok_or_else(|| {
@@ -237,6 +255,7 @@ impl IngestService {
             .clone()
             .ok_or_else(|| Status::invalid_argument("the first message must carry the target"))?;
         let target = Arc::new(ArrowWrite::new(&self.state, target)?);
+        grant.require_write(&target.database)?;
         let span = tracing::info_span!(
             "write_arrow",
             protocol = "grpc",

@@ -44,11 +44,12 @@ pub(super) async fn write_v1(
     body: Body,
 ) -> Result<StatusCode, ApiError> {
     let flavor = Flavor::V1;
-    state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
+    let grant = state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
     let db = params
         .get("db")
         .filter(|db| !db.is_empty())
         .ok_or_else(|| ApiError::bad_request("database is required (db=...)"))?;
+    grant.require_write(db)?;
     let rp = params.get("rp").filter(|rp| !rp.is_empty());
     write(
         &state,
@@ -70,7 +71,7 @@ pub(super) async fn write_v2(
     body: Body,
 ) -> Result<StatusCode, ApiError> {
     let flavor = Flavor::V2;
-    state.authorize(&headers, None, flavor)?;
+    let grant = state.authorize(&headers, None, flavor)?;
     let bucket = params
         .get("bucket")
         .filter(|bucket| !bucket.is_empty())
@@ -81,6 +82,7 @@ pub(super) async fn write_v2(
         Some((db, rp)) => (db, Some(rp)),
         None => (bucket.as_str(), None),
     };
+    grant.require_write(db).map_err(|e| e.flavor(flavor))?;
     write(&state, db, rp, &params, &headers, body, flavor).await
 }
 

@@ -156,7 +156,7 @@ pub(super) async fn query(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<Value>, ApiError> {
-    state.authorize(&headers, params.get("p").map(String::as_str), Flavor::V1)?;
+    let grant = state.authorize(&headers, params.get("p").map(String::as_str), Flavor::V1)?;
     let ingestor = state.ingestor()?;
     // Clients also send q as a form field in a POST body.
     let form = super::read_body(
@@ -184,11 +184,16 @@ pub(super) async fn query(
         let statement = parse(text).map_err(ApiError::bad_request)?;
         let mut result = json!({ "statement_id": id });
         match statement {
-            Statement::CreateDatabase(name) => ingestor.create_database(&name).await?,
+            Statement::CreateDatabase(name) => {
+                grant.require_write(&name)?;
+                ingestor.create_database(&name).await?
+            }
             Statement::ShowDatabases => {
+                grant.require_read()?;
                 let values: Vec<Value> = ingestor
                     .databases()
                     .into_iter()
+                    .filter(|d| grant.covers(d))
                     .map(|d| json!([d]))
                     .collect();
                 result["series"] =
@@ -198,6 +203,7 @@ pub(super) async fn query(
                 let db = db.or_else(|| params.get("db").cloned()).ok_or_else(|| {
                     ApiError::bad_request("database name required (ON db, or db=)")
                 })?;
+                grant.require_read_of(&db)?;
                 if !ingestor.databases().contains(&db) {
                     result["error"] = json!(format!("database not found: {db}"));
                 } else {
@@ -228,7 +234,9 @@ pub(super) async fn query(
                 name,
                 database,
                 duration,
-            } => match ingestor
+            } => match grant
+                .require_write(&database)
+                .map(|()| ingestor)?
                 .create_retention_policy(&database, &name, duration)
                 .await
             {

@@ -16,8 +16,8 @@ use chingest::MemoryReservation;
 use http_body_util::BodyExt;
 
 use crate::error::{ApiError, Flavor};
-use crate::state::token_from_authorization;
 pub use crate::state::AppState;
+use crate::state::{token_from_authorization, Grant};
 
 impl AppState {
     /// Checks the request's credentials when tokens are configured: an
@@ -28,7 +28,7 @@ impl AppState {
         headers: &HeaderMap,
         password_param: Option<&str>,
         flavor: Flavor,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Grant, ApiError> {
         let from_header = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())

@@ -13,6 +13,7 @@ use futures_util::StreamExt as _;
 
 use super::AppState;
 use crate::error::{ApiError, Flavor};
+use crate::state::Grant;
 
 /// `GET /sql?query=...&format=...`.
 pub(super) async fn sql_get(
@@ -20,11 +21,12 @@ pub(super) async fn sql_get(
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let grant = authorize(&state, &params, &headers)?;
     let query = params
         .get("query")
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("query is required (?query=SELECT ...)"))?;
-    run(&state, &params, &headers, query).await
+    run(&state, &params, &grant, query).await
 }
 
 /// `POST /sql?format=...` with the statement as the body.
@@ -34,6 +36,8 @@ pub(super) async fn sql_post(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Result<Response, ApiError> {
+    // Before the body is read: an unknown caller costs nothing.
+    let grant = authorize(&state, &params, &headers)?;
     let limit = state.config.limits.max_body_bytes;
     let body = super::read_body(&state, &headers, body, limit, Flavor::V1).await?;
     let query = match params.get("query") {
@@ -44,16 +48,26 @@ pub(super) async fn sql_post(
     if query.trim().is_empty() {
         return Err(ApiError::bad_request("the request has no SQL"));
     }
-    run(&state, &params, &headers, &query).await
+    run(&state, &params, &grant, &query).await
+}
+
+/// The caller's token, which must allow reading.
+fn authorize(
+    state: &AppState,
+    params: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Grant, ApiError> {
+    let grant = state.authorize(headers, params.get("p").map(String::as_str), Flavor::V1)?;
+    grant.require_read()?;
+    Ok(grant)
 }
 
 async fn run(
     state: &AppState,
     params: &HashMap<String, String>,
-    headers: &HeaderMap,
+    grant: &Grant,
     sql: &str,
 ) -> Result<Response, ApiError> {
-    state.authorize(headers, params.get("p").map(String::as_str), Flavor::V1)?;
     let ingestor = state.ingestor()?;
     let format = params.get("format").map_or("JSON", String::as_str);
     let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
@@ -63,7 +77,7 @@ async fn run(
         other => ApiError::from(other),
     };
     let mut chunks = ingestor
-        .query_read_only_stream(sql, format)
+        .query_read_only_stream(sql, format, &grant.read_scope())
         .await
         .map_err(engine_error)?;
     // The first chunk decides the status: errors that stop the statement
