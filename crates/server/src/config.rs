@@ -38,6 +38,18 @@ pub struct ServerConfig {
     pub wal: WalSection,
     /// Limits on `/sql` statements.
     pub query: QuerySection,
+    /// TLS for both listeners.
+    pub tls: TlsSection,
+}
+
+/// TLS for HTTP and gRPC: both files, or neither (plain TCP).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSection {
+    /// PEM certificate chain, the server's certificate first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
 }
 
 /// Limits on what one request may carry.
@@ -181,6 +193,7 @@ impl Default for ServerConfig {
             ingest: IngestSection::default(),
             wal: WalSection::default(),
             query: QuerySection::default(),
+            tls: TlsSection::default(),
         }
     }
 }
@@ -291,6 +304,9 @@ impl ServerConfig {
             || self.tokens.iter().any(|t| t.token.is_empty())
         {
             return invalid("tokens must not be empty");
+        }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            return invalid("tls.cert and tls.key go together");
         }
         if self.tokens.iter().any(|t| !t.read && !t.write) {
             return invalid("a token in tokens must be allowed to read or write");

@@ -14,13 +14,14 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod state;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::serve::ListenerExt as _;
 use chingest::Ingestor;
-use std::future::IntoFuture;
+use std::future::{Future, IntoFuture};
 use tokio::net::TcpListener;
 
 use tokio::sync::{oneshot, watch, OnceCell};
@@ -52,6 +53,9 @@ pub enum ServerError {
     /// The engine failed to open or to close.
     #[error("engine: {0}")]
     Engine(#[from] chingest::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("tls: {0}")]
+    Tls(String),
 }
 
 /// HTTP/2 flow-control windows of the gRPC server: how many bytes a client
@@ -100,6 +104,10 @@ impl RunningServer {
 /// background and serves.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate()?;
+    let tls = match (&config.tls.cert, &config.tls.key) {
+        (Some(cert), Some(key)) => Some(tls::Identity::load(cert, key)?),
+        _ => None,
+    };
     let bind = |addr: SocketAddr| async move {
         TcpListener::bind(addr)
             .await
@@ -115,7 +123,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         metrics: Arc::default(),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
-    let task = tokio::spawn(serve(listener, grpc_listener, state, shutdown_rx));
+    let task = tokio::spawn(serve(listener, grpc_listener, tls, state, shutdown_rx));
     tracing::info!(%addr, %grpc_addr, "listening");
     Ok(RunningServer {
         addr,
@@ -128,6 +136,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 async fn serve(
     listener: TcpListener,
     grpc_listener: TcpListener,
+    tls: Option<tls::Identity>,
     state: AppState,
     shutdown: oneshot::Receiver<()>,
 ) -> Result<(), ServerError> {
@@ -182,7 +191,12 @@ async fn serve(
     let reflection_v1alpha = reflection().build_v1alpha().map_err(reflection_error)?;
     // Writes are large messages one way: HTTP/2's default 64 KiB windows
     // would stall the sender every 64 KiB, waiting for a round trip.
-    let grpc = tonic::transport::Server::builder()
+    let mut grpc = tonic::transport::Server::builder();
+    if let Some(identity) = &tls {
+        let identity = tonic::transport::Identity::from_pem(&identity.cert_pem, &identity.key_pem);
+        grpc = grpc.tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?;
+    }
+    let grpc = grpc
         .initial_stream_window_size(GRPC_STREAM_WINDOW)
         .initial_connection_window_size(GRPC_CONNECTION_WINDOW)
         .max_frame_size(GRPC_MAX_FRAME)
@@ -200,16 +214,29 @@ async fn serve(
             ),
             stopped(stop_rx.clone()),
         );
-    // The same for HTTP: over keep-alive, the last chunk of every streamed
-    // answer would wait for the client's delayed ACK (~40 ms a request).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(err) = tcp.set_nodelay(true) {
-            tracing::warn!(%err, "setting TCP_NODELAY on an HTTP connection");
+    let router = http::router(state.clone());
+    let http: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match tls {
+        Some(identity) => Box::pin(
+            axum::serve(tls::TlsListener::new(listener, identity.rustls), router)
+                .with_graceful_shutdown(stopped(stop_rx))
+                .into_future(),
+        ),
+        None => {
+            // The same for HTTP: over keep-alive, the last chunk of every
+            // streamed answer would wait for the client's delayed ACK (~40 ms
+            // a request).
+            let listener = listener.tap_io(|tcp| {
+                if let Err(err) = tcp.set_nodelay(true) {
+                    tracing::warn!(%err, "setting TCP_NODELAY on an HTTP connection");
+                }
+            });
+            Box::pin(
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(stopped(stop_rx))
+                    .into_future(),
+            )
         }
-    });
-    let http = axum::serve(listener, http::router(state.clone()))
-        .with_graceful_shutdown(stopped(stop_rx))
-        .into_future();
+    };
     let (served, grpc_served) = tokio::join!(http, grpc);
     let _ = opener.await;
     if let Some(err) = open_error.lock().unwrap().take() {

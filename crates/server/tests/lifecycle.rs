@@ -75,6 +75,7 @@ fn main() {
         concurrent_queries_past_the_limit_get_429,
         a_client_that_goes_away_cancels_its_query,
         scoped_tokens_on_every_endpoint,
+        tls_serves_clients_that_trust_its_certificate,
         unknown_databases_are_404_when_auto_create_is_off,
     ];
     libtest_mimic::run(&args, trials).exit()
@@ -624,6 +625,96 @@ async fn scoped_tokens_on_every_endpoint() {
         let answer = String::from_utf8_lossy(&answer[..read]);
         assert!(answer.starts_with("HTTP/1.1 401"), "{path}: {answer}");
     }
+    server.shutdown().await.unwrap();
+}
+
+/// `[tls]`: HTTPS and gRPC over TLS with a certificate made here; clients
+/// that trust it are served, clients that do not are refused by their own
+/// TLS, and plain HTTP is not answered.
+async fn tls_serves_clients_that_trust_its_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert_pem = made.cert.pem();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, &cert_pem).unwrap();
+    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    let mut config = config(&dir.path().join("data"));
+    config.tls.cert = Some(cert);
+    config.tls.key = Some(key);
+    let server = chingest_server::start(config).await.unwrap();
+    let https = format!("https://localhost:{}", server.addr.port());
+    let trusting = Client::builder()
+        .no_proxy()
+        .add_root_certificate(reqwest::Certificate::from_pem(cert_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let mut ready = false;
+    for _ in 0..400 {
+        if let Ok(r) = trusting.get(format!("{https}/ready")).send().await {
+            if r.status() == StatusCode::OK {
+                ready = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(ready, "the server answers over HTTPS");
+    let r = trusting
+        .post(format!("{https}/write?db=tls&durability=visible"))
+        .body("m v=1i 1\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let r = trusting
+        .post(format!("{https}/sql?format=TabSeparated"))
+        .body("SELECT count() FROM tls.m")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.text().await.unwrap(), "1\n");
+    let untrusting = Client::builder().no_proxy().build().unwrap();
+    let refused = untrusting
+        .get(format!("{https}/ping"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(refused.is_connect(), "{refused:?}");
+    let plain = client()
+        .get(format!("http://localhost:{}/ping", server.addr.port()))
+        .send()
+        .await;
+    assert!(plain.is_err(), "plain HTTP on the TLS port: {plain:?}");
+    // gRPC.
+    let endpoint = |tls: Option<&str>| {
+        let channel = tonic::transport::Channel::from_shared(format!(
+            "https://localhost:{}",
+            server.grpc_addr.port()
+        ))
+        .unwrap();
+        let config = tonic::transport::ClientTlsConfig::new().domain_name("localhost");
+        let config = match tls {
+            Some(pem) => config.ca_certificate(tonic::transport::Certificate::from_pem(pem)),
+            None => config,
+        };
+        channel.tls_config(config).unwrap()
+    };
+    let channel = endpoint(Some(&cert_pem)).connect().await.unwrap();
+    let reply = IngestClient::new(channel)
+        .write(WriteRequest {
+            database: "tls".into(),
+            data: Some(write_request::Data::LineProtocol("m v=2i 2\n".into())),
+            durability: chingest_proto::v1::Durability::Visible.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.accepted, 1);
+    assert!(
+        endpoint(None).connect().await.is_err(),
+        "a client that does not trust it"
+    );
     server.shutdown().await.unwrap();
 }
 
