@@ -8,7 +8,7 @@ CARGO ?= cargo
 
 setup:
 	./engine/fetch.sh
-	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, pyarrow" 2>/dev/null || \
+	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
 
 run: setup
