@@ -17,7 +17,8 @@
 //!      ([`DENIED_FUNCTIONS`], plus every function the engine files under
 //!      the `AI`, `Dictionary` and `Introspection` categories, and their
 //!      aliases: new engine versions are covered as they list them);
-//!    - `system` tables outside [`ALLOWED_SYSTEM_TABLES`]: the others show
+//!    - `system` tables outside [`CATALOGUE_SYSTEM_TABLES`] and
+//!      [`UNSCOPED_SYSTEM_TABLES`]: the others show
 //!      paths, other callers' queries, users, grants or server internals.
 //! 3. The engine enforces the limits on every statement.
 //!
@@ -84,9 +85,9 @@ pub const DENIED_FUNCTIONS: &[&str] = &[
     "queryID",
 ];
 
-/// `system` tables a query may read: catalogues of the engine's features,
-/// generators, and columns (names and types, no paths).
-pub const ALLOWED_SYSTEM_TABLES: &[&str] = &[
+/// `system` tables every caller may read: catalogues of the engine's
+/// features and generators, which show nothing of any database.
+pub const CATALOGUE_SYSTEM_TABLES: &[&str] = &[
     "one",
     "numbers",
     "numbers_mt",
@@ -101,27 +102,11 @@ pub const ALLOWED_SYSTEM_TABLES: &[&str] = &[
     "time_zones",
     "keywords",
     "settings",
-    "columns",
 ];
 
-/// `system` tables that show nothing of other databases: what a caller
-/// limited to some databases may read of `system`.
-pub const SCOPED_SYSTEM_TABLES: &[&str] = &[
-    "one",
-    "numbers",
-    "numbers_mt",
-    "zeros",
-    "zeros_mt",
-    "functions",
-    "table_functions",
-    "aggregate_function_combinators",
-    "data_type_families",
-    "formats",
-    "collations",
-    "time_zones",
-    "keywords",
-    "settings",
-];
+/// `system` tables a caller who may read every database may also read:
+/// `columns` (names and types of every table, no paths).
+pub const UNSCOPED_SYSTEM_TABLES: &[&str] = &["columns"];
 
 /// The databases a caller may read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,7 +116,7 @@ pub enum ReadScope {
     All,
     /// Only these. Such a caller runs only `SELECT`s (not `SHOW`,
     /// `DESCRIBE`, `EXPLAIN`), which name every table they read, and reads
-    /// only the `system` tables of [`SCOPED_SYSTEM_TABLES`]. A table named
+    /// only the `system` tables of [`CATALOGUE_SYSTEM_TABLES`]. A table named
     /// without its database is in `default`.
     Databases(Vec<String>),
 }
@@ -218,8 +203,11 @@ impl Sandbox {
                 let table = unquote(first_word(rest));
                 let (database, name) = table.split_once('.').unwrap_or(("default", &table));
                 let allowed = match (database, scope) {
-                    ("system", ReadScope::All) => ALLOWED_SYSTEM_TABLES.contains(&name),
-                    ("system", ReadScope::Databases(_)) => SCOPED_SYSTEM_TABLES.contains(&name),
+                    ("system", ReadScope::All) => {
+                        CATALOGUE_SYSTEM_TABLES.contains(&name)
+                            || UNSCOPED_SYSTEM_TABLES.contains(&name)
+                    }
+                    ("system", ReadScope::Databases(_)) => CATALOGUE_SYSTEM_TABLES.contains(&name),
                     (_, ReadScope::All) => true,
                     (database, ReadScope::Databases(list)) => list.iter().any(|d| d == database),
                 };

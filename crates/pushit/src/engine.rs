@@ -46,6 +46,15 @@ impl RawConnection {
         Ok(())
     }
 
+    /// Runs a query; its TabSeparated output.
+    pub fn query(&self, sql: &str) -> Result<Vec<u8>, Error> {
+        let result = self
+            .conn
+            .query(sql, OutputFormat::TabSeparated)
+            .map_err(engine_error)?;
+        Ok(result.data_ref().to_vec())
+    }
+
     /// Runs a query returning one unsigned number.
     pub fn scalar(&self, sql: &str) -> Result<u64, Error> {
         let result = self

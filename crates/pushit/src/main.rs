@@ -84,6 +84,10 @@ enum Mode {
     /// protocol, gRPC typed points and gRPC Arrow streams, against the same
     /// rows inserted straight into the engine.
     Grpc(modes::http::Args),
+    /// Queries at concurrency N over keep-alive HTTP (`clickhouse-benchmark`
+    /// style): QPS, rows/s, MiB/s, latency percentiles, against the same
+    /// queries on the engine.
+    Query(modes::query::Args),
     /// Replay of the write-ahead log on open: a child process logs TSBS
     /// rows and is killed before inserting any; this one opens the data
     /// directory and reports how fast the log was replayed.
@@ -237,5 +241,6 @@ fn main() -> anyhow::Result<()> {
         Mode::Http(args) => modes::http::run(&ctx, &args, "http"),
         Mode::Grpc(args) => modes::http::run(&ctx, &args, "grpc"),
         Mode::Replay(args) => modes::replay::run(&ctx, &args),
+        Mode::Query(args) => modes::query::run(&ctx, &args),
     }
 }

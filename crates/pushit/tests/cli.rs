@@ -339,6 +339,54 @@ fn replay_reports_the_log_replayed_on_open() {
 }
 
 #[test]
+fn query_measures_each_query_over_http_and_on_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = pushit(
+        dir.path(),
+        &[
+            "query",
+            "--hosts",
+            "20",
+            "--steps",
+            "30",
+            "--lines-per-body",
+            "200",
+            "--connections",
+            "2",
+            "--seconds",
+            "0.2",
+        ],
+    );
+    // Five built-in queries, each over HTTP then on the engine.
+    assert_eq!(rows.len(), 10, "{rows:?}");
+    for pair in rows.chunks(2) {
+        let (http, engine) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (&http["side"], &engine["side"]),
+            (&"http".into(), &"engine".into())
+        );
+        assert_eq!(http["query"], engine["query"]);
+        for row in pair {
+            assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["p50_ms"].as_f64().unwrap() <= row["p99_99_ms"].as_f64().unwrap());
+        }
+        let over = http["over_engine"].as_f64().unwrap();
+        let ratio = http["qps"].as_f64().unwrap() / engine["qps"].as_f64().unwrap();
+        assert!((over - ratio).abs() < 1e-9, "{http}");
+    }
+    // Each answers what it should: one row for a last point, 20 hosts.
+    let rows_per_query = |name: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r["query"] == name && r["side"] == "http")
+            .unwrap();
+        row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
+    };
+    assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
+    assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
+}
+
+#[test]
 fn bad_arguments_are_refused() {
     let output = Command::new(env!("CARGO_BIN_EXE_pushit"))
         .args(["batch", "--runs", "0"])

@@ -29,14 +29,14 @@ use anyhow::{bail, Context as _};
 use chingest::Durability;
 use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{write_request, WriteArrowRequest, WriteRequest};
-use chingest_server::config::ServerConfig;
 use pushit::engine::{tsbs_fact_batch, tsbs_fact_schema};
 use pushit::layouts::LayoutTables;
 use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::load;
-use super::{check_stored, insert_layout, per_second, settle};
+use super::server::{authorized, http_client, sql, start, wait_ready, Endpoints, ServerArgs};
+use super::{check_stored, insert_layout, millis_at, per_second, settle};
 use crate::Context;
 
 const ENGINE_DATABASE: &str = "pushit_engine";
@@ -88,21 +88,8 @@ pub(crate) struct Args {
     /// http`, all four for `pushit grpc`.
     #[arg(long, value_enum, value_delimiter = ',')]
     paths: Vec<Path>,
-    /// A running chingest's HTTP API, e.g. http://127.0.0.1:8086. Default:
-    /// start one in this process, on the data directory.
-    #[arg(long)]
-    url: Option<String>,
-    /// The running chingest's gRPC API (with --url), e.g.
-    /// http://127.0.0.1:8087.
-    #[arg(long, requires = "url")]
-    grpc_url: Option<String>,
-    /// Server config file for the in-process server (default: built-in
-    /// defaults).
-    #[arg(long, value_name = "PATH", conflicts_with = "url")]
-    server_config: Option<std::path::PathBuf>,
-    /// Token for a server that requires one.
-    #[arg(long, env = "CHINGEST_AUTH_TOKEN")]
-    token: Option<String>,
+    #[command(flatten)]
+    server: ServerArgs,
     /// Database name prefix; each path writes `<prefix>_<path>`. Default:
     /// `pushit_<unix time in ms>`, new each run.
     #[arg(long)]
@@ -111,13 +98,6 @@ pub(crate) struct Args {
     /// server's README).
     #[arg(long, default_value_t = Durability::Fsync)]
     durability: Durability,
-}
-
-/// Where the server answers.
-struct Endpoints {
-    http: String,
-    grpc: Option<String>,
-    token: Option<String>,
 }
 
 /// What one path measured.
@@ -145,7 +125,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
         (true, "http") => vec![Path::Http],
         (true, _) => vec![Path::Http, Path::GrpcLp, Path::GrpcPoints, Path::GrpcArrow],
     };
-    if args.url.is_some() && args.grpc_url.is_none() && paths != [Path::Http] {
+    if args.server.url.is_some() && args.server.grpc_url.is_none() && paths != [Path::Http] {
         bail!("--url with gRPC paths needs --grpc-url");
     }
     let mut report = ctx.report(
@@ -185,7 +165,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     // in the order measured.
     let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
     runtime.block_on(async {
-        let (server, endpoints) = start(ctx, args).await?;
+        let (server, endpoints) = start(ctx, &args.server).await?;
         let result: anyhow::Result<()> = async {
             wait_ready(&endpoints).await?;
             for &path in &paths {
@@ -299,80 +279,6 @@ fn engine_arm(
     Ok(rate)
 }
 
-/// Starts the in-process server unless `--url` names one.
-async fn start(
-    ctx: &Context,
-    args: &Args,
-) -> anyhow::Result<(Option<chingest_server::RunningServer>, Endpoints)> {
-    if let Some(url) = &args.url {
-        let endpoints = Endpoints {
-            http: url.trim_end_matches('/').to_owned(),
-            grpc: args.grpc_url.clone(),
-            token: args.token.clone(),
-        };
-        return Ok((None, endpoints));
-    }
-    let mut config = match &args.server_config {
-        Some(path) => ServerConfig::from_file(path)?,
-        None => ServerConfig::default(),
-    };
-    // One engine per process: the server shares this data path.
-    config.data_dir = ctx.data_dir.clone();
-    config.http_addr = "127.0.0.1:0".parse()?;
-    config.grpc_addr = "127.0.0.1:0".parse()?;
-    config.log = "warn".into();
-    config.auth_tokens.extend(args.token.clone());
-    let server = chingest_server::start(config).await?;
-    let endpoints = Endpoints {
-        http: format!("http://{}", server.addr),
-        grpc: Some(format!("http://{}", server.grpc_addr)),
-        token: args.token.clone(),
-    };
-    Ok((Some(server), endpoints))
-}
-
-fn http_client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder().no_proxy().build()?)
-}
-
-fn authorized(endpoints: &Endpoints, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-    match &endpoints.token {
-        Some(token) => request.header("Authorization", format!("Token {token}")),
-        None => request,
-    }
-}
-
-async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
-    let client = http_client()?;
-    let ready_by = Instant::now() + Duration::from_secs(30);
-    loop {
-        match client.get(format!("{}/ready", endpoints.http)).send().await {
-            Ok(r) if r.status().is_success() => return Ok(()),
-            _ if Instant::now() > ready_by => {
-                bail!("{}/ready did not answer 200 within 30 s", endpoints.http)
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-}
-
-/// The answer to `query` through `/sql`, as tab-separated text.
-async fn sql(
-    client: &reqwest::Client,
-    endpoints: &Endpoints,
-    query: &str,
-) -> anyhow::Result<String> {
-    let request = client
-        .get(format!("{}/sql", endpoints.http))
-        .query(&[("query", query), ("format", "TabSeparated")]);
-    Ok(authorized(endpoints, request)
-        .send()
-        .await?
-        .error_for_status()?
-        .text()
-        .await?)
-}
-
 /// Rows stored in `db`'s cpu table, through `/sql`.
 async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
     let query = format!("SELECT count() FROM `{db}`.`cpu.autogen`");
@@ -461,14 +367,6 @@ impl Probe {
     async fn finish(self) -> anyhow::Result<Vec<Duration>> {
         let _ = self.stop.send(true);
         self.task.await?
-    }
-}
-
-/// The `q` quantile of sorted `durations`, in milliseconds (0 if empty).
-fn millis_at(durations: &[Duration], q: f64) -> f64 {
-    match durations.len() {
-        0 => 0.0,
-        n => durations[((n - 1) as f64 * q) as usize].as_secs_f64() * 1e3,
     }
 }
 

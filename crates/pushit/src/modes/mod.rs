@@ -14,7 +14,9 @@ pub(crate) mod flush;
 pub(crate) mod http;
 pub(crate) mod layouts;
 mod load;
+pub(crate) mod query;
 pub(crate) mod replay;
+mod server;
 pub(crate) mod workers;
 
 /// Drops and recreates `database`: a run starts from empty tables.
@@ -88,4 +90,12 @@ pub(crate) fn check_stored(what: &str, expected: u64, stored: u64) -> anyhow::Re
 /// `count` per second of `elapsed`.
 pub(crate) fn per_second(count: usize, elapsed: std::time::Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+/// The `q` quantile of sorted `durations`, in milliseconds (0 if empty).
+pub(crate) fn millis_at(durations: &[std::time::Duration], q: f64) -> f64 {
+    match durations.len() {
+        0 => 0.0,
+        n => durations[((n - 1) as f64 * q) as usize].as_secs_f64() * 1e3,
+    }
 }

@@ -1,0 +1,308 @@
+//! `pushit query`: queries at concurrency N over keep-alive HTTP, in the
+//! shape of `clickhouse-benchmark`. TSBS cpu-only rows are loaded first
+//! (through `/write`); then each query runs on `--connections` connections
+//! for `--seconds`, and is reported with its QPS, result rows/s, MiB/s and
+//! latency percentiles. With the in-process server, the same query then
+//! runs as long on as many threads straight on the engine, and the path is
+//! reported against it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use pushit::report::{column, Format};
+use serde_json::json;
+
+use super::server::{authorized, http_client, sql, start, wait_ready, Endpoints, ServerArgs};
+use super::{load, millis_at};
+use crate::Context;
+
+/// Flags of `pushit query`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    load: load::LoadArgs,
+    /// Concurrent keep-alive connections (and engine threads).
+    #[arg(long, default_value_t = 8)]
+    connections: usize,
+    /// Seconds each query runs, on each side.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Queries to run instead of the built-in set (repeat the flag). `{db}`
+    /// names the loaded database, `{series_id}` one host's series, `{host}`
+    /// its hostname, `{start}` the first timestamp (as a DateTime64 literal).
+    #[arg(long = "query", value_name = "SQL")]
+    queries: Vec<String>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// The built-in set: (name, SQL).
+const BUILT_IN: &[(&str, &str)] = &[
+    ("select-1", "SELECT 1"),
+    (
+        "last-point-by-series-id",
+        "SELECT * FROM {db}.`cpu.autogen` WHERE series_id = {series_id} ORDER BY time DESC LIMIT 1",
+    ),
+    (
+        "last-point-by-host-tag",
+        "SELECT * FROM {db}.cpu WHERE hostname = '{host}' ORDER BY time DESC LIMIT 1",
+    ),
+    (
+        "1h-avg-per-minute",
+        "SELECT toStartOfMinute(time) AS minute, avg(usage_user) FROM {db}.`cpu.autogen` \
+         WHERE series_id = {series_id} AND time >= {start} AND time < {start} + INTERVAL 1 HOUR \
+         GROUP BY minute ORDER BY minute",
+    ),
+    (
+        "max-per-host",
+        "SELECT hostname, max(usage_user) FROM {db}.cpu GROUP BY hostname",
+    ),
+];
+
+/// What one side measured for one query.
+struct Measured {
+    queries: usize,
+    rows: usize,
+    bytes: usize,
+    elapsed: Duration,
+    /// Sorted.
+    latencies: Vec<Duration>,
+}
+
+/// What one connection or thread measured: latencies, result rows, bytes.
+type Part = (Vec<Duration>, usize, usize);
+
+impl Measured {
+    fn gather(parts: Vec<Part>, elapsed: Duration) -> Measured {
+        let mut all = Measured {
+            queries: 0,
+            rows: 0,
+            bytes: 0,
+            elapsed,
+            latencies: Vec::new(),
+        };
+        for (latencies, rows, bytes) in parts {
+            all.queries += latencies.len();
+            all.latencies.extend(latencies);
+            all.rows += rows;
+            all.bytes += bytes;
+        }
+        all.latencies.sort();
+        all
+    }
+}
+
+pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
+    if args.connections == 0 || args.seconds <= 0.0 {
+        bail!("--connections and --seconds must be positive");
+    }
+    let mut report = ctx.report(
+        "query",
+        vec![
+            column("query", "query", Format::Text),
+            column("side", "side", Format::Text),
+            column("QPS", "qps", Format::Count),
+            column("rows/s", "rows_per_s", Format::Count),
+            column("MiB/s", "mib_per_s", Format::Ratio),
+            column("p50", "p50_ms", Format::Millis),
+            column("p90", "p90_ms", Format::Millis),
+            column("p99", "p99_ms", Format::Millis),
+            column("p99.9", "p99_9_ms", Format::Millis),
+            column("p99.99", "p99_99_ms", Format::Millis),
+            column("÷ engine", "over_engine", Format::Ratio),
+        ],
+    );
+    let queries: Vec<(String, String)> = match args.queries.is_empty() {
+        true => BUILT_IN
+            .iter()
+            .map(|(name, sql)| (name.to_string(), sql.to_string()))
+            .collect(),
+        false => args
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(i, sql)| (format!("query-{}", i + 1), sql.clone()))
+            .collect(),
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let (server, endpoints) = start(ctx, &args.server).await?;
+        let result: anyhow::Result<()> = async {
+            wait_ready(&endpoints).await?;
+            let db = format!("pushit_query_{}", std::process::id());
+            ctx.progress(format!(
+                "query: loading {} rows into {db}",
+                args.load.hosts * args.load.steps
+            ));
+            let values = load_data(args, &endpoints, &db).await?;
+            for (name, template) in &queries {
+                let sql = fill(template, &values);
+                ctx.progress(format!("query: {name} over HTTP"));
+                let http = over_http(args, &endpoints, &sql).await?;
+                let engine = match server.is_some() {
+                    true => {
+                        ctx.progress(format!("query: {name} on the engine"));
+                        let (ctx_dir, sql, args) = (ctx.data_dir.clone(), sql.clone(), args);
+                        Some(on_engine(&ctx_dir, &sql, args.connections, args.seconds)?)
+                    }
+                    false => None,
+                };
+                let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
+                let engine_qps = engine.as_ref().map(qps);
+                for (side, m) in
+                    std::iter::once(("http", &http)).chain(engine.iter().map(|m| ("engine", m)))
+                {
+                    let seconds = m.elapsed.as_secs_f64();
+                    let at = |q: f64| millis_at(&m.latencies, q);
+                    report.push(json!({
+                        "query": name,
+                        "side": side,
+                        "connections": args.connections,
+                        "queries": m.queries,
+                        "qps": qps(m),
+                        "rows_per_s": m.rows as f64 / seconds,
+                        "mib_per_s": m.bytes as f64 / seconds / (1 << 20) as f64,
+                        "p50_ms": at(0.50),
+                        "p90_ms": at(0.90),
+                        "p99_ms": at(0.99),
+                        "p99_9_ms": at(0.999),
+                        "p99_99_ms": at(0.9999),
+                        "over_engine": engine_qps.map(|e| qps(m) / e),
+                        "sql": sql,
+                    }));
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if let Some(server) = server {
+            server.shutdown().await?;
+        }
+        result
+    })?;
+    report.finish();
+    Ok(())
+}
+
+/// Loads the TSBS rows; returns the placeholders' values.
+async fn load_data(
+    args: &Args,
+    endpoints: &Endpoints,
+    db: &str,
+) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let client = http_client()?;
+    let bodies = load::bodies(args.load.hosts, args.load.steps, args.load.lines_per_body);
+    let last = bodies.len().saturating_sub(1);
+    for (i, body) in bodies.into_iter().enumerate() {
+        // The last write waits until everything is queryable.
+        let durability = if i == last { "visible" } else { "fsync" };
+        let url = format!("{}/write?db={db}&durability={durability}", endpoints.http);
+        authorized(endpoints, client.post(url).body(body))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    let host = "host_7";
+    let series_id = sql(
+        &client,
+        endpoints,
+        &format!("SELECT series_id FROM {db}._series FINAL WHERE tags['hostname'] = '{host}'"),
+    )
+    .await?;
+    let start = format!("toDateTime64({:.9}, 9, 'UTC')", tsbs::START_NS as f64 / 1e9);
+    Ok(vec![
+        ("{db}", db.to_owned()),
+        ("{series_id}", series_id.trim().to_owned()),
+        ("{host}", host.to_owned()),
+        ("{start}", start),
+    ])
+}
+
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    values
+        .iter()
+        .fold(template.to_owned(), |sql, (name, value)| {
+            sql.replace(name, value)
+        })
+}
+
+/// `sql` on `connections` keep-alive connections (one client each) for
+/// `seconds`.
+async fn over_http(args: &Args, endpoints: &Endpoints, sql: &str) -> anyhow::Result<Measured> {
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..args.connections {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(1)
+            .build()?;
+        let request = authorized(
+            endpoints,
+            client
+                .post(format!("{}/sql?format=TabSeparated", endpoints.http))
+                .body(sql.to_owned()),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut measured = (Vec::new(), 0usize, 0usize);
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                let request = request
+                    .try_clone()
+                    .context("a request without a stream body")?;
+                let response = request.send().await?;
+                let status = response.status();
+                let body = response.bytes().await?;
+                if !status.is_success() {
+                    bail!("{status}: {}", String::from_utf8_lossy(&body));
+                }
+                measured.0.push(sent.elapsed());
+                measured.1 += body.iter().filter(|&&b| b == b'\n').count();
+                measured.2 += body.len();
+            }
+            anyhow::Ok(measured)
+        }));
+    }
+    let mut parts = Vec::new();
+    for worker in workers {
+        parts.push(worker.await??);
+    }
+    Ok(Measured::gather(parts, started.elapsed()))
+}
+
+/// `sql` on `threads` engine connections of this process for `seconds`.
+fn on_engine(
+    data_dir: &std::path::Path,
+    sql: &str,
+    threads: usize,
+    seconds: f64,
+) -> anyhow::Result<Measured> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (stop, sql, data_dir) = (Arc::clone(&stop), sql.to_owned(), data_dir.to_owned());
+            std::thread::spawn(move || -> anyhow::Result<Part> {
+                let conn = pushit::engine::RawConnection::open(&data_dir)?;
+                let mut measured = (Vec::new(), 0, 0);
+                while !stop.load(Ordering::Relaxed) {
+                    let sent = Instant::now();
+                    let output = conn.query(&sql)?;
+                    measured.0.push(sent.elapsed());
+                    measured.1 += output.iter().filter(|&&b| b == b'\n').count();
+                    measured.2 += output.len();
+                }
+                Ok(measured)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    let parts = workers
+        .into_iter()
+        .map(|worker| worker.join().expect("engine thread"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Measured::gather(parts, started.elapsed()))
+}

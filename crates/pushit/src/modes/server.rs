@@ -1,0 +1,113 @@
+//! The chingest server the end-to-end modes talk to: their own, in this
+//! process on its data directory, or a running one at `--url`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use chingest_server::config::ServerConfig;
+
+use crate::Context;
+
+/// Which server, and how to reach it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServerArgs {
+    /// A running chingest's HTTP API, e.g. http://127.0.0.1:8086. Default:
+    /// start one in this process, on the data directory.
+    #[arg(long)]
+    pub(super) url: Option<String>,
+    /// The running chingest's gRPC API (with --url), e.g.
+    /// http://127.0.0.1:8087.
+    #[arg(long, requires = "url")]
+    pub(super) grpc_url: Option<String>,
+    /// Server config file for the in-process server (default: built-in
+    /// defaults).
+    #[arg(long, value_name = "PATH", conflicts_with = "url")]
+    pub(super) server_config: Option<std::path::PathBuf>,
+    /// Token for a server that requires one.
+    #[arg(long, env = "CHINGEST_AUTH_TOKEN")]
+    pub(super) token: Option<String>,
+}
+
+/// Where the server answers.
+pub(super) struct Endpoints {
+    pub(super) http: String,
+    pub(super) grpc: Option<String>,
+    pub(super) token: Option<String>,
+}
+
+/// Starts the in-process server unless `--url` names one.
+pub(super) async fn start(
+    ctx: &Context,
+    args: &ServerArgs,
+) -> anyhow::Result<(Option<chingest_server::RunningServer>, Endpoints)> {
+    if let Some(url) = &args.url {
+        let endpoints = Endpoints {
+            http: url.trim_end_matches('/').to_owned(),
+            grpc: args.grpc_url.clone(),
+            token: args.token.clone(),
+        };
+        return Ok((None, endpoints));
+    }
+    let mut config = match &args.server_config {
+        Some(path) => ServerConfig::from_file(path)?,
+        None => ServerConfig::default(),
+    };
+    // One engine per process: the server shares this data path.
+    config.data_dir = ctx.data_dir.clone();
+    config.http_addr = "127.0.0.1:0".parse()?;
+    config.grpc_addr = "127.0.0.1:0".parse()?;
+    config.log = "warn".into();
+    config.auth_tokens.extend(args.token.clone());
+    let server = chingest_server::start(config).await?;
+    let endpoints = Endpoints {
+        http: format!("http://{}", server.addr),
+        grpc: Some(format!("http://{}", server.grpc_addr)),
+        token: args.token.clone(),
+    };
+    Ok((Some(server), endpoints))
+}
+
+pub(super) fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().no_proxy().build()?)
+}
+
+pub(super) fn authorized(
+    endpoints: &Endpoints,
+    request: reqwest::RequestBuilder,
+) -> reqwest::RequestBuilder {
+    match &endpoints.token {
+        Some(token) => request.header("Authorization", format!("Token {token}")),
+        None => request,
+    }
+}
+
+pub(super) async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
+    let client = http_client()?;
+    let ready_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.get(format!("{}/ready", endpoints.http)).send().await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            _ if Instant::now() > ready_by => {
+                bail!("{}/ready did not answer 200 within 30 s", endpoints.http)
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// The answer to `query` through `/sql`, as tab-separated text.
+pub(super) async fn sql(
+    client: &reqwest::Client,
+    endpoints: &Endpoints,
+    query: &str,
+) -> anyhow::Result<String> {
+    let request = client
+        .get(format!("{}/sql", endpoints.http))
+        .query(&[("query", query), ("format", "TabSeparated")]);
+    Ok(authorized(endpoints, request)
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?)
+}
