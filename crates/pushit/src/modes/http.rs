@@ -165,7 +165,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     // in the order measured.
     let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
     runtime.block_on(async {
-        let (server, endpoints) = start(ctx, &args.server).await?;
+        let (server, endpoints) = start(ctx, &args.server, |_| {}).await?;
         let result: anyhow::Result<()> = async {
             wait_ready(&endpoints).await?;
             for &path in &paths {

@@ -128,7 +128,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let (server, endpoints) = start(ctx, &args.server).await?;
+        // Room for every connection's statement (a running server needs
+        // `query.max_concurrent` at least `--connections`).
+        let connections = args.connections;
+        let (server, endpoints) = start(ctx, &args.server, |config| {
+            config.query.max_concurrent = config.query.max_concurrent.max(connections);
+        })
+        .await?;
         let result: anyhow::Result<()> = async {
             wait_ready(&endpoints).await?;
             let db = format!("pushit_query_{}", std::process::id());

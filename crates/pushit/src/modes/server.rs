@@ -35,10 +35,12 @@ pub(super) struct Endpoints {
     pub(super) token: Option<String>,
 }
 
-/// Starts the in-process server unless `--url` names one.
+/// Starts the in-process server unless `--url` names one; `adjust` is the
+/// mode's change to its configuration.
 pub(super) async fn start(
     ctx: &Context,
     args: &ServerArgs,
+    adjust: impl FnOnce(&mut ServerConfig),
 ) -> anyhow::Result<(Option<chingest_server::RunningServer>, Endpoints)> {
     if let Some(url) = &args.url {
         let endpoints = Endpoints {
@@ -58,6 +60,7 @@ pub(super) async fn start(
     config.grpc_addr = "127.0.0.1:0".parse()?;
     config.log = "warn".into();
     config.auth_tokens.extend(args.token.clone());
+    adjust(&mut config);
     let server = chingest_server::start(config).await?;
     let endpoints = Endpoints {
         http: format!("http://{}", server.addr),
