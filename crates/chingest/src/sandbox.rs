@@ -25,7 +25,8 @@
 //! The tree is the engine's parse, not the text: quoting, comments, case
 //! and aliases cannot hide a name.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use chdb_rust::connection::Connection;
 
@@ -109,7 +110,7 @@ pub const CATALOGUE_SYSTEM_TABLES: &[&str] = &[
 pub const UNSCOPED_SYSTEM_TABLES: &[&str] = &["columns"];
 
 /// The databases a caller may read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub enum ReadScope {
     /// Every database.
     #[default]
@@ -128,7 +129,13 @@ pub(crate) struct Sandbox {
     /// Lower-cased: some function names are case-insensitive.
     denied_functions: HashSet<String>,
     allowed_table_functions: HashSet<String>,
+    /// Statements that passed, by text and scope: dashboards send the same
+    /// few again and again, and each check costs two parses by the engine.
+    passed: Mutex<HashMap<(String, ReadScope), Checked>>,
 }
+
+/// Statements remembered as passed; past it the memory starts afresh.
+const PASSED_CAPACITY: usize = 4096;
 
 impl Sandbox {
     /// Reads the engine's catalogue for the categories refused whole and
@@ -164,7 +171,14 @@ impl Sandbox {
         Ok(Sandbox {
             denied_functions,
             allowed_table_functions,
+            passed: Mutex::default(),
         })
+    }
+
+    /// How `sql` fared when it passed before, under `scope`.
+    pub(crate) fn passed(&self, sql: &str, scope: &ReadScope) -> Option<Checked> {
+        let passed = self.passed.lock().expect("passed statements");
+        passed.get(&(sql.to_owned(), scope.clone())).copied()
     }
 
     /// Refuses `sql` if its syntax tree names a function or table outside
@@ -182,7 +196,13 @@ impl Sandbox {
                 "only SELECT statements are allowed with this token".to_owned(),
             ));
         }
-        Ok(Checked { streams })
+        let checked = Checked { streams };
+        let mut passed = self.passed.lock().expect("passed statements");
+        if passed.len() >= PASSED_CAPACITY {
+            passed.clear();
+        }
+        passed.insert((sql.to_owned(), scope.clone()), checked);
+        Ok(checked)
     }
 
     fn check_tree(&self, lines: &[String], scope: &ReadScope) -> Result<()> {
@@ -221,7 +241,7 @@ impl Sandbox {
 }
 
 /// What the check learned of a statement it let through.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Checked {
     /// A `SELECT` (the engine streams its output); `SHOW`, `EXPLAIN`,
     /// `DESCRIBE` and the like are answered whole.
@@ -259,6 +279,7 @@ mod tests {
         Sandbox {
             denied_functions: ["file".to_owned()].into(),
             allowed_table_functions: ["numbers".to_owned()].into(),
+            passed: Mutex::default(),
         }
     }
 

@@ -101,6 +101,12 @@ fn hostile_statements_are_refused() {
         ] {
             refused(statement, forbidden).await;
         }
+        // A statement that passed is remembered; one refused stays refused,
+        // however often it comes.
+        for _ in 0..3 {
+            assert_eq!(sql("SELECT 1").await.0, StatusCode::OK);
+            refused("SELECT file('/etc/passwd')", forbidden).await;
+        }
         // Raising a limit in the statement: the engine refuses it.
         let text = refused(
             "SELECT 1 SETTINGS max_execution_time = 1000",
