@@ -1,6 +1,6 @@
 """TLS with a certificate made here: curl, Python's InfluxDB client and
 grpcio, each verifying it, write and read through a server started with
-`[tls]`; a client that does not trust the certificate is refused by its own
+`--tls-cert`/`--tls-key` (the `[tls]` file keys are the Rust test's); a client that does not trust the certificate is refused by its own
 TLS.
 """
 
@@ -55,11 +55,10 @@ def make_certificate(directory):
 def tls_server():
     directory = pathlib.Path(tempfile.mkdtemp(prefix="chingest-tls-"))
     cert, key = make_certificate(directory)
-    config = directory / "chingest.toml"
-    config.write_text(f'[tls]\ncert = "{cert}"\nkey = "{key}"\n')
     port, grpc_port = free_port(), free_port()
     proc = subprocess.Popen(
-        [str(BINARY), "serve", "--config", str(config), "--data-dir", str(directory / "data"),
+        [str(BINARY), "serve", "--tls-cert", str(cert), "--tls-key", str(key),
+         "--data-dir", str(directory / "data"),
          "--http-addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{grpc_port}",
          "--auth-token", TOKEN, "--log", "warn", "--durability", "visible"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

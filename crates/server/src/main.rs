@@ -43,6 +43,12 @@ struct ServeArgs {
     /// Log filter, e.g. info or chingest=debug [default: info].
     #[arg(long, env = "CHINGEST_LOG")]
     log: Option<String>,
+    /// PEM certificate chain: serve HTTPS and gRPC over TLS (with --tls-key).
+    #[arg(long, env = "CHINGEST_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "CHINGEST_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// A token clients must present (repeat for several; comma-separated in
     /// the environment variable). Replaces the file's auth_tokens.
     #[arg(
@@ -73,6 +79,10 @@ impl ServeArgs {
         }
         if let Some(log) = self.log {
             config.log = log;
+        }
+        if self.tls_cert.is_some() {
+            config.tls.cert = self.tls_cert;
+            config.tls.key = self.tls_key;
         }
         if !self.auth_tokens.is_empty() {
             config.auth_tokens = self.auth_tokens;
