@@ -384,6 +384,8 @@ fn query_measures_each_query_over_http_and_on_the_engine() {
     };
     assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
     assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
+    let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("max-per-host"));
 }
 
 #[test]

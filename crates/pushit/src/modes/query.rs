@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use pushit::chart::{bars_svg, BarGroup};
 use pushit::report::{column, Format};
 use serde_json::json;
 
@@ -34,6 +35,12 @@ pub(crate) struct Args {
     /// its hostname, `{start}` the first timestamp (as a DateTime64 literal).
     #[arg(long = "query", value_name = "SQL")]
     queries: Vec<String>,
+    /// Where to write the SVG chart of QPS per query, HTTP and engine.
+    #[arg(long, value_name = "PATH", default_value = "pushit-query.svg")]
+    chart: std::path::PathBuf,
+    /// Do not write a chart.
+    #[arg(long)]
+    no_chart: bool,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -126,6 +133,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             .map(|(i, sql)| (format!("query-{}", i + 1), sql.clone()))
             .collect(),
     };
+    let mut groups: Vec<BarGroup> = Vec::new();
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         // Room for every connection's statement (a running server needs
@@ -157,6 +165,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 };
                 let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
                 let engine_qps = engine.as_ref().map(qps);
+                groups.push(BarGroup {
+                    label: name.clone(),
+                    bars: std::iter::once(("HTTP".to_owned(), qps(&http)))
+                        .chain(engine_qps.map(|e| ("engine".to_owned(), e)))
+                        .collect(),
+                });
                 for (side, m) in
                     std::iter::once(("http", &http)).chain(engine.iter().map(|m| ("engine", m)))
                 {
@@ -189,6 +203,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         result
     })?;
     report.finish();
+    if !args.no_chart {
+        let title = format!(
+            "pushit query: {} connections, {} cores",
+            args.connections,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        );
+        bars_svg(&args.chart, &title, "queries/s", &groups)?;
+        ctx.progress(format!("query: chart written to {}", args.chart.display()));
+    }
     Ok(())
 }
 
