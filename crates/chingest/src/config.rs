@@ -94,6 +94,9 @@ impl QueryLimits {
             ("max_result_bytes", self.max_result_bytes.to_string()),
             ("result_overflow_mode", "throw".to_owned()),
             ("max_threads", self.max_threads.to_string()),
+            // Below ingestion on a busy machine: a query's threads are
+            // niced (lowering priority needs no privilege).
+            ("os_thread_priority", "10".to_owned()),
         ]
         .into_iter()
         .map(|(name, value)| format!("--{name}={value}"))
