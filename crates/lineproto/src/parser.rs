@@ -191,10 +191,16 @@ impl<'a> Parser<'a> {
             line.same_field_keys = false;
             // Parse within a window that ends at the end of the valid region
             // or just past the longest allowed line, whichever comes first.
-            let limit = start
+            let mut limit = start
                 .saturating_add(self.options.max_line_len)
                 .saturating_add(2)
                 .min(region_end);
+            // The window ends on a character boundary: a cut inside a
+            // character (only ever in a line that is too long anyway) would
+            // split the text there.
+            while limit > region_start && !self.region.is_char_boundary(limit - region_start) {
+                limit -= 1;
+            }
             let result = if first < region_end {
                 parse_line(
                     self.region,

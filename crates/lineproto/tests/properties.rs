@@ -308,6 +308,29 @@ proptest! {
     }
 }
 
+/// A line limit that falls inside a multi-byte character cuts the line
+/// before it, and the line is reported too long (it used to panic).
+#[test]
+fn a_line_limit_inside_a_character_is_not_a_panic() {
+    for body in ["a\u{80}", "m f=1 \u{e9}\u{e9}\u{e9}", "m,t=\u{1f600} f=1"] {
+        for max in 0..body.len() {
+            let options = ParseOptions {
+                max_line_len: max,
+                ..ParseOptions::default()
+            };
+            let mut parser = Parser::new(body.as_bytes(), options);
+            let mut line = Line::default();
+            let Some(Err(err)) = parser.next_into(&mut line) else {
+                panic!("{body:?} is longer than {max} bytes");
+            };
+            assert!(
+                matches!(err.kind, ErrorKind::LineTooLong { limit } if limit == max),
+                "{body:?}, {max}: {err:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn streaming_edge_cases() {
     let bodies: &[&[u8]] = &[
