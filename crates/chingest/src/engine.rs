@@ -174,34 +174,31 @@ impl Engine {
                         sandbox.check(&conn, &sql, &scope)?
                     }
                 };
-                if !checked.streams {
-                    // SHOW, EXPLAIN, DESCRIBE: the engine answers them whole.
-                    let output = conn.query(&marked, format)?;
-                    let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
-                    return Ok(());
-                }
-                let mut stream = conn.query_stream(&marked, format)?;
-                // Cancelled before it was running: KILL may have missed it.
-                if cancelled.load(Ordering::SeqCst) {
-                    stream.cancel();
-                    return Ok(());
-                }
-                let mut produced = false;
-                while let Some(chunk) = stream.next_chunk()? {
-                    produced = true;
-                    if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
+                if checked.streams {
+                    let mut stream = conn.query_stream(&marked, format)?;
+                    // Cancelled before it was running: KILL may have missed it.
+                    if cancelled.load(Ordering::SeqCst) {
                         stream.cancel();
                         return Ok(());
                     }
+                    let mut produced = false;
+                    while let Some(chunk) = stream.next_chunk()? {
+                        produced = true;
+                        if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
+                            stream.cancel();
+                            return Ok(());
+                        }
+                    }
+                    if produced {
+                        return Ok(());
+                    }
                 }
-                drop(stream);
-                if !produced {
-                    // No rows: a stream yields nothing, not even the
-                    // format's header (JSON's meta, CSVWithNames' names, a
-                    // Parquet schema). The whole answer has it.
-                    let output = conn.query(&marked, format)?;
-                    let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
-                }
+                // SHOW, EXPLAIN, DESCRIBE are answered whole; so is a SELECT
+                // with no rows, whose stream yields nothing, not even the
+                // format's header (JSON's meta, CSVWithNames' names, a
+                // Parquet schema).
+                let output = conn.query(&marked, format)?;
+                let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
                 Ok(())
             })();
             if let Err(err) = streamed {

@@ -129,9 +129,9 @@ pub(crate) struct Sandbox {
     /// Lower-cased: some function names are case-insensitive.
     denied_functions: HashSet<String>,
     allowed_table_functions: HashSet<String>,
-    /// Statements that passed, by text and scope: dashboards send the same
+    /// Statements that passed, by scope and text: dashboards send the same
     /// few again and again, and each check costs two parses by the engine.
-    passed: Mutex<HashMap<(String, ReadScope), Checked>>,
+    passed: Mutex<HashMap<ReadScope, HashMap<String, Checked>>>,
 }
 
 /// Statements remembered as passed; past it the memory starts afresh.
@@ -152,13 +152,12 @@ impl Sandbox {
         let rows = query_rows(
             conn,
             &format!(
-                "SELECT name FROM system.functions \
-                 WHERE categories IN ('AI', 'Dictionary', 'Introspection') \
-                    OR name IN ({names}) OR alias_to IN ({names}) \
-                 UNION DISTINCT \
-                 SELECT name FROM system.functions WHERE alias_to IN \
-                    (SELECT name FROM system.functions \
-                     WHERE categories IN ('AI', 'Dictionary', 'Introspection'))"
+                "WITH denied AS (SELECT name FROM system.functions \
+                    WHERE categories IN ('AI', 'Dictionary', 'Introspection') \
+                       OR name IN ({names})) \
+                 SELECT name FROM system.functions \
+                 WHERE name IN (SELECT name FROM denied) \
+                    OR alias_to IN (SELECT name FROM denied)"
             ),
         )?;
         let denied_functions = rows
@@ -181,7 +180,7 @@ impl Sandbox {
     /// How `sql` fared when it passed before, under `scope`.
     pub(crate) fn passed(&self, sql: &str, scope: &ReadScope) -> Option<Checked> {
         let passed = self.passed.lock().expect("passed statements");
-        passed.get(&(sql.to_owned(), scope.clone())).copied()
+        passed.get(scope)?.get(sql).copied()
     }
 
     /// Refuses `sql` if its syntax tree names a function or table outside
@@ -204,10 +203,11 @@ impl Sandbox {
             return Ok(checked);
         }
         let mut passed = self.passed.lock().expect("passed statements");
-        if passed.len() >= PASSED_CAPACITY {
+        if passed.values().map(HashMap::len).sum::<usize>() >= PASSED_CAPACITY {
             passed.clear();
         }
-        passed.insert((sql.to_owned(), scope.clone()), checked);
+        let in_scope = passed.entry(scope.clone()).or_default();
+        in_scope.insert(sql.to_owned(), checked);
         Ok(checked)
     }
 
