@@ -35,7 +35,7 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::load;
-use super::server::{authorized, http_client, sql, start, wait_ready, Endpoints, ServerArgs};
+use super::server::{authorized, http_client, sql, with_server, Endpoints, ServerArgs};
 use super::{check_stored, insert_layout, millis_at, per_second, settle};
 use crate::Context;
 
@@ -164,63 +164,54 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     // (path, rows/s, ÷ the engine run next to it, visible ÷ that engine),
     // in the order measured.
     let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
-    runtime.block_on(async {
-        let (server, endpoints) = start(ctx, &args.server, |_| {}).await?;
-        let result: anyhow::Result<()> = async {
-            wait_ready(&endpoints).await?;
-            for &path in &paths {
-                let db = format!("{database}_{}", path.key());
-                // The engine right before each path: on a shared machine the
-                // speed drifts over a run, and each path is compared with the
-                // engine as it ran next to it.
-                let engine_rate = engine_arm(ctx, args, &engine_batches, &mut report)?;
-                engine_rates.push(engine_rate);
-                settle(ctx, &ctx.connect()?)?;
-                let probe = Probe::start(&endpoints, &db, args.durability)?;
-                let sent = send_path(ctx, args, &endpoints, path, &db).await?;
-                let visible = wait_visible(&endpoints, &db, rows as u64).await?;
-                let lags = probe.finish().await?;
-                let stored = count(&endpoints, &db).await?;
-                check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
-                let rate = per_second(sent.rows, sent.elapsed);
-                let visible_seconds = (visible - sent.started).as_secs_f64();
-                let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
-                results.push((path, rate, rate / engine_rate, visible_rate / engine_rate));
-                report.push(json!({
-                    "path": path.name(),
-                    "durability": args.durability.as_str(),
-                    "rows": sent.rows,
-                    "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
-                    "lines_per_body": args.load.lines_per_body,
-                    "batch_rows": args.batch_rows,
-                    "requests": sent.latencies.len(),
-                    "seconds": sent.elapsed.as_secs_f64(),
-                    "rows_per_s": rate,
-                    "samples_per_s": rate * fields,
-                    "engine_rows_per_s": engine_rate,
-                    "over_engine": rate / engine_rate,
-                    "visible_seconds": visible_seconds,
-                    "visible_rows_per_s": visible_rate,
-                    "visible_over_engine": visible_rate / engine_rate,
-                    "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
-                    "p50_ms": millis_at(&sent.latencies, 0.50),
-                    "p95_ms": millis_at(&sent.latencies, 0.95),
-                    "p99_ms": millis_at(&sent.latencies, 0.99),
-                    "lag_probes": lags.len(),
-                    "lag_p50_ms": millis_at(&lags, 0.50),
-                    "lag_p99_ms": millis_at(&lags, 0.99),
-                    "lag_max_ms": millis_at(&lags, 1.0),
-                    "run": sent.label,
-                }));
-            }
-            Ok(())
+    runtime.block_on(with_server(ctx, &args.server, |_| {}, async |endpoints| {
+        for &path in &paths {
+            let db = format!("{database}_{}", path.key());
+            // The engine right before each path: on a shared machine the
+            // speed drifts over a run, and each path is compared with the
+            // engine as it ran next to it.
+            let engine_rate = engine_arm(ctx, args, &engine_batches, &mut report)?;
+            engine_rates.push(engine_rate);
+            settle(ctx, &ctx.connect()?)?;
+            let probe = Probe::start(endpoints, &db, args.durability)?;
+            let sent = send_path(ctx, args, endpoints, path, &db).await?;
+            let visible = wait_visible(endpoints, &db, rows as u64).await?;
+            let lags = probe.finish().await?;
+            let stored = count(endpoints, &db).await?;
+            check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
+            let rate = per_second(sent.rows, sent.elapsed);
+            let visible_seconds = (visible - sent.started).as_secs_f64();
+            let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
+            results.push((path, rate, rate / engine_rate, visible_rate / engine_rate));
+            report.push(json!({
+                "path": path.name(),
+                "durability": args.durability.as_str(),
+                "rows": sent.rows,
+                "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
+                "lines_per_body": args.load.lines_per_body,
+                "batch_rows": args.batch_rows,
+                "requests": sent.latencies.len(),
+                "seconds": sent.elapsed.as_secs_f64(),
+                "rows_per_s": rate,
+                "samples_per_s": rate * fields,
+                "engine_rows_per_s": engine_rate,
+                "over_engine": rate / engine_rate,
+                "visible_seconds": visible_seconds,
+                "visible_rows_per_s": visible_rate,
+                "visible_over_engine": visible_rate / engine_rate,
+                "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
+                "p50_ms": millis_at(&sent.latencies, 0.50),
+                "p95_ms": millis_at(&sent.latencies, 0.95),
+                "p99_ms": millis_at(&sent.latencies, 0.99),
+                "lag_probes": lags.len(),
+                "lag_p50_ms": millis_at(&lags, 0.50),
+                "lag_p99_ms": millis_at(&lags, 0.99),
+                "lag_max_ms": millis_at(&lags, 1.0),
+                "run": sent.label,
+            }));
         }
-        .await;
-        if let Some(server) = server {
-            server.shutdown().await?;
-        }
-        result
-    })?;
+        Ok(())
+    }))?;
     report.finish();
     let rate_of = |path: Path| results.iter().find(|r| r.0 == path).map(|r| r.1);
     engine_rates.sort_by(f64::total_cmp);

@@ -15,7 +15,7 @@ use pushit::chart::{bars_svg, BarGroup};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::server::{authorized, http_client, sql, start, wait_ready, Endpoints, ServerArgs};
+use super::server::{authorized, http_client, sql, with_server, Endpoints, ServerArgs};
 use super::{load, millis_at};
 use crate::Context;
 
@@ -135,27 +135,27 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     };
     let mut groups: Vec<BarGroup> = Vec::new();
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        // Room for every connection's statement (a running server needs
-        // `query.max_concurrent` at least `--connections`).
-        let connections = args.connections;
-        let (server, endpoints) = start(ctx, &args.server, |config| {
-            config.query.max_concurrent = config.query.max_concurrent.max(connections);
-        })
-        .await?;
-        let result: anyhow::Result<()> = async {
-            wait_ready(&endpoints).await?;
+    // Room for every connection's statement (a running server needs
+    // `query.max_concurrent` at least `--connections`).
+    let admit_all = |config: &mut chingest_server::config::ServerConfig| {
+        config.query.max_concurrent = config.query.max_concurrent.max(args.connections);
+    };
+    runtime.block_on(with_server(
+        ctx,
+        &args.server,
+        admit_all,
+        async |endpoints| {
             let db = format!("pushit_query_{}", std::process::id());
             ctx.progress(format!(
                 "query: loading {} rows into {db}",
                 args.load.hosts * args.load.steps
             ));
-            let values = load_data(args, &endpoints, &db).await?;
+            let values = load_data(args, endpoints, &db).await?;
             for (name, template) in &queries {
                 let sql = fill(template, &values);
                 ctx.progress(format!("query: {name} over HTTP"));
-                let http = over_http(args, &endpoints, &sql).await?;
-                let engine = match server.is_some() {
+                let http = over_http(args, endpoints, &sql).await?;
+                let engine = match args.server.url.is_none() {
                     true => {
                         ctx.progress(format!("query: {name} on the engine"));
                         let (ctx_dir, sql, args) = (ctx.data_dir.clone(), sql.clone(), args);
@@ -195,13 +195,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 }
             }
             Ok(())
-        }
-        .await;
-        if let Some(server) = server {
-            server.shutdown().await?;
-        }
-        result
-    })?;
+        },
+    ))?;
     report.finish();
     if !args.no_chart {
         let title = format!(

@@ -35,9 +35,28 @@ pub(super) struct Endpoints {
     pub(super) token: Option<String>,
 }
 
-/// Starts the in-process server unless `--url` names one; `adjust` is the
-/// mode's change to its configuration.
-pub(super) async fn start(
+/// Runs `work` against the server: the in-process one, started here with
+/// the mode's `adjust`ment to its configuration and stopped after `work`
+/// whatever it returned, or the one at `--url`. Either is ready first.
+pub(super) async fn with_server<T>(
+    ctx: &Context,
+    args: &ServerArgs,
+    adjust: impl FnOnce(&mut ServerConfig),
+    work: impl AsyncFnOnce(&Endpoints) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let (server, endpoints) = start(ctx, args, adjust).await?;
+    let result = match wait_ready(&endpoints).await {
+        Ok(()) => work(&endpoints).await,
+        Err(err) => Err(err),
+    };
+    if let Some(server) = server {
+        server.shutdown().await?;
+    }
+    result
+}
+
+/// Starts the in-process server unless `--url` names one.
+async fn start(
     ctx: &Context,
     args: &ServerArgs,
     adjust: impl FnOnce(&mut ServerConfig),
@@ -84,7 +103,7 @@ pub(super) fn authorized(
     }
 }
 
-pub(super) async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
+async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
     let client = http_client()?;
     let ready_by = Instant::now() + Duration::from_secs(30);
     loop {
