@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions};
+use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions, WriteOutcome};
 use phases::crash;
 
 const DB: &str = "waldb";
@@ -117,6 +117,16 @@ fn body(n: usize) -> String {
     body
 }
 
+/// Writes `body(n)` in `durability`.
+async fn write(ing: &Ingestor, n: usize, durability: Durability) -> chingest::Result<WriteOutcome> {
+    let options = WriteOptions {
+        durability,
+        ..WriteOptions::default()
+    };
+    ing.write_lp(DB, "autogen", body(n).as_bytes(), &options)
+        .await
+}
+
 async fn scalar(ing: &Ingestor, sql: &str) -> u64 {
     let text = ing.query(sql, "TabSeparated").await.unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -213,17 +223,10 @@ async fn child(phase: &str, dir: &Path) {
     }
     let ing = Ingestor::open(config).await.unwrap();
     let stats = ing.stats();
-    let with = |durability| WriteOptions {
-        durability,
-        ..WriteOptions::default()
-    };
     match phase {
         "logged-crash" => {
             for n in 0..WRITES {
-                let outcome = ing
-                    .write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
-                    .await
-                    .unwrap();
+                let outcome = write(&ing, n, Durability::Fsync).await.unwrap();
                 assert_eq!(outcome.accepted, 2 * LINES);
             }
             let count = format!("SELECT count() FROM {DB}.`cpu.autogen`");
@@ -242,14 +245,7 @@ async fn child(phase: &str, dir: &Path) {
         }
         "inserted-crash" => {
             for n in 0..WRITES {
-                ing.write_lp(
-                    DB,
-                    "autogen",
-                    body(n).as_bytes(),
-                    &with(Durability::Visible),
-                )
-                .await
-                .unwrap();
+                write(&ing, n, Durability::Visible).await.unwrap();
             }
             assert_stored_once(&ing, WRITES).await;
             crash();
@@ -261,14 +257,7 @@ async fn child(phase: &str, dir: &Path) {
             assert_stored_once(&ing, WRITES).await;
         }
         "fault-crash" => {
-            ing.write_lp(
-                DB,
-                "autogen",
-                body(0).as_bytes(),
-                &with(Durability::Visible),
-            )
-            .await
-            .unwrap();
+            write(&ing, 0, Durability::Visible).await.unwrap();
             // The fault holds in this process and clears in the next: the
             // engine's uptime starts again there.
             while scalar(&ing, "SELECT uptime()").await < 5 {
@@ -277,9 +266,7 @@ async fn child(phase: &str, dir: &Path) {
             set_fault(&ing, "cpu", Some("uptime() < 4")).await;
             for n in 1..WRITES {
                 // Answered: the rows are in the log, whatever the engine does.
-                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
-                    .await
-                    .unwrap();
+                write(&ing, n, Durability::Fsync).await.unwrap();
             }
             wait_for("failed inserts", || {
                 stats.flush_errors.load(Ordering::Relaxed) >= 2
@@ -311,9 +298,7 @@ async fn child(phase: &str, dir: &Path) {
             // the flusher's retries.
             set_fault(&ing, "cpu", Some("0")).await;
             for n in WRITES..2 * WRITES {
-                ing.write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
-                    .await
-                    .unwrap();
+                write(&ing, n, Durability::Fsync).await.unwrap();
             }
             let errors = stats.flush_errors.load(Ordering::Relaxed);
             wait_for("failed inserts", || {
@@ -328,8 +313,7 @@ async fn child(phase: &str, dir: &Path) {
         "disk-full" => {
             let mut answered = 0;
             let refused = loop {
-                let (body, options) = (body(answered), with(Durability::Fsync));
-                match ing.write_lp(DB, "autogen", body.as_bytes(), &options).await {
+                match write(&ing, answered, Durability::Fsync).await {
                     Ok(_) => answered += 1,
                     Err(err) => break err,
                 }
@@ -350,33 +334,16 @@ async fn child(phase: &str, dir: &Path) {
                 stats.wal_segments.load(Ordering::Relaxed) <= 1
             })
             .await;
-            ing.write_lp(
-                DB,
-                "autogen",
-                body(answered).as_bytes(),
-                &with(Durability::Visible),
-            )
-            .await
-            .unwrap();
+            write(&ing, answered, Durability::Visible).await.unwrap();
             assert_eq!(scalar(&ing, &cpu).await, ((answered + 1) * LINES) as u64);
             ing.close().await.unwrap();
         }
         "log-full" => {
-            ing.write_lp(
-                DB,
-                "autogen",
-                body(0).as_bytes(),
-                &with(Durability::Visible),
-            )
-            .await
-            .unwrap();
+            write(&ing, 0, Durability::Visible).await.unwrap();
             set_fault(&ing, "cpu", Some("0")).await;
             let mut refused = None;
             for n in 1..1000 {
-                match ing
-                    .write_lp(DB, "autogen", body(n).as_bytes(), &with(Durability::Fsync))
-                    .await
-                {
+                match write(&ing, n, Durability::Fsync).await {
                     Ok(_) => {}
                     Err(err) => {
                         refused = Some(err);
@@ -397,14 +364,7 @@ async fn child(phase: &str, dir: &Path) {
                 stats.wal_size_bytes.load(Ordering::Relaxed) < limit / 2
             })
             .await;
-            ing.write_lp(
-                DB,
-                "autogen",
-                body(0).as_bytes(),
-                &with(Durability::Visible),
-            )
-            .await
-            .unwrap();
+            write(&ing, 0, Durability::Visible).await.unwrap();
             ing.close().await.unwrap();
         }
         other => panic!("unknown phase {other}"),
