@@ -38,6 +38,15 @@ async fn ready(base: &str) {
     panic!("server not ready");
 }
 
+/// Starts a server with `config` and waits until it is ready: the server
+/// and its base URL.
+async fn serve(config: ServerConfig) -> (chingest_server::RunningServer, String) {
+    let server = chingest_server::start(config).await.unwrap();
+    let base = format!("http://{}", server.addr);
+    ready(&base).await;
+    (server, base)
+}
+
 async fn count(base: &str, table: &str) -> u64 {
     let r = client()
         .get(format!("{base}/sql"))
@@ -83,9 +92,7 @@ fn main() {
 
 async fn shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row() {
     let dir = tempfile::tempdir().unwrap();
-    let server = chingest_server::start(config(dir.path())).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config(dir.path())).await;
     let acknowledged = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -121,9 +128,7 @@ async fn shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row() {
     assert!(acknowledged > 0);
 
     // Shutdown inserts everything it acknowledged before it closes.
-    let server = chingest_server::start(config(dir.path())).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config(dir.path())).await;
     let stored = count(&base, "life.`m.autogen.mergetree`").await;
     assert_eq!(
         stored, acknowledged,
@@ -139,9 +144,7 @@ async fn overload_answers_429_with_retry_after() {
     config.ingest.overload_wait_ms = 10;
     config.ingest.flush_max_rows = 100;
     config.ingest.flush_max_bytes = 64 << 10;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     let body: String = (0..20_000).map(|i| format!("m v={i}i {i}\n")).collect();
     let r = client()
         .post(format!("{base}/write?db=over"))
@@ -186,9 +189,7 @@ async fn concurrent_bodies_past_the_memory_budget_get_429() {
     config.ingest.max_buffered_bytes = 1 << 20;
     config.ingest.flush_max_bytes = 256 << 10;
     config.ingest.overload_wait_ms = 10;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     const LINES: usize = 5_000;
     let requests: Vec<_> = (0..24)
         .map(|r| {
@@ -239,9 +240,7 @@ async fn concurrent_bodies_past_the_memory_budget_get_429() {
 async fn durability_is_chosen_per_request() {
     let dir = tempfile::tempdir().unwrap();
     // The server's default mode is fsync.
-    let server = chingest_server::start(config(dir.path())).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config(dir.path())).await;
     let write = |path: &str, header: Option<&str>, line: &str| {
         let mut request = client().post(format!("{base}{path}")).body(line.to_owned());
         if let Some(mode) = header {
@@ -370,9 +369,7 @@ async fn query_limits_answer_422_naming_the_limit() {
     config.query.max_rows_to_read = 1_000_000;
     config.query.max_result_rows = 1_000;
     config.query.max_result_bytes = 1 << 20;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     for (statement, limit) in [
         (
             "SELECT count() FROM numbers(100000) AS a, numbers(100000) AS b WHERE a.number + b.number = 7",
@@ -405,9 +402,7 @@ async fn concurrent_queries_past_the_limit_get_429() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.query.max_concurrent = 1;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     let slow = {
         let base = base.clone();
         tokio::spawn(async move { sql(&base, "SELECT sleepEachRow(0.5) FROM numbers(2)").await })
@@ -448,9 +443,7 @@ fn cpu_seconds() -> f64 {
 /// back to idle within two seconds, long before the time limit.
 async fn a_client_that_goes_away_cancels_its_query() {
     let dir = tempfile::tempdir().unwrap();
-    let server = chingest_server::start(config(dir.path())).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config(dir.path())).await;
     let impatient = Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(1))
@@ -497,9 +490,7 @@ async fn scoped_tokens_on_every_endpoint() {
         scoped("one", true, true, &["db1"]),
     ];
     config.metrics_require_token = true;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     let status = |request: reqwest::RequestBuilder| async move {
         let r = request.send().await.unwrap();
         let status = r.status();
@@ -723,9 +714,7 @@ async fn unknown_databases_are_404_when_auto_create_is_off() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.write.auto_create_databases = false;
-    let server = chingest_server::start(config).await.unwrap();
-    let base = format!("http://{}", server.addr);
-    ready(&base).await;
+    let (server, base) = serve(config).await;
     let r = client()
         .post(format!("{base}/write?db=nope"))
         .body("m v=1i\n")
