@@ -15,8 +15,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chingest::stats::Histogram;
 
-use crate::state::token_from_authorization;
-
 use crate::http::AppState;
 
 const LATENCY_BOUNDS: &[f64] = &[
@@ -115,11 +113,7 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
 /// `GET /metrics`.
 pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if state.config.metrics_require_token {
-        let offered = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(token_from_authorization);
-        if let Err(err) = state.check_token(offered.as_deref()) {
+        if let Err(err) = state.authorize(&headers, None, crate::error::Flavor::V1) {
             return err.into_response();
         }
     }

@@ -23,7 +23,7 @@ impl AppState {
     /// Checks the request's credentials when tokens are configured: an
     /// `Authorization` header (see [`token_from_authorization`]) or (InfluxDB
     /// 1.x) a `p=<t>` query parameter.
-    fn authorize(
+    pub(crate) fn authorize(
         &self,
         headers: &HeaderMap,
         password_param: Option<&str>,
