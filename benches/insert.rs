@@ -63,7 +63,7 @@ fn main() {
     for round in 0..rounds {
         // Empty tables each round: the merges of earlier rounds' parts would
         // otherwise take the cores from whichever arm runs next.
-        for table in [raw_table.storage.as_str(), "bench.`cpu.autogen.mergetree`"] {
+        for table in [raw_table.storage.as_str(), "bench.`cpu.autogen`"] {
             conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
         }
         // Which arm goes first alternates too.
@@ -125,7 +125,7 @@ fn main() {
 
     // Back to back: two writers keep a write in flight each, so one write's
     // parse overlaps the other's insert, as under continuous ingest.
-    for table in [raw_table.storage.as_str(), "bench.`cpu.autogen.mergetree`"] {
+    for table in [raw_table.storage.as_str(), "bench.`cpu.autogen`"] {
         conn.execute(&[&format!("TRUNCATE TABLE {table}")]).unwrap();
     }
     let writes = rounds.max(2);

@@ -15,9 +15,8 @@ use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
 use crate::batcher::Batcher;
-use crate::config::BufferPolicy;
 use crate::engine::{self, Engine};
-use crate::names::{self, quote_literal, TableNames, SERIES_TABLE};
+use crate::names::{self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE};
 use crate::schema::{self, FieldType, TableSchema};
 use crate::series::{FingerprintMap, SeriesKey};
 use crate::wal::{Lsn, TableRef};
@@ -255,7 +254,6 @@ impl Database {
     pub(crate) async fn ensure_table(
         &self,
         engine: &Engine,
-        buffer: &BufferPolicy,
         view_rp: Option<&str>,
         rp: &str,
         measurement: &str,
@@ -263,7 +261,7 @@ impl Database {
     ) -> Result<(Arc<Table>, bool)> {
         let _ddl = self.ddl.lock().await;
         let result = self
-            .ensure_table_locked(engine, buffer, rp, measurement, fields)
+            .ensure_table_locked(engine, rp, measurement, fields)
             .await?;
         if view_rp == Some(rp) {
             self.create_view(engine, &result.0, measurement).await?;
@@ -350,7 +348,6 @@ impl Database {
     async fn ensure_table_locked(
         &self,
         engine: &Engine,
-        buffer: &BufferPolicy,
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
@@ -364,7 +361,7 @@ impl Database {
                 .collect();
             if !added.is_empty() {
                 engine
-                    .execute_all(schema::add_columns_sql(&current.names, &added))
+                    .execute(schema::add_columns_sql(&current.names, &added))
                     .await?;
                 *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
             }
@@ -374,8 +371,8 @@ impl Database {
             TableNames::new(&self.name, rp, measurement),
             fields.to_vec(),
         );
-        let statements = schema::create_table_sql(&schema, buffer, self.retention_seconds(rp));
-        engine.execute_all(statements).await?;
+        let statement = schema::create_table_sql(&schema, self.retention_seconds(rp));
+        engine.execute(statement).await?;
         let table = Arc::new(Table::new(&self.name, rp, measurement, schema));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok((table, true))
@@ -428,14 +425,9 @@ impl Catalog {
     /// Finishes DDL a crash may have cut short, so no table is left in a
     /// state that fails every later insert or query: fact tables without
     /// the deduplication window replay relies on (also those created by
-    /// older versions), Buffer tables missing or lacking columns of their
-    /// storage table, and missing views. Every statement is idempotent.
-    pub(crate) async fn repair(
-        &self,
-        engine: &Engine,
-        buffer: &BufferPolicy,
-        view_rp: Option<&str>,
-    ) -> Result<()> {
+    /// older versions), and views missing or made by an older version
+    /// (`schema::VIEW_VERSION`). Every statement is idempotent.
+    pub(crate) async fn repair(&self, engine: &Engine, view_rp: Option<&str>) -> Result<()> {
         let databases: Vec<_> = self.databases();
         if databases.is_empty() {
             return Ok(());
@@ -445,73 +437,41 @@ impl Catalog {
             .map(|db| quote_literal(&names::encode(&db.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let (no_window, columns, tables) = engine
+        let (no_window, views) = engine
             .run(move |conn| {
                 let no_window = engine::query_rows(
                     conn,
                     &format!(
                         "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
-                         AND endsWith(name, '.mergetree') \
+                         AND engine = 'MergeTree' \
                          AND position(engine_full, 'non_replicated_deduplication_window') = 0"
                     ),
                 )?;
-                let columns = engine::query_rows(
+                let views = engine::query_rows(
                     conn,
                     &format!(
-                        "SELECT database, table, name FROM system.columns \
-                         WHERE database IN ({in_list}) AND NOT endsWith(table, '.mergetree')"
+                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
+                         AND engine = 'View' AND comment = {}",
+                        quote_literal(schema::VIEW_VERSION)
                     ),
                 )?;
-                let tables = engine::query_rows(
-                    conn,
-                    &format!(
-                        "SELECT database, name FROM system.tables WHERE database IN ({in_list})"
-                    ),
-                )?;
-                Ok((no_window, columns, tables))
+                Ok((no_window, views))
             })
             .await?;
         let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());
         let no_window: HashSet<_> = no_window.iter().map(pair).collect();
-        let existing: HashSet<_> = tables.iter().map(pair).collect();
-        let mut buffer_columns: HashMap<(String, String), HashSet<String>> = HashMap::new();
-        for row in &columns {
-            if let [db, table, column] = row.as_slice() {
-                buffer_columns
-                    .entry((db.clone(), table.clone()))
-                    .or_default()
-                    .insert(column.clone());
-            }
-        }
+        // Views missing or made by an older version are (re)created.
+        let current_views: HashSet<_> = views.iter().map(pair).collect();
         let mut statements = Vec::new();
         for db in &databases {
             for ((rp, measurement), table) in db.tables() {
                 let schema = table.schema();
                 let names = &schema.names;
-                let buffer_name = (
-                    names.database_name.clone(),
-                    format!("{}.{}", names::encode(&measurement), names::encode(&rp)),
-                );
                 if no_window.contains(&(names.database_name.clone(), names.storage_name.clone())) {
                     statements.push(schema::dedup_window_sql(names));
                 }
-                match buffer_columns.get(&buffer_name) {
-                    None => statements.extend(schema::create_table_sql(&schema, buffer, 0)),
-                    Some(present) => {
-                        let missing: Vec<_> = schema
-                            .fields
-                            .iter()
-                            .filter(|(name, _)| !present.contains(name))
-                            .cloned()
-                            .collect();
-                        if !missing.is_empty() {
-                            let [_, buffer_alter] = schema::add_columns_sql(names, &missing);
-                            statements.push(buffer_alter);
-                        }
-                    }
-                }
                 let view = (names.database_name.clone(), names::encode(&measurement));
-                if view_rp == Some(rp.as_str()) && !existing.contains(&view) {
+                if view_rp == Some(rp.as_str()) && !current_views.contains(&view) {
                     statements.push(schema::view_sql(
                         &schema,
                         &measurement,
@@ -535,6 +495,7 @@ impl Catalog {
     pub(crate) async fn load(engine: &Engine) -> Result<Catalog> {
         let loaded = engine
             .run(|conn| {
+                migrate_legacy_fact_tables(conn)?;
                 let databases = engine::query_rows(
                     conn,
                     &format!(
@@ -546,8 +507,10 @@ impl Catalog {
                     conn,
                     &format!(
                         "SELECT database, table, name, type FROM system.columns \
-                         WHERE database IN (SELECT database FROM system.tables WHERE name = {}) \
-                         AND endsWith(table, '.mergetree') ORDER BY database, table, position",
+                         WHERE database IN (SELECT database FROM system.tables WHERE name = {0}) \
+                         AND (database, table) IN (SELECT database, name FROM system.tables \
+                         WHERE endsWith(engine, 'MergeTree') AND name != {0}) \
+                         ORDER BY database, table, position",
                         quote_literal(SERIES_TABLE)
                     ),
                 )?;
@@ -665,4 +628,57 @@ impl Catalog {
         }
         Ok(catalog)
     }
+}
+
+/// Renames the fact tables of older versions, which kept the facts in
+/// `m.rp.mergetree` behind a Buffer table named `m.rp` (chingest never
+/// inserted into the Buffer, so it holds no rows): the Buffer is dropped
+/// and the MergeTree takes its name. Each step is idempotent, so an open
+/// that crashed between them is finished by the next.
+fn migrate_legacy_fact_tables(conn: &Connection) -> Result<()> {
+    let legacy = engine::query_rows(
+        conn,
+        &format!(
+            "SELECT database, name FROM system.tables \
+             WHERE database IN (SELECT database FROM system.tables WHERE name = {}) \
+             AND endsWith(name, {}) AND engine = 'MergeTree'",
+            quote_literal(SERIES_TABLE),
+            quote_literal(LEGACY_STORAGE_SUFFIX)
+        ),
+    )?;
+    for row in legacy {
+        let [database, storage] = <[String; 2]>::try_from(row)
+            .map_err(|_| Error::Engine("unexpected system.tables row".into()))?;
+        let table = &storage[..storage.len() - LEGACY_STORAGE_SUFFIX.len()];
+        let in_front = engine::query_rows(
+            conn,
+            &format!(
+                "SELECT engine FROM system.tables WHERE database = {} AND name = {}",
+                quote_literal(&database),
+                quote_literal(table)
+            ),
+        )?;
+        let db = quote_ident(&database);
+        match in_front.first().map(|row| row[0].as_str()) {
+            None => {}
+            Some("Buffer") => {
+                engine::execute(conn, &format!("DROP TABLE {db}.{} SYNC", quote_ident(table)))?
+            }
+            Some(other) => {
+                return Err(Error::Engine(format!(
+                    "cannot rename {database}.{storage} to {table}: a {other} table has that name"
+                )))
+            }
+        }
+        engine::execute(
+            conn,
+            &format!(
+                "RENAME TABLE {db}.{} TO {db}.{}",
+                quote_ident(&storage),
+                quote_ident(table)
+            ),
+        )?;
+        tracing::info!(%database, from = %storage, to = %table, "renamed a fact table of an older version");
+    }
+    Ok(())
 }

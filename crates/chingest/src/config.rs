@@ -20,8 +20,6 @@ pub struct IngestConfig {
     pub flush: FlushPolicy,
     /// The write-ahead log.
     pub wal: WalConfig,
-    /// Thresholds of the Buffer tables queries read through.
-    pub buffer: BufferPolicy,
     /// Upper bound on bytes of rows held by the batchers, waiting to be
     /// flushed. A write that would exceed it waits up to `overload_wait`,
     /// then fails with [`Error::Overloaded`].
@@ -97,6 +95,13 @@ impl QueryLimits {
             // Below ingestion on a busy machine: a query's threads are
             // niced (lowering priority needs no privilege).
             ("os_thread_priority", "10".to_owned()),
+            // A lookup by tag through a measurement's view: the series the
+            // tag filter matched also prune the fact table's granules by
+            // its primary key (docs/benchmarks.md §9).
+            (
+                "enable_join_runtime_filters_index_analysis",
+                "1".to_owned(),
+            ),
         ]
         .into_iter()
         .map(|(name, value)| format!("--{name}={value}"))
@@ -151,27 +156,6 @@ pub struct FlushPolicy {
     pub concurrency: usize,
 }
 
-/// The Buffer engine thresholds of each table's `ENGINE = Buffer` table
-/// (`db.\`m.rp\``), the name queries read the table by. chingest inserts into
-/// the MergeTree behind it (a Buffer cannot take the deduplication tokens
-/// exactly-once replay needs), so these only matter to rows others insert
-/// into the Buffer table.
-#[derive(Debug, Clone)]
-pub struct BufferPolicy {
-    /// Buffer engine `min_time`, seconds.
-    pub min_seconds: u32,
-    /// Buffer engine `max_time`, seconds: the longest rows stay in memory.
-    pub max_seconds: u32,
-    /// Buffer engine `min_rows`.
-    pub min_rows: u64,
-    /// Buffer engine `max_rows`.
-    pub max_rows: u64,
-    /// Buffer engine `min_bytes`.
-    pub min_bytes: u64,
-    /// Buffer engine `max_bytes`.
-    pub max_bytes: u64,
-}
-
 impl Default for FlushPolicy {
     fn default() -> Self {
         FlushPolicy {
@@ -179,19 +163,6 @@ impl Default for FlushPolicy {
             max_bytes: 64 << 20,
             max_age: Duration::from_secs(1),
             concurrency: 1,
-        }
-    }
-}
-
-impl Default for BufferPolicy {
-    fn default() -> Self {
-        BufferPolicy {
-            min_seconds: 1,
-            max_seconds: 5,
-            min_rows: 100_000,
-            max_rows: 1_000_000,
-            min_bytes: 16 << 20,
-            max_bytes: 256 << 20,
         }
     }
 }
@@ -204,7 +175,6 @@ impl IngestConfig {
             connections: std::thread::available_parallelism().map_or(2, |n| n.get()),
             flush: FlushPolicy::default(),
             wal: WalConfig::default(),
-            buffer: BufferPolicy::default(),
             max_buffered_bytes: 256 << 20,
             overload_wait: Duration::from_secs(1),
             view_retention_policy: Some("autogen".to_owned()),
@@ -232,10 +202,6 @@ impl IngestConfig {
         }
         if self.max_buffered_bytes < self.flush.max_bytes {
             return fail("max_buffered_bytes must be at least flush.max_bytes");
-        }
-        let b = &self.buffer;
-        if b.min_seconds > b.max_seconds || b.min_rows > b.max_rows || b.min_bytes > b.max_bytes {
-            return fail("buffer: every min_* must be at most its max_*");
         }
         Ok(())
     }

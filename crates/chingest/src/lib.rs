@@ -74,7 +74,7 @@ use tracing::Instrument;
 
 pub use arrow;
 pub use budget::MemoryReservation;
-pub use config::{BufferPolicy, FlushPolicy, IngestConfig, QueryLimits, WalConfig};
+pub use config::{FlushPolicy, IngestConfig, QueryLimits, WalConfig};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
@@ -287,11 +287,7 @@ impl Ingestor {
         let engine = Engine::open(&data_dir, config.connections, &config.query).await?;
         let catalog = Catalog::load(&engine).await?;
         catalog
-            .repair(
-                &engine,
-                &config.buffer,
-                config.view_retention_policy.as_deref(),
-            )
+            .repair(&engine, config.view_retention_policy.as_deref())
             .await?;
         let wal_dir = config
             .wal
@@ -719,14 +715,7 @@ impl Shared {
         }
         let view_rp = self.config.view_retention_policy.as_deref();
         let (table, created) = db
-            .ensure_table(
-                &self.engine,
-                &self.config.buffer,
-                view_rp,
-                rp,
-                measurement,
-                fields,
-            )
+            .ensure_table(&self.engine, view_rp, rp, measurement, fields)
             .await?;
         if created {
             self.spawn_flusher(db, Arc::clone(&table));

@@ -9,10 +9,14 @@
 //!
 //! | what                          | name                              |
 //! |-------------------------------|-----------------------------------|
-//! | table to query (Buffer)       | `enc(measurement).enc(rp)`         |
-//! | storage table (MergeTree)     | `enc(measurement).enc(rp).mergetree` |
+//! | fact table (MergeTree)        | `enc(measurement).enc(rp)`         |
 //! | series dimension table        | `_series`                          |
 //! | view with tags as columns     | `enc(measurement)`                 |
+//!
+//! (Versions before the read-path work kept the facts in
+//! `enc(measurement).enc(rp).mergetree` behind a Buffer table named like
+//! today's fact table; opening such a data directory renames them, see
+//! `Catalog::load`.)
 //!
 //! Ordinary names (`cpu`, `autogen`, `telegraf`) encode to themselves, so the
 //! common case reads as `telegraf.\`cpu.autogen\``. Field names become column
@@ -29,7 +33,8 @@ use crate::Error;
 pub const MAX_FILE_NAME_LEN: usize = 200;
 
 /// The same limit for a measurement and a retention policy, which share one
-/// table file name (`<measurement>.<rp>.mergetree.sql`).
+/// table file name (`<measurement>.<rp>.sql`, and the older
+/// `<measurement>.<rp>.mergetree.sql`).
 pub const MAX_TABLE_PART_LEN: usize = 100;
 
 /// Databases the engine owns; writing into them is refused.
@@ -44,7 +49,9 @@ pub const SERIES_TABLE: &str = "_series";
 /// The retention-policy registry's name inside every managed database.
 pub const RETENTION_POLICIES_TABLE: &str = "_retention_policies";
 
-const STORAGE_SUFFIX: &str = ".mergetree";
+/// What older versions appended to a fact table's name (the name without it
+/// was a Buffer table in front).
+pub const LEGACY_STORAGE_SUFFIX: &str = ".mergetree";
 
 /// Which kind of name a value is, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,9 +198,7 @@ pub fn validate(kind: NameKind, name: &str) -> Result<(), Error> {
 pub struct TableNames {
     /// `` `db` `` quoted.
     pub database: String,
-    /// `` `db`.`m.rp` ``: the Buffer table, which reads see in full.
-    pub query_table: String,
-    /// `` `db`.`m.rp.mergetree` ``: the MergeTree that stores the rows.
+    /// `` `db`.`m.rp` ``: the MergeTree that stores the rows.
     pub storage_table: String,
     /// `` `db`.`_series` ``.
     pub series_table: String,
@@ -214,17 +219,15 @@ impl TableNames {
     pub fn new(database: &str, rp: &str, measurement: &str) -> Self {
         let db = encode(database);
         let table = format!("{}.{}", encode(measurement), encode(rp));
-        let storage = format!("{table}{STORAGE_SUFFIX}");
         let qdb = quote_ident(&db);
         TableNames {
-            query_table: format!("{qdb}.{}", quote_ident(&table)),
-            storage_table: format!("{qdb}.{}", quote_ident(&storage)),
+            storage_table: format!("{qdb}.{}", quote_ident(&table)),
             series_table: format!("{qdb}.{}", quote_ident(SERIES_TABLE)),
             retention_table: format!("{qdb}.{}", quote_ident(RETENTION_POLICIES_TABLE)),
             view: format!("{qdb}.{}", quote_ident(&encode(measurement))),
             database: qdb,
             database_name: db,
-            storage_name: storage,
+            storage_name: table,
         }
     }
 }
@@ -232,9 +235,8 @@ impl TableNames {
 /// Recovers (retention policy, measurement) from a storage table's name, or
 /// `None` when the table is not one of chingest's storage tables.
 pub fn parse_storage_name(name: &str) -> Option<(String, String)> {
-    let table = name.strip_suffix(STORAGE_SUFFIX)?;
-    let (measurement, rp) = table.split_once('.')?;
-    if rp.contains('.') {
+    let (measurement, rp) = name.split_once('.')?;
+    if rp.contains('.') || measurement.starts_with('_') {
         return None;
     }
     Some((decode(rp)?, decode(measurement)?))
@@ -301,7 +303,8 @@ mod tests {
             );
         }
         assert_eq!(parse_storage_name(SERIES_TABLE), None);
-        assert_eq!(parse_storage_name("cpu.autogen"), None);
+        assert_eq!(parse_storage_name("cpu"), None);
+        assert_eq!(parse_storage_name("cpu.autogen.mergetree"), None);
     }
 
     #[test]

@@ -13,6 +13,9 @@ fn main() {
         phases::trial("data_survives_close_and_reopen_in_a_new_process", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["write", "reopen"]);
         }),
+        phases::trial("tables_of_the_older_buffered_layout_are_renamed_on_open", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["legacy", "migrated"]);
+        }),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
@@ -143,6 +146,56 @@ async fn child(phase: &str, dir: &Path) {
                 query(&ing, "SELECT count() FROM limits.`m.autogen`").await,
                 "1\n"
             );
+        }
+        "legacy" => {
+            // Two databases turned into what older versions left: `old`
+            // whole (a Buffer named like the fact table in front of
+            // `m.autogen.mergetree`, and the LEFT JOIN view), `half` as an
+            // open that crashed between dropping the Buffer and renaming.
+            for db in ["old", "half"] {
+                let body = b"m,host=a v=1i 1\nm,host=b v=2i 2\n";
+                ing.write_lp(db, "autogen", body, &options).await.unwrap();
+                let legacy = format!("RENAME TABLE {db}.`m.autogen` TO {db}.`m.autogen.mergetree`");
+                query(&ing, &legacy).await;
+            }
+            query(
+                &ing,
+                "CREATE TABLE old.`m.autogen` AS old.`m.autogen.mergetree` ENGINE = \
+                 Buffer('old', 'm.autogen.mergetree', 1, 1, 5, 100000, 1000000, 16777216, 268435456)",
+            )
+            .await;
+            query(
+                &ing,
+                "CREATE OR REPLACE VIEW old.m AS SELECT f.time AS time, s.tags['host'] AS host, \
+                 f.v AS v FROM old.`m.autogen` AS f LEFT JOIN (SELECT series_id, any(tags) AS tags \
+                 FROM old._series WHERE measurement = 'm' GROUP BY series_id) AS s USING series_id",
+            )
+            .await;
+        }
+        "migrated" => {
+            let tables = "SELECT database, name, engine, comment FROM system.tables \
+                          WHERE database IN ('old', 'half') AND name LIKE 'm%' ORDER BY ALL";
+            assert_eq!(
+                query(&ing, tables).await,
+                "half\tm\tView\tchingest view 2\n\
+                 half\tm.autogen\tMergeTree\t\n\
+                 old\tm\tView\tchingest view 2\n\
+                 old\tm.autogen\tMergeTree\t\n"
+            );
+            for db in ["old", "half"] {
+                // The rows are kept, and new ones go to the renamed table.
+                let body = b"m,host=c v=3i 3\n";
+                ing.write_lp(db, "autogen", body, &options).await.unwrap();
+                // Series rows stored twice (as a replay can leave them until
+                // the engine merges) do not repeat rows in the view.
+                let again = format!("INSERT INTO {db}._series SELECT * FROM {db}._series");
+                query(&ing, &again).await;
+                assert_eq!(
+                    query(&ing, &format!("SELECT host, v FROM {db}.m ORDER BY time")).await,
+                    "a\t1\nb\t2\nc\t3\n",
+                    "{db}"
+                );
+            }
         }
         other => panic!("unknown phase {other}"),
     }

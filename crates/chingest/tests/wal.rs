@@ -182,7 +182,7 @@ async fn set_fault(ing: &Ingestor, m: &str, check: Option<&str>) {
         None => "DROP CONSTRAINT chingest_fault".to_owned(),
     };
     ing.query(
-        &format!("ALTER TABLE {DB}.`{m}.autogen.mergetree` {alter}"),
+        &format!("ALTER TABLE {DB}.`{m}.autogen` {alter}"),
         "TabSeparated",
     )
     .await

@@ -64,7 +64,7 @@ types f=1e300,i=0i,u=1u,s=\"ünïcødé 🦀\",b=TRUE 3
         let types = tsv(
             &ing,
             "SELECT name, type FROM system.columns WHERE database = 'lp_types' \
-             AND table = 'types.autogen.mergetree' ORDER BY position",
+             AND table = 'types.autogen' ORDER BY position",
         )
         .await;
         assert_eq!(
@@ -603,7 +603,7 @@ fn tag_field_and_name_limits_reject_their_line() {
         .await;
         assert_eq!(
             tables,
-            "_retention_policies\n_series\nm\nm.autogen\nm.autogen.mergetree\n"
+            "_retention_policies\n_series\nm\nm.autogen\n"
         );
     })
 }
@@ -673,7 +673,7 @@ fn read_only_queries_refuse_everything_but_one_read() {
         assert_eq!(ok, b"1\n");
         let path = std::env::temp_dir().join(format!("chingest-outfile-{}", std::process::id()));
         let refused = [
-            "INSERT INTO lp_ro.`m.autogen.mergetree` (time, series_id) VALUES (1, 1)",
+            "INSERT INTO lp_ro.`m.autogen` (time, series_id) VALUES (1, 1)",
             "DROP TABLE lp_ro.`m.autogen`",
             "CREATE DATABASE lp_ro_2",
             "SET max_threads = 2",
@@ -802,12 +802,9 @@ fn retention_policy_durations_expire_old_rows() {
             ing.write_lp("lp_rp", rp, body.as_bytes(), &visible())
                 .await
                 .unwrap();
-            // Write the Buffer out, then merge: the TTL drops expired rows.
-            ing.query(&format!("OPTIMIZE TABLE lp_rp.`m.{rp}`"), "TabSeparated")
-                .await
-                .unwrap();
+            // Merge: the TTL drops expired rows.
             ing.query(
-                &format!("OPTIMIZE TABLE lp_rp.`m.{rp}.mergetree` FINAL"),
+                &format!("OPTIMIZE TABLE lp_rp.`m.{rp}` FINAL"),
                 "TabSeparated",
             )
             .await
@@ -829,7 +826,7 @@ fn retention_policy_durations_expire_old_rows() {
         ing.create_retention_policy("lp_rp", "day", None)
             .await
             .unwrap();
-        let create = tsv(&ing, "SHOW CREATE TABLE lp_rp.`m.day.mergetree`").await;
+        let create = tsv(&ing, "SHOW CREATE TABLE lp_rp.`m.day`").await;
         assert!(!create.contains("TTL"), "{create}");
         assert_eq!(ing.retention_policies("lp_rp")[0], ("day".to_owned(), None));
     })

@@ -15,7 +15,7 @@ use chingest::arrow::array::{
     TimestampNanosecondArray, UInt64Array,
 };
 use chingest::arrow::datatypes::{DataType, Field, Schema};
-use chingest::names::{quote_ident, TableNames};
+use chingest::names::{quote_ident, quote_literal, TableNames};
 use chingest::schema::{FieldType, TableSchema};
 use chingest::series::SeriesKey;
 
@@ -203,16 +203,36 @@ impl Layout {
     }
 }
 
-/// chingest's own DDL for the tables of `schema` (default Buffer policy, no
-/// TTL): the MergeTree, then the Buffer table in front of it.
+/// chingest's own DDL for the fact table of `schema` (no TTL).
 pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
-    chingest::schema::create_table_sql(schema, &chingest::BufferPolicy::default(), 0).to_vec()
+    vec![chingest::schema::create_table_sql(schema, 0)]
+}
+
+/// A Buffer table in front of `schema`'s fact table, with the thresholds
+/// chingest's tables had before its write-ahead log made large inserts (1–5
+/// s, 100k–1M rows, 16–256 MiB): its quoted name and its DDL.
+pub fn buffer_table(schema: &TableSchema) -> (String, String) {
+    let names = &schema.names;
+    let name = format!(
+        "{}.{}",
+        names.database,
+        quote_ident(&format!("{}.buffer", names.storage_name))
+    );
+    let sql = format!(
+        "CREATE TABLE {name} AS {} ENGINE = Buffer({}, {}, 1, 1, 5, 100000, 1000000, {}, {})",
+        names.storage_table,
+        quote_literal(&names.database_name),
+        quote_literal(&names.storage_name),
+        16 << 20,
+        256 << 20,
+    );
+    (name, sql)
 }
 
 impl LayoutTables {
-    /// chingest's tables for `schema`, with inserts going through the
-    /// Buffer table when `buffered` (and the Buffer flushed to end a run),
-    /// straight to the MergeTree otherwise.
+    /// chingest's fact table for `schema`, with inserts going through a
+    /// Buffer table in front of it when `buffered` (and the Buffer flushed
+    /// to end a run), straight to the MergeTree otherwise.
     pub fn chingest(schema: &TableSchema, buffered: bool) -> LayoutTables {
         let names = &schema.names;
         let mut create = chingest_tables(schema);
@@ -225,15 +245,18 @@ impl LayoutTables {
             "CREATE TABLE {null_sink} AS {} ENGINE = Null",
             names.storage_table
         ));
-        let insert_into = if buffered {
-            &names.query_table
-        } else {
-            &names.storage_table
-        };
+        let mut insert_into = names.storage_table.clone();
+        let mut flush = None;
+        if buffered {
+            let (buffer, sql) = buffer_table(schema);
+            create.push(sql);
+            flush = Some(format!("OPTIMIZE TABLE {buffer}"));
+            insert_into = buffer;
+        }
         LayoutTables {
             create,
-            insert_into: insert_into.clone(),
-            flush: buffered.then(|| format!("OPTIMIZE TABLE {}", names.query_table)),
+            insert_into,
+            flush,
             storage: names.storage_table.clone(),
             storage_name: names.storage_name.clone(),
             null_sink,

@@ -6,7 +6,7 @@
 //! gRPC health says NOT_SERVING) while the engine opens. Shutdown is
 //! ordered: stop accepting, finish the requests in flight (each waits for
 //! its rows to be committed), then close the engine, which flushes every
-//! batcher and Buffer table.
+//! batcher.
 
 pub mod config;
 pub mod error;

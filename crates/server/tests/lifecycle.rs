@@ -129,7 +129,7 @@ async fn shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row() {
 
     // Shutdown inserts everything it acknowledged before it closes.
     let (server, base) = serve(config(dir.path())).await;
-    let stored = count(&base, "life.`m.autogen.mergetree`").await;
+    let stored = count(&base, "life.`m.autogen`").await;
     assert_eq!(
         stored, acknowledged,
         "every acknowledged row, and only those, is on disk"

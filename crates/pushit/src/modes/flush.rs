@@ -1,6 +1,6 @@
 //! `pushit flush`: small, frequent flushes, as production ingest makes
 //! them. Each flush is one timestamp of every series (1,000 rows by
-//! default), inserted straight into the MergeTree or into chingest's Buffer
+//! default), inserted straight into the MergeTree or into a Buffer
 //! table in front of it; once into one table, once fanned out over
 //! retention policies × measurements (each flush split across the tables).
 //! The Buffer path's timed region ends when the Buffer tables have written
@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use chingest::schema::TableSchema;
-use pushit::layouts::{chingest_tables, Layout, Shape};
+use pushit::layouts::{buffer_table, chingest_tables, Layout, Shape};
 use pushit::report::{column, Format};
 use serde_json::json;
 
@@ -85,17 +85,18 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             ctx.progress(format!("flush: {case}, {path}, {} tables", tables.len()));
             let measured = ctx.measure(|| {
                 fresh_database(&conn, DATABASE)?;
+                let mut targets = Vec::new();
                 for schema in &tables {
-                    let create = chingest_tables(schema);
+                    let mut create = chingest_tables(schema);
+                    if path == "buffer" {
+                        let (buffer, sql) = buffer_table(schema);
+                        create.push(sql);
+                        targets.push(buffer);
+                    } else {
+                        targets.push(schema.names.storage_table.clone());
+                    }
                     conn.execute(&create.iter().map(String::as_str).collect::<Vec<_>>())?;
                 }
-                let targets: Vec<&str> = tables
-                    .iter()
-                    .map(|schema| match path {
-                        "direct" => schema.names.storage_table.as_str(),
-                        _ => schema.names.query_table.as_str(),
-                    })
-                    .collect();
                 let slice = flushes[0].num_rows().div_ceil(targets.len());
                 settle(ctx, &conn)?;
                 let started = Instant::now();
@@ -109,8 +110,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                     }
                 }
                 if path == "buffer" {
-                    for schema in &tables {
-                        conn.execute(&[&format!("OPTIMIZE TABLE {}", schema.names.query_table)])?;
+                    for buffer in &targets {
+                        conn.execute(&[&format!("OPTIMIZE TABLE {buffer}")])?;
                     }
                 }
                 let elapsed = started.elapsed();
