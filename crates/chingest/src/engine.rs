@@ -110,9 +110,15 @@ impl Engine {
         self.stats
             .connection_wait_seconds
             .observe(waited.elapsed().as_secs_f64());
-        let result = tokio::task::spawn_blocking(move || f(&conn))
-            .await
-            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?;
+        let result = tokio::task::spawn_blocking(move || {
+            let result = f(&conn);
+            if result.is_err() {
+                discard(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?;
         if let Err(Error::Engine(_)) = &result {
             IngestStats::add(&self.stats.engine_errors, 1);
         }
@@ -165,7 +171,9 @@ impl Engine {
         let marked = format!("{sql}\n{}", canceller.marker);
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
-            let streamed = (|| -> Result<()> {
+            // Ok(true): the statement ran to its end; Ok(false): it was
+            // abandoned (its consumer went away).
+            let streamed = (|| -> Result<bool> {
                 // A statement seen before passes without its two parses.
                 let checked = match sandbox.passed(&sql, &scope) {
                     Some(checked) => checked,
@@ -179,18 +187,18 @@ impl Engine {
                     // Cancelled before it was running: KILL may have missed it.
                     if cancelled.load(Ordering::SeqCst) {
                         stream.cancel();
-                        return Ok(());
+                        return Ok(false);
                     }
                     let mut produced = false;
                     while let Some(chunk) = stream.next_chunk()? {
                         produced = true;
                         if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
                             stream.cancel();
-                            return Ok(());
+                            return Ok(false);
                         }
                     }
                     if produced {
-                        return Ok(());
+                        return Ok(true);
                     }
                 }
                 // SHOW, EXPLAIN, DESCRIBE are answered whole; so is a SELECT
@@ -199,10 +207,15 @@ impl Engine {
                 // Parquet schema).
                 let output = conn.query(&marked, format)?;
                 let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
-                Ok(())
+                Ok(true)
             })();
-            if let Err(err) = streamed {
-                let _ = sender.blocking_send(Err(limit_error(err)));
+            match streamed {
+                Ok(true) => {}
+                Ok(false) => discard(conn),
+                Err(err) => {
+                    discard(conn);
+                    let _ = sender.blocking_send(Err(limit_error(err)));
+                }
             }
         });
         Ok(QueryChunks {
@@ -226,6 +239,15 @@ impl Engine {
         self.pool.close();
         self.read_only.close();
     }
+}
+
+/// Closes a pooled connection instead of returning it to its pool. A
+/// statement that failed or was cut off part-way can leave the output it had
+/// begun in the connection, and the engine prepends that to the next
+/// statement's answer there — which may be another caller's. The pool opens
+/// a fresh connection when it needs one.
+fn discard(conn: managed::Object<ConnectionManager>) {
+    drop(managed::Object::take(conn));
 }
 
 /// Refuses anything but a single read-only statement (writes, DDL, `SET`,

@@ -25,6 +25,7 @@ test_main!(
     measurement_views_show_tags_and_fields_as_columns,
     retention_policy_durations_expire_old_rows,
     queries_answer_in_any_format_and_report_engine_errors,
+    a_failed_statement_leaves_nothing_in_the_next_answer,
     read_only_queries_refuse_everything_but_one_read,
     writes_to_unknown_databases_can_be_refused,
 );
@@ -658,6 +659,28 @@ fn queries_answer_in_any_format_and_report_engine_errors() {
         match err {
             Error::Engine(message) => assert!(message.contains("nope"), "{message}"),
             other => panic!("expected an engine error, got {other:?}"),
+        }
+    })
+}
+
+/// A statement that fails after its output began leaves nothing for the
+/// statements after it: the engine would prepend what it had written (here
+/// JSON's header) to the next answer on that connection, so that connection
+/// is closed. Every pooled connection is used by the checks after it.
+fn a_failed_statement_leaves_nothing_in_the_next_answer() {
+    run(async {
+        let ing = ingestor().await;
+        let failing = "SELECT count() FROM numbers(10) WHERE throwIf(number = 5)";
+        // Once passed by the sandbox, `SELECT 1` runs without its checks,
+        // which would otherwise run first on the connection.
+        assert_eq!(ing.query_read_only("SELECT 1", "CSV").await.unwrap(), b"1\n");
+        for _ in 0..4 {
+            ing.query(failing, "JSON").await.unwrap_err();
+            ing.query_read_only(failing, "JSON").await.unwrap_err();
+        }
+        for _ in 0..16 {
+            assert_eq!(ing.query("SELECT 1", "CSV").await.unwrap(), b"1\n");
+            assert_eq!(ing.query_read_only("SELECT 1", "CSV").await.unwrap(), b"1\n");
         }
     })
 }
