@@ -16,7 +16,9 @@ use chdb_rust::connection::Connection;
 
 use crate::batcher::Batcher;
 use crate::engine::{self, Engine};
-use crate::names::{self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE};
+use crate::names::{
+    self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
+};
 use crate::schema::{self, FieldType, TableSchema};
 use crate::series::{FingerprintMap, SeriesKey};
 use crate::wal::{Lsn, TableRef};
@@ -661,9 +663,10 @@ fn migrate_legacy_fact_tables(conn: &Connection) -> Result<()> {
         let db = quote_ident(&database);
         match in_front.first().map(|row| row[0].as_str()) {
             None => {}
-            Some("Buffer") => {
-                engine::execute(conn, &format!("DROP TABLE {db}.{} SYNC", quote_ident(table)))?
-            }
+            Some("Buffer") => engine::execute(
+                conn,
+                &format!("DROP TABLE {db}.{} SYNC", quote_ident(table)),
+            )?,
             Some(other) => {
                 return Err(Error::Engine(format!(
                     "cannot rename {database}.{storage} to {table}: a {other} table has that name"

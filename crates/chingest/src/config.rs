@@ -98,10 +98,7 @@ impl QueryLimits {
             // A lookup by tag through a measurement's view: the series the
             // tag filter matched also prune the fact table's granules by
             // its primary key (docs/benchmarks.md §9).
-            (
-                "enable_join_runtime_filters_index_analysis",
-                "1".to_owned(),
-            ),
+            ("enable_join_runtime_filters_index_analysis", "1".to_owned()),
         ]
         .into_iter()
         .map(|(name, value)| format!("--{name}={value}"))

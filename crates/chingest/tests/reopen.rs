@@ -13,9 +13,12 @@ fn main() {
         phases::trial("data_survives_close_and_reopen_in_a_new_process", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["write", "reopen"]);
         }),
-        phases::trial("tables_of_the_older_buffered_layout_are_renamed_on_open", || {
-            phases::run(tempfile::tempdir().unwrap().path(), &["legacy", "migrated"]);
-        }),
+        phases::trial(
+            "tables_of_the_older_buffered_layout_are_renamed_on_open",
+            || {
+                phases::run(tempfile::tempdir().unwrap().path(), &["legacy", "migrated"]);
+            },
+        ),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),

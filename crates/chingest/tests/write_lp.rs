@@ -602,10 +602,7 @@ fn tag_field_and_name_limits_reject_their_line() {
             "SELECT name FROM system.tables WHERE database = 'lp_line_limits' ORDER BY name",
         )
         .await;
-        assert_eq!(
-            tables,
-            "_retention_policies\n_series\nm\nm.autogen\n"
-        );
+        assert_eq!(tables, "_retention_policies\n_series\nm\nm.autogen\n");
     })
 }
 
@@ -673,14 +670,20 @@ fn a_failed_statement_leaves_nothing_in_the_next_answer() {
         let failing = "SELECT count() FROM numbers(10) WHERE throwIf(number = 5)";
         // Once passed by the sandbox, `SELECT 1` runs without its checks,
         // which would otherwise run first on the connection.
-        assert_eq!(ing.query_read_only("SELECT 1", "CSV").await.unwrap(), b"1\n");
+        assert_eq!(
+            ing.query_read_only("SELECT 1", "CSV").await.unwrap(),
+            b"1\n"
+        );
         for _ in 0..4 {
             ing.query(failing, "JSON").await.unwrap_err();
             ing.query_read_only(failing, "JSON").await.unwrap_err();
         }
         for _ in 0..16 {
             assert_eq!(ing.query("SELECT 1", "CSV").await.unwrap(), b"1\n");
-            assert_eq!(ing.query_read_only("SELECT 1", "CSV").await.unwrap(), b"1\n");
+            assert_eq!(
+                ing.query_read_only("SELECT 1", "CSV").await.unwrap(),
+                b"1\n"
+            );
         }
     })
 }

@@ -209,23 +209,26 @@ fn flush_compares_direct_and_buffer() {
     assert!(rows.iter().all(|r| r["rows"] == 8_000));
 }
 
+/// `pushit <mode>` (http, grpc, replay) with 2,000 rows in 400-line bodies, and
+/// `extra` flags.
+fn small_load<'a>(mode: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        mode,
+        "--hosts",
+        "50",
+        "--steps",
+        "40",
+        "--lines-per-body",
+        "400",
+    ];
+    args.extend(extra);
+    args
+}
+
 #[test]
 fn http_reports_e2e_against_the_engine() {
     let dir = tempfile::tempdir().unwrap();
-    let rows = pushit(
-        dir.path(),
-        &[
-            "http",
-            "--hosts",
-            "50",
-            "--steps",
-            "40",
-            "--lines-per-body",
-            "400",
-            "--connections",
-            "2",
-        ],
-    );
+    let rows = pushit(dir.path(), &small_load("http", &["--connections", "2"]));
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["path"], "engine");
     assert_eq!(rows[0]["rows"], 2_000);
@@ -252,25 +255,43 @@ fn http_reports_e2e_against_the_engine() {
 }
 
 #[test]
+fn a_query_bomb_runs_each_path_again_and_reports_it_against_the_plain_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = "SELECT sleepEachRow(1) FROM numbers(3)";
+    let rows = pushit(
+        dir.path(),
+        &small_load("http", &["--query-bomb", bomb, "--bomb-seconds", "0.2"]),
+    );
+    assert_eq!(rows.len(), 4);
+    let (plain, bombed) = (&rows[1], &rows[2]);
+    assert_eq!(plain["path"], "http");
+    assert_eq!(bombed["path"], "http + bomb");
+    assert_eq!(bombed["rows"], 1_600);
+    // Every bomb query outlived its 0.2 s and was abandoned.
+    let started = bombed["bomb_queries"].as_u64().unwrap();
+    assert!(started >= 1, "{bombed}");
+    assert_eq!(bombed["bomb_cancelled"].as_u64().unwrap(), started);
+    let ratio = bombed["over_plain"].as_f64().unwrap();
+    assert!((ratio - rate(bombed) / rate(plain)).abs() < 1e-9);
+    assert_eq!(rows[3]["http_bomb_over_plain"], bombed["over_plain"]);
+}
+
+#[test]
 fn grpc_measures_every_path_against_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(
         dir.path(),
-        &[
+        &small_load(
             "grpc",
-            "--hosts",
-            "50",
-            "--steps",
-            "40",
-            "--lines-per-body",
-            "400",
-            "--batch-rows",
-            "500",
-            "--connections",
-            "2",
-            "--durability",
-            "visible",
-        ],
+            &[
+                "--batch-rows",
+                "500",
+                "--connections",
+                "2",
+                "--durability",
+                "visible",
+            ],
+        ),
     );
     // Each path comes right after an engine run of its own.
     let paths: Vec<&str> = rows[..8]
@@ -316,18 +337,7 @@ fn grpc_measures_every_path_against_the_engine() {
 #[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
-    let rows = pushit(
-        dir.path(),
-        &[
-            "replay",
-            "--hosts",
-            "50",
-            "--steps",
-            "40",
-            "--lines-per-body",
-            "400",
-        ],
-    );
+    let rows = pushit(dir.path(), &small_load("replay", &[]));
     assert_eq!(rows.len(), 1);
     let replay = &rows[0];
     // Every row came back from the log (pushit checks the stored count).

@@ -98,6 +98,15 @@ pub(crate) struct Args {
     /// server's README).
     #[arg(long, default_value_t = Durability::Fsync)]
     durability: Durability,
+    /// A heavy query: each path then runs a second time while this SQL is
+    /// posted to `/sql` over and over, each post abandoned after
+    /// `--bomb-seconds` (which cancels it in the server), and is reported
+    /// as `<path> + bomb` against its plain run just before.
+    #[arg(long, value_name = "SQL")]
+    query_bomb: Option<String>,
+    /// Seconds each `--query-bomb` query runs before the client hangs up.
+    #[arg(long, default_value_t = 1.0)]
+    bomb_seconds: f64,
 }
 
 /// What one path measured.
@@ -128,25 +137,25 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     if args.server.url.is_some() && args.server.grpc_url.is_none() && paths != [Path::Http] {
         bail!("--url with gRPC paths needs --grpc-url");
     }
-    let mut report = ctx.report(
-        mode,
-        vec![
-            column("path", "path", Format::Text),
-            column("durability", "durability", Format::Text),
-            column("rows", "rows", Format::Count),
-            column("rows/s", "rows_per_s", Format::Count),
-            column("÷ engine", "over_engine", Format::Ratio),
-            column("visible/s", "visible_rows_per_s", Format::Count),
-            column("vis ÷ engine", "visible_over_engine", Format::Ratio),
-            column("MB/s", "mb_per_s", Format::Ratio),
-            column("p50", "p50_ms", Format::Millis),
-            column("p99", "p99_ms", Format::Millis),
-            column("lag p50", "lag_p50_ms", Format::Millis),
-            column("lag p99", "lag_p99_ms", Format::Millis),
-            column("run", "run", Format::Text),
-        ],
-    );
-    let fields = tsbs::FIELDS.len() as f64;
+    let mut columns = vec![
+        column("path", "path", Format::Text),
+        column("durability", "durability", Format::Text),
+        column("rows", "rows", Format::Count),
+        column("rows/s", "rows_per_s", Format::Count),
+        column("÷ engine", "over_engine", Format::Ratio),
+        column("visible/s", "visible_rows_per_s", Format::Count),
+        column("vis ÷ engine", "visible_over_engine", Format::Ratio),
+        column("MB/s", "mb_per_s", Format::Ratio),
+        column("p50", "p50_ms", Format::Millis),
+        column("p99", "p99_ms", Format::Millis),
+        column("lag p50", "lag_p50_ms", Format::Millis),
+        column("lag p99", "lag_p99_ms", Format::Millis),
+        column("run", "run", Format::Text),
+    ];
+    if args.query_bomb.is_some() {
+        columns.push(column("÷ plain", "over_plain", Format::Ratio));
+    }
+    let mut report = ctx.report(mode, columns);
     ctx.progress(format!("engine: building {rows} rows"));
     let engine_batches: Vec<_> =
         load::row_chunks(args.load.hosts, args.load.steps, args.batch_rows)
@@ -164,54 +173,43 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     // (path, rows/s, ÷ the engine run next to it, visible ÷ that engine),
     // in the order measured.
     let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
-    runtime.block_on(with_server(ctx, &args.server, |_| {}, async |endpoints| {
-        for &path in &paths {
-            let db = format!("{database}_{}", path.key());
-            // The engine right before each path: on a shared machine the
-            // speed drifts over a run, and each path is compared with the
-            // engine as it ran next to it.
-            let engine_rate = engine_arm(ctx, args, &engine_batches, &mut report)?;
-            engine_rates.push(engine_rate);
-            settle(ctx, &ctx.connect()?)?;
-            let probe = Probe::start(endpoints, &db, args.durability)?;
-            let sent = send_path(ctx, args, endpoints, path, &db).await?;
-            let visible = wait_visible(endpoints, &db, rows as u64).await?;
-            let lags = probe.finish().await?;
-            let stored = count(endpoints, &db).await?;
-            check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
-            let rate = per_second(sent.rows, sent.elapsed);
-            let visible_seconds = (visible - sent.started).as_secs_f64();
-            let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
-            results.push((path, rate, rate / engine_rate, visible_rate / engine_rate));
-            report.push(json!({
-                "path": path.name(),
-                "durability": args.durability.as_str(),
-                "rows": sent.rows,
-                "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
-                "lines_per_body": args.load.lines_per_body,
-                "batch_rows": args.batch_rows,
-                "requests": sent.latencies.len(),
-                "seconds": sent.elapsed.as_secs_f64(),
-                "rows_per_s": rate,
-                "samples_per_s": rate * fields,
-                "engine_rows_per_s": engine_rate,
-                "over_engine": rate / engine_rate,
-                "visible_seconds": visible_seconds,
-                "visible_rows_per_s": visible_rate,
-                "visible_over_engine": visible_rate / engine_rate,
-                "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
-                "p50_ms": millis_at(&sent.latencies, 0.50),
-                "p95_ms": millis_at(&sent.latencies, 0.95),
-                "p99_ms": millis_at(&sent.latencies, 0.99),
-                "lag_probes": lags.len(),
-                "lag_p50_ms": millis_at(&lags, 0.50),
-                "lag_p99_ms": millis_at(&lags, 0.99),
-                "lag_max_ms": millis_at(&lags, 1.0),
-                "run": sent.label,
-            }));
-        }
-        Ok(())
-    }))?;
+    // (path, rows/s under the bomb ÷ its plain rows/s).
+    let mut bombed: Vec<(Path, f64)> = Vec::new();
+    runtime.block_on(with_server(
+        ctx,
+        &args.server,
+        |_| {},
+        async |endpoints| {
+            for &path in &paths {
+                let db = format!("{database}_{}", path.key());
+                // The engine right before each path: on a shared machine the
+                // speed drifts over a run, and each path is compared with the
+                // engine as it ran next to it.
+                let engine_rate = engine_arm(ctx, args, &engine_batches, &mut report)?;
+                engine_rates.push(engine_rate);
+                let plain =
+                    measure_path(ctx, args, endpoints, path, &db, engine_rate, None).await?;
+                results.push((
+                    path,
+                    plain.rate,
+                    plain.rate / engine_rate,
+                    plain.visible_rate / engine_rate,
+                ));
+                report.push(plain.row);
+                if let Some(bomb) = &args.query_bomb {
+                    let db = format!("{db}_bomb");
+                    let under =
+                        measure_path(ctx, args, endpoints, path, &db, engine_rate, Some(bomb))
+                            .await?;
+                    bombed.push((path, under.rate / plain.rate));
+                    let mut row = under.row;
+                    row["over_plain"] = (under.rate / plain.rate).into();
+                    report.push(row);
+                }
+            }
+            Ok(())
+        },
+    ))?;
     report.finish();
     let rate_of = |path: Path| results.iter().find(|r| r.0 == path).map(|r| r.1);
     engine_rates.sort_by(f64::total_cmp);
@@ -232,8 +230,145 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     if let (Some(lp), Some(http)) = (rate_of(Path::GrpcLp), rate_of(Path::Http)) {
         summary["grpc_lp_over_http"] = (lp / http).into();
     }
+    for &(path, ratio) in &bombed {
+        summary[format!("{}_bomb_over_plain", path.key())] = ratio.into();
+    }
     report.summary(summary);
     Ok(())
+}
+
+/// What one path measured, and its report row.
+struct Measured {
+    rate: f64,
+    visible_rate: f64,
+    row: serde_json::Value,
+}
+
+/// Sends the load over `path` into `db` (with `bomb` posted to `/sql`
+/// meanwhile, if given), waits until every row is queryable and checks
+/// the stored count.
+async fn measure_path(
+    ctx: &Context,
+    args: &Args,
+    endpoints: &Endpoints,
+    path: Path,
+    db: &str,
+    engine_rate: f64,
+    bomb: Option<&str>,
+) -> anyhow::Result<Measured> {
+    let rows = args.load.hosts * args.load.steps;
+    settle(ctx, &ctx.connect()?)?;
+    let probe = Probe::start(endpoints, db, args.durability)?;
+    let bomb = match bomb {
+        Some(sql) => Some(Bomb::start(
+            endpoints,
+            sql,
+            Duration::from_secs_f64(args.bomb_seconds),
+        )?),
+        None => None,
+    };
+    let sent = send_path(ctx, args, endpoints, path, db).await?;
+    let bomb = match bomb {
+        Some(bomb) => Some(bomb.finish().await?),
+        None => None,
+    };
+    let visible = wait_visible(endpoints, db, rows as u64).await?;
+    let lags = probe.finish().await?;
+    let stored = count(endpoints, db).await?;
+    check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
+    let rate = per_second(sent.rows, sent.elapsed);
+    let visible_seconds = (visible - sent.started).as_secs_f64();
+    let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
+    let mut row = json!({
+        "path": match bomb {
+            Some(_) => format!("{} + bomb", path.name()),
+            None => path.name().to_owned(),
+        },
+        "durability": args.durability.as_str(),
+        "rows": sent.rows,
+        "connections": if path == Path::GrpcArrow { args.arrow_streams } else { args.connections },
+        "lines_per_body": args.load.lines_per_body,
+        "batch_rows": args.batch_rows,
+        "requests": sent.latencies.len(),
+        "seconds": sent.elapsed.as_secs_f64(),
+        "rows_per_s": rate,
+        "samples_per_s": rate * tsbs::FIELDS.len() as f64,
+        "engine_rows_per_s": engine_rate,
+        "over_engine": rate / engine_rate,
+        "visible_seconds": visible_seconds,
+        "visible_rows_per_s": visible_rate,
+        "visible_over_engine": visible_rate / engine_rate,
+        "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
+        "p50_ms": millis_at(&sent.latencies, 0.50),
+        "p95_ms": millis_at(&sent.latencies, 0.95),
+        "p99_ms": millis_at(&sent.latencies, 0.99),
+        "lag_probes": lags.len(),
+        "lag_p50_ms": millis_at(&lags, 0.50),
+        "lag_p99_ms": millis_at(&lags, 0.99),
+        "lag_max_ms": millis_at(&lags, 1.0),
+        "run": sent.label,
+    });
+    if let Some(bomb) = bomb {
+        row["bomb_queries"] = bomb.started.into();
+        row["bomb_cancelled"] = bomb.cancelled.into();
+    }
+    Ok(Measured {
+        rate,
+        visible_rate,
+        row,
+    })
+}
+
+/// Posts a query to `/sql` over and over while a load runs, hanging up on
+/// each after a while: the server cancels a query whose client went away.
+struct Bomb {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<BombCount>>,
+}
+
+/// How many bomb queries were posted, and how many of them were cut off
+/// by hanging up (the others finished or failed on their own first).
+struct BombCount {
+    started: u64,
+    cancelled: u64,
+}
+
+impl Bomb {
+    fn start(endpoints: &Endpoints, sql: &str, hang_up_after: Duration) -> anyhow::Result<Bomb> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let client = http_client()?;
+        let request = authorized(
+            endpoints,
+            client
+                .post(format!("{}/sql", endpoints.http))
+                .body(sql.to_owned()),
+        );
+        let task = tokio::spawn(async move {
+            let mut count = BombCount {
+                started: 0,
+                cancelled: 0,
+            };
+            // At least one, however short the load.
+            loop {
+                let request = request.try_clone().context("bomb request")?;
+                count.started += 1;
+                let answer = async { request.send().await?.bytes().await };
+                if tokio::time::timeout(hang_up_after, answer).await.is_err() {
+                    count.cancelled += 1;
+                }
+                if *stopped.borrow() {
+                    return Ok(count);
+                }
+            }
+        });
+        Ok(Bomb { stop, task })
+    }
+
+    /// Stops posting (after the query in flight ends or is abandoned).
+    async fn finish(self) -> anyhow::Result<BombCount> {
+        let _ = self.stop.send(true);
+        self.task.await?
+    }
 }
 
 /// The same rows as pre-built fact batches, straight into the engine;
@@ -274,7 +409,9 @@ fn engine_arm(
 async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
     let query = format!("SELECT count() FROM `{db}`.`cpu.autogen`");
     let text = sql(&http_client()?, endpoints, &query).await?;
-    text.trim().parse().context("count from /sql")
+    text.trim()
+        .parse()
+        .with_context(|| format!("count from /sql: {text:?}"))
 }
 
 /// Polls `db`'s cpu table until it holds `rows` rows (or a minute has
