@@ -427,7 +427,8 @@ impl Catalog {
     /// Finishes DDL a crash may have cut short, so no table is left in a
     /// state that fails every later insert or query: fact tables without
     /// the deduplication window replay relies on (also those created by
-    /// older versions), and views missing or made by an older version
+    /// older versions), columns of older versions' fact tables without
+    /// codecs, and views missing or made by an older version
     /// (`schema::VIEW_VERSION`). Every statement is idempotent.
     pub(crate) async fn repair(&self, engine: &Engine, view_rp: Option<&str>) -> Result<()> {
         let databases: Vec<_> = self.databases();
@@ -439,7 +440,7 @@ impl Catalog {
             .map(|db| quote_literal(&names::encode(&db.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let (no_window, views) = engine
+        let (no_window, views, no_codec) = engine
             .run(move |conn| {
                 let no_window = engine::query_rows(
                     conn,
@@ -457,9 +458,24 @@ impl Catalog {
                         quote_literal(schema::VIEW_VERSION)
                     ),
                 )?;
-                Ok((no_window, views))
+                let no_codec = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database, table, name FROM system.columns \
+                         WHERE database IN ({in_list}) AND compression_codec = '' \
+                         AND (database, table) IN (SELECT database, name FROM system.tables \
+                         WHERE database IN ({in_list}) AND engine = 'MergeTree')"
+                    ),
+                )?;
+                Ok((no_window, views, no_codec))
             })
             .await?;
+        let mut no_codec_by_table: HashMap<(String, String), Vec<String>> = HashMap::new();
+        for row in no_codec {
+            if let Ok([db, table, column]) = <[String; 3]>::try_from(row) {
+                no_codec_by_table.entry((db, table)).or_default().push(column);
+            }
+        }
         let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());
         let no_window: HashSet<_> = no_window.iter().map(pair).collect();
         // Views missing or made by an older version are (re)created.
@@ -469,8 +485,12 @@ impl Catalog {
             for ((rp, measurement), table) in db.tables() {
                 let schema = table.schema();
                 let names = &schema.names;
-                if no_window.contains(&(names.database_name.clone(), names.storage_name.clone())) {
+                let table_key = (names.database_name.clone(), names.storage_name.clone());
+                if no_window.contains(&table_key) {
                     statements.push(schema::dedup_window_sql(names));
+                }
+                if let Some(columns) = no_codec_by_table.get(&table_key) {
+                    statements.extend(schema::add_codecs_sql(&schema, columns));
                 }
                 let view = (names.database_name.clone(), names::encode(&measurement));
                 if view_rp == Some(rp.as_str()) && !current_views.contains(&view) {

@@ -160,6 +160,12 @@ async fn child(phase: &str, dir: &Path) {
                 ing.write_lp(db, "autogen", body, &options).await.unwrap();
                 let legacy = format!("RENAME TABLE {db}.`m.autogen` TO {db}.`m.autogen.mergetree`");
                 query(&ing, &legacy).await;
+                // Their columns had no codecs.
+                let plain = format!(
+                    "ALTER TABLE {db}.`m.autogen.mergetree` MODIFY COLUMN time REMOVE CODEC, \
+                     MODIFY COLUMN series_id REMOVE CODEC, MODIFY COLUMN v REMOVE CODEC"
+                );
+                query(&ing, &plain).await;
             }
             query(
                 &ing,
@@ -184,6 +190,17 @@ async fn child(phase: &str, dir: &Path) {
                  half\tm.autogen\tMergeTree\t\n\
                  old\tm\tView\tchingest view 2\n\
                  old\tm.autogen\tMergeTree\t\n"
+            );
+            let codecs = "SELECT database, name, compression_codec FROM system.columns \
+                          WHERE database IN ('old', 'half') AND table = 'm.autogen' ORDER BY ALL";
+            assert_eq!(
+                query(&ing, codecs).await,
+                "half\tseries_id\tCODEC(ZSTD(1))\n\
+                 half\ttime\tCODEC(DoubleDelta, ZSTD(1))\n\
+                 half\tv\tCODEC(T64, ZSTD(1))\n\
+                 old\tseries_id\tCODEC(ZSTD(1))\n\
+                 old\ttime\tCODEC(DoubleDelta, ZSTD(1))\n\
+                 old\tv\tCODEC(T64, ZSTD(1))\n"
             );
             for db in ["old", "half"] {
                 // The rows are kept, and new ones go to the renamed table.

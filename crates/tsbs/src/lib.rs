@@ -3,9 +3,14 @@
 //! Measurement `cpu`, ten tags per host (hostname, region, datacenter, rack,
 //! os, arch, team, service, service_version, service_environment) and ten
 //! integer fields (usage_user … usage_guest_nice), one point per host every
-//! 10 s. Values come from a fixed-seed generator, so a body is the same on
-//! every machine and every run. No dependencies: benches, tests and load
-//! generators all use this one definition.
+//! 10 s. Each field of each host is TSBS's clamped random walk: it starts
+//! anywhere in 0..100 and moves by a normal step (mean 0, deviation 1)
+//! every point, kept within 0..=100, written truncated to an integer. (How
+//! well the values compress depends on this shape: uniformly random values
+//! would need ~0.83 bytes each whatever the codec.) Values come from a
+//! fixed-seed generator, so a body is the same on every machine and every
+//! run. No dependencies: benches, tests and load generators all use this
+//! one definition.
 
 use std::fmt::Write as _;
 
@@ -78,6 +83,18 @@ impl SplitMix {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+
+    /// A value in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal value (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u = 1.0 - self.unit();
+        let v = self.unit();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
 }
 
 /// One host's series key: `cpu,hostname=host_N,...` (tags in TSBS order).
@@ -104,15 +121,22 @@ pub fn series_key(host: usize) -> String {
 #[derive(Debug, Clone)]
 pub struct CpuOnly {
     keys: Vec<String>,
+    /// Each host's fields, where their random walks are.
+    values: Vec<[f64; FIELDS.len()]>,
     rng: SplitMix,
 }
 
 impl CpuOnly {
     /// A generator for hosts `0..hosts`.
     pub fn new(hosts: usize) -> Self {
+        let mut rng = SplitMix(42);
+        let values = (0..hosts)
+            .map(|_| std::array::from_fn(|_| rng.unit() * 100.0))
+            .collect();
         CpuOnly {
             keys: (0..hosts).map(series_key).collect(),
-            rng: SplitMix(42),
+            values,
+            rng,
         }
     }
 
@@ -125,11 +149,12 @@ impl CpuOnly {
     /// (`START_NS + step * INTERVAL_NS`).
     pub fn write_step(&mut self, step: usize, out: &mut String) {
         let time = START_NS + step as i64 * INTERVAL_NS;
-        for key in &self.keys {
+        for (key, values) in self.keys.iter().zip(&mut self.values) {
             out.push_str(key);
-            for (i, field) in FIELDS.iter().enumerate() {
+            for (i, (field, value)) in FIELDS.iter().zip(values.iter_mut()).enumerate() {
+                *value = (*value + self.rng.normal()).clamp(0.0, 100.0);
                 out.push(if i == 0 { ' ' } else { ',' });
-                let _ = write!(out, "{field}={}i", self.rng.below(100));
+                let _ = write!(out, "{field}={}i", *value as i64);
             }
             let _ = writeln!(out, " {time}");
         }
@@ -193,6 +218,25 @@ mod tests {
         assert!(lines[3].ends_with(&format!(" {}", START_NS + INTERVAL_NS)));
         let mean = body.len() / lines.len();
         assert!((300..400).contains(&mean), "{mean} bytes per line");
+    }
+
+    #[test]
+    fn fields_walk_in_small_steps_within_0_to_100() {
+        let mut gen = CpuOnly::new(1);
+        let body = gen.lines(0..1000);
+        let user: Vec<i64> = body
+            .lines()
+            .map(|line| {
+                let fields = line.split(' ').nth(1).unwrap();
+                let first = fields.split(',').next().unwrap();
+                first["usage_user=".len()..first.len() - 1].parse().unwrap()
+            })
+            .collect();
+        assert!(user.iter().all(|v| (0..=100).contains(v)));
+        // A normal step of deviation 1, truncated: rarely more than 4.
+        let big = user.windows(2).filter(|w| (w[1] - w[0]).abs() > 4).count();
+        assert!(big < 5, "{big} large steps");
+        assert!(user.iter().max() > user.iter().min());
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //! count is checked). While the load runs, a probe writes one row a tenth
 //! of a second into a table of its own and polls until it is queryable:
 //! the visibility lag (write sent → queryable) a dashboard sees under load.
+//! With the in-process server, the table is then merged and its bytes on
+//! disk per field value reported (`B/value`).
 //!
 //! Right before each path, the same rows are inserted straight into this
 //! process's engine as pre-built fact batches: the engine's rate on this
@@ -150,6 +152,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
         column("p99", "p99_ms", Format::Millis),
         column("lag p50", "lag_p50_ms", Format::Millis),
         column("lag p99", "lag_p99_ms", Format::Millis),
+        column("B/value", "bytes_per_value", Format::Ratio),
         column("run", "run", Format::Text),
     ];
     if args.query_bomb.is_some() {
@@ -276,6 +279,10 @@ async fn measure_path(
     let lags = probe.finish().await?;
     let stored = count(endpoints, db).await?;
     check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
+    let bytes_per_value = match args.server.url {
+        None => Some(bytes_per_value(ctx, db, rows * tsbs::FIELDS.len())?),
+        Some(_) => None,
+    };
     let rate = per_second(sent.rows, sent.elapsed);
     let visible_seconds = (visible - sent.started).as_secs_f64();
     let visible_rate = sent.rows as f64 / visible_seconds.max(1e-9);
@@ -306,6 +313,7 @@ async fn measure_path(
         "lag_p50_ms": millis_at(&lags, 0.50),
         "lag_p99_ms": millis_at(&lags, 0.99),
         "lag_max_ms": millis_at(&lags, 1.0),
+        "bytes_per_value": bytes_per_value,
         "run": sent.label,
     });
     if let Some(bomb) = bomb {
@@ -317,6 +325,17 @@ async fn measure_path(
         visible_rate,
         row,
     })
+}
+
+/// Bytes on disk per stored field value of `db`'s cpu table, merged into
+/// one part per partition first, read from this process's engine (where
+/// the in-process server keeps its data).
+fn bytes_per_value(ctx: &Context, db: &str, values: usize) -> anyhow::Result<f64> {
+    let conn = ctx.connect()?;
+    let table = chingest::names::TableNames::new(db, "autogen", "cpu");
+    conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", table.storage_table)])?;
+    let (_, bytes) = conn.parts(&table.database_name, &table.storage_name)?;
+    Ok(bytes as f64 / values as f64)
 }
 
 /// Posts a query to `/sql` over and over while a load runs, hanging up on
