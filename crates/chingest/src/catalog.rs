@@ -427,8 +427,8 @@ impl Catalog {
     /// Finishes DDL a crash may have cut short, so no table is left in a
     /// state that fails every later insert or query: fact tables without
     /// the deduplication window replay relies on (also those created by
-    /// older versions), columns of older versions' fact tables without
-    /// codecs, and views missing or made by an older version
+    /// older versions), tables of older versions without codecs or block
+    /// numbers (`schema::PATCHABLE`), and views missing or made by an older version
     /// (`schema::VIEW_VERSION`). Every statement is idempotent.
     pub(crate) async fn repair(&self, engine: &Engine, view_rp: Option<&str>) -> Result<()> {
         let databases: Vec<_> = self.databases();
@@ -440,7 +440,7 @@ impl Catalog {
             .map(|db| quote_literal(&names::encode(&db.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let (no_window, views, no_codec) = engine
+        let (no_window, views, no_codec, unpatchable) = engine
             .run(move |conn| {
                 let no_window = engine::query_rows(
                     conn,
@@ -467,7 +467,15 @@ impl Catalog {
                          WHERE database IN ({in_list}) AND engine = 'MergeTree')"
                     ),
                 )?;
-                Ok((no_window, views, no_codec))
+                let unpatchable = engine::query_rows(
+                    conn,
+                    &format!(
+                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
+                         AND endsWith(engine, 'MergeTree') \
+                         AND position(engine_full, 'enable_block_number_column') = 0"
+                    ),
+                )?;
+                Ok((no_window, views, no_codec, unpatchable))
             })
             .await?;
         let mut no_codec_by_table: HashMap<(String, String), Vec<String>> = HashMap::new();
@@ -478,16 +486,25 @@ impl Catalog {
         }
         let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());
         let no_window: HashSet<_> = no_window.iter().map(pair).collect();
+        let unpatchable: HashSet<_> = unpatchable.iter().map(pair).collect();
         // Views missing or made by an older version are (re)created.
         let current_views: HashSet<_> = views.iter().map(pair).collect();
         let mut statements = Vec::new();
         for db in &databases {
+            let series = (names::encode(&db.name), SERIES_TABLE.to_owned());
+            if unpatchable.contains(&series) {
+                let names = TableNames::new(&db.name, "", "");
+                statements.push(schema::patchable_sql(&names.series_table));
+            }
             for ((rp, measurement), table) in db.tables() {
                 let schema = table.schema();
                 let names = &schema.names;
                 let table_key = (names.database_name.clone(), names.storage_name.clone());
                 if no_window.contains(&table_key) {
                     statements.push(schema::dedup_window_sql(names));
+                }
+                if unpatchable.contains(&table_key) {
+                    statements.push(schema::patchable_sql(&names.storage_table));
                 }
                 if let Some(columns) = no_codec_by_table.get(&table_key) {
                     statements.extend(schema::add_codecs_sql(&schema, columns));

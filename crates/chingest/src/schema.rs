@@ -237,7 +237,7 @@ pub fn create_database_sql(names: &TableNames) -> [String; 3] {
         format!(
             "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement String, \
              tags Map(String, String)) ENGINE = ReplacingMergeTree ORDER BY series_id \
-             SETTINGS index_granularity = 256",
+             SETTINGS index_granularity = 256, {PATCHABLE}",
             names.series_table
         ),
     ]
@@ -273,6 +273,18 @@ const SERIES_ID_CODEC: &str = "CODEC(ZSTD(1))";
 /// room for any interleaving.
 pub const DEDUP_WINDOW: u32 = 1000;
 
+/// The table settings that let updates and deletes write small patch
+/// parts instead of rewriting whole parts (the engine's lightweight
+/// updates): each row keeps its block number and offset. Measured on 10 M
+/// rows: an update of one series' hour in 0.03 s, a delete in 0.014 s,
+/// where a delete as a mutation took 1.8–4 s (docs/benchmarks.md §10).
+pub const PATCHABLE: &str = "enable_block_number_column = 1, enable_block_offset_column = 1";
+
+/// Makes an existing table (of an earlier version) [`PATCHABLE`].
+pub fn patchable_sql(table: &str) -> String {
+    format!("ALTER TABLE {table} MODIFY SETTING {PATCHABLE}")
+}
+
 /// Gives an existing storage table the deduplication window replay needs.
 pub fn dedup_window_sql(names: &TableNames) -> String {
     format!(
@@ -286,14 +298,16 @@ pub fn dedup_window_sql(names: &TableNames) -> String {
 /// is needed in front; reading through one made lookups 1.7× slower,
 /// docs/benchmarks.md §9). Partitioned by time ([`partition_clause`]);
 /// retention drops whole parts once all their rows expired
-/// (`ttl_only_drop_parts`), never rewriting a part row by row.
+/// (`ttl_only_drop_parts`), never rewriting a part row by row. Rows carry
+/// their block number and offset ([`PATCHABLE`]).
 pub fn create_table_sql(schema: &TableSchema, ttl_seconds: u64) -> String {
     let names = &schema.names;
     format!(
         "CREATE TABLE IF NOT EXISTS {} (time DateTime64(9, 'UTC') {TIME_CODEC}, \
          series_id UInt64 {SERIES_ID_CODEC}{}) \
          ENGINE = MergeTree PARTITION BY {} ORDER BY (series_id, time){} \
-         SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}, ttl_only_drop_parts = 1",
+         SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}, ttl_only_drop_parts = 1, \
+         {PATCHABLE}",
         names.storage_table,
         column_defs(&schema.fields),
         partition_clause(ttl_seconds),

@@ -166,7 +166,18 @@ async fn child(phase: &str, dir: &Path) {
                      MODIFY COLUMN series_id REMOVE CODEC, MODIFY COLUMN v REMOVE CODEC"
                 );
                 query(&ing, &plain).await;
+                // Nor block numbers, for patch parts.
+                for table in ["`m.autogen.mergetree`", "_series"] {
+                    let unpatchable = format!(
+                        "ALTER TABLE {db}.{table} RESET SETTING enable_block_number_column, \
+                         enable_block_offset_column"
+                    );
+                    query(&ing, &unpatchable).await;
+                }
             }
+            let patchable = "SELECT count() FROM system.tables WHERE database IN ('old', 'half') \
+                             AND position(engine_full, 'enable_block_number_column') > 0";
+            assert_eq!(query(&ing, patchable).await, "0\n");
             query(
                 &ing,
                 "CREATE TABLE old.`m.autogen` AS old.`m.autogen.mergetree` ENGINE = \
@@ -201,6 +212,15 @@ async fn child(phase: &str, dir: &Path) {
                  old\tseries_id\tCODEC(ZSTD(1))\n\
                  old\ttime\tCODEC(DoubleDelta, ZSTD(1))\n\
                  old\tv\tCODEC(T64, ZSTD(1))\n"
+            );
+            let patchable = "SELECT database, name FROM system.tables \
+                             WHERE database IN ('old', 'half') AND endsWith(engine, 'MergeTree') \
+                             AND name != '_retention_policies' \
+                             AND position(engine_full, 'enable_block_offset_column = 1') > 0 \
+                             ORDER BY ALL";
+            assert_eq!(
+                query(&ing, patchable).await,
+                "half\t_series\nhalf\tm.autogen\nold\t_series\nold\tm.autogen\n"
             );
             for db in ["old", "half"] {
                 // The rows are kept, and new ones go to the renamed table.
