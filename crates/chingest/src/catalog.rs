@@ -101,6 +101,15 @@ impl SeriesState {
         fresh
     }
 
+    /// Forgets series dropped from the series table: a later write of one
+    /// registers it (and stores its row) again.
+    pub(crate) fn forget(&self, ids: impl IntoIterator<Item = u64>) {
+        let mut registry = self.registry.lock().unwrap();
+        for id in ids {
+            registry.known.remove(&id);
+        }
+    }
+
     /// Adds raw series keys to the lookup cache.
     pub(crate) fn cache_raw_keys(&self, raw_keys: Vec<(u128, u64)>) {
         if !raw_keys.is_empty() {

@@ -53,6 +53,10 @@ pub enum Error {
     /// The database does not exist and the write did not ask to create it.
     #[error("database not found: {0:?}")]
     DatabaseNotFound(String),
+    /// A delete or an update that cannot be done as asked (a value that
+    /// does not fit the field, a field the measurement lacks, …).
+    #[error("{0}")]
+    InvalidEdit(String),
     /// A query format name the engine does not know.
     #[error("unknown output format {0:?}")]
     UnknownFormat(String),

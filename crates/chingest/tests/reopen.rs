@@ -6,7 +6,9 @@ mod phases;
 
 use std::path::Path;
 
-use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
+use chingest::{
+    Durability, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate, WriteOptions,
+};
 
 fn main() {
     let trials = vec![
@@ -19,6 +21,9 @@ fn main() {
                 phases::run(tempfile::tempdir().unwrap().path(), &["legacy", "migrated"]);
             },
         ),
+        phases::trial("deletes_and_updates_hold_across_merges_and_a_restart", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["edit", "edited"]);
+        }),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
@@ -31,6 +36,21 @@ fn main() {
 
 async fn query(ing: &Ingestor, sql: &str) -> String {
     String::from_utf8(ing.query(sql, "TabSeparated").await.unwrap()).unwrap()
+}
+
+/// What the `edit` phase leaves: host a of `m` without t = 3..5, host b's
+/// `f` at -1.25 from t = 8, and `other` without its only series.
+async fn assert_edited(ing: &Ingestor) {
+    let m = "SELECT host, groupArray(v), groupArray(f) FROM \
+             (SELECT host, v, f FROM ed.m ORDER BY time) GROUP BY host ORDER BY host";
+    assert_eq!(
+        query(ing, m).await,
+        "a\t[1,2,6,7,8,9,10]\t[1.5,2.5,6.5,7.5,8.5,9.5,10.5]\n\
+         b\t[1,2,3,4,5,6,7,8,9,10]\t[1.5,2.5,3.5,4.5,5.5,6.5,7.5,-1.25,-1.25,-1.25]\n"
+    );
+    assert_eq!(query(ing, "SELECT count() FROM ed.`other.autogen`").await, "0\n");
+    let series = "SELECT measurement, tags['host'] FROM ed._series FINAL ORDER BY ALL";
+    assert_eq!(query(ing, series).await, "m\ta\nm\tb\n");
 }
 
 async fn child(phase: &str, dir: &Path) {
@@ -236,6 +256,84 @@ async fn child(phase: &str, dir: &Path) {
                     "{db}"
                 );
             }
+        }
+        "edit" => {
+            // Two hosts, ten points each (t = 1..=10), and a second measurement.
+            let mut body = String::new();
+            for t in 1..=10 {
+                for host in ["a", "b"] {
+                    body.push_str(&format!("m,host={host} v={t}i,f={t}.5 {t}\n"));
+                }
+                body.push_str(&format!("other,host=a v={t}i {t}\n"));
+            }
+            // Fsync: the edits must see rows still only in the log.
+            let fsync = WriteOptions::default();
+            ing.write_lp("ed", "autogen", body.as_bytes(), &fsync)
+                .await
+                .unwrap();
+            // Delete host a's points in [3, 6).
+            let host_a = TagPredicate::Equals("host".into(), "a".into());
+            let filter = PointFilter {
+                measurement: Some("m".into()),
+                tags: host_a.clone(),
+                start: Some(3),
+                stop: Some(6),
+                ..PointFilter::all()
+            };
+            assert_eq!(ing.delete("ed", &filter).await.unwrap(), 1);
+            // Correct host b's f from t = 8 on.
+            let filter = PointFilter {
+                measurement: Some("m".into()),
+                tags: TagPredicate::Equals("host".into(), "b".into()),
+                start: Some(8),
+                ..PointFilter::all()
+            };
+            let tables = ing
+                .update("ed", &filter, "f", &FieldValue::Float(-1.25))
+                .await
+                .unwrap();
+            assert_eq!(tables, 1);
+            // Values that do not fit, fields that do not exist, no measurement.
+            for (field, value) in [
+                ("v", FieldValue::Float(0.5)),
+                ("f", FieldValue::String("x".into())),
+                ("nope", FieldValue::Integer(1)),
+            ] {
+                let err = ing.update("ed", &filter, field, &value).await.unwrap_err();
+                assert!(matches!(err, chingest::Error::InvalidEdit(_)), "{err:?}");
+            }
+            let everywhere = PointFilter { measurement: None, ..filter.clone() };
+            let err = ing
+                .update("ed", &everywhere, "f", &FieldValue::Float(0.0))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, chingest::Error::InvalidEdit(_)), "{err:?}");
+            // Drop host a of `other`: its points and its series row.
+            let filter = PointFilter {
+                measurement: Some("other".into()),
+                tags: host_a,
+                ..PointFilter::all()
+            };
+            ing.drop_series("ed", &filter).await.unwrap();
+            assert_edited(&ing).await;
+            let timed = PointFilter { start: Some(1), ..filter };
+            let err = ing.drop_series("ed", &timed).await.unwrap_err();
+            assert!(matches!(err, chingest::Error::InvalidEdit(_)), "{err:?}");
+        }
+        "edited" => {
+            assert_edited(&ing).await;
+            // Merged into whole parts, the edits are still what queries see.
+            for table in ["`m.autogen`", "`other.autogen`", "_series"] {
+                query(&ing, &format!("OPTIMIZE TABLE ed.{table} FINAL")).await;
+            }
+            assert_edited(&ing).await;
+            // A dropped series written again comes back, with its series row.
+            let body = b"other,host=a v=99i 11\n";
+            ing.write_lp("ed", "autogen", body, &options).await.unwrap();
+            assert_eq!(
+                query(&ing, "SELECT host, v FROM ed.other").await,
+                "a\t99\n"
+            );
         }
         other => panic!("unknown phase {other}"),
     }
