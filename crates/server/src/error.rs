@@ -80,9 +80,11 @@ impl From<chingest::Error> for ApiError {
     fn from(err: chingest::Error) -> Self {
         use chingest::Error as E;
         let status = match &err {
-            E::InvalidName { .. } | E::InvalidBatch { .. } | E::UnknownFormat(_) | E::Config(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            E::InvalidName { .. }
+            | E::InvalidBatch { .. }
+            | E::InvalidEdit(_)
+            | E::UnknownFormat(_)
+            | E::Config(_) => StatusCode::BAD_REQUEST,
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
             E::QueryLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             E::TooManyQueries { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -72,18 +72,24 @@ pub(super) async fn write_v2(
 ) -> Result<StatusCode, ApiError> {
     let flavor = Flavor::V2;
     let grant = state.authorize(&headers, None, flavor)?;
+    let (db, rp) = bucket(&params)?;
+    grant.require_write(db).map_err(|e| e.flavor(flavor))?;
+    write(&state, db, rp, &params, &headers, body, flavor).await
+}
+
+/// The database and retention policy an InfluxDB 2 request's
+/// `bucket=db[/rp]` names.
+pub(super) fn bucket(params: &HashMap<String, String>) -> Result<(&str, Option<&str>), ApiError> {
     let bucket = params
         .get("bucket")
         .filter(|bucket| !bucket.is_empty())
         .ok_or_else(|| {
-            ApiError::bad_request("bucket is required (bucket=db or db/rp)").flavor(flavor)
+            ApiError::bad_request("bucket is required (bucket=db or db/rp)").flavor(Flavor::V2)
         })?;
-    let (db, rp) = match bucket.split_once('/') {
+    Ok(match bucket.split_once('/') {
         Some((db, rp)) => (db, Some(rp)),
         None => (bucket.as_str(), None),
-    };
-    grant.require_write(db).map_err(|e| e.flavor(flavor))?;
-    write(&state, db, rp, &params, &headers, body, flavor).await
+    })
 }
 
 /// Header naming a write's durability; the `durability` query parameter

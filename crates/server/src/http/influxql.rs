@@ -5,8 +5,11 @@
 //! Supported: `CREATE DATABASE`, `SHOW DATABASES`, `SHOW RETENTION
 //! POLICIES [ON db]`, `CREATE|ALTER RETENTION POLICY name ON db DURATION d
 //! …` (the duration becomes the TTL of the policy's tables; replication,
-//! shard duration and DEFAULT are accepted and ignored). Names may be bare
-//! or double-quoted.
+//! shard duration and DEFAULT are accepted and ignored), and on the `db=`
+//! database `DELETE FROM m [WHERE …]`, `DELETE WHERE …`, `DROP SERIES [FROM
+//! m] [WHERE …]` and `DROP MEASUREMENT m` (conditions on tags and time, see
+//! `condition`; every retention policy). Names may be bare or
+//! double-quoted.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,8 +19,18 @@ use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::{json, Value};
 
+use chingest::PointFilter;
+
+use super::condition::{self, Dialect};
 use super::AppState;
 use crate::error::{ApiError, Flavor};
+
+/// Now, in ns since the epoch: what `now()` means in a condition.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
 
 /// One recognised statement.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,6 +42,12 @@ enum Statement {
         name: String,
         database: String,
         duration: Option<Duration>,
+    },
+    /// `DELETE FROM m WHERE …`: points; `DROP SERIES`: points and series.
+    Delete {
+        drop_series: bool,
+        measurement: Option<String>,
+        condition: String,
     },
 }
 
@@ -119,7 +138,33 @@ fn words(statement: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// Splits a statement at its first `WHERE` outside quotes: the part before
+/// it, and the condition after it.
+fn split_where(statement: &str) -> (&str, Option<&str>) {
+    let mut quote = None;
+    let mut word_start = 0;
+    for (i, c) in statement.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, c) if c.is_whitespace() => {
+                if statement[word_start..i].eq_ignore_ascii_case("where") {
+                    return (&statement[..word_start], Some(&statement[i..]));
+                }
+                word_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    (statement, None)
+}
+
 fn parse(statement: &str) -> Result<Statement, String> {
+    let (head, condition) = split_where(statement);
+    if let Some(delete) = parse_delete(head, condition)? {
+        return Ok(delete);
+    }
     let words = words(statement)?;
     let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
     let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
@@ -144,9 +189,40 @@ fn parse(statement: &str) -> Result<Statement, String> {
         }
         _ => Err(format!(
             "statement not supported: {statement:?}. /query answers CREATE DATABASE, SHOW DATABASES, \
-             SHOW RETENTION POLICIES and CREATE RETENTION POLICY; query data with SQL at /sql"
+             SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP SERIES and DROP \
+             MEASUREMENT; query data with SQL at /sql"
         )),
     }
+}
+
+/// `DELETE`, `DROP SERIES` and `DROP MEASUREMENT`; `None` for other
+/// statements.
+fn parse_delete(head: &str, condition: Option<&str>) -> Result<Option<Statement>, String> {
+    let words = words(head)?;
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    let (drop_series, measurement) = match upper.as_slice() {
+        ["DELETE"] if condition.is_some() => (false, None),
+        ["DELETE", "FROM", _] => (false, Some(words[2].clone())),
+        ["DROP", "SERIES"] if condition.is_some() => (true, None),
+        ["DROP", "SERIES", "FROM", _] => (true, Some(words[3].clone())),
+        ["DROP", "MEASUREMENT", _] if condition.is_none() => (true, Some(words[2].clone())),
+        ["DELETE" | "DROP", ..] if upper.get(1) != Some(&"DATABASE") => {
+            return Err(format!(
+                "expected DELETE FROM m [WHERE …], DELETE WHERE …, DROP SERIES [FROM m] [WHERE …] \
+                 or DROP MEASUREMENT m, got {head:?}"
+            ))
+        }
+        _ => return Ok(None),
+    };
+    if measurement.as_deref().is_some_and(|m| m.starts_with('/')) {
+        return Err("a measurement given as /regex/ is not supported; name it".into());
+    }
+    Ok(Some(Statement::Delete {
+        drop_series,
+        measurement,
+        condition: condition.unwrap_or_default().to_owned(),
+    }))
 }
 
 /// `GET|POST /query?q=...&db=...`.
@@ -246,6 +322,35 @@ pub(super) async fn query(
                 }
                 Err(other) => return Err(other.into()),
             },
+            Statement::Delete {
+                drop_series,
+                measurement,
+                condition,
+            } => {
+                let db = params
+                    .get("db")
+                    .filter(|db| !db.is_empty())
+                    .ok_or_else(|| ApiError::bad_request("database name required (db=)"))?;
+                grant.require_write(db)?;
+                let mut filter = PointFilter {
+                    measurement,
+                    ..PointFilter::all()
+                };
+                condition::parse(&condition, Dialect::InfluxQl, now_ns())
+                    .map_err(ApiError::bad_request)?
+                    .apply(&mut filter);
+                let done = match drop_series {
+                    true => ingestor.drop_series(db, &filter).await,
+                    false => ingestor.delete(db, &filter).await,
+                };
+                match done {
+                    Ok(_) => {}
+                    Err(chingest::Error::DatabaseNotFound(db)) => {
+                        result["error"] = json!(format!("database not found: {db}"));
+                    }
+                    Err(other) => return Err(other.into()),
+                }
+            }
         }
         results.push(result);
     }
@@ -283,6 +388,27 @@ mod tests {
                 expected.map_err(|_: ()| ()),
                 "{text}"
             );
+        }
+        let delete = |drop_series, m: Option<&str>, condition: &str| Statement::Delete {
+            drop_series,
+            measurement: m.map(str::to_owned),
+            condition: condition.to_owned(),
+        };
+        for (text, expected) in [
+            ("DELETE FROM cpu", delete(false, Some("cpu"), "")),
+            (
+                "delete from \"my where\" where host = 'where'",
+                delete(false, Some("my where"), " host = 'where'"),
+            ),
+            ("DELETE WHERE time < now()", delete(false, None, " time < now()")),
+            ("DROP SERIES FROM cpu", delete(true, Some("cpu"), "")),
+            ("DROP SERIES WHERE a='b'", delete(true, None, " a='b'")),
+            ("DROP MEASUREMENT \"c p u\"", delete(true, Some("c p u"), "")),
+        ] {
+            assert_eq!(parse(text), Ok(expected), "{text}");
+        }
+        for bad in ["DELETE", "DROP SERIES", "DROP MEASUREMENT m WHERE a='b'", "DELETE FROM /c/"] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
         let err = parse("SELECT * FROM cpu").unwrap_err();
         assert!(err.contains("/sql"), "{err}");

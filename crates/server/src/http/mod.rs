@@ -2,6 +2,8 @@
 //! translate requests into `chingest::Ingestor` calls and results into
 //! responses; every error goes through [`ApiError`].
 
+mod condition;
+mod edit;
 mod health;
 mod influx;
 mod influxql;
@@ -158,6 +160,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/write", post(influx::write_v1))
         .route("/api/v2/write", post(influx::write_v2))
+        .route("/api/v2/delete", post(edit::delete))
+        .route("/api/v2/update", post(edit::update))
         .route("/ping", get(influx::ping).head(influx::ping))
         .route("/query", get(influxql::query).post(influxql::query))
         .route("/health", get(health::health))
