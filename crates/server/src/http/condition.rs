@@ -286,7 +286,16 @@ fn parse_duration_or_ns(text: &str) -> Result<i64, String> {
     if let Ok(ns) = text.parse::<i64>() {
         return Ok(ns);
     }
-    let bad = || format!("invalid time or duration {text:?} (e.g. 1h, 30m, 1700000000000000000)");
+    parse_duration(text)
+        .map_err(|_| format!("invalid time or duration {text:?} (e.g. 1h, 30m, 1700000000000000000)"))
+}
+
+/// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
+pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
+    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w)");
+    if text.is_empty() {
+        return Err(bad());
+    }
     let mut total: i64 = 0;
     let mut rest = text;
     while !rest.is_empty() {

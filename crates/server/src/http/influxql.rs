@@ -51,42 +51,15 @@ enum Statement {
     },
 }
 
-/// An InfluxQL duration: `INF`, or units like `1h30m`, `7d`, `52w`.
+/// A retention policy's duration: `INF`, or units like `1h30m`, `7d`, `52w`.
 fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
     if text.eq_ignore_ascii_case("inf") {
         return Ok(None);
     }
-    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w, INF)");
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let nanos: u64 = match &rest[..unit] {
-            "ns" => 1,
-            "u" | "µ" | "us" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "d" => 86_400_000_000_000,
-            "w" => 604_800_000_000_000,
-            _ => return Err(bad()),
-        };
-        rest = &rest[unit..];
-        let part = value.checked_mul(nanos).ok_or_else(bad)?;
-        total = total
-            .checked_add(Duration::from_nanos(part))
-            .ok_or_else(bad)?;
-    }
+    let nanos = condition::parse_duration(text)
+        .map_err(|_| format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w, INF)"))?;
     // InfluxDB treats a zero duration as infinite.
-    Ok((!total.is_zero()).then_some(total))
+    Ok((nanos != 0).then(|| Duration::from_nanos(nanos.unsigned_abs())))
 }
 
 /// A duration as InfluxDB shows it: `168h0m0s`, `0s` for infinite.
