@@ -490,7 +490,10 @@ impl Catalog {
         let mut no_codec_by_table: HashMap<(String, String), Vec<String>> = HashMap::new();
         for row in no_codec {
             if let Ok([db, table, column]) = <[String; 3]>::try_from(row) {
-                no_codec_by_table.entry((db, table)).or_default().push(column);
+                no_codec_by_table
+                    .entry((db, table))
+                    .or_default()
+                    .push(column);
             }
         }
         let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());

@@ -128,7 +128,11 @@ impl PointFilter {
     /// the filter's measurement if it names one.
     fn series_condition(&self, measurement: Option<&str>) -> String {
         match measurement.or(self.measurement.as_deref()) {
-            Some(m) => format!("measurement = {} AND ({})", quote_literal(m), self.tags.sql()),
+            Some(m) => format!(
+                "measurement = {} AND ({})",
+                quote_literal(m),
+                self.tags.sql()
+            ),
             None => self.tags.sql(),
         }
     }
@@ -251,7 +255,9 @@ impl Ingestor {
                 Ok(ids)
             })
             .await?;
-        let ids = ids.iter().filter_map(|row| row.first()?.parse::<u64>().ok());
+        let ids = ids
+            .iter()
+            .filter_map(|row| row.first()?.parse::<u64>().ok());
         database.series.forget(ids);
         Ok(tables)
     }
@@ -357,13 +363,22 @@ mod tests {
     #[test]
     fn values_must_fit_the_field() {
         let literal = |v: FieldValue, ty| v.literal("f", ty);
-        assert_eq!(literal(FieldValue::Float(1.5), FieldType::Float).unwrap(), "1.5");
-        assert_eq!(literal(FieldValue::Integer(-3), FieldType::Integer).unwrap(), "-3");
+        assert_eq!(
+            literal(FieldValue::Float(1.5), FieldType::Float).unwrap(),
+            "1.5"
+        );
+        assert_eq!(
+            literal(FieldValue::Integer(-3), FieldType::Integer).unwrap(),
+            "-3"
+        );
         assert_eq!(
             literal(FieldValue::String("x'".into()), FieldType::String).unwrap(),
             "'x\\''"
         );
-        assert_eq!(literal(FieldValue::Boolean(true), FieldType::Boolean).unwrap(), "true");
+        assert_eq!(
+            literal(FieldValue::Boolean(true), FieldType::Boolean).unwrap(),
+            "true"
+        );
         for (value, ty) in [
             (FieldValue::Float(1.5), FieldType::Integer),
             (FieldValue::Float(f64::NAN), FieldType::Float),

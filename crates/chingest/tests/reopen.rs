@@ -21,9 +21,12 @@ fn main() {
                 phases::run(tempfile::tempdir().unwrap().path(), &["legacy", "migrated"]);
             },
         ),
-        phases::trial("deletes_and_updates_hold_across_merges_and_a_restart", || {
-            phases::run(tempfile::tempdir().unwrap().path(), &["edit", "edited"]);
-        }),
+        phases::trial(
+            "deletes_and_updates_hold_across_merges_and_a_restart",
+            || {
+                phases::run(tempfile::tempdir().unwrap().path(), &["edit", "edited"]);
+            },
+        ),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
@@ -48,7 +51,10 @@ async fn assert_edited(ing: &Ingestor) {
         "a\t[1,2,6,7,8,9,10]\t[1.5,2.5,6.5,7.5,8.5,9.5,10.5]\n\
          b\t[1,2,3,4,5,6,7,8,9,10]\t[1.5,2.5,3.5,4.5,5.5,6.5,7.5,-1.25,-1.25,-1.25]\n"
     );
-    assert_eq!(query(ing, "SELECT count() FROM ed.`other.autogen`").await, "0\n");
+    assert_eq!(
+        query(ing, "SELECT count() FROM ed.`other.autogen`").await,
+        "0\n"
+    );
     let series = "SELECT measurement, tags['host'] FROM ed._series FINAL ORDER BY ALL";
     assert_eq!(query(ing, series).await, "m\ta\nm\tb\n");
 }
@@ -302,7 +308,10 @@ async fn child(phase: &str, dir: &Path) {
                 let err = ing.update("ed", &filter, field, &value).await.unwrap_err();
                 assert!(matches!(err, chingest::Error::InvalidEdit(_)), "{err:?}");
             }
-            let everywhere = PointFilter { measurement: None, ..filter.clone() };
+            let everywhere = PointFilter {
+                measurement: None,
+                ..filter.clone()
+            };
             let err = ing
                 .update("ed", &everywhere, "f", &FieldValue::Float(0.0))
                 .await
@@ -316,7 +325,10 @@ async fn child(phase: &str, dir: &Path) {
             };
             ing.drop_series("ed", &filter).await.unwrap();
             assert_edited(&ing).await;
-            let timed = PointFilter { start: Some(1), ..filter };
+            let timed = PointFilter {
+                start: Some(1),
+                ..filter
+            };
             let err = ing.drop_series("ed", &timed).await.unwrap_err();
             assert!(matches!(err, chingest::Error::InvalidEdit(_)), "{err:?}");
         }
@@ -330,10 +342,7 @@ async fn child(phase: &str, dir: &Path) {
             // A dropped series written again comes back, with its series row.
             let body = b"other,host=a v=99i 11\n";
             ing.write_lp("ed", "autogen", body, &options).await.unwrap();
-            assert_eq!(
-                query(&ing, "SELECT host, v FROM ed.other").await,
-                "a\t99\n"
-            );
+            assert_eq!(query(&ing, "SELECT host, v FROM ed.other").await, "a\t99\n");
         }
         other => panic!("unknown phase {other}"),
     }

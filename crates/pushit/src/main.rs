@@ -88,6 +88,10 @@ enum Mode {
     /// style): QPS, rows/s, MiB/s, latency percentiles, against the same
     /// queries on the engine.
     Query(modes::query::Args),
+    /// Deletes and corrections on a loaded table: one host's hour deleted
+    /// through /api/v2/delete, another's corrected through /api/v2/update,
+    /// a third's deleted with InfluxQL DELETE, each timed until answered.
+    Edits(modes::edits::Args),
     /// Replay of the write-ahead log on open: a child process logs TSBS
     /// rows and is killed before inserting any; this one opens the data
     /// directory and reports how fast the log was replayed.
@@ -242,5 +246,6 @@ fn main() -> anyhow::Result<()> {
         Mode::Grpc(args) => modes::http::run(&ctx, &args, "grpc"),
         Mode::Replay(args) => modes::replay::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
+        Mode::Edits(args) => modes::edits::run(&ctx, &args),
     }
 }

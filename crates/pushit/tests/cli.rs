@@ -335,6 +335,23 @@ fn grpc_measures_every_path_against_the_engine() {
 }
 
 #[test]
+fn edits_times_each_kind_of_edit_and_checks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["edits", "--hosts", "6", "--steps", "400", "--repeats", "2"];
+    let rows = pushit(dir.path(), &args);
+    let kinds: Vec<&str> = rows.iter().map(|r| r["edit"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["delete (/api/v2/delete)", "update (/api/v2/update)", "DELETE (InfluxQL)"]
+    );
+    for row in &rows {
+        assert_eq!(row["requests"], 2, "{row}");
+        assert_eq!(row["table_rows"], 2_400, "{row}");
+        assert!(row["p50_ms"].as_f64().unwrap() <= row["max_ms"].as_f64().unwrap());
+    }
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

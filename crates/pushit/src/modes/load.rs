@@ -27,6 +27,27 @@ pub(super) struct LoadArgs {
     pub(super) lines_per_body: usize,
 }
 
+/// Posts the whole load to `/write` into `db`, a body at a time; returns
+/// once every row is queryable (the last body asks for `visible`).
+pub(super) async fn post_all(
+    load: &LoadArgs,
+    endpoints: &super::server::Endpoints,
+    db: &str,
+) -> anyhow::Result<()> {
+    let client = super::server::http_client()?;
+    let bodies = bodies(load.hosts, load.steps, load.lines_per_body);
+    let last = bodies.len().saturating_sub(1);
+    for (i, body) in bodies.into_iter().enumerate() {
+        let durability = if i == last { "visible" } else { "fsync" };
+        let url = format!("{}/write?db={db}&durability={durability}", endpoints.http);
+        super::server::authorized(endpoints, client.post(url).body(body))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    Ok(())
+}
+
 /// The load, `hosts × steps` lines, in bodies of `lines_per_body` lines.
 pub(super) fn bodies(hosts: usize, steps: usize, lines_per_body: usize) -> Vec<String> {
     tsbs::CpuOnly::new(hosts).bodies(steps, lines_per_body.max(1))

@@ -217,17 +217,7 @@ async fn load_data(
     db: &str,
 ) -> anyhow::Result<Vec<(&'static str, String)>> {
     let client = http_client()?;
-    let bodies = load::bodies(args.load.hosts, args.load.steps, args.load.lines_per_body);
-    let last = bodies.len().saturating_sub(1);
-    for (i, body) in bodies.into_iter().enumerate() {
-        // The last write waits until everything is queryable.
-        let durability = if i == last { "visible" } else { "fsync" };
-        let url = format!("{}/write?db={db}&durability={durability}", endpoints.http);
-        authorized(endpoints, client.post(url).body(body))
-            .send()
-            .await?
-            .error_for_status()?;
-    }
+    load::post_all(&args.load, endpoints, db).await?;
     let host = "host_7";
     let series_id = sql(
         &client,

@@ -167,7 +167,11 @@ impl Parser<'_> {
             }
             any.push(self.and()?);
         }
-        Ok(if any.len() == 1 { any.remove(0) } else { Expr::Or(any) })
+        Ok(if any.len() == 1 {
+            any.remove(0)
+        } else {
+            Expr::Or(any)
+        })
     }
 
     fn and(&mut self) -> Result<Expr, String> {
@@ -175,7 +179,11 @@ impl Parser<'_> {
         while self.keyword("AND") {
             all.push(self.primary()?);
         }
-        Ok(if all.len() == 1 { all.remove(0) } else { Expr::And(all) })
+        Ok(if all.len() == 1 {
+            all.remove(0)
+        } else {
+            Expr::And(all)
+        })
     }
 
     fn primary(&mut self) -> Result<Expr, String> {
@@ -286,8 +294,9 @@ fn parse_duration_or_ns(text: &str) -> Result<i64, String> {
     if let Ok(ns) = text.parse::<i64>() {
         return Ok(ns);
     }
-    parse_duration(text)
-        .map_err(|_| format!("invalid time or duration {text:?} (e.g. 1h, 30m, 1700000000000000000)"))
+    parse_duration(text).map_err(|_| {
+        format!("invalid time or duration {text:?} (e.g. 1h, 30m, 1700000000000000000)")
+    })
 }
 
 /// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
@@ -436,10 +445,13 @@ fn tag_predicate(expr: Expr, dialect: Dialect) -> Result<TagPredicate, String> {
                 .map(|e| tag_predicate(e, dialect))
                 .collect::<Result<_, _>>()?,
         ),
-        Expr::Compare { value: Value::Time(_), .. } => {
-            return Err("time conditions must be joined to the rest with AND".into())
-        }
-        Expr::Compare { name, .. } if name.starts_with('_') && dialect == Dialect::DeletePredicate => {
+        Expr::Compare {
+            value: Value::Time(_),
+            ..
+        } => return Err("time conditions must be joined to the rest with AND".into()),
+        Expr::Compare { name, .. }
+            if name.starts_with('_') && dialect == Dialect::DeletePredicate =>
+        {
             return Err(format!(
                 "{name} is not supported in delete predicates (points are deleted whole, \
                  by _measurement and tags)"

@@ -43,13 +43,18 @@ pub(super) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let (db, request, filter) = edit_request(&state, &params, &headers, body).await?;
     if request.set.is_some() {
-        return Err(bad("a delete takes no \"set\"; POST /api/v2/update changes values"));
+        return Err(bad(
+            "a delete takes no \"set\"; POST /api/v2/update changes values",
+        ));
     }
     if request.start.is_none() || request.stop.is_none() {
         return Err(bad("start and stop are required (RFC 3339 times)"));
     }
     let ingestor = state.ingestor().map_err(v2)?;
-    ingestor.delete(&db, &filter).await.map_err(|e| v2(e.into()))?;
+    ingestor
+        .delete(&db, &filter)
+        .await
+        .map_err(|e| v2(e.into()))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -66,7 +71,9 @@ pub(super) async fn update(
         .filter(|set| !set.is_empty())
         .ok_or_else(|| bad("\"set\" names the fields to change and their new values"))?;
     if filter.measurement.is_none() {
-        return Err(bad("the predicate must name the measurement (_measurement=\"m\")"));
+        return Err(bad(
+            "the predicate must name the measurement (_measurement=\"m\")",
+        ));
     }
     let ingestor = state.ingestor().map_err(v2)?;
     for (field, value) in &set {

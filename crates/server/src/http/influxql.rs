@@ -373,14 +373,25 @@ mod tests {
                 "delete from \"my where\" where host = 'where'",
                 delete(false, Some("my where"), " host = 'where'"),
             ),
-            ("DELETE WHERE time < now()", delete(false, None, " time < now()")),
+            (
+                "DELETE WHERE time < now()",
+                delete(false, None, " time < now()"),
+            ),
             ("DROP SERIES FROM cpu", delete(true, Some("cpu"), "")),
             ("DROP SERIES WHERE a='b'", delete(true, None, " a='b'")),
-            ("DROP MEASUREMENT \"c p u\"", delete(true, Some("c p u"), "")),
+            (
+                "DROP MEASUREMENT \"c p u\"",
+                delete(true, Some("c p u"), ""),
+            ),
         ] {
             assert_eq!(parse(text), Ok(expected), "{text}");
         }
-        for bad in ["DELETE", "DROP SERIES", "DROP MEASUREMENT m WHERE a='b'", "DELETE FROM /c/"] {
+        for bad in [
+            "DELETE",
+            "DROP SERIES",
+            "DROP MEASUREMENT m WHERE a='b'",
+            "DELETE FROM /c/",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         let err = parse("SELECT * FROM cpu").unwrap_err();
