@@ -24,7 +24,7 @@ use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::batcher::FlushOutcome;
-use crate::catalog::{Database, Table};
+use crate::catalog::{Admission, Database, Table};
 use crate::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
@@ -55,6 +55,9 @@ pub(crate) struct PendingWrite {
     pub(crate) series: Vec<(u64, SeriesKey)>,
     /// Raw series keys → ids, for the database's lookup cache.
     pub(crate) raw_keys: Vec<(u128, u64)>,
+    /// The write's new series, admitted under the cardinality limits:
+    /// released when this is dropped, after they are registered.
+    pub(crate) _admission: Admission,
     /// Sync the log before answering.
     pub(crate) sync: bool,
     /// Answered once the record is written (and synced, with `sync`).

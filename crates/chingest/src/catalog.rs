@@ -15,6 +15,7 @@ use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
 use crate::batcher::Batcher;
+use crate::config::CardinalityLimits;
 use crate::engine::{self, Engine};
 use crate::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
@@ -74,6 +75,20 @@ pub(crate) struct SeriesState {
     committing: Mutex<()>,
     /// Tag keys seen per measurement: the columns of its view.
     tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// Hashes of the values seen per (measurement, tag key), kept while
+    /// the values-per-tag limit is set.
+    tag_values: Mutex<HashMap<(String, String), HashSet<u64>>>,
+}
+
+/// Entries of a database's raw-key cache: two spellings for each of the
+/// default limit's million series. Measured (`HashMap`, 1 M entries): 69
+/// bytes per entry, so at most ~140 MB; plus 38 bytes per known series
+/// (the id set) and 19 bytes per tag value tracked for its limit.
+pub(crate) const RAW_KEY_CACHE_MAX: usize = 2_000_000;
+
+/// A tag value's hash, as the values-per-tag limit counts it.
+fn value_hash(value: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(value.as_bytes())
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +96,81 @@ struct Registry {
     known: HashSet<u64>,
     /// Rows to commit, with the lsn of the record that logged them.
     pending: Vec<(Lsn, u64, SeriesKey)>,
+    /// Series admitted under the series limit by writes not yet logged,
+    /// with how many writes hold each: they count against the limit until
+    /// known (then `admitted_known` keeps them from counting twice) or
+    /// released.
+    admitted: HashMap<u64, usize>,
+    admitted_known: usize,
+}
+
+impl Registry {
+    /// Series stored, logged, or admitted by writes in flight.
+    fn count(&self) -> usize {
+        self.known.len() + self.admitted.len() - self.admitted_known
+    }
+}
+
+/// The series a write admitted under the limits; dropping it (once the
+/// write is logged, or failed) releases them.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    held: Option<(Arc<Database>, Vec<u64>)>,
+}
+
+impl Admission {
+    /// Admits `id` (with `key`) into `db` under `limits` for this write:
+    /// `Ok(true)` if it is new to the database, `Ok(false)` if known, or
+    /// which limit refuses it.
+    pub(crate) fn admit(
+        &mut self,
+        db: &Arc<Database>,
+        id: u64,
+        key: &SeriesKey,
+        limits: CardinalityLimits,
+    ) -> Result<bool, String> {
+        let admitted = db.series.admit(id, key, limits)?;
+        if admitted {
+            let (_, ids) = self.held.get_or_insert_with(|| (Arc::clone(db), Vec::new()));
+            ids.push(id);
+        }
+        Ok(admitted)
+    }
+
+    /// Admits every series of `series` (an Arrow write's), keeping those
+    /// new to the database; the first refusal fails them all.
+    pub(crate) fn admit_all(
+        &mut self,
+        db: &Arc<Database>,
+        series: Vec<(u64, SeriesKey)>,
+        limits: CardinalityLimits,
+    ) -> Result<Vec<(u64, SeriesKey)>, String> {
+        let mut new = Vec::with_capacity(series.len());
+        for (id, key) in series {
+            if self.admit(db, id, &key, limits)? {
+                new.push((id, key));
+            }
+        }
+        Ok(new)
+    }
+
+    /// Adds the admissions of `other` to this one (same database).
+    pub(crate) fn absorb(&mut self, mut other: Admission) {
+        if let Some((db, ids)) = other.held.take() {
+            match &mut self.held {
+                Some((_, mine)) => mine.extend(ids),
+                None => self.held = Some((db, ids)),
+            }
+        }
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if let Some((db, ids)) = self.held.take() {
+            db.series.release(&ids);
+        }
+    }
 }
 
 impl SeriesState {
@@ -91,10 +181,15 @@ impl SeriesState {
             return rows;
         }
         let mut registry = self.registry.lock().unwrap();
+        let registry = &mut *registry;
         let fresh: Vec<_> = rows
             .into_iter()
             .filter(|(id, _)| registry.known.insert(*id))
             .collect();
+        registry.admitted_known += fresh
+            .iter()
+            .filter(|(id, _)| registry.admitted.contains_key(id))
+            .count();
         registry
             .pending
             .extend(fresh.iter().map(|(id, key)| (lsn, *id, key.clone())));
@@ -106,14 +201,110 @@ impl SeriesState {
     pub(crate) fn forget(&self, ids: impl IntoIterator<Item = u64>) {
         let mut registry = self.registry.lock().unwrap();
         for id in ids {
-            registry.known.remove(&id);
+            if registry.known.remove(&id) && registry.admitted.contains_key(&id) {
+                registry.admitted_known -= 1;
+            }
         }
     }
 
-    /// Adds raw series keys to the lookup cache.
+    /// Admits a series the database does not know under `limits`, for a
+    /// write that will log it, or says which limit it would pass. `Ok(true)`:
+    /// admitted, to be released with [`Admission`]; `Ok(false)`: known.
+    /// Checks, counts and admits under one lock, so concurrent writers
+    /// cannot pass a limit together.
+    pub(crate) fn admit(
+        &self,
+        id: u64,
+        key: &SeriesKey,
+        limits: CardinalityLimits,
+    ) -> Result<bool, String> {
+        let mut registry = self.registry.lock().unwrap();
+        if registry.known.contains(&id) {
+            return Ok(false);
+        }
+        if let Some(holders) = registry.admitted.get_mut(&id) {
+            *holders += 1;
+            return Ok(true);
+        }
+        let count = registry.count();
+        if limits.max_series > 0 && count >= limits.max_series {
+            return Err(format!(
+                "series limit reached: the database has {count} series (limit {}); \
+                 a new series is refused",
+                limits.max_series
+            ));
+        }
+        if limits.max_values_per_tag > 0 {
+            let mut tag_values = self.tag_values.lock().unwrap();
+            let key_of = |tag: &str| (key.measurement.clone(), tag.to_owned());
+            for (tag, value) in &key.tags {
+                if let Some(values) = tag_values.get(&key_of(tag)) {
+                    if values.len() >= limits.max_values_per_tag
+                        && !values.contains(&value_hash(value))
+                    {
+                        return Err(format!(
+                            "tag value limit reached: tag {tag:?} of measurement {:?} has {} \
+                             values (limit {}); a new value is refused",
+                            key.measurement,
+                            values.len(),
+                            limits.max_values_per_tag
+                        ));
+                    }
+                }
+            }
+            for (tag, value) in &key.tags {
+                tag_values
+                    .entry(key_of(tag))
+                    .or_default()
+                    .insert(value_hash(value));
+            }
+        }
+        registry.admitted.insert(id, 1);
+        Ok(true)
+    }
+
+    /// Releases admissions (see [`admit`](Self::admit)).
+    fn release(&self, ids: &[u64]) {
+        let mut registry = self.registry.lock().unwrap();
+        for id in ids {
+            let Some(holders) = registry.admitted.get_mut(id) else {
+                continue;
+            };
+            *holders -= 1;
+            if *holders == 0 {
+                registry.admitted.remove(id);
+                if registry.known.contains(id) {
+                    registry.admitted_known -= 1;
+                }
+            }
+        }
+    }
+
+    /// Counts tag values of stored series (read back on open).
+    pub(crate) fn note_tag_values<'a>(
+        &self,
+        values: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) {
+        let mut tag_values = self.tag_values.lock().unwrap();
+        for (measurement, tag, value) in values {
+            tag_values
+                .entry((measurement.to_owned(), tag.to_owned()))
+                .or_default()
+                .insert(value_hash(value));
+        }
+    }
+
+    /// Adds raw series keys to the lookup cache. Past
+    /// [`RAW_KEY_CACHE_MAX`] entries the cache starts over: the same series
+    /// spelled many ways (tags reordered, escaped differently) must not grow
+    /// it without bound.
     pub(crate) fn cache_raw_keys(&self, raw_keys: Vec<(u128, u64)>) {
         if !raw_keys.is_empty() {
-            self.by_raw_key.write().unwrap().extend(raw_keys);
+            let mut cache = self.by_raw_key.write().unwrap();
+            if cache.len() + raw_keys.len() > RAW_KEY_CACHE_MAX {
+                *cache = FingerprintMap::default();
+            }
+            cache.extend(raw_keys);
         }
     }
 
@@ -543,9 +734,9 @@ impl Catalog {
 
     /// Reads back every database chingest created in the engine: its fact
     /// tables' columns and its stored series ids.
-    pub(crate) async fn load(engine: &Engine) -> Result<Catalog> {
+    pub(crate) async fn load(engine: &Engine, cardinality: CardinalityLimits) -> Result<Catalog> {
         let loaded = engine
-            .run(|conn| {
+            .run(move |conn| {
                 migrate_legacy_fact_tables(conn)?;
                 let databases = engine::query_rows(
                     conn,
@@ -567,6 +758,7 @@ impl Catalog {
                 )?;
                 let mut series = Vec::new();
                 let mut tag_keys = Vec::new();
+                let mut tag_values = Vec::new();
                 let mut retention = Vec::new();
                 for row in &databases {
                     let db = &row[0];
@@ -618,11 +810,28 @@ impl Catalog {
                         .collect::<Result<Vec<_>>>()?
                         .concat();
                     series.push((db.clone(), ids));
+                    if cardinality.max_values_per_tag > 0 {
+                        // Through Arrow: values may hold tabs and newlines.
+                        let mut values = Vec::new();
+                        for batch in conn.query_arrow(&format!(
+                            "SELECT DISTINCT measurement, k, v FROM {} \
+                             ARRAY JOIN mapKeys(tags) AS k, mapValues(tags) AS v",
+                            names.series_table
+                        ))? {
+                            let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
+                            let column = |i: usize| batch.column(i).as_string::<i32>().clone();
+                            let (m, k, v) = (column(0), column(1), column(2));
+                            for row in 0..batch.num_rows() {
+                                values.push([m.value(row), k.value(row), v.value(row)].map(str::to_owned));
+                            }
+                        }
+                        tag_values.push((db.clone(), values));
+                    }
                 }
-                Ok((columns, series, tag_keys, retention))
+                Ok((columns, series, tag_keys, tag_values, retention))
             })
             .await?;
-        let (columns, series, tag_keys, retention) = loaded;
+        let (columns, series, tag_keys, tag_values, retention) = loaded;
 
         let catalog = Catalog::default();
         {
@@ -655,6 +864,16 @@ impl Catalog {
                     continue;
                 };
                 db.retention.write().unwrap().insert(rp, seconds);
+            }
+            for (encoded, values) in tag_values {
+                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
+                    continue;
+                };
+                db.series.note_tag_values(
+                    values
+                        .iter()
+                        .map(|[measurement, tag, value]| (measurement.as_str(), tag.as_str(), value.as_str())),
+                );
             }
             for (encoded, measurement, keys) in tag_keys {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {

@@ -32,6 +32,34 @@ pub struct IngestConfig {
     pub view_retention_policy: Option<String>,
     /// Limits on queries from untrusted callers.
     pub query: QueryLimits,
+    /// Series and tag values each database may hold.
+    pub cardinality: CardinalityLimits,
+}
+
+/// How many series a database and how many values a tag key (per
+/// measurement) may hold; `0` means no limit. A line that would go past
+/// one is rejected with the reason, the rest of its write stored (an Arrow
+/// batch is refused whole). Series and values stay counted once written,
+/// until the series are dropped; a write that fails after being admitted
+/// may leave its new tag values counted until the next open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CardinalityLimits {
+    /// Series per database (InfluxDB's `max-series-per-database`).
+    pub max_series: usize,
+    /// Distinct values of one tag key in one measurement (InfluxDB's
+    /// `max-values-per-tag`). Values are tracked (8 bytes each, hashed)
+    /// only while this is set.
+    pub max_values_per_tag: usize,
+}
+
+impl Default for CardinalityLimits {
+    /// InfluxDB's defaults: 1 M series per database, 100 k values per tag.
+    fn default() -> Self {
+        CardinalityLimits {
+            max_series: 1_000_000,
+            max_values_per_tag: 100_000,
+        }
+    }
 }
 
 /// Limits the engine enforces on every statement of
@@ -176,6 +204,7 @@ impl IngestConfig {
             overload_wait: Duration::from_secs(1),
             view_retention_policy: Some("autogen".to_owned()),
             query: QueryLimits::default(),
+            cardinality: CardinalityLimits::default(),
         }
     }
 

@@ -75,7 +75,7 @@ use tracing::Instrument;
 
 pub use arrow;
 pub use budget::MemoryReservation;
-pub use config::{FlushPolicy, IngestConfig, QueryLimits, WalConfig};
+pub use config::{CardinalityLimits, FlushPolicy, IngestConfig, QueryLimits, WalConfig};
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
@@ -86,7 +86,7 @@ pub use stats::IngestStats;
 use crate::appender::{Appender, PendingWrite, TablePart};
 use crate::batcher::FlushOutcome;
 use crate::budget::MemoryBudget;
-use crate::catalog::{Catalog, Database, Table};
+use crate::catalog::{Admission, Catalog, Database, Table};
 use crate::engine::Engine;
 use crate::names::NameKind;
 use crate::series::SeriesKey;
@@ -287,7 +287,7 @@ impl Ingestor {
             source,
         })?;
         let engine = Engine::open(&data_dir, config.connections, &config.query).await?;
-        let catalog = Catalog::load(&engine).await?;
+        let catalog = Catalog::load(&engine, config.cardinality).await?;
         catalog
             .repair(&engine, config.view_retention_policy.as_deref())
             .await?;
@@ -421,6 +421,7 @@ impl Ingestor {
                 max_tags: options.max_tags_per_line,
                 max_fields: options.max_fields_per_line,
                 max_name_len: options.max_name_len,
+                cardinality: shared.config.cardinality,
             };
             let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
@@ -456,13 +457,16 @@ impl Ingestor {
             rp,
             finished,
         } = prepared;
+        let refused_by_limits = finished.refused_by_limits as u64;
         let write = NewRows {
             chunks: finished.chunks,
             series: finished.series,
             raw_keys: finished.raw_keys,
+            admission: finished.admission,
         };
         shared.log_write(database, rp, write, durability).await?;
         let stats = &shared.engine.stats;
+        IngestStats::add(&stats.lines_refused_by_limits, refused_by_limits);
         IngestStats::add(&stats.lines_accepted, finished.outcome.accepted as u64);
         IngestStats::add(
             &stats.lines_rejected,
@@ -501,10 +505,21 @@ impl Ingestor {
                 .ensure_table(&database, rp, measurement, &input.field_types())
                 .await?;
             let (chunk, series) = input.into_chunk(&table.schema(), measurement, &database)?;
+            let mut admission = Admission::default();
+            let series = admission
+                .admit_all(&database, series, shared.config.cardinality)
+                .map_err(|reason| {
+                    IngestStats::add(&shared.engine.stats.lines_refused_by_limits, batch.num_rows() as u64);
+                    Error::InvalidBatch {
+                        column: tag_columns.join(","),
+                        reason,
+                    }
+                })?;
             let write = NewRows {
                 chunks: vec![(table, chunk)],
                 series,
                 raw_keys: Vec::new(),
+                admission,
             };
             shared
                 .log_write(database, rp.to_owned(), write, options.durability)
@@ -664,6 +679,7 @@ struct NewRows {
     chunks: Vec<(Arc<Table>, RecordBatch)>,
     series: Vec<(u64, SeriesKey)>,
     raw_keys: Vec<(u128, u64)>,
+    admission: Admission,
 }
 
 impl Shared {
@@ -773,6 +789,7 @@ impl Shared {
             tables,
             series: write.series,
             raw_keys: write.raw_keys,
+            _admission: write.admission,
             sync: durability == Durability::Fsync,
             logged: Some(logged),
         })?;

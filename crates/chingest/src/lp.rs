@@ -21,7 +21,8 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use lineproto::{Line, ParseOptions, Parser};
 
-use crate::catalog::{Database, Table};
+use crate::catalog::{Admission, Database, Table};
+use crate::config::CardinalityLimits;
 use crate::chunk::ChunkBuilder;
 use crate::names::{self, NameKind};
 use crate::schema::{FieldType, TableSchema};
@@ -66,6 +67,7 @@ pub(crate) struct LineLimits {
     pub(crate) max_tags: usize,
     pub(crate) max_fields: usize,
     pub(crate) max_name_len: usize,
+    pub(crate) cardinality: CardinalityLimits,
 }
 
 /// Per-request state of a line-protocol write.
@@ -80,6 +82,10 @@ pub(crate) struct LineBatch<'b> {
     /// raw-key fingerprint.
     local_ids: FingerprintMap<u64>,
     new_series: Vec<(u64, SeriesKey)>,
+    /// The new series admitted under the cardinality limits.
+    admission: Admission,
+    /// Lines refused by a cardinality limit.
+    refused_by_limits: usize,
     /// Chunks of other pieces of the body, taken over by [`absorb`](Self::absorb).
     extra_chunks: Vec<(Arc<Table>, ChunkBuilder)>,
     /// Tables and columns to create, by measurement, in first-seen order.
@@ -105,6 +111,8 @@ impl<'b> LineBatch<'b> {
             table_index: HashMap::new(),
             local_ids: FingerprintMap::default(),
             new_series: Vec::new(),
+            admission: Admission::default(),
+            refused_by_limits: 0,
             extra_chunks: Vec::new(),
             needs: Vec::new(),
             deferred: Vec::new(),
@@ -149,6 +157,8 @@ impl<'b> LineBatch<'b> {
             }
         }
         self.new_series.extend(other.new_series);
+        self.admission.absorb(other.admission);
+        self.refused_by_limits += other.refused_by_limits;
         self.local_ids.extend(other.local_ids);
         for rows in other.tables {
             self.extra_chunks.push((rows.table, rows.chunk));
@@ -440,10 +450,19 @@ impl<'b> LineBatch<'b> {
             return Err(reject("tag key \"time\" is reserved"));
         }
         let id = key.series_id();
-        self.local_ids.insert(fingerprint, id);
-        if !self.db.series.is_known(id) {
-            self.new_series.push((id, key));
+        // A series past a limit is not remembered: each of its lines is refused.
+        match self
+            .admission
+            .admit(&self.db, id, &key, self.limits.cardinality)
+        {
+            Ok(true) => self.new_series.push((id, key)),
+            Ok(false) => {}
+            Err(reason) => {
+                self.refused_by_limits += 1;
+                return Err(reject(reason));
+            }
         }
+        self.local_ids.insert(fingerprint, id);
         Ok(id)
     }
 
@@ -479,6 +498,8 @@ impl<'b> LineBatch<'b> {
             chunks,
             series: self.new_series,
             raw_keys,
+            admission: self.admission,
+            refused_by_limits: self.refused_by_limits,
         }
     }
 }
@@ -562,4 +583,8 @@ pub(crate) struct Finished {
     pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,
     pub(crate) series: Vec<(u64, SeriesKey)>,
     pub(crate) raw_keys: Vec<(u128, u64)>,
+    /// Held until the write is logged.
+    pub(crate) admission: Admission,
+    /// Lines refused by a cardinality limit.
+    pub(crate) refused_by_limits: usize,
 }

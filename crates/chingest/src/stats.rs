@@ -68,6 +68,9 @@ pub struct IngestStats {
     pub lines_accepted: AtomicU64,
     /// Lines rejected.
     pub lines_rejected: AtomicU64,
+    /// Lines (or Arrow rows) refused because they would pass a cardinality
+    /// limit (also counted in `lines_rejected` for lines).
+    pub lines_refused_by_limits: AtomicU64,
     /// Flushes that succeeded.
     pub flushes: AtomicU64,
     /// Insert attempts that failed (each is retried; its rows stay logged).
@@ -113,6 +116,7 @@ impl Default for IngestStats {
         IngestStats {
             lines_accepted: AtomicU64::new(0),
             lines_rejected: AtomicU64::new(0),
+            lines_refused_by_limits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             flush_errors: AtomicU64::new(0),
             flush_rows: Histogram::new(&[

@@ -7,7 +7,8 @@ mod phases;
 use std::path::Path;
 
 use chingest::{
-    Durability, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate, WriteOptions,
+    CardinalityLimits, Durability, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate,
+    WriteOptions,
 };
 
 fn main() {
@@ -27,6 +28,9 @@ fn main() {
                 phases::run(tempfile::tempdir().unwrap().path(), &["edit", "edited"]);
             },
         ),
+        phases::trial("cardinality_limits_hold_for_concurrent_writers_and_across_a_restart", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["cardinality", "cardinality-reopened"]);
+        }),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
@@ -64,6 +68,12 @@ async fn child(phase: &str, dir: &Path) {
     if phase == "write" {
         // Exercises concurrent flushes of one table.
         config.flush.concurrency = 2;
+    }
+    if phase.starts_with("cardinality") {
+        config.cardinality = CardinalityLimits {
+            max_series: 6,
+            max_values_per_tag: 4,
+        };
     }
     if phase == "overload" {
         config.flush.max_bytes = 256 << 10;
@@ -343,6 +353,66 @@ async fn child(phase: &str, dir: &Path) {
             let body = b"other,host=a v=99i 11\n";
             ing.write_lp("ed", "autogen", body, &options).await.unwrap();
             assert_eq!(query(&ing, "SELECT host, v FROM ed.other").await, "a\t99\n");
+        }
+        "cardinality" => {
+            // Five hosts: the fifth value of `host` is one too many.
+            let body: String = (1..=5).map(|i| format!("m,host=h{i} v=1i {i}\n")).collect();
+            let out = ing.write_lp("card", "autogen", body.as_bytes(), &options).await.unwrap();
+            assert_eq!(out.accepted, 4, "{out:?}");
+            assert_eq!(out.rejected[0].line, 5);
+            assert!(
+                out.rejected[0].reason.contains("tag \"host\" of measurement \"m\" has 4 values (limit 4)"),
+                "{out:?}"
+            );
+            // Three racks on top of four series: the third is one too many.
+            let body = "n,rack=r1 v=1i 1\nm,host=h1 v=2i 2\nn,rack=r2 v=1i 3\nn,rack=r3 v=1i 4\n";
+            let out = ing.write_lp("card", "autogen", body.as_bytes(), &options).await.unwrap();
+            assert_eq!(out.accepted, 3, "{out:?}");
+            assert_eq!(out.rejected[0].line, 4);
+            assert!(out.rejected[0].reason.contains("has 6 series (limit 6)"), "{out:?}");
+            assert_eq!(ing.stats().lines_refused_by_limits.load(std::sync::atomic::Ordering::Relaxed), 2);
+            // Twenty writers, each with a series of its own: six get in.
+            let writers: Vec<_> = (0..20)
+                .map(|w| {
+                    let ing = ing.clone();
+                    tokio::spawn(async move {
+                        // A tag key each: only the series limit applies.
+                        let body = format!("c,k{w}=x v=1i 1\n");
+                        let options = WriteOptions::default();
+                        ing.write_lp("card_race", "autogen", body.as_bytes(), &options)
+                            .await
+                            .unwrap()
+                            .accepted
+                    })
+                })
+                .collect();
+            let mut accepted = 0;
+            for writer in writers {
+                accepted += writer.await.unwrap();
+            }
+            assert_eq!(accepted, 6);
+            ing.flush().await.unwrap();
+            assert_eq!(query(&ing, "SELECT count() FROM card_race._series").await, "6\n");
+        }
+        "cardinality-reopened" => {
+            // The counts came back: no new series, no new host value...
+            let out = ing.write_lp("card", "autogen", b"o v=1i 1\n", &options).await.unwrap();
+            assert_eq!(out.accepted, 0, "{out:?}");
+            let out = ing
+                .write_lp("card", "autogen", b"m,host=h5 v=1i 1\nm,host=h2 v=3i 9\n", &options)
+                .await
+                .unwrap();
+            assert_eq!((out.accepted, out.rejected.len()), (1, 1), "{out:?}");
+            assert_eq!(query(&ing, "SELECT count() FROM card._series").await, "6\n");
+            // ...until a series is dropped.
+            let filter = PointFilter {
+                measurement: Some("n".into()),
+                tags: TagPredicate::Equals("rack".into(), "r1".into()),
+                ..PointFilter::all()
+            };
+            ing.drop_series("card", &filter).await.unwrap();
+            let out = ing.write_lp("card", "autogen", b"o v=1i 1\n", &options).await.unwrap();
+            assert_eq!(out.accepted, 1, "{out:?}");
         }
         other => panic!("unknown phase {other}"),
     }

@@ -68,6 +68,11 @@ pub struct Limits {
     pub max_fields_per_line: usize,
     /// Longest measurement, tag key or field key, in bytes.
     pub max_name_bytes: usize,
+    /// Series per database (0: no limit); lines with new series past it
+    /// are rejected.
+    pub max_series_per_database: usize,
+    /// Values of one tag key in one measurement (0: no limit).
+    pub max_values_per_tag: usize,
 }
 
 /// How writes behave.
@@ -207,6 +212,8 @@ impl Default for Limits {
             max_tags_per_line: 256,
             max_fields_per_line: 1024,
             max_name_bytes: 256,
+            max_series_per_database: chingest::CardinalityLimits::default().max_series,
+            max_values_per_tag: chingest::CardinalityLimits::default().max_values_per_tag,
         }
     }
 }
@@ -341,6 +348,10 @@ impl ServerConfig {
         config.wal.checkpoint_interval = Duration::from_millis(wal.checkpoint_interval_ms);
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
+        config.cardinality = chingest::CardinalityLimits {
+            max_series: self.limits.max_series_per_database,
+            max_values_per_tag: self.limits.max_values_per_tag,
+        };
         let query = &self.query;
         config.query = chingest::QueryLimits {
             max_execution_time: Duration::from_millis(query.max_execution_time_ms),

@@ -197,6 +197,11 @@ pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Respon
                 "Line-protocol lines rejected.",
                 &s.lines_rejected,
             ),
+            (
+                "chingest_lines_refused_by_limits_total",
+                "Lines (and Arrow rows) refused for a series or tag-value limit.",
+                &s.lines_refused_by_limits,
+            ),
             ("chingest_flushes_total", "Flushes committed.", &s.flushes),
             (
                 "chingest_flush_errors_total",

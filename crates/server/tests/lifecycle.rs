@@ -86,6 +86,7 @@ fn main() {
         scoped_tokens_on_every_endpoint,
         tls_serves_clients_that_trust_its_certificate,
         unknown_databases_are_404_when_auto_create_is_off,
+        series_past_the_limit_are_refused_and_counted,
     ];
     libtest_mimic::run(&args, trials).exit()
 }
@@ -715,6 +716,37 @@ async fn tls_serves_clients_that_trust_its_certificate() {
 }
 
 /// 404 over HTTP, NOT_FOUND over gRPC.
+/// Lines past the series limit are a partial write naming the limit, and
+/// `/metrics` counts them.
+async fn series_past_the_limit_are_refused_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.limits.max_series_per_database = 2;
+    let (server, base) = serve(config).await;
+    let r = client()
+        .post(format!("{base}/write?db=card&durability=visible"))
+        .body("m,h=a v=1i 1\nm,h=b v=1i 2\nm,h=c v=1i 3\nm,h=a v=2i 4\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!((body["accepted"].clone(), body["line"].clone()), (3.into(), 3.into()), "{body}");
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("series limit reached") && message.contains("limit 2"), "{message}");
+    assert_eq!(count(&base, "card.`m.autogen`").await, 3);
+    let metrics = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("chingest_lines_refused_by_limits_total 1\n"), "{metrics}");
+    server.shutdown().await.unwrap();
+}
+
 async fn unknown_databases_are_404_when_auto_create_is_off() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
