@@ -1,6 +1,7 @@
-"""Deletes and corrections through the clients people already have:
-InfluxDB 2's delete API (`influxdb-client`), InfluxQL's DELETE, DROP SERIES
-and DROP MEASUREMENT (`influxdb`), and chingest's `/api/v2/update`.
+"""Deletes, corrections and duplicate points through the clients people
+already have: InfluxDB 2's delete API (`influxdb-client`), InfluxQL's
+DELETE, DROP SERIES and DROP MEASUREMENT (`influxdb`), chingest's
+`/api/v2/update`, and its SET DUPLICATE POLICY statement.
 """
 
 import json
@@ -121,3 +122,26 @@ def test_update_corrects_values_at_once(server):
     ]:
         status, answer = post(server, path, body)
         assert status == 400 and says in answer["message"], (body, answer)
+
+
+def test_duplicate_policy_last_keeps_one_point_with_the_newest_fields(server):
+    from influxdb.exceptions import InfluxDBClientError
+    client = InfluxDBClient(host="127.0.0.1", port=server["port"], username="u", password=TOKEN,
+                            database="py_dup")
+    client.create_database("py_dup")
+    client.query('SET DUPLICATE POLICY last ON "py_dup"', method="POST")
+    shown = list(client.query("SHOW DUPLICATE POLICIES ON py_dup").get_points())
+    assert shown == [{"measurement": "", "policy": "last"}]
+    # The same point three times: in one request, then again with one field.
+    assert client.write_points(["m,h=a x=1i,y=1i 1", "m,h=a x=2i 1"], protocol="line")
+    assert client.write_points(["m,h=a y=5i 1"], protocol="line")
+    assert sql(server, "SELECT h, x, y FROM py_dup.m") == [{"h": "a", "x": 2, "y": 5}]
+    # Its table exists now: the policy can no longer change.
+    with pytest.raises(InfluxDBClientError) as raised:
+        client.query('SET DUPLICATE POLICY append ON "py_dup"', method="POST")
+    assert raised.value.code == 409 and "another duplicate policy" in str(raised.value)
+    # Another measurement can still get its own before its first write.
+    client.query('SET DUPLICATE POLICY append ON "py_dup" MEASUREMENT "n"', method="POST")
+    assert client.write_points(["n v=1i 1", "n v=2i 1"], protocol="line")
+    assert sql(server, "SELECT v FROM py_dup.`n.autogen` ORDER BY v") == [{"v": 1}, {"v": 2}]
+    client.close()

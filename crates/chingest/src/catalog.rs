@@ -15,7 +15,7 @@ use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
 use crate::batcher::Batcher;
-use crate::config::CardinalityLimits;
+use crate::config::{CardinalityLimits, DuplicatePolicy};
 use crate::engine::{self, Engine};
 use crate::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
@@ -32,10 +32,18 @@ pub(crate) struct Table {
     pub(crate) id: TableRef,
     schema: RwLock<Arc<TableSchema>>,
     pub(crate) batcher: Batcher,
+    /// What the table keeps of points written again (fixed at creation).
+    pub(crate) duplicates: DuplicatePolicy,
 }
 
 impl Table {
-    fn new(database: &str, rp: &str, measurement: &str, schema: TableSchema) -> Self {
+    fn new(
+        database: &str,
+        rp: &str,
+        measurement: &str,
+        schema: TableSchema,
+        duplicates: DuplicatePolicy,
+    ) -> Self {
         Table {
             id: TableRef {
                 database: database.to_owned(),
@@ -44,6 +52,7 @@ impl Table {
             },
             schema: RwLock::new(Arc::new(schema)),
             batcher: Batcher::default(),
+            duplicates,
         }
     }
 
@@ -400,6 +409,8 @@ pub(crate) struct Database {
     /// Retention policies created explicitly: name → seconds rows live
     /// (0: forever). Policies only written to are not listed here.
     retention: RwLock<HashMap<String, u64>>,
+    /// Duplicate policies set for the database (`""`) and measurements.
+    duplicates: RwLock<HashMap<String, DuplicatePolicy>>,
     /// Serializes DDL on this database.
     ddl: tokio::sync::Mutex<()>,
 }
@@ -412,6 +423,7 @@ impl Database {
             series: SeriesState::default(),
             tables: RwLock::default(),
             retention: RwLock::default(),
+            duplicates: RwLock::default(),
             ddl: tokio::sync::Mutex::new(()),
         }
     }
@@ -453,22 +465,102 @@ impl Database {
     /// `fields` (fields that exist with another type are left as they are:
     /// the caller's type check rejects those values). Returns the table and
     /// whether it was created (its flusher must then be started).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ensure_table(
         &self,
         engine: &Engine,
         view_rp: Option<&str>,
+        default_duplicates: DuplicatePolicy,
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
     ) -> Result<(Arc<Table>, bool)> {
         let _ddl = self.ddl.lock().await;
+        let duplicates = self.duplicate_policy(measurement, default_duplicates);
         let result = self
-            .ensure_table_locked(engine, rp, measurement, fields)
+            .ensure_table_locked(engine, rp, measurement, fields, duplicates)
             .await?;
         if view_rp == Some(rp) {
             self.create_view(engine, &result.0, measurement).await?;
         }
         Ok(result)
+    }
+
+    /// The duplicate policy of `measurement`: its own, else the database's,
+    /// else `default`.
+    pub(crate) fn duplicate_policy(&self, measurement: &str, default: DuplicatePolicy) -> DuplicatePolicy {
+        let policies = self.duplicates.read().unwrap();
+        policies
+            .get(measurement)
+            .or_else(|| policies.get(""))
+            .copied()
+            .unwrap_or(default)
+    }
+
+    /// The duplicate policies set: the database's (`None`) and
+    /// measurements', sorted.
+    pub(crate) fn duplicate_policies(&self) -> Vec<(Option<String>, DuplicatePolicy)> {
+        let mut policies: Vec<_> = self
+            .duplicates
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(m, p)| ((!m.is_empty()).then(|| m.clone()), *p))
+            .collect();
+        policies.sort_by(|a, b| a.0.cmp(&b.0));
+        policies
+    }
+
+    /// Sets the duplicate policy of the database (`measurement` `None`) or
+    /// of one measurement, for the tables created from now on. Refused
+    /// ([`Error::Conflict`]) while a table it would cover keeps another
+    /// policy: a table's engine cannot change.
+    pub(crate) async fn set_duplicate_policy(
+        &self,
+        engine: &Engine,
+        measurement: Option<&str>,
+        policy: DuplicatePolicy,
+        default: DuplicatePolicy,
+    ) -> Result<()> {
+        let _ddl = self.ddl.lock().await;
+        let key = measurement.unwrap_or("");
+        let conflicting: Vec<String> = {
+            let own = self.duplicates.read().unwrap();
+            self.tables()
+                .into_iter()
+                .filter(|((_, m), table)| {
+                    let covered = match measurement {
+                        Some(wanted) => m == wanted,
+                        None => !own.contains_key(m),
+                    };
+                    covered && table.duplicates != policy
+                })
+                .map(|((rp, m), table)| format!("{m} in {rp} ({})", table.duplicates))
+                .collect()
+        };
+        if !conflicting.is_empty() {
+            let current = self.duplicate_policy(key, default);
+            return Err(Error::Conflict(format!(
+                "tables already exist with another duplicate policy: {}; a table keeps the \
+                 policy it was created with (now {current}), so set it before the first write",
+                conflicting.join(", ")
+            )));
+        }
+        let names = TableNames::new(&self.name, "", "");
+        engine
+            .execute(format!(
+                "INSERT INTO {} (measurement, policy, updated) SETTINGS async_insert = 0 \
+                 VALUES ({}, {}, now64(3))",
+                names.duplicate_policies_table,
+                quote_literal(key),
+                quote_literal(policy.as_str()),
+            ))
+            .await?;
+        self.duplicates
+            .write()
+            .unwrap()
+            .insert(key.to_owned(), policy);
+        Ok(())
     }
 
     /// Seconds rows of `rp` live (0: forever, also for unknown policies).
@@ -553,6 +645,7 @@ impl Database {
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
+        duplicates: DuplicatePolicy,
     ) -> Result<(Arc<Table>, bool)> {
         if let Some(table) = self.table(rp, measurement) {
             let current = table.schema();
@@ -573,9 +666,10 @@ impl Database {
             TableNames::new(&self.name, rp, measurement),
             fields.to_vec(),
         );
-        let statement = schema::create_table_sql(&schema, self.retention_seconds(rp));
+        let statement =
+            schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
         engine.execute(statement).await?;
-        let table = Arc::new(Table::new(&self.name, rp, measurement, schema));
+        let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok((table, true))
     }
@@ -646,7 +740,7 @@ impl Catalog {
                     conn,
                     &format!(
                         "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
-                         AND engine = 'MergeTree' \
+                         AND endsWith(engine, 'MergeTree') \
                          AND position(engine_full, 'non_replicated_deduplication_window') = 0"
                     ),
                 )?;
@@ -664,7 +758,7 @@ impl Catalog {
                         "SELECT database, table, name FROM system.columns \
                          WHERE database IN ({in_list}) AND compression_codec = '' \
                          AND (database, table) IN (SELECT database, name FROM system.tables \
-                         WHERE database IN ({in_list}) AND engine = 'MergeTree')"
+                         WHERE database IN ({in_list}) AND endsWith(engine, 'MergeTree'))"
                     ),
                 )?;
                 let unpatchable = engine::query_rows(
@@ -760,12 +854,32 @@ impl Catalog {
                 let mut tag_keys = Vec::new();
                 let mut tag_values = Vec::new();
                 let mut retention = Vec::new();
+                let mut duplicates = Vec::new();
+                let engines = engine::query_rows(
+                    conn,
+                    "SELECT database, name, engine FROM system.tables \
+                     WHERE endsWith(engine, 'MergeTree')",
+                )?;
                 for row in &databases {
                     let db = &row[0];
                     let Some(name) = names::decode(db) else { continue };
                     let names = TableNames::new(&name, "", "");
                     // Databases from before the registry existed get one now.
                     engine::execute(conn, &schema::retention_policies_table_sql(&names))?;
+                    engine::execute(conn, &schema::duplicate_policies_table_sql(&names))?;
+                    for row in engine::query_rows(
+                        conn,
+                        &format!(
+                            "SELECT measurement, policy FROM {} FINAL",
+                            names.duplicate_policies_table
+                        ),
+                    )? {
+                        if let [measurement, policy] = row.as_slice() {
+                            if let Ok(policy) = policy.parse::<DuplicatePolicy>() {
+                                duplicates.push((db.clone(), measurement.clone(), policy));
+                            }
+                        }
+                    }
                     for policy in engine::query_rows(
                         conn,
                         &format!(
@@ -828,10 +942,17 @@ impl Catalog {
                         tag_values.push((db.clone(), values));
                     }
                 }
-                Ok((columns, series, tag_keys, tag_values, retention))
+                Ok((columns, series, tag_keys, tag_values, retention, duplicates, engines))
             })
             .await?;
-        let (columns, series, tag_keys, tag_values, retention) = loaded;
+        let (columns, series, tag_keys, tag_values, retention, duplicates, engines) = loaded;
+        let engines: HashMap<(String, String), DuplicatePolicy> = engines
+            .into_iter()
+            .filter_map(|row| match <[String; 3]>::try_from(row) {
+                Ok([db, table, engine]) => Some(((db, table), DuplicatePolicy::of_engine(&engine)?)),
+                Err(_) => None,
+            })
+            .collect();
 
         let catalog = Catalog::default();
         {
@@ -865,6 +986,12 @@ impl Catalog {
                 };
                 db.retention.write().unwrap().insert(rp, seconds);
             }
+            for (encoded, measurement, policy) in duplicates {
+                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
+                    continue;
+                };
+                db.duplicates.write().unwrap().insert(measurement, policy);
+            }
             for (encoded, values) in tag_values {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
                     continue;
@@ -891,8 +1018,11 @@ impl Catalog {
                 let Some(database) = databases.get(&db) else {
                     continue;
                 };
-                let schema = TableSchema::new(TableNames::new(&db, &rp, &measurement), fields);
-                let table = Table::new(&db, &rp, &measurement, schema);
+                let names = TableNames::new(&db, &rp, &measurement);
+                let key = (names.database_name.clone(), names.storage_name.clone());
+                let duplicates = engines.get(&key).copied().unwrap_or_default();
+                let schema = TableSchema::new(names, fields);
+                let table = Table::new(&db, &rp, &measurement, schema, duplicates);
                 database.insert_table(&rp, &measurement, Arc::new(table));
             }
         }

@@ -34,6 +34,70 @@ pub struct IngestConfig {
     pub query: QueryLimits,
     /// Series and tag values each database may hold.
     pub cardinality: CardinalityLimits,
+    /// What tables keep when the same series and time is written again,
+    /// for databases and measurements without a policy of their own
+    /// ([`Ingestor::set_duplicate_policy`](crate::Ingestor::set_duplicate_policy)).
+    pub duplicate_policy: DuplicatePolicy,
+}
+
+/// What a fact table keeps when a point (series and time) is written
+/// again. Chosen when the table is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicatePolicy {
+    /// Every row is kept: the fastest to write, and what a table made by
+    /// `INSERT` alone holds.
+    #[default]
+    Append,
+    /// One row per point: each field keeps its newest written value, and
+    /// a write that lacks a field leaves its older value (InfluxDB's
+    /// behaviour). The table is a `CoalescingMergeTree`; queries see the
+    /// merged points (every connection reads with `final = 1`).
+    Last,
+}
+
+impl DuplicatePolicy {
+    /// The policy's name: `append` or `last`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DuplicatePolicy::Append => "append",
+            DuplicatePolicy::Last => "last",
+        }
+    }
+
+    /// The table engine that keeps what the policy says.
+    pub(crate) fn engine(self) -> &'static str {
+        match self {
+            DuplicatePolicy::Append => "MergeTree",
+            DuplicatePolicy::Last => "CoalescingMergeTree",
+        }
+    }
+
+    /// The policy a table engine keeps, if it is one of chingest's.
+    pub(crate) fn of_engine(engine: &str) -> Option<DuplicatePolicy> {
+        match engine {
+            "MergeTree" => Some(DuplicatePolicy::Append),
+            "CoalescingMergeTree" => Some(DuplicatePolicy::Last),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for DuplicatePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for DuplicatePolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "append" => Ok(DuplicatePolicy::Append),
+            "last" => Ok(DuplicatePolicy::Last),
+            _ => Err(format!("unknown duplicate policy {s:?} (append or last)")),
+        }
+    }
 }
 
 /// How many series a database and how many values a tag key (per
@@ -205,6 +269,7 @@ impl IngestConfig {
             view_retention_policy: Some("autogen".to_owned()),
             query: QueryLimits::default(),
             cardinality: CardinalityLimits::default(),
+            duplicate_policy: DuplicatePolicy::default(),
         }
     }
 

@@ -81,9 +81,12 @@ impl Engine {
         limits: &QueryLimits,
     ) -> Result<Engine> {
         let path = format!("--path={}", data_dir.display());
-        let mut read_only_args = vec![path.clone(), "--readonly=1".to_owned()];
+        // Every query reads tables that merge points written again (the
+        // `last` duplicate policy) as merged; other tables are unaffected.
+        let final_reads = "--final=1".to_owned();
+        let mut read_only_args = vec![path.clone(), "--readonly=1".to_owned(), final_reads.clone()];
         read_only_args.extend(limits.connection_args());
-        let pool = connection_pool(vec![path], connections)?;
+        let pool = connection_pool(vec![path, final_reads], connections)?;
         let sandbox = {
             let conn = pool.get().await.map_err(pool_error)?;
             tokio::task::spawn_blocking(move || Sandbox::load(&conn))

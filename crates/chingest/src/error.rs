@@ -57,6 +57,10 @@ pub enum Error {
     /// does not fit the field, a field the measurement lacks, …).
     #[error("{0}")]
     InvalidEdit(String),
+    /// The request conflicts with what is stored (a policy that tables
+    /// created earlier cannot take).
+    #[error("{0}")]
+    Conflict(String),
     /// A query format name the engine does not know.
     #[error("unknown output format {0:?}")]
     UnknownFormat(String),

@@ -75,7 +75,9 @@ use tracing::Instrument;
 
 pub use arrow;
 pub use budget::MemoryReservation;
-pub use config::{CardinalityLimits, FlushPolicy, IngestConfig, QueryLimits, WalConfig};
+pub use config::{
+    CardinalityLimits, DuplicatePolicy, FlushPolicy, IngestConfig, QueryLimits, WalConfig,
+};
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
@@ -635,6 +637,41 @@ impl Ingestor {
             .await
     }
 
+    /// Sets what the tables of `db` (or, with `measurement`, of one
+    /// measurement) keep when a point is written again: see
+    /// [`DuplicatePolicy`]. A table keeps the policy it was created with,
+    /// so this applies to tables created from now on, and is refused
+    /// ([`Error::Conflict`]) while tables it would cover have another.
+    pub async fn set_duplicate_policy(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+        policy: DuplicatePolicy,
+    ) -> Result<()> {
+        let shared = self.shared.open()?;
+        if let Some(measurement) = measurement {
+            names::validate(NameKind::Measurement, measurement)?;
+        }
+        let database = shared
+            .catalog
+            .database(db)
+            .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
+        database
+            .set_duplicate_policy(&shared.engine, measurement, policy, shared.config.duplicate_policy)
+            .await
+    }
+
+    /// The duplicate policies set for `db`: the database's own (`None`)
+    /// and its measurements', sorted. Tables of others take
+    /// [`IngestConfig::duplicate_policy`].
+    pub fn duplicate_policies(&self, db: &str) -> Vec<(Option<String>, DuplicatePolicy)> {
+        self.shared
+            .catalog
+            .database(db)
+            .map(|database| database.duplicate_policies())
+            .unwrap_or_default()
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.engine.query_arrow(sql.to_owned()).await
@@ -733,7 +770,14 @@ impl Shared {
         }
         let view_rp = self.config.view_retention_policy.as_deref();
         let (table, created) = db
-            .ensure_table(&self.engine, view_rp, rp, measurement, fields)
+            .ensure_table(
+                &self.engine,
+                view_rp,
+                self.config.duplicate_policy,
+                rp,
+                measurement,
+                fields,
+            )
             .await?;
         if created {
             self.spawn_flusher(db, Arc::clone(&table));

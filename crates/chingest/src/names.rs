@@ -11,6 +11,7 @@
 //! |-------------------------------|-----------------------------------|
 //! | fact table (MergeTree)        | `enc(measurement).enc(rp)`         |
 //! | series dimension table        | `_series`                          |
+//! | policy registries             | `_retention_policies`, `_duplicate_policies` |
 //! | view with tags as columns     | `enc(measurement)`                 |
 //!
 //! (Versions before the read-path work kept the facts in
@@ -48,6 +49,9 @@ pub const SERIES_TABLE: &str = "_series";
 
 /// The retention-policy registry's name inside every managed database.
 pub const RETENTION_POLICIES_TABLE: &str = "_retention_policies";
+
+/// The duplicate-policy registry's name inside every managed database.
+pub const DUPLICATE_POLICIES_TABLE: &str = "_duplicate_policies";
 
 /// What older versions appended to a fact table's name (the name without it
 /// was a Buffer table in front).
@@ -204,6 +208,8 @@ pub struct TableNames {
     pub series_table: String,
     /// `` `db`.`_retention_policies` ``.
     pub retention_table: String,
+    /// `` `db`.`_duplicate_policies` ``.
+    pub duplicate_policies_table: String,
     /// `` `db`.`m` ``: the view with tags as columns (kept for the view
     /// retention policy only, see `IngestConfig::view_retention_policy`).
     pub view: String,
@@ -224,6 +230,7 @@ impl TableNames {
             storage_table: format!("{qdb}.{}", quote_ident(&table)),
             series_table: format!("{qdb}.{}", quote_ident(SERIES_TABLE)),
             retention_table: format!("{qdb}.{}", quote_ident(RETENTION_POLICIES_TABLE)),
+            duplicate_policies_table: format!("{qdb}.{}", quote_ident(DUPLICATE_POLICIES_TABLE)),
             view: format!("{qdb}.{}", quote_ident(&encode(measurement))),
             database: qdb,
             database_name: db,

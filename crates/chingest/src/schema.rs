@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use lineproto::FieldValue;
 
+use crate::config::DuplicatePolicy;
 use crate::names::{quote_ident, quote_literal, TableNames};
 
 /// The five InfluxDB field types.
@@ -207,6 +208,16 @@ pub fn partition_clause(ttl_seconds: u64) -> &'static str {
     }
 }
 
+/// The duplicate-policy registry of a database: one row per measurement
+/// with a policy of its own, `''` for the database's.
+pub fn duplicate_policies_table_sql(names: &TableNames) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (measurement String, policy String, \
+         updated DateTime64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY measurement",
+        names.duplicate_policies_table
+    )
+}
+
 /// The TTL clause of a storage table whose rows live `seconds` (0: forever).
 pub fn ttl_clause(seconds: u64) -> String {
     if seconds == 0 {
@@ -229,11 +240,12 @@ pub fn alter_ttl_sql(names: &TableNames, seconds: u64) -> String {
     }
 }
 
-/// `CREATE DATABASE`, the series table and the retention-policy registry.
-pub fn create_database_sql(names: &TableNames) -> [String; 3] {
+/// `CREATE DATABASE`, the series table and the policy registries.
+pub fn create_database_sql(names: &TableNames) -> [String; 4] {
     [
         format!("CREATE DATABASE IF NOT EXISTS {}", names.database),
         retention_policies_table_sql(names),
+        duplicate_policies_table_sql(names),
         format!(
             "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement String, \
              tags Map(String, String)) ENGINE = ReplacingMergeTree ORDER BY series_id \
@@ -299,17 +311,23 @@ pub fn dedup_window_sql(names: &TableNames) -> String {
 /// docs/benchmarks.md §9). Partitioned by time ([`partition_clause`]);
 /// retention drops whole parts once all their rows expired
 /// (`ttl_only_drop_parts`), never rewriting a part row by row. Rows carry
-/// their block number and offset ([`PATCHABLE`]).
-pub fn create_table_sql(schema: &TableSchema, ttl_seconds: u64) -> String {
+/// their block number and offset ([`PATCHABLE`]). The engine keeps what
+/// `duplicates` says of points written again.
+pub fn create_table_sql(
+    schema: &TableSchema,
+    ttl_seconds: u64,
+    duplicates: DuplicatePolicy,
+) -> String {
     let names = &schema.names;
     format!(
         "CREATE TABLE IF NOT EXISTS {} (time DateTime64(9, 'UTC') {TIME_CODEC}, \
          series_id UInt64 {SERIES_ID_CODEC}{}) \
-         ENGINE = MergeTree PARTITION BY {} ORDER BY (series_id, time){} \
+         ENGINE = {} PARTITION BY {} ORDER BY (series_id, time){} \
          SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}, ttl_only_drop_parts = 1, \
          {PATCHABLE}",
         names.storage_table,
         column_defs(&schema.fields),
+        duplicates.engine(),
         partition_clause(ttl_seconds),
         ttl_clause(ttl_seconds)
     )

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use chingest::{Durability, Error, IngestConfig, Ingestor, WriteOptions, WriteOutcome};
+use chingest::{
+    DuplicatePolicy, Durability, Error, IngestConfig, Ingestor, WriteOptions, WriteOutcome,
+};
 use phases::crash;
 
 const DB: &str = "waldb";
@@ -60,6 +62,13 @@ fn main() {
                 std::panic::resume_unwind(panic);
             }
         }),
+        phases::trial(
+            "the_last_policy_keeps_influxdbs_answer_through_a_crash_and_a_retry",
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                phases::run(dir.path(), &["dup-crash", "dup-replayed"]);
+            },
+        ),
         phases::trial("a_full_log_refuses_writes_until_inserts_drain_it", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["log-full"]);
         }),
@@ -118,6 +127,19 @@ fn body(n: usize) -> String {
 }
 
 /// Writes `body(n)` in `durability`.
+/// Points written twice in one request (t = 1) and across two (t = 2),
+/// each time with some fields, for the `last` duplicate policy.
+const DUP_FIRST: &str = "m,h=a x=1i,y=1i 1\nm,h=a x=2i 1\nm,h=a x=3i 2\n";
+const DUP_SECOND: &str = "m,h=a y=9i 2\nm,h=b x=1i 1\n";
+/// InfluxDB's answer: per point, each field's newest written value.
+const DUP_ANSWER: &str = "a\t1\t2\t1\na\t2\t3\t9\nb\t1\t1\t\\N\n";
+
+/// The points of `db`'s `m`: host, time, x, y.
+async fn dup_points(ing: &Ingestor, db: &str) -> String {
+    let sql = format!("SELECT h, toUnixTimestamp64Nano(time), x, y FROM {db}.m ORDER BY h, time");
+    String::from_utf8(ing.query(&sql, "TabSeparated").await.unwrap()).unwrap()
+}
+
 async fn write(ing: &Ingestor, n: usize, durability: Durability) -> chingest::Result<WriteOutcome> {
     let options = WriteOptions {
         durability,
@@ -235,6 +257,13 @@ async fn child(phase: &str, dir: &Path) {
             config.flush.max_age = Duration::from_secs(3600);
             config.flush.max_rows = usize::MAX;
         }
+        // Logged, never inserted before the crash.
+        "dup-crash" => {
+            config.duplicate_policy = DuplicatePolicy::Last;
+            config.flush.max_age = Duration::from_secs(3600);
+            config.flush.max_rows = usize::MAX;
+        }
+        "dup-replayed" => config.duplicate_policy = DuplicatePolicy::Last,
         "log-full" => {
             config.flush.max_age = Duration::from_millis(50);
             config.wal.max_bytes = 256 << 10;
@@ -389,6 +418,46 @@ async fn child(phase: &str, dir: &Path) {
             .await;
             write(&ing, 0, Durability::Visible).await.unwrap();
             ing.close().await.unwrap();
+        }
+        "dup-crash" => {
+            // Visible: one table merges what one request and two carry.
+            let options = |durability| WriteOptions {
+                durability,
+                ..WriteOptions::default()
+            };
+            let visible = options(Durability::Visible);
+            ing.write_lp("dupv", "autogen", DUP_FIRST.as_bytes(), &visible)
+                .await
+                .unwrap();
+            ing.write_lp("dupv", "autogen", DUP_SECOND.as_bytes(), &visible)
+                .await
+                .unwrap();
+            assert_eq!(dup_points(&ing, "dupv").await, DUP_ANSWER);
+            // Logged only, then a crash: replay must give the same answer.
+            let fsync = options(Durability::Fsync);
+            for body in [DUP_FIRST, DUP_SECOND] {
+                ing.write_lp("dup", "autogen", body.as_bytes(), &fsync)
+                    .await
+                    .unwrap();
+            }
+            crash();
+        }
+        "dup-replayed" => {
+            assert_eq!(dup_points(&ing, "dup").await, DUP_ANSWER);
+            // A sender's retry of the second request changes nothing.
+            let visible = WriteOptions {
+                durability: Durability::Visible,
+                ..WriteOptions::default()
+            };
+            ing.write_lp("dup", "autogen", DUP_SECOND.as_bytes(), &visible)
+                .await
+                .unwrap();
+            ing.query("OPTIMIZE TABLE dup.`m.autogen` FINAL", "CSV")
+                .await
+                .unwrap();
+            assert_eq!(dup_points(&ing, "dup").await, DUP_ANSWER);
+            let stored = "SELECT count() FROM dup.`m.autogen` SETTINGS final = 0";
+            assert_eq!(scalar(&ing, stored).await, 3, "merged to one row per point");
         }
         other => panic!("unknown phase {other}"),
     }

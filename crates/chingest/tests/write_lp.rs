@@ -603,7 +603,10 @@ fn tag_field_and_name_limits_reject_their_line() {
             "SELECT name FROM system.tables WHERE database = 'lp_line_limits' ORDER BY name",
         )
         .await;
-        assert_eq!(tables, "_retention_policies\n_series\nm\nm.autogen\n");
+        assert_eq!(
+            tables,
+            "_duplicate_policies\n_retention_policies\n_series\nm\nm.autogen\n"
+        );
     })
 }
 

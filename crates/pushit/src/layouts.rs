@@ -205,7 +205,11 @@ impl Layout {
 
 /// chingest's own DDL for the fact table of `schema` (no TTL).
 pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
-    vec![chingest::schema::create_table_sql(schema, 0)]
+    vec![chingest::schema::create_table_sql(
+        schema,
+        0,
+        chingest::DuplicatePolicy::Append,
+    )]
 }
 
 /// A Buffer table in front of `schema`'s fact table, with the thresholds

@@ -87,6 +87,9 @@ pub struct WriteConfig {
     /// `durability` query parameter, `X-Chingest-Durability` header or gRPC
     /// field): `fsync`, `os`, `none` or `visible` (see the README).
     pub durability: String,
+    /// What tables keep when a point is written again, for databases and
+    /// measurements without a policy of their own: `append` or `last`.
+    pub duplicate_policy: String,
 }
 
 /// The write-ahead log (`chingest::WalConfig`).
@@ -224,6 +227,7 @@ impl Default for WriteConfig {
             auto_create_databases: true,
             default_retention_policy: "autogen".to_owned(),
             durability: chingest::Durability::default().to_string(),
+            duplicate_policy: chingest::DuplicatePolicy::default().to_string(),
         }
     }
 }
@@ -325,6 +329,10 @@ impl ServerConfig {
             .durability
             .parse::<chingest::Durability>()
             .map_err(|e| ConfigError::Invalid(format!("write.durability: {e}")))?;
+        self.write
+            .duplicate_policy
+            .parse::<chingest::DuplicatePolicy>()
+            .map_err(|e| ConfigError::Invalid(format!("write.duplicate_policy: {e}")))?;
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -348,6 +356,7 @@ impl ServerConfig {
         config.wal.checkpoint_interval = Duration::from_millis(wal.checkpoint_interval_ms);
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
+        config.duplicate_policy = self.write.duplicate_policy.parse().unwrap_or_default();
         config.cardinality = chingest::CardinalityLimits {
             max_series: self.limits.max_series_per_database,
             max_values_per_tag: self.limits.max_values_per_tag,

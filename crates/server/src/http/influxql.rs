@@ -8,8 +8,9 @@
 //! shard duration and DEFAULT are accepted and ignored), and on the `db=`
 //! database `DELETE FROM m [WHERE …]`, `DELETE WHERE …`, `DROP SERIES [FROM
 //! m] [WHERE …]` and `DROP MEASUREMENT m` (conditions on tags and time, see
-//! `condition`; every retention policy). Names may be bare or
-//! double-quoted.
+//! `condition`; every retention policy); and chingest's own `SET DUPLICATE
+//! POLICY append|last [ON db [MEASUREMENT m]]` and `SHOW DUPLICATE POLICIES
+//! [ON db]`. Names may be bare or double-quoted.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -24,6 +25,16 @@ use chingest::PointFilter;
 use super::condition::{self, Dialect};
 use super::AppState;
 use crate::error::{ApiError, Flavor};
+
+/// The database a statement names, else the request's `db=`.
+fn database_param(
+    named: Option<String>,
+    params: &HashMap<String, String>,
+) -> Result<String, ApiError> {
+    named
+        .or_else(|| params.get("db").filter(|db| !db.is_empty()).cloned())
+        .ok_or_else(|| ApiError::bad_request("database name required (ON db, or db=)"))
+}
 
 /// Now, in ns since the epoch: what `now()` means in a condition.
 fn now_ns() -> i64 {
@@ -43,6 +54,14 @@ enum Statement {
         database: String,
         duration: Option<Duration>,
     },
+    /// `SET DUPLICATE POLICY last [ON db [MEASUREMENT m]]` (chingest's).
+    SetDuplicatePolicy {
+        policy: chingest::DuplicatePolicy,
+        database: Option<String>,
+        measurement: Option<String>,
+    },
+    /// `SHOW DUPLICATE POLICIES [ON db]` (chingest's).
+    ShowDuplicatePolicies(Option<String>),
     /// `DELETE FROM m WHERE …`: points; `DROP SERIES`: points and series.
     Delete {
         drop_series: bool,
@@ -144,6 +163,24 @@ fn parse(statement: &str) -> Result<Statement, String> {
     match upper.as_slice() {
         ["CREATE", "DATABASE", _, ..] => Ok(Statement::CreateDatabase(words[2].clone())),
         ["SHOW", "DATABASES"] => Ok(Statement::ShowDatabases),
+        ["SET", "DUPLICATE", "POLICY", _, rest @ ..] => {
+            let policy = words[3].parse()?;
+            let (database, measurement) = match rest {
+                [] => (None, None),
+                ["ON", _] => (Some(words[5].clone()), None),
+                ["ON", _, "MEASUREMENT", _] => (Some(words[5].clone()), Some(words[7].clone())),
+                _ => return Err("expected SET DUPLICATE POLICY append|last [ON db [MEASUREMENT m]]".into()),
+            };
+            Ok(Statement::SetDuplicatePolicy {
+                policy,
+                database,
+                measurement,
+            })
+        }
+        ["SHOW", "DUPLICATE", "POLICIES"] => Ok(Statement::ShowDuplicatePolicies(None)),
+        ["SHOW", "DUPLICATE", "POLICIES", "ON", _] => {
+            Ok(Statement::ShowDuplicatePolicies(Some(words[4].clone())))
+        }
         ["SHOW", "RETENTION", "POLICIES"] => Ok(Statement::ShowRetentionPolicies(None)),
         ["SHOW", "RETENTION", "POLICIES", "ON", _] => {
             Ok(Statement::ShowRetentionPolicies(Some(words[4].clone())))
@@ -162,8 +199,8 @@ fn parse(statement: &str) -> Result<Statement, String> {
         }
         _ => Err(format!(
             "statement not supported: {statement:?}. /query answers CREATE DATABASE, SHOW DATABASES, \
-             SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP SERIES and DROP \
-             MEASUREMENT; query data with SQL at /sql"
+             SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP SERIES, DROP \
+             MEASUREMENT, SET DUPLICATE POLICY and SHOW DUPLICATE POLICIES; query data with SQL at /sql"
         )),
     }
 }
@@ -295,6 +332,48 @@ pub(super) async fn query(
                 }
                 Err(other) => return Err(other.into()),
             },
+            Statement::SetDuplicatePolicy {
+                policy,
+                database,
+                measurement,
+            } => {
+                let db = database_param(database, &params)?;
+                grant.require_write(&db)?;
+                match ingestor
+                    .set_duplicate_policy(&db, measurement.as_deref(), policy)
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(chingest::Error::DatabaseNotFound(db)) => {
+                        result["error"] = json!(format!("database not found: {db}"));
+                    }
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            Statement::ShowDuplicatePolicies(database) => {
+                let db = database_param(database, &params)?;
+                grant.require_read_of(&db)?;
+                if !ingestor.databases().contains(&db) {
+                    result["error"] = json!(format!("database not found: {db}"));
+                    results.push(result);
+                    continue;
+                }
+                let policies = ingestor.duplicate_policies(&db);
+                let default: chingest::DuplicatePolicy =
+                    state.config.write.duplicate_policy.parse().unwrap_or_default();
+                let own = policies.iter().find(|(m, _)| m.is_none()).map(|(_, p)| *p);
+                let mut values = vec![json!(["", own.unwrap_or(default).as_str()])];
+                values.extend(
+                    policies
+                        .iter()
+                        .filter_map(|(m, p)| Some(json!([m.as_deref()?, p.as_str()]))),
+                );
+                result["series"] = json!([{
+                    "name": "duplicate policies",
+                    "columns": ["measurement", "policy"],
+                    "values": values,
+                }]);
+            }
             Statement::Delete {
                 drop_series,
                 measurement,
