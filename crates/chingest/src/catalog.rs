@@ -140,7 +140,9 @@ impl Admission {
     ) -> Result<bool, String> {
         let admitted = db.series.admit(id, key, limits)?;
         if admitted {
-            let (_, ids) = self.held.get_or_insert_with(|| (Arc::clone(db), Vec::new()));
+            let (_, ids) = self
+                .held
+                .get_or_insert_with(|| (Arc::clone(db), Vec::new()));
             ids.push(id);
         }
         Ok(admitted)
@@ -488,7 +490,11 @@ impl Database {
 
     /// The duplicate policy of `measurement`: its own, else the database's,
     /// else `default`.
-    pub(crate) fn duplicate_policy(&self, measurement: &str, default: DuplicatePolicy) -> DuplicatePolicy {
+    pub(crate) fn duplicate_policy(
+        &self,
+        measurement: &str,
+        default: DuplicatePolicy,
+    ) -> DuplicatePolicy {
         let policies = self.duplicates.read().unwrap();
         policies
             .get(measurement)
@@ -666,8 +672,7 @@ impl Database {
             TableNames::new(&self.name, rp, measurement),
             fields.to_vec(),
         );
-        let statement =
-            schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
+        let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
         engine.execute(statement).await?;
         let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));
@@ -949,7 +954,9 @@ impl Catalog {
         let engines: HashMap<(String, String), DuplicatePolicy> = engines
             .into_iter()
             .filter_map(|row| match <[String; 3]>::try_from(row) {
-                Ok([db, table, engine]) => Some(((db, table), DuplicatePolicy::of_engine(&engine)?)),
+                Ok([db, table, engine]) => {
+                    Some(((db, table), DuplicatePolicy::of_engine(&engine)?))
+                }
                 Err(_) => None,
             })
             .collect();
@@ -996,11 +1003,10 @@ impl Catalog {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
                     continue;
                 };
-                db.series.note_tag_values(
-                    values
-                        .iter()
-                        .map(|[measurement, tag, value]| (measurement.as_str(), tag.as_str(), value.as_str())),
-                );
+                db.series
+                    .note_tag_values(values.iter().map(|[measurement, tag, value]| {
+                        (measurement.as_str(), tag.as_str(), value.as_str())
+                    }));
             }
             for (encoded, measurement, keys) in tag_keys {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {

@@ -511,7 +511,10 @@ impl Ingestor {
             let series = admission
                 .admit_all(&database, series, shared.config.cardinality)
                 .map_err(|reason| {
-                    IngestStats::add(&shared.engine.stats.lines_refused_by_limits, batch.num_rows() as u64);
+                    IngestStats::add(
+                        &shared.engine.stats.lines_refused_by_limits,
+                        batch.num_rows() as u64,
+                    );
                     Error::InvalidBatch {
                         column: tag_columns.join(","),
                         reason,
@@ -657,7 +660,12 @@ impl Ingestor {
             .database(db)
             .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
         database
-            .set_duplicate_policy(&shared.engine, measurement, policy, shared.config.duplicate_policy)
+            .set_duplicate_policy(
+                &shared.engine,
+                measurement,
+                policy,
+                shared.config.duplicate_policy,
+            )
             .await
     }
 

@@ -22,8 +22,8 @@ use arrow::record_batch::RecordBatch;
 use lineproto::{Line, ParseOptions, Parser};
 
 use crate::catalog::{Admission, Database, Table};
-use crate::config::CardinalityLimits;
 use crate::chunk::ChunkBuilder;
+use crate::config::CardinalityLimits;
 use crate::names::{self, NameKind};
 use crate::schema::{FieldType, TableSchema};
 use crate::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};

@@ -28,9 +28,15 @@ fn main() {
                 phases::run(tempfile::tempdir().unwrap().path(), &["edit", "edited"]);
             },
         ),
-        phases::trial("cardinality_limits_hold_for_concurrent_writers_and_across_a_restart", || {
-            phases::run(tempfile::tempdir().unwrap().path(), &["cardinality", "cardinality-reopened"]);
-        }),
+        phases::trial(
+            "cardinality_limits_hold_for_concurrent_writers_and_across_a_restart",
+            || {
+                phases::run(
+                    tempfile::tempdir().unwrap().path(),
+                    &["cardinality", "cardinality-reopened"],
+                );
+            },
+        ),
         phases::trial("writes_beyond_the_memory_budget_are_refused", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["overload"]);
         }),
@@ -357,20 +363,36 @@ async fn child(phase: &str, dir: &Path) {
         "cardinality" => {
             // Five hosts: the fifth value of `host` is one too many.
             let body: String = (1..=5).map(|i| format!("m,host=h{i} v=1i {i}\n")).collect();
-            let out = ing.write_lp("card", "autogen", body.as_bytes(), &options).await.unwrap();
+            let out = ing
+                .write_lp("card", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
             assert_eq!(out.accepted, 4, "{out:?}");
             assert_eq!(out.rejected[0].line, 5);
             assert!(
-                out.rejected[0].reason.contains("tag \"host\" of measurement \"m\" has 4 values (limit 4)"),
+                out.rejected[0]
+                    .reason
+                    .contains("tag \"host\" of measurement \"m\" has 4 values (limit 4)"),
                 "{out:?}"
             );
             // Three racks on top of four series: the third is one too many.
             let body = "n,rack=r1 v=1i 1\nm,host=h1 v=2i 2\nn,rack=r2 v=1i 3\nn,rack=r3 v=1i 4\n";
-            let out = ing.write_lp("card", "autogen", body.as_bytes(), &options).await.unwrap();
+            let out = ing
+                .write_lp("card", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
             assert_eq!(out.accepted, 3, "{out:?}");
             assert_eq!(out.rejected[0].line, 4);
-            assert!(out.rejected[0].reason.contains("has 6 series (limit 6)"), "{out:?}");
-            assert_eq!(ing.stats().lines_refused_by_limits.load(std::sync::atomic::Ordering::Relaxed), 2);
+            assert!(
+                out.rejected[0].reason.contains("has 6 series (limit 6)"),
+                "{out:?}"
+            );
+            assert_eq!(
+                ing.stats()
+                    .lines_refused_by_limits
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                2
+            );
             // Twenty writers, each with a series of its own: six get in.
             let writers: Vec<_> = (0..20)
                 .map(|w| {
@@ -392,14 +414,25 @@ async fn child(phase: &str, dir: &Path) {
             }
             assert_eq!(accepted, 6);
             ing.flush().await.unwrap();
-            assert_eq!(query(&ing, "SELECT count() FROM card_race._series").await, "6\n");
+            assert_eq!(
+                query(&ing, "SELECT count() FROM card_race._series").await,
+                "6\n"
+            );
         }
         "cardinality-reopened" => {
             // The counts came back: no new series, no new host value...
-            let out = ing.write_lp("card", "autogen", b"o v=1i 1\n", &options).await.unwrap();
+            let out = ing
+                .write_lp("card", "autogen", b"o v=1i 1\n", &options)
+                .await
+                .unwrap();
             assert_eq!(out.accepted, 0, "{out:?}");
             let out = ing
-                .write_lp("card", "autogen", b"m,host=h5 v=1i 1\nm,host=h2 v=3i 9\n", &options)
+                .write_lp(
+                    "card",
+                    "autogen",
+                    b"m,host=h5 v=1i 1\nm,host=h2 v=3i 9\n",
+                    &options,
+                )
                 .await
                 .unwrap();
             assert_eq!((out.accepted, out.rejected.len()), (1, 1), "{out:?}");
@@ -411,7 +444,10 @@ async fn child(phase: &str, dir: &Path) {
                 ..PointFilter::all()
             };
             ing.drop_series("card", &filter).await.unwrap();
-            let out = ing.write_lp("card", "autogen", b"o v=1i 1\n", &options).await.unwrap();
+            let out = ing
+                .write_lp("card", "autogen", b"o v=1i 1\n", &options)
+                .await
+                .unwrap();
             assert_eq!(out.accepted, 1, "{out:?}");
         }
         other => panic!("unknown phase {other}"),

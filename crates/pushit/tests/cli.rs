@@ -342,7 +342,11 @@ fn edits_times_each_kind_of_edit_and_checks_it() {
     let kinds: Vec<&str> = rows.iter().map(|r| r["edit"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["delete (/api/v2/delete)", "update (/api/v2/update)", "DELETE (InfluxQL)"]
+        [
+            "delete (/api/v2/delete)",
+            "update (/api/v2/update)",
+            "DELETE (InfluxQL)"
+        ]
     );
     for row in &rows {
         assert_eq!(row["requests"], 2, "{row}");

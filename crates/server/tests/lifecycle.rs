@@ -87,6 +87,7 @@ fn main() {
         tls_serves_clients_that_trust_its_certificate,
         unknown_databases_are_404_when_auto_create_is_off,
         series_past_the_limit_are_refused_and_counted,
+        prometheus_remote_write_stores_samples_metadata_and_stale_markers,
     ];
     libtest_mimic::run(&args, trials).exit()
 }
@@ -731,9 +732,16 @@ async fn series_past_the_limit_are_refused_and_counted() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let body: Value = r.json().await.unwrap();
-    assert_eq!((body["accepted"].clone(), body["line"].clone()), (3.into(), 3.into()), "{body}");
+    assert_eq!(
+        (body["accepted"].clone(), body["line"].clone()),
+        (3.into(), 3.into()),
+        "{body}"
+    );
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("series limit reached") && message.contains("limit 2"), "{message}");
+    assert!(
+        message.contains("series limit reached") && message.contains("limit 2"),
+        "{message}"
+    );
     assert_eq!(count(&base, "card.`m.autogen`").await, 3);
     let metrics = client()
         .get(format!("{base}/metrics"))
@@ -743,7 +751,146 @@ async fn series_past_the_limit_are_refused_and_counted() {
         .text()
         .await
         .unwrap();
-    assert!(metrics.contains("chingest_lines_refused_by_limits_total 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("chingest_lines_refused_by_limits_total 1\n"),
+        "{metrics}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// Prometheus remote write 1.0 requests as the specification describes
+/// them: snappy-compressed `WriteRequest`s with series, a stale marker and
+/// metadata, and the ways one can be wrong.
+async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
+    use chingest_proto::prometheus::{Label, MetricMetadata, MetricType, Sample, TimeSeries};
+    use prost::Message;
+    const STALE_NAN: u64 = 0x7ff0_0000_0000_0002;
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base) = serve(config(dir.path())).await;
+    let labels = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(n, v)| Label {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .collect()
+    };
+    let sample = |value, timestamp| Sample { value, timestamp };
+    let request = chingest_proto::prometheus::WriteRequest {
+        timeseries: vec![
+            TimeSeries {
+                labels: labels(&[("__name__", "up"), ("instance", "x:9100"), ("job", "node")]),
+                samples: vec![sample(1.0, 1_000), sample(0.0, 2_000)],
+            },
+            TimeSeries {
+                labels: labels(&[
+                    ("__name__", "http_requests_total"),
+                    ("code", "200"),
+                    ("job", "api"),
+                ]),
+                samples: vec![sample(5.0, 1_000), sample(f64::from_bits(STALE_NAN), 2_000)],
+            },
+        ],
+        metadata: vec![MetricMetadata {
+            r#type: MetricType::Counter as i32,
+            metric_family_name: "http_requests_total".into(),
+            help: "Requests served.".into(),
+            unit: String::new(),
+        }],
+    };
+    let post = |body: Vec<u8>, encoding: &'static str, content_type: &'static str| {
+        client()
+            .post(format!("{base}/api/v1/write?db=prom&durability=visible"))
+            .header("Content-Encoding", encoding)
+            .header("Content-Type", content_type)
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+            .body(body)
+            .send()
+    };
+    let snappy = |bytes: &[u8]| snap::raw::Encoder::new().compress_vec(bytes).unwrap();
+    let body = snappy(&request.encode_to_vec());
+    let r = post(body.clone(), "snappy", "application/x-protobuf")
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::NO_CONTENT,
+        "{}",
+        r.text().await.unwrap()
+    );
+    let (status, rows) = sql(
+        &base,
+        "SELECT __name__, job, code, instance, toUnixTimestamp64Milli(time), value, \
+         reinterpretAsUInt64(value) = 9218868437227405314 FROM prom.prometheus \
+         ORDER BY __name__, time",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{rows}");
+    assert_eq!(
+        rows,
+        "http_requests_total\tapi\t200\t\t1000\t5\t0\n\
+         http_requests_total\tapi\t200\t\t2000\tnan\t1\n\
+         up\tnode\t\tx:9100\t1000\t1\t0\n\
+         up\tnode\t\tx:9100\t2000\t0\t0\n"
+    );
+    let (_, metadata) = sql(
+        &base,
+        "SELECT metric, type, help FROM prom.prometheus_metadata",
+    )
+    .await;
+    assert_eq!(metadata, "http_requests_total\tcounter\tRequests served.\n");
+    // Refused, and nothing of them stored.
+    let v2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+    for (body, encoding, content_type, status, says) in [
+        (
+            body.clone(),
+            "gzip",
+            "application/x-protobuf",
+            415,
+            "snappy",
+        ),
+        (body.clone(), "snappy", v2, 415, "2.0"),
+        (
+            b"not snappy".to_vec(),
+            "snappy",
+            "application/x-protobuf",
+            400,
+            "snappy",
+        ),
+        (
+            snappy(b"\xff\xff\xff"),
+            "snappy",
+            "application/x-protobuf",
+            400,
+            "WriteRequest",
+        ),
+    ] {
+        let r = post(body, encoding, content_type).await.unwrap();
+        assert_eq!(r.status().as_u16(), status);
+        let text = r.text().await.unwrap();
+        assert!(text.contains(says), "{text}");
+    }
+    let nameless = chingest_proto::prometheus::WriteRequest {
+        timeseries: vec![TimeSeries {
+            labels: labels(&[("job", "x")]),
+            samples: vec![sample(1.0, 3_000)],
+        }],
+        metadata: Vec::new(),
+    };
+    let r = post(
+        snappy(&nameless.encode_to_vec()),
+        "snappy",
+        "application/x-protobuf",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("__name__"));
+    assert_eq!(
+        sql(&base, "SELECT count() FROM prom.prometheus").await.1,
+        "4\n"
+    );
     server.shutdown().await.unwrap();
 }
 

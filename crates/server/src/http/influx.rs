@@ -96,6 +96,22 @@ pub(super) fn bucket(params: &HashMap<String, String>) -> Result<(&str, Option<&
 /// wins over it.
 const DURABILITY_HEADER: &str = "x-chingest-durability";
 
+/// The durability a write request asks for, if any.
+pub(super) fn durability(
+    params: &HashMap<String, String>,
+    headers: &HeaderMap,
+    flavor: Flavor,
+) -> Result<Option<Durability>, ApiError> {
+    params
+        .get("durability")
+        .map(String::as_str)
+        .or_else(|| headers.get(DURABILITY_HEADER)?.to_str().ok())
+        .filter(|d| !d.is_empty())
+        .map(str::parse::<Durability>)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(e).flavor(flavor))
+}
+
 async fn write(
     state: &AppState,
     db: &str,
@@ -105,14 +121,7 @@ async fn write(
     body: Body,
     flavor: Flavor,
 ) -> Result<StatusCode, ApiError> {
-    let durability = params
-        .get("durability")
-        .map(String::as_str)
-        .or_else(|| headers.get(DURABILITY_HEADER)?.to_str().ok())
-        .filter(|d| !d.is_empty())
-        .map(str::parse::<Durability>)
-        .transpose()
-        .map_err(|e| ApiError::bad_request(e).flavor(flavor))?;
+    let durability = durability(params, headers, flavor)?;
     let precision = match params.get("precision").map(String::as_str) {
         None | Some("") => Precision::Nanoseconds,
         Some(p) => {

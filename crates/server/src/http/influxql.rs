@@ -359,8 +359,12 @@ pub(super) async fn query(
                     continue;
                 }
                 let policies = ingestor.duplicate_policies(&db);
-                let default: chingest::DuplicatePolicy =
-                    state.config.write.duplicate_policy.parse().unwrap_or_default();
+                let default: chingest::DuplicatePolicy = state
+                    .config
+                    .write
+                    .duplicate_policy
+                    .parse()
+                    .unwrap_or_default();
                 let own = policies.iter().find(|(m, _)| m.is_none()).map(|(_, p)| *p);
                 let mut values = vec![json!(["", own.unwrap_or(default).as_str()])];
                 values.extend(

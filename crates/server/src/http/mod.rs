@@ -7,6 +7,7 @@ mod edit;
 mod health;
 mod influx;
 mod influxql;
+mod prometheus;
 mod sql;
 
 use axum::body::{Body, Bytes};
@@ -55,10 +56,17 @@ impl std::ops::Deref for ReceivedBody {
     }
 }
 
+/// How a request body is compressed (`Content-Encoding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    Gzip,
+    Snappy,
+}
+
 /// Room reserved before the first bytes of a body without a length.
 const UNKNOWN_LENGTH_RESERVATION: usize = 64 << 10;
 
-/// Reads a request body up to `limit` bytes, decompressing gzip, with its
+/// Reads a request body up to `limit` bytes, decompressing gzip or snappy, with its
 /// bytes counted in the memory budget as they arrive: many large bodies at
 /// once get 429 (with `Retry-After`) instead of growing the process.
 async fn read_body(
@@ -78,13 +86,15 @@ async fn read_body(
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .map(|value| value.to_str().unwrap_or("?").trim().to_ascii_lowercase());
-    let gzip = match encoding.as_deref() {
-        None | Some("") | Some("identity") => false,
-        Some("gzip") | Some("x-gzip") => true,
+    let compression = match encoding.as_deref() {
+        None | Some("") | Some("identity") => None,
+        Some("gzip") | Some("x-gzip") => Some(Compression::Gzip),
+        // Snappy's block format, as Prometheus remote write sends it.
+        Some("snappy") => Some(Compression::Snappy),
         Some(other) => {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("unsupported Content-Encoding {other:?}: use gzip or none"),
+                format!("unsupported Content-Encoding {other:?}: use gzip, snappy or none"),
             )
             .flavor(flavor))
         }
@@ -125,23 +135,38 @@ async fn read_body(
         raw.extend_from_slice(&data);
     }
     let raw = raw.freeze();
-    if !gzip {
+    let Some(compression) = compression else {
         return Ok(ReceivedBody {
             bytes: raw,
             _reservation: reservation,
         });
+    };
+    if compression == Compression::Snappy {
+        // The block format states its length first: refuse before decoding.
+        let length = snap::raw::decompress_len(&raw).map_err(|err| {
+            ApiError::bad_request(format!("invalid snappy body: {err}")).flavor(flavor)
+        })?;
+        if length > limit {
+            return Err(too_large());
+        }
     }
-    let decoded = tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let mut out = Vec::new();
-        let read = flate2::read::MultiGzDecoder::new(&raw[..])
-            .take(limit as u64 + 1)
-            .read_to_end(&mut out);
-        read.map(|_| out)
+    let decoded = tokio::task::spawn_blocking(move || match compression {
+        Compression::Gzip => {
+            use std::io::Read;
+            let mut out = Vec::new();
+            let read = flate2::read::MultiGzDecoder::new(&raw[..])
+                .take(limit as u64 + 1)
+                .read_to_end(&mut out);
+            read.map(|_| out)
+                .map_err(|err| format!("invalid gzip body: {err}"))
+        }
+        Compression::Snappy => snap::raw::Decoder::new()
+            .decompress_vec(&raw)
+            .map_err(|err| format!("invalid snappy body: {err}")),
     })
     .await
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|err| ApiError::bad_request(format!("invalid gzip body: {err}")).flavor(flavor))?;
+    .map_err(|err| ApiError::bad_request(err).flavor(flavor))?;
     if decoded.len() > limit {
         return Err(too_large());
     }
@@ -160,6 +185,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/write", post(influx::write_v1))
         .route("/api/v2/write", post(influx::write_v2))
+        .route("/api/v1/write", post(prometheus::write))
+        .route("/api/v1/prom/write", post(prometheus::write))
         .route("/api/v2/delete", post(edit::delete))
         .route("/api/v2/update", post(edit::update))
         .route("/ping", get(influx::ping).head(influx::ping))
