@@ -88,6 +88,9 @@ enum Mode {
     /// style): QPS, rows/s, MiB/s, latency percentiles, against the same
     /// queries on the engine.
     Query(modes::query::Args),
+    /// Prometheus remote write 1.0 as Prometheus sends it: a scrape load in
+    /// snappy-compressed requests of 500 samples, samples/s end to end.
+    Prom(modes::prom::Args),
     /// Deletes and corrections on a loaded table: one host's hour deleted
     /// through /api/v2/delete, another's corrected through /api/v2/update,
     /// a third's deleted with InfluxQL DELETE, each timed until answered.
@@ -247,5 +250,6 @@ fn main() -> anyhow::Result<()> {
         Mode::Replay(args) => modes::replay::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
+        Mode::Prom(args) => modes::prom::run(&ctx, &args),
     }
 }

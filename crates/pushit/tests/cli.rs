@@ -356,6 +356,30 @@ fn edits_times_each_kind_of_edit_and_checks_it() {
 }
 
 #[test]
+fn prom_sends_remote_write_requests_and_counts_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "prom",
+        "--targets",
+        "3",
+        "--series-per-target",
+        "20",
+        "--scrapes",
+        "5",
+        "--samples-per-request",
+        "25",
+    ];
+    let rows = pushit(dir.path(), &args);
+    let row = &rows[0];
+    assert_eq!(row["series"], 60);
+    // The first request (25 samples) goes before the clock starts.
+    assert_eq!(row["samples"], 275);
+    assert_eq!(row["requests"], 11);
+    assert!(row["bytes_per_sample"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(row["samples_per_s"].as_f64().unwrap() > 0.0, "{row}");
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

@@ -112,16 +112,16 @@ pub(crate) struct Args {
 }
 
 /// What one path measured.
-struct Sent {
-    rows: usize,
-    bytes: usize,
+pub(super) struct Sent {
+    pub(super) rows: usize,
+    pub(super) bytes: usize,
     /// When the clock started: the first timed request.
-    started: Instant,
+    pub(super) started: Instant,
     /// From `started` until the last request was answered.
-    elapsed: Duration,
+    pub(super) elapsed: Duration,
     /// Per request (per stream for Arrow), sorted.
-    latencies: Vec<Duration>,
-    label: &'static str,
+    pub(super) latencies: Vec<Duration>,
+    pub(super) label: &'static str,
 }
 
 /// Runs the engine arm, then every path, and reports each against the
@@ -676,7 +676,7 @@ fn grpc_request<T>(message: T, token: Option<&str>) -> anyhow::Result<tonic::Req
 /// Sends `items` over `connections` concurrent workers with `send`; the
 /// first item goes alone, before the clock starts, unless `--cold`. Items
 /// are freed as they are sent: the client holds the load once.
-async fn drive<T, F, Fut>(
+pub(super) async fn drive<T, F, Fut>(
     ctx: &Context,
     name: &str,
     mut items: Vec<T>,

@@ -1,0 +1,218 @@
+//! `pushit prom`: Prometheus remote write 1.0 as Prometheus sends it. A
+//! scrape load — `--targets` targets × `--series-per-target` series (100
+//! metric families of node-exporter shape per target), scraped `--scrapes`
+//! times 15 s apart — is cut into requests of `--samples-per-request`
+//! samples from as many series, each a snappy-compressed `WriteRequest`
+//! built before the clock starts, and posted to `/api/v1/write` over
+//! `--connections` keep-alive connections. Reports samples/s until the last
+//! request is answered and until every sample is queryable, and (with the
+//! in-process server) bytes per sample on disk once merged.
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
+use prost::Message;
+use pushit::report::{column, Format};
+use serde_json::json;
+
+use super::http::drive;
+use super::server::{authorized, http_client, sql, with_server, Endpoints, ServerArgs};
+use super::{millis_at, per_second};
+use crate::Context;
+
+/// Flags of `pushit prom`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Scrape targets (`instance` label).
+    #[arg(long, default_value_t = 100)]
+    targets: usize,
+    /// Series per target, in metric families of 10 series each.
+    #[arg(long, default_value_t = 1_000)]
+    series_per_target: usize,
+    /// Scrapes of every target, 15 s apart.
+    #[arg(long, default_value_t = 10)]
+    scrapes: usize,
+    /// Samples per request (Prometheus's `max_samples_per_send`).
+    #[arg(long, default_value_t = 500)]
+    samples_per_request: usize,
+    /// Concurrent keep-alive connections (Prometheus's shards).
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+const DATABASE: &str = "pushit_prom";
+const SCRAPE_INTERVAL_MS: i64 = 15_000;
+/// 2016-01-01T00:00:00Z, in ms, where TSBS starts too.
+const START_MS: i64 = tsbs::START_NS / 1_000_000;
+
+pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
+    let samples = args.targets * args.series_per_target * args.scrapes;
+    if samples == 0 || args.samples_per_request == 0 {
+        bail!(
+            "--targets, --series-per-target, --scrapes and --samples-per-request must be positive"
+        );
+    }
+    ctx.progress(format!("prom: building {samples} samples"));
+    let requests = build_requests(args);
+    let mut report = ctx.report(
+        "prom",
+        vec![
+            column("samples", "samples", Format::Count),
+            column("series", "series", Format::Count),
+            column("samples/s", "samples_per_s", Format::Count),
+            column("visible/s", "visible_samples_per_s", Format::Count),
+            column("MB/s", "mb_per_s", Format::Ratio),
+            column("p50", "p50_ms", Format::Millis),
+            column("p99", "p99_ms", Format::Millis),
+            column("B/sample", "bytes_per_sample", Format::Ratio),
+            column("run", "run", Format::Text),
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new()?;
+    let in_process = args.server.url.is_none();
+    runtime.block_on(with_server(
+        ctx,
+        &args.server,
+        |_| {},
+        async |endpoints| {
+            let url = format!("{}/api/v1/write?db={DATABASE}", endpoints.http);
+            let client = http_client()?;
+            let endpoints_for_send = Endpoints {
+                http: endpoints.http.clone(),
+                grpc: None,
+                token: endpoints.token.clone(),
+            };
+            let send = move |_: usize, (body, _): (Vec<u8>, usize)| {
+                let request = authorized(
+                    &endpoints_for_send,
+                    client
+                        .post(&url)
+                        .header("Content-Encoding", "snappy")
+                        .header("Content-Type", "application/x-protobuf")
+                        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+                        .body(body),
+                );
+                async move {
+                    let response = request.send().await?;
+                    if response.status() != reqwest::StatusCode::NO_CONTENT {
+                        let status = response.status();
+                        bail!(
+                            "remote write answered {status}: {}",
+                            response.text().await.unwrap_or_default()
+                        );
+                    }
+                    Ok(())
+                }
+            };
+            let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
+            let sent = drive(ctx, "prom", requests, args.connections, sizes, send).await?;
+            let stored = wait_visible(endpoints, samples as u64).await?;
+            let visible = stored.1.duration_since(sent.started);
+            if stored.0 != samples as u64 {
+                bail!("{} samples stored, {samples} sent", stored.0);
+            }
+            let bytes_per_sample = if in_process {
+                let conn = ctx.connect()?;
+                let names = chingest::names::TableNames::new(DATABASE, "autogen", "prometheus");
+                conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", names.storage_table)])?;
+                let (_, bytes) = conn.parts(&names.database_name, &names.storage_name)?;
+                Some(bytes as f64 / samples as f64)
+            } else {
+                None
+            };
+            report.push(json!({
+                "samples": sent.rows,
+                "series": args.targets * args.series_per_target,
+                "requests": sent.latencies.len(),
+                "samples_per_s": per_second(sent.rows, sent.elapsed),
+                "visible_samples_per_s": sent.rows as f64 / visible.as_secs_f64().max(1e-9),
+                "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
+                "p50_ms": millis_at(&sent.latencies, 0.5),
+                "p99_ms": millis_at(&sent.latencies, 0.99),
+                "bytes_per_sample": bytes_per_sample,
+                "run": sent.label,
+            }));
+            Ok(())
+        },
+    ))?;
+    report.finish();
+    Ok(())
+}
+
+/// Every request's snappy-compressed body and sample count, in send order:
+/// scrape by scrape, each scrape's samples in series order.
+fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
+    let families = args.series_per_target.div_ceil(10);
+    let mut requests = Vec::new();
+    let mut series = Vec::with_capacity(args.samples_per_request);
+    let mut encoder = snap::raw::Encoder::new();
+    let mut flush = |series: &mut Vec<TimeSeries>| {
+        let request = WriteRequest {
+            timeseries: std::mem::take(series),
+            metadata: Vec::new(),
+        };
+        let samples = request.timeseries.len();
+        let body = encoder
+            .compress_vec(&request.encode_to_vec())
+            .expect("snappy compresses any input");
+        requests.push((body, samples));
+    };
+    for scrape in 0..args.scrapes {
+        let timestamp = START_MS + scrape as i64 * SCRAPE_INTERVAL_MS;
+        for target in 0..args.targets {
+            for s in 0..args.series_per_target {
+                let (family, cpu) = (s / 10 % families, s % 10);
+                let labels = [
+                    ("__name__", format!("node_metric_{family}_total")),
+                    ("cpu", cpu.to_string()),
+                    ("instance", format!("host-{target}:9100")),
+                    ("job", "node".to_owned()),
+                ];
+                // A counter: it grows by a series-specific step each scrape.
+                let step = (target * 31 + s * 7) % 100 + 1;
+                series.push(TimeSeries {
+                    labels: labels
+                        .into_iter()
+                        .map(|(name, value)| Label {
+                            name: name.to_owned(),
+                            value,
+                        })
+                        .collect(),
+                    samples: vec![Sample {
+                        value: (scrape * step) as f64,
+                        timestamp,
+                    }],
+                });
+                if series.len() == args.samples_per_request {
+                    flush(&mut series);
+                }
+            }
+        }
+    }
+    if !series.is_empty() {
+        flush(&mut series);
+    }
+    requests
+}
+
+/// Polls the stored sample count until it reaches `samples` (or a minute
+/// passes); the count and when it was read.
+async fn wait_visible(endpoints: &Endpoints, samples: u64) -> anyhow::Result<(u64, Instant)> {
+    let client = http_client()?;
+    let query = format!("SELECT count() FROM {DATABASE}.`prometheus.autogen`");
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let count: u64 = sql(&client, endpoints, &query)
+            .await
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0);
+        if count >= samples || Instant::now() > give_up {
+            return Ok((count, Instant::now()));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
