@@ -27,15 +27,17 @@ pub struct TimeSeries {
     pub samples: Vec<Sample>,
 }
 
-/// A label.
+/// A label. Name and value are UTF-8 (checked by the receiver): kept as
+/// bytes, they are slices of the decoded buffer instead of a string
+/// allocated for each.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Label {
     /// Its name.
-    #[prost(string, tag = "1")]
-    pub name: String,
+    #[prost(bytes = "bytes", tag = "1")]
+    pub name: prost::bytes::Bytes,
     /// Its value.
-    #[prost(string, tag = "2")]
-    pub value: String,
+    #[prost(bytes = "bytes", tag = "2")]
+    pub value: prost::bytes::Bytes,
 }
 
 /// A sample.

@@ -771,8 +771,8 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
         pairs
             .iter()
             .map(|(n, v)| Label {
-                name: n.to_string(),
-                value: v.to_string(),
+                name: n.to_string().into(),
+                value: v.to_string().into(),
             })
             .collect()
     };
@@ -887,6 +887,25 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
     .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert!(r.text().await.unwrap().contains("__name__"));
+    let not_utf8 = chingest_proto::prometheus::WriteRequest {
+        timeseries: vec![TimeSeries {
+            labels: vec![Label {
+                name: "__name__".into(),
+                value: prost::bytes::Bytes::from_static(b"\xff\xfe"),
+            }],
+            samples: vec![sample(1.0, 3_000)],
+        }],
+        metadata: Vec::new(),
+    };
+    let r = post(
+        snappy(&not_utf8.encode_to_vec()),
+        "snappy",
+        "application/x-protobuf",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("not UTF-8"));
     assert_eq!(
         sql(&base, "SELECT count() FROM prom.prometheus").await.1,
         "4\n"

@@ -177,8 +177,8 @@ fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
                     labels: labels
                         .into_iter()
                         .map(|(name, value)| Label {
-                            name: name.to_owned(),
-                            value,
+                            name: name.into(),
+                            value: value.into(),
                         })
                         .collect(),
                     samples: vec![Sample {

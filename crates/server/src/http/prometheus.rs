@@ -71,7 +71,8 @@ pub(super) async fn write(
     }
     let limit = state.config.limits.max_body_bytes;
     let body = read_body(&state, &headers, body, limit, flavor).await?;
-    let request = WriteRequest::decode(&body[..])
+    // Decoded from the shared buffer: labels are slices of it.
+    let request = WriteRequest::decode(body.clone())
         .map_err(|e| ApiError::bad_request(format!("not a remote write WriteRequest: {e}")))?;
     drop(body);
     let samples = samples_batch(&request).map_err(ApiError::bad_request)?;
@@ -132,16 +133,22 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// Every sample as a row: `time` (ns), one dictionary-encoded column per
 /// label name, `value`. `None` without samples.
-fn samples_batch(request: &WriteRequest) -> Result<Option<(RecordBatch, Vec<String>)>, String> {
+fn samples_batch<'a>(
+    request: &'a WriteRequest,
+) -> Result<Option<(RecordBatch, Vec<String>)>, String> {
     let rows: usize = request.timeseries.iter().map(|s| s.samples.len()).sum();
     if rows == 0 {
         return Ok(None);
     }
-    let names: BTreeSet<&str> = request
-        .timeseries
-        .iter()
-        .flat_map(|s| s.labels.iter().map(|l| l.name.as_str()))
-        .collect();
+    let text = |bytes: &'a [u8], what: &str| {
+        std::str::from_utf8(bytes).map_err(|_| format!("a label {what} is not UTF-8"))
+    };
+    let mut names = BTreeSet::new();
+    for series in &request.timeseries {
+        for label in &series.labels {
+            names.insert(text(&label.name, "name")?);
+        }
+    }
     if let Some(bad) = names.iter().find(|n| matches!(**n, "" | "time" | "value")) {
         return Err(format!(
             "label name {bad:?} is not supported (empty, or a name of the stored columns)"
@@ -161,7 +168,7 @@ fn samples_batch(request: &WriteRequest) -> Result<Option<(RecordBatch, Vec<Stri
         }
         series_values.iter_mut().for_each(|v| *v = None);
         for label in &series.labels {
-            series_values[column[label.name.as_str()]] = Some(&label.value);
+            series_values[column[text(&label.name, "name")?]] = Some(text(&label.value, "value")?);
         }
         for sample in &series.samples {
             let ns = sample.timestamp.checked_mul(1_000_000).ok_or_else(|| {
