@@ -8,7 +8,7 @@
 //! the fact table's types without ever becoming rows. Problems are reported
 //! per column: a batch is taken whole or not at all.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ use crate::catalog::Database;
 use crate::lp::MIN_TIME_NS;
 use crate::names::{self, NameKind};
 use crate::schema::{FieldType, TableSchema};
-use crate::series::{encode_canonical, series_id_of_canonical, SeriesKey};
+use crate::series::{encode_canonical, series_id_of_canonical, SeriesIdSet, SeriesKey};
 use crate::{Error, Result};
 
 fn invalid(column: &str, reason: impl Into<String>) -> Error {
@@ -174,8 +174,9 @@ impl ArrowInput {
             HashMap::default();
         let mut keys: Vec<i32> = Vec::with_capacity(tags.len());
         let mut buffer = Vec::new();
-        let mut seen = HashSet::new();
-        let mut new_series = Vec::new();
+        let mut seen = SeriesIdSet::default();
+        // The first row of each series in the batch.
+        let mut first_rows = Vec::new();
         let mut ids = Vec::with_capacity(self.time.len());
         for row in 0..self.time.len() {
             keys.clear();
@@ -198,18 +199,39 @@ impl ArrowInput {
                 .filter(|&(_, &key)| key >= 0)
                 .map(|((name, _, values), &key)| (*name, values.value(key as usize)))
                 .filter(|(_, value)| !value.is_empty());
-            encode_canonical(measurement, present.clone(), &mut buffer);
+            encode_canonical(measurement, present, &mut buffer);
             let id = series_id_of_canonical(&buffer);
-            if seen.insert(id) && !db.series.is_known(id) {
-                let key = SeriesKey {
-                    measurement: measurement.to_owned(),
-                    tags: present.map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
-                };
-                new_series.push((id, key));
+            if seen.insert(id) {
+                first_rows.push((id, row));
             }
             ids_by_keys.insert(keys.clone().into_boxed_slice(), id);
             ids.push(id);
         }
+        // Which series are new: one lock for the whole batch (a lock per
+        // series contended with the other writers), and only the new ones
+        // are spelled out as keys.
+        let known = db.series.known_mask(first_rows.iter().map(|(id, _)| *id));
+        let new_series = first_rows
+            .into_iter()
+            .zip(known)
+            .filter(|(_, known)| !known)
+            .map(|((id, row), _)| {
+                let tags = tags
+                    .iter()
+                    .filter(|(_, column, _)| column.is_valid(row))
+                    .map(|(name, column, values)| {
+                        (*name, values.value(column.keys().value(row) as usize))
+                    })
+                    .filter(|(_, value)| !value.is_empty())
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                let key = SeriesKey {
+                    measurement: measurement.to_owned(),
+                    tags,
+                };
+                (id, key)
+            })
+            .collect();
         (UInt64Array::from(ids), new_series)
     }
 

@@ -21,7 +21,7 @@ use crate::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
 };
 use crate::schema::{self, FieldType, TableSchema};
-use crate::series::{FingerprintMap, SeriesKey};
+use crate::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
 use crate::wal::{Lsn, TableRef};
 use crate::{Error, Result};
 
@@ -102,14 +102,14 @@ fn value_hash(value: &str) -> u64 {
 
 #[derive(Debug, Default)]
 struct Registry {
-    known: HashSet<u64>,
+    known: SeriesIdSet,
     /// Rows to commit, with the lsn of the record that logged them.
     pending: Vec<(Lsn, u64, SeriesKey)>,
     /// Series admitted under the series limit by writes not yet logged,
     /// with how many writes hold each: they count against the limit until
     /// known (then `admitted_known` keeps them from counting twice) or
     /// released.
-    admitted: HashMap<u64, usize>,
+    admitted: SeriesIdMap<usize>,
     admitted_known: usize,
 }
 
@@ -345,9 +345,10 @@ impl SeriesState {
             .unwrap_or_default()
     }
 
-    /// Whether `id` is stored or logged.
-    pub(crate) fn is_known(&self, id: u64) -> bool {
-        self.registry.lock().unwrap().known.contains(&id)
+    /// Whether each of `ids` is stored or logged, under one lock.
+    pub(crate) fn known_mask(&self, ids: impl Iterator<Item = u64>) -> Vec<bool> {
+        let registry = self.registry.lock().unwrap();
+        ids.map(|id| registry.known.contains(&id)).collect()
     }
 
     /// The lsn of the oldest record whose series rows are not committed.
