@@ -10,6 +10,8 @@ setup:
 	./engine/fetch.sh
 	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
+	@test -x .venv-promrw/bin/python || \
+		(python3 -m venv .venv-promrw && .venv-promrw/bin/pip install -q -r tests/python/requirements-promrw.txt)
 
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve

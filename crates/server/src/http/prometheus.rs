@@ -84,12 +84,8 @@ pub(super) async fn write(
         .unwrap_or(&state.config.write.default_retention_policy);
     let durability = influx::durability(&params, &headers, flavor)?;
     let options = state.write_options(chingest::Precision::Nanoseconds, durability);
-    if let Some((batch, tags)) = samples {
-        let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
-        ingestor
-            .write_arrow(db, rp, MEASUREMENT, &batch, &tags, &options)
-            .await?;
-    }
+    // Metadata first: it is idempotent (the newest point per family wins),
+    // so a sender that retries after the samples failed adds nothing twice.
     if let Some(batch) = metadata {
         // One point per family: the newest metadata wins.
         ingestor.create_database(db).await?;
@@ -102,6 +98,12 @@ pub(super) async fn write(
         }
         ingestor
             .write_arrow(db, rp, METADATA_MEASUREMENT, &batch, &["metric"], &options)
+            .await?;
+    }
+    if let Some((batch, tags)) = samples {
+        let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+        ingestor
+            .write_arrow(db, rp, MEASUREMENT, &batch, &tags, &options)
             .await?;
     }
     Ok(StatusCode::NO_CONTENT)
