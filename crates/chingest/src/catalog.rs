@@ -740,21 +740,20 @@ impl Catalog {
             .map(|db| quote_literal(&names::encode(&db.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let (no_window, views, no_codec, unpatchable) = engine
+        let (tables, no_codec) = engine
             .run(move |conn| {
-                let no_window = engine::query_rows(
+                // Per table: a view of this version; a MergeTree without
+                // the deduplication window; one without block numbers.
+                let tables = engine::query_rows(
                     conn,
                     &format!(
-                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
-                         AND endsWith(engine, 'MergeTree') \
-                         AND position(engine_full, 'non_replicated_deduplication_window') = 0"
-                    ),
-                )?;
-                let views = engine::query_rows(
-                    conn,
-                    &format!(
-                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
-                         AND engine = 'View' AND comment = {}",
+                        "SELECT database, name, \
+                         engine = 'View' AND comment = {}, \
+                         endsWith(engine, 'MergeTree') \
+                         AND position(engine_full, 'non_replicated_deduplication_window') = 0, \
+                         endsWith(engine, 'MergeTree') \
+                         AND position(engine_full, 'enable_block_number_column') = 0 \
+                         FROM system.tables WHERE database IN ({in_list})",
                         quote_literal(schema::VIEW_VERSION)
                     ),
                 )?;
@@ -767,15 +766,7 @@ impl Catalog {
                          WHERE database IN ({in_list}) AND endsWith(engine, 'MergeTree'))"
                     ),
                 )?;
-                let unpatchable = engine::query_rows(
-                    conn,
-                    &format!(
-                        "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
-                         AND endsWith(engine, 'MergeTree') \
-                         AND position(engine_full, 'enable_block_number_column') = 0"
-                    ),
-                )?;
-                Ok((no_window, views, no_codec, unpatchable))
+                Ok((tables, no_codec))
             })
             .await?;
         let mut no_codec_by_table: HashMap<(String, String), Vec<String>> = HashMap::new();
@@ -787,11 +778,24 @@ impl Catalog {
                     .push(column);
             }
         }
-        let pair = |row: &Vec<String>| (row[0].clone(), row[1].clone());
-        let no_window: HashSet<_> = no_window.iter().map(pair).collect();
-        let unpatchable: HashSet<_> = unpatchable.iter().map(pair).collect();
         // Views missing or made by an older version are (re)created.
-        let current_views: HashSet<_> = views.iter().map(pair).collect();
+        let mut current_views = HashSet::new();
+        let mut no_window = HashSet::new();
+        let mut unpatchable = HashSet::new();
+        for row in tables {
+            if let Ok([db, name, view, window, patch]) = <[String; 5]>::try_from(row) {
+                let table = (db, name);
+                for (flag, set) in [
+                    (view, &mut current_views),
+                    (window, &mut no_window),
+                    (patch, &mut unpatchable),
+                ] {
+                    if flag == "1" {
+                        set.insert(table.clone());
+                    }
+                }
+            }
+        }
         let mut statements = Vec::new();
         for db in &databases {
             let series = (names::encode(&db.name), SERIES_TABLE.to_owned());
