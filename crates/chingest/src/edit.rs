@@ -217,15 +217,7 @@ impl Ingestor {
     /// from disk as it merges. Returns how many tables it ran on.
     pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
         let (shared, database) = self.edit_target(db).await?;
-        let statements: Vec<String> = database
-            .tables()
-            .into_iter()
-            .filter(|((rp, m), _)| filter.covers(rp, m))
-            .map(|((_, m), table)| delete_sql(&table.schema().names, &m, filter))
-            .collect();
-        let tables = statements.len();
-        shared.engine.execute_all(statements).await?;
-        Ok(tables)
+        delete_points(shared, &database, filter).await
     }
 
     /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
@@ -238,8 +230,8 @@ impl Ingestor {
                 "dropping series takes no time range (delete points instead)".into(),
             ));
         }
-        let tables = self.delete(db, filter).await?;
         let (shared, database) = self.edit_target(db).await?;
+        let tables = delete_points(shared, &database, filter).await?;
         let names = TableNames::new(db, "", "");
         let ids_sql = format!(
             "SELECT series_id FROM {} WHERE {}",
@@ -308,6 +300,24 @@ impl Ingestor {
         shared.flush_all().await?;
         Ok((shared, database))
     }
+}
+
+/// Deletes the points `filter` matches in every table of `database` in its
+/// scope; returns how many tables that was.
+async fn delete_points(
+    shared: &Shared,
+    database: &Database,
+    filter: &PointFilter,
+) -> Result<usize> {
+    let statements: Vec<String> = database
+        .tables()
+        .into_iter()
+        .filter(|((rp, m), _)| filter.covers(rp, m))
+        .map(|((_, m), table)| delete_sql(&table.schema().names, &m, filter))
+        .collect();
+    let tables = statements.len();
+    shared.engine.execute_all(statements).await?;
+    Ok(tables)
 }
 
 #[cfg(test)]
