@@ -87,14 +87,21 @@ pub(super) async fn write(
     // Metadata first: it is idempotent (the newest point per family wins),
     // so a sender that retries after the samples failed adds nothing twice.
     if let Some(batch) = metadata {
-        // One point per family: the newest metadata wins.
+        // One point per family: the newest metadata wins. The policy is
+        // recorded once, before the measurement's first write.
         ingestor.create_database(db).await?;
-        match ingestor
-            .set_duplicate_policy(db, Some(METADATA_MEASUREMENT), DuplicatePolicy::Last)
-            .await
-        {
-            Ok(()) | Err(chingest::Error::Conflict(_)) => {}
-            Err(other) => return Err(other.into()),
+        let has_policy = ingestor
+            .duplicate_policies(db)
+            .iter()
+            .any(|(m, _)| m.as_deref() == Some(METADATA_MEASUREMENT));
+        if !has_policy {
+            match ingestor
+                .set_duplicate_policy(db, Some(METADATA_MEASUREMENT), DuplicatePolicy::Last)
+                .await
+            {
+                Ok(()) | Err(chingest::Error::Conflict(_)) => {}
+                Err(other) => return Err(other.into()),
+            }
         }
         ingestor
             .write_arrow(db, rp, METADATA_MEASUREMENT, &batch, &["metric"], &options)
