@@ -275,12 +275,12 @@ async fn measure_path(
         Some(bomb) => Some(bomb.finish().await?),
         None => None,
     };
-    let visible = wait_visible(endpoints, db, rows as u64).await?;
+    let visible = wait_visible(endpoints, db, "cpu", rows as u64).await?;
     let lags = probe.finish().await?;
-    let stored = count(endpoints, db).await?;
+    let stored = count(endpoints, db, "cpu").await?;
     check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
     let bytes_per_value = match args.server.url {
-        None => Some(bytes_per_value(ctx, db, rows * tsbs::FIELDS.len())?),
+        None => Some(bytes_per_value(ctx, db, "cpu", rows * tsbs::FIELDS.len())?),
         Some(_) => None,
     };
     let rate = per_second(sent.rows, sent.elapsed);
@@ -327,12 +327,17 @@ async fn measure_path(
     })
 }
 
-/// Bytes on disk per stored field value of `db`'s cpu table, merged into
+/// Bytes on disk per stored field value of `db`'s table of `measurement`, merged into
 /// one part per partition first, read from this process's engine (where
 /// the in-process server keeps its data).
-fn bytes_per_value(ctx: &Context, db: &str, values: usize) -> anyhow::Result<f64> {
+pub(super) fn bytes_per_value(
+    ctx: &Context,
+    db: &str,
+    measurement: &str,
+    values: usize,
+) -> anyhow::Result<f64> {
     let conn = ctx.connect()?;
-    let table = chingest::names::TableNames::new(db, "autogen", "cpu");
+    let table = chingest::names::TableNames::new(db, "autogen", measurement);
     conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", table.storage_table)])?;
     let (_, bytes) = conn.parts(&table.database_name, &table.storage_name)?;
     Ok(bytes as f64 / values as f64)
@@ -424,21 +429,30 @@ fn engine_arm(
     Ok(rate)
 }
 
-/// Rows stored in `db`'s cpu table, through `/sql`.
-async fn count(endpoints: &Endpoints, db: &str) -> anyhow::Result<u64> {
-    let query = format!("SELECT count() FROM `{db}`.`cpu.autogen`");
+/// Rows stored in `db`'s table of `measurement`, through `/sql`.
+pub(super) async fn count(
+    endpoints: &Endpoints,
+    db: &str,
+    measurement: &str,
+) -> anyhow::Result<u64> {
+    let query = format!("SELECT count() FROM `{db}`.`{measurement}.autogen`");
     let text = sql(&http_client()?, endpoints, &query).await?;
     text.trim()
         .parse()
         .with_context(|| format!("count from /sql: {text:?}"))
 }
 
-/// Polls `db`'s cpu table until it holds `rows` rows (or a minute has
+/// Polls `db`'s table of `measurement` until it holds `rows` rows (or a minute has
 /// passed: the caller's stored-count check then reports the shortfall);
 /// returns when it did.
-async fn wait_visible(endpoints: &Endpoints, db: &str, rows: u64) -> anyhow::Result<Instant> {
+pub(super) async fn wait_visible(
+    endpoints: &Endpoints,
+    db: &str,
+    measurement: &str,
+    rows: u64,
+) -> anyhow::Result<Instant> {
     let give_up = Instant::now() + Duration::from_secs(60);
-    while count(endpoints, db).await? < rows && Instant::now() < give_up {
+    while count(endpoints, db, measurement).await? < rows && Instant::now() < give_up {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     Ok(Instant::now())

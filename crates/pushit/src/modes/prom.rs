@@ -8,17 +8,15 @@
 //! request is answered and until every sample is queryable, and (with the
 //! in-process server) bytes per sample on disk once merged.
 
-use std::time::{Duration, Instant};
-
 use anyhow::bail;
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::drive;
-use super::server::{authorized, http_client, sql, with_server, Endpoints, ServerArgs};
-use super::{millis_at, per_second};
+use super::http::{bytes_per_value, count, drive, wait_visible};
+use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
+use super::{check_stored, millis_at, per_second};
 use crate::Context;
 
 /// Flags of `pushit prom`.
@@ -109,19 +107,14 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             };
             let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
             let sent = drive(ctx, "prom", requests, args.connections, sizes, send).await?;
-            let stored = wait_visible(endpoints, samples as u64).await?;
-            let visible = stored.1.duration_since(sent.started);
-            if stored.0 != samples as u64 {
-                bail!("{} samples stored, {samples} sent", stored.0);
-            }
-            let bytes_per_sample = if in_process {
-                let conn = ctx.connect()?;
-                let names = chingest::names::TableNames::new(DATABASE, "autogen", "prometheus");
-                conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", names.storage_table)])?;
-                let (_, bytes) = conn.parts(&names.database_name, &names.storage_name)?;
-                Some(bytes as f64 / samples as f64)
-            } else {
-                None
+            let visible = wait_visible(endpoints, DATABASE, "prometheus", samples as u64)
+                .await?
+                .duration_since(sent.started);
+            let stored = count(endpoints, DATABASE, "prometheus").await?;
+            check_stored(&format!("{DATABASE}.prometheus"), samples as u64, stored)?;
+            let bytes_per_sample = match in_process {
+                true => Some(bytes_per_value(ctx, DATABASE, "prometheus", samples)?),
+                false => None,
             };
             report.push(json!({
                 "samples": sent.rows,
@@ -196,23 +189,4 @@ fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
         flush(&mut series);
     }
     requests
-}
-
-/// Polls the stored sample count until it reaches `samples` (or a minute
-/// passes); the count and when it was read.
-async fn wait_visible(endpoints: &Endpoints, samples: u64) -> anyhow::Result<(u64, Instant)> {
-    let client = http_client()?;
-    let query = format!("SELECT count() FROM {DATABASE}.`prometheus.autogen`");
-    let give_up = Instant::now() + Duration::from_secs(60);
-    loop {
-        let count: u64 = sql(&client, endpoints, &query)
-            .await
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(0);
-        if count >= samples || Instant::now() > give_up {
-            return Ok((count, Instant::now()));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
