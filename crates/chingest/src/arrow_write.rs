@@ -175,6 +175,15 @@ impl ArrowInput {
         let mut keys: Vec<i32> = Vec::with_capacity(tags.len());
         let mut buffer = Vec::new();
         let mut seen = SeriesIdSet::default();
+        // The tags a row has: NULL or empty values mean it lacks the tag.
+        let present = |row: usize| {
+            tags.iter()
+                .filter(move |(_, column, _)| column.is_valid(row))
+                .map(move |(name, column, values)| {
+                    (*name, values.value(column.keys().value(row) as usize))
+                })
+                .filter(|(_, value)| !value.is_empty())
+        };
         // The first row of each series in the batch.
         let mut first_rows = Vec::new();
         let mut ids = Vec::with_capacity(self.time.len());
@@ -192,14 +201,7 @@ impl ArrowInput {
                 ids.push(id);
                 continue;
             }
-            // NULL or empty tag values mean the row does not have that tag.
-            let present = tags
-                .iter()
-                .zip(&keys)
-                .filter(|&(_, &key)| key >= 0)
-                .map(|((name, _, values), &key)| (*name, values.value(key as usize)))
-                .filter(|(_, value)| !value.is_empty());
-            encode_canonical(measurement, present, &mut buffer);
+            encode_canonical(measurement, present(row), &mut buffer);
             let id = series_id_of_canonical(&buffer);
             if seen.insert(id) {
                 first_rows.push((id, row));
@@ -216,13 +218,7 @@ impl ArrowInput {
             .zip(known)
             .filter(|(_, known)| !known)
             .map(|((id, row), _)| {
-                let tags = tags
-                    .iter()
-                    .filter(|(_, column, _)| column.is_valid(row))
-                    .map(|(name, column, values)| {
-                        (*name, values.value(column.keys().value(row) as usize))
-                    })
-                    .filter(|(_, value)| !value.is_empty())
+                let tags = present(row)
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
                 let key = SeriesKey {
