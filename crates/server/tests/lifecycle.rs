@@ -871,41 +871,29 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
         let text = r.text().await.unwrap();
         assert!(text.contains(says), "{text}");
     }
-    let nameless = chingest_proto::prometheus::WriteRequest {
+    // Valid protobuf, but not series chingest can store.
+    let refused = |labels: Vec<Label>| chingest_proto::prometheus::WriteRequest {
         timeseries: vec![TimeSeries {
-            labels: labels(&[("job", "x")]),
+            labels,
             samples: vec![sample(1.0, 3_000)],
         }],
         metadata: Vec::new(),
     };
-    let r = post(
-        snappy(&nameless.encode_to_vec()),
-        "snappy",
-        "application/x-protobuf",
-    )
-    .await
-    .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(r.text().await.unwrap().contains("__name__"));
-    let not_utf8 = chingest_proto::prometheus::WriteRequest {
-        timeseries: vec![TimeSeries {
-            labels: vec![Label {
-                name: "__name__".into(),
-                value: prost::bytes::Bytes::from_static(b"\xff\xfe"),
-            }],
-            samples: vec![sample(1.0, 3_000)],
-        }],
-        metadata: Vec::new(),
-    };
-    let r = post(
-        snappy(&not_utf8.encode_to_vec()),
-        "snappy",
-        "application/x-protobuf",
-    )
-    .await
-    .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(r.text().await.unwrap().contains("not UTF-8"));
+    let not_utf8 = vec![Label {
+        name: "__name__".into(),
+        value: prost::bytes::Bytes::from_static(b"\xff\xfe"),
+    }];
+    for (request, says) in [
+        (refused(labels(&[("job", "x")])), "__name__"),
+        (refused(not_utf8), "not UTF-8"),
+    ] {
+        let body = snappy(&request.encode_to_vec());
+        let r = post(body, "snappy", "application/x-protobuf")
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert!(r.text().await.unwrap().contains(says));
+    }
     assert_eq!(
         sql(&base, "SELECT count() FROM prom.prometheus").await.1,
         "4\n"
