@@ -126,7 +126,6 @@ fn body(n: usize) -> String {
     body
 }
 
-/// Writes `body(n)` in `durability`.
 /// Points written twice in one request (t = 1) and across two (t = 2),
 /// each time with some fields, for the `last` duplicate policy.
 const DUP_FIRST: &str = "m,h=a x=1i,y=1i 1\nm,h=a x=2i 1\nm,h=a x=3i 2\n";
@@ -140,6 +139,7 @@ async fn dup_points(ing: &Ingestor, db: &str) -> String {
     String::from_utf8(ing.query(&sql, "TabSeparated").await.unwrap()).unwrap()
 }
 
+/// Writes `body(n)` in `durability`.
 async fn write(ing: &Ingestor, n: usize, durability: Durability) -> chingest::Result<WriteOutcome> {
     let options = WriteOptions {
         durability,

@@ -716,7 +716,6 @@ async fn tls_serves_clients_that_trust_its_certificate() {
     server.shutdown().await.unwrap();
 }
 
-/// 404 over HTTP, NOT_FOUND over gRPC.
 /// Lines past the series limit are a partial write naming the limit, and
 /// `/metrics` counts them.
 async fn series_past_the_limit_are_refused_and_counted() {
@@ -901,6 +900,7 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
     server.shutdown().await.unwrap();
 }
 
+/// 404 over HTTP, NOT_FOUND over gRPC.
 async fn unknown_databases_are_404_when_auto_create_is_off() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
