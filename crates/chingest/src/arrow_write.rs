@@ -51,6 +51,12 @@ fn field_type(data_type: &DataType) -> Option<FieldType> {
         Utf8 | LargeUtf8 | Utf8View => FieldType::String,
         Dictionary(_, value) if matches!(**value, Utf8 | LargeUtf8 | Utf8View) => FieldType::String,
         Boolean => FieldType::Boolean,
+        List(item) | LargeList(item) => match field_type(item.data_type())? {
+            FieldType::Float => FieldType::FloatArray,
+            FieldType::Integer => FieldType::IntegerArray,
+            FieldType::UInteger => FieldType::UIntegerArray,
+            _ => return None,
+        },
         _ => return None,
     })
 }
@@ -138,11 +144,12 @@ impl ArrowInput {
                     format!("type {} cannot be stored as a field", field.data_type()),
                 )
             })?;
-            fields.push((
-                name.clone(),
-                ty,
-                cast(name, batch.column(index), &ty.arrow_type())?,
-            ));
+            let column = cast(name, batch.column(index), &ty.arrow_type())?;
+            // The engine's arrays hold no NULLs: it would store 0 instead.
+            if ty.is_array() && column.as_list::<i32>().values().null_count() > 0 {
+                return Err(invalid(name, "has NULL array items"));
+            }
+            fields.push((name.clone(), ty, column));
         }
         if fields.is_empty() {
             return Err(invalid("*", "a batch needs at least one field column"));

@@ -35,6 +35,11 @@ impl ColumnBuilder {
             FieldType::UInteger => ColumnBuilder::UInteger(UInt64Builder::new()),
             FieldType::String => ColumnBuilder::String(StringBuilder::new()),
             FieldType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::new()),
+            // lp.rs refuses a line value for an array column as a type
+            // conflict before it reaches a builder.
+            FieldType::FloatArray | FieldType::IntegerArray | FieldType::UIntegerArray => {
+                unreachable!("line protocol has no array values")
+            }
         }
     }
 

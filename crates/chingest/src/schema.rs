@@ -16,7 +16,9 @@ use lineproto::FieldValue;
 use crate::config::DuplicatePolicy;
 use crate::names::{quote_ident, quote_literal, TableNames};
 
-/// The five InfluxDB field types.
+/// The five InfluxDB field types, and arrays of numbers for the values
+/// line protocol cannot carry (histogram buckets and bounds, quantiles)
+/// that Arrow writes bring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FieldType {
     /// 64-bit float.
@@ -29,6 +31,12 @@ pub enum FieldType {
     String,
     /// Boolean.
     Boolean,
+    /// An array of 64-bit floats.
+    FloatArray,
+    /// An array of signed 64-bit integers.
+    IntegerArray,
+    /// An array of unsigned 64-bit integers.
+    UIntegerArray,
 }
 
 impl FieldType {
@@ -51,6 +59,10 @@ impl FieldType {
             FieldType::UInteger => "Nullable(UInt64)",
             FieldType::String => "Nullable(String)",
             FieldType::Boolean => "Nullable(Bool)",
+            // Arrays cannot be Nullable: a row without one stores [].
+            FieldType::FloatArray => "Array(Float64)",
+            FieldType::IntegerArray => "Array(Int64)",
+            FieldType::UIntegerArray => "Array(UInt64)",
         }
     }
 
@@ -64,10 +76,16 @@ impl FieldType {
     /// only wins on noise. Strings and booleans: ZSTD (LowCardinality won
     /// on a 3-value string but lost on free text and made inserts 1.7×
     /// slower; a field's cardinality is not known when it is created).
+    /// Arrays: ZSTD (bucket counts and bounds are short and repetitive).
     pub fn codec(self) -> &'static str {
         match self {
             FieldType::Integer | FieldType::UInteger => "CODEC(T64, ZSTD(1))",
-            FieldType::Float | FieldType::String | FieldType::Boolean => "CODEC(ZSTD(1))",
+            FieldType::Float
+            | FieldType::String
+            | FieldType::Boolean
+            | FieldType::FloatArray
+            | FieldType::IntegerArray
+            | FieldType::UIntegerArray => "CODEC(ZSTD(1))",
         }
     }
 
@@ -79,6 +97,9 @@ impl FieldType {
             "Nullable(UInt64)" => FieldType::UInteger,
             "Nullable(String)" => FieldType::String,
             "Nullable(Bool)" => FieldType::Boolean,
+            "Array(Float64)" => FieldType::FloatArray,
+            "Array(Int64)" => FieldType::IntegerArray,
+            "Array(UInt64)" => FieldType::UIntegerArray,
             _ => return None,
         })
     }
@@ -92,6 +113,12 @@ impl FieldType {
             DataType::UInt64 => FieldType::UInteger,
             DataType::Utf8 => FieldType::String,
             DataType::Boolean => FieldType::Boolean,
+            DataType::List(item) => match item.data_type() {
+                DataType::Float64 => FieldType::FloatArray,
+                DataType::Int64 => FieldType::IntegerArray,
+                DataType::UInt64 => FieldType::UIntegerArray,
+                _ => return None,
+            },
             _ => return None,
         })
     }
@@ -104,7 +131,18 @@ impl FieldType {
             FieldType::UInteger => DataType::UInt64,
             FieldType::String => DataType::Utf8,
             FieldType::Boolean => DataType::Boolean,
+            FieldType::FloatArray => list_type(DataType::Float64),
+            FieldType::IntegerArray => list_type(DataType::Int64),
+            FieldType::UIntegerArray => list_type(DataType::UInt64),
         }
+    }
+
+    /// Whether this is one of the array types.
+    pub fn is_array(self) -> bool {
+        matches!(
+            self,
+            FieldType::FloatArray | FieldType::IntegerArray | FieldType::UIntegerArray
+        )
     }
 }
 
@@ -116,8 +154,17 @@ impl fmt::Display for FieldType {
             FieldType::UInteger => "unsigned",
             FieldType::String => "string",
             FieldType::Boolean => "boolean",
+            FieldType::FloatArray => "float array",
+            FieldType::IntegerArray => "integer array",
+            FieldType::UIntegerArray => "unsigned array",
         })
     }
+}
+
+/// The Arrow list type of an array field: Arrow's usual `item` child,
+/// nullable as list builders make it (the values are never NULL).
+pub fn list_type(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", item, true)))
 }
 
 /// The Arrow type of the `time` column: nanoseconds, UTC, exactly what a

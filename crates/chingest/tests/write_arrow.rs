@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use chingest::arrow::array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, ListArray,
-    RecordBatch, StringArray, TimestampMillisecondArray, UInt8Array,
+    ListBuilder, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray, UInt8Array,
 };
-use chingest::arrow::datatypes::Int32Type;
+use chingest::arrow::datatypes::{Float64Type, Int32Type, UInt32Type};
 use chingest::{Error, Ingestor};
 use support::{ingestor, run, tsv, visible};
 
@@ -16,6 +16,7 @@ test_main!(
     arrow_batches_round_trip_with_nulls_and_casts,
     arrow_and_line_protocol_agree_on_series_ids,
     arrow_batches_that_do_not_fit_are_refused_by_column,
+    arrow_arrays_round_trip_and_refuse_scalars,
 );
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
@@ -132,7 +133,13 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
         )
         .await
         .unwrap();
-        let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
+        let strings = {
+            let mut builder = ListBuilder::new(StringBuilder::new());
+            builder.values().append_value("x");
+            builder.append(true);
+            builder.finish()
+        };
+        let null_item = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![None])]);
         let cases: Vec<(RecordBatch, Vec<&str>, &str, &str)> = vec![
             (batch(vec![("v", v())]), vec![], "time", "missing"),
             (
@@ -166,10 +173,16 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
                 "strings",
             ),
             (
-                batch(vec![("time", time()), ("l", Arc::new(list))]),
+                batch(vec![("time", time()), ("l", Arc::new(strings))]),
                 vec![],
                 "l",
                 "cannot be stored",
+            ),
+            (
+                batch(vec![("time", time()), ("l", Arc::new(null_item))]),
+                vec![],
+                "l",
+                "NULL array items",
             ),
             (
                 batch(vec![
@@ -204,6 +217,67 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
         assert_eq!(
             tsv(&ing, "SELECT count() FROM arrow_bad.`m.autogen`").await,
             "1\n"
+        );
+    })
+}
+
+/// Arrays of numbers (histogram buckets, quantiles) are stored as arrays;
+/// a row without one stores `[]`, and a line's scalar for an array column
+/// is a type conflict for that line.
+fn arrow_arrays_round_trip_and_refuse_scalars() {
+    run(async {
+        let ing = ingestor().await;
+        let floats = ListArray::from_iter_primitive::<Float64Type, _, _>(vec![
+            Some(vec![Some(0.5), Some(f64::MAX)]),
+            None,
+        ]);
+        let ints = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(-3)]),
+            Some(vec![]),
+        ]);
+        let unsigned = ListArray::from_iter_primitive::<UInt32Type, _, _>(vec![
+            Some(vec![Some(u32::MAX), Some(0)]),
+            Some(vec![Some(7)]),
+        ]);
+        let input = batch(vec![
+            ("time", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
+            ("bounds", Arc::new(floats)),
+            ("offsets", Arc::new(ints)),
+            ("counts", Arc::new(unsigned)),
+        ]);
+        assert_eq!(write(&ing, "arrow_arrays", &input, &[]).await.unwrap(), 2);
+        assert_eq!(
+            tsv(
+                &ing,
+                "SELECT toTypeName(bounds), toTypeName(offsets), toTypeName(counts) \
+                 FROM arrow_arrays.`m.autogen` LIMIT 1"
+            )
+            .await,
+            "Array(Float64)\tArray(Int64)\tArray(UInt64)\n"
+        );
+        assert_eq!(
+            tsv(
+                &ing,
+                "SELECT bounds, offsets, counts FROM arrow_arrays.`m.autogen` ORDER BY time"
+            )
+            .await,
+            "[0.5,1.7976931348623157e308]\t[-3]\t[4294967295,0]\n[]\t[]\t[7]\n"
+        );
+        let outcome = ing
+            .write_lp(
+                "arrow_arrays",
+                "autogen",
+                b"m bounds=1.5 3\nm counts=[1] 4\n",
+                &visible(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome.accepted, 0);
+        assert_eq!(outcome.rejected.len(), 2);
+        assert!(
+            outcome.rejected[0].reason.contains("float array"),
+            "{:?}",
+            outcome.rejected[0]
         );
     })
 }
