@@ -212,6 +212,17 @@ pub struct WriteOutcome {
     pub rejected: Vec<LineRejection>,
 }
 
+/// One measurement's batch in [`Ingestor::write_arrow_tables`].
+#[derive(Debug, Clone, Copy)]
+pub struct ArrowTable<'a> {
+    /// The measurement the rows belong to.
+    pub measurement: &'a str,
+    /// The rows: `time`, the tag columns, fields in the rest.
+    pub batch: &'a RecordBatch,
+    /// The names of the batch's tag columns.
+    pub tag_columns: &'a [&'a str],
+}
+
 /// A parsed line-protocol write whose rows are built but not yet handed to
 /// the batchers (see [`Ingestor::prepare_lp`]). Dropping it writes nothing.
 #[derive(Debug)]
@@ -481,8 +492,8 @@ impl Ingestor {
     /// timestamp of any unit, or Int64 nanoseconds), the tag columns named in
     /// `tag_columns` (strings; NULL or empty means the row lacks the tag), and
     /// fields in every other column (floats, signed and unsigned integers,
-    /// strings, booleans). The batch is taken whole or refused with the
-    /// offending column. Returns the rows written.
+    /// strings, booleans, lists of numbers). The batch is taken whole or
+    /// refused with the offending column. Returns the rows written.
     pub async fn write_arrow(
         &self,
         db: &str,
@@ -492,44 +503,85 @@ impl Ingestor {
         tag_columns: &[&str],
         options: &WriteOptions,
     ) -> Result<usize> {
+        let table = ArrowTable {
+            measurement,
+            batch,
+            tag_columns,
+        };
+        self.write_arrow_tables(db, rp, &[table], options).await
+    }
+
+    /// Writes Arrow batches for several measurements as one write: one
+    /// record in the log, so either every batch is written or none is (a
+    /// protocol whose request spans measurements, e.g. samples and their
+    /// metadata, is stored whole or not at all). Each batch follows
+    /// [`write_arrow`](Self::write_arrow)'s rules; a measurement may appear
+    /// once. Returns the rows written.
+    pub async fn write_arrow_tables(
+        &self,
+        db: &str,
+        rp: &str,
+        tables: &[ArrowTable<'_>],
+        options: &WriteOptions,
+    ) -> Result<usize> {
         let shared = self.shared.open()?;
-        let span =
-            tracing::debug_span!("write_arrow", db, rp, measurement, rows = batch.num_rows());
+        let rows: usize = tables.iter().map(|t| t.batch.num_rows()).sum();
+        let span = tracing::debug_span!("write_arrow", db, rp, tables = tables.len(), rows);
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
-            names::validate(NameKind::Measurement, measurement)?;
-            let input = arrow_write::ArrowInput::new(batch, tag_columns)?;
-            if batch.num_rows() == 0 {
+            let mut inputs = Vec::with_capacity(tables.len());
+            for (i, table) in tables.iter().enumerate() {
+                names::validate(NameKind::Measurement, table.measurement)?;
+                if tables[..i]
+                    .iter()
+                    .any(|t| t.measurement == table.measurement)
+                {
+                    return Err(Error::InvalidBatch {
+                        column: "*".into(),
+                        reason: format!("measurement {:?} given twice", table.measurement),
+                    });
+                }
+                inputs.push(arrow_write::ArrowInput::new(
+                    table.batch,
+                    table.tag_columns,
+                )?);
+            }
+            if rows == 0 {
                 return Ok(0);
             }
             let database = shared.database_for_write(db, options).await?;
-            let table = shared
-                .ensure_table(&database, rp, measurement, &input.field_types())
-                .await?;
-            let (chunk, series) = input.into_chunk(&table.schema(), measurement, &database)?;
-            let mut admission = Admission::default();
-            let series = admission
-                .admit_all(&database, series, shared.config.cardinality)
-                .map_err(|reason| {
-                    IngestStats::add(
-                        &shared.engine.stats.lines_refused_by_limits,
-                        batch.num_rows() as u64,
-                    );
-                    Error::InvalidBatch {
-                        column: tag_columns.join(","),
-                        reason,
-                    }
-                })?;
-            let write = NewRows {
-                chunks: vec![(table, chunk)],
-                series,
+            let mut write = NewRows {
+                chunks: Vec::with_capacity(tables.len()),
+                series: Vec::new(),
                 raw_keys: Vec::new(),
-                admission,
+                admission: Admission::default(),
             };
+            for (table, input) in tables.iter().zip(inputs) {
+                if table.batch.num_rows() == 0 {
+                    continue;
+                }
+                let stored = shared
+                    .ensure_table(&database, rp, table.measurement, &input.field_types())
+                    .await?;
+                let (chunk, series) =
+                    input.into_chunk(&stored.schema(), table.measurement, &database)?;
+                let series = write
+                    .admission
+                    .admit_all(&database, series, shared.config.cardinality)
+                    .map_err(|reason| {
+                        IngestStats::add(&shared.engine.stats.lines_refused_by_limits, rows as u64);
+                        Error::InvalidBatch {
+                            column: table.tag_columns.join(","),
+                            reason,
+                        }
+                    })?;
+                write.series.extend(series);
+                write.chunks.push((stored, chunk));
+            }
             shared
                 .log_write(database, rp.to_owned(), write, options.durability)
                 .await?;
-            Ok(batch.num_rows())
+            Ok(rows)
         }
         .instrument(span)
         .await

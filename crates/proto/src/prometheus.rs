@@ -2,7 +2,9 @@
 //! from the specification's field numbers
 //! (<https://prometheus.io/docs/specs/prw/remote_write_spec/>). Fields a
 //! receiver of 1.0 does not use (exemplars, native histograms) are left out:
-//! protobuf decoding skips them.
+//! protobuf decoding skips them. Remote write 2.0's messages are in [`v2`].
+
+pub mod v2;
 
 /// A batch of series, and the metadata of metric families.
 #[derive(Clone, PartialEq, prost::Message)]

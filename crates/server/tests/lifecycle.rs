@@ -88,6 +88,7 @@ fn main() {
         unknown_databases_are_404_when_auto_create_is_off,
         series_past_the_limit_are_refused_and_counted,
         prometheus_remote_write_stores_samples_metadata_and_stale_markers,
+        prometheus_remote_write_2_stores_histograms_exemplars_and_metadata,
     ];
     libtest_mimic::run(&args, trials).exit()
 }
@@ -840,7 +841,7 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
     .await;
     assert_eq!(metadata, "http_requests_total\tcounter\tRequests served.\n");
     // Refused, and nothing of them stored.
-    let v2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+    let v3 = "application/x-protobuf;proto=io.prometheus.write.v3.Request";
     for (body, encoding, content_type, status, says) in [
         (
             body.clone(),
@@ -849,7 +850,7 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
             415,
             "snappy",
         ),
-        (body.clone(), "snappy", v2, 415, "2.0"),
+        (body.clone(), "snappy", v3, 415, "Content-Type"),
         (
             b"not snappy".to_vec(),
             "snappy",
@@ -896,6 +897,283 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
     assert_eq!(
         sql(&base, "SELECT count() FROM prom.prometheus").await.1,
         "4\n"
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// Prometheus remote write 2.0 requests built from the specification:
+/// a symbols table, float samples with a created timestamp, integer and
+/// float native histograms, exemplars and metadata; and requests that are
+/// invalid (references past the symbols table among them), of which
+/// nothing is stored.
+async fn prometheus_remote_write_2_stores_histograms_exemplars_and_metadata() {
+    use chingest_proto::prometheus::v2::{
+        BucketSpan, Count, Exemplar, Histogram, Metadata, Request, ResetHint, TimeSeries, ZeroCount,
+    };
+    use chingest_proto::prometheus::{MetricType, Sample};
+    use prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base) = serve(config(dir.path())).await;
+    let symbols: Vec<prost::bytes::Bytes> = [
+        "",
+        "__name__",
+        "http_requests_total",
+        "job",
+        "api",
+        "Requests served.",
+        "trace_id",
+        "abc123",
+        "request_seconds",
+        "seconds",
+        "custom_seconds",
+    ]
+    .into_iter()
+    .map(|s| prost::bytes::Bytes::from(s.to_owned()))
+    .collect();
+    let metadata = |kind: MetricType, help_ref, unit_ref| {
+        Some(Metadata {
+            r#type: kind as i32,
+            help_ref,
+            unit_ref,
+        })
+    };
+    let span = |offset, length| BucketSpan { offset, length };
+    let request = Request {
+        symbols: symbols.clone(),
+        timeseries: vec![
+            TimeSeries {
+                labels_refs: vec![1, 2, 3, 4],
+                samples: vec![
+                    Sample {
+                        value: 5.0,
+                        timestamp: 1_000,
+                    },
+                    Sample {
+                        value: 7.0,
+                        timestamp: 2_000,
+                    },
+                ],
+                exemplars: vec![Exemplar {
+                    labels_refs: vec![6, 7],
+                    value: 0.25,
+                    timestamp: 1_500,
+                }],
+                metadata: metadata(MetricType::Counter, 5, 0),
+                created_timestamp: 500,
+                ..TimeSeries::default()
+            },
+            TimeSeries {
+                labels_refs: vec![1, 8, 3, 4],
+                histograms: vec![Histogram {
+                    count: Some(Count::Int(6)),
+                    sum: 4.5,
+                    schema: 0,
+                    zero_threshold: 0.001,
+                    zero_count: Some(ZeroCount::Int(1)),
+                    positive_spans: vec![span(1, 2), span(2, 1)],
+                    positive_deltas: vec![2, 1, -2],
+                    negative_spans: vec![span(0, 1)],
+                    negative_deltas: vec![1],
+                    reset_hint: ResetHint::No as i32,
+                    timestamp: 3_000,
+                    ..Histogram::default()
+                }],
+                // No timestamp of its own: its series' newest sample's.
+                exemplars: vec![Exemplar {
+                    labels_refs: vec![6, 7],
+                    value: 1.5,
+                    timestamp: 0,
+                }],
+                metadata: metadata(MetricType::Histogram, 0, 9),
+                created_timestamp: 0,
+                ..TimeSeries::default()
+            },
+            TimeSeries {
+                labels_refs: vec![1, 10],
+                histograms: vec![Histogram {
+                    count: Some(Count::Float(2.5)),
+                    sum: 3.0,
+                    schema: -53,
+                    positive_spans: vec![span(0, 2)],
+                    positive_counts: vec![1.5, 1.0],
+                    custom_values: vec![0.1, 1.0],
+                    timestamp: 4_000,
+                    ..Histogram::default()
+                }],
+                created_timestamp: 100,
+                ..TimeSeries::default()
+            },
+        ],
+    };
+    let v2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+    let post = |request: &Request| {
+        client()
+            .post(format!("{base}/api/v1/write?db=prom2&durability=visible"))
+            .header("Content-Encoding", "snappy")
+            .header("Content-Type", v2)
+            .header("X-Prometheus-Remote-Write-Version", "2.0.0")
+            .body(
+                snap::raw::Encoder::new()
+                    .compress_vec(&request.encode_to_vec())
+                    .unwrap(),
+            )
+            .send()
+    };
+    let r = post(&request).await.unwrap();
+    let written = |r: &reqwest::Response, what: &str| {
+        r.headers()[format!("x-prometheus-remote-write-{what}-written").as_str()]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        [
+            written(&r, "samples"),
+            written(&r, "histograms"),
+            written(&r, "exemplars")
+        ],
+        ["2", "2", "2"]
+    );
+    let rows = |query: &'static str| {
+        let base = base.clone();
+        async move {
+            let (status, rows) = sql(&base, query).await;
+            assert_eq!(status, StatusCode::OK, "{rows}");
+            rows
+        }
+    };
+    assert_eq!(
+        rows(
+            "SELECT __name__, job, toUnixTimestamp64Milli(time), value, created_timestamp \
+              FROM prom2.prometheus ORDER BY time"
+        )
+        .await,
+        "http_requests_total\tapi\t1000\t5\t500\nhttp_requests_total\tapi\t2000\t7\t500\n"
+    );
+    assert_eq!(
+        rows("SELECT __name__, job, toUnixTimestamp64Milli(time), count, sum, schema, \
+              zero_threshold, zero_count, reset_hint, positive_index, positive_count, \
+              negative_index, negative_count, custom_values, created_timestamp \
+              FROM prom2.prometheus_histograms ORDER BY time")
+        .await,
+        "request_seconds\tapi\t3000\t6\t4.5\t0\t0.001\t1\tno\t[1,2,5]\t[2,3,1]\t[0]\t[1]\t[]\t\\N\n\
+         custom_seconds\t\t4000\t2.5\t3\t-53\t0\t0\tunspecified\t[0,1]\t[1.5,1]\t[]\t[]\t[0.1,1]\t100\n"
+    );
+    assert_eq!(
+        rows(
+            "SELECT __name__, toUnixTimestamp64Milli(time), value, trace_id \
+              FROM prom2.prometheus_exemplars ORDER BY time"
+        )
+        .await,
+        "http_requests_total\t1500\t0.25\tabc123\nrequest_seconds\t3000\t1.5\tabc123\n"
+    );
+    assert_eq!(
+        rows("SELECT metric, type, help, unit FROM prom2.prometheus_metadata ORDER BY metric")
+            .await,
+        "http_requests_total\tcounter\tRequests served.\t\nrequest_seconds\thistogram\t\tseconds\n"
+    );
+    // Invalid requests: each has one bad series beside the good ones, and
+    // nothing of it is stored.
+    let with = |change: &dyn Fn(&mut Request)| {
+        let mut bad = request.clone();
+        change(&mut bad);
+        bad
+    };
+    let cases: Vec<(Request, &str)> = vec![
+        (
+            with(&|r| r.timeseries[1].labels_refs[3] = 99),
+            "symbol reference 99 is past the symbols table (11 symbols)",
+        ),
+        (
+            with(&|r| r.timeseries[0].exemplars[0].labels_refs = vec![6, 11]),
+            "symbol reference 11",
+        ),
+        (
+            with(&|r| r.timeseries[0].metadata.as_mut().unwrap().help_ref = 12),
+            "symbol reference 12",
+        ),
+        (
+            with(&|r| {
+                r.timeseries[0].labels_refs.pop();
+            }),
+            "odd number",
+        ),
+        (
+            with(&|r| r.timeseries[0].labels_refs = vec![3, 4]),
+            "no __name__",
+        ),
+        (
+            with(&|r| r.timeseries[0].labels_refs = vec![1, 2, 1, 4]),
+            "repeats the label",
+        ),
+        (
+            with(&|r| r.timeseries[0].labels_refs = vec![1, 2, 0, 4]),
+            "empty label name",
+        ),
+        (
+            with(&|r| r.symbols[0] = "x".into()),
+            "start with an empty string",
+        ),
+        (
+            with(&|r| {
+                r.timeseries[1].samples = vec![Sample {
+                    value: 1.0,
+                    timestamp: 1,
+                }]
+            }),
+            "both samples and histograms",
+        ),
+        (
+            with(&|r| {
+                r.timeseries[1].histograms[0].positive_deltas.pop();
+            }),
+            "cover 3 buckets but 2",
+        ),
+        (
+            with(&|r| r.timeseries[1].histograms[0].schema = 12),
+            "schema 12",
+        ),
+        (
+            with(&|r| r.timeseries[0].exemplars[0].labels_refs = vec![3, 7]),
+            "exemplar label cannot share",
+        ),
+        (
+            with(&|r| {
+                r.symbols[9] = "value".into();
+                r.timeseries[0].labels_refs = vec![1, 2, 9, 4];
+            }),
+            "value\\\" is not supported: it names a stored column",
+        ),
+    ];
+    let before = rows("SELECT count() FROM prom2.prometheus").await;
+    for (bad, says) in cases {
+        let r = post(&bad).await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{says}");
+        let text = r.text().await.unwrap();
+        assert!(text.contains(says), "{text:?} lacks {says:?}");
+    }
+    let r = client()
+        .post(format!("{base}/api/v1/write?db=prom2"))
+        .header("Content-Encoding", "snappy")
+        .header("Content-Type", v2)
+        .body(
+            snap::raw::Encoder::new()
+                .compress_vec(b"\x22\x02\xff\xfe")
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(rows("SELECT count() FROM prom2.prometheus").await, before);
+    assert_eq!(
+        rows("SELECT count() FROM prom2.prometheus_histograms").await,
+        "2\n"
+    );
+    assert_eq!(
+        rows("SELECT count() FROM prom2.prometheus_exemplars").await,
+        "2\n"
     );
     server.shutdown().await.unwrap();
 }

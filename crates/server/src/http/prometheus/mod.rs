@@ -1,0 +1,201 @@
+//! Prometheus remote write 1.0 and 2.0: `POST /api/v1/write` (and InfluxDB
+//! 1.x's path, `/api/v1/prom/write`), a snappy-compressed protobuf message,
+//! into the database `?db=` names (default `prometheus`). The
+//! `Content-Type`'s `proto=` parameter tells the versions apart: 1.0's
+//! `prometheus.WriteRequest` (or none), 2.0's
+//! `io.prometheus.write.v2.Request`.
+//!
+//! Data model: every float sample is a row of one measurement,
+//! `prometheus`, whose tags are the series' labels (the metric name as
+//! `__name__`) and whose field is `value` (Float64, stale markers kept as
+//! the NaN they are); times are the samples' milliseconds. One table, not
+//! one per metric family: a scrape carries hundreds of families with a few
+//! samples each, and a table per family would make every flush an insert
+//! per family (the fan-out of docs/benchmarks.md §5). 2.0 adds native
+//! histograms, exemplars and created timestamps, each stored in the
+//! measurement [`tables`] lists; metric metadata (type, help, unit) goes
+//! to `prometheus_metadata`, one point per family (duplicate policy
+//! `last`: the newest wins).
+//!
+//! [`decode`] checks a request and resolves it to strings, [`tables`]
+//! builds its Arrow batches, and the batches of every measurement are one
+//! write ([`chingest::Ingestor::write_arrow_tables`]): a request is stored
+//! whole or not at all, never through line protocol. Statuses follow the
+//! specifications: 204 when stored (2.0: with the
+//! `X-Prometheus-Remote-Write-*-Written` counts); 400 for a request that
+//! is not valid (with what is wrong; nothing of it is stored); 415 for
+//! another encoding or message; 429 and 503 only when a retry can succeed.
+
+mod decode;
+mod tables;
+
+use std::collections::HashMap;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use chingest::{ArrowTable, DuplicatePolicy};
+use chingest_proto::prometheus::{v2, WriteRequest};
+use prost::Message;
+
+use super::{influx, read_body, AppState};
+use crate::error::{ApiError, Flavor};
+use decode::Decoded;
+use tables::METADATA as METADATA_MEASUREMENT;
+
+/// The database of requests that name none.
+const DEFAULT_DATABASE: &str = "prometheus";
+
+/// The two messages a sender may post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    /// `prometheus.WriteRequest`.
+    V1,
+    /// `io.prometheus.write.v2.Request`.
+    V2,
+}
+
+/// `POST /api/v1/write?db=&rp=`.
+pub(super) async fn write(
+    State(state): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let flavor = Flavor::V1;
+    let grant = state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
+    let db = params
+        .get("db")
+        .filter(|db| !db.is_empty())
+        .map_or(DEFAULT_DATABASE, String::as_str);
+    grant.require_write(db)?;
+    let version = version(&headers)?;
+    if !headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("snappy"))
+    {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "remote write bodies are snappy-compressed: Content-Encoding: snappy",
+        ));
+    }
+    let limit = state.config.limits.max_body_bytes;
+    let body = read_body(&state, &headers, body, limit, flavor).await?;
+    // Decoded from the shared buffer: labels and symbols are slices of it.
+    let invalid = |e: prost::DecodeError, what: &str| {
+        ApiError::bad_request(format!("not a remote write {what}: {e}"))
+    };
+    let (v1_request, v2_request);
+    let decoded = match version {
+        Version::V1 => {
+            v1_request = WriteRequest::decode(Bytes::clone(&body))
+                .map_err(|e| invalid(e, "WriteRequest"))?;
+            Decoded::v1(&v1_request)
+        }
+        Version::V2 => {
+            v2_request =
+                v2::Request::decode(Bytes::clone(&body)).map_err(|e| invalid(e, "2.0 Request"))?;
+            Decoded::v2(&v2_request)
+        }
+    }
+    .map_err(ApiError::bad_request)?;
+    let tables = tables::tables(&decoded).map_err(ApiError::bad_request)?;
+    // The batches are built: the body's reservation in the memory budget
+    // gives way to theirs.
+    drop(body);
+    let ingestor = state.ingestor()?;
+    let rp = params
+        .get("rp")
+        .filter(|rp| !rp.is_empty())
+        .unwrap_or(&state.config.write.default_retention_policy);
+    let durability = influx::durability(&params, &headers, flavor)?;
+    let options = state.write_options(chingest::Precision::Nanoseconds, durability);
+    if tables.iter().any(|t| t.measurement == METADATA_MEASUREMENT) {
+        metadata_policy(ingestor, db).await?;
+    }
+    let tags: Vec<Vec<&str>> = tables
+        .iter()
+        .map(|t| t.tags.iter().map(String::as_str).collect())
+        .collect();
+    let arrow_tables: Vec<ArrowTable<'_>> = tables
+        .iter()
+        .zip(&tags)
+        .map(|(table, tags)| ArrowTable {
+            measurement: table.measurement,
+            batch: &table.batch,
+            tag_columns: tags,
+        })
+        .collect();
+    ingestor
+        .write_arrow_tables(db, rp, &arrow_tables, &options)
+        .await?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    if version == Version::V2 {
+        let exemplars = decoded.exemplars.len();
+        for (name, count) in [
+            (
+                "x-prometheus-remote-write-samples-written",
+                decoded.sample_count(),
+            ),
+            (
+                "x-prometheus-remote-write-histograms-written",
+                decoded.histogram_count(),
+            ),
+            ("x-prometheus-remote-write-exemplars-written", exemplars),
+        ] {
+            response
+                .headers_mut()
+                .insert(name, HeaderValue::from(count));
+        }
+    }
+    Ok(response)
+}
+
+/// Gives the metadata measurement the `last` policy before its first
+/// write, once: one point per family, the newest wins, so metadata sent
+/// again (every minute, and in retries) adds nothing.
+async fn metadata_policy(ingestor: &chingest::Ingestor, db: &str) -> Result<(), ApiError> {
+    let has_policy = ingestor
+        .duplicate_policies(db)
+        .iter()
+        .any(|(m, _)| m.as_deref() == Some(METADATA_MEASUREMENT));
+    if has_policy {
+        return Ok(());
+    }
+    ingestor.create_database(db).await?;
+    match ingestor
+        .set_duplicate_policy(db, Some(METADATA_MEASUREMENT), DuplicatePolicy::Last)
+        .await
+    {
+        Ok(()) | Err(chingest::Error::Conflict(_)) => Ok(()),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The message `Content-Type` names: `application/x-protobuf`, with no
+/// `proto=` or 1.0's (`prometheus.WriteRequest`), or 2.0's
+/// (`io.prometheus.write.v2.Request`).
+fn version(headers: &HeaderMap) -> Result<Version, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/x-protobuf")
+        .to_ascii_lowercase();
+    let mut parts = content_type.split(';').map(str::trim);
+    let media = parts.next().unwrap_or_default();
+    let proto = parts.find_map(|p| p.strip_prefix("proto="));
+    match (media, proto) {
+        ("application/x-protobuf", None | Some("prometheus.writerequest")) => Ok(Version::V1),
+        ("application/x-protobuf", Some("io.prometheus.write.v2.request")) => Ok(Version::V2),
+        _ => Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "unsupported Content-Type {content_type:?}: remote write sends application/x-protobuf, \
+                 with proto=prometheus.WriteRequest (1.0) or proto=io.prometheus.write.v2.Request (2.0)"
+            ),
+        )),
+    }
+}

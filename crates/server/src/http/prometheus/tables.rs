@@ -1,0 +1,391 @@
+//! A [`Decoded`] request as Arrow batches, one per measurement it fills:
+//!
+//! | measurement | tags | fields |
+//! |---|---|---|
+//! | `prometheus` | the labels | `value`, `created_timestamp` (2.0) |
+//! | `prometheus_histograms` | the labels | `count`, `sum`, `schema`, `zero_threshold`, `zero_count`, `reset_hint`, `positive_index`, `positive_count`, `negative_index`, `negative_count`, `custom_values`, `created_timestamp` |
+//! | `prometheus_exemplars` | the series' labels | `value`, one string per exemplar label (`trace_id`, …) |
+//! | `prometheus_metadata` | `metric` | `type`, `help`, `unit` (time 0) |
+//!
+//! Label columns are dictionary-encoded: a label's value repeats across a
+//! series' rows and across series. A label whose name is one of its
+//! measurement's columns makes the request invalid.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chingest::arrow::array::{
+    Array, ArrayRef, Float64Builder, Int64Array, Int64Builder, ListBuilder, RecordBatch,
+    StringBuilder, StringDictionaryBuilder,
+};
+use chingest::arrow::datatypes::Int32Type;
+use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
+
+use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
+
+/// The measurement float samples are stored in.
+pub(crate) const SAMPLES: &str = "prometheus";
+/// The measurement native histograms are stored in.
+pub(crate) const HISTOGRAMS: &str = "prometheus_histograms";
+/// The measurement exemplars are stored in.
+pub(crate) const EXEMPLARS: &str = "prometheus_exemplars";
+/// The measurement metric metadata is stored in.
+pub(crate) const METADATA: &str = "prometheus_metadata";
+
+/// The field holding a series' created (start) timestamp, in ms.
+const CREATED: &str = "created_timestamp";
+
+/// One measurement's batch and its tag columns.
+pub(super) struct Table {
+    /// The measurement.
+    pub(super) measurement: &'static str,
+    /// The rows.
+    pub(super) batch: RecordBatch,
+    /// The names of the tag columns.
+    pub(super) tags: Vec<String>,
+}
+
+/// The batches of every measurement `decoded` has rows for, metadata first.
+pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
+    let mut tables = Vec::with_capacity(4);
+    tables.extend(metadata(decoded));
+    tables.extend(samples(decoded)?);
+    tables.extend(histograms(decoded)?);
+    tables.extend(exemplars(decoded)?);
+    Ok(tables)
+}
+
+/// Milliseconds to the nanoseconds of the `time` column.
+fn nanos(series: usize, ms: i64) -> Result<i64, String> {
+    ms.checked_mul(1_000_000)
+        .ok_or_else(|| format!("series {series}: timestamp {ms} ms is out of range"))
+}
+
+/// `time`, then the label columns, then `fields`, as a batch.
+fn table(
+    measurement: &'static str,
+    times: Int64Builder,
+    labels: LabelColumns<'_>,
+    fields: Vec<(&str, ArrayRef)>,
+) -> Result<Table, String> {
+    let mut times = times;
+    let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
+    let tags = labels.finish(&mut columns);
+    columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
+    let batch = RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?;
+    Ok(Table {
+        measurement,
+        batch,
+        tags,
+    })
+}
+
+fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+    let rows = decoded.sample_count();
+    if rows == 0 {
+        return Ok(None);
+    }
+    let has_samples = |s: &Series<'_>| !s.samples.is_empty();
+    let created = decoded
+        .series
+        .iter()
+        .any(|s| has_samples(s) && s.created_timestamp != 0);
+    let reserved: &[&str] = if created {
+        &["time", "value", CREATED]
+    } else {
+        &["time", "value"]
+    };
+    let mut labels = LabelColumns::new(decoded, has_samples, reserved)?;
+    let mut times = Int64Builder::with_capacity(rows);
+    let mut values = Float64Builder::with_capacity(rows);
+    let mut created_at = Int64Builder::with_capacity(if created { rows } else { 0 });
+    for (i, series) in decoded
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| has_samples(s))
+    {
+        labels.series(decoded.labels(series));
+        for sample in series.samples {
+            times.append_value(nanos(i, sample.timestamp)?);
+            values.append_value(sample.value);
+        }
+        labels.append_rows(series.samples.len());
+        if created {
+            let value = (series.created_timestamp != 0).then_some(series.created_timestamp);
+            (0..series.samples.len()).for_each(|_| created_at.append_option(value));
+        }
+    }
+    let mut fields: Vec<(&str, ArrayRef)> = vec![("value", Arc::new(values.finish()))];
+    if created {
+        fields.push((CREATED, Arc::new(created_at.finish())));
+    }
+    table(SAMPLES, times, labels, fields).map(Some)
+}
+
+/// The fields of a histogram row, in column order.
+const HISTOGRAM_FIELDS: [&str; 11] = [
+    "count",
+    "sum",
+    "schema",
+    "zero_threshold",
+    "zero_count",
+    "reset_hint",
+    "positive_index",
+    "positive_count",
+    "negative_index",
+    "negative_count",
+    "custom_values",
+];
+
+fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+    let rows = decoded.histogram_count();
+    if rows == 0 {
+        return Ok(None);
+    }
+    let has_histograms = |s: &Series<'_>| !s.histograms.is_empty();
+    let mut reserved = vec!["time", CREATED];
+    reserved.extend(HISTOGRAM_FIELDS);
+    let mut labels = LabelColumns::new(decoded, has_histograms, &reserved)?;
+    let mut times = Int64Builder::with_capacity(rows);
+    let (mut count, mut sum, mut zero_threshold, mut zero_count) = (
+        Float64Builder::with_capacity(rows),
+        Float64Builder::with_capacity(rows),
+        Float64Builder::with_capacity(rows),
+        Float64Builder::with_capacity(rows),
+    );
+    let mut schema = Int64Builder::with_capacity(rows);
+    let mut reset_hint = StringBuilder::new();
+    let mut created = Int64Builder::with_capacity(rows);
+    let index_list = || ListBuilder::new(Int64Builder::new());
+    let float_list = || ListBuilder::new(Float64Builder::new());
+    let (mut positive_index, mut negative_index) = (index_list(), index_list());
+    let (mut positive_count, mut negative_count, mut custom_values) =
+        (float_list(), float_list(), float_list());
+    for (i, series) in decoded
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| has_histograms(s))
+    {
+        labels.series(decoded.labels(series));
+        labels.append_rows(series.histograms.len());
+        for h in series.histograms {
+            times.append_value(nanos(i, h.timestamp)?);
+            count.append_value(match h.count {
+                Some(Count::Int(n)) => n as f64,
+                Some(Count::Float(n)) => n,
+                None => 0.0,
+            });
+            sum.append_value(h.sum);
+            schema.append_value(i64::from(h.schema));
+            zero_threshold.append_value(h.zero_threshold);
+            zero_count.append_value(match h.zero_count {
+                Some(ZeroCount::Int(n)) => n as f64,
+                Some(ZeroCount::Float(n)) => n,
+                None => 0.0,
+            });
+            let hint = ResetHint::try_from(h.reset_hint).unwrap_or(ResetHint::Unspecified);
+            reset_hint.append_value(hint.name());
+            positive_index.append_value(bucket_indices(&h.positive_spans).map(Some));
+            positive_count.append_value(
+                bucket_counts(&h.positive_deltas, &h.positive_counts)
+                    .into_iter()
+                    .map(Some),
+            );
+            negative_index.append_value(bucket_indices(&h.negative_spans).map(Some));
+            negative_count.append_value(
+                bucket_counts(&h.negative_deltas, &h.negative_counts)
+                    .into_iter()
+                    .map(Some),
+            );
+            custom_values.append_value(h.custom_values.iter().copied().map(Some));
+            created
+                .append_option((series.created_timestamp != 0).then_some(series.created_timestamp));
+        }
+    }
+    let arrays: [ArrayRef; 11] = [
+        Arc::new(count.finish()),
+        Arc::new(sum.finish()),
+        Arc::new(schema.finish()),
+        Arc::new(zero_threshold.finish()),
+        Arc::new(zero_count.finish()),
+        Arc::new(reset_hint.finish()),
+        Arc::new(positive_index.finish()),
+        Arc::new(positive_count.finish()),
+        Arc::new(negative_index.finish()),
+        Arc::new(negative_count.finish()),
+        Arc::new(custom_values.finish()),
+    ];
+    let mut fields: Vec<(&str, ArrayRef)> = HISTOGRAM_FIELDS.into_iter().zip(arrays).collect();
+    let created = created.finish();
+    if created.null_count() < created.len() {
+        fields.push((CREATED, Arc::new(created)));
+    }
+    table(HISTOGRAMS, times, labels, fields).map(Some)
+}
+
+fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+    if decoded.exemplars.is_empty() {
+        return Ok(None);
+    }
+    let rows = decoded.exemplars.len();
+    let names: BTreeSet<&str> = decoded.exemplar_pairs.iter().map(|(n, _)| *n).collect();
+    let mut reserved = vec!["time", "value"];
+    reserved.extend(names.iter().copied());
+    if let Some(bad) = names.iter().find(|n| matches!(**n, "" | "time" | "value")) {
+        return Err(format!("exemplar label name {bad:?} is not supported"));
+    }
+    let mut with_exemplars = vec![false; decoded.series.len()];
+    decoded
+        .exemplars
+        .iter()
+        .for_each(|e| with_exemplars[e.series] = true);
+    let mut labels = LabelColumns::new_for(
+        decoded
+            .series
+            .iter()
+            .zip(&with_exemplars)
+            .filter(|(_, with)| **with)
+            .map(|(s, _)| decoded.labels(s)),
+        &reserved,
+    )
+    .map_err(|e| format!("{e} (an exemplar label cannot share a series label's name)"))?;
+    let mut times = Int64Builder::with_capacity(rows);
+    let mut values = Float64Builder::with_capacity(rows);
+    let mut exemplar_labels: Vec<StringBuilder> =
+        names.iter().map(|_| StringBuilder::new()).collect();
+    for exemplar in &decoded.exemplars {
+        labels.series(decoded.labels(&decoded.series[exemplar.series]));
+        labels.append_rows(1);
+        times.append_value(nanos(exemplar.series, exemplar.timestamp)?);
+        values.append_value(exemplar.value);
+        let pairs = &decoded.exemplar_pairs[exemplar.labels.clone()];
+        for (name, builder) in names.iter().zip(&mut exemplar_labels) {
+            builder.append_option(pairs.iter().find(|(n, _)| n == name).map(|(_, v)| *v));
+        }
+    }
+    let mut fields: Vec<(&str, ArrayRef)> = vec![("value", Arc::new(values.finish()))];
+    for (name, mut builder) in names.iter().zip(exemplar_labels) {
+        fields.push((name, Arc::new(builder.finish())));
+    }
+    table(EXEMPLARS, times, labels, fields).map(Some)
+}
+
+/// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`,
+/// time 0 (one point per family: under the `last` policy the newest wins).
+fn metadata(decoded: &Decoded<'_>) -> Option<Table> {
+    if decoded.metadata.is_empty() {
+        return None;
+    }
+    let mut entries: Vec<_> = decoded.metadata.iter().collect();
+    entries.sort_by_key(|(name, _)| **name);
+    let mut metric = StringDictionaryBuilder::<Int32Type>::new();
+    let (mut kind, mut help, mut unit) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    for (name, entry) in &entries {
+        metric.append_value(name);
+        kind.append_value(entry.kind);
+        help.append_value(entry.help);
+        unit.append_value(entry.unit);
+    }
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("time", Arc::new(Int64Array::from(vec![0; entries.len()]))),
+        ("metric", Arc::new(metric.finish())),
+        ("type", Arc::new(kind.finish())),
+        ("help", Arc::new(help.finish())),
+        ("unit", Arc::new(unit.finish())),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).ok()?;
+    Some(Table {
+        measurement: METADATA,
+        batch,
+        tags: vec!["metric".into()],
+    })
+}
+
+/// One dictionary-encoded column per label name of the series that fill a
+/// measurement, filled series by series.
+struct LabelColumns<'a> {
+    names: Vec<&'a str>,
+    builders: Vec<StringDictionaryBuilder<Int32Type>>,
+    /// The current series' value of each label (None: it lacks it).
+    current: Vec<Option<&'a str>>,
+}
+
+impl<'a> LabelColumns<'a> {
+    /// The label columns of the series `include` picks.
+    fn new(
+        decoded: &Decoded<'a>,
+        include: impl Fn(&Series<'a>) -> bool,
+        reserved: &[&str],
+    ) -> Result<Self, String> {
+        let labels = decoded
+            .series
+            .iter()
+            .filter(|s| include(s))
+            .map(|s| decoded.labels(s));
+        Self::new_for(labels, reserved)
+    }
+
+    /// The label columns of these series' labels; a label named like one
+    /// of `reserved` (the measurement's other columns) is refused.
+    fn new_for<'s>(
+        series: impl Iterator<Item = &'s [(&'a str, &'a str)]>,
+        reserved: &[&str],
+    ) -> Result<Self, String>
+    where
+        'a: 's,
+    {
+        let names: BTreeSet<&'a str> = series
+            .flat_map(|labels| labels.iter().map(|(n, _)| *n))
+            .collect();
+        if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
+            return Err(format!(
+                "label name {bad:?} is not supported: it names a stored column"
+            ));
+        }
+        let names: Vec<&'a str> = names.into_iter().collect();
+        Ok(LabelColumns {
+            builders: names
+                .iter()
+                .map(|_| StringDictionaryBuilder::new())
+                .collect(),
+            current: vec![None; names.len()],
+            names,
+        })
+    }
+
+    /// Makes `labels` the values of the rows appended next.
+    fn series(&mut self, labels: &[(&'a str, &'a str)]) {
+        self.current.iter_mut().for_each(|v| *v = None);
+        for (name, value) in labels {
+            // Sorted names: a binary search beats hashing a short string.
+            let column = self
+                .names
+                .binary_search(name)
+                .expect("names cover the series");
+            self.current[column] = Some(*value);
+        }
+    }
+
+    /// Appends `rows` rows of the current series' labels.
+    fn append_rows(&mut self, rows: usize) {
+        for (builder, value) in self.builders.iter_mut().zip(&self.current) {
+            for _ in 0..rows {
+                builder.append_option(*value);
+            }
+        }
+    }
+
+    /// Moves the columns into `columns`; returns the label names.
+    fn finish(self, columns: &mut Vec<(String, ArrayRef)>) -> Vec<String> {
+        for (name, mut builder) in self.names.iter().zip(self.builders) {
+            columns.push(((*name).to_owned(), Arc::new(builder.finish())));
+        }
+        self.names.into_iter().map(str::to_owned).collect()
+    }
+}
