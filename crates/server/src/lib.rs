@@ -13,7 +13,9 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
+mod otlp;
 pub mod state;
+mod tables;
 mod tls;
 
 use std::net::SocketAddr;
@@ -204,6 +206,7 @@ async fn serve(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(grpc::ingest_service(state.clone()))
+        .add_service(grpc::otlp_metrics_service(state.clone()))
         .serve_with_incoming_shutdown(
             // Replies are small: without TCP_NODELAY, Nagle's algorithm holds
             // them back until the client's delayed ACK (tens of ms). The
@@ -249,15 +252,16 @@ async fn serve(
     grpc_served.map_err(ServerError::Grpc)
 }
 
-/// Reports the server as a whole (`""`) and `chingest.v1.Ingest` to gRPC
-/// health checks as `status`.
+/// Reports the server as a whole (`""`), `chingest.v1.Ingest` and OTLP's
+/// `MetricsService` to gRPC health checks as `status`.
 async fn report_health(
     health: &tonic_health::server::HealthReporter,
     status: tonic_health::ServingStatus,
 ) {
     use tonic::server::NamedService as _;
     type Ingest = chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>;
-    for service in ["", Ingest::NAME] {
+    type Otlp = opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer<grpc::OtlpMetricsService>;
+    for service in ["", Ingest::NAME, Otlp::NAME] {
         health.set_service_status(service, status).await;
     }
 }

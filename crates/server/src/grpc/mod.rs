@@ -5,7 +5,10 @@
 //! `Ingestor` calls, results and errors become responses and statuses
 //! (every error goes through [`ApiError`], as over HTTP).
 
+mod otlp;
 mod points;
+
+pub use otlp::{otlp_metrics_service, OtlpMetricsService};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -47,18 +50,29 @@ pub fn ingest_service(
     impl tonic::service::Interceptor + Clone,
 > {
     let limit = state.config.limits.max_grpc_message_bytes;
-    let auth = state.clone();
-    let server = IngestServer::new(IngestService { state })
-        .max_decoding_message_size(limit)
-        .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip);
-    tonic::service::interceptor::InterceptedService::new(server, move |request: Request<()>| {
+    let server = IngestServer::new(IngestService {
+        state: state.clone(),
+    })
+    .max_decoding_message_size(limit)
+    .accept_compressed(CompressionEncoding::Gzip)
+    .send_compressed(CompressionEncoding::Gzip);
+    authenticated(server, state)
+}
+
+/// `service` behind the token check every gRPC service shares: the
+/// request's `authorization` metadata (`Token <t>` or `Bearer <t>`) gives
+/// the [`Grant`] the handlers read with [`granted`].
+fn authenticated<S>(
+    service: S,
+    state: AppState,
+) -> tonic::service::interceptor::InterceptedService<S, impl tonic::service::Interceptor + Clone> {
+    tonic::service::interceptor::InterceptedService::new(service, move |request: Request<()>| {
         let offered = request
             .metadata()
             .get("authorization")
             .and_then(|value| value.to_str().ok())
             .and_then(token_from_authorization);
-        match auth.check_token(offered.as_deref()) {
+        match state.check_token(offered.as_deref()) {
             Ok(grant) => {
                 let mut request = request;
                 request.extensions_mut().insert(grant);
@@ -66,7 +80,8 @@ pub fn ingest_service(
             }
             Err(err) => {
                 let status = Status::from(err);
-                auth.metrics
+                state
+                    .metrics
                     .observe_grpc("*", status.code(), Instant::now());
                 Err(status)
             }

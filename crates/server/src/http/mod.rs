@@ -7,6 +7,8 @@ mod edit;
 mod health;
 mod influx;
 mod influxql;
+mod otlp;
+pub(crate) use otlp::DATABASE_HEADER as OTLP_DATABASE_HEADER;
 mod prometheus;
 mod sql;
 
@@ -187,6 +189,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v2/write", post(influx::write_v2))
         .route("/api/v1/write", post(prometheus::write))
         .route("/api/v1/prom/write", post(prometheus::write))
+        .route("/v1/metrics", post(otlp::metrics))
         .route("/api/v2/delete", post(edit::delete))
         .route("/api/v2/update", post(edit::update))
         .route("/ping", get(influx::ping).head(influx::ping))

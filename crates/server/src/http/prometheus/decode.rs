@@ -36,6 +36,8 @@ pub(super) struct Decoded<'a> {
 /// One series of a request.
 #[derive(Debug)]
 pub(super) struct Series<'a> {
+    /// Its position in [`Decoded::series`].
+    pub(super) index: usize,
     /// Its labels: a range of [`Decoded::label_pairs`].
     pub(super) labels: Range<usize>,
     /// Float samples.
@@ -173,9 +175,11 @@ impl<'a> Decoded<'a> {
                 pairs(i, &exemplar.labels_refs, &mut decoded.exemplar_pairs)?;
                 let timestamp = match (exemplar.timestamp, newest) {
                     (0, Some(newest)) => newest,
-                    (0, None) => return Err(format!(
+                    (0, None) => {
+                        return Err(format!(
                         "series {i}: an exemplar without a timestamp in a series without samples"
-                    )),
+                    ))
+                    }
                     (timestamp, _) => timestamp,
                 };
                 decoded.exemplars.push(Exemplar {
@@ -222,6 +226,7 @@ impl<'a> Decoded<'a> {
             return Err(format!("series {i} has no {METRIC_NAME_LABEL} label"));
         }
         self.series.push(Series {
+            index: self.series.len(),
             labels: start..self.label_pairs.len(),
             samples,
             histograms,

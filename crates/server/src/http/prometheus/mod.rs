@@ -36,7 +36,6 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use chingest::{ArrowTable, DuplicatePolicy};
 use chingest_proto::prometheus::{v2, WriteRequest};
 use prost::Message;
 
@@ -114,24 +113,9 @@ pub(super) async fn write(
     let durability = influx::durability(&params, &headers, flavor)?;
     let options = state.write_options(chingest::Precision::Nanoseconds, durability);
     if tables.iter().any(|t| t.measurement == METADATA_MEASUREMENT) {
-        metadata_policy(ingestor, db).await?;
+        crate::tables::keep_last(ingestor, db, METADATA_MEASUREMENT).await?;
     }
-    let tags: Vec<Vec<&str>> = tables
-        .iter()
-        .map(|t| t.tags.iter().map(String::as_str).collect())
-        .collect();
-    let arrow_tables: Vec<ArrowTable<'_>> = tables
-        .iter()
-        .zip(&tags)
-        .map(|(table, tags)| ArrowTable {
-            measurement: table.measurement,
-            batch: &table.batch,
-            tag_columns: tags,
-        })
-        .collect();
-    ingestor
-        .write_arrow_tables(db, rp, &arrow_tables, &options)
-        .await?;
+    crate::tables::write(ingestor, db, rp, &tables, &options).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {
         let exemplars = decoded.exemplars.len();
@@ -152,27 +136,6 @@ pub(super) async fn write(
         }
     }
     Ok(response)
-}
-
-/// Gives the metadata measurement the `last` policy before its first
-/// write, once: one point per family, the newest wins, so metadata sent
-/// again (every minute, and in retries) adds nothing.
-async fn metadata_policy(ingestor: &chingest::Ingestor, db: &str) -> Result<(), ApiError> {
-    let has_policy = ingestor
-        .duplicate_policies(db)
-        .iter()
-        .any(|(m, _)| m.as_deref() == Some(METADATA_MEASUREMENT));
-    if has_policy {
-        return Ok(());
-    }
-    ingestor.create_database(db).await?;
-    match ingestor
-        .set_duplicate_policy(db, Some(METADATA_MEASUREMENT), DuplicatePolicy::Last)
-        .await
-    {
-        Ok(()) | Err(chingest::Error::Conflict(_)) => Ok(()),
-        Err(other) => Err(other.into()),
-    }
 }
 
 /// The message `Content-Type` names: `application/x-protobuf`, with no

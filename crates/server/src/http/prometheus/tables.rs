@@ -22,6 +22,22 @@ use chingest::arrow::datatypes::Int32Type;
 use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
 
 use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
+use crate::tables::{Table, TagColumns};
+
+/// The tag columns of the series `include` picks (a label named like one
+/// of `reserved` is refused).
+fn label_columns(
+    decoded: &Decoded<'_>,
+    include: impl Fn(&Series<'_>) -> bool,
+    reserved: &[&str],
+) -> Result<TagColumns, String> {
+    let names = decoded
+        .series
+        .iter()
+        .filter(|s| include(s))
+        .flat_map(|s| decoded.labels(s).iter().map(|(name, _)| *name));
+    TagColumns::new(names, reserved)
+}
 
 /// The measurement float samples are stored in.
 pub(crate) const SAMPLES: &str = "prometheus";
@@ -34,16 +50,6 @@ pub(crate) const METADATA: &str = "prometheus_metadata";
 
 /// The field holding a series' created (start) timestamp, in ms.
 const CREATED: &str = "created_timestamp";
-
-/// One measurement's batch and its tag columns.
-pub(super) struct Table {
-    /// The measurement.
-    pub(super) measurement: &'static str,
-    /// The rows.
-    pub(super) batch: RecordBatch,
-    /// The names of the tag columns.
-    pub(super) tags: Vec<String>,
-}
 
 /// The batches of every measurement `decoded` has rows for, metadata first.
 pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
@@ -61,25 +67,6 @@ fn nanos(series: usize, ms: i64) -> Result<i64, String> {
         .ok_or_else(|| format!("series {series}: timestamp {ms} ms is out of range"))
 }
 
-/// `time`, then the label columns, then `fields`, as a batch.
-fn table(
-    measurement: &'static str,
-    times: Int64Builder,
-    labels: LabelColumns<'_>,
-    fields: Vec<(&str, ArrayRef)>,
-) -> Result<Table, String> {
-    let mut times = times;
-    let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
-    let tags = labels.finish(&mut columns);
-    columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
-    let batch = RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?;
-    Ok(Table {
-        measurement,
-        batch,
-        tags,
-    })
-}
-
 fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     let rows = decoded.sample_count();
     if rows == 0 {
@@ -95,7 +82,7 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     } else {
         &["time", "value"]
     };
-    let mut labels = LabelColumns::new(decoded, has_samples, reserved)?;
+    let mut labels = label_columns(decoded, has_samples, reserved)?;
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut created_at = Int64Builder::with_capacity(if created { rows } else { 0 });
@@ -105,12 +92,11 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
         .enumerate()
         .filter(|(_, s)| has_samples(s))
     {
-        labels.series(decoded.labels(series));
+        labels.append(decoded.labels(series), series.samples.len());
         for sample in series.samples {
             times.append_value(nanos(i, sample.timestamp)?);
             values.append_value(sample.value);
         }
-        labels.append_rows(series.samples.len());
         if created {
             let value = (series.created_timestamp != 0).then_some(series.created_timestamp);
             (0..series.samples.len()).for_each(|_| created_at.append_option(value));
@@ -120,7 +106,7 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     if created {
         fields.push((CREATED, Arc::new(created_at.finish())));
     }
-    table(SAMPLES, times, labels, fields).map(Some)
+    Table::new(SAMPLES, times, labels, fields).map(Some)
 }
 
 /// The fields of a histogram row, in column order.
@@ -146,7 +132,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     let has_histograms = |s: &Series<'_>| !s.histograms.is_empty();
     let mut reserved = vec!["time", CREATED];
     reserved.extend(HISTOGRAM_FIELDS);
-    let mut labels = LabelColumns::new(decoded, has_histograms, &reserved)?;
+    let mut labels = label_columns(decoded, has_histograms, &reserved)?;
     let mut times = Int64Builder::with_capacity(rows);
     let (mut count, mut sum, mut zero_threshold, mut zero_count) = (
         Float64Builder::with_capacity(rows),
@@ -168,8 +154,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
         .enumerate()
         .filter(|(_, s)| has_histograms(s))
     {
-        labels.series(decoded.labels(series));
-        labels.append_rows(series.histograms.len());
+        labels.append(decoded.labels(series), series.histograms.len());
         for h in series.histograms {
             times.append_value(nanos(i, h.timestamp)?);
             count.append_value(match h.count {
@@ -222,7 +207,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     if created.null_count() < created.len() {
         fields.push((CREATED, Arc::new(created)));
     }
-    table(HISTOGRAMS, times, labels, fields).map(Some)
+    Table::new(HISTOGRAMS, times, labels, fields).map(Some)
 }
 
 fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
@@ -241,23 +226,14 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
         .exemplars
         .iter()
         .for_each(|e| with_exemplars[e.series] = true);
-    let mut labels = LabelColumns::new_for(
-        decoded
-            .series
-            .iter()
-            .zip(&with_exemplars)
-            .filter(|(_, with)| **with)
-            .map(|(s, _)| decoded.labels(s)),
-        &reserved,
-    )
-    .map_err(|e| format!("{e} (an exemplar label cannot share a series label's name)"))?;
+    let mut labels = label_columns(decoded, |s| with_exemplars[s.index], &reserved)
+        .map_err(|e| format!("{e} (an exemplar label cannot share a series label's name)"))?;
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut exemplar_labels: Vec<StringBuilder> =
         names.iter().map(|_| StringBuilder::new()).collect();
     for exemplar in &decoded.exemplars {
-        labels.series(decoded.labels(&decoded.series[exemplar.series]));
-        labels.append_rows(1);
+        labels.append(decoded.labels(&decoded.series[exemplar.series]), 1);
         times.append_value(nanos(exemplar.series, exemplar.timestamp)?);
         values.append_value(exemplar.value);
         let pairs = &decoded.exemplar_pairs[exemplar.labels.clone()];
@@ -269,7 +245,7 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     for (name, mut builder) in names.iter().zip(exemplar_labels) {
         fields.push((name, Arc::new(builder.finish())));
     }
-    table(EXEMPLARS, times, labels, fields).map(Some)
+    Table::new(EXEMPLARS, times, labels, fields).map(Some)
 }
 
 /// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`,
@@ -305,87 +281,4 @@ fn metadata(decoded: &Decoded<'_>) -> Option<Table> {
         batch,
         tags: vec!["metric".into()],
     })
-}
-
-/// One dictionary-encoded column per label name of the series that fill a
-/// measurement, filled series by series.
-struct LabelColumns<'a> {
-    names: Vec<&'a str>,
-    builders: Vec<StringDictionaryBuilder<Int32Type>>,
-    /// The current series' value of each label (None: it lacks it).
-    current: Vec<Option<&'a str>>,
-}
-
-impl<'a> LabelColumns<'a> {
-    /// The label columns of the series `include` picks.
-    fn new(
-        decoded: &Decoded<'a>,
-        include: impl Fn(&Series<'a>) -> bool,
-        reserved: &[&str],
-    ) -> Result<Self, String> {
-        let labels = decoded
-            .series
-            .iter()
-            .filter(|s| include(s))
-            .map(|s| decoded.labels(s));
-        Self::new_for(labels, reserved)
-    }
-
-    /// The label columns of these series' labels; a label named like one
-    /// of `reserved` (the measurement's other columns) is refused.
-    fn new_for<'s>(
-        series: impl Iterator<Item = &'s [(&'a str, &'a str)]>,
-        reserved: &[&str],
-    ) -> Result<Self, String>
-    where
-        'a: 's,
-    {
-        let names: BTreeSet<&'a str> = series
-            .flat_map(|labels| labels.iter().map(|(n, _)| *n))
-            .collect();
-        if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
-            return Err(format!(
-                "label name {bad:?} is not supported: it names a stored column"
-            ));
-        }
-        let names: Vec<&'a str> = names.into_iter().collect();
-        Ok(LabelColumns {
-            builders: names
-                .iter()
-                .map(|_| StringDictionaryBuilder::new())
-                .collect(),
-            current: vec![None; names.len()],
-            names,
-        })
-    }
-
-    /// Makes `labels` the values of the rows appended next.
-    fn series(&mut self, labels: &[(&'a str, &'a str)]) {
-        self.current.iter_mut().for_each(|v| *v = None);
-        for (name, value) in labels {
-            // Sorted names: a binary search beats hashing a short string.
-            let column = self
-                .names
-                .binary_search(name)
-                .expect("names cover the series");
-            self.current[column] = Some(*value);
-        }
-    }
-
-    /// Appends `rows` rows of the current series' labels.
-    fn append_rows(&mut self, rows: usize) {
-        for (builder, value) in self.builders.iter_mut().zip(&self.current) {
-            for _ in 0..rows {
-                builder.append_option(*value);
-            }
-        }
-    }
-
-    /// Moves the columns into `columns`; returns the label names.
-    fn finish(self, columns: &mut Vec<(String, ArrayRef)>) -> Vec<String> {
-        for (name, mut builder) in self.names.iter().zip(self.builders) {
-            columns.push(((*name).to_owned(), Arc::new(builder.finish())));
-        }
-        self.names.into_iter().map(str::to_owned).collect()
-    }
 }

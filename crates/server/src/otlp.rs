@@ -1,0 +1,780 @@
+//! OTLP metrics (`ExportMetricsServiceRequest`) as Arrow batches, shared by
+//! OTLP/HTTP (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`). No I/O.
+//!
+//! Data model: one measurement per metric kind, named after the tables of
+//! the OpenTelemetry Collector's ClickHouse exporter, in the series_id
+//! layout every other protocol uses:
+//!
+//! | measurement | fields |
+//! |---|---|
+//! | `otel_metrics_gauge` | `value`, `start_time_unix_nano`, `flags` |
+//! | `otel_metrics_sum` | `value`, `start_time_unix_nano`, `aggregation_temporality`, `is_monotonic`, `flags` |
+//! | `otel_metrics_histogram` | `count`, `sum`, `min`, `max`, `bucket_counts`, `explicit_bounds`, `start_time_unix_nano`, `aggregation_temporality`, `flags` |
+//! | `otel_metrics_exponential_histogram` | `count`, `sum`, `min`, `max`, `scale`, `zero_count`, `zero_threshold`, `positive_offset`, `positive_bucket_counts`, `negative_offset`, `negative_bucket_counts`, `start_time_unix_nano`, `aggregation_temporality`, `flags` |
+//! | `otel_metrics_summary` | `count`, `sum`, `quantiles`, `quantile_values`, `start_time_unix_nano`, `flags` |
+//! | `otel_metrics_metadata` | `type`, `description`, `unit` (tag `metric_name`, time 0, newest wins) |
+//!
+//! A point's tags: `metric_name`, the resource's attributes as
+//! `resource.<key>`, `scope.name` and `scope.version`, and the point's own
+//! attributes under their keys. Non-string attribute values are written as
+//! text (JSON for arrays and maps, hex for bytes). Numbers are Float64
+//! (an integer point too, as the exporter stores them); exemplars are not
+//! stored. A point without a time, without a value, or with an attribute
+//! named like one of its columns (or repeating another tag) is rejected
+//! and counted in the response's `partial_success`; the rest are stored.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::sync::Arc;
+
+use chingest::arrow::array::{
+    Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Array, Int64Builder, ListBuilder,
+    RecordBatch, StringBuilder, StringDictionaryBuilder, UInt64Builder,
+};
+use chingest::arrow::datatypes::Int32Type;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{
+    metric::Data, number_data_point, AggregationTemporality, ExponentialHistogramDataPoint,
+    HistogramDataPoint, NumberDataPoint, SummaryDataPoint,
+};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::tables::{self, Table, TagColumns};
+
+/// The database of requests that name none.
+pub(crate) const DEFAULT_DATABASE: &str = "otel";
+/// Measurement of gauge points.
+pub(crate) const GAUGE: &str = "otel_metrics_gauge";
+/// Measurement of sum points.
+pub(crate) const SUM: &str = "otel_metrics_sum";
+/// Measurement of histogram points.
+pub(crate) const HISTOGRAM: &str = "otel_metrics_histogram";
+/// Measurement of exponential histogram points.
+pub(crate) const EXPONENTIAL_HISTOGRAM: &str = "otel_metrics_exponential_histogram";
+/// Measurement of summary points.
+pub(crate) const SUMMARY: &str = "otel_metrics_summary";
+/// Measurement of metric metadata.
+pub(crate) const METADATA: &str = "otel_metrics_metadata";
+
+/// The tag holding a point's metric name.
+const METRIC_NAME: &str = "metric_name";
+
+/// A request as batches, and what of it was refused.
+#[derive(Default)]
+pub(crate) struct Converted {
+    /// One batch per measurement with points, metadata first.
+    pub(crate) tables: Vec<Table>,
+    /// Data points in the batches.
+    pub(crate) accepted: usize,
+    /// Data points refused.
+    pub(crate) rejected: i64,
+    /// Why the first refused point was refused, and how many were.
+    pub(crate) message: String,
+}
+
+/// Stores `request` in `db` and answers it: the points that could not be
+/// stored are counted in `partial_success`, the rest are one write.
+pub(crate) async fn export(
+    state: &AppState,
+    db: &str,
+    request: &ExportMetricsServiceRequest,
+    durability: Option<chingest::Durability>,
+) -> Result<ExportMetricsServiceResponse, ApiError> {
+    let converted = convert(request).map_err(ApiError::bad_request)?;
+    let ingestor = state.ingestor()?;
+    if !converted.tables.is_empty() {
+        tables::keep_last(ingestor, db, METADATA).await?;
+        let rp = &state.config.write.default_retention_policy;
+        let options = state.write_options(chingest::Precision::Nanoseconds, durability);
+        tables::write(ingestor, db, rp, &converted.tables, &options).await?;
+    }
+    let partial_success = (converted.rejected > 0).then(|| ExportMetricsPartialSuccess {
+        rejected_data_points: converted.rejected,
+        error_message: converted.message,
+    });
+    Ok(ExportMetricsServiceResponse { partial_success })
+}
+
+/// Converts `request`: every valid data point becomes a row of its kind's
+/// measurement; the others are counted in [`Converted::rejected`].
+pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted, String> {
+    // Resource and scope tags first: the rows borrow them.
+    let resources: Vec<Vec<(String, String)>> = request
+        .resource_metrics
+        .iter()
+        .map(|rm| {
+            let attributes = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
+            attributes
+                .iter()
+                .map(|kv| {
+                    (
+                        format!("resource.{}", kv.key),
+                        any_text(kv.value.as_ref()).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let mut kinds = Kinds::default();
+    let mut rejected = Rejected::default();
+    let mut metadata: BTreeMap<&str, (&'static str, &str, &str)> = BTreeMap::new();
+    for (rm, resource_tags) in request.resource_metrics.iter().zip(&resources) {
+        for sm in &rm.scope_metrics {
+            let mut context: Vec<(&str, Cow<'_, str>)> = resource_tags
+                .iter()
+                .map(|(k, v)| (k.as_str(), Cow::Borrowed(v.as_str())))
+                .collect();
+            if let Some(scope) = &sm.scope {
+                for (key, value) in [
+                    ("scope.name", &scope.name),
+                    ("scope.version", &scope.version),
+                ] {
+                    if !value.is_empty() {
+                        context.push((key, Cow::Borrowed(value.as_str())));
+                    }
+                }
+            }
+            for metric in &sm.metrics {
+                let Some(data) = &metric.data else {
+                    rejected.add(1, &metric.name, "a metric without data (gauge, sum, …)");
+                    continue;
+                };
+                let base = Base {
+                    context: &context,
+                    metric_name: &metric.name,
+                };
+                let kind = match data {
+                    Data::Gauge(gauge) => {
+                        for point in &gauge.data_points {
+                            kinds.gauge.push(&base, point, None, &mut rejected);
+                        }
+                        "gauge"
+                    }
+                    Data::Sum(sum) => {
+                        let kind = Some((sum.aggregation_temporality, sum.is_monotonic));
+                        for point in &sum.data_points {
+                            kinds.sum.push(&base, point, kind, &mut rejected);
+                        }
+                        "sum"
+                    }
+                    Data::Histogram(histogram) => {
+                        for point in &histogram.data_points {
+                            kinds.histogram.push(
+                                &base,
+                                point,
+                                histogram.aggregation_temporality,
+                                &mut rejected,
+                            );
+                        }
+                        "histogram"
+                    }
+                    Data::ExponentialHistogram(histogram) => {
+                        for point in &histogram.data_points {
+                            kinds.exponential.push(
+                                &base,
+                                point,
+                                histogram.aggregation_temporality,
+                                &mut rejected,
+                            );
+                        }
+                        "exponential_histogram"
+                    }
+                    Data::Summary(summary) => {
+                        for point in &summary.data_points {
+                            kinds.summary.push(&base, point, 0, &mut rejected);
+                        }
+                        "summary"
+                    }
+                };
+                metadata.insert(&metric.name, (kind, &metric.description, &metric.unit));
+            }
+        }
+    }
+    let mut converted = Converted {
+        accepted: kinds.rows(),
+        rejected: rejected.count,
+        message: rejected.message(),
+        ..Converted::default()
+    };
+    if converted.accepted > 0 {
+        converted.tables.push(metadata_table(&metadata)?);
+    }
+    kinds.finish(&mut converted.tables)?;
+    Ok(converted)
+}
+
+/// Refused points: how many, and the first reason.
+#[derive(Debug, Default)]
+struct Rejected {
+    count: i64,
+    first: Option<String>,
+}
+
+impl Rejected {
+    fn add(&mut self, points: usize, metric: &str, reason: &str) {
+        self.count += points as i64;
+        if self.first.is_none() {
+            self.first = Some(format!("metric {metric:?}: {reason}"));
+        }
+    }
+
+    fn message(&self) -> String {
+        match &self.first {
+            Some(first) => format!("{} data points rejected; the first: {first}", self.count),
+            None => String::new(),
+        }
+    }
+}
+
+/// What every point of a metric shares: its resource's and scope's tags
+/// and its name.
+struct Base<'c, 'a> {
+    context: &'c [(&'a str, Cow<'a, str>)],
+    metric_name: &'a str,
+}
+
+/// A data point of any kind, as the rows need it.
+trait Point {
+    fn attributes(&self) -> &[KeyValue];
+    fn time_unix_nano(&self) -> u64;
+    fn start_time_unix_nano(&self) -> u64;
+    fn flags(&self) -> u32;
+}
+
+macro_rules! point {
+    ($($t:ty),*) => {$(
+        impl Point for $t {
+            fn attributes(&self) -> &[KeyValue] { &self.attributes }
+            fn time_unix_nano(&self) -> u64 { self.time_unix_nano }
+            fn start_time_unix_nano(&self) -> u64 { self.start_time_unix_nano }
+            fn flags(&self) -> u32 { self.flags }
+        }
+    )*};
+}
+point!(
+    NumberDataPoint,
+    HistogramDataPoint,
+    ExponentialHistogramDataPoint,
+    SummaryDataPoint
+);
+
+/// The fields of one kind of point, built column by column.
+trait Fields<P>: Default {
+    /// The field names, in column order.
+    const NAMES: &'static [&'static str];
+    /// Extra information every point of a metric shares.
+    type Shared: Copy;
+    /// Why `point` cannot be stored, if it cannot.
+    fn check(_point: &P) -> Option<&'static str> {
+        None
+    }
+    fn push(&mut self, point: &P, shared: Self::Shared);
+    fn finish(self) -> Vec<ArrayRef>;
+}
+
+/// Rows of one kind: times, tags (a flat list, a range per row) and fields.
+struct Rows<'a, P, F: Fields<P>> {
+    times: Vec<i64>,
+    tags: Vec<(&'a str, Cow<'a, str>)>,
+    row_tags: Vec<Range<usize>>,
+    fields: F,
+    /// Common to every kind: start time, flags.
+    start: Int64Builder,
+    flags: UInt64Builder,
+    _point: std::marker::PhantomData<P>,
+}
+
+impl<'a, P, F: Fields<P>> Default for Rows<'a, P, F> {
+    fn default() -> Self {
+        Rows {
+            times: Vec::new(),
+            tags: Vec::new(),
+            row_tags: Vec::new(),
+            fields: F::default(),
+            start: Int64Builder::new(),
+            flags: UInt64Builder::new(),
+            _point: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Columns every kind has besides its own fields.
+const COMMON_FIELDS: [&str; 2] = ["start_time_unix_nano", "flags"];
+
+impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
+    /// Adds `point` as a row, or counts it rejected.
+    fn push(
+        &mut self,
+        base: &Base<'_, 'a>,
+        point: &'a P,
+        shared: F::Shared,
+        rejected: &mut Rejected,
+    ) {
+        let refuse =
+            |rejected: &mut Rejected, reason: &str| rejected.add(1, base.metric_name, reason);
+        let Ok(time) = i64::try_from(point.time_unix_nano()) else {
+            return refuse(rejected, "time_unix_nano is past 2262");
+        };
+        if time == 0 {
+            return refuse(rejected, "time_unix_nano is missing");
+        }
+        if let Some(reason) = F::check(point) {
+            return refuse(rejected, reason);
+        }
+        let start = self.tags.len();
+        self.tags.extend(base.context.iter().cloned());
+        self.tags
+            .push((METRIC_NAME, Cow::Borrowed(base.metric_name)));
+        for kv in point.attributes() {
+            self.tags
+                .push((kv.key.as_str(), any_text(kv.value.as_ref())));
+        }
+        let tags = &self.tags[start..];
+        let clash = tags.iter().enumerate().find_map(|(i, (name, _))| {
+            let reserved =
+                *name == "time" || F::NAMES.contains(name) || COMMON_FIELDS.contains(name);
+            (reserved || tags[..i].iter().any(|(other, _)| other == name)).then_some(*name)
+        });
+        if let Some(name) = clash {
+            self.tags.truncate(start);
+            let reason = format!("attribute {name:?} names one of its columns or another tag");
+            return rejected.add(1, base.metric_name, &reason);
+        }
+        self.row_tags.push(start..self.tags.len());
+        self.times.push(time);
+        let start_time = i64::try_from(point.start_time_unix_nano()).unwrap_or(0);
+        self.start
+            .append_option((start_time != 0).then_some(start_time));
+        self.flags.append_value(u64::from(point.flags()));
+        self.fields.push(point, shared);
+    }
+
+    /// The rows as a table of `measurement` (none without rows).
+    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<(), String> {
+        if self.times.is_empty() {
+            return Ok(());
+        }
+        let names: BTreeSet<&str> = self.tags.iter().map(|(name, _)| *name).collect();
+        let mut tags = TagColumns::new(names, &[])?;
+        let mut row: Vec<(&str, &str)> = Vec::new();
+        for range in &self.row_tags {
+            row.clear();
+            row.extend(
+                self.tags[range.clone()]
+                    .iter()
+                    .map(|(n, v)| (*n, v.as_ref())),
+            );
+            tags.append(&row, 1);
+        }
+        let mut times = Int64Builder::with_capacity(self.times.len());
+        times.append_slice(&self.times);
+        let mut fields: Vec<(&str, ArrayRef)> =
+            F::NAMES.iter().copied().zip(self.fields.finish()).collect();
+        fields.push(("start_time_unix_nano", Arc::new(self.start.finish())));
+        fields.push(("flags", Arc::new(self.flags.finish())));
+        tables.push(Table::new(measurement, times, tags, fields)?);
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Kinds<'a> {
+    gauge: Rows<'a, NumberDataPoint, NumberFields>,
+    sum: Rows<'a, NumberDataPoint, NumberFields>,
+    histogram: Rows<'a, HistogramDataPoint, HistogramFields>,
+    exponential: Rows<'a, ExponentialHistogramDataPoint, ExponentialFields>,
+    summary: Rows<'a, SummaryDataPoint, SummaryFields>,
+}
+
+impl Kinds<'_> {
+    fn rows(&self) -> usize {
+        self.gauge.times.len()
+            + self.sum.times.len()
+            + self.histogram.times.len()
+            + self.exponential.times.len()
+            + self.summary.times.len()
+    }
+
+    fn finish(self, tables: &mut Vec<Table>) -> Result<(), String> {
+        self.gauge.finish(GAUGE, tables)?;
+        self.sum.finish(SUM, tables)?;
+        self.histogram.finish(HISTOGRAM, tables)?;
+        self.exponential.finish(EXPONENTIAL_HISTOGRAM, tables)?;
+        self.summary.finish(SUMMARY, tables)
+    }
+}
+
+fn temporality(value: i32) -> &'static str {
+    match AggregationTemporality::try_from(value) {
+        Ok(AggregationTemporality::Delta) => "delta",
+        Ok(AggregationTemporality::Cumulative) => "cumulative",
+        _ => "unspecified",
+    }
+}
+
+/// Gauges and sums: the value, and for sums the temporality and whether
+/// the sum only grows (gauges leave those columns out).
+#[derive(Default)]
+struct NumberFields {
+    value: Float64Builder,
+    temporality: StringBuilder,
+    monotonic: BooleanBuilder,
+}
+
+impl Fields<NumberDataPoint> for NumberFields {
+    const NAMES: &'static [&'static str] = &["value", "aggregation_temporality", "is_monotonic"];
+    /// A sum's temporality and monotonicity; `None` for a gauge.
+    type Shared = Option<(i32, bool)>;
+
+    fn check(point: &NumberDataPoint) -> Option<&'static str> {
+        point
+            .value
+            .is_none()
+            .then_some("a number point without a value")
+    }
+
+    fn push(&mut self, point: &NumberDataPoint, shared: Self::Shared) {
+        self.value.append_value(match point.value {
+            Some(number_data_point::Value::AsDouble(v)) => v,
+            Some(number_data_point::Value::AsInt(v)) => v as f64,
+            None => unreachable!("checked"),
+        });
+        if let Some((kind, monotonic)) = shared {
+            self.temporality.append_value(temporality(kind));
+            self.monotonic.append_value(monotonic);
+        }
+    }
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        let temporality = self.temporality.finish();
+        let monotonic = self.monotonic.finish();
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(self.value.finish())];
+        // A gauge's rows have no temporality: its table leaves both out.
+        if temporality.len() > 0 {
+            columns.push(Arc::new(temporality));
+            columns.push(Arc::new(monotonic));
+        }
+        columns
+    }
+}
+
+#[derive(Default)]
+struct HistogramFields {
+    count: UInt64Builder,
+    sum: Float64Builder,
+    min: Float64Builder,
+    max: Float64Builder,
+    bucket_counts: ListBuilder<UInt64Builder>,
+    explicit_bounds: ListBuilder<Float64Builder>,
+    temporality: StringBuilder,
+}
+
+impl Fields<HistogramDataPoint> for HistogramFields {
+    const NAMES: &'static [&'static str] = &[
+        "count",
+        "sum",
+        "min",
+        "max",
+        "bucket_counts",
+        "explicit_bounds",
+        "aggregation_temporality",
+    ];
+    type Shared = i32;
+
+    fn check(point: &HistogramDataPoint) -> Option<&'static str> {
+        let buckets = point.bucket_counts.len();
+        (buckets != 0 && buckets != point.explicit_bounds.len() + 1)
+            .then_some("bucket_counts must have one more entry than explicit_bounds")
+    }
+
+    fn push(&mut self, point: &HistogramDataPoint, kind: i32) {
+        self.count.append_value(point.count);
+        self.sum.append_option(point.sum);
+        self.min.append_option(point.min);
+        self.max.append_option(point.max);
+        self.bucket_counts
+            .append_value(point.bucket_counts.iter().copied().map(Some));
+        self.explicit_bounds
+            .append_value(point.explicit_bounds.iter().copied().map(Some));
+        self.temporality.append_value(temporality(kind));
+    }
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.count.finish()),
+            Arc::new(self.sum.finish()),
+            Arc::new(self.min.finish()),
+            Arc::new(self.max.finish()),
+            Arc::new(self.bucket_counts.finish()),
+            Arc::new(self.explicit_bounds.finish()),
+            Arc::new(self.temporality.finish()),
+        ]
+    }
+}
+
+#[derive(Default)]
+struct ExponentialFields {
+    count: UInt64Builder,
+    sum: Float64Builder,
+    min: Float64Builder,
+    max: Float64Builder,
+    scale: Int64Builder,
+    zero_count: UInt64Builder,
+    zero_threshold: Float64Builder,
+    positive_offset: Int64Builder,
+    positive_bucket_counts: ListBuilder<UInt64Builder>,
+    negative_offset: Int64Builder,
+    negative_bucket_counts: ListBuilder<UInt64Builder>,
+    temporality: StringBuilder,
+}
+
+impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
+    const NAMES: &'static [&'static str] = &[
+        "count",
+        "sum",
+        "min",
+        "max",
+        "scale",
+        "zero_count",
+        "zero_threshold",
+        "positive_offset",
+        "positive_bucket_counts",
+        "negative_offset",
+        "negative_bucket_counts",
+        "aggregation_temporality",
+    ];
+    type Shared = i32;
+
+    fn push(&mut self, point: &ExponentialHistogramDataPoint, kind: i32) {
+        self.count.append_value(point.count);
+        self.sum.append_option(point.sum);
+        self.min.append_option(point.min);
+        self.max.append_option(point.max);
+        self.scale.append_value(i64::from(point.scale));
+        self.zero_count.append_value(point.zero_count);
+        self.zero_threshold.append_value(point.zero_threshold);
+        for (buckets, offset, counts) in [
+            (
+                &point.positive,
+                &mut self.positive_offset,
+                &mut self.positive_bucket_counts,
+            ),
+            (
+                &point.negative,
+                &mut self.negative_offset,
+                &mut self.negative_bucket_counts,
+            ),
+        ] {
+            offset.append_value(buckets.as_ref().map_or(0, |b| i64::from(b.offset)));
+            let values = buckets.as_ref().map_or(&[][..], |b| &b.bucket_counts[..]);
+            counts.append_value(values.iter().copied().map(Some));
+        }
+        self.temporality.append_value(temporality(kind));
+    }
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.count.finish()),
+            Arc::new(self.sum.finish()),
+            Arc::new(self.min.finish()),
+            Arc::new(self.max.finish()),
+            Arc::new(self.scale.finish()),
+            Arc::new(self.zero_count.finish()),
+            Arc::new(self.zero_threshold.finish()),
+            Arc::new(self.positive_offset.finish()),
+            Arc::new(self.positive_bucket_counts.finish()),
+            Arc::new(self.negative_offset.finish()),
+            Arc::new(self.negative_bucket_counts.finish()),
+            Arc::new(self.temporality.finish()),
+        ]
+    }
+}
+
+#[derive(Default)]
+struct SummaryFields {
+    count: UInt64Builder,
+    sum: Float64Builder,
+    quantiles: ListBuilder<Float64Builder>,
+    values: ListBuilder<Float64Builder>,
+}
+
+impl Fields<SummaryDataPoint> for SummaryFields {
+    const NAMES: &'static [&'static str] = &["count", "sum", "quantiles", "quantile_values"];
+    type Shared = i32;
+
+    fn push(&mut self, point: &SummaryDataPoint, _: i32) {
+        self.count.append_value(point.count);
+        self.sum.append_value(point.sum);
+        self.quantiles
+            .append_value(point.quantile_values.iter().map(|q| Some(q.quantile)));
+        self.values
+            .append_value(point.quantile_values.iter().map(|q| Some(q.value)));
+    }
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.count.finish()),
+            Arc::new(self.sum.finish()),
+            Arc::new(self.quantiles.finish()),
+            Arc::new(self.values.finish()),
+        ]
+    }
+}
+
+/// Points of [`METADATA`]: tag `metric_name`, fields `type`,
+/// `description`, `unit`, time 0.
+fn metadata_table(metadata: &BTreeMap<&str, (&'static str, &str, &str)>) -> Result<Table, String> {
+    let mut name = StringDictionaryBuilder::<Int32Type>::new();
+    let (mut kind, mut description, mut unit) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    for (metric, (k, d, u)) in metadata {
+        name.append_value(metric);
+        kind.append_value(k);
+        description.append_value(d);
+        unit.append_value(u);
+    }
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("time", Arc::new(Int64Array::from(vec![0; metadata.len()]))),
+        (METRIC_NAME, Arc::new(name.finish())),
+        ("type", Arc::new(kind.finish())),
+        ("description", Arc::new(description.finish())),
+        ("unit", Arc::new(unit.finish())),
+    ];
+    Ok(Table {
+        measurement: METADATA,
+        batch: RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?,
+        tags: vec![METRIC_NAME.into()],
+    })
+}
+
+/// An attribute value as a tag value: strings as they are, other scalars
+/// in their usual text form, bytes in hex, arrays and maps as JSON.
+fn any_text(value: Option<&AnyValue>) -> Cow<'_, str> {
+    use any_value::Value;
+    match value.and_then(|v| v.value.as_ref()) {
+        Some(Value::StringValue(s)) => Cow::Borrowed(s),
+        None => Cow::Borrowed(""),
+        Some(_) => {
+            let mut text = String::new();
+            write_any(value.expect("some"), &mut text, false);
+            Cow::Owned(text)
+        }
+    }
+}
+
+/// Writes `value` into `out`: as JSON when `json` (inside an array or a
+/// map), else as plain text.
+fn write_any(value: &AnyValue, out: &mut String, json: bool) {
+    use any_value::Value;
+    match &value.value {
+        Some(Value::StringValue(s)) if json => {
+            out.push_str(&serde_json::Value::from(s.as_str()).to_string())
+        }
+        Some(Value::StringValue(s)) => out.push_str(s),
+        Some(Value::BoolValue(b)) => {
+            let _ = write!(out, "{b}");
+        }
+        Some(Value::IntValue(i)) => {
+            let _ = write!(out, "{i}");
+        }
+        Some(Value::DoubleValue(d)) if json && !d.is_finite() => out.push_str("null"),
+        Some(Value::DoubleValue(d)) => {
+            let _ = write!(out, "{d}");
+        }
+        Some(Value::BytesValue(bytes)) => {
+            if json {
+                out.push('"');
+            }
+            bytes.iter().for_each(|b| {
+                let _ = write!(out, "{b:02x}");
+            });
+            if json {
+                out.push('"');
+            }
+        }
+        Some(Value::ArrayValue(array)) => {
+            out.push('[');
+            for (i, item) in array.values.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_any(item, out, true);
+            }
+            out.push(']');
+        }
+        Some(Value::KvlistValue(map)) => {
+            out.push('{');
+            for (i, kv) in map.values.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::from(kv.key.as_str()).to_string());
+                out.push(':');
+                match &kv.value {
+                    Some(v) => write_any(v, out, true),
+                    None => out.push_str("null"),
+                }
+            }
+            out.push('}');
+        }
+        // A string-table index (OTLP profiles): no table to look it up in.
+        Some(Value::StringValueStrindex(_)) | None => {
+            if json {
+                out.push_str("null");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use any_value::Value;
+
+    fn any(value: Value) -> AnyValue {
+        AnyValue { value: Some(value) }
+    }
+
+    #[test]
+    fn attribute_values_as_text() {
+        let cases = [
+            (Value::StringValue("a b".into()), "a b"),
+            (Value::BoolValue(true), "true"),
+            (Value::IntValue(-7), "-7"),
+            (Value::DoubleValue(0.5), "0.5"),
+            (Value::BytesValue(vec![0xde, 0xad]), "dead"),
+            (
+                Value::ArrayValue(opentelemetry_proto::tonic::common::v1::ArrayValue {
+                    values: vec![
+                        any(Value::StringValue("x\"".into())),
+                        any(Value::IntValue(1)),
+                    ],
+                }),
+                r#"["x\"",1]"#,
+            ),
+            (
+                Value::KvlistValue(opentelemetry_proto::tonic::common::v1::KeyValueList {
+                    values: vec![KeyValue {
+                        key: "k".into(),
+                        value: Some(any(Value::DoubleValue(f64::NAN))),
+                        ..KeyValue::default()
+                    }],
+                }),
+                r#"{"k":null}"#,
+            ),
+        ];
+        for (value, text) in cases {
+            assert_eq!(any_text(Some(&any(value))), text);
+        }
+        assert_eq!(any_text(None), "");
+    }
+}

@@ -1,0 +1,153 @@
+//! What protocol front ends that decode straight into Arrow share: a
+//! [`Table`] (one measurement's batch and its tag columns), the
+//! [`TagColumns`] builder that turns per-row tag lists into
+//! dictionary-encoded columns, and [`write`], which stores every table of
+//! a request as one write (all of them or none).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chingest::arrow::array::{ArrayRef, Int64Builder, RecordBatch, StringDictionaryBuilder};
+use chingest::arrow::datatypes::Int32Type;
+use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
+
+/// One measurement's batch and its tag columns.
+pub(crate) struct Table {
+    /// The measurement.
+    pub(crate) measurement: &'static str,
+    /// The rows: `time`, the tag columns, fields in the rest.
+    pub(crate) batch: RecordBatch,
+    /// The names of the tag columns.
+    pub(crate) tags: Vec<String>,
+}
+
+impl Table {
+    /// A table of `time` (ns), the tag columns and `fields`, in that order.
+    pub(crate) fn new(
+        measurement: &'static str,
+        mut times: Int64Builder,
+        tags: TagColumns,
+        fields: Vec<(&str, ArrayRef)>,
+    ) -> Result<Table, String> {
+        let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
+        let tags = tags.finish(&mut columns);
+        columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
+        let batch = RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?;
+        Ok(Table {
+            measurement,
+            batch,
+            tags,
+        })
+    }
+}
+
+/// Writes `tables` as one write: every table is stored or none is.
+pub(crate) async fn write(
+    ingestor: &Ingestor,
+    db: &str,
+    rp: &str,
+    tables: &[Table],
+    options: &WriteOptions,
+) -> chingest::Result<usize> {
+    let tags: Vec<Vec<&str>> = tables
+        .iter()
+        .map(|t| t.tags.iter().map(String::as_str).collect())
+        .collect();
+    let tables: Vec<ArrowTable<'_>> = tables
+        .iter()
+        .zip(&tags)
+        .map(|(table, tags)| ArrowTable {
+            measurement: table.measurement,
+            batch: &table.batch,
+            tag_columns: tags,
+        })
+        .collect();
+    ingestor.write_arrow_tables(db, rp, &tables, options).await
+}
+
+/// Gives `measurement` (a protocol's metadata: one point per metric) the
+/// `last` policy before its first write, once: the newest point wins, so
+/// metadata sent again (every minute, and in retries) adds nothing.
+pub(crate) async fn keep_last(
+    ingestor: &Ingestor,
+    db: &str,
+    measurement: &str,
+) -> chingest::Result<()> {
+    let has_policy = ingestor
+        .duplicate_policies(db)
+        .iter()
+        .any(|(m, _)| m.as_deref() == Some(measurement));
+    if has_policy {
+        return Ok(());
+    }
+    ingestor.create_database(db).await?;
+    match ingestor
+        .set_duplicate_policy(db, Some(measurement), DuplicatePolicy::Last)
+        .await
+    {
+        Ok(()) | Err(chingest::Error::Conflict(_)) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+/// One dictionary-encoded string column per tag name, filled row by row
+/// from each row's (name, value) list. The names are collected first (a
+/// batch's columns are fixed), so a row lacking a tag stores NULL.
+pub(crate) struct TagColumns {
+    /// Sorted: a row's tags find their column by binary search, cheaper
+    /// than hashing short strings.
+    names: Vec<String>,
+    builders: Vec<StringDictionaryBuilder<Int32Type>>,
+    /// The values of the row being appended (None: it lacks the tag).
+    row: Vec<Option<usize>>,
+}
+
+impl TagColumns {
+    /// Columns for every tag name in `names`; a name in `reserved` (the
+    /// measurement's other columns) is refused.
+    pub(crate) fn new<'n>(
+        names: impl IntoIterator<Item = &'n str>,
+        reserved: &[&str],
+    ) -> Result<TagColumns, String> {
+        let names: BTreeSet<&str> = names.into_iter().collect();
+        if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
+            return Err(format!(
+                "label name {bad:?} is not supported: it names a stored column"
+            ));
+        }
+        Ok(TagColumns {
+            builders: names
+                .iter()
+                .map(|_| StringDictionaryBuilder::new())
+                .collect(),
+            row: vec![None; names.len()],
+            names: names.into_iter().map(str::to_owned).collect(),
+        })
+    }
+
+    /// Appends `rows` rows carrying `tags` (each name one of the columns').
+    pub(crate) fn append(&mut self, tags: &[(&str, &str)], rows: usize) {
+        self.row.iter_mut().for_each(|v| *v = None);
+        for (i, (name, _)) in tags.iter().enumerate() {
+            let column = self
+                .names
+                .binary_search_by(|n| n.as_str().cmp(name))
+                .expect("the columns cover every tag name");
+            self.row[column] = Some(i);
+        }
+        for (builder, value) in self.builders.iter_mut().zip(&self.row) {
+            let value = value.map(|i| tags[i].1);
+            for _ in 0..rows {
+                builder.append_option(value);
+            }
+        }
+    }
+
+    /// Moves the columns into `columns`; returns the tag names.
+    fn finish(self, columns: &mut Vec<(String, ArrayRef)>) -> Vec<String> {
+        for (name, mut builder) in self.names.iter().zip(self.builders) {
+            columns.push((name.clone(), Arc::new(builder.finish())));
+        }
+        self.names
+    }
+}
