@@ -1,6 +1,6 @@
 # The two commands of the README: `make run` and `make test`. Both start with
-# `make setup`, which fetches the engine, installs build prerequisites and
-# the Python InfluxDB clients the tests drive the server with.
+# `make setup`, which fetches the engine, installs build prerequisites, the
+# Python InfluxDB clients the tests drive the server with and Prometheus.
 
 CARGO ?= cargo
 
@@ -12,6 +12,23 @@ setup:
 		python3 -m pip install -q -r tests/python/requirements.txt
 	@test -x .venv-promrw/bin/python || \
 		(python3 -m venv .venv-promrw && .venv-promrw/bin/pip install -q -r tests/python/requirements-promrw.txt)
+# A real Prometheus for tests/python/test_prometheus.py, which starts its
+# own: a policy-rc.d that refuses (unless one is already in place) keeps the
+# package's postinst from starting the service.
+	@if [ ! -x /usr/bin/prometheus ]; then \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		policy=""; \
+		if [ ! -e /usr/sbin/policy-rc.d ]; then \
+			policy=/usr/sbin/policy-rc.d; \
+			printf '#!/bin/sh\nexit 101\n' | $$sudo tee $$policy >/dev/null && $$sudo chmod 755 $$policy || exit 1; \
+		fi; \
+		echo "setup: installing prometheus" >&2; \
+		$$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+		status=$$?; \
+		[ -z "$$policy" ] || $$sudo rm -f $$policy; \
+		exit $$status; \
+	fi
 
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve
