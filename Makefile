@@ -10,8 +10,8 @@ setup:
 	./engine/fetch.sh
 	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
-	@test -x .venv-promrw/bin/python || \
-		(python3 -m venv .venv-promrw && .venv-promrw/bin/pip install -q -r tests/python/requirements-promrw.txt)
+	@.venv-otel/bin/python -c "import opentelemetry.exporter.prometheus_remote_write, opentelemetry.exporter.otlp.proto.grpc.metric_exporter, opentelemetry.exporter.otlp.proto.http.metric_exporter" 2>/dev/null || \
+		(python3 -m venv .venv-otel && .venv-otel/bin/pip install -q -r tests/python/requirements-otel.txt)
 # A real Prometheus for tests/python/test_prometheus.py, which starts its
 # own: a policy-rc.d that refuses (unless one is already in place) keeps the
 # package's postinst from starting the service.

@@ -1,5 +1,5 @@
 """Exports OpenTelemetry metrics with the Prometheus remote-write exporter:
-run by test_prometheus.py in the .venv-promrw virtualenv.
+run by test_prometheus.py in the .venv-otel virtualenv.
 
 Usage: promrw_sender.py <remote write URL> <token>
 """

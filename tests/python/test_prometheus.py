@@ -1,6 +1,6 @@
 """Prometheus remote write from real senders, read back through /sql:
 OpenTelemetry's Prometheus remote-write exporter (PyPI), run from its own
-virtualenv (`make setup` makes .venv-promrw), writes a counter and a gauge;
+virtualenv (`make setup` makes .venv-otel), writes a counter and a gauge;
 and Prometheus itself (Debian's package, which `make setup` installs)
 scrapes itself and chingest, remote-writes everything, and what chingest
 stored is compared with what Prometheus's HTTP API reports.
@@ -20,7 +20,7 @@ import pytest
 
 from conftest import ROOT, TOKEN, free_port, sql
 
-VENV_PYTHON = ROOT / ".venv-promrw" / "bin" / "python"
+VENV_PYTHON = ROOT / ".venv-otel" / "bin" / "python"
 SENDER = pathlib.Path(__file__).with_name("promrw_sender.py")
 
 
