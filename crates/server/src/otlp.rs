@@ -94,7 +94,7 @@ pub(crate) async fn export(
         let options = state.write_options(chingest::Precision::Nanoseconds, durability);
         tables::write(ingestor, db, rp, &converted.tables, &options).await?;
     }
-    let partial_success = (converted.rejected > 0).then(|| ExportMetricsPartialSuccess {
+    let partial_success = (converted.rejected > 0).then_some(ExportMetricsPartialSuccess {
         rejected_data_points: converted.rejected,
         error_message: converted.message,
     });

@@ -134,7 +134,7 @@ impl<'a> Decoded<'a> {
             })
         };
         let pairs = |series: usize, refs: &[u32], into: &mut Vec<(&'a str, &'a str)>| {
-            if refs.len() % 2 != 0 {
+            if !refs.len().is_multiple_of(2) {
                 return Err(format!(
                     "series {series}: an odd number of label references ({})",
                     refs.len()
