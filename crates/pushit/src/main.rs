@@ -91,6 +91,10 @@ enum Mode {
     /// Prometheus remote write 1.0 as Prometheus sends it: a scrape load in
     /// snappy-compressed requests of 500 samples, samples/s end to end.
     Prom(modes::prom::Args),
+    /// OTLP gauges as an OpenTelemetry Collector sends them: host metrics
+    /// in requests of ~8,192 points over OTLP/gRPC (or HTTP), points/s end
+    /// to end.
+    Otlp(modes::otlp::Args),
     /// Deletes and corrections on a loaded table: one host's hour deleted
     /// through /api/v2/delete, another's corrected through /api/v2/update,
     /// a third's deleted with InfluxQL DELETE, each timed until answered.
@@ -251,5 +255,6 @@ fn main() -> anyhow::Result<()> {
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),
+        Mode::Otlp(args) => modes::otlp::run(&ctx, &args),
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod flush;
 pub(crate) mod http;
 pub(crate) mod layouts;
 mod load;
+pub(crate) mod otlp;
 pub(crate) mod prom;
 pub(crate) mod query;
 pub(crate) mod replay;
