@@ -6,7 +6,9 @@
 //! built before the clock starts, and posted to `/api/v1/write` over
 //! `--connections` keep-alive connections. Reports samples/s until the last
 //! request is answered and until every sample is queryable, and (with the
-//! in-process server) bytes per sample on disk once merged.
+//! in-process server) bytes per sample on disk once merged. With
+//! `--victoriametrics URL` the same requests then go to a VictoriaMetrics,
+//! over as many connections, for a second row measured the same way.
 
 use anyhow::bail;
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
@@ -37,6 +39,11 @@ pub(crate) struct Args {
     /// Concurrent keep-alive connections (Prometheus's shards).
     #[arg(long, default_value_t = 4)]
     connections: usize,
+    /// A VictoriaMetrics (e.g. http://127.0.0.1:8428, started with a
+    /// `-retentionPeriod` that keeps 2016's samples) to send the same
+    /// requests to after chingest, for comparison.
+    #[arg(long, value_name = "URL")]
+    victoriametrics: Option<String>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -55,9 +62,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     }
     ctx.progress(format!("prom: building {samples} samples"));
     let requests = build_requests(args);
+    let requests_again = args.victoriametrics.as_ref().map(|_| requests.clone());
     let mut report = ctx.report(
         "prom",
         vec![
+            column("receiver", "receiver", Format::Text),
             column("samples", "samples", Format::Count),
             column("series", "series", Format::Count),
             column("samples/s", "samples_per_s", Format::Count),
@@ -117,6 +126,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 false => None,
             };
             report.push(json!({
+                "receiver": "chingest",
                 "samples": sent.rows,
                 "series": args.targets * args.series_per_target,
                 "requests": sent.latencies.len(),
@@ -131,8 +141,89 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             Ok(())
         },
     ))?;
+    if let (Some(url), Some(requests)) = (&args.victoriametrics, requests_again) {
+        let row = runtime.block_on(victoriametrics(ctx, args, url, requests, samples))?;
+        report.push(row);
+    }
     report.finish();
     Ok(())
+}
+
+/// The same requests posted to a VictoriaMetrics at `url`: samples/s until
+/// the last is answered, and until all are queryable (after asking it to
+/// flush its in-memory buffers).
+async fn victoriametrics(
+    ctx: &Context,
+    args: &Args,
+    url: &str,
+    requests: Vec<(Vec<u8>, usize)>,
+    samples: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let client = http_client()?;
+    let write = format!("{url}/api/v1/write");
+    let send_client = client.clone();
+    let send = move |_: usize, (body, _): (Vec<u8>, usize)| {
+        let request = send_client
+            .post(&write)
+            .header("Content-Encoding", "snappy")
+            .header("Content-Type", "application/x-protobuf")
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+            .body(body);
+        async move {
+            let response = request.send().await?;
+            if !response.status().is_success() {
+                bail!("VictoriaMetrics answered {}", response.status());
+            }
+            Ok(())
+        }
+    };
+    let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
+    let sent = drive(
+        ctx,
+        "prom/victoriametrics",
+        requests,
+        args.connections,
+        sizes,
+        send,
+    )
+    .await?;
+    // Every sample of the load, counted at its last scrape.
+    let end_ms = START_MS + (args.scrapes as i64 - 1) * SCRAPE_INTERVAL_MS;
+    let query = format!(
+        "{url}/api/v1/query?query=sum(count_over_time(%7Bjob%3D%22node%22%7D%5B1h%5D))&time={}",
+        end_ms as f64 / 1000.0
+    );
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let stored = loop {
+        client
+            .get(format!("{url}/internal/force_flush"))
+            .send()
+            .await?;
+        let answer: serde_json::Value = client.get(&query).send().await?.json().await?;
+        let stored = answer["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64;
+        if stored >= samples as u64 || std::time::Instant::now() > give_up {
+            break stored;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let visible = sent.started.elapsed();
+    // The warm-up request counts too: every sample must be there.
+    check_stored("VictoriaMetrics", samples as u64, stored)?;
+    Ok(json!({
+        "receiver": "victoriametrics",
+        "samples": sent.rows,
+        "series": args.targets * args.series_per_target,
+        "samples_per_s": per_second(sent.rows, sent.elapsed),
+        "visible_samples_per_s": sent.rows as f64 / visible.as_secs_f64().max(1e-9),
+        "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
+        "p50_ms": millis_at(&sent.latencies, 0.5),
+        "p99_ms": millis_at(&sent.latencies, 0.99),
+        "bytes_per_sample": null,
+        "run": sent.label,
+    }))
 }
 
 /// Every request's snappy-compressed body and sample count, in send order:
