@@ -16,6 +16,7 @@ pub(crate) mod http;
 pub(crate) mod layouts;
 mod load;
 pub(crate) mod otlp;
+mod otlp_shapes;
 pub(crate) mod prom;
 pub(crate) mod query;
 pub(crate) mod replay;

@@ -57,6 +57,11 @@ pub(crate) struct Args {
     /// OTLP/gRPC or OTLP/HTTP.
     #[arg(long, value_enum, default_value_t = Transport::Grpc)]
     transport: Transport,
+    /// Instead of the end-to-end run: the same points inserted straight
+    /// into the engine in the OpenTelemetry Collector ClickHouse
+    /// exporter's shape and in chingest's series_id layout.
+    #[arg(long)]
+    shapes: bool,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -72,6 +77,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     }
     ctx.progress(format!("otlp: building {points} gauge points"));
     let requests = build_requests(args);
+    if args.shapes {
+        let requests: Vec<_> = requests.into_iter().map(|(request, _)| request).collect();
+        return super::otlp_shapes::run(ctx, &requests);
+    }
     let mut report = ctx.report(
         "otlp",
         vec![
