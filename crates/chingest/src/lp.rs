@@ -98,6 +98,8 @@ pub(crate) struct LineBatch<'b> {
     memo_owner: Option<usize>,
     /// Physical lines in the piece of the body parsed so far.
     lines_seen: usize,
+    /// Whether the piece's last line ran to its end inside a string value.
+    ended_in_string: bool,
     scratch: Vec<(usize, FieldType)>,
 }
 
@@ -119,6 +121,7 @@ impl<'b> LineBatch<'b> {
             outcome: WriteOutcome::default(),
             memo_owner: None,
             lines_seen: 0,
+            ended_in_string: false,
             scratch: Vec::new(),
         }
     }
@@ -127,7 +130,7 @@ impl<'b> LineBatch<'b> {
     /// or recording why not. Line numbers count from the piece's start; see
     /// [`shift_lines`](Self::shift_lines).
     pub(crate) fn parse(&mut self, body: &'b [u8], piece: Range<usize>, options: ParseOptions) {
-        self.lines_seen = self.parse_range(body, piece, 0, options, true);
+        (self.lines_seen, self.ended_in_string) = self.parse_range(body, piece, 0, options, true);
     }
 
     /// Physical lines in the piece parsed by [`parse`](Self::parse).
@@ -187,7 +190,8 @@ impl<'b> LineBatch<'b> {
         }
     }
 
-    /// Parses `body[range]`; returns the physical lines it held.
+    /// Parses `body[range]`; returns the physical lines it held and whether
+    /// its last line ran to its end inside a string value.
     fn parse_range(
         &mut self,
         body: &'b [u8],
@@ -195,7 +199,7 @@ impl<'b> LineBatch<'b> {
         line_offset: usize,
         options: ParseOptions,
         may_defer: bool,
-    ) -> usize {
+    ) -> (usize, bool) {
         let db = Arc::clone(&self.db);
         let known_ids = db.series.by_raw_key.read().unwrap();
         let start = range.start;
@@ -232,7 +236,7 @@ impl<'b> LineBatch<'b> {
                 }
             }
         }
-        parser.lines_consumed()
+        (parser.lines_consumed(), parser.ended_in_string())
     }
 
     /// Position in `tables` of the line's table, or why there is none.
@@ -547,6 +551,15 @@ pub(crate) fn parse_pieces<'b>(
             })
         })
     };
+    // A piece cut inside a string value (whose line feeds do not end its
+    // line) does not end at a line's end: then the body is parsed whole.
+    if batches[..batches.len() - 1]
+        .iter()
+        .any(|b| b.ended_in_string)
+    {
+        drop(batches);
+        return parse_piece(0..body.len());
+    }
     let mut batches = batches.into_iter();
     let mut merged = batches.next().expect("at least one piece");
     let mut offset = merged.lines_seen();

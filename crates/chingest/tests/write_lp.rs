@@ -99,7 +99,8 @@ fn timestamps_honour_every_precision_and_the_storable_range() {
             (Precision::Seconds, "1", 1_000_000_000),
             (Precision::Minutes, "1", 60_000_000_000),
             (Precision::Hours, "1", 3_600_000_000_000),
-            // The edges of DateTime64(9): 1900-01-01 and the largest i64.
+            // The edges: 1900-01-01 (DateTime64(9)'s) and the largest time
+            // InfluxDB accepts, i64::MAX - 1.
             (
                 Precision::Seconds,
                 "-2208988800",
@@ -107,8 +108,8 @@ fn timestamps_honour_every_precision_and_the_storable_range() {
             ),
             (
                 Precision::Nanoseconds,
-                "9223372036854775807",
-                i64::MAX as i128,
+                "9223372036854775806",
+                i64::MAX as i128 - 1,
             ),
         ];
         for (i, (precision, ts, _)) in cases.iter().enumerate() {
