@@ -9,6 +9,10 @@
 //! - the database's raw-series-key → series_id map, so a series seen before
 //!   costs one hash lookup, not a canonicalization and a hash of its tags.
 //!
+//! A field repeated on a line keeps its last value, as in InfluxDB (the
+//! earlier ones are resolved to [`SUPERSEDED`]); values of another type
+//! than the field's column are a type conflict, the earlier ones too.
+//!
 //! A line that needs a table or column that does not exist yet is deferred:
 //! its byte range is kept, the schema change is collected, and once the DDL
 //! has run ([`LineBatch::take_schema_needs`]) the deferred lines are parsed
@@ -32,6 +36,10 @@ use crate::{LineRejection, WriteOutcome};
 /// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.
 pub(crate) const MIN_TIME_NS: i64 = -2_208_988_800_000_000_000;
 
+/// The column position of a field that a later field of the same name on
+/// its line replaces: its value is not stored.
+const SUPERSEDED: usize = usize::MAX;
+
 /// The rows of one request destined for one table.
 struct TableRows<'b> {
     table: Arc<Table>,
@@ -39,7 +47,7 @@ struct TableRows<'b> {
     chunk: ChunkBuilder,
     /// Raw field keys of the last line whose fields all resolved...
     memo_keys: Vec<&'b str>,
-    /// ...and their (column position, type).
+    /// ...and their (column position or [`SUPERSEDED`], column type).
     memo_columns: Vec<(usize, FieldType)>,
 }
 
@@ -371,6 +379,7 @@ impl<'b> LineBatch<'b> {
             line.fields
                 .iter()
                 .zip(&rows.memo_columns)
+                .filter(|&(_, &(position, _))| position != SUPERSEDED)
                 .map(|((_, value), &(position, _))| (position, value)),
         );
         Outcome::Added
@@ -391,9 +400,8 @@ impl<'b> LineBatch<'b> {
             let name = key.unescape();
             match self.tables[t].schema.field(&name) {
                 Some(column) => {
-                    if columns.iter().any(|(position, _)| *position == column.0) {
-                        self.scratch = columns;
-                        return Err(reject(format!("duplicate field {name:?}")));
+                    if let Some(earlier) = columns.iter_mut().find(|(p, _)| *p == column.0) {
+                        earlier.0 = SUPERSEDED;
                     }
                     columns.push(column);
                 }

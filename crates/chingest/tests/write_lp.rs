@@ -193,7 +193,7 @@ good,host=a v=1i 1
 bad,host=a v= 2
 good,host=b v=2i 3
 good,host=c v=\"text\" 4
-good,host=d v=4i,v=5i 5
+good,host=d v=4i,v=5.5 5
 good,host=e,host=f v=6i 6
 good,time=x v=7i 7
 good,host=g time=8i 8
@@ -208,7 +208,7 @@ good,host=h v=9i 9
             reasons[1].contains("type conflict") && reasons[1].contains("integer"),
             "{reasons:?}"
         );
-        assert!(reasons[2].contains("duplicate field"), "{reasons:?}");
+        assert!(reasons[2].contains("type conflict"), "{reasons:?}");
         assert!(reasons[3].contains("duplicate tag"), "{reasons:?}");
         assert!(reasons[4].contains("time"), "{reasons:?}");
         assert!(reasons[5].contains("reserved"), "{reasons:?}");
