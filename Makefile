@@ -1,6 +1,8 @@
 # The two commands of the README: `make run` and `make test`. Both start with
-# `make setup`, which fetches the engine, installs build prerequisites and
-# the Python InfluxDB clients the tests drive the server with.
+# `make setup`, which fetches the engine, installs build prerequisites,
+# the Python InfluxDB clients the tests drive the server with, and Debian's
+# InfluxDB 1.6 (`influxd`), which the line-protocol parity test runs beside
+# the server.
 
 CARGO ?= cargo
 
@@ -12,6 +14,26 @@ setup:
 		python3 -m pip install -q -r tests/python/requirements.txt
 	@test -x .venv-promrw/bin/python || \
 		(python3 -m venv .venv-promrw && .venv-promrw/bin/pip install -q -r tests/python/requirements-promrw.txt)
+	@# The package's scripts would start influxd as a service (on 8086, the
+	@# server's own port) and enable it at boot: a policy-rc.d that forbids
+	@# starting services is in place while it installs (unless one already
+	@# is), and the boot-time service is disabled. The test runs its own.
+	@test -x /usr/bin/influxd || { \
+		sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		echo "setup: installing influxdb (Debian's InfluxDB 1.6)" >&2; \
+		policy=/usr/sbin/policy-rc.d; own=; \
+		if [ ! -e $$policy ]; then \
+			printf '#!/bin/sh\nexit 101\n' | $$sudo tee $$policy >/dev/null && $$sudo chmod +x $$policy && own=1; \
+		fi; \
+		$$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq influxdb >/dev/null; \
+		status=$$?; \
+		[ -z "$$own" ] || $$sudo rm -f $$policy; \
+		[ $$status -eq 0 ] || exit $$status; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now influxdb.service >/dev/null 2>&1; fi; \
+		if command -v update-rc.d >/dev/null; then $$sudo update-rc.d influxdb disable >/dev/null 2>&1; fi; \
+		test -x /usr/bin/influxd; \
+	}
 
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve
