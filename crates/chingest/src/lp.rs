@@ -9,6 +9,10 @@
 //! - the database's raw-series-key → series_id map, so a series seen before
 //!   costs one hash lookup, not a canonicalization and a hash of its tags.
 //!
+//! A field repeated on a line keeps its last value, as in InfluxDB (the
+//! earlier ones are resolved to [`SUPERSEDED`]); values of another type
+//! than the field's column are a type conflict, the earlier ones too.
+//!
 //! A line that needs a table or column that does not exist yet is deferred:
 //! its byte range is kept, the schema change is collected, and once the DDL
 //! has run ([`LineBatch::take_schema_needs`]) the deferred lines are parsed
@@ -32,6 +36,10 @@ use crate::{LineRejection, WriteOutcome};
 /// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.
 pub(crate) const MIN_TIME_NS: i64 = -2_208_988_800_000_000_000;
 
+/// The column position of a field that a later field of the same name on
+/// its line replaces: its value is not stored.
+const SUPERSEDED: usize = usize::MAX;
+
 /// The rows of one request destined for one table.
 struct TableRows<'b> {
     table: Arc<Table>,
@@ -39,7 +47,7 @@ struct TableRows<'b> {
     chunk: ChunkBuilder,
     /// Raw field keys of the last line whose fields all resolved...
     memo_keys: Vec<&'b str>,
-    /// ...and their (column position, type).
+    /// ...and their (column position or [`SUPERSEDED`], column type).
     memo_columns: Vec<(usize, FieldType)>,
 }
 
@@ -98,6 +106,8 @@ pub(crate) struct LineBatch<'b> {
     memo_owner: Option<usize>,
     /// Physical lines in the piece of the body parsed so far.
     lines_seen: usize,
+    /// Whether the piece's last line ran to its end inside a string value.
+    ended_in_string: bool,
     scratch: Vec<(usize, FieldType)>,
 }
 
@@ -119,6 +129,7 @@ impl<'b> LineBatch<'b> {
             outcome: WriteOutcome::default(),
             memo_owner: None,
             lines_seen: 0,
+            ended_in_string: false,
             scratch: Vec::new(),
         }
     }
@@ -127,7 +138,7 @@ impl<'b> LineBatch<'b> {
     /// or recording why not. Line numbers count from the piece's start; see
     /// [`shift_lines`](Self::shift_lines).
     pub(crate) fn parse(&mut self, body: &'b [u8], piece: Range<usize>, options: ParseOptions) {
-        self.lines_seen = self.parse_range(body, piece, 0, options, true);
+        (self.lines_seen, self.ended_in_string) = self.parse_range(body, piece, 0, options, true);
     }
 
     /// Physical lines in the piece parsed by [`parse`](Self::parse).
@@ -187,7 +198,8 @@ impl<'b> LineBatch<'b> {
         }
     }
 
-    /// Parses `body[range]`; returns the physical lines it held.
+    /// Parses `body[range]`; returns the physical lines it held and whether
+    /// its last line ran to its end inside a string value.
     fn parse_range(
         &mut self,
         body: &'b [u8],
@@ -195,7 +207,7 @@ impl<'b> LineBatch<'b> {
         line_offset: usize,
         options: ParseOptions,
         may_defer: bool,
-    ) -> usize {
+    ) -> (usize, bool) {
         let db = Arc::clone(&self.db);
         let known_ids = db.series.by_raw_key.read().unwrap();
         let start = range.start;
@@ -232,7 +244,7 @@ impl<'b> LineBatch<'b> {
                 }
             }
         }
-        parser.lines_consumed()
+        (parser.lines_consumed(), parser.ended_in_string())
     }
 
     /// Position in `tables` of the line's table, or why there is none.
@@ -367,6 +379,7 @@ impl<'b> LineBatch<'b> {
             line.fields
                 .iter()
                 .zip(&rows.memo_columns)
+                .filter(|&(_, &(position, _))| position != SUPERSEDED)
                 .map(|((_, value), &(position, _))| (position, value)),
         );
         Outcome::Added
@@ -387,9 +400,8 @@ impl<'b> LineBatch<'b> {
             let name = key.unescape();
             match self.tables[t].schema.field(&name) {
                 Some(column) => {
-                    if columns.iter().any(|(position, _)| *position == column.0) {
-                        self.scratch = columns;
-                        return Err(reject(format!("duplicate field {name:?}")));
+                    if let Some(earlier) = columns.iter_mut().find(|(p, _)| *p == column.0) {
+                        earlier.0 = SUPERSEDED;
                     }
                     columns.push(column);
                 }
@@ -547,6 +559,15 @@ pub(crate) fn parse_pieces<'b>(
             })
         })
     };
+    // A piece cut inside a string value (whose line feeds do not end its
+    // line) does not end at a line's end: then the body is parsed whole.
+    if batches[..batches.len() - 1]
+        .iter()
+        .any(|b| b.ended_in_string)
+    {
+        drop(batches);
+        return parse_piece(0..body.len());
+    }
     let mut batches = batches.into_iter();
     let mut merged = batches.next().expect("at least one piece");
     let mut offset = merged.lines_seen();

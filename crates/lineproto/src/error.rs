@@ -30,9 +30,11 @@ pub(crate) fn excerpt(s: &str) -> String {
 /// A rejected line: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineError {
-    /// 1-based physical line number (blank lines and comments count).
+    /// 1-based physical line number the line starts on (blank lines,
+    /// comments and line feeds in earlier lines' string values count).
     pub line_number: usize,
-    /// 1-based byte column of the offending token within the line.
+    /// 1-based byte column of the offending token within the line (counted
+    /// from the line's start, across line feeds in its string values).
     pub column: usize,
     /// What is wrong.
     pub kind: ErrorKind,
@@ -73,25 +75,33 @@ pub enum ErrorKind {
         /// The name as written.
         name: String,
     },
-    /// A tag has no key (`m,=v`, `m, f=1`, `m,`).
+    /// A tag has no key (`m,=v`, `m, f=1`, `m,`, `m,a=1,,b=2`).
     EmptyTagKey,
-    /// A tag has no `=` or nothing after it (`m,k f=1`, `m,k= f=1`).
+    /// A tag has no `=` or nothing after it (`m,k f=1`, `m,k= f=1`), or
+    /// its key has an unescaped comma (`m,a,b=v f=1`: the tag `a` has no
+    /// value).
     MissingTagValue {
+        /// The tag key as written.
+        key: String,
+    },
+    /// A tag value has an unescaped `=` after its first byte
+    /// (`m,k=a=b f=1`); the column is that of the `=`.
+    EqualsInTagValue {
         /// The tag key as written.
         key: String,
     },
     /// The line has no field set.
     MissingFields,
-    /// A field has no key (`m =1`, `m f=1,`).
+    /// A field has no key (`m =1`, `m f=1,`, `m f=1,,g=2`).
     EmptyFieldKey,
-    /// A field has no `=` or nothing after it (`m f`, `m f= 1`).
+    /// A field has no `=` or nothing after it (`m f`, `m f= 1`), or its key
+    /// has an unescaped comma (`m a,b=1`: the field `a` has no value).
     MissingFieldValue {
         /// The field key as written.
         key: String,
     },
     /// A field value is not a float, integer, unsigned integer, string or
-    /// boolean (includes `NaN`, `inf`, `.5`, `1.`, `+1` and garbage after a
-    /// value).
+    /// boolean (includes `NaN`, `inf`, `.`, `+1` and garbage after a value).
     InvalidFieldValue {
         /// The field key as written.
         key: String,
@@ -120,8 +130,8 @@ pub enum ErrorKind {
         /// The value as written.
         value: String,
     },
-    /// A string field value has no closing double quote on its line; the
-    /// column is that of the opening quote.
+    /// A string field value has no closing double quote before the end of
+    /// the input; the column is that of the opening quote.
     UnterminatedString {
         /// The field key as written.
         key: String,
@@ -131,8 +141,8 @@ pub enum ErrorKind {
         /// The timestamp as written.
         value: String,
     },
-    /// The timestamp does not fit an `i64`, or does not after conversion to
-    /// nanoseconds.
+    /// The timestamp is not between `i64::MIN + 2` and `i64::MAX - 1`
+    /// nanoseconds after conversion to nanoseconds (InfluxDB's range).
     TimestampOutOfRange {
         /// The timestamp as written.
         value: String,
@@ -157,6 +167,9 @@ impl fmt::Display for ErrorKind {
             }
             ErrorKind::EmptyTagKey => f.write_str("empty tag key"),
             ErrorKind::MissingTagValue { key } => write!(f, "missing value for tag '{key}'"),
+            ErrorKind::EqualsInTagValue { key } => {
+                write!(f, "unescaped '=' in the value of tag '{key}'")
+            }
             ErrorKind::MissingFields => f.write_str("missing fields (at least one is required)"),
             ErrorKind::EmptyFieldKey => f.write_str("empty field key"),
             ErrorKind::MissingFieldValue { key } => {

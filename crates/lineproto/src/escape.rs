@@ -12,14 +12,15 @@
 use std::borrow::Cow;
 use std::fmt;
 
-/// Which escape rules apply to a piece of raw text.
+/// Which escape rules apply to a piece of raw text (InfluxDB 1.6's, but for
+/// `\\`, which InfluxDB 1.6 leaves as two backslashes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Rules {
-    /// Measurement names: `\,` `\ ` `\\`.
-    Measurement,
-    /// Tag keys, tag values and field keys: `\,` `\=` `\ ` `\\`.
+    /// Measurements and field keys: `\,` `\=` `\ ` `\"` `\\`.
     #[default]
     Name,
+    /// Tag keys and tag values: `\,` `\=` `\ ` `\\`.
+    Tag,
     /// String field values: `\"` `\\`.
     StringField,
 }
@@ -28,8 +29,8 @@ impl Rules {
     #[inline]
     fn is_escapable(self, b: u8) -> bool {
         match self {
-            Rules::Measurement => matches!(b, b',' | b' ' | b'\\'),
-            Rules::Name => matches!(b, b',' | b'=' | b' ' | b'\\'),
+            Rules::Name => matches!(b, b',' | b'=' | b' ' | b'"' | b'\\'),
+            Rules::Tag => matches!(b, b',' | b'=' | b' ' | b'\\'),
             Rules::StringField => matches!(b, b'"' | b'\\'),
         }
     }
@@ -161,7 +162,7 @@ fn escape_into(s: &str, out: &mut String, needs_escape: impl Fn(u8) -> bool) {
 /// Every logical name the parser can produce round-trips, but some names
 /// cannot be written at all: the empty name, a name ending in a backslash,
 /// a name starting with `#` (the line would be a comment) and a name
-/// starting with a tab (leading whitespace is skipped).
+/// starting with a tab or NUL byte (leading whitespace is skipped).
 pub fn escape_measurement(s: &str, out: &mut String) {
     escape_into(s, out, |b| matches!(b, b',' | b' ' | b'\\'));
 }
@@ -169,7 +170,9 @@ pub fn escape_measurement(s: &str, out: &mut String) {
 /// Appends `s` escaped as a tag key, tag value or field key: `,`, `=`,
 /// space and `\` get a backslash.
 ///
-/// The empty name and names ending in a backslash cannot be written.
+/// The empty name and names ending in a backslash cannot be written, nor
+/// can the first field key of a line start with a tab or NUL byte (they
+/// are skipped after the space before the field set).
 pub fn escape_tag(s: &str, out: &mut String) {
     escape_into(s, out, |b| matches!(b, b',' | b'=' | b' ' | b'\\'));
 }

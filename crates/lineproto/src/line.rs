@@ -39,7 +39,8 @@ impl FieldValue<'_> {
 /// One accepted line of line protocol.
 #[derive(Debug, Clone, Default)]
 pub struct Line<'a> {
-    /// 1-based physical line number (blank lines and comments count).
+    /// 1-based physical line number the line starts on (blank lines,
+    /// comments and line feeds in earlier lines' string values count).
     pub line_number: usize,
     /// Raw text of the measurement and tag set exactly as written: everything
     /// from the measurement's first byte up to the first unescaped space.

@@ -7,8 +7,10 @@
 //! line needs no validation of its own. Each line is then scanned once,
 //! byte by byte, with a lookup table of the bytes that end a token; the line
 //! ending is discovered by the same scan, so there is no separate newline
-//! pass. Tokens are handed out as borrowed slices and numbers are converted
-//! on the fly. Nothing is allocated per line unless the line is rejected.
+//! pass (a rejected line's end is found by a second, cold scan:
+//! [`logical_line_end`]). Tokens are handed out as borrowed slices and
+//! numbers are converted on the fly. Nothing is allocated per line unless
+//! the line is rejected.
 //!
 //! The syntax accepted is documented at the crate root.
 
@@ -84,6 +86,8 @@ pub struct Parser<'a> {
     region_start: usize,
     /// Tag and field keys of the previous line, by position.
     guesses: Guesses<'a>,
+    /// Whether the last line ran to the end of the input inside a string.
+    open_string: bool,
 }
 
 /// The keys of the previous line, by position: lines of one kind repeat
@@ -135,6 +139,7 @@ impl<'a> Parser<'a> {
             region: "",
             region_start: 0,
             guesses: Guesses::default(),
+            open_string: false,
         }
     }
 
@@ -153,10 +158,7 @@ impl<'a> Parser<'a> {
             self.line_number += 1;
 
             // Indentation, blank lines and comments.
-            let mut first = start;
-            while matches!(input.get(first), Some(b' ' | b'\t')) {
-                first += 1;
-            }
+            let first = skip_whitespace(input, start);
             match input.get(first) {
                 None => {
                     self.pos = first;
@@ -201,6 +203,9 @@ impl<'a> Parser<'a> {
             while limit > region_start && !self.region.is_char_boundary(limit - region_start) {
                 limit -= 1;
             }
+            // Line feeds inside string values: physical lines this line
+            // takes beyond its first.
+            let mut line_feeds = 0;
             let result = if first < region_end {
                 parse_line(
                     self.region,
@@ -208,6 +213,7 @@ impl<'a> Parser<'a> {
                     first - region_start,
                     &self.options,
                     &mut self.guesses,
+                    &mut line_feeds,
                     line,
                 )
             } else {
@@ -217,6 +223,7 @@ impl<'a> Parser<'a> {
             };
 
             // Where the line really ends, and what to report.
+            self.open_string = false;
             let (content_end, next, fail) = match result {
                 Ok(end) => {
                     let end = end + region_start;
@@ -227,21 +234,27 @@ impl<'a> Parser<'a> {
                         Some(b'\r') if input.get(end + 1) == Some(&b'\n') => (end, end + 2, None),
                         // The window cut the line: too long or invalid UTF-8.
                         _ => {
-                            let (content_end, next) = line_end(input, start, end);
+                            let (content_end, next, open) = logical_line_end(input, start);
+                            self.open_string = open;
+                            line_feeds = count_line_feeds(&input[start..content_end]);
                             (content_end, next, None)
                         }
                     }
                 }
                 Err(Fail { at, kind }) => {
                     let at = at + region_start;
-                    let (content_end, next) = line_end(input, start, at);
+                    let (content_end, next, open) = logical_line_end(input, start);
+                    self.open_string = open;
+                    line_feeds = count_line_feeds(&input[start..content_end]);
                     (content_end, next, Some((at, kind)))
                 }
             };
             self.pos = next;
             self.last = start..content_end;
+            let line_number = self.line_number;
+            self.line_number += line_feeds;
             let error = |at: usize, kind: ErrorKind| LineError {
-                line_number: self.line_number,
+                line_number,
                 column: at - start + 1,
                 kind,
             };
@@ -280,10 +293,22 @@ impl<'a> Parser<'a> {
         self.last.clone()
     }
 
-    /// Number of physical lines consumed so far (the line number of the line
-    /// last returned, or of the last blank line or comment skipped after it).
+    /// Number of physical lines consumed so far (the last physical line of
+    /// the line last returned, or of the last blank line or comment skipped
+    /// after it).
     pub fn lines_consumed(&self) -> usize {
         self.line_number
+    }
+
+    /// Whether the line last returned ran to the end of the input inside a
+    /// string value, looking for its closing quote (it was rejected).
+    ///
+    /// A parser over a piece of a body cut after a line feed sees this when
+    /// the cut fell inside a string value, whose line feeds do not end the
+    /// line: the piece does not end at a line's end, and its results differ
+    /// from the whole body's.
+    pub fn ended_in_string(&self) -> bool {
+        self.open_string
     }
 }
 
@@ -311,6 +336,85 @@ fn line_end(input: &[u8], start: usize, from: usize) -> (usize, usize) {
         content_end -= 1;
     }
     (content_end, next)
+}
+
+/// End of the line that starts at `start`, found without parsing it (for
+/// rejected lines, and lines cut by the parse window): the end of its
+/// content, the start of the next line, and whether the line runs to the
+/// end of the input inside a string value.
+///
+/// A line ends at the first line feed outside a string field value. In the
+/// field set (after the first space that follows the measurement and tags
+/// and is not escaped by a backslash), a `"` right after an unescaped `=`
+/// opens a string value, which ends at the next `"` not escaped by a
+/// backslash, or with the input: that is where InfluxDB ends the lines it
+/// accepts, and for these rejected ones the same rule keeps the lines
+/// after them where InfluxDB sees them. A backslash never escapes a line
+/// feed outside a string (InfluxDB's would continue the line). The line
+/// feed that ends the input ends the line, also inside a string.
+#[cold]
+fn logical_line_end(input: &[u8], start: usize) -> (usize, usize, bool) {
+    #[derive(PartialEq)]
+    enum Section {
+        SeriesKey,
+        FieldSet,
+        Rest,
+    }
+    let mut section = Section::SeriesKey;
+    let mut open_string = false;
+    let mut i = skip_whitespace(input, start);
+    let end = 'line: loop {
+        match input.get(i) {
+            None | Some(b'\n') => break i,
+            Some(b'\\') => {
+                i += if input.get(i + 1) == Some(&b'\n') {
+                    1
+                } else {
+                    2
+                }
+            }
+            Some(b' ') => {
+                section = match section {
+                    Section::SeriesKey => Section::FieldSet,
+                    _ => Section::Rest,
+                };
+                i = skip_whitespace(input, i + 1);
+            }
+            Some(b'=') if section == Section::FieldSet && input.get(i + 1) == Some(&b'"') => {
+                i += 2;
+                loop {
+                    match input.get(i) {
+                        None => {
+                            open_string = true;
+                            break 'line input.len();
+                        }
+                        Some(b'"') => break,
+                        Some(b'\\') => i += 2,
+                        Some(_) => i += 1,
+                    }
+                }
+                i += 1;
+            }
+            Some(_) => i += 1,
+        }
+    };
+    let mut end = end.min(input.len());
+    let next = if end < input.len() { end + 1 } else { end };
+    if open_string && end > start && input[end - 1] == b'\n' {
+        end -= 1;
+    }
+    let content_end = if end > start && input[end - 1] == b'\r' {
+        end - 1
+    } else {
+        end
+    };
+    (content_end, next, open_string)
+}
+
+/// Number of line feeds in `text`.
+#[cold]
+fn count_line_feeds(text: &[u8]) -> usize {
+    text.iter().filter(|&&b| b == b'\n').count()
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
@@ -366,11 +470,11 @@ const EOL: u8 = NEWLINE | CR;
 
 /// Bytes that end (or, for a backslash, interrupt) a measurement.
 const MEASUREMENT_STOP: u8 = SPACE | COMMA | BACKSLASH | EOL;
-/// Bytes that end a tag key or field key.
-const KEY_STOP: u8 = SPACE | EQUALS | BACKSLASH | EOL;
-/// Bytes that end a tag value.
-const TAG_VALUE_STOP: u8 = SPACE | COMMA | BACKSLASH | EOL;
-/// Bytes that end a string field value (a `\r` in a string is content).
+/// Bytes that end a tag key, tag value or field key (an unescaped `=` or
+/// `,` is an error where it does not end the token, as in InfluxDB).
+const PAIR_STOP: u8 = SPACE | COMMA | EQUALS | BACKSLASH | EOL;
+/// Bytes a string field value's scan stops at: its end, an escape, and line
+/// feeds, which are content but counted (a `\r` in a string is content).
 const STRING_STOP: u8 = QUOTE | BACKSLASH | NEWLINE;
 /// Bytes that end an unquoted field value or a timestamp.
 const VALUE_STOP: u8 = SPACE | COMMA | EOL;
@@ -445,6 +549,48 @@ fn skip_spaces(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Skips what InfluxDB skips before a line and before its field set and
+/// timestamp: spaces, tabs and NUL bytes.
+#[inline(always)]
+fn skip_whitespace(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\0')) {
+        i += 1;
+    }
+    i
+}
+
+/// Scans a string field value's content from `i` (after the opening quote)
+/// to its closing quote, across line feeds (counted into `line_feeds`).
+/// Returns the closing quote's offset, if any, and whether a backslash was
+/// seen. A backslash protects the byte after it.
+#[inline(always)]
+fn scan_string(b: &[u8], mut i: usize, line_feeds: &mut usize) -> (Option<usize>, bool) {
+    let mut escaped = false;
+    loop {
+        while let Some(&c) = b.get(i) {
+            if CLASS[c as usize] & STRING_STOP != 0 {
+                break;
+            }
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'"') => return (Some(i), escaped),
+            Some(b'\\') => {
+                escaped = true;
+                if b.get(i + 1) == Some(&b'\n') {
+                    *line_feeds += 1;
+                }
+                i += 2;
+            }
+            Some(_) => {
+                *line_feeds += 1;
+                i += 1;
+            }
+            None => return (None, escaped),
+        }
+    }
+}
+
 /// Whether a field value ending at `i` is properly delimited: by a comma,
 /// a space or the end of the line.
 #[inline(always)]
@@ -514,7 +660,8 @@ fn bad_value(text: &str, b: &[u8], at: usize, key: &str) -> Fail {
 #[cold]
 fn bad_value_until(text: &str, b: &[u8], at: usize, end: usize, key: &str) -> Fail {
     let value = &text[at..end];
-    let looks_integer = matches!(b[at], b'-' | b'0'..=b'9') && matches!(b[end - 1], b'i' | b'u');
+    let looks_integer =
+        matches!(b[at], b'-' | b'.' | b'0'..=b'9') && matches!(b[end - 1], b'i' | b'u');
     let (key, value) = (excerpt(key), excerpt(value));
     let kind = if looks_integer {
         ErrorKind::InvalidInteger { key, value }
@@ -552,12 +699,18 @@ fn missing_tag_value(key: &str, at: usize) -> Fail {
 }
 
 #[cold]
+fn equals_in_tag_value(key: &str, at: usize) -> Fail {
+    Fail::new(at, ErrorKind::EqualsInTagValue { key: excerpt(key) })
+}
+
+#[cold]
 fn missing_field_value(key: &str, at: usize) -> Fail {
     Fail::new(at, ErrorKind::MissingFieldValue { key: excerpt(key) })
 }
 
 /// Parses the line whose measurement starts at `i` in `text`, looking no
-/// further than `limit`, into `out` (whose vectors are empty). Returns the
+/// further than `limit`, into `out` (whose vectors are empty), counting the
+/// line feeds inside its string values into `line_feeds`. Returns the
 /// offset where the line ends: at `limit`, a `\n`, or a `\r` before either.
 #[inline]
 fn parse_line<'a>(
@@ -566,6 +719,7 @@ fn parse_line<'a>(
     mut i: usize,
     options: &ParseOptions,
     guesses: &mut Guesses<'a>,
+    line_feeds: &mut usize,
     out: &mut Line<'a>,
 ) -> Result<usize, Fail> {
     let b = &text.as_bytes()[..limit];
@@ -581,7 +735,7 @@ fn parse_line<'a>(
     if b[end - 1] == b'\\' {
         return Err(trailing_backslash(raw, end - 1));
     }
-    out.measurement = Escaped::new(raw, escaped, Rules::Measurement);
+    out.measurement = Escaped::new(raw, escaped, Rules::Name);
     i = end;
 
     // Tag set.
@@ -592,7 +746,7 @@ fn parse_line<'a>(
             let (end, escaped) = match guessed_key(b, i, guesses.tag_keys.get(n)) {
                 Some(end) => (end, false),
                 None => {
-                    let (end, escaped) = scan::<KEY_STOP>(b, i);
+                    let (end, escaped) = scan::<PAIR_STOP>(b, i);
                     if end == i {
                         return Err(Fail::new(i, ErrorKind::EmptyTagKey));
                     }
@@ -607,9 +761,12 @@ fn parse_line<'a>(
             };
             let raw_key = &text[i..end];
             remember(&mut guesses.tag_keys, n, raw_key, escaped);
-            let key = Escaped::new(raw_key, escaped, Rules::Name);
+            let key = Escaped::new(raw_key, escaped, Rules::Tag);
             i = end + 1;
-            let (end, escaped) = scan::<TAG_VALUE_STOP>(b, i);
+            // InfluxDB does not look for an `=` in a tag value's first byte
+            // (`k==v` is the value `=v`), only after it.
+            let from = if b.get(i) == Some(&b'=') { i + 1 } else { i };
+            let (end, escaped) = scan::<PAIR_STOP>(b, from);
             if end == i {
                 return Err(missing_tag_value(raw_key, end));
             }
@@ -617,8 +774,11 @@ fn parse_line<'a>(
             if b[end - 1] == b'\\' {
                 return Err(trailing_backslash(raw_value, end - 1));
             }
+            if b.get(end) == Some(&b'=') {
+                return Err(equals_in_tag_value(raw_key, end));
+            }
             out.tags
-                .push((key, Escaped::new(raw_value, escaped, Rules::Name)));
+                .push((key, Escaped::new(raw_value, escaped, Rules::Tag)));
             i = end;
             if b.get(i) != Some(&b',') {
                 break;
@@ -628,7 +788,7 @@ fn parse_line<'a>(
     out.series_key = &text[m_start..i];
 
     // Field set. Here `i` is at a space or the end of the line.
-    i = skip_spaces(b, i);
+    i = skip_whitespace(b, i);
     if is_eol(b, i) {
         return Err(Fail::new(i, ErrorKind::MissingFields));
     }
@@ -641,7 +801,7 @@ fn parse_line<'a>(
             Some(end) => (end, false),
             None => {
                 all_guessed = false;
-                let (end, escaped) = scan::<KEY_STOP>(b, i);
+                let (end, escaped) = scan::<PAIR_STOP>(b, i);
                 if end == i {
                     return Err(Fail::new(i, ErrorKind::EmptyFieldKey));
                 }
@@ -659,7 +819,7 @@ fn parse_line<'a>(
         let key = Escaped::new(raw_key, escaped, Rules::Name);
         i = end + 1;
         let value;
-        (value, i) = parse_value(text, b, i, raw_key)?;
+        (value, i) = parse_value(text, b, i, raw_key, line_feeds)?;
         out.fields.push((key, value));
         if b.get(i) == Some(&b',') {
             i += 1;
@@ -671,7 +831,7 @@ fn parse_line<'a>(
     guesses.field_count = out.fields.len();
 
     // Timestamp. Here `i` is at a space or the end of the line.
-    i = skip_spaces(b, i);
+    i = skip_whitespace(b, i);
     if is_eol(b, i) {
         out.timestamp = options.default_time;
         out.timestamp_given = false;
@@ -693,7 +853,8 @@ fn parse_line<'a>(
     let timestamp = d
         .value
         .and_then(|v| signed(v, negative))
-        .and_then(|v| options.precision.to_nanos(v));
+        .and_then(|v| options.precision.to_nanos(v))
+        .filter(|t| TIMESTAMP_RANGE.contains(t));
     let Some(timestamp) = timestamp else {
         return Err(Fail::new(
             t_start,
@@ -710,6 +871,11 @@ fn parse_line<'a>(
     out.timestamp_given = true;
     Ok(i)
 }
+
+/// The timestamps InfluxDB accepts, in nanoseconds: `i64::MIN` and
+/// `i64::MIN + 1` are its "no time" and "minimum time" markers, `i64::MAX`
+/// its "maximum time" marker.
+const TIMESTAMP_RANGE: std::ops::RangeInclusive<i64> = i64::MIN + 2..=i64::MAX - 1;
 
 #[cold]
 fn trailing_garbage(text: &str, b: &[u8], at: usize) -> Fail {
@@ -733,17 +899,18 @@ fn parse_value<'a>(
     b: &[u8],
     i: usize,
     key: &str,
+    line_feeds: &mut usize,
 ) -> Result<(FieldValue<'a>, usize), Fail> {
     match b.get(i) {
-        Some(b'0'..=b'9' | b'-') => parse_number(text, b, i, key),
+        Some(b'0'..=b'9' | b'-' | b'.') => parse_number(text, b, i, key),
         Some(b'"') => {
-            let (end, escaped) = scan::<STRING_STOP>(b, i + 1);
-            if b.get(end) != Some(&b'"') {
+            let (close, escaped) = scan_string(b, i + 1, line_feeds);
+            let Some(end) = close else {
                 return Err(Fail::new(
                     i,
                     ErrorKind::UnterminatedString { key: excerpt(key) },
                 ));
-            }
+            };
             if !at_value_end(b, end + 1) {
                 return Err(bad_value_until(text, b, i, token_end(b, end + 1), key));
             }
@@ -770,8 +937,8 @@ fn parse_value<'a>(
     }
 }
 
-/// Parses a float, integer or unsigned value starting at `start` (a digit
-/// or `-`).
+/// Parses a float, integer or unsigned value starting at `start` (a digit,
+/// `-` or `.`).
 #[inline(always)]
 fn parse_number<'a>(
     text: &'a str,
@@ -782,10 +949,11 @@ fn parse_number<'a>(
     let negative = b[start] == b'-';
     let digits_start = start + usize::from(negative);
     let d = digits(text, b, digits_start);
-    if d.end == digits_start {
+    let mut i = d.end;
+    // Only a float may have no digits before its point (`.5`).
+    if d.end == digits_start && b.get(i) != Some(&b'.') {
         return Err(bad_value(text, b, start, key));
     }
-    let mut i = d.end;
     match b.get(i) {
         Some(b'i') => {
             i += 1;
@@ -809,8 +977,9 @@ fn parse_number<'a>(
         }
         Some(b'.' | b'e' | b'E') => {
             if b[i] == b'.' {
+                // `1.`, `.5` and `1.5`, but not `.`
                 let frac = digits_only(b, i + 1);
-                if frac == i + 1 {
+                if frac == i + 1 && d.end == digits_start {
                     return Err(bad_value(text, b, start, key));
                 }
                 i = frac;

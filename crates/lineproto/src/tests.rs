@@ -110,6 +110,18 @@ fn field_types() {
         ("m f=1e+5", O(r#""m" "f"=100000.0 default:0"#)),
         ("m f=1.5E-3", O(r#""m" "f"=0.0015 default:0"#)),
         ("m f=00.5", O(r#""m" "f"=0.5 default:0"#)),
+        // Floats without digits on one side of the point, as InfluxDB
+        // takes them.
+        ("m f=.5", O(r#""m" "f"=0.5 default:0"#)),
+        ("m f=-.5", O(r#""m" "f"=-0.5 default:0"#)),
+        ("m f=5.", O(r#""m" "f"=5.0 default:0"#)),
+        ("m f=-5.", O(r#""m" "f"=-5.0 default:0"#)),
+        ("m f=0.", O(r#""m" "f"=0.0 default:0"#)),
+        ("m f=1.e5", O(r#""m" "f"=100000.0 default:0"#)),
+        ("m f=1.E+5", O(r#""m" "f"=100000.0 default:0"#)),
+        ("m f=.5e3", O(r#""m" "f"=500.0 default:0"#)),
+        ("m f=-.5E-3", O(r#""m" "f"=-0.0005 default:0"#)),
+        ("m f=.5,g=5. 7", O(r#""m" "f"=0.5,"g"=5.0 7"#)),
         ("m f=1e-400", O(r#""m" "f"=0.0 default:0"#)),
         ("m f=99999999999999999999", O(r#""m" "f"=1e20 default:0"#)),
         (
@@ -154,10 +166,13 @@ fn field_types() {
 #[test]
 fn field_value_errors() {
     check(&[
-        ("m f=.5", E(5, invalid("f", ".5"))),
-        ("m f=-.5", E(5, invalid("f", "-.5"))),
-        ("m f=1.", E(5, invalid("f", "1."))),
-        ("m f=1.e5", E(5, invalid("f", "1.e5"))),
+        ("m f=.", E(5, invalid("f", "."))),
+        ("m f=-.", E(5, invalid("f", "-."))),
+        ("m f=.e5", E(5, invalid("f", ".e5"))),
+        ("m f=-e5", E(5, invalid("f", "-e5"))),
+        ("m f=..5", E(5, invalid("f", "..5"))),
+        ("m f=1.5.5", E(5, invalid("f", "1.5.5"))),
+        ("m f=.5.", E(5, invalid("f", ".5."))),
         ("m f=1e", E(5, invalid("f", "1e"))),
         ("m f=1e+", E(5, invalid("f", "1e+"))),
         ("m f=1.5e", E(5, invalid("f", "1.5e"))),
@@ -197,6 +212,16 @@ fn field_value_errors() {
                 ErrorKind::InvalidInteger {
                     key: s("f"),
                     value: s("1.5i"),
+                },
+            ),
+        ),
+        (
+            "m f=.5i",
+            E(
+                5,
+                ErrorKind::InvalidInteger {
+                    key: s("f"),
+                    value: s(".5i"),
                 },
             ),
         ),
@@ -329,11 +354,13 @@ fn clone_want(w: &Want) -> Want {
 #[test]
 fn escapes_in_every_position() {
     check(&[
-        // Measurement: `\,` `\ ` `\\` unescape; `\=` and unknown escapes are literal.
+        // Measurement: `\,` `\ ` `\=` `\"` `\\` unescape; others are literal.
         (r"a\,b f=1", O(r#""a,b" "f"=1.0 default:0"#)),
         (r"a\ b f=1", O(r#""a b" "f"=1.0 default:0"#)),
         (r"a\\b f=1", O(r#""a\\b" "f"=1.0 default:0"#)),
-        (r"a\=b f=1", O(r#""a\\=b" "f"=1.0 default:0"#)),
+        (r"a\=b f=1", O(r#""a=b" "f"=1.0 default:0"#)),
+        (r#"a\"b f=1"#, O(r#""a\"b" "f"=1.0 default:0"#)),
+        (r"a\\=b f=1", O(r#""a\\=b" "f"=1.0 default:0"#)),
         (r"a\xb f=1", O(r#""a\\xb" "f"=1.0 default:0"#)),
         (r"a\éb f=1", O(r#""a\\éb" "f"=1.0 default:0"#)),
         (r"a=b f=1", O(r#""a=b" "f"=1.0 default:0"#)),
@@ -346,26 +373,32 @@ fn escapes_in_every_position() {
         (r"m,a\ b=v f=1", O(r#""m","a b"="v" "f"=1.0 default:0"#)),
         (r"m,a\\b=v f=1", O(r#""m","a\\b"="v" "f"=1.0 default:0"#)),
         (r"m,a\xb=v f=1", O(r#""m","a\\xb"="v" "f"=1.0 default:0"#)),
+        (
+            r#"m,a\"b=v f=1"#,
+            O(r#""m","a\\\"b"="v" "f"=1.0 default:0"#),
+        ),
         // Tag values.
         (r"m,k=a\,b f=1", O(r#""m","k"="a,b" "f"=1.0 default:0"#)),
         (r"m,k=a\=b f=1", O(r#""m","k"="a=b" "f"=1.0 default:0"#)),
         (r"m,k=a\ b f=1", O(r#""m","k"="a b" "f"=1.0 default:0"#)),
         (r"m,k=a\\b f=1", O(r#""m","k"="a\\b" "f"=1.0 default:0"#)),
-        (r"m,k=a=b f=1", O(r#""m","k"="a=b" "f"=1.0 default:0"#)),
-        (r#"m,k="v" f=1"#, O(r#""m","k"="\"v\"" "f"=1.0 default:0"#)),
-        // Unescaped commas in keys belong to the key.
-        (r"m,a,b=v f=1", O(r#""m","a,b"="v" "f"=1.0 default:0"#)),
         (
-            r"m,a=1,,b=2 f=1",
-            O(r#""m","a"="1",",b"="2" "f"=1.0 default:0"#),
+            r#"m,k=a\"b f=1"#,
+            O(r#""m","k"="a\\\"b" "f"=1.0 default:0"#),
         ),
+        (r#"m,k="v" f=1"#, O(r#""m","k"="\"v\"" "f"=1.0 default:0"#)),
+        // An unescaped `=` may start a tag value (InfluxDB looks for one
+        // only after the first byte).
+        (r"m,k==v f=1", O(r#""m","k"="=v" "f"=1.0 default:0"#)),
+        (r"m,k== f=1", O(r#""m","k"="=" "f"=1.0 default:0"#)),
+        (r"m,k=\=v f=1", O(r#""m","k"="=v" "f"=1.0 default:0"#)),
         // Field keys.
         (r"m a\,b=1", O(r#""m" "a,b"=1.0 default:0"#)),
         (r"m a\=b=1", O(r#""m" "a=b"=1.0 default:0"#)),
         (r"m a\ b=1", O(r#""m" "a b"=1.0 default:0"#)),
         (r"m a\\b=1", O(r#""m" "a\\b"=1.0 default:0"#)),
-        (r"m a,b=1", O(r#""m" "a,b"=1.0 default:0"#)),
-        (r"m f=1,,g=2", O(r#""m" "f"=1.0,",g"=2.0 default:0"#)),
+        (r#"m a\"b=1"#, O(r#""m" "a\"b"=1.0 default:0"#)),
+        (r"m a\xb=1", O(r#""m" "a\\xb"=1.0 default:0"#)),
         (r#"m "f"=1"#, O(r#""m" "\"f\""=1.0 default:0"#)),
         // String field values: `\"` and `\\` unescape, other backslashes are literal.
         (r#"m f="a\"b""#, O(r#""m" "f"=s"a\"b" default:0"#)),
@@ -416,6 +449,15 @@ fn whitespace_and_timestamps() {
             ("m,k=v   f=1", O(r#""m","k"="v" "f"=1.0 default:42"#)),
             ("  m f=1", O(r#""m" "f"=1.0 default:42"#)),
             ("\t \tm f=1", O(r#""m" "f"=1.0 default:42"#)),
+            // Tabs and NUL bytes are skipped like spaces before a line and
+            // after the spaces before the field set and the timestamp.
+            ("\0m f=1", O(r#""m" "f"=1.0 default:42"#)),
+            ("\0\t m f=1", O(r#""m" "f"=1.0 default:42"#)),
+            ("m \tf=1", O(r#""m" "f"=1.0 default:42"#)),
+            ("m,k=v \0\t f=1", O(r#""m","k"="v" "f"=1.0 default:42"#)),
+            ("m f=1 \t5", O(r#""m" "f"=1.0 5"#)),
+            ("m f=1 \t", O(r#""m" "f"=1.0 default:42"#)),
+            ("m f=1 \0 ", O(r#""m" "f"=1.0 default:42"#)),
             ("m f=1 -5", O(r#""m" "f"=1.0 -5"#)),
             ("m f=1 -0", O(r#""m" "f"=1.0 0"#)),
             ("m f=1 0", O(r#""m" "f"=1.0 0"#)),
@@ -424,12 +466,12 @@ fn whitespace_and_timestamps() {
                 O(r#""m" "f"=1.0 123"#),
             ),
             (
-                "m f=1 9223372036854775807",
-                O(r#""m" "f"=1.0 9223372036854775807"#),
+                "m f=1 9223372036854775806",
+                O(r#""m" "f"=1.0 9223372036854775806"#),
             ),
             (
-                "m f=1 -9223372036854775808",
-                O(r#""m" "f"=1.0 -9223372036854775808"#),
+                "m f=1 -9223372036854775806",
+                O(r#""m" "f"=1.0 -9223372036854775806"#),
             ),
             ("m f=\"a b\" 1", O(r#""m" "f"=s"a b" 1"#)),
         ],
@@ -550,6 +592,30 @@ fn structural_errors_with_columns() {
             E(5, ErrorKind::MissingTagValue { key: s("k") }),
         ),
         ("m,k=", E(5, ErrorKind::MissingTagValue { key: s("k") })),
+        // Unescaped commas in keys and `=` in tag values, which InfluxDB
+        // rejects.
+        (
+            "m,a,b=v f=1",
+            E(4, ErrorKind::MissingTagValue { key: s("a") }),
+        ),
+        ("m,a=1,,b=2 f=1", E(7, ErrorKind::EmptyTagKey)),
+        (
+            "m,k=a=b f=1",
+            E(6, ErrorKind::EqualsInTagValue { key: s("k") }),
+        ),
+        (
+            "m,k=v= f=1",
+            E(6, ErrorKind::EqualsInTagValue { key: s("k") }),
+        ),
+        (
+            "m,k==v= f=1",
+            E(7, ErrorKind::EqualsInTagValue { key: s("k") }),
+        ),
+        (
+            "m a,b=1",
+            E(4, ErrorKind::MissingFieldValue { key: s("a") }),
+        ),
+        ("m f=1,,g=2", E(7, ErrorKind::EmptyFieldKey)),
         ("m =1", E(3, ErrorKind::EmptyFieldKey)),
         ("m f=1,", E(7, ErrorKind::EmptyFieldKey)),
         ("m f=1, 5", E(7, ErrorKind::EmptyFieldKey)),
@@ -648,6 +714,33 @@ fn structural_errors_with_columns() {
             ),
         ),
         (
+            "m f=1 9223372036854775807",
+            E(
+                7,
+                ErrorKind::TimestampOutOfRange {
+                    value: s("9223372036854775807"),
+                },
+            ),
+        ),
+        (
+            "m f=1 -9223372036854775807",
+            E(
+                7,
+                ErrorKind::TimestampOutOfRange {
+                    value: s("-9223372036854775807"),
+                },
+            ),
+        ),
+        (
+            "m f=1 -9223372036854775808",
+            E(
+                7,
+                ErrorKind::TimestampOutOfRange {
+                    value: s("-9223372036854775808"),
+                },
+            ),
+        ),
+        (
             "m f=1 99999999999999999999999",
             E(
                 7,
@@ -716,27 +809,112 @@ fn comments_blank_lines_crlf_and_line_numbers() {
 }
 
 #[test]
-fn newline_always_ends_a_line() {
-    // A line feed inside quotes or after a backslash still ends the line.
-    let parsed = parse(
-        b"m f=\"a\nb\" 1\nm,k=v\\\nx f=1\nm f=2",
-        ParseOptions::default(),
+fn line_feeds_in_string_values_continue_the_line() {
+    // (body, accepted lines as (line number, rendering), rejected lines as
+    // (line number, column, kind), physical lines).
+    type Case = (
+        &'static [u8],
+        &'static [(usize, &'static str)],
+        Vec<(usize, usize, ErrorKind)>,
+        usize,
     );
-    let errors: Vec<_> = parsed
-        .errors
-        .iter()
-        .map(|e| (e.line_number, e.column, e.kind.clone()))
-        .collect();
-    assert_eq!(
-        errors,
-        [
-            (1, 5, ErrorKind::UnterminatedString { key: s("f") }),
-            (2, 5, ErrorKind::MissingFieldValue { key: s("1") }),
-            (3, 6, ErrorKind::TrailingBackslash { name: s("v\\") }),
-        ]
-    );
-    let good: Vec<_> = parsed.lines.iter().map(|l| l.line_number).collect();
-    assert_eq!(good, [4, 5]);
+    let cases: Vec<Case> = vec![
+        // A string value may hold line feeds; the line numbers after it
+        // count them.
+        (
+            b"m f=\"a\nb\" 1\nm g=2 2",
+            &[(1, r#""m" "f"=s"a\nb" 1"#), (3, r#""m" "g"=2.0 2"#)],
+            vec![],
+            3,
+        ),
+        (
+            b"m f=\"\r\n\\\n\",g=t\r\nm h=1",
+            &[
+                (1, r#""m" "f"=s"\r\n\\\n","g"=true default:0"#),
+                (4, r#""m" "h"=1.0 default:0"#),
+            ],
+            vec![],
+            4,
+        ),
+        // Outside string values, a line feed ends the line, after a
+        // backslash too.
+        (
+            b"m,k=v\\\nx f=1\nm f=2",
+            &[
+                (2, r#""x" "f"=1.0 default:0"#),
+                (3, r#""m" "f"=2.0 default:0"#),
+            ],
+            vec![(1, 6, ErrorKind::TrailingBackslash { name: s("v\\") })],
+            3,
+        ),
+        // A rejected line ends where InfluxDB ends it: after its string
+        // values, wherever the error is.
+        (
+            b"m f=x,g=\"a\nb\" 1\nm f=2 2",
+            &[(3, r#""m" "f"=2.0 2"#)],
+            vec![(1, 5, invalid("f", "x"))],
+            3,
+        ),
+        (
+            b"m,k= f=\"a\n\nb\" 1\nm f=2 2",
+            &[(4, r#""m" "f"=2.0 2"#)],
+            vec![(1, 5, ErrorKind::MissingTagValue { key: s("k") })],
+            4,
+        ),
+        (
+            b"m f=1 x=\"a\nb\"\nm f=2 2",
+            &[(3, r#""m" "f"=2.0 2"#)],
+            vec![
+                (1, 7, ErrorKind::InvalidTimestamp { value: s("x=\"a") }),
+                (2, 3, ErrorKind::MissingFields),
+            ],
+            3,
+        ),
+        // An unterminated string takes the rest of the body.
+        (
+            b"m f=\"abc\nm f=1\nm f=2\n",
+            &[],
+            vec![(1, 5, ErrorKind::UnterminatedString { key: s("f") })],
+            3,
+        ),
+        // A quote on a later line closes it: the lines between are one.
+        (
+            b"m f=\"abc\nm f=1 1\nm g=\"x\" 2\nm h=3 3",
+            &[(4, r#""m" "h"=3.0 3"#)],
+            vec![(1, 5, invalid("f", "\"abc\nm f=1 1\nm g=\"x\""))],
+            4,
+        ),
+        // Comments end at their line feed, quotes or not.
+        (
+            b"# a=\"b\nm f=1",
+            &[(2, r#""m" "f"=1.0 default:0"#)],
+            vec![],
+            2,
+        ),
+    ];
+    for (body, good, bad, physical) in cases {
+        let mut parser = Parser::new(body, ParseOptions::default());
+        let (mut accepted, mut rejected) = (Vec::new(), Vec::new());
+        let mut line = Line::default();
+        while let Some(result) = parser.next_into(&mut line) {
+            match result {
+                Ok(()) => accepted.push((line.line_number, render(&line))),
+                Err(e) => rejected.push((e.line_number, e.column, e.kind)),
+            }
+        }
+        let body = String::from_utf8_lossy(body);
+        let want: Vec<_> = good.iter().map(|&(n, r)| (n, s(r))).collect();
+        assert_eq!(accepted, want, "{body:?}");
+        assert_eq!(rejected, bad, "{body:?}");
+        assert_eq!(parser.lines_consumed(), physical, "{body:?}");
+    }
+
+    // The range of a line with a line feed in a string spans it.
+    let body = b"m f=\"a\nb\" 1\r\nn g=1";
+    let mut parser = Parser::new(body, ParseOptions::default());
+    let mut line = Line::default();
+    parser.next_into(&mut line).unwrap().unwrap();
+    assert_eq!(&body[parser.last_line_range()], b"m f=\"a\nb\" 1");
 }
 
 #[test]
@@ -751,7 +929,7 @@ cpu,host=d usage=x 5
 
 cpu,host=e usage=6 6
 cpu,host=f usage=7 99999999999999999999
-cpu,host=g usage=\"open 8
+cpu,host=g usage=1.2.3 8
 cpu,host=h usage=9 9
 ,host=i usage=10 10
 cpu,host=j usage=11 11
@@ -792,7 +970,7 @@ cpu,host=l usage=13 13";
                     value: s("99999999999999999999"),
                 }
             ),
-            (10, 18, ErrorKind::UnterminatedString { key: s("usage") }),
+            (10, 18, invalid("usage", "1.2.3")),
             (12, 1, ErrorKind::MissingMeasurement),
             (14, 11, ErrorKind::MissingFields),
         ]
