@@ -56,6 +56,7 @@ mod error;
 mod flusher;
 mod lp;
 pub mod names;
+mod points;
 mod replay;
 pub mod sandbox;
 pub mod schema;
@@ -82,6 +83,7 @@ pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use lineproto::Precision;
+pub use points::{Point, PointValue};
 pub use sandbox::ReadScope;
 pub use stats::IngestStats;
 
@@ -430,12 +432,7 @@ impl Ingestor {
                 default_time: now_ns(),
                 max_line_len: options.max_line_len,
             };
-            let limits = lp::LineLimits {
-                max_tags: options.max_tags_per_line,
-                max_fields: options.max_fields_per_line,
-                max_name_len: options.max_name_len,
-                cardinality: shared.config.cardinality,
-            };
+            let limits = shared.line_limits(options);
             let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
                 for (measurement, fields) in batch.take_schema_needs() {
@@ -451,6 +448,59 @@ impl Ingestor {
                 database,
                 rp: rp.to_owned(),
                 finished,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Writes typed points into `db` / `rp`: each point is what one line of
+    /// line protocol says, taken by the same rules (limits, schema on
+    /// write, type conflicts, partial writes) without being written out as
+    /// text or parsed. A rejection's `line` is the point's 1-based position.
+    /// Fails as a whole only as [`write_lp`](Self::write_lp) does.
+    pub async fn write_points(
+        &self,
+        db: &str,
+        rp: &str,
+        points: &[Point<'_>],
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let prepared = self.prepare_points(db, rp, points, options).await?;
+        self.commit(prepared, options.durability).await
+    }
+
+    /// The first half of [`write_points`](Self::write_points), as
+    /// [`prepare_lp`](Self::prepare_lp) is of [`write_lp`](Self::write_lp).
+    pub async fn prepare_points(
+        &self,
+        db: &str,
+        rp: &str,
+        points: &[Point<'_>],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
+        let shared = self.shared.open()?;
+        let span = tracing::debug_span!("prepare_points", db, rp, points = points.len());
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            let database = shared.database_for_write(db, options).await?;
+            let keys = points::SeriesKeys::new(points);
+            let lines = points::lines(points, &keys, options.precision, now_ns());
+            let mut batch =
+                lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
+            batch.add_built(&lines);
+            if batch.has_deferred() {
+                for (measurement, fields) in batch.take_schema_needs() {
+                    shared
+                        .ensure_table(&database, rp, &measurement, &fields)
+                        .await?;
+                }
+                batch.add_deferred_built(&lines);
+            }
+            Ok(PreparedWrite {
+                database,
+                rp: rp.to_owned(),
+                finished: batch.finish(),
             })
         }
         .instrument(span)
@@ -780,6 +830,16 @@ struct NewRows {
 }
 
 impl Shared {
+    /// The per-line limits of a write with `options`.
+    fn line_limits(&self, options: &WriteOptions) -> lp::LineLimits {
+        lp::LineLimits {
+            max_tags: options.max_tags_per_line,
+            max_fields: options.max_fields_per_line,
+            max_name_len: options.max_name_len,
+            cardinality: self.config.cardinality,
+        }
+    }
+
     /// `self`, unless the ingestor is closed.
     fn open(self: &Arc<Self>) -> Result<&Arc<Self>> {
         if self.closed.load(Ordering::Acquire) {

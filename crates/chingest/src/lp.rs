@@ -100,6 +100,8 @@ pub(crate) struct LineBatch<'b> {
     needs: Vec<(String, Vec<(String, FieldType)>)>,
     /// Lines to parse again after the DDL: byte range and line number.
     deferred: Vec<(Range<usize>, usize)>,
+    /// Built lines (typed points) to add again after the DDL, by index.
+    deferred_built: Vec<usize>,
     outcome: WriteOutcome,
     /// The table whose field memo holds the previous line's field keys, if
     /// any: with [`Line::same_field_keys`] it makes the memo check free.
@@ -126,6 +128,7 @@ impl<'b> LineBatch<'b> {
             extra_chunks: Vec::new(),
             needs: Vec::new(),
             deferred: Vec::new(),
+            deferred_built: Vec::new(),
             outcome: WriteOutcome::default(),
             memo_owner: None,
             lines_seen: 0,
@@ -178,7 +181,7 @@ impl<'b> LineBatch<'b> {
 
     /// Whether some lines wait for DDL.
     pub(crate) fn has_deferred(&self) -> bool {
-        !self.deferred.is_empty()
+        !self.deferred.is_empty() || !self.deferred_built.is_empty()
     }
 
     /// The tables and columns deferred lines need, by measurement.
@@ -188,13 +191,59 @@ impl<'b> LineBatch<'b> {
 
     /// Parses the deferred lines again, after the DDL they needed has run.
     pub(crate) fn parse_deferred(&mut self, body: &'b [u8], options: ParseOptions) {
+        self.refresh_schemas();
+        for (range, line_number) in std::mem::take(&mut self.deferred) {
+            self.parse_range(body, range, line_number - 1, options, false);
+        }
+    }
+
+    /// Takes up the schemas the DDL changed.
+    fn refresh_schemas(&mut self) {
         for rows in &mut self.tables {
             rows.schema = rows.table.schema();
             rows.chunk.upgrade(Arc::clone(&rows.schema));
             rows.memo_keys.clear();
         }
-        for (range, line_number) in std::mem::take(&mut self.deferred) {
-            self.parse_range(body, range, line_number - 1, options, false);
+    }
+
+    /// Adds lines built from typed points: `lines[i]` is point `i + 1`, or
+    /// why it could not be a line. Those that need DDL wait for
+    /// [`add_deferred_built`](Self::add_deferred_built).
+    pub(crate) fn add_built(&mut self, lines: &[Result<Line<'b>, String>]) {
+        self.add_built_at(lines, 0..lines.len(), true);
+    }
+
+    /// Adds the built lines [`add_built`](Self::add_built) deferred, once
+    /// the DDL they needed has run.
+    pub(crate) fn add_deferred_built(&mut self, lines: &[Result<Line<'b>, String>]) {
+        self.refresh_schemas();
+        let deferred = std::mem::take(&mut self.deferred_built);
+        self.add_built_at(lines, deferred, false);
+    }
+
+    fn add_built_at(
+        &mut self,
+        lines: &[Result<Line<'b>, String>],
+        indices: impl IntoIterator<Item = usize>,
+        may_defer: bool,
+    ) {
+        let db = Arc::clone(&self.db);
+        let known_ids = db.series.by_raw_key.read().unwrap();
+        self.memo_owner = None;
+        for i in indices {
+            let outcome = match &lines[i] {
+                Ok(line) => self.add(line, &known_ids, may_defer),
+                Err(reason) => reject(reason.clone()),
+            };
+            match outcome {
+                Outcome::Added => self.outcome.accepted += 1,
+                Outcome::Rejected { column, reason } => self.outcome.rejected.push(LineRejection {
+                    line: i + 1,
+                    column,
+                    reason,
+                }),
+                Outcome::Deferred => self.deferred_built.push(i),
+            }
         }
     }
 

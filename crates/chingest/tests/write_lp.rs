@@ -3,7 +3,7 @@
 
 mod support;
 
-use chingest::{Durability, Error, Ingestor, Precision, WriteOptions};
+use chingest::{Durability, Error, Ingestor, Point, PointValue, Precision, WriteOptions};
 use support::{ingestor, run, tsv, visible};
 
 test_main!(
@@ -29,6 +29,7 @@ test_main!(
     a_failed_statement_leaves_nothing_in_the_next_answer,
     read_only_queries_refuse_everything_but_one_read,
     writes_to_unknown_databases_can_be_refused,
+    typed_points_follow_the_line_protocol_rules,
 );
 
 async fn write(ing: &Ingestor, db: &str, body: &str) -> chingest::WriteOutcome {
@@ -908,5 +909,89 @@ fn retention_policy_durations_expire_old_rows() {
         let create = tsv(&ing, "SHOW CREATE TABLE lp_rp.`m.day`").await;
         assert!(!create.contains("TTL"), "{create}");
         assert_eq!(ing.retention_policies("lp_rp")[0], ("day".to_owned(), None));
+    })
+}
+
+/// Typed points take the line path's rules without being text: the same
+/// series ids as the same lines, new tables and columns created on the way,
+/// type conflicts and limits refusing only their point, by position.
+fn typed_points_follow_the_line_protocol_rules() {
+    run(async {
+        let ing = ingestor().await;
+        write(&ing, "points_lp", "cpu,host=a,dc=eu load=0.5,n=1i 1\n").await;
+        let point = |tags: Vec<(&'static str, &'static str)>, fields, timestamp| Point {
+            measurement: "cpu",
+            tags,
+            fields,
+            timestamp: Some(timestamp),
+        };
+        let points = vec![
+            // The series line protocol wrote, tags in another order.
+            point(
+                vec![("dc", "eu"), ("host", "a")],
+                vec![("load", PointValue::Float(0.75))],
+                2,
+            ),
+            // A new column, and a new series.
+            point(
+                vec![("host", "b")],
+                vec![
+                    ("note", PointValue::String("say \"hi\"")),
+                    ("up", PointValue::Boolean(true)),
+                ],
+                3,
+            ),
+            // A field of another type than its column.
+            point(vec![("host", "a")], vec![("n", PointValue::Float(1.0))], 4),
+            // A new table: the point waits for its DDL.
+            Point {
+                measurement: "mem",
+                tags: vec![],
+                fields: vec![("free", PointValue::UInteger(u64::MAX))],
+                timestamp: Some(5),
+            },
+            // Past the tag limit of the write.
+            point(
+                vec![("a", "1"), ("b", "2"), ("c", "3")],
+                vec![("load", PointValue::Float(1.0))],
+                6,
+            ),
+        ];
+        let options = WriteOptions {
+            precision: Precision::Nanoseconds,
+            max_tags_per_line: 2,
+            ..visible()
+        };
+        let outcome = ing
+            .write_points("points_lp", "autogen", &points, &options)
+            .await
+            .unwrap();
+        assert_eq!(outcome.accepted, 3);
+        let rejected: Vec<(usize, &str)> = outcome
+            .rejected
+            .iter()
+            .map(|r| (r.line, r.reason.as_str()))
+            .collect();
+        assert_eq!(rejected.len(), 2, "{rejected:?}");
+        assert_eq!(rejected[0].0, 3);
+        assert!(rejected[0].1.contains("type conflict"), "{rejected:?}");
+        assert_eq!(rejected[1].0, 5);
+        assert!(rejected[1].1.contains("too many tags"), "{rejected:?}");
+        assert_eq!(
+            tsv(&ing, "SELECT uniqExact(series_id), count() FROM points_lp.`cpu.autogen` WHERE toUnixTimestamp64Nano(time) <= 2").await,
+            "1\t2\n"
+        );
+        assert_eq!(
+            tsv(
+                &ing,
+                "SELECT host, note, up FROM points_lp.cpu WHERE toUnixTimestamp64Nano(time) = 3"
+            )
+            .await,
+            "b\tsay \"hi\"\ttrue\n"
+        );
+        assert_eq!(
+            tsv(&ing, "SELECT free FROM points_lp.mem").await,
+            "18446744073709551615\n"
+        );
     })
 }

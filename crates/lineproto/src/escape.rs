@@ -59,6 +59,14 @@ impl<'a> Escaped<'a> {
         }
     }
 
+    /// Text that holds no escapes, for lines built from typed values
+    /// rather than parsed: its raw text is its logical text, backslashes
+    /// included.
+    #[inline]
+    pub fn plain(text: &'a str) -> Self {
+        Escaped::new(text, false, Rules::default())
+    }
+
     /// The text exactly as written on the line, escapes intact.
     #[inline]
     pub fn raw(&self) -> &'a str {

@@ -29,7 +29,7 @@ fn main() {
     support::main(tests![
         line_protocol_writes_partially,
         points_of_every_type,
-        points_that_line_protocol_cannot_say_are_rejected,
+        points_that_cannot_be_stored_are_rejected,
         write_errors_have_their_codes,
         tokens_are_required,
         oversized_messages_are_refused,
@@ -254,7 +254,11 @@ fn points_of_every_type() {
     })
 }
 
-fn points_that_line_protocol_cannot_say_are_rejected() {
+/// Points are refused one by one, by position, for what cannot be stored
+/// (the rest of the request is); what line protocol cannot say but the
+/// tables can store — a line feed in a tag value, a name that starts with
+/// `#` — is stored, since points are never written out as text.
+fn points_that_cannot_be_stored_are_rejected() {
     run(async {
         let mut client = connect().await;
         use field_value::Value as V;
@@ -262,24 +266,40 @@ fn points_that_line_protocol_cannot_say_are_rejected() {
         let points = vec![
             point("m", &[], vec![("v", value(V::Float(f64::INFINITY)))], 1),
             point("", &[], vec![("v", value(V::Integer(1)))], 1),
+            point("m", &[("", "x")], vec![("v", value(V::Integer(1)))], 1),
+            point("m", &[], vec![], 1),
+            point("m", &[], vec![("v", FieldValue { value: None })], 1),
             point(
                 "m",
                 &[("k", "line\nbreak")],
-                vec![("v", value(V::Integer(1)))],
-                1,
+                vec![("v", value(V::Integer(2)))],
+                2,
             ),
-            point("m", &[], vec![], 1),
+            point("#m", &[], vec![("v", value(V::Integer(3)))], 3),
             good,
+            point("m", &[], vec![("v", value(V::String("text".into())))], 1),
         ];
         let reply = client
             .write(authorized(points_request("g_points_bad", points)))
             .await
             .unwrap()
             .into_inner();
-        assert_eq!((reply.accepted, reply.rejected), (1, 4));
+        assert_eq!(
+            (reply.accepted, reply.rejected),
+            (3, 6),
+            "{:?}",
+            reply.rejections
+        );
         let lines: Vec<u64> = reply.rejections.iter().map(|r| r.line).collect();
-        assert_eq!(lines, [1, 2, 3, 4]);
-        assert_eq!(query("SELECT count() FROM g_points_bad.m").await, "1\n");
+        assert_eq!(lines, [1, 2, 3, 4, 5, 9]);
+        let reasons: Vec<&str> = reply.rejections.iter().map(|r| r.reason.as_str()).collect();
+        assert!(reasons[0].contains("finite"), "{reasons:?}");
+        assert!(reasons[5].contains("type conflict"), "{reasons:?}");
+        assert_eq!(
+            query("SELECT k, v FROM g_points_bad.m ORDER BY time").await,
+            "\t1\nline\\nbreak\t2\n"
+        );
+        assert_eq!(query("SELECT v FROM g_points_bad.`#m`").await, "3\n");
     })
 }
 

@@ -240,13 +240,13 @@ impl IngestService {
                 Ok(Response::new(response(accepted, &rejected)))
             }
             Some(write_request::Data::Points(points)) => {
-                let body = points::to_line_protocol(&points.points);
+                let converted = points::convert(&points.points);
                 let outcome = ingestor
-                    .write_lp(db, rp, body.body.as_bytes(), &options)
+                    .write_points(db, rp, &converted.points, &options)
                     .instrument(span)
                     .await
                     .map_err(engine_status)?;
-                let rejected = points::rejections(&body, outcome.rejected);
+                let rejected = points::rejections(&converted, outcome.rejected);
                 Ok(Response::new(response(outcome.accepted, &rejected)))
             }
             None => Err(Status::invalid_argument(
