@@ -1,6 +1,7 @@
 //! The CPU side of a line-protocol write: parse, series ids, Arrow columns —
 //! `Ingestor::prepare_lp`, exactly as `write_lp` runs it, without the insert
-//! — and each of its three steps on its own.
+//! — and each of its three steps on its own; and the same rows as typed
+//! points (`Ingestor::prepare_points`).
 //!
 //! Throughput is in input bytes. `known series` is the steady state (every
 //! series already seen, so each costs one hash lookup); `new series` is a
@@ -54,6 +55,38 @@ fn main() {
             runtime
                 .block_on(ingestor.prepare_lp("bench_new", "autogen", body.as_bytes(), &options))
                 .unwrap()
+        })
+    });
+    // The same rows as typed points (`write_points`' first half): lines
+    // built from values, no text.
+    let parsed = lineproto::parse(body.as_bytes(), lineproto::ParseOptions::default());
+    let points: Vec<chingest::Point<'_>> = parsed
+        .lines
+        .iter()
+        .map(|line| chingest::Point {
+            measurement: line.measurement.raw(),
+            tags: line.tags.iter().map(|(k, v)| (k.raw(), v.raw())).collect(),
+            fields: line
+                .fields
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v {
+                        lineproto::FieldValue::Integer(i) => chingest::PointValue::Integer(*i),
+                        other => panic!("TSBS fields are integers, not {other:?}"),
+                    };
+                    (k.raw(), value)
+                })
+                .collect(),
+            timestamp: Some(line.timestamp),
+        })
+        .collect();
+    group.bench_function("tsbs cpu as typed points, known series", |b| {
+        b.iter(|| {
+            let prepared = runtime
+                .block_on(ingestor.prepare_points("bench", "autogen", &points, &options))
+                .unwrap();
+            assert_eq!(prepared.rows(), 10_000);
+            prepared
         })
     });
     group.finish();
