@@ -13,8 +13,7 @@ use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampNa
 use arrow::ipc::writer::StreamWriter;
 use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{
-    field_value, write_request, ArrowTarget, FieldValue, Point, Points, WriteArrowRequest,
-    WriteRequest,
+    field_value, write_request, ArrowTarget, Point, Points, WriteArrowRequest, WriteRequest,
 };
 use tonic::Request;
 
@@ -31,17 +30,10 @@ async fn main() -> anyhow::Result<()> {
     let mut client = IngestClient::connect(url.clone()).await?;
 
     // Typed points: what one line of line protocol says, without the text.
-    let point = |host: &str, usage: f64| Point {
-        measurement: "cpu".into(),
-        tags: [("host".to_owned(), host.to_owned())].into(),
-        fields: [(
-            "usage".to_owned(),
-            FieldValue {
-                value: Some(field_value::Value::Float(usage)),
-            },
-        )]
-        .into(),
-        timestamp: None, // the server's clock
+    let point = |host: &str, usage: f64| {
+        Point::new("cpu", None) // no timestamp: the server's clock
+            .tag("host", host)
+            .field("usage", field_value::Value::Float(usage))
     };
     let mut request = Request::new(WriteRequest {
         database: "grpc_example".into(),

@@ -17,7 +17,8 @@ use arrow::datatypes::Int32Type;
 use arrow::ipc::writer::StreamWriter;
 use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{
-    field_value, ArrowTarget, FieldValue, Point, Points, Precision, WriteArrowRequest, WriteRequest,
+    field_value, ArrowTarget, Field, FieldValue, Point, Points, Precision, WriteArrowRequest,
+    WriteRequest,
 };
 use tonic::codec::CompressionEncoding;
 use tonic::transport::Channel;
@@ -88,18 +89,17 @@ fn point(
     fields: Vec<(&str, FieldValue)>,
     t: i64,
 ) -> Point {
-    Point {
-        measurement: measurement.into(),
-        tags: tags
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        fields: fields
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        timestamp: Some(t),
+    let mut point = Point::new(measurement, Some(t));
+    for (k, v) in tags {
+        point = point.tag(k, v);
     }
+    for (k, v) in fields {
+        point.fields.push(Field {
+            key: k.as_bytes().to_vec().into(),
+            value: Some(v),
+        });
+    }
+    point
 }
 
 async fn query(statement: &str) -> String {

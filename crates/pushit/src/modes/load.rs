@@ -9,9 +9,7 @@ use arrow::array::{
 };
 use arrow::datatypes::Int16Type;
 use arrow::ipc::writer::StreamWriter;
-use chingest_proto::v1::{
-    field_value, ArrowTarget, Durability, FieldValue, Point, Points, WriteArrowRequest,
-};
+use chingest_proto::v1::{field_value, ArrowTarget, Durability, Point, Points, WriteArrowRequest};
 
 /// The size and shape of the TSBS cpu-only load, as flags.
 #[derive(Debug, clap::Args)]
@@ -72,25 +70,18 @@ fn parse(body: &str) -> impl Iterator<Item = lineproto::Line<'_>> {
 /// The lines of `body` as typed points.
 pub(super) fn points(body: &str) -> Points {
     let points = parse(body)
-        .map(|line| Point {
-            measurement: line.measurement.unescape().into_owned(),
-            tags: line
-                .tags
-                .iter()
-                .map(|(k, v)| (k.unescape().into_owned(), v.unescape().into_owned()))
-                .collect(),
-            fields: line
-                .fields
-                .iter()
-                .map(|(k, v)| {
-                    let lineproto::FieldValue::Integer(v) = v else {
-                        panic!("TSBS cpu fields are integers")
-                    };
-                    let value = Some(field_value::Value::Integer(*v));
-                    (k.unescape().into_owned(), FieldValue { value })
-                })
-                .collect(),
-            timestamp: Some(line.timestamp),
+        .map(|line| {
+            let mut point = Point::new(&line.measurement.unescape(), Some(line.timestamp));
+            for (k, v) in &line.tags {
+                point = point.tag(&k.unescape(), &v.unescape());
+            }
+            for (k, v) in &line.fields {
+                let lineproto::FieldValue::Integer(v) = v else {
+                    panic!("TSBS cpu fields are integers")
+                };
+                point = point.field(&k.unescape(), field_value::Value::Integer(*v));
+            }
+            point
         })
         .collect();
     Points { points }

@@ -1,8 +1,12 @@
 //! Typed points (`WriteRequest.points`) as the library's
-//! [`chingest::Point`]s, borrowing the request's strings: they take the
+//! [`chingest::Point`]s, borrowing the request's strings (slices of the
+//! request buffer, see `chingest_proto::v1::Point`): they take the
 //! line-protocol write path's rules without being written out as text and
-//! parsed again. A point with a field that carries no value is refused
-//! here; everything else is judged by `Ingestor::write_points`.
+//! parsed again. A point with a field that carries no value or a string
+//! that is not UTF-8 is refused here; everything else is judged by
+//! `Ingestor::write_points`. Fields keep the order the client sent (a
+//! client's points usually list a measurement's fields alike, which the
+//! write path then resolves once).
 
 use chingest::{LineRejection, PointValue};
 use chingest_proto::v1::{field_value, Point};
@@ -37,10 +41,22 @@ pub(super) fn convert(points: &[Point]) -> Converted<'_> {
     out
 }
 
+fn text<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
+    std::str::from_utf8(bytes).map_err(|_| format!("{what} is not UTF-8"))
+}
+
 fn convert_one(point: &Point) -> Result<chingest::Point<'_>, String> {
+    let mut tags = Vec::with_capacity(point.tags.len());
+    for tag in &point.tags {
+        tags.push((
+            text(&tag.key, "a tag key")?,
+            text(&tag.value, "a tag value")?,
+        ));
+    }
     let mut fields = Vec::with_capacity(point.fields.len());
-    for (key, value) in &point.fields {
-        let value = match &value.value {
+    for field in &point.fields {
+        let key = text(&field.key, "a field key")?;
+        let value = match field.value.as_ref().and_then(|v| v.value.as_ref()) {
             Some(field_value::Value::Float(v)) => PointValue::Float(*v),
             Some(field_value::Value::Integer(v)) => PointValue::Integer(*v),
             Some(field_value::Value::Unsigned(v)) => PointValue::UInteger(*v),
@@ -48,19 +64,11 @@ fn convert_one(point: &Point) -> Result<chingest::Point<'_>, String> {
             Some(field_value::Value::Boolean(v)) => PointValue::Boolean(*v),
             None => return Err(format!("field {key:?} has no value")),
         };
-        fields.push((key.as_str(), value));
+        fields.push((key, value));
     }
-    // A decoded map iterates in an order of its own: sorted, consecutive
-    // points of a measurement list the same keys in the same order, which
-    // the write path resolves once instead of per point.
-    fields.sort_unstable_by_key(|(key, _)| *key);
     Ok(chingest::Point {
-        measurement: &point.measurement,
-        tags: point
-            .tags
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect(),
+        measurement: text(&point.measurement, "the measurement")?,
+        tags,
         fields,
         timestamp: point.timestamp,
     })
@@ -91,49 +99,37 @@ pub(super) fn rejections(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
-    use chingest_proto::v1::FieldValue;
-
     use super::*;
 
-    fn value(v: field_value::Value) -> FieldValue {
-        FieldValue { value: Some(v) }
-    }
-
-    fn point(fields: Vec<(&str, FieldValue)>) -> Point {
-        Point {
-            measurement: "m".into(),
-            tags: HashMap::from([("host".to_string(), "a".to_string())]),
-            fields: fields
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            timestamp: Some(1_000),
-        }
-    }
-
     #[test]
-    fn every_type_converts_and_valueless_fields_are_refused_by_position() {
-        let good = point(vec![
-            ("f", value(field_value::Value::Float(1.5))),
-            ("s", value(field_value::Value::String("a\nb".into()))),
-        ]);
-        let points = vec![
-            good.clone(),
-            point(vec![("v", FieldValue { value: None })]),
-            good,
-        ];
+    fn every_type_converts_and_bad_points_are_refused_by_position() {
+        use field_value::Value;
+        let good = Point::new("m", Some(1_000))
+            .tag("host", "a")
+            .field("f", Value::Float(1.5))
+            .field("s", Value::String("a\nb".into()));
+        let mut valueless = Point::new("m", None).field("v", Value::Integer(1));
+        valueless.fields[0].value = None;
+        let mut not_utf8 = good.clone();
+        not_utf8.tags[0].value = prost::bytes::Bytes::from_static(b"\xff");
+        let points = vec![good.clone(), valueless, not_utf8, good];
         let out = convert(&points);
-        assert_eq!(out.positions, [1, 3]);
+        assert_eq!(out.positions, [1, 4]);
         assert_eq!(out.points[0].tags, [("host", "a")]);
-        assert!(out.points[0]
-            .fields
-            .contains(&("s", PointValue::String("a\nb"))));
-        assert_eq!(out.rejected.len(), 1);
-        assert_eq!(out.rejected[0].line, 2);
-        assert!(out.rejected[0].reason.contains("no value"));
-        // The write's second point is the request's third.
+        assert_eq!(out.points[0].fields[1], ("s", PointValue::String("a\nb")));
+        let refused: Vec<(usize, &str)> = out
+            .rejected
+            .iter()
+            .map(|r| (r.line, r.reason.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (2, "field \"v\" has no value"),
+                (3, "a tag value is not UTF-8")
+            ]
+        );
+        // The write's second point is the request's fourth.
         let merged = rejections(
             &out,
             vec![LineRejection {
@@ -143,6 +139,6 @@ mod tests {
             }],
         );
         let lines: Vec<usize> = merged.iter().map(|r| r.line).collect();
-        assert_eq!(lines, [2, 3]);
+        assert_eq!(lines, [2, 3, 4]);
     }
 }
