@@ -17,8 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // IPC and line-protocol bytes stay `Bytes`: no copy on receipt.
         .bytes(".")
-        // Written by hand (src/point.rs): its maps as entry lists of
-        // `Bytes`, decoded without hashing or copying.
+        // Written by hand (src/point.rs): maps as entry lists of `Bytes`,
+        // decoded without hashing or copying each string.
+        .extern_path(".chingest.v1.Points", "crate::point::Points")
         .extern_path(".chingest.v1.Point", "crate::point::Point")
         .compile_fds(descriptors)?;
     Ok(())

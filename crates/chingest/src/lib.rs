@@ -485,17 +485,22 @@ impl Ingestor {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = shared.database_for_write(db, options).await?;
             let keys = points::SeriesKeys::new(points);
-            let lines = points::lines(points, &keys, options.precision, now_ns());
+            let built = lp::BuiltPoints {
+                points,
+                keys: &keys,
+                precision: options.precision,
+                now_ns: now_ns(),
+            };
             let mut batch =
                 lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
-            batch.add_built(&lines);
+            batch.add_points(&built);
             if batch.has_deferred() {
                 for (measurement, fields) in batch.take_schema_needs() {
                     shared
                         .ensure_table(&database, rp, &measurement, &fields)
                         .await?;
                 }
-                batch.add_deferred_built(&lines);
+                batch.add_deferred_points(&built);
             }
             Ok(PreparedWrite {
                 database,

@@ -78,6 +78,22 @@ pub(crate) struct LineLimits {
     pub(crate) cardinality: CardinalityLimits,
 }
 
+/// Typed points ready to become lines: the points, their series keys and
+/// what their timestamps mean.
+pub(crate) struct BuiltPoints<'b> {
+    pub(crate) points: &'b [crate::Point<'b>],
+    pub(crate) keys: &'b crate::points::SeriesKeys,
+    pub(crate) precision: lineproto::Precision,
+    pub(crate) now_ns: i64,
+}
+
+impl<'b> BuiltPoints<'b> {
+    /// Fills `line` with point `i`, or says why it cannot be one.
+    fn fill(&self, i: usize, line: &mut Line<'b>) -> Result<(), String> {
+        crate::points::fill_line(self.points, self.keys, i, self.precision, self.now_ns, line)
+    }
+}
+
 /// Per-request state of a line-protocol write.
 pub(crate) struct LineBatch<'b> {
     db: Arc<Database>,
@@ -100,7 +116,7 @@ pub(crate) struct LineBatch<'b> {
     needs: Vec<(String, Vec<(String, FieldType)>)>,
     /// Lines to parse again after the DDL: byte range and line number.
     deferred: Vec<(Range<usize>, usize)>,
-    /// Built lines (typed points) to add again after the DDL, by index.
+    /// Typed points to add again after the DDL, by index.
     deferred_built: Vec<usize>,
     outcome: WriteOutcome,
     /// The table whose field memo holds the previous line's field keys, if
@@ -206,34 +222,34 @@ impl<'b> LineBatch<'b> {
         }
     }
 
-    /// Adds lines built from typed points: `lines[i]` is point `i + 1`, or
-    /// why it could not be a line. Those that need DDL wait for
-    /// [`add_deferred_built`](Self::add_deferred_built).
-    pub(crate) fn add_built(&mut self, lines: &[Result<Line<'b>, String>]) {
-        self.add_built_at(lines, 0..lines.len(), true);
+    /// Adds typed points as lines (point `i` is line `i + 1`); those that
+    /// need DDL wait for [`add_deferred_points`](Self::add_deferred_points).
+    pub(crate) fn add_points(&mut self, points: &BuiltPoints<'b>) {
+        self.add_points_at(points, 0..points.points.len(), true);
     }
 
-    /// Adds the built lines [`add_built`](Self::add_built) deferred, once
-    /// the DDL they needed has run.
-    pub(crate) fn add_deferred_built(&mut self, lines: &[Result<Line<'b>, String>]) {
+    /// Adds the points [`add_points`](Self::add_points) deferred, once the
+    /// DDL they needed has run.
+    pub(crate) fn add_deferred_points(&mut self, points: &BuiltPoints<'b>) {
         self.refresh_schemas();
         let deferred = std::mem::take(&mut self.deferred_built);
-        self.add_built_at(lines, deferred, false);
+        self.add_points_at(points, deferred, false);
     }
 
-    fn add_built_at(
+    fn add_points_at(
         &mut self,
-        lines: &[Result<Line<'b>, String>],
+        points: &BuiltPoints<'b>,
         indices: impl IntoIterator<Item = usize>,
         may_defer: bool,
     ) {
         let db = Arc::clone(&self.db);
         let known_ids = db.series.by_raw_key.read().unwrap();
         self.memo_owner = None;
+        let mut line = Line::default();
         for i in indices {
-            let outcome = match &lines[i] {
-                Ok(line) => self.add(line, &known_ids, may_defer),
-                Err(reason) => reject(reason.clone()),
+            let outcome = match points.fill(i, &mut line) {
+                Ok(()) => self.add(&line, &known_ids, may_defer),
+                Err(reason) => reject(reason),
             };
             match outcome {
                 Outcome::Added => self.outcome.accepted += 1,

@@ -71,82 +71,64 @@ impl SeriesKeys {
     }
 }
 
-/// Each point as a line, or why it cannot be one: what the line-protocol
-/// parser would refuse before a line exists (empty names, no fields, a
-/// float that is not finite, a time out of range).
-pub(crate) fn lines<'a>(
+/// Fills `line` with point `index` of `points` (1-based line number
+/// `index + 1`), or says why the point cannot be a line: what the
+/// line-protocol parser would refuse before a line exists (empty names, no
+/// fields, a float that is not finite, a time out of range). One `Line` is
+/// reused for every point, as the parser reuses one for every line.
+pub(crate) fn fill_line<'a>(
     points: &'a [Point<'a>],
     keys: &'a SeriesKeys,
+    index: usize,
     precision: Precision,
     now_ns: i64,
-) -> Vec<Result<Line<'a>, String>> {
-    points
-        .iter()
-        .zip(&keys.ranges)
-        .enumerate()
-        .map(|(i, (point, range))| {
-            line(point, &keys.buffer[range.clone()], i + 1, precision, now_ns)
-        })
-        .collect()
-}
-
-fn line<'a>(
-    point: &'a Point<'a>,
-    series_key: &'a str,
-    number: usize,
-    precision: Precision,
-    now_ns: i64,
-) -> Result<Line<'a>, String> {
+    line: &mut Line<'a>,
+) -> Result<(), String> {
+    let point = &points[index];
     if point.measurement.is_empty() {
         return Err("empty measurement".into());
     }
     if point.fields.is_empty() {
         return Err("a point needs at least one field".into());
     }
-    let mut tags = Vec::with_capacity(point.tags.len());
+    line.tags.clear();
     for (key, value) in &point.tags {
         if key.is_empty() {
             return Err("empty tag key".into());
         }
         if !value.is_empty() {
-            tags.push((Escaped::plain(key), Escaped::plain(value)));
+            line.tags.push((Escaped::plain(key), Escaped::plain(value)));
         }
     }
-    let mut fields = Vec::with_capacity(point.fields.len());
+    line.fields.clear();
     for (key, value) in &point.fields {
         if key.is_empty() {
             return Err("empty field key".into());
         }
-        fields.push((
-            Escaped::plain(key),
-            match *value {
-                PointValue::Float(v) if !v.is_finite() => {
-                    return Err(format!("field {key:?} is {v}: floats must be finite"))
-                }
-                PointValue::Float(v) => FieldValue::Float(v),
-                PointValue::Integer(v) => FieldValue::Integer(v),
-                PointValue::UInteger(v) => FieldValue::UInteger(v),
-                PointValue::String(v) => FieldValue::String(Escaped::plain(v)),
-                PointValue::Boolean(v) => FieldValue::Boolean(v),
-            },
-        ));
+        let value = match *value {
+            PointValue::Float(v) if !v.is_finite() => {
+                return Err(format!("field {key:?} is {v}: floats must be finite"))
+            }
+            PointValue::Float(v) => FieldValue::Float(v),
+            PointValue::Integer(v) => FieldValue::Integer(v),
+            PointValue::UInteger(v) => FieldValue::UInteger(v),
+            PointValue::String(v) => FieldValue::String(Escaped::plain(v)),
+            PointValue::Boolean(v) => FieldValue::Boolean(v),
+        };
+        line.fields.push((Escaped::plain(key), value));
     }
-    let timestamp = match point.timestamp {
+    line.timestamp = match point.timestamp {
         Some(t) => precision
             .to_nanos(t)
             .ok_or_else(|| format!("timestamp {t} {} is out of range", precision.as_str()))?,
         None => now_ns,
     };
-    Ok(Line {
-        line_number: number,
-        series_key,
-        measurement: Escaped::plain(point.measurement),
-        tags,
-        fields,
-        timestamp,
-        timestamp_given: point.timestamp.is_some(),
-        same_field_keys: false,
-    })
+    line.line_number = index + 1;
+    line.series_key = &keys.buffer[keys.ranges[index].clone()];
+    line.measurement = Escaped::plain(point.measurement);
+    line.timestamp_given = point.timestamp.is_some();
+    line.same_field_keys = false;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -185,14 +167,13 @@ mod tests {
         bad[4].timestamp = Some(i64::MAX);
         let all: Vec<Point<'_>> = std::iter::once(good).chain(bad).collect();
         let keys = SeriesKeys::new(&all);
-        let lines = lines(&all, &keys, Precision::Seconds, 7);
-        let line = lines[0].as_ref().unwrap();
+        let mut line = Line::default();
+        fill_line(&all, &keys, 0, Precision::Seconds, 7, &mut line).unwrap();
         assert_eq!(line.timestamp, 2_000_000_000);
         assert_eq!(line.tags.len(), 1);
         assert_eq!(line.measurement.unescape(), "cpu load");
-        let reasons: Vec<&str> = lines[1..]
-            .iter()
-            .map(|l| l.as_ref().unwrap_err().as_str())
+        let reasons: Vec<String> = (1..all.len())
+            .map(|i| fill_line(&all, &keys, i, Precision::Seconds, 7, &mut line).unwrap_err())
             .collect();
         assert_eq!(reasons[0], "empty measurement");
         assert!(reasons[1].contains("at least one field"));

@@ -9,7 +9,7 @@
 pub mod v1 {
     #![allow(missing_docs, unreachable_pub, clippy::all)]
     tonic::include_proto!("chingest.v1");
-    pub use crate::point::{Field, Point, Tag};
+    pub use crate::point::{Field, Point, Points, Tag};
 }
 
 mod point;

@@ -1,14 +1,58 @@
-//! `chingest.v1.Point`, written by hand instead of generated, so that a
-//! request's points decode without hashing or copying a string: the
-//! `tags` and `fields` maps are lists of entries (a protobuf map is, on
+//! `chingest.v1.Points` and `Point`, written by hand instead of generated,
+//! so that a request's points decode without hashing or copying a string:
+//! the `tags` and `fields` maps are lists of entries (a protobuf map is, on
 //! the wire, a repeated message of key 1 and value 2), and every string is
-//! a `Bytes` slice of the request buffer. The receiver checks UTF-8.
-//! Wire-compatible with the `.proto`: clients generated from it (maps and
-//! all) send exactly these bytes.
+//! a `Bytes` slice of the point's bytes, which are copied out of the
+//! request once, whole (gRPC's receive buffer is not one contiguous
+//! `Bytes`: decoded from it, every string would be an allocation of its
+//! own). The receiver checks UTF-8. Wire-compatible with the `.proto`:
+//! clients generated from it (maps and all) send exactly these bytes.
 
-use prost::bytes::Bytes;
+use prost::bytes::{Buf, BufMut, Bytes};
+use prost::encoding::{self, DecodeContext, WireType};
+use prost::{DecodeError, Message};
 
 use crate::v1::FieldValue;
+
+/// A list of points (a oneof member cannot be repeated itself).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Points {
+    /// The points.
+    pub points: Vec<Point>,
+}
+
+impl Message for Points {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        for point in &self.points {
+            encoding::message::encode(1, point, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        if tag != 1 {
+            return encoding::skip_field(wire_type, tag, buf, ctx);
+        }
+        // The point's bytes, copied once; its strings are slices of them.
+        let mut bytes = Bytes::new();
+        encoding::bytes::merge(wire_type, &mut bytes, buf, ctx)?;
+        self.points.push(Point::decode(bytes)?);
+        Ok(())
+    }
+
+    fn encoded_len(&self) -> usize {
+        encoding::message::encoded_len_repeated(1, &self.points)
+    }
+
+    fn clear(&mut self) {
+        self.points.clear();
+    }
+}
 
 /// One point: what one line of line protocol says, typed.
 #[derive(Clone, PartialEq, prost::Message)]
