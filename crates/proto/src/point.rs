@@ -41,7 +41,20 @@ impl Message for Points {
         // The point's bytes, copied once; its strings are slices of them.
         let mut bytes = Bytes::new();
         encoding::bytes::merge(wire_type, &mut bytes, buf, ctx)?;
-        self.points.push(Point::decode(bytes)?);
+        // Points of a request are usually alike: room for as many tags and
+        // fields as the previous one had saves growing the lists entry by
+        // entry.
+        let (tags, fields) = self
+            .points
+            .last()
+            .map_or((0, 0), |p| (p.tags.len(), p.fields.len()));
+        let mut point = Point {
+            tags: Vec::with_capacity(tags),
+            fields: Vec::with_capacity(fields),
+            ..Point::default()
+        };
+        point.merge(bytes)?;
+        self.points.push(point);
         Ok(())
     }
 
