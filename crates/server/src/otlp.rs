@@ -149,48 +149,22 @@ pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted
                     context: &context,
                     metric_name: &metric.name,
                 };
+                let r = &mut rejected;
                 let kind = match data {
-                    Data::Gauge(gauge) => {
-                        for point in &gauge.data_points {
-                            kinds.gauge.push(&base, point, None, &mut rejected);
-                        }
-                        "gauge"
+                    Data::Gauge(g) => kinds.gauge.push_all(&base, &g.data_points, None, r),
+                    Data::Sum(s) => {
+                        let shared = Some((s.aggregation_temporality, s.is_monotonic));
+                        kinds.sum.push_all(&base, &s.data_points, shared, r)
                     }
-                    Data::Sum(sum) => {
-                        let kind = Some((sum.aggregation_temporality, sum.is_monotonic));
-                        for point in &sum.data_points {
-                            kinds.sum.push(&base, point, kind, &mut rejected);
-                        }
-                        "sum"
+                    Data::Histogram(h) => {
+                        let shared = h.aggregation_temporality;
+                        kinds.histogram.push_all(&base, &h.data_points, shared, r)
                     }
-                    Data::Histogram(histogram) => {
-                        for point in &histogram.data_points {
-                            kinds.histogram.push(
-                                &base,
-                                point,
-                                histogram.aggregation_temporality,
-                                &mut rejected,
-                            );
-                        }
-                        "histogram"
+                    Data::ExponentialHistogram(h) => {
+                        let shared = h.aggregation_temporality;
+                        kinds.exponential.push_all(&base, &h.data_points, shared, r)
                     }
-                    Data::ExponentialHistogram(histogram) => {
-                        for point in &histogram.data_points {
-                            kinds.exponential.push(
-                                &base,
-                                point,
-                                histogram.aggregation_temporality,
-                                &mut rejected,
-                            );
-                        }
-                        "exponential_histogram"
-                    }
-                    Data::Summary(summary) => {
-                        for point in &summary.data_points {
-                            kinds.summary.push(&base, point, 0, &mut rejected);
-                        }
-                        "summary"
-                    }
+                    Data::Summary(s) => kinds.summary.push_all(&base, &s.data_points, 0, r),
                 };
                 metadata.insert(&metric.name, (kind, &metric.description, &metric.unit));
             }
@@ -266,6 +240,8 @@ point!(
 
 /// The fields of one kind of point, built column by column.
 trait Fields<P>: Default {
+    /// The metric kind, as metadata names it.
+    fn kind(shared: Self::Shared) -> &'static str;
     /// The field names, in column order.
     const NAMES: &'static [&'static str];
     /// Extra information every point of a metric shares.
@@ -308,6 +284,21 @@ impl<'a, P, F: Fields<P>> Default for Rows<'a, P, F> {
 const COMMON_FIELDS: [&str; 2] = ["start_time_unix_nano", "flags"];
 
 impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
+    /// Adds every point of a metric; returns the kind's name (its
+    /// metadata `type`).
+    fn push_all(
+        &mut self,
+        base: &Base<'_, 'a>,
+        points: &'a [P],
+        shared: F::Shared,
+        rejected: &mut Rejected,
+    ) -> &'static str {
+        for point in points {
+            self.push(base, point, shared, rejected);
+        }
+        F::kind(shared)
+    }
+
     /// Adds `point` as a row, or counts it rejected.
     fn push(
         &mut self,
@@ -432,6 +423,13 @@ impl Fields<NumberDataPoint> for NumberFields {
     /// A sum's temporality and monotonicity; `None` for a gauge.
     type Shared = Option<(i32, bool)>;
 
+    fn kind(shared: Self::Shared) -> &'static str {
+        match shared {
+            Some(_) => "sum",
+            None => "gauge",
+        }
+    }
+
     fn check(point: &NumberDataPoint) -> Option<&'static str> {
         point
             .value
@@ -486,6 +484,10 @@ impl Fields<HistogramDataPoint> for HistogramFields {
         "aggregation_temporality",
     ];
     type Shared = i32;
+
+    fn kind(_: i32) -> &'static str {
+        "histogram"
+    }
 
     fn check(point: &HistogramDataPoint) -> Option<&'static str> {
         let buckets = point.bucket_counts.len();
@@ -551,6 +553,10 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
     ];
     type Shared = i32;
 
+    fn kind(_: i32) -> &'static str {
+        "exponential_histogram"
+    }
+
     fn push(&mut self, point: &ExponentialHistogramDataPoint, kind: i32) {
         self.count.append_value(point.count);
         self.sum.append_option(point.sum);
@@ -607,6 +613,10 @@ struct SummaryFields {
 impl Fields<SummaryDataPoint> for SummaryFields {
     const NAMES: &'static [&'static str] = &["count", "sum", "quantiles", "quantile_values"];
     type Shared = i32;
+
+    fn kind(_: i32) -> &'static str {
+        "summary"
+    }
 
     fn push(&mut self, point: &SummaryDataPoint, _: i32) {
         self.count.append_value(point.count);

@@ -16,7 +16,7 @@ use prost::Message;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::{bytes_per_value, count, drive, wait_visible};
+use super::http::{bytes_per_value, count, drive, wait_visible, Sent};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second};
 use crate::Context;
@@ -125,19 +125,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 true => Some(bytes_per_value(ctx, DATABASE, "prometheus", samples)?),
                 false => None,
             };
-            report.push(json!({
-                "receiver": "chingest",
-                "samples": sent.rows,
-                "series": args.targets * args.series_per_target,
-                "requests": sent.latencies.len(),
-                "samples_per_s": per_second(sent.rows, sent.elapsed),
-                "visible_samples_per_s": sent.rows as f64 / visible.as_secs_f64().max(1e-9),
-                "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
-                "p50_ms": millis_at(&sent.latencies, 0.5),
-                "p99_ms": millis_at(&sent.latencies, 0.99),
-                "bytes_per_sample": bytes_per_sample,
-                "run": sent.label,
-            }));
+            report.push(row("chingest", args, &sent, visible, bytes_per_sample));
             Ok(())
         },
     ))?;
@@ -212,18 +200,30 @@ async fn victoriametrics(
     let visible = sent.started.elapsed();
     // The warm-up request counts too: every sample must be there.
     check_stored("VictoriaMetrics", samples as u64, stored)?;
-    Ok(json!({
-        "receiver": "victoriametrics",
+    Ok(row("victoriametrics", args, &sent, visible, None))
+}
+
+/// A report row: `sent`'s rates, queryable after `visible`.
+fn row(
+    receiver: &str,
+    args: &Args,
+    sent: &Sent,
+    visible: std::time::Duration,
+    bytes_per_sample: Option<f64>,
+) -> serde_json::Value {
+    json!({
+        "receiver": receiver,
         "samples": sent.rows,
         "series": args.targets * args.series_per_target,
+        "requests": sent.latencies.len(),
         "samples_per_s": per_second(sent.rows, sent.elapsed),
         "visible_samples_per_s": sent.rows as f64 / visible.as_secs_f64().max(1e-9),
         "mb_per_s": sent.bytes as f64 / 1e6 / sent.elapsed.as_secs_f64(),
         "p50_ms": millis_at(&sent.latencies, 0.5),
         "p99_ms": millis_at(&sent.latencies, 0.99),
-        "bytes_per_sample": null,
+        "bytes_per_sample": bytes_per_sample,
         "run": sent.label,
-    }))
+    })
 }
 
 /// Every request's snappy-compressed body and sample count, in send order:
