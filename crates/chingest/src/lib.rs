@@ -484,23 +484,17 @@ impl Ingestor {
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = shared.database_for_write(db, options).await?;
-            let keys = points::SeriesKeys::new(points);
-            let built = lp::BuiltPoints {
-                points,
-                keys: &keys,
-                precision: options.precision,
-                now_ns: now_ns(),
-            };
+            let lines = points::PointLines::new(points, options.precision, now_ns());
             let mut batch =
                 lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
-            batch.add_points(&built);
+            batch.add_points(&lines);
             if batch.has_deferred() {
                 for (measurement, fields) in batch.take_schema_needs() {
                     shared
                         .ensure_table(&database, rp, &measurement, &fields)
                         .await?;
                 }
-                batch.add_deferred_points(&built);
+                batch.add_deferred_points(&lines);
             }
             Ok(PreparedWrite {
                 database,

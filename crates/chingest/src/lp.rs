@@ -29,6 +29,7 @@ use crate::catalog::{Admission, Database, Table};
 use crate::chunk::ChunkBuilder;
 use crate::config::CardinalityLimits;
 use crate::names::{self, NameKind};
+use crate::points::PointLines;
 use crate::schema::{FieldType, TableSchema};
 use crate::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};
 use crate::{LineRejection, WriteOutcome};
@@ -78,22 +79,6 @@ pub(crate) struct LineLimits {
     pub(crate) cardinality: CardinalityLimits,
 }
 
-/// Typed points ready to become lines: the points, their series keys and
-/// what their timestamps mean.
-pub(crate) struct BuiltPoints<'b> {
-    pub(crate) points: &'b [crate::Point<'b>],
-    pub(crate) keys: &'b crate::points::SeriesKeys,
-    pub(crate) precision: lineproto::Precision,
-    pub(crate) now_ns: i64,
-}
-
-impl<'b> BuiltPoints<'b> {
-    /// Fills `line` with point `i`, or says why it cannot be one.
-    fn fill(&self, i: usize, line: &mut Line<'b>) -> Result<(), String> {
-        crate::points::fill_line(self.points, self.keys, i, self.precision, self.now_ns, line)
-    }
-}
-
 /// Per-request state of a line-protocol write.
 pub(crate) struct LineBatch<'b> {
     db: Arc<Database>,
@@ -117,7 +102,7 @@ pub(crate) struct LineBatch<'b> {
     /// Lines to parse again after the DDL: byte range and line number.
     deferred: Vec<(Range<usize>, usize)>,
     /// Typed points to add again after the DDL, by index.
-    deferred_built: Vec<usize>,
+    deferred_points: Vec<usize>,
     outcome: WriteOutcome,
     /// The table whose field memo holds the previous line's field keys, if
     /// any: with [`Line::same_field_keys`] it makes the memo check free.
@@ -144,7 +129,7 @@ impl<'b> LineBatch<'b> {
             extra_chunks: Vec::new(),
             needs: Vec::new(),
             deferred: Vec::new(),
-            deferred_built: Vec::new(),
+            deferred_points: Vec::new(),
             outcome: WriteOutcome::default(),
             memo_owner: None,
             lines_seen: 0,
@@ -197,7 +182,7 @@ impl<'b> LineBatch<'b> {
 
     /// Whether some lines wait for DDL.
     pub(crate) fn has_deferred(&self) -> bool {
-        !self.deferred.is_empty() || !self.deferred_built.is_empty()
+        !self.deferred.is_empty() || !self.deferred_points.is_empty()
     }
 
     /// The tables and columns deferred lines need, by measurement.
@@ -224,21 +209,21 @@ impl<'b> LineBatch<'b> {
 
     /// Adds typed points as lines (point `i` is line `i + 1`); those that
     /// need DDL wait for [`add_deferred_points`](Self::add_deferred_points).
-    pub(crate) fn add_points(&mut self, points: &BuiltPoints<'b>) {
-        self.add_points_at(points, 0..points.points.len(), true);
+    pub(crate) fn add_points(&mut self, points: &'b PointLines<'b>) {
+        self.add_points_at(points, 0..points.len(), true);
     }
 
     /// Adds the points [`add_points`](Self::add_points) deferred, once the
     /// DDL they needed has run.
-    pub(crate) fn add_deferred_points(&mut self, points: &BuiltPoints<'b>) {
+    pub(crate) fn add_deferred_points(&mut self, points: &'b PointLines<'b>) {
         self.refresh_schemas();
-        let deferred = std::mem::take(&mut self.deferred_built);
+        let deferred = std::mem::take(&mut self.deferred_points);
         self.add_points_at(points, deferred, false);
     }
 
     fn add_points_at(
         &mut self,
-        points: &BuiltPoints<'b>,
+        points: &'b PointLines<'b>,
         indices: impl IntoIterator<Item = usize>,
         may_defer: bool,
     ) {
@@ -251,16 +236,26 @@ impl<'b> LineBatch<'b> {
                 Ok(()) => self.add(&line, &known_ids, may_defer),
                 Err(reason) => reject(reason),
             };
-            match outcome {
-                Outcome::Added => self.outcome.accepted += 1,
-                Outcome::Rejected { column, reason } => self.outcome.rejected.push(LineRejection {
-                    line: i + 1,
-                    column,
-                    reason,
-                }),
-                Outcome::Deferred => self.deferred_built.push(i),
+            if self.tally(outcome, i + 1) {
+                self.deferred_points.push(i);
             }
         }
+    }
+
+    /// Counts an added line or records a rejected one (by its 1-based
+    /// number); returns whether the line was deferred instead, which the
+    /// caller records in its own terms.
+    fn tally(&mut self, outcome: Outcome, line: usize) -> bool {
+        match outcome {
+            Outcome::Added => self.outcome.accepted += 1,
+            Outcome::Rejected { column, reason } => self.outcome.rejected.push(LineRejection {
+                line,
+                column,
+                reason,
+            }),
+            Outcome::Deferred => return true,
+        }
+        false
     }
 
     /// Parses `body[range]`; returns the physical lines it held and whether
@@ -295,18 +290,10 @@ impl<'b> LineBatch<'b> {
                     }
                 }
             };
-            match outcome {
-                Outcome::Added => self.outcome.accepted += 1,
-                Outcome::Rejected { column, reason } => self.outcome.rejected.push(LineRejection {
-                    line: line_number,
-                    column,
-                    reason,
-                }),
-                Outcome::Deferred => {
-                    let local = parser.last_line_range();
-                    self.deferred
-                        .push((start + local.start..start + local.end, line_number));
-                }
+            if self.tally(outcome, line_number) {
+                let local = parser.last_line_range();
+                self.deferred
+                    .push((start + local.start..start + local.end, line_number));
             }
         }
         (parser.lines_consumed(), parser.ended_in_string())

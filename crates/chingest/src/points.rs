@@ -41,15 +41,24 @@ pub enum PointValue<'a> {
     Boolean(bool),
 }
 
-/// The series keys of `points`, in one buffer: point `i`'s is
+/// A write's typed points, ready to become lines one at a time: with
+/// their series keys, and what their timestamps mean.
+pub(crate) struct PointLines<'a> {
+    points: &'a [Point<'a>],
+    keys: SeriesKeys,
+    precision: Precision,
+    now_ns: i64,
+}
+
+/// The series keys of some points, in one buffer: point `i`'s is
 /// `buffer[ranges[i]]`.
-pub(crate) struct SeriesKeys {
+struct SeriesKeys {
     buffer: String,
     ranges: Vec<std::ops::Range<usize>>,
 }
 
 impl SeriesKeys {
-    pub(crate) fn new(points: &[Point<'_>]) -> SeriesKeys {
+    fn new(points: &[Point<'_>]) -> SeriesKeys {
         let mut buffer = String::new();
         let mut ranges = Vec::with_capacity(points.len());
         let mut tags: Vec<(&str, &str)> = Vec::new();
@@ -69,66 +78,82 @@ impl SeriesKeys {
         }
         SeriesKeys { buffer, ranges }
     }
+
+    fn get(&self, i: usize) -> &str {
+        &self.buffer[self.ranges[i].clone()]
+    }
 }
 
-/// Fills `line` with point `index` of `points` (1-based line number
-/// `index + 1`), or says why the point cannot be a line: what the
-/// line-protocol parser would refuse before a line exists (empty names, no
-/// fields, a float that is not finite, a time out of range). One `Line` is
-/// reused for every point, as the parser reuses one for every line.
-pub(crate) fn fill_line<'a>(
-    points: &'a [Point<'a>],
-    keys: &'a SeriesKeys,
-    index: usize,
-    precision: Precision,
-    now_ns: i64,
-    line: &mut Line<'a>,
-) -> Result<(), String> {
-    let point = &points[index];
-    if point.measurement.is_empty() {
-        return Err("empty measurement".into());
-    }
-    if point.fields.is_empty() {
-        return Err("a point needs at least one field".into());
-    }
-    line.tags.clear();
-    for (key, value) in &point.tags {
-        if key.is_empty() {
-            return Err("empty tag key".into());
-        }
-        if !value.is_empty() {
-            line.tags.push((Escaped::plain(key), Escaped::plain(value)));
+impl<'a> PointLines<'a> {
+    /// `points`, whose timestamps are in `precision`; `now_ns` stands for
+    /// a missing one.
+    pub(crate) fn new(points: &'a [Point<'a>], precision: Precision, now_ns: i64) -> Self {
+        PointLines {
+            points,
+            keys: SeriesKeys::new(points),
+            precision,
+            now_ns,
         }
     }
-    line.fields.clear();
-    for (key, value) in &point.fields {
-        if key.is_empty() {
-            return Err("empty field key".into());
+
+    /// How many points there are.
+    pub(crate) fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Fills `line` with point `index` (line number `index + 1`), or says
+    /// why the point cannot be a line: what the line-protocol parser would
+    /// refuse before a line exists (empty names, no fields, a float that is
+    /// not finite, a time out of range). One `Line` is reused for every
+    /// point, as the parser reuses one for every line.
+    pub(crate) fn fill(&'a self, index: usize, line: &mut Line<'a>) -> Result<(), String> {
+        let point = &self.points[index];
+        if point.measurement.is_empty() {
+            return Err("empty measurement".into());
         }
-        let value = match *value {
-            PointValue::Float(v) if !v.is_finite() => {
-                return Err(format!("field {key:?} is {v}: floats must be finite"))
+        if point.fields.is_empty() {
+            return Err("a point needs at least one field".into());
+        }
+        line.tags.clear();
+        for (key, value) in &point.tags {
+            if key.is_empty() {
+                return Err("empty tag key".into());
             }
-            PointValue::Float(v) => FieldValue::Float(v),
-            PointValue::Integer(v) => FieldValue::Integer(v),
-            PointValue::UInteger(v) => FieldValue::UInteger(v),
-            PointValue::String(v) => FieldValue::String(Escaped::plain(v)),
-            PointValue::Boolean(v) => FieldValue::Boolean(v),
+            if !value.is_empty() {
+                line.tags.push((Escaped::plain(key), Escaped::plain(value)));
+            }
+        }
+        line.fields.clear();
+        for (key, value) in &point.fields {
+            if key.is_empty() {
+                return Err("empty field key".into());
+            }
+            let value = match *value {
+                PointValue::Float(v) if !v.is_finite() => {
+                    return Err(format!("field {key:?} is {v}: floats must be finite"))
+                }
+                PointValue::Float(v) => FieldValue::Float(v),
+                PointValue::Integer(v) => FieldValue::Integer(v),
+                PointValue::UInteger(v) => FieldValue::UInteger(v),
+                PointValue::String(v) => FieldValue::String(Escaped::plain(v)),
+                PointValue::Boolean(v) => FieldValue::Boolean(v),
+            };
+            line.fields.push((Escaped::plain(key), value));
+        }
+        let precision = self.precision;
+        line.timestamp = match point.timestamp {
+            Some(t) => precision
+                .to_nanos(t)
+                .ok_or_else(|| format!("timestamp {t} {} is out of range", precision.as_str()))?,
+            None => self.now_ns,
         };
-        line.fields.push((Escaped::plain(key), value));
+        line.line_number = index + 1;
+        line.series_key = self.keys.get(index);
+        line.measurement = Escaped::plain(point.measurement);
+        line.timestamp_given = point.timestamp.is_some();
+        line.same_field_keys = false;
+        Ok(())
     }
-    line.timestamp = match point.timestamp {
-        Some(t) => precision
-            .to_nanos(t)
-            .ok_or_else(|| format!("timestamp {t} {} is out of range", precision.as_str()))?,
-        None => now_ns,
-    };
-    line.line_number = index + 1;
-    line.series_key = &keys.buffer[keys.ranges[index].clone()];
-    line.measurement = Escaped::plain(point.measurement);
-    line.timestamp_given = point.timestamp.is_some();
-    line.same_field_keys = false;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -151,9 +176,8 @@ mod tests {
             point(vec![]),
         ];
         let keys = SeriesKeys::new(&points);
-        let key = |i: usize| &keys.buffer[keys.ranges[i].clone()];
-        assert_eq!(key(0), r"cpu\ load,dc=x\=y,host=a\,b");
-        assert_eq!(key(1), r"cpu\ load");
+        assert_eq!(keys.get(0), r"cpu\ load,dc=x\=y,host=a\,b");
+        assert_eq!(keys.get(1), r"cpu\ load");
     }
 
     #[test]
@@ -166,14 +190,14 @@ mod tests {
         bad[3].fields = vec![("v", PointValue::Float(f64::NAN))];
         bad[4].timestamp = Some(i64::MAX);
         let all: Vec<Point<'_>> = std::iter::once(good).chain(bad).collect();
-        let keys = SeriesKeys::new(&all);
+        let lines = PointLines::new(&all, Precision::Seconds, 7);
         let mut line = Line::default();
-        fill_line(&all, &keys, 0, Precision::Seconds, 7, &mut line).unwrap();
+        lines.fill(0, &mut line).unwrap();
         assert_eq!(line.timestamp, 2_000_000_000);
         assert_eq!(line.tags.len(), 1);
         assert_eq!(line.measurement.unescape(), "cpu load");
         let reasons: Vec<String> = (1..all.len())
-            .map(|i| fill_line(&all, &keys, i, Precision::Seconds, 7, &mut line).unwrap_err())
+            .map(|i| lines.fill(i, &mut line).unwrap_err())
             .collect();
         assert_eq!(reasons[0], "empty measurement");
         assert!(reasons[1].contains("at least one field"));

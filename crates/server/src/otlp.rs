@@ -30,10 +30,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use chingest::arrow::array::{
-    Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Array, Int64Builder, ListBuilder,
-    RecordBatch, StringBuilder, StringDictionaryBuilder, UInt64Builder,
+    Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
+    UInt64Builder,
 };
-use chingest::arrow::datatypes::Int32Type;
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
@@ -70,8 +69,6 @@ const METRIC_NAME: &str = "metric_name";
 pub(crate) struct Converted {
     /// One batch per measurement with points, metadata first.
     pub(crate) tables: Vec<Table>,
-    /// Data points in the batches.
-    pub(crate) accepted: usize,
     /// Data points refused.
     pub(crate) rejected: i64,
     /// Why the first refused point was refused, and how many were.
@@ -142,7 +139,7 @@ pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted
             }
             for metric in &sm.metrics {
                 let Some(data) = &metric.data else {
-                    rejected.add(1, &metric.name, "a metric without data (gauge, sum, …)");
+                    rejected.add(&metric.name, "a metric without data (gauge, sum, …)");
                     continue;
                 };
                 let base = Base {
@@ -171,13 +168,18 @@ pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted
         }
     }
     let mut converted = Converted {
-        accepted: kinds.rows(),
         rejected: rejected.count,
         message: rejected.message(),
         ..Converted::default()
     };
-    if converted.accepted > 0 {
-        converted.tables.push(metadata_table(&metadata)?);
+    if kinds.rows() > 0 {
+        let rows = metadata
+            .into_iter()
+            .map(|(name, (k, d, u))| (name, [k, d, u]));
+        let fields = ["type", "description", "unit"];
+        converted
+            .tables
+            .push(tables::metadata_table(METADATA, METRIC_NAME, fields, rows)?);
     }
     kinds.finish(&mut converted.tables)?;
     Ok(converted)
@@ -191,8 +193,8 @@ struct Rejected {
 }
 
 impl Rejected {
-    fn add(&mut self, points: usize, metric: &str, reason: &str) {
-        self.count += points as i64;
+    fn add(&mut self, metric: &str, reason: &str) {
+        self.count += 1;
         if self.first.is_none() {
             self.first = Some(format!("metric {metric:?}: {reason}"));
         }
@@ -307,8 +309,7 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
         shared: F::Shared,
         rejected: &mut Rejected,
     ) {
-        let refuse =
-            |rejected: &mut Rejected, reason: &str| rejected.add(1, base.metric_name, reason);
+        let refuse = |rejected: &mut Rejected, reason: &str| rejected.add(base.metric_name, reason);
         let Ok(time) = i64::try_from(point.time_unix_nano()) else {
             return refuse(rejected, "time_unix_nano is past 2262");
         };
@@ -335,7 +336,7 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
         if let Some(name) = clash {
             self.tags.truncate(start);
             let reason = format!("attribute {name:?} names one of its columns or another tag");
-            return rejected.add(1, base.metric_name, &reason);
+            return rejected.add(base.metric_name, &reason);
         }
         self.row_tags.push(start..self.tags.len());
         self.times.push(time);
@@ -462,15 +463,54 @@ impl Fields<NumberDataPoint> for NumberFields {
     }
 }
 
+/// What histograms of both kinds carry besides their buckets: the
+/// observations' count, sum and extremes, and the temporality (the first
+/// four columns and the last of either kind).
 #[derive(Default)]
-struct HistogramFields {
+struct Observations {
     count: UInt64Builder,
     sum: Float64Builder,
     min: Float64Builder,
     max: Float64Builder,
+    temporality: StringBuilder,
+}
+
+impl Observations {
+    fn push(
+        &mut self,
+        count: u64,
+        sum: Option<f64>,
+        min: Option<f64>,
+        max: Option<f64>,
+        kind: i32,
+    ) {
+        self.count.append_value(count);
+        self.sum.append_option(sum);
+        self.min.append_option(min);
+        self.max.append_option(max);
+        self.temporality.append_value(temporality(kind));
+    }
+
+    /// The columns: `count`, `sum`, `min`, `max`, then `buckets` (the
+    /// kind's own), then `aggregation_temporality`.
+    fn finish(mut self, buckets: impl IntoIterator<Item = ArrayRef>) -> Vec<ArrayRef> {
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.count.finish()),
+            Arc::new(self.sum.finish()),
+            Arc::new(self.min.finish()),
+            Arc::new(self.max.finish()),
+        ];
+        columns.extend(buckets);
+        columns.push(Arc::new(self.temporality.finish()));
+        columns
+    }
+}
+
+#[derive(Default)]
+struct HistogramFields {
+    observations: Observations,
     bucket_counts: ListBuilder<UInt64Builder>,
     explicit_bounds: ListBuilder<Float64Builder>,
-    temporality: StringBuilder,
 }
 
 impl Fields<HistogramDataPoint> for HistogramFields {
@@ -496,36 +536,26 @@ impl Fields<HistogramDataPoint> for HistogramFields {
     }
 
     fn push(&mut self, point: &HistogramDataPoint, kind: i32) {
-        self.count.append_value(point.count);
-        self.sum.append_option(point.sum);
-        self.min.append_option(point.min);
-        self.max.append_option(point.max);
+        let p = point;
+        self.observations.push(p.count, p.sum, p.min, p.max, kind);
         self.bucket_counts
-            .append_value(point.bucket_counts.iter().copied().map(Some));
+            .append_value(p.bucket_counts.iter().copied().map(Some));
         self.explicit_bounds
-            .append_value(point.explicit_bounds.iter().copied().map(Some));
-        self.temporality.append_value(temporality(kind));
+            .append_value(p.explicit_bounds.iter().copied().map(Some));
     }
 
     fn finish(mut self) -> Vec<ArrayRef> {
-        vec![
-            Arc::new(self.count.finish()),
-            Arc::new(self.sum.finish()),
-            Arc::new(self.min.finish()),
-            Arc::new(self.max.finish()),
+        let buckets: [ArrayRef; 2] = [
             Arc::new(self.bucket_counts.finish()),
             Arc::new(self.explicit_bounds.finish()),
-            Arc::new(self.temporality.finish()),
-        ]
+        ];
+        self.observations.finish(buckets)
     }
 }
 
 #[derive(Default)]
 struct ExponentialFields {
-    count: UInt64Builder,
-    sum: Float64Builder,
-    min: Float64Builder,
-    max: Float64Builder,
+    observations: Observations,
     scale: Int64Builder,
     zero_count: UInt64Builder,
     zero_threshold: Float64Builder,
@@ -533,7 +563,6 @@ struct ExponentialFields {
     positive_bucket_counts: ListBuilder<UInt64Builder>,
     negative_offset: Int64Builder,
     negative_bucket_counts: ListBuilder<UInt64Builder>,
-    temporality: StringBuilder,
 }
 
 impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
@@ -558,21 +587,19 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
     }
 
     fn push(&mut self, point: &ExponentialHistogramDataPoint, kind: i32) {
-        self.count.append_value(point.count);
-        self.sum.append_option(point.sum);
-        self.min.append_option(point.min);
-        self.max.append_option(point.max);
-        self.scale.append_value(i64::from(point.scale));
-        self.zero_count.append_value(point.zero_count);
-        self.zero_threshold.append_value(point.zero_threshold);
+        let p = point;
+        self.observations.push(p.count, p.sum, p.min, p.max, kind);
+        self.scale.append_value(i64::from(p.scale));
+        self.zero_count.append_value(p.zero_count);
+        self.zero_threshold.append_value(p.zero_threshold);
         for (buckets, offset, counts) in [
             (
-                &point.positive,
+                &p.positive,
                 &mut self.positive_offset,
                 &mut self.positive_bucket_counts,
             ),
             (
-                &point.negative,
+                &p.negative,
                 &mut self.negative_offset,
                 &mut self.negative_bucket_counts,
             ),
@@ -581,15 +608,10 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
             let values = buckets.as_ref().map_or(&[][..], |b| &b.bucket_counts[..]);
             counts.append_value(values.iter().copied().map(Some));
         }
-        self.temporality.append_value(temporality(kind));
     }
 
     fn finish(mut self) -> Vec<ArrayRef> {
-        vec![
-            Arc::new(self.count.finish()),
-            Arc::new(self.sum.finish()),
-            Arc::new(self.min.finish()),
-            Arc::new(self.max.finish()),
+        let buckets: [ArrayRef; 7] = [
             Arc::new(self.scale.finish()),
             Arc::new(self.zero_count.finish()),
             Arc::new(self.zero_threshold.finish()),
@@ -597,8 +619,8 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
             Arc::new(self.positive_bucket_counts.finish()),
             Arc::new(self.negative_offset.finish()),
             Arc::new(self.negative_bucket_counts.finish()),
-            Arc::new(self.temporality.finish()),
-        ]
+        ];
+        self.observations.finish(buckets)
     }
 }
 
@@ -635,35 +657,6 @@ impl Fields<SummaryDataPoint> for SummaryFields {
             Arc::new(self.values.finish()),
         ]
     }
-}
-
-/// Points of [`METADATA`]: tag `metric_name`, fields `type`,
-/// `description`, `unit`, time 0.
-fn metadata_table(metadata: &BTreeMap<&str, (&'static str, &str, &str)>) -> Result<Table, String> {
-    let mut name = StringDictionaryBuilder::<Int32Type>::new();
-    let (mut kind, mut description, mut unit) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-    );
-    for (metric, (k, d, u)) in metadata {
-        name.append_value(metric);
-        kind.append_value(k);
-        description.append_value(d);
-        unit.append_value(u);
-    }
-    let columns: Vec<(&str, ArrayRef)> = vec![
-        ("time", Arc::new(Int64Array::from(vec![0; metadata.len()]))),
-        (METRIC_NAME, Arc::new(name.finish())),
-        ("type", Arc::new(kind.finish())),
-        ("description", Arc::new(description.finish())),
-        ("unit", Arc::new(unit.finish())),
-    ];
-    Ok(Table {
-        measurement: METADATA,
-        batch: RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?,
-        tags: vec![METRIC_NAME.into()],
-    })
 }
 
 /// An attribute value as a tag value: strings as they are, other scalars

@@ -7,7 +7,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chingest::arrow::array::{ArrayRef, Int64Builder, RecordBatch, StringDictionaryBuilder};
+use chingest::arrow::array::{
+    ArrayRef, Int64Array, Int64Builder, RecordBatch, StringBuilder, StringDictionaryBuilder,
+};
 use chingest::arrow::datatypes::Int32Type;
 use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
 
@@ -39,6 +41,40 @@ impl Table {
             tags,
         })
     }
+}
+
+/// A protocol's metric metadata as points of `measurement`: one per metric
+/// (`rows`: its name, then its values of `fields`), the name in the tag
+/// `tag`, every point at time 0 — so that under the `last` policy
+/// ([`keep_last`]) the newest metadata of a metric replaces the older.
+pub(crate) fn metadata_table<'r, const N: usize>(
+    measurement: &'static str,
+    tag: &str,
+    fields: [&str; N],
+    rows: impl IntoIterator<Item = (&'r str, [&'r str; N])>,
+) -> Result<Table, String> {
+    let mut names = StringDictionaryBuilder::<Int32Type>::new();
+    let mut values: [StringBuilder; N] = std::array::from_fn(|_| StringBuilder::new());
+    let mut count = 0;
+    for (name, row) in rows {
+        names.append_value(name);
+        for (builder, value) in values.iter_mut().zip(row) {
+            builder.append_value(value);
+        }
+        count += 1;
+    }
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        ("time", Arc::new(Int64Array::from(vec![0; count]))),
+        (tag, Arc::new(names.finish())),
+    ];
+    for (field, mut builder) in fields.into_iter().zip(values) {
+        columns.push((field, Arc::new(builder.finish())));
+    }
+    Ok(Table {
+        measurement,
+        batch: RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?,
+        tags: vec![tag.to_owned()],
+    })
 }
 
 /// Writes `tables` as one write: every table is stored or none is.

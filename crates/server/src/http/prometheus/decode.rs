@@ -9,7 +9,7 @@
 //! samples and histograms, or histogram spans that do not match their
 //! counts make the request invalid (400), before anything is stored.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use chingest_proto::prometheus::v2::{self, Histogram};
@@ -30,7 +30,7 @@ pub(super) struct Decoded<'a> {
     /// Exemplars, each naming its series.
     pub(super) exemplars: Vec<Exemplar>,
     /// Metric metadata by metric name (the newest in the request wins).
-    pub(super) metadata: HashMap<&'a str, Metadata<'a>>,
+    pub(super) metadata: BTreeMap<&'a str, Metadata<'a>>,
 }
 
 /// One series of a request.

@@ -15,14 +15,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chingest::arrow::array::{
-    Array, ArrayRef, Float64Builder, Int64Array, Int64Builder, ListBuilder, RecordBatch,
-    StringBuilder, StringDictionaryBuilder,
+    Array, ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
 };
-use chingest::arrow::datatypes::Int32Type;
 use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
 
 use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
-use crate::tables::{Table, TagColumns};
+use crate::tables::{metadata_table, Table, TagColumns};
 
 /// The tag columns of the series `include` picks (a label named like one
 /// of `reserved` is refused).
@@ -54,7 +52,7 @@ const CREATED: &str = "created_timestamp";
 /// The batches of every measurement `decoded` has rows for, metadata first.
 pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
     let mut tables = Vec::with_capacity(4);
-    tables.extend(metadata(decoded));
+    tables.extend(metadata(decoded)?);
     tables.extend(samples(decoded)?);
     tables.extend(histograms(decoded)?);
     tables.extend(exemplars(decoded)?);
@@ -248,37 +246,15 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     Table::new(EXEMPLARS, times, labels, fields).map(Some)
 }
 
-/// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`,
-/// time 0 (one point per family: under the `last` policy the newest wins).
-fn metadata(decoded: &Decoded<'_>) -> Option<Table> {
+/// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
+/// (see [`crate::tables::metadata_table`]).
+fn metadata(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     if decoded.metadata.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let mut entries: Vec<_> = decoded.metadata.iter().collect();
-    entries.sort_by_key(|(name, _)| **name);
-    let mut metric = StringDictionaryBuilder::<Int32Type>::new();
-    let (mut kind, mut help, mut unit) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-    );
-    for (name, entry) in &entries {
-        metric.append_value(name);
-        kind.append_value(entry.kind);
-        help.append_value(entry.help);
-        unit.append_value(entry.unit);
-    }
-    let columns: Vec<(&str, ArrayRef)> = vec![
-        ("time", Arc::new(Int64Array::from(vec![0; entries.len()]))),
-        ("metric", Arc::new(metric.finish())),
-        ("type", Arc::new(kind.finish())),
-        ("help", Arc::new(help.finish())),
-        ("unit", Arc::new(unit.finish())),
-    ];
-    let batch = RecordBatch::try_from_iter(columns).ok()?;
-    Some(Table {
-        measurement: METADATA,
-        batch,
-        tags: vec!["metric".into()],
-    })
+    let rows = decoded
+        .metadata
+        .iter()
+        .map(|(name, m)| (*name, [m.kind, m.help, m.unit]));
+    metadata_table(METADATA, "metric", ["type", "help", "unit"], rows).map(Some)
 }
