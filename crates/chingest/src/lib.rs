@@ -435,11 +435,7 @@ impl Ingestor {
             let limits = shared.line_limits(options);
             let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
-                for (measurement, fields) in batch.take_schema_needs() {
-                    shared
-                        .ensure_table(&database, rp, &measurement, &fields)
-                        .await?;
-                }
+                shared.create_needed(&database, rp, &mut batch).await?;
                 batch.parse_deferred(body, parse_options);
             }
             let finished = batch.finish();
@@ -489,11 +485,7 @@ impl Ingestor {
                 lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
             batch.add_points(&lines);
             if batch.has_deferred() {
-                for (measurement, fields) in batch.take_schema_needs() {
-                    shared
-                        .ensure_table(&database, rp, &measurement, &fields)
-                        .await?;
-                }
+                shared.create_needed(&database, rp, &mut batch).await?;
                 batch.add_deferred_points(&lines);
             }
             Ok(PreparedWrite {
@@ -829,6 +821,20 @@ struct NewRows {
 }
 
 impl Shared {
+    /// Creates the tables and columns the deferred lines of `batch` need.
+    async fn create_needed(
+        self: &Arc<Self>,
+        database: &Arc<Database>,
+        rp: &str,
+        batch: &mut lp::LineBatch<'_>,
+    ) -> Result<()> {
+        for (measurement, fields) in batch.take_schema_needs() {
+            self.ensure_table(database, rp, &measurement, &fields)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The per-line limits of a write with `options`.
     fn line_limits(&self, options: &WriteOptions) -> lp::LineLimits {
         lp::LineLimits {
