@@ -1,6 +1,7 @@
 """The server every Python test writes to: the real binary (built by
 `cargo build -p chingest-server`) on free loopback ports, with a temporary
-data directory and an auth token, for the whole session.
+data directory and an auth token, for the whole session; and the real
+InfluxDB 1.6 some tests compare it with, started on first use.
 """
 
 import json
@@ -18,6 +19,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BINARY = ROOT / "target" / "debug" / "chingest"
+INFLUXD = pathlib.Path("/usr/bin/influxd")
 TOKEN = "py-secret"
 
 
@@ -65,3 +67,78 @@ def sql(server, query):
         f"{server['url']}/sql?{params}", headers={"Authorization": f"Token {TOKEN}"})
     with urllib.request.urlopen(request, timeout=10) as r:
         return [json.loads(line) for line in r.read().decode().splitlines()]
+
+
+@pytest.fixture(scope="session")
+def influxd():
+    """Debian's InfluxDB 1.6 on free loopback ports, with its own data
+    directories and only the HTTP service, for the tests that compare
+    chingest with it; its URL."""
+    if not INFLUXD.exists():
+        pytest.fail(f"{INFLUXD} is missing: `make setup` installs Debian's influxdb package",
+                    pytrace=False)
+    home = pathlib.Path(tempfile.mkdtemp(prefix="chingest-influxd-"))
+    port, rpc = free_port(), free_port()
+    (home / "influxdb.conf").write_text(f"""
+reporting-enabled = false
+bind-address = "127.0.0.1:{rpc}"
+[meta]
+  dir = "{home}/meta"
+  logging-enabled = false
+[data]
+  dir = "{home}/data"
+  wal-dir = "{home}/wal"
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[subscriber]
+  enabled = false
+[continuous_queries]
+  enabled = false
+[retention]
+  enabled = false
+[shard-precreation]
+  enabled = false
+[http]
+  bind-address = "127.0.0.1:{port}"
+  log-enabled = false
+  pprof-enabled = false
+[ifql]
+  enabled = false
+[[graphite]]
+  enabled = false
+[[collectd]]
+  enabled = false
+[[opentsdb]]
+  enabled = false
+[[udp]]
+  enabled = false
+[logging]
+  level = "warn"
+  suppress-logo = true
+""")
+    # Its log goes to a file: a pipe nobody reads would block it once full.
+    log = home / "influxd.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(INFLUXD), "-config", str(home / "influxdb.conf")],
+                                stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/ping", timeout=1) as r:
+                if r.status == 204:
+                    break
+        except OSError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError(f"influxd did not start: {log.read_text()}")
+        time.sleep(0.05)
+    yield url
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(home, ignore_errors=True)

@@ -13,12 +13,7 @@ documented table names the same differences.
 
 import collections
 import json
-import pathlib
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -27,9 +22,8 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, TOKEN, free_port
+from conftest import ROOT, TOKEN
 
-INFLUXD = pathlib.Path("/usr/bin/influxd")
 DOC = ROOT / "docs" / "lineproto.md"
 
 # --------------------------------------------------------------------------
@@ -379,81 +373,7 @@ EXPECTED = {case: (name, way) for name, cases in DIFFERENCES.items()
             for case, way in cases.items()}
 
 # --------------------------------------------------------------------------
-# The two servers.
-
-
-@pytest.fixture(scope="module")
-def influxd():
-    """Debian's InfluxDB 1.6 on free loopback ports, with its own data
-    directories and only the HTTP service."""
-    if not INFLUXD.exists():
-        pytest.fail(f"{INFLUXD} is missing: `make setup` installs Debian's influxdb package",
-                    pytrace=False)
-    home = pathlib.Path(tempfile.mkdtemp(prefix="chingest-influxd-"))
-    port, rpc = free_port(), free_port()
-    (home / "influxdb.conf").write_text(f"""
-reporting-enabled = false
-bind-address = "127.0.0.1:{rpc}"
-[meta]
-  dir = "{home}/meta"
-  logging-enabled = false
-[data]
-  dir = "{home}/data"
-  wal-dir = "{home}/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[subscriber]
-  enabled = false
-[continuous_queries]
-  enabled = false
-[retention]
-  enabled = false
-[shard-precreation]
-  enabled = false
-[http]
-  bind-address = "127.0.0.1:{port}"
-  log-enabled = false
-  pprof-enabled = false
-[ifql]
-  enabled = false
-[[graphite]]
-  enabled = false
-[[collectd]]
-  enabled = false
-[[opentsdb]]
-  enabled = false
-[[udp]]
-  enabled = false
-[logging]
-  level = "warn"
-  suppress-logo = true
-""")
-    # Its log goes to a file: a pipe nobody reads would block it once full.
-    log = home / "influxd.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(INFLUXD), "-config", str(home / "influxdb.conf")],
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ping", timeout=1) as r:
-                if r.status == 204:
-                    break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"influxd did not start: {log.read_text()}")
-        time.sleep(0.05)
-    yield url
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    shutil.rmtree(home, ignore_errors=True)
+# The two servers: chingest (`server`) and InfluxDB (`influxd`), both in conftest.
 
 
 def post(url, body, headers=None):
