@@ -372,6 +372,25 @@ STATEMENTS = [
          "SELECT * FROM mem; SHOW SERIES; SELECT mean(used) FROM mem GROUP BY host",
          chunked="true", chunk_size="5"),
     case("chunked epoch", "SELECT bytes_recv FROM net", chunked="true", epoch="s"),
+    # Forms dashboards also send
+    case("show measurements limit", "SHOW MEASUREMENTS LIMIT 2 OFFSET 1"),
+    case("show tag keys from regex", "SHOW TAG KEYS FROM /^(cpu|net)$/"),
+    case("show series from regex", "SHOW SERIES FROM /^c/"),
+    case("show field keys from two", "SHOW FIELD KEYS FROM mem, net"),
+    case("select from two measurements", "SELECT count(used), count(usage_user) FROM cpu, mem"),
+    case("select from regex", "SELECT last(f) FROM /^cl/"),
+    case("select mean of every field", "SELECT mean(*) FROM cpu WHERE host = 'host_3'"),
+    case("select with types", "SELECT usage_user::field, host::tag FROM cpu WHERE time < 1699920060s"),
+    case("select clash with types", "SELECT k::field, k::tag FROM clash"),
+    case("select arithmetic", "SELECT usage_user * 2 + 1 FROM cpu WHERE host = 'host_1' LIMIT 2"),
+    case("where on a float field", "SELECT usage_user, host FROM cpu WHERE usage_user > 12.4"),
+    case("where on a string field", "SELECT used FROM mem WHERE status = 'red' AND host = 'host_1'"),
+    case("where on a boolean field", "SELECT count(used) FROM mem WHERE ok = true GROUP BY host"),
+    case("fill number", f"SELECT max(temp) FROM cpu WHERE {SPAN} GROUP BY time(5m) fill(-1)"),
+    case("group by time offset",
+         f"SELECT count(usage_user) FROM cpu WHERE {SPAN} GROUP BY time(10m, 5m)"),
+    case("now without data", "SELECT mean(usage_user) FROM cpu WHERE time > now() - 1h GROUP BY time(10m)"),
+    case("post form body", "SELECT count(usage_user) FROM cpu GROUP BY region", method="POST"),
     # Errors
     case("parse error", "SELECT FROM cpu", names="FROM"),
     case("parse error at end", "SELECT usage_user FROM", names="EOF"),
@@ -432,13 +451,20 @@ EXPECTED = {ident: name for name, cases in DIFFERENCES.items() for ident in case
 
 
 def ask(url, q, params, token=None):
-    """(HTTP status, answer) of a GET /query; a chunked answer's chunks are
-    joined into one (see `join_chunks`)."""
-    query = {"q": q, **params}
-    query = {k: v for k, v in query.items() if v is not None}
+    """(HTTP status, answer) of a GET /query, or of a POST with `q` as a
+    form field given `method="POST"`; a chunked answer's chunks are joined
+    into one (see `join_chunks`)."""
+    params = {k: v for k, v in params.items() if v is not None}
+    method = params.pop("method", "GET")
     headers = {"Authorization": f"Token {token}"} if token else {}
-    request = urllib.request.Request(f"{url}/query?{urllib.parse.urlencode(query)}",
-                                     headers=headers)
+    if method == "POST":
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        request = urllib.request.Request(f"{url}/query?{urllib.parse.urlencode(params)}",
+                                         data=urllib.parse.urlencode({"q": q}).encode(),
+                                         headers=headers, method="POST")
+    else:
+        request = urllib.request.Request(
+            f"{url}/query?{urllib.parse.urlencode({'q': q, **params})}", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as r:
             status, text = r.status, r.read().decode()
@@ -583,6 +609,14 @@ def test_same_as_influxdb(loaded, q, params, names, request):
         assert errors_of(theirs[1]) and all(names.lower() in e.lower() for e in errors_of(theirs[1])), \
             f"InfluxDB's errors do not name {names!r}:\n{report}"
     assert equal, f"chingest answers differently from InfluxDB 1.6:\n{report}"
+
+
+def test_credentials_as_parameters(loaded):
+    """InfluxDB 1.x clients may send `u` and `p` instead of a header."""
+    q, params = "SHOW TAG VALUES FROM cpu WITH KEY = host", {"db": loaded["db"]}
+    theirs = ask(loaded["influxd"], q, params)
+    assert ask(loaded["server"]["url"], q, {**params, "u": "py", "p": TOKEN}) == theirs
+    assert ask(loaded["server"]["url"], q, {**params, "u": "py", "p": "wrong"})[0] == 401
 
 
 def test_differences_are_documented():
