@@ -476,37 +476,42 @@ def ask(url, q, params, token=None):
 
 
 def join_chunks(chunks):
-    """One answer from a chunked one: each statement's results in one
-    result, a series split across chunks (`partial`) in one series."""
+    """One answer from the documents of a chunked one: a statement's results
+    in one result, a series continued in the next document (`"partial":
+    true`) in one series. A lone document is the answer as it is."""
+    if len(chunks) == 1:
+        return chunks[0]
     joined = {"results": []}
     for chunk in chunks:
         if "error" in chunk:  # a request-wide error ends the stream
-            joined.setdefault("error", chunk["error"])
+            joined["error"] = chunk["error"]
             continue
-        for result in chunk.get("results", []):
-            result = copy.deepcopy(result)
-            result.pop("partial", None)
-            series = result.pop("series", None)
+        for result in copy.deepcopy(chunk.get("results", [])):
             results = joined["results"]
-            if not results or results[-1]["statement_id"] != result["statement_id"]:
-                results.append(result)
+            partial = result.pop("partial", False)
+            series = result.pop("series", [])
+            if results and results[-1].get("partial") and \
+                    results[-1]["statement_id"] == result["statement_id"]:
+                into = results[-1]
+                into.update(result)
             else:
-                results[-1].update(result)
-            if series is None:
-                continue
-            into = results[-1].setdefault("series", [])
+                results.append(result)
+                into = result
+            into["partial"] = partial
             for one in series:
-                if into and into[-1].pop("partial", False) and \
-                        (into[-1].get("name"), into[-1].get("tags")) == (one.get("name"), one.get("tags")):
-                    into[-1]["values"] += one["values"]
-                    if one.get("partial"):
-                        into[-1]["partial"] = True
+                previous = into.get("series", [])[-1:]
+                if previous and previous[0].pop("partial", False):
+                    assert (previous[0].get("name"), previous[0].get("tags")) == \
+                        (one.get("name"), one.get("tags")), f"a partial series not continued: {chunks}"
+                    previous[0]["values"] += one["values"]
+                    previous[0]["partial"] = one.get("partial", False)
                 else:
-                    into.append(one)
+                    into.setdefault("series", []).append(one)
     for result in joined["results"]:
+        assert not result.pop("partial"), f"a partial result not continued: {chunks}"
         for one in result.get("series", []):
-            one.pop("partial", None)
-    if not joined["results"] and "error" in joined:
+            assert not one.pop("partial", False), f"a partial series not continued: {chunks}"
+    if not joined["results"]:
         del joined["results"]
     return joined
 
