@@ -104,15 +104,26 @@ impl Context<'_> {
     /// The database a statement reads: its own (`ON db`, `db.rp.m`) or the
     /// request's; it must exist and the caller may read it.
     fn database(&self, named: Option<&str>) -> Result<String, Failure> {
+        let db = self.readable_database(named)?;
+        if !self.exists(&db) {
+            return Err(format!("database not found: {db}").into());
+        }
+        Ok(db)
+    }
+
+    /// The database a statement names, or the request's, which the caller
+    /// may read (whether or not it exists).
+    fn readable_database(&self, named: Option<&str>) -> Result<String, Failure> {
         let db = named
             .or(self.database)
             .filter(|db| !db.is_empty())
             .ok_or_else(|| "database name required".to_owned())?;
         self.grant.require_read_of(db)?;
-        if !self.ingestor.databases().iter().any(|d| d == db) {
-            return Err(format!("database not found: {db}").into());
-        }
         Ok(db.to_owned())
+    }
+
+    fn exists(&self, db: &str) -> bool {
+        self.ingestor.databases().iter().any(|d| d == db)
     }
 
     /// The measurements `sources` name that exist, sorted by name, each
@@ -198,7 +209,7 @@ fn tags_match(predicate: &TagPredicate, tags: &[(String, String)]) -> Result<boo
 /// Cell `row` of an engine result column as an answer value.
 fn cell(column: &dyn Array, row: usize) -> output::Value {
     use output::Value;
-    if column.is_null(row) {
+    if column.is_null(row) || *column.data_type() == DataType::Null {
         return Value::Null;
     }
     match column.data_type() {

@@ -120,7 +120,7 @@ pub(crate) struct Select {
     pub(crate) slimit: Option<u64>,
     pub(crate) soffset: u64,
     /// `tz('…')`.
-    pub(crate) time_zone: Option<String>,
+    pub(crate) time_zone: Option<chrono_tz::Tz>,
 }
 
 /// `GROUP BY time(every, offset)`.
@@ -575,7 +575,10 @@ impl<'a> Parser<'a> {
         if self.keyword("tz") {
             self.expect_punct("(")?;
             match self.next().map(|t| &t.token) {
-                Some(Token::Str(zone)) => select.time_zone = Some(zone.clone()),
+                Some(Token::Str(zone)) => match zone.parse() {
+                    Ok(zone) => select.time_zone = Some(zone),
+                    Err(_) => return invalid(format!("unable to find time zone {zone}")),
+                },
                 _ => return invalid(self.found_previous("a time zone string")),
             }
             self.expect_punct(")")?;
@@ -716,10 +719,15 @@ impl<'a> Parser<'a> {
                 }
             }
             Token::Regex(_) => return unsupported("a /regex/ field selector is not supported"),
-            _ => Expr::Var {
+            Token::Ident(name) if !is_reserved(name) => Expr::Var {
                 name: self.name()?,
                 cast: None,
             },
+            Token::Quoted(_) => Expr::Var {
+                name: self.name()?,
+                cast: None,
+            },
+            _ => return invalid(self.found_next("identifier, string, number, bool")),
         };
         if self.punct("::") {
             let cast = match self.next().map(|t| &t.token) {
@@ -804,7 +812,7 @@ mod tests {
         assert_eq!(s.fill, Fill::Previous);
         assert!(s.descending);
         assert_eq!((s.limit, s.offset, s.slimit), (Some(5), 1, Some(2)));
-        assert_eq!(s.time_zone.as_deref(), Some("Europe/Paris"));
+        assert_eq!(s.time_zone, Some(chrono_tz::Europe::Paris));
     }
 
     #[test]
@@ -839,7 +847,9 @@ mod tests {
         let err = |t| parse(t, 0).unwrap().unwrap_err();
         assert_eq!(
             err("SELECT FROM cpu"),
-            ParseError::Invalid("found FROM, expected identifier at line 1, char 8".into())
+            ParseError::Invalid(
+                "found FROM, expected identifier, string, number, bool at line 1, char 8".into()
+            )
         );
         assert!(matches!(err("SELECT a + b FROM cpu"), ParseError::Unsupported(m) if m.contains("arithmetic")));
         assert!(matches!(err("SELECT a FROM (SELECT b FROM c)"), ParseError::Unsupported(_)));

@@ -329,22 +329,45 @@ fn shape(select: &Select) -> Result<Shape, String> {
 }
 
 pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Failure> {
-    let zone = match &select.time_zone {
-        Some(name) => Some(
-            name.parse::<chrono_tz::Tz>()
-                .map_err(|_| format!("unable to find time zone {name}"))?,
-        ),
-        None => None,
-    };
+    let zone = select.time_zone;
     let shape = shape(select)?;
+    let targets = ctx.targets(&select.sources)?;
+    // `*` is every field and tag of every measurement read, sorted, less
+    // the tags grouped by.
+    let mut wildcard: Vec<String> = Vec::new();
+    for target in &targets {
+        let grouped = group_keys(select, target);
+        wildcard.extend(target.schema.fields.iter().filter(|(_, ty)| !ty.is_array()).map(|(f, _)| f.clone()));
+        wildcard.extend(target.schema.tag_keys.iter().filter(|k| !grouped.contains(k)).cloned());
+    }
+    wildcard.sort();
+    wildcard.dedup();
     let mut series = Vec::new();
-    for target in ctx.targets(&select.sources)? {
-        series.extend(measurement(ctx, select, &shape, &target, zone).await?);
+    for target in &targets {
+        series.extend(measurement(ctx, select, &shape, target, &wildcard, zone).await?);
+    }
+    // ORDER BY time DESC orders series the other way too.
+    if select.descending {
+        series.reverse();
     }
     let skip = usize::try_from(select.soffset).unwrap_or(usize::MAX);
     let take = select.slimit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let series = series.into_iter().skip(skip).take(take).collect();
     Ok(Answer { series, zone })
+}
+
+/// The tag keys a statement groups `target`'s series by, sorted.
+fn group_keys(select: &Select, target: &Target) -> Vec<String> {
+    match &select.group_by {
+        GroupBy::Nothing => Vec::new(),
+        GroupBy::All => target.schema.tag_keys.clone(),
+        GroupBy::Tags(keys) => {
+            let mut keys = keys.clone();
+            keys.sort();
+            keys.dedup();
+            keys
+        }
+    }
 }
 
 /// One resolved output column.
@@ -360,45 +383,21 @@ async fn measurement(
     select: &Select,
     shape: &Shape,
     target: &Target,
+    wildcard: &[String],
     zone: Option<chrono_tz::Tz>,
 ) -> Result<Vec<Series>, Failure> {
-    let group_keys: Vec<String> = match &select.group_by {
-        GroupBy::Nothing => Vec::new(),
-        GroupBy::All => target.schema.tag_keys.clone(),
-        GroupBy::Tags(keys) => {
-            let mut keys = keys.clone();
-            keys.sort();
-            keys.dedup();
-            keys
-        }
-    };
+    let group_keys = group_keys(select, target);
     let mut outputs = Vec::new();
     for (name, column) in &shape.columns {
         match column {
             Column::Wildcard => {
-                let mut all: Vec<(String, Operand)> = target
-                    .schema
-                    .fields
-                    .iter()
-                    .filter(|(_, ty)| !ty.is_array())
-                    .map(|(f, ty)| (f.clone(), Operand::Field(f.clone(), *ty)))
-                    .collect();
-                let tags: Vec<(String, Operand)> = target
-                    .schema
-                    .tag_keys
-                    .iter()
-                    .filter(|k| !group_keys.contains(k) && !all.iter().any(|(f, _)| f == *k))
-                    .map(|k| (k.clone(), Operand::Tag(k.clone())))
-                    .collect();
-                all.extend(tags);
-                all.sort_by(|a, b| a.0.cmp(&b.0));
-                outputs.extend(all.into_iter().map(|(name, operand)| Output {
+                outputs.extend(wildcard.iter().map(|name| Output {
                     column: Column::Raw {
                         name: name.clone(),
                         cast: None,
                     },
-                    name,
-                    operand,
+                    name: name.clone(),
+                    operand: operand(target, name, None),
                 }));
             }
             _ => {
@@ -422,12 +421,9 @@ async fn measurement(
         }
     }
     dedupe_names(&mut outputs);
+    // No field to read (only tags, or names the measurement lacks): no
+    // points, as InfluxDB answers.
     if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
-        if !shape.aggregate && outputs.iter().all(|o| matches!(o.operand, Operand::Tag(_))) {
-            return Err("statement must have at least one field in select clause"
-                .to_owned()
-                .into());
-        }
         return Ok(Vec::new());
     }
     match shape.aggregate {

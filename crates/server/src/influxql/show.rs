@@ -23,13 +23,15 @@ pub(super) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<
 }
 
 /// The database of a `SHOW`: `ON db`, else the one its `FROM` names,
-/// else the request's.
-fn database(ctx: &Context<'_>, show: &Show) -> Result<String, Failure> {
+/// else the request's; `None` if it does not exist (an empty answer, as
+/// InfluxDB gives).
+fn database(ctx: &Context<'_>, show: &Show) -> Result<Option<String>, Failure> {
     let named = show
         .database
         .as_deref()
         .or_else(|| show.from.iter().find_map(|s| s.database.as_deref()));
-    ctx.database(named)
+    let db = ctx.readable_database(named)?;
+    Ok(ctx.exists(&db).then_some(db))
 }
 
 /// The series table's condition for `show`'s `FROM` and `WHERE`.
@@ -82,7 +84,9 @@ async fn measurements(
     show: &Show,
     with: Option<&Name>,
 ) -> Result<Vec<Series>, Failure> {
-    let db = database(ctx, show)?;
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
     let from: Vec<Source> = with
         .map(|name| Source {
             database: None,
@@ -134,7 +138,9 @@ fn per_measurement(rows: Vec<Vec<Value>>, columns: &[&str]) -> Vec<Series> {
 }
 
 async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
-    let db = database(ctx, show)?;
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
     let sql = format!(
         "SELECT measurement, key FROM {} FINAL ARRAY JOIN mapKeys(tags) AS key WHERE {} \
          GROUP BY measurement, key ORDER BY measurement, key",
@@ -148,7 +154,9 @@ async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure
 }
 
 async fn tag_values(ctx: &Context<'_>, show: &Show, keys: &KeyFilter) -> Result<Vec<Series>, Failure> {
-    let db = database(ctx, show)?;
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
     let key_condition = match keys {
         KeyFilter::Equals(k) => format!("key = {}", quote_literal(k)),
         KeyFilter::NotEquals(k) => format!("key != {}", quote_literal(k)),
@@ -189,6 +197,9 @@ pub(super) fn field_type_name(ty: FieldType) -> Option<&'static str> {
 }
 
 fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+    if database(ctx, show)?.is_none() {
+        return Ok(Vec::new());
+    }
     let from = match show.from.is_empty() {
         true => vec![Source {
             database: show.database.clone(),
@@ -253,7 +264,9 @@ fn series_key(measurement: &str, tags: &[(String, String)]) -> String {
 }
 
 async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
-    let db = database(ctx, show)?;
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
     let sql = format!(
         "SELECT measurement, arraySort(mapKeys(tags)) AS k, \
          arrayMap(x -> tags[x], k) FROM {} FINAL WHERE {}",
