@@ -43,7 +43,7 @@ pub enum TagPredicate {
 
 impl TagPredicate {
     /// The condition over the series table's `tags` map, in SQL.
-    fn sql(&self) -> String {
+    pub fn sql(&self) -> String {
         let tag = |key: &str| format!("tags[{}]", quote_literal(key));
         match self {
             TagPredicate::Any => "1".to_owned(),

@@ -227,6 +227,32 @@ impl Engine {
         })
     }
 
+    /// Runs a read statement chingest wrote itself from an untrusted query
+    /// (InfluxQL: every name and literal quoted by the translator) on a
+    /// read-only connection, under the query limits; its result as Arrow
+    /// batches. The sandbox's parses are skipped: the statement is ours.
+    pub(crate) async fn query_read_only_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
+        let limit = self.read_only.status().max_size;
+        let slot = Arc::clone(&self.read_only_slots)
+            .try_acquire_owned()
+            .map_err(|_| Error::TooManyQueries { limit })?;
+        let conn = self.read_only.get().await.map_err(pool_error)?;
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            let batches = (|| {
+                conn.query_arrow(&sql)?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| Error::Engine(e.to_string()))
+            })();
+            if batches.is_err() {
+                discard(conn);
+            }
+            batches.map_err(limit_error)
+        })
+        .await
+        .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub(crate) async fn query_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
         self.run(move |conn| {

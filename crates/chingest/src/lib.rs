@@ -773,6 +773,45 @@ impl Ingestor {
             .unwrap_or_default()
     }
 
+    /// The measurements of retention policy `rp` of `db` that have a
+    /// table, with their fields (sorted by name) and the tag keys their
+    /// series carry (sorted): what InfluxQL's `SHOW FIELD KEYS` and source
+    /// resolution need, from memory.
+    pub fn measurements(&self, db: &str, rp: &str) -> Vec<MeasurementSchema> {
+        let Some(database) = self.shared.catalog.database(db) else {
+            return Vec::new();
+        };
+        let mut measurements: Vec<MeasurementSchema> = database
+            .tables()
+            .into_iter()
+            .filter(|((table_rp, _), _)| table_rp == rp)
+            .map(|((_, name), table)| {
+                let mut fields = table.schema().fields.clone();
+                fields.sort_by(|a, b| a.0.cmp(&b.0));
+                MeasurementSchema {
+                    tag_keys: database.series.tag_keys(&name),
+                    name,
+                    fields,
+                }
+            })
+            .collect();
+        measurements.sort_by(|a, b| a.name.cmp(&b.name));
+        measurements
+    }
+
+    /// Runs a read statement the caller wrote itself from an untrusted
+    /// query (every name and literal quoted), on a read-only connection
+    /// under the query limits, without the sandbox's parses; its result as
+    /// Arrow batches. For translators such as InfluxQL's, never for SQL
+    /// text that a caller sent (that is [`query_read_only`](Self::query_read_only)).
+    pub async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.shared
+            .open()?
+            .engine
+            .query_read_only_arrow(sql.to_owned())
+            .await
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.engine.query_arrow(sql.to_owned()).await
@@ -1108,6 +1147,18 @@ fn chunk_bytes(chunk: &RecordBatch) -> usize {
                 .unwrap_or_else(|_| column.get_array_memory_size())
         })
         .sum()
+}
+
+/// A measurement of one retention policy, as [`Ingestor::measurements`]
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasurementSchema {
+    /// The measurement's name.
+    pub name: String,
+    /// Its fields and their types, sorted by name.
+    pub fields: Vec<(String, schema::FieldType)>,
+    /// The tag keys of its series, sorted.
+    pub tag_keys: Vec<String>,
 }
 
 /// The release of the linked engine library, e.g. `"26.7.3"`.

@@ -347,6 +347,16 @@ pub(crate) struct Selection {
 }
 
 impl Selection {
+    /// Every series, all time.
+    pub(crate) fn everything() -> Selection {
+        Selection {
+            measurement: None,
+            tags: TagPredicate::Any,
+            start: None,
+            stop: None,
+        }
+    }
+
     /// Applies the selection to `filter` (whose other parts stay).
     pub(crate) fn apply(self, filter: &mut PointFilter) {
         if self.measurement.is_some() {
@@ -361,12 +371,7 @@ impl Selection {
 /// Parses `text` (empty: everything) in `dialect`; `now` is what `now()`
 /// means, in ns since the epoch.
 pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection, String> {
-    let mut selection = Selection {
-        measurement: None,
-        tags: TagPredicate::Any,
-        start: None,
-        stop: None,
-    };
+    let mut selection = Selection::everything();
     let tokens = tokenize(text)?;
     if tokens.is_empty() {
         return Ok(selection);

@@ -1,8 +1,9 @@
-//! `/query`: the few InfluxQL statements agents send on startup, answered in
-//! InfluxDB's JSON shape. Everything else is refused with a pointer to
-//! `/sql`, where data is queried.
+//! `/query`: InfluxDB 1.x's query endpoint. Queries (`SELECT`, `SHOW
+//! MEASUREMENTS | TAG KEYS | TAG VALUES | FIELD KEYS | SERIES`) are answered
+//! by [`crate::influxql`]; this module parses and runs the rest, and writes
+//! every answer in InfluxDB's JSON shape (whole, or chunked).
 //!
-//! Supported: `CREATE DATABASE`, `SHOW DATABASES`, `SHOW RETENTION
+//! Administrative statements: `CREATE DATABASE`, `SHOW DATABASES`, `SHOW RETENTION
 //! POLICIES [ON db]`, `CREATE|ALTER RETENTION POLICY name ON db DURATION d
 //! …` (the duration becomes the TTL of the policy's tables; replication,
 //! shard duration and DEFAULT are accepted and ignored), and on the `db=`
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse as _, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -198,9 +200,11 @@ fn parse(statement: &str) -> Result<Statement, String> {
             })
         }
         _ => Err(format!(
-            "statement not supported: {statement:?}. /query answers CREATE DATABASE, SHOW DATABASES, \
-             SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP SERIES, DROP \
-             MEASUREMENT, SET DUPLICATE POLICY and SHOW DUPLICATE POLICIES; query data with SQL at /sql"
+            "statement not supported: {statement:?}. /query answers SELECT, SHOW MEASUREMENTS, \
+             SHOW TAG KEYS, SHOW TAG VALUES, SHOW FIELD KEYS, SHOW SERIES, CREATE DATABASE, \
+             SHOW DATABASES, SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP \
+             SERIES, DROP MEASUREMENT, SET DUPLICATE POLICY and SHOW DUPLICATE POLICIES; SQL \
+             goes to /sql"
         )),
     }
 }
@@ -235,13 +239,34 @@ fn parse_delete(head: &str, condition: Option<&str>) -> Result<Option<Statement>
     }))
 }
 
-/// `GET|POST /query?q=...&db=...`.
+/// A statement of a request, parsed before any runs.
+enum Parsed {
+    /// Startup, retention, duplicate-policy and delete statements.
+    Admin(Statement),
+    /// `SELECT` and `SHOW` of series, answered by [`crate::influxql`].
+    Query(crate::influxql::Statement),
+    /// InfluxQL chingest does not answer: the statement's error.
+    Unsupported(String),
+}
+
+/// What one statement answered.
+enum Outcome {
+    /// An administrative statement's result object.
+    Admin(Value),
+    Query(crate::influxql::Answer),
+    Error(String),
+}
+
+/// `GET|POST /query?q=...&db=...`: every statement is parsed first (a
+/// parse error answers 400 and runs nothing), then each runs in order.
+/// `epoch=` writes times as integers; `chunked=true` answers one JSON
+/// object per line, a series (or `chunk_size` rows of one) at a time.
 pub(super) async fn query(
     State(state): State<AppState>,
     Query(mut params): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: axum::body::Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let grant = state.authorize(&headers, params.get("p").map(String::as_str), Flavor::V1)?;
     let ingestor = state.ingestor()?;
     // Clients also send q as a form field in a POST body.
@@ -260,15 +285,157 @@ pub(super) async fn query(
         .get("q")
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
-    let mut results = Vec::new();
-    for (id, text) in q
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    let now = now_ns();
+    let parse_error = |message: String| ApiError::bad_request(format!("error parsing query: {message}"));
+    let mut statements = Vec::new();
+    for text in crate::influxql::split_statements(q).map_err(parse_error)? {
+        statements.push(match crate::influxql::parse(text, now) {
+            Some(Ok(query)) => Parsed::Query(query),
+            Some(Err(crate::influxql::ParseError::Unsupported(message))) => {
+                Parsed::Unsupported(message)
+            }
+            Some(Err(crate::influxql::ParseError::Invalid(message))) => {
+                return Err(parse_error(message))
+            }
+            None => Parsed::Admin(parse(text).map_err(parse_error)?),
+        });
+    }
+    let retention_policy = params
+        .get("rp")
+        .filter(|rp| !rp.is_empty())
+        .unwrap_or(&state.config.write.default_retention_policy);
+    let context = crate::influxql::Context {
+        ingestor,
+        grant: &grant,
+        database: params.get("db").map(String::as_str),
+        retention_policy,
+        now,
+    };
+    let mut outcomes = Vec::new();
+    for statement in statements {
+        outcomes.push(match statement {
+            Parsed::Admin(statement) => Outcome::Admin(admin(&state, &params, &grant, statement).await?),
+            Parsed::Query(query) => match crate::influxql::execute(&context, &query).await {
+                Ok(answer) => Outcome::Query(answer),
+                Err(crate::influxql::Failure::Statement(message)) => Outcome::Error(message),
+                Err(crate::influxql::Failure::Request(err)) => return Err(err),
+            },
+            Parsed::Unsupported(message) => Outcome::Error(message),
+        });
+    }
+    let epoch = params.get("epoch").and_then(|e| crate::influxql::epoch_unit(e));
+    let chunk_rows = match params.get("chunked").map(String::as_str) {
+        Some("true") => Some(
+            params
+                .get("chunk_size")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(10_000),
+        ),
+        _ => None,
+    };
+    let mut response = match chunk_rows {
+        None => {
+            let results: Vec<Value> = outcomes
+                .iter()
+                .enumerate()
+                .map(|(id, outcome)| outcome_json(id, outcome, epoch))
+                .collect();
+            Json(json!({ "results": results })).into_response()
+        }
+        Some(rows) => {
+            let mut lines = String::new();
+            for (id, outcome) in outcomes.iter().enumerate() {
+                for chunk in chunks(id, outcome, epoch, rows) {
+                    lines.push_str(&json!({ "results": [chunk] }).to_string());
+                    lines.push('\n');
+                }
+            }
+            lines.into_response()
+        }
+    };
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// One statement's result object.
+fn outcome_json(id: usize, outcome: &Outcome, epoch: Option<i64>) -> Value {
+    match outcome {
+        Outcome::Admin(result) => {
+            let mut result = result.clone();
+            result["statement_id"] = json!(id);
+            result
+        }
+        Outcome::Error(message) => json!({ "statement_id": id, "error": message }),
+        Outcome::Query(answer) => {
+            let format = crate::influxql::TimeFormat {
+                epoch,
+                zone: answer.zone,
+            };
+            let series: Vec<Value> = answer
+                .series
+                .iter()
+                .map(|s| s.to_json(&s.values, format, false))
+                .collect();
+            match series.is_empty() {
+                true => json!({ "statement_id": id }),
+                false => json!({ "statement_id": id, "series": series }),
+            }
+        }
+    }
+}
+
+/// A statement's result in chunks of at most `rows` rows of one series,
+/// each but the last marked `partial`.
+fn chunks(id: usize, outcome: &Outcome, epoch: Option<i64>, rows: usize) -> Vec<Value> {
+    let Outcome::Query(answer) = outcome else {
+        return vec![outcome_json(id, outcome, epoch)];
+    };
+    let format = crate::influxql::TimeFormat {
+        epoch,
+        zone: answer.zone,
+    };
+    let mut pieces = Vec::new();
+    for series in &answer.series {
+        let parts: Vec<&[Vec<crate::influxql::Value>]> = match series.values.is_empty() {
+            true => vec![&[]],
+            false => series.values.chunks(rows).collect(),
+        };
+        let last = parts.len() - 1;
+        for (i, part) in parts.into_iter().enumerate() {
+            pieces.push(series.to_json(part, format, i < last));
+        }
+    }
+    if pieces.is_empty() {
+        return vec![json!({ "statement_id": id })];
+    }
+    let last = pieces.len() - 1;
+    pieces
+        .into_iter()
         .enumerate()
-    {
-        let statement = parse(text).map_err(ApiError::bad_request)?;
-        let mut result = json!({ "statement_id": id });
+        .map(|(i, piece)| {
+            let mut chunk = json!({ "statement_id": id, "series": [piece] });
+            if i < last {
+                chunk["partial"] = json!(true);
+            }
+            chunk
+        })
+        .collect()
+}
+
+/// Runs one administrative statement; its result object (without
+/// `statement_id`).
+async fn admin(
+    state: &AppState,
+    params: &HashMap<String, String>,
+    grant: &crate::state::Grant,
+    statement: Statement,
+) -> Result<Value, ApiError> {
+    let ingestor = state.ingestor()?;
+    let mut result = json!({});
         match statement {
             Statement::CreateDatabase(name) => {
                 grant.require_write(&name)?;
@@ -355,8 +522,7 @@ pub(super) async fn query(
                 grant.require_read_of(&db)?;
                 if !ingestor.databases().contains(&db) {
                     result["error"] = json!(format!("database not found: {db}"));
-                    results.push(result);
-                    continue;
+                    return Ok(result);
                 }
                 let policies = ingestor.duplicate_policies(&db);
                 let default: chingest::DuplicatePolicy = state
@@ -408,9 +574,7 @@ pub(super) async fn query(
                 }
             }
         }
-        results.push(result);
-    }
-    Ok(Json(json!({ "results": results })))
+    Ok(result)
 }
 
 /// `application/x-www-form-urlencoded` pairs (empty for other bodies).
@@ -477,7 +641,7 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        let err = parse("SELECT * FROM cpu").unwrap_err();
+        let err = parse("GRANT ALL TO someone").unwrap_err();
         assert!(err.contains("/sql"), "{err}");
         assert!(parse("CREATE DATABASE \"open").is_err());
     }

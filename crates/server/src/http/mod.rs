@@ -2,7 +2,7 @@
 //! translate requests into `chingest::Ingestor` calls and results into
 //! responses; every error goes through [`ApiError`].
 
-mod condition;
+pub(crate) mod condition;
 mod edit;
 mod health;
 mod influx;

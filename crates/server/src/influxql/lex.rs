@@ -1,0 +1,286 @@
+//! InfluxQL's tokens: names bare or `"quoted"`, `'strings'`, `/regexes/`,
+//! numbers and durations, operators and punctuation, each with where it
+//! starts in the text (so a clause can be handed on as the text it is).
+
+/// One token.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Token {
+    /// A bare name or keyword (keywords are compared case-insensitively).
+    Ident(String),
+    /// A `"quoted name"`, unescaped: never a keyword.
+    Quoted(String),
+    /// A `'string'`, unescaped.
+    Str(String),
+    /// A `/regex/` (only where a regex may stand: after `=~`, `!~`, `FROM`
+    /// or a comma in a `FROM` list, `WITH KEY`, `GROUP BY`), its escapes
+    /// but `\/` kept.
+    Regex(String),
+    /// An integer.
+    Integer(i64),
+    /// A number with a fraction or an exponent.
+    Number(f64),
+    /// A duration (`10m`, `1h30m`, `1700000000s`), in nanoseconds.
+    Duration(i64),
+    /// An operator or punctuation: `= != <> < <= > >= =~ !~ + - * / % ( ) , ; . ::`.
+    Punct(&'static str),
+}
+
+impl Token {
+    /// Whether this is the bare keyword `word`.
+    pub(crate) fn is(&self, word: &str) -> bool {
+        matches!(self, Token::Ident(w) if w.eq_ignore_ascii_case(word))
+    }
+
+    /// The token as the user wrote it, roughly: for error messages.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Token::Ident(w) => w.clone(),
+            Token::Quoted(w) => format!("\"{w}\""),
+            Token::Str(w) => format!("'{w}'"),
+            Token::Regex(w) => format!("/{w}/"),
+            Token::Integer(n) => n.to_string(),
+            Token::Number(n) => n.to_string(),
+            Token::Duration(ns) => format!("{ns}ns"),
+            Token::Punct(p) => (*p).to_owned(),
+        }
+    }
+}
+
+/// A token and the byte offset where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spanned {
+    pub(crate) token: Token,
+    pub(crate) at: usize,
+}
+
+const PUNCTUATION: [&str; 19] = [
+    "::", "!=", "<>", "=~", "!~", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")",
+    ",", ";",
+];
+
+/// Splits `text` into tokens. Errors name the offset.
+pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
+    let mut tokens: Vec<Spanned> = Vec::new();
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let c = text[at..].chars().next().unwrap_or(' ');
+        if c.is_whitespace() {
+            at += c.len_utf8();
+            continue;
+        }
+        // `-- comment` to the end of the line.
+        if text[at..].starts_with("--") {
+            at = text[at..].find('\n').map_or(text.len(), |n| at + n);
+            continue;
+        }
+        let start = at;
+        let token = match c {
+            '"' | '\'' => {
+                let (body, len) = quoted(&text[at..], c, false)
+                    .ok_or_else(|| format!("found unterminated {c}…{c} at char {at}"))?;
+                at += len;
+                if c == '"' {
+                    Token::Quoted(body)
+                } else {
+                    Token::Str(body)
+                }
+            }
+            '/' if regex_may_follow(&tokens) => {
+                let (body, len) = quoted(&text[at..], '/', true)
+                    .ok_or_else(|| format!("found unterminated regex at char {at}"))?;
+                at += len;
+                Token::Regex(body)
+            }
+            '0'..='9' => {
+                let (token, len) = number(&text[at..])
+                    .ok_or_else(|| format!("found invalid number at char {at}"))?;
+                at += len;
+                token
+            }
+            '.' if text[at + 1..].starts_with(|d: char| d.is_ascii_digit()) => {
+                let (token, len) = number(&text[at..])
+                    .ok_or_else(|| format!("found invalid number at char {at}"))?;
+                at += len;
+                token
+            }
+            '.' => {
+                at += 1;
+                Token::Punct(".")
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let len = text[at..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(text.len() - at);
+                at += len;
+                Token::Ident(text[start..at].to_owned())
+            }
+            _ => match PUNCTUATION.iter().find(|p| text[at..].starts_with(**p)) {
+                Some(p) => {
+                    at += p.len();
+                    Token::Punct(p)
+                }
+                None => return Err(format!("found {c}, expected a name, value or operator at char {at}")),
+            },
+        };
+        tokens.push(Spanned { token, at: start });
+    }
+    Ok(tokens)
+}
+
+/// A regex is possible after `=~`/`!~`, after `FROM`, `KEY` or `BY`, and
+/// after a comma in a `FROM` or `GROUP BY` list; elsewhere `/` divides.
+fn regex_may_follow(tokens: &[Spanned]) -> bool {
+    match tokens.last().map(|t| &t.token) {
+        Some(Token::Punct("=~" | "!~")) => true,
+        Some(t) if t.is("FROM") || t.is("BY") => true,
+        Some(Token::Punct(",")) => tokens
+            .iter()
+            .rev()
+            .find(|t| matches!(&t.token, Token::Ident(_)) && is_clause_keyword(&t.token))
+            .is_some_and(|t| t.token.is("FROM") || t.token.is("BY")),
+        Some(Token::Punct("=" | "!=" | "<>")) => {
+            // `WITH MEASUREMENT = /re/` is not InfluxQL, but `=~` is; `KEY = ` takes names.
+            false
+        }
+        _ => false,
+    }
+}
+
+fn is_clause_keyword(token: &Token) -> bool {
+    ["SELECT", "FROM", "WHERE", "BY", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET"]
+        .iter()
+        .any(|k| token.is(k))
+}
+
+/// The body of a token quoted by `quote` at the start of `text`, and the
+/// token's length. A backslash escapes the next character; in a regex
+/// only `\/` loses its backslash (the others mean something there).
+fn quoted(text: &str, quote: char, regex: bool) -> Option<(String, usize)> {
+    let mut body = String::new();
+    let mut chars = text.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                let (_, next) = chars.next()?;
+                if regex && next != '/' {
+                    body.push('\\');
+                }
+                body.push(next);
+            }
+            c if c == quote => return Some((body, i + 1)),
+            c => body.push(c),
+        }
+    }
+    None
+}
+
+/// An integer, a number or a duration at the start of `text`.
+fn number(text: &str) -> Option<(Token, usize)> {
+    let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let mut len = digits(text);
+    let rest = &text[len..];
+    // A duration: digits and units, repeated (`1h30m`).
+    if rest.starts_with(|c: char| c.is_alphabetic()) && !rest.starts_with(['e', 'E']) {
+        let mut total: i64 = 0;
+        let mut at = 0;
+        loop {
+            let n = digits(&text[at..]);
+            if n == 0 {
+                break;
+            }
+            let value: i64 = text[at..at + n].parse().ok()?;
+            let unit_len = text[at + n..]
+                .find(|c: char| !c.is_alphabetic() && c != 'µ')
+                .unwrap_or(text.len() - at - n);
+            let unit = unit_nanos(&text[at + n..at + n + unit_len])?;
+            total = total.checked_add(value.checked_mul(unit)?)?;
+            at += n + unit_len;
+            if unit_len == 0 {
+                return None;
+            }
+        }
+        return Some((Token::Duration(total), at));
+    }
+    let mut float = false;
+    if text[len..].starts_with('.') {
+        float = true;
+        len += 1 + digits(&text[len + 1..]);
+    }
+    if text[len..].starts_with(['e', 'E']) {
+        let sign = usize::from(text[len + 1..].starts_with(['+', '-']));
+        let exponent = digits(&text[len + 1 + sign..]);
+        if exponent > 0 {
+            float = true;
+            len += 1 + sign + exponent;
+        }
+    }
+    let literal = &text[..len];
+    if float {
+        Some((Token::Number(literal.parse().ok()?), len))
+    } else {
+        match literal.parse() {
+            Ok(n) => Some((Token::Integer(n), len)),
+            Err(_) => Some((Token::Number(literal.parse().ok()?), len)),
+        }
+    }
+}
+
+/// Nanoseconds in one InfluxQL duration unit.
+fn unit_nanos(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "ns" => 1,
+        "u" | "µ" | "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "w" => 604_800_000_000_000,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(text: &str) -> Vec<Token> {
+        tokenize(text).unwrap().into_iter().map(|t| t.token).collect()
+    }
+
+    #[test]
+    fn names_strings_regexes_and_durations() {
+        use Token::*;
+        assert_eq!(
+            tokens(r#"SELECT mean("a b") FROM /^c\/d/ WHERE h =~ /x\.y/ GROUP BY time(1h30m)"#)[..6],
+            [
+                Ident("SELECT".into()),
+                Ident("mean".into()),
+                Punct("("),
+                Quoted("a b".into()),
+                Punct(")"),
+                Ident("FROM".into()),
+            ]
+        );
+        let all = tokens(r#"FROM /^c\/d/ WHERE h =~ /x\.y/ GROUP BY time(1h30m) LIMIT 10"#);
+        assert_eq!(all[1], Regex("^c/d".into()));
+        assert_eq!(all[5], Regex(r"x\.y".into()));
+        assert_eq!(all[10], Duration(5_400_000_000_000));
+        assert_eq!(all[13], Integer(10));
+        assert_eq!(tokens("a / 2")[1], Punct("/"));
+        assert_eq!(tokens("1.5e3 .5 7")[..], [Number(1500.0), Number(0.5), Integer(7)]);
+        assert_eq!(tokens("1700000000s")[0], Duration(1_700_000_000_000_000_000));
+        assert_eq!(tokens("x::field")[1], Punct("::"));
+        assert_eq!(tokens(r"'a\'b'")[0], Str("a'b".into()));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        for bad in ["'open", "\"open", "FROM /open", "1x", "#", "é\u{0}"] {
+            let _ = tokenize(bad);
+        }
+        assert!(tokenize("'open").is_err());
+        assert!(tokenize("10x").is_err());
+    }
+}

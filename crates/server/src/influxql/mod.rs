@@ -1,0 +1,298 @@
+//! InfluxQL queries (InfluxDB 1.x's `/query`): statements parsed with no
+//! I/O (`lex`, `parse`), translated to SQL over a database's series table
+//! and fact tables, run on the engine's read-only connections under the
+//! query limits, and shaped into InfluxDB's answer (`output`).
+//!
+//! What SQL cannot say the way InfluxDB means it is done here, on the
+//! engine's (small) grouped result: empty `GROUP BY time` intervals and
+//! `fill()`, `derivative`/`difference` over the intervals or points,
+//! `LIMIT`/`SLIMIT` per series, `tz()`. `last()` with no time condition is
+//! answered from the ingestor's last-value cache when the measurement is
+//! cached. docs/influxql.md lists what is supported and where answers
+//! differ from InfluxDB's on purpose.
+
+mod lex;
+mod output;
+mod parse;
+mod select;
+mod show;
+
+use arrow::array::{Array, AsArray as _};
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
+use chingest::names::TableNames;
+use chingest::{Ingestor, MeasurementSchema, TagPredicate};
+
+use crate::error::ApiError;
+use crate::state::Grant;
+
+pub(crate) use output::{epoch_unit, Series, TimeFormat, Value};
+pub(crate) use parse::{parse, split_statements, ParseError, Statement};
+
+/// What a statement's answer needs besides the statement.
+pub(crate) struct Context<'a> {
+    pub(crate) ingestor: &'a Ingestor,
+    pub(crate) grant: &'a Grant,
+    /// The request's `db=`.
+    pub(crate) database: Option<&'a str>,
+    /// The retention policy of sources that name none (the request's `rp=`
+    /// or the server's default).
+    pub(crate) retention_policy: &'a str,
+    /// What `now()` means, ns since the epoch.
+    pub(crate) now: i64,
+}
+
+/// Why a statement has no answer.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The statement's `error` in the answer (InfluxDB answers 200).
+    Statement(String),
+    /// The request fails as a whole (credentials, the engine closed).
+    Request(ApiError),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::Statement(message)
+    }
+}
+
+impl From<ApiError> for Failure {
+    fn from(err: ApiError) -> Self {
+        Failure::Request(err)
+    }
+}
+
+impl From<chingest::Error> for Failure {
+    fn from(err: chingest::Error) -> Self {
+        match err {
+            // The statement, not the server: its error.
+            chingest::Error::Engine(message) => Failure::Statement(message),
+            limit @ chingest::Error::QueryLimit { .. } => Failure::Statement(limit.to_string()),
+            other => Failure::Request(other.into()),
+        }
+    }
+}
+
+/// A statement's answer: its series and the time zone its times are
+/// written in.
+pub(crate) struct Answer {
+    pub(crate) series: Vec<Series>,
+    pub(crate) zone: Option<chrono_tz::Tz>,
+}
+
+/// Answers one query statement.
+pub(crate) async fn execute(ctx: &Context<'_>, statement: &Statement) -> Result<Answer, Failure> {
+    match statement {
+        Statement::Select(select) => select::run(ctx, select).await,
+        other => Ok(Answer {
+            series: show::run(ctx, other).await?,
+            zone: None,
+        }),
+    }
+}
+
+/// One measurement a statement reads.
+pub(crate) struct Target {
+    pub(crate) database: String,
+    pub(crate) retention_policy: String,
+    pub(crate) schema: MeasurementSchema,
+    pub(crate) names: TableNames,
+}
+
+impl Context<'_> {
+    /// The database a statement reads: its own (`ON db`, `db.rp.m`) or the
+    /// request's; it must exist and the caller may read it.
+    fn database(&self, named: Option<&str>) -> Result<String, Failure> {
+        let db = self.readable_database(named)?;
+        if !self.exists(&db) {
+            return Err(format!("database not found: {db}").into());
+        }
+        Ok(db)
+    }
+
+    /// The database a statement names, or the request's, which the caller
+    /// may read (whether or not it exists).
+    fn readable_database(&self, named: Option<&str>) -> Result<String, Failure> {
+        let db = named
+            .or(self.database)
+            .filter(|db| !db.is_empty())
+            .ok_or_else(|| "database name required".to_owned())?;
+        self.grant.require_read_of(db)?;
+        Ok(db.to_owned())
+    }
+
+    fn exists(&self, db: &str) -> bool {
+        self.ingestor.databases().iter().any(|d| d == db)
+    }
+
+    /// The measurements `sources` name that exist, sorted by name, each
+    /// once.
+    fn targets(&self, sources: &[parse::Source]) -> Result<Vec<Target>, Failure> {
+        let mut targets: Vec<Target> = Vec::new();
+        for source in sources {
+            let database = self.database(source.database.as_deref())?;
+            let rp = source
+                .retention_policy
+                .clone()
+                .unwrap_or_else(|| self.retention_policy.to_owned());
+            let pattern = match &source.measurement {
+                parse::Name::Regex(re) => Some(compile(re)?),
+                parse::Name::Exact(_) => None,
+            };
+            for schema in self.ingestor.measurements(&database, &rp) {
+                let wanted = match (&source.measurement, &pattern) {
+                    (parse::Name::Exact(name), _) => *name == schema.name,
+                    (_, Some(pattern)) => pattern.is_match(&schema.name),
+                    _ => false,
+                };
+                let known = targets.iter().any(|t| {
+                    t.database == database && t.retention_policy == rp && t.schema.name == schema.name
+                });
+                if wanted && !known {
+                    targets.push(Target {
+                        names: TableNames::new(&database, &rp, &schema.name),
+                        database: database.clone(),
+                        retention_policy: rp.clone(),
+                        schema,
+                    });
+                }
+            }
+        }
+        targets.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+        Ok(targets)
+    }
+}
+
+/// A `/regex/` as InfluxDB reads it (Go's RE2 syntax; Rust's regex crate
+/// takes the same).
+fn compile(pattern: &str) -> Result<regex::Regex, Failure> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|err| Failure::Statement(format!("invalid regex /{pattern}/: {err}")))
+}
+
+/// Whether a series' tags (sorted by key) satisfy `predicate`; a missing
+/// tag reads as `""`, as in SQL over the series table.
+fn tags_match(predicate: &TagPredicate, tags: &[(String, String)]) -> Result<bool, Failure> {
+    let value = |key: &str| {
+        tags.iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    Ok(match predicate {
+        TagPredicate::Any => true,
+        TagPredicate::Equals(k, v) => value(k) == v,
+        TagPredicate::NotEquals(k, v) => value(k) != v,
+        TagPredicate::Matches(k, re) => compile(re)?.is_match(value(k)),
+        TagPredicate::NotMatches(k, re) => !compile(re)?.is_match(value(k)),
+        TagPredicate::And(all) => {
+            for p in all {
+                if !tags_match(p, tags)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        TagPredicate::Or(any) => {
+            for p in any {
+                if tags_match(p, tags)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+    })
+}
+
+/// Cell `row` of an engine result column as an answer value.
+fn cell(column: &dyn Array, row: usize) -> output::Value {
+    use output::Value;
+    if column.is_null(row) || *column.data_type() == DataType::Null {
+        return Value::Null;
+    }
+    match column.data_type() {
+        DataType::Float64 => Value::Float(column.as_primitive::<arrow::datatypes::Float64Type>().value(row)),
+        DataType::Float32 => {
+            Value::Float(f64::from(column.as_primitive::<arrow::datatypes::Float32Type>().value(row)))
+        }
+        DataType::Int64 => Value::Integer(column.as_primitive::<arrow::datatypes::Int64Type>().value(row)),
+        DataType::Int32 => {
+            Value::Integer(i64::from(column.as_primitive::<arrow::datatypes::Int32Type>().value(row)))
+        }
+        DataType::UInt64 => {
+            Value::Unsigned(column.as_primitive::<arrow::datatypes::UInt64Type>().value(row))
+        }
+        DataType::UInt32 => Value::Unsigned(u64::from(
+            column.as_primitive::<arrow::datatypes::UInt32Type>().value(row),
+        )),
+        DataType::UInt8 => Value::Unsigned(u64::from(
+            column.as_primitive::<arrow::datatypes::UInt8Type>().value(row),
+        )),
+        DataType::Boolean => Value::Boolean(column.as_boolean().value(row)),
+        DataType::Utf8 => Value::String(column.as_string::<i32>().value(row).to_owned()),
+        DataType::LargeUtf8 => Value::String(column.as_string::<i64>().value(row).to_owned()),
+        DataType::Binary => {
+            Value::String(String::from_utf8_lossy(column.as_binary::<i32>().value(row)).into_owned())
+        }
+        _ => Value::String(
+            arrow::util::display::array_value_to_string(column, row).unwrap_or_default(),
+        ),
+    }
+}
+
+/// Every row of `batches` as answer values, column by column.
+fn rows(batches: &[RecordBatch]) -> Vec<Vec<output::Value>> {
+    let mut rows = Vec::new();
+    for batch in batches {
+        for row in 0..batch.num_rows() {
+            rows.push(
+                batch
+                    .columns()
+                    .iter()
+                    .map(|column| cell(column.as_ref(), row))
+                    .collect(),
+            );
+        }
+    }
+    rows
+}
+
+/// A string cell's text (`""` for anything else).
+fn text(value: &output::Value) -> String {
+    match value {
+        output::Value::String(s) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The `FROM` of a statement over one measurement's facts: joined to the
+/// series table (`s.tags`) when tags are read, narrowed to the series
+/// `tags` selects; and the matching condition to put in its `WHERE`.
+fn fact_source(target: &Target, tags: &TagPredicate, join: bool) -> (String, Option<String>) {
+    let series = format!(
+        "SELECT series_id, tags FROM {} FINAL WHERE measurement = {} AND ({})",
+        target.names.series_table,
+        chingest::names::quote_literal(&target.schema.name),
+        tags.sql()
+    );
+    if join {
+        (
+            format!(
+                "{} AS f INNER JOIN ({series}) AS s USING series_id",
+                target.names.storage_table
+            ),
+            None,
+        )
+    } else if *tags != TagPredicate::Any {
+        (
+            format!("{} AS f", target.names.storage_table),
+            Some(format!(
+                "f.series_id IN (SELECT series_id FROM ({series}))"
+            )),
+        )
+    } else {
+        (format!("{} AS f", target.names.storage_table), None)
+    }
+}

@@ -1,0 +1,867 @@
+//! InfluxQL query statements (`SELECT`, `SHOW MEASUREMENTS | TAG KEYS |
+//! TAG VALUES | FIELD KEYS | SERIES`) parsed into what the planner needs.
+//! No I/O; `WHERE` clauses go through [`condition`], which also parses
+//! `DELETE`'s.
+
+use chingest::TagPredicate;
+
+use super::lex::{tokenize, Spanned, Token};
+use crate::http::condition::{self, Dialect, Selection};
+
+/// Why a statement cannot be answered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ParseError {
+    /// Not InfluxQL: the whole request is refused (400), as InfluxDB does.
+    Invalid(String),
+    /// InfluxQL that chingest does not answer: the statement's result
+    /// carries the error, naming the part.
+    Unsupported(String),
+}
+
+type Parsed<T> = Result<T, ParseError>;
+
+fn invalid<T>(message: impl Into<String>) -> Parsed<T> {
+    Err(ParseError::Invalid(message.into()))
+}
+
+fn unsupported<T>(message: impl Into<String>) -> Parsed<T> {
+    Err(ParseError::Unsupported(message.into()))
+}
+
+/// A query statement.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Statement {
+    /// `SELECT …`.
+    Select(Box<Select>),
+    /// `SHOW MEASUREMENTS`.
+    ShowMeasurements {
+        /// The common parts (no `FROM`).
+        show: Show,
+        /// `WITH MEASUREMENT = m` or `=~ /re/`.
+        with: Option<Name>,
+    },
+    /// `SHOW TAG KEYS`.
+    ShowTagKeys(Show),
+    /// `SHOW TAG VALUES … WITH KEY …`.
+    ShowTagValues {
+        /// The common parts.
+        show: Show,
+        /// Which keys.
+        keys: KeyFilter,
+    },
+    /// `SHOW FIELD KEYS`.
+    ShowFieldKeys(Show),
+    /// `SHOW SERIES`.
+    ShowSeries(Show),
+}
+
+/// The parts every `SHOW` of series metadata has.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Show {
+    /// `ON db`.
+    pub(crate) database: Option<String>,
+    /// `FROM …`; empty: every measurement.
+    pub(crate) from: Vec<Source>,
+    /// `WHERE …` on tags.
+    pub(crate) tags: Option<TagPredicate>,
+    /// `LIMIT n`.
+    pub(crate) limit: Option<u64>,
+    /// `OFFSET n`.
+    pub(crate) offset: u64,
+}
+
+/// `WITH KEY …` of `SHOW TAG VALUES`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum KeyFilter {
+    /// `= k`.
+    Equals(String),
+    /// `!= k`.
+    NotEquals(String),
+    /// `IN (a, b)`.
+    In(Vec<String>),
+    /// `=~ /re/`.
+    Matches(String),
+    /// `!~ /re/`.
+    NotMatches(String),
+}
+
+/// A measurement name or pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Name {
+    /// A name.
+    Exact(String),
+    /// `/regex/`.
+    Regex(String),
+}
+
+/// One `FROM` source: `m`, `rp.m`, `db.rp.m`, `db..m`, `/re/`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Source {
+    pub(crate) database: Option<String>,
+    pub(crate) retention_policy: Option<String>,
+    pub(crate) measurement: Name,
+}
+
+/// `SELECT`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Select {
+    pub(crate) fields: Vec<Field>,
+    pub(crate) sources: Vec<Source>,
+    /// Tags, and the time range `[start, stop)` in ns.
+    pub(crate) condition: Selection,
+    /// `GROUP BY time(every[, offset])`, in ns.
+    pub(crate) interval: Option<Interval>,
+    pub(crate) group_by: GroupBy,
+    pub(crate) fill: Fill,
+    /// `ORDER BY time DESC`.
+    pub(crate) descending: bool,
+    pub(crate) limit: Option<u64>,
+    pub(crate) offset: u64,
+    pub(crate) slimit: Option<u64>,
+    pub(crate) soffset: u64,
+    /// `tz('…')`.
+    pub(crate) time_zone: Option<chrono_tz::Tz>,
+}
+
+/// `GROUP BY time(every, offset)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Interval {
+    pub(crate) every: i64,
+    pub(crate) offset: i64,
+}
+
+/// `GROUP BY` tags.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum GroupBy {
+    /// None: series are merged.
+    #[default]
+    Nothing,
+    /// These tag keys.
+    Tags(Vec<String>),
+    /// `*`: every tag key.
+    All,
+}
+
+/// `fill(…)`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) enum Fill {
+    /// `fill(null)`, the default: empty intervals show null.
+    #[default]
+    Null,
+    /// `fill(none)`: empty intervals are left out.
+    None,
+    /// `fill(previous)`.
+    Previous,
+    /// `fill(linear)`.
+    Linear,
+    /// `fill(0)`, any integer.
+    Integer(i64),
+    /// `fill(1.5)`.
+    Float(f64),
+}
+
+/// One selected column.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Field {
+    pub(crate) expr: Expr,
+    /// `AS name`.
+    pub(crate) alias: Option<String>,
+}
+
+/// What a column computes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Expr {
+    /// A field or a tag, with `::field` / `::tag` / `::float` … if given.
+    Var { name: String, cast: Option<String> },
+    /// `*`.
+    Wildcard,
+    /// `name(args)`, the name lower-cased.
+    Call { name: String, args: Vec<Expr> },
+    Integer(i64),
+    Number(f64),
+    Duration(i64),
+    Str(String),
+}
+
+/// Parses one statement; `None` if it is not a query statement (the
+/// caller's other statements). `now`: what `now()` means, ns since the
+/// epoch.
+pub(crate) fn parse(text: &str, now: i64) -> Option<Parsed<Statement>> {
+    let tokens = match tokenize(text) {
+        Ok(tokens) => tokens,
+        Err(err) => return Some(invalid(err)),
+    };
+    let mut parser = Parser {
+        text,
+        tokens: &tokens,
+        at: 0,
+        now,
+    };
+    let first = tokens.first()?;
+    let statement = if first.token.is("SELECT") {
+        parser.at = 1;
+        parser.select()
+    } else if first.token.is("SHOW") {
+        parser.at = 1;
+        parser.show()?
+    } else {
+        return None;
+    };
+    Some(statement.and_then(|statement| match parser.peek() {
+        None => Ok(statement),
+        Some(extra) => invalid(parser.found(extra, "the end of the statement")),
+    }))
+}
+
+/// Splits a request's `q` at the semicolons between statements (not those
+/// in strings, names or regexes). Each part is trimmed; empty parts are
+/// dropped.
+pub(crate) fn split_statements(q: &str) -> Result<Vec<&str>, String> {
+    let tokens = tokenize(q)?;
+    let mut statements = Vec::new();
+    let mut start = 0;
+    for token in tokens.iter().filter(|t| t.token == Token::Punct(";")) {
+        statements.push(q[start..token.at].trim());
+        start = token.at + 1;
+    }
+    statements.push(q[start..].trim());
+    statements.retain(|s| !s.is_empty());
+    Ok(statements)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    tokens: &'a [Spanned],
+    at: usize,
+    now: i64,
+}
+
+/// Keywords that start a clause after `WHERE`: where its text ends.
+const CLAUSES: [&str; 7] = ["GROUP", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET", "WITH"];
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<&'a Spanned> {
+        self.tokens.get(self.at)
+    }
+
+    fn peek_token(&self) -> Option<&'a Token> {
+        self.peek().map(|t| &t.token)
+    }
+
+    fn next(&mut self) -> Option<&'a Spanned> {
+        let token = self.tokens.get(self.at);
+        self.at += 1;
+        token
+    }
+
+    /// InfluxDB's wording: `found X, expected Y at line 1, char N`.
+    fn found(&self, token: &Spanned, expected: &str) -> String {
+        let (line, char) = position(self.text, token.at);
+        format!(
+            "found {}, expected {expected} at line {line}, char {char}",
+            token.token.describe()
+        )
+    }
+
+    fn found_next(&mut self, expected: &str) -> String {
+        match self.next() {
+            Some(token) => self.found(token, expected),
+            None => {
+                let (line, char) = position(self.text, self.text.len());
+                format!("found EOF, expected {expected} at line {line}, char {char}")
+            }
+        }
+    }
+
+    fn keyword(&mut self, word: &str) -> bool {
+        let matched = self.peek_token().is_some_and(|t| t.is(word));
+        if matched {
+            self.at += 1;
+        }
+        matched
+    }
+
+    fn expect(&mut self, word: &str) -> Parsed<()> {
+        match self.keyword(word) {
+            true => Ok(()),
+            false => invalid(self.found_next(word)),
+        }
+    }
+
+    fn punct(&mut self, p: &'static str) -> bool {
+        let matched = self.peek_token() == Some(&Token::Punct(p));
+        if matched {
+            self.at += 1;
+        }
+        matched
+    }
+
+    fn expect_punct(&mut self, p: &'static str) -> Parsed<()> {
+        match self.punct(p) {
+            true => Ok(()),
+            false => invalid(self.found_next(p)),
+        }
+    }
+
+    /// A name: bare (not a clause keyword) or quoted.
+    fn name(&mut self) -> Parsed<String> {
+        match self.peek_token() {
+            Some(Token::Quoted(name)) => {
+                self.at += 1;
+                Ok(name.clone())
+            }
+            Some(Token::Ident(name)) if !is_reserved(name) => {
+                self.at += 1;
+                Ok(name.clone())
+            }
+            _ => invalid(self.found_next("identifier")),
+        }
+    }
+
+    fn unsigned(&mut self, what: &str) -> Parsed<u64> {
+        match self.peek_token() {
+            Some(Token::Integer(n)) if *n >= 0 => {
+                self.at += 1;
+                Ok(*n as u64)
+            }
+            _ => invalid(self.found_next(&format!("integer for {what}"))),
+        }
+    }
+
+    fn show(&mut self) -> Option<Parsed<Statement>> {
+        let what = if self.keyword("MEASUREMENTS") {
+            "MEASUREMENTS"
+        } else if self.keyword("SERIES") {
+            "SERIES"
+        } else if self.keyword("TAG") {
+            match (self.keyword("KEYS"), self.keyword("VALUES")) {
+                (true, _) => "TAG KEYS",
+                (_, true) => "TAG VALUES",
+                _ => return Some(invalid(self.found_next("KEYS or VALUES"))),
+            }
+        } else if self.keyword("FIELD") {
+            match self.keyword("KEYS") {
+                true => "FIELD KEYS",
+                false => return None,
+            }
+        } else {
+            return None;
+        };
+        Some(self.show_rest(what))
+    }
+
+    fn show_rest(&mut self, what: &str) -> Parsed<Statement> {
+        let mut show = Show::default();
+        if self.keyword("ON") {
+            show.database = Some(self.name()?);
+        }
+        if what != "MEASUREMENTS" && self.keyword("FROM") {
+            show.from = self.sources()?;
+        }
+        let mut with = None;
+        let mut keys = None;
+        if what == "MEASUREMENTS" && self.keyword("WITH") {
+            self.expect("MEASUREMENT")?;
+            with = Some(match self.next().map(|t| &t.token) {
+                Some(Token::Punct("=")) => Name::Exact(self.name()?),
+                Some(Token::Punct("=~")) => Name::Regex(self.regex()?),
+                _ => return invalid(self.found_previous("= or =~")),
+            });
+        }
+        if what == "TAG VALUES" {
+            self.expect("WITH")?;
+            self.expect("KEY")?;
+            keys = Some(self.key_filter()?);
+        }
+        if self.keyword("WHERE") {
+            if what == "FIELD KEYS" {
+                return unsupported("SHOW FIELD KEYS … WHERE is not supported");
+            }
+            let selection = self.condition()?;
+            if selection.start.is_some() || selection.stop.is_some() {
+                return unsupported(format!("SHOW {what} with a time condition is not supported"));
+            }
+            show.tags = Some(selection.tags);
+        }
+        if self.keyword("LIMIT") {
+            show.limit = Some(self.unsigned("LIMIT")?);
+        }
+        if self.keyword("OFFSET") {
+            show.offset = self.unsigned("OFFSET")?;
+        }
+        Ok(match what {
+            "MEASUREMENTS" => Statement::ShowMeasurements { show, with },
+            "TAG KEYS" => Statement::ShowTagKeys(show),
+            "TAG VALUES" => Statement::ShowTagValues {
+                show,
+                keys: keys.unwrap_or(KeyFilter::In(Vec::new())),
+            },
+            "FIELD KEYS" => Statement::ShowFieldKeys(show),
+            _ => Statement::ShowSeries(show),
+        })
+    }
+
+    fn found_previous(&self, expected: &str) -> String {
+        match self.tokens.get(self.at.saturating_sub(1)) {
+            Some(token) => self.found(token, expected),
+            None => format!("found EOF, expected {expected}"),
+        }
+    }
+
+    fn regex(&mut self) -> Parsed<String> {
+        match self.peek_token() {
+            Some(Token::Regex(re)) => {
+                self.at += 1;
+                Ok(re.clone())
+            }
+            _ => invalid(self.found_next("regex")),
+        }
+    }
+
+    fn key_filter(&mut self) -> Parsed<KeyFilter> {
+        Ok(match self.next().map(|t| &t.token) {
+            Some(Token::Punct("=")) => KeyFilter::Equals(self.name()?),
+            Some(Token::Punct("!=" | "<>")) => KeyFilter::NotEquals(self.name()?),
+            Some(Token::Punct("=~")) => KeyFilter::Matches(self.regex()?),
+            Some(Token::Punct("!~")) => KeyFilter::NotMatches(self.regex()?),
+            Some(t) if t.is("IN") => {
+                self.expect_punct("(")?;
+                let mut keys = vec![self.name()?];
+                while self.punct(",") {
+                    keys.push(self.name()?);
+                }
+                self.expect_punct(")")?;
+                KeyFilter::In(keys)
+            }
+            _ => return invalid(self.found_previous("=, !=, =~, !~ or IN")),
+        })
+    }
+
+    /// The `WHERE` clause up to the next clause keyword, parsed.
+    fn condition(&mut self) -> Parsed<Selection> {
+        let start = self.peek().map_or(self.text.len(), |t| t.at);
+        let mut depth = 0usize;
+        while let Some(token) = self.peek() {
+            match &token.token {
+                Token::Punct("(") => depth += 1,
+                Token::Punct(")") if depth == 0 => break,
+                Token::Punct(")") => depth -= 1,
+                t if depth == 0 && CLAUSES.iter().any(|k| t.is(k)) => break,
+                t if depth == 0 && (t.is("fill") || t.is("tz")) && self.next_is_open() => break,
+                _ => {}
+            }
+            self.at += 1;
+        }
+        let end = self.peek().map_or(self.text.len(), |t| t.at);
+        let text = &self.text[start..end];
+        if text.trim().is_empty() {
+            return invalid(self.found_next("a condition after WHERE"));
+        }
+        condition::parse(text, Dialect::InfluxQl, self.now)
+            .or_else(|err| unsupported(format!("WHERE {}: {err}", text.trim())))
+    }
+
+    fn next_is_open(&self) -> bool {
+        self.tokens.get(self.at + 1).map(|t| &t.token) == Some(&Token::Punct("("))
+    }
+
+    fn sources(&mut self) -> Parsed<Vec<Source>> {
+        let mut sources = vec![self.source()?];
+        while self.punct(",") {
+            sources.push(self.source()?);
+        }
+        Ok(sources)
+    }
+
+    fn source(&mut self) -> Parsed<Source> {
+        if self.peek_token() == Some(&Token::Punct("(")) {
+            return unsupported("subqueries are not supported");
+        }
+        // Up to three parts separated by dots; the middle one may be empty.
+        let mut parts: Vec<Option<Name>> = Vec::new();
+        loop {
+            let part = match self.peek_token() {
+                Some(Token::Regex(re)) => {
+                    self.at += 1;
+                    Some(Name::Regex(re.clone()))
+                }
+                Some(Token::Punct(".")) => None,
+                _ => Some(Name::Exact(self.name()?)),
+            };
+            parts.push(part);
+            if parts.len() == 3 || !self.punct(".") {
+                break;
+            }
+        }
+        let exact = |part: Option<Name>| -> Parsed<Option<String>> {
+            match part {
+                None => Ok(None),
+                Some(Name::Exact(name)) => Ok(Some(name)),
+                Some(Name::Regex(_)) => unsupported("only the measurement may be a regex"),
+            }
+        };
+        let mut parts = parts.into_iter().rev();
+        let Some(Some(measurement)) = parts.next() else {
+            return invalid(self.found_previous("measurement"));
+        };
+        let retention_policy = exact(parts.next().flatten())?;
+        let database = exact(parts.next().flatten())?;
+        Ok(Source {
+            database,
+            retention_policy,
+            measurement,
+        })
+    }
+
+    fn select(&mut self) -> Parsed<Statement> {
+        let mut fields = vec![self.field()?];
+        while self.punct(",") {
+            fields.push(self.field()?);
+        }
+        if self.keyword("INTO") {
+            return unsupported("SELECT … INTO is not supported (chingest's /query is read-only)");
+        }
+        self.expect("FROM")?;
+        let sources = self.sources()?;
+        let condition = match self.keyword("WHERE") {
+            true => self.condition()?,
+            false => Selection::everything(),
+        };
+        let mut select = Select {
+            fields,
+            sources,
+            condition,
+            interval: None,
+            group_by: GroupBy::Nothing,
+            fill: Fill::Null,
+            descending: false,
+            limit: None,
+            offset: 0,
+            slimit: None,
+            soffset: 0,
+            time_zone: None,
+        };
+        if self.keyword("GROUP") {
+            self.expect("BY")?;
+            self.dimensions(&mut select)?;
+        }
+        if self.peek_token().is_some_and(|t| t.is("fill")) {
+            self.at += 1;
+            select.fill = self.fill()?;
+        }
+        if self.keyword("ORDER") {
+            self.expect("BY")?;
+            if !self.keyword("time") {
+                return unsupported("only ORDER BY time [ASC|DESC] is supported");
+            }
+            if self.keyword("DESC") {
+                select.descending = true;
+            } else {
+                self.keyword("ASC");
+            }
+        }
+        if self.keyword("LIMIT") {
+            select.limit = Some(self.unsigned("LIMIT")?);
+        }
+        if self.keyword("OFFSET") {
+            select.offset = self.unsigned("OFFSET")?;
+        }
+        if self.keyword("SLIMIT") {
+            select.slimit = Some(self.unsigned("SLIMIT")?);
+        }
+        if self.keyword("SOFFSET") {
+            select.soffset = self.unsigned("SOFFSET")?;
+        }
+        if self.keyword("tz") {
+            self.expect_punct("(")?;
+            match self.next().map(|t| &t.token) {
+                Some(Token::Str(zone)) => match zone.parse() {
+                    Ok(zone) => select.time_zone = Some(zone),
+                    Err(_) => return invalid(format!("unable to find time zone {zone}")),
+                },
+                _ => return invalid(self.found_previous("a time zone string")),
+            }
+            self.expect_punct(")")?;
+        }
+        Ok(Statement::Select(Box::new(select)))
+    }
+
+    fn dimensions(&mut self, select: &mut Select) -> Parsed<()> {
+        let mut tags = Vec::new();
+        loop {
+            match self.peek_token() {
+                Some(t) if t.is("time") && self.next_is_open() => {
+                    self.at += 2;
+                    let every = self.duration("GROUP BY time interval")?;
+                    if every <= 0 {
+                        return invalid("GROUP BY time interval must be positive");
+                    }
+                    let mut offset = 0;
+                    if self.punct(",") {
+                        let negative = self.punct("-");
+                        offset = self.duration("GROUP BY time offset")?;
+                        if negative {
+                            offset = -offset;
+                        }
+                    }
+                    self.expect_punct(")")?;
+                    if select.interval.is_some() {
+                        return invalid("GROUP BY time given twice");
+                    }
+                    select.interval = Some(Interval {
+                        every,
+                        offset: offset.rem_euclid(every),
+                    });
+                }
+                Some(Token::Punct("*")) => {
+                    self.at += 1;
+                    select.group_by = GroupBy::All;
+                }
+                Some(Token::Regex(_)) => return unsupported("GROUP BY /regex/ is not supported"),
+                _ => tags.push(self.name()?),
+            }
+            if !self.punct(",") {
+                break;
+            }
+        }
+        if !tags.is_empty() && select.group_by != GroupBy::All {
+            select.group_by = GroupBy::Tags(tags);
+        }
+        Ok(())
+    }
+
+    fn duration(&mut self, what: &str) -> Parsed<i64> {
+        match self.peek_token() {
+            Some(Token::Duration(ns)) => {
+                self.at += 1;
+                Ok(*ns)
+            }
+            _ => invalid(self.found_next(&format!("duration for {what}"))),
+        }
+    }
+
+    fn fill(&mut self) -> Parsed<Fill> {
+        self.expect_punct("(")?;
+        let fill = match self.next().map(|t| &t.token) {
+            Some(t) if t.is("null") => Fill::Null,
+            Some(t) if t.is("none") => Fill::None,
+            Some(t) if t.is("previous") => Fill::Previous,
+            Some(t) if t.is("linear") => Fill::Linear,
+            Some(Token::Integer(n)) => Fill::Integer(*n),
+            Some(Token::Number(n)) => Fill::Float(*n),
+            Some(Token::Punct("-")) => match self.next().map(|t| &t.token) {
+                Some(Token::Integer(n)) => Fill::Integer(-n),
+                Some(Token::Number(n)) => Fill::Float(-n),
+                _ => return invalid(self.found_previous("number")),
+            },
+            _ => return invalid(self.found_previous("null, none, previous, linear or a number")),
+        };
+        self.expect_punct(")")?;
+        Ok(fill)
+    }
+
+    fn field(&mut self) -> Parsed<Field> {
+        let expr = self.expr()?;
+        if let Some(Token::Punct(op @ ("+" | "-" | "*" | "/" | "%"))) = self.peek_token() {
+            return unsupported(format!("arithmetic ({op}) in SELECT is not supported"));
+        }
+        let alias = match self.keyword("AS") {
+            true => Some(self.name()?),
+            false => None,
+        };
+        Ok(Field { expr, alias })
+    }
+
+    fn expr(&mut self) -> Parsed<Expr> {
+        let Some(token) = self.peek() else {
+            return invalid(self.found_next("field or function"));
+        };
+        let expr = match &token.token {
+            Token::Punct("*") => {
+                self.at += 1;
+                Expr::Wildcard
+            }
+            Token::Punct("(") => {
+                self.at += 1;
+                let inner = self.expr()?;
+                self.expect_punct(")")?;
+                inner
+            }
+            Token::Integer(n) => {
+                self.at += 1;
+                Expr::Integer(*n)
+            }
+            Token::Number(n) => {
+                self.at += 1;
+                Expr::Number(*n)
+            }
+            Token::Duration(ns) => {
+                self.at += 1;
+                Expr::Duration(*ns)
+            }
+            Token::Str(s) => {
+                self.at += 1;
+                Expr::Str(s.clone())
+            }
+            Token::Ident(name) if self.next_is_open() => {
+                self.at += 2;
+                let mut args = Vec::new();
+                if !self.punct(")") {
+                    args.push(self.expr()?);
+                    while self.punct(",") {
+                        args.push(self.expr()?);
+                    }
+                    self.expect_punct(")")?;
+                }
+                Expr::Call {
+                    name: name.to_ascii_lowercase(),
+                    args,
+                }
+            }
+            Token::Regex(_) => return unsupported("a /regex/ field selector is not supported"),
+            Token::Ident(name) if !is_reserved(name) => Expr::Var {
+                name: self.name()?,
+                cast: None,
+            },
+            Token::Quoted(_) => Expr::Var {
+                name: self.name()?,
+                cast: None,
+            },
+            _ => return invalid(self.found_next("identifier, string, number, bool")),
+        };
+        if self.punct("::") {
+            let cast = match self.next().map(|t| &t.token) {
+                Some(Token::Ident(cast)) => cast.to_ascii_lowercase(),
+                _ => return invalid(self.found_previous("a type after ::")),
+            };
+            return match expr {
+                Expr::Var { name, .. } => Ok(Expr::Var {
+                    name,
+                    cast: Some(cast),
+                }),
+                _ => invalid("only a field or tag takes ::type"),
+            };
+        }
+        Ok(expr)
+    }
+}
+
+/// Keywords that cannot stand bare as names.
+fn is_reserved(word: &str) -> bool {
+    const RESERVED: [&str; 22] = [
+        "SELECT", "FROM", "WHERE", "GROUP", "BY", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET",
+        "AS", "AND", "OR", "ON", "WITH", "INTO", "SHOW", "FILL", "ASC", "DESC", "KEY", "IN",
+    ];
+    RESERVED.iter().any(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// 1-based line and character of byte offset `at`.
+fn position(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let char = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, char)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn select(text: &str) -> Select {
+        match parse(text, 1_000_000_000_000) {
+            Some(Ok(Statement::Select(select))) => *select,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn grafana_select() {
+        let s = select(
+            "SELECT mean(\"usage user\") AS m, last(x) FROM \"db\"..\"cpu\" WHERE \"host\" =~ /^a/ \
+             AND time > now() - 1h GROUP BY time(1m, 30s), \"host\" fill(previous) \
+             ORDER BY time DESC LIMIT 5 OFFSET 1 SLIMIT 2 tz('Europe/Paris')",
+        );
+        assert_eq!(s.fields.len(), 2);
+        assert_eq!(s.fields[0].alias.as_deref(), Some("m"));
+        assert_eq!(
+            s.fields[0].expr,
+            Expr::Call {
+                name: "mean".into(),
+                args: vec![Expr::Var {
+                    name: "usage user".into(),
+                    cast: None
+                }]
+            }
+        );
+        assert_eq!(s.sources[0].database.as_deref(), Some("db"));
+        assert_eq!(s.sources[0].retention_policy, None);
+        assert_eq!(s.sources[0].measurement, Name::Exact("cpu".into()));
+        assert_eq!(
+            s.condition.tags,
+            TagPredicate::Matches("host".into(), "^a".into())
+        );
+        assert_eq!(s.condition.start, Some(1_000_000_000_000 - 3_600_000_000_000 + 1));
+        assert_eq!(
+            s.interval,
+            Some(Interval {
+                every: 60_000_000_000,
+                offset: 30_000_000_000
+            })
+        );
+        assert_eq!(s.group_by, GroupBy::Tags(vec!["host".into()]));
+        assert_eq!(s.fill, Fill::Previous);
+        assert!(s.descending);
+        assert_eq!((s.limit, s.offset, s.slimit), (Some(5), 1, Some(2)));
+        assert_eq!(s.time_zone, Some(chrono_tz::Europe::Paris));
+    }
+
+    #[test]
+    fn show_statements() {
+        let parsed = |t| parse(t, 0).unwrap().unwrap();
+        assert_eq!(
+            parsed("SHOW TAG VALUES FROM cpu WITH KEY IN (\"a\", b) WHERE c = 'd'"),
+            Statement::ShowTagValues {
+                show: Show {
+                    from: vec![Source {
+                        database: None,
+                        retention_policy: None,
+                        measurement: Name::Exact("cpu".into())
+                    }],
+                    tags: Some(TagPredicate::Equals("c".into(), "d".into())),
+                    ..Show::default()
+                },
+                keys: KeyFilter::In(vec!["a".into(), "b".into()]),
+            }
+        );
+        assert!(matches!(
+            parsed("SHOW MEASUREMENTS WITH MEASUREMENT =~ /c.*/ LIMIT 3"),
+            Statement::ShowMeasurements { with: Some(Name::Regex(_)), show: Show { limit: Some(3), .. } }
+        ));
+        assert!(matches!(parsed("show field keys from /x/"), Statement::ShowFieldKeys(_)));
+        assert!(parse("SHOW DATABASES", 0).is_none());
+        assert!(parse("CREATE DATABASE x", 0).is_none());
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        let err = |t| parse(t, 0).unwrap().unwrap_err();
+        assert_eq!(
+            err("SELECT FROM cpu"),
+            ParseError::Invalid(
+                "found FROM, expected identifier, string, number, bool at line 1, char 8".into()
+            )
+        );
+        assert!(matches!(err("SELECT a + b FROM cpu"), ParseError::Unsupported(m) if m.contains("arithmetic")));
+        assert!(matches!(err("SELECT a FROM (SELECT b FROM c)"), ParseError::Unsupported(_)));
+        assert!(matches!(err("SELECT a FROM cpu extra"), ParseError::Invalid(m) if m.contains("extra")));
+        assert!(matches!(err("SELECT a FROM cpu GROUP BY time(0s)"), ParseError::Invalid(_)));
+    }
+
+    #[test]
+    fn statements_split_outside_quotes() {
+        assert_eq!(
+            split_statements("SELECT a FROM b WHERE c = 'x;y'; SHOW MEASUREMENTS;").unwrap(),
+            vec!["SELECT a FROM b WHERE c = 'x;y'", "SHOW MEASUREMENTS"]
+        );
+    }
+}

@@ -1,0 +1,969 @@
+//! `SELECT`: each measurement's statement in SQL — raw points, or the
+//! aggregates per `GROUP BY time` interval and tag set — and what the
+//! engine's answer still needs to read as InfluxDB's: every interval of the
+//! range with `fill()`, transformations (`derivative`, `difference`),
+//! series order, `LIMIT`/`OFFSET` per series and `SLIMIT`/`SOFFSET`.
+
+use std::collections::BTreeMap;
+
+use chingest::names::{quote_ident, quote_literal};
+use chingest::schema::FieldType;
+
+use super::output::{Series, Value};
+use super::parse::{Expr, Fill, GroupBy, Interval, Select};
+use super::{fact_source, rows, text, Answer, Context, Failure, Target};
+
+/// Most intervals × series a `GROUP BY time` answer may have: a bound on
+/// what a one-line query (`GROUP BY time(1ns)` over a year) can make the
+/// server build.
+const MAX_INTERVALS: i64 = 1_000_000;
+
+/// An aggregate or selector.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Aggregate {
+    Count,
+    Sum,
+    Mean,
+    Median,
+    Spread,
+    Stddev,
+    First,
+    Last,
+    Min,
+    Max,
+    /// `percentile(x, p)`.
+    Percentile(f64),
+}
+
+impl Aggregate {
+    fn named(name: &str) -> Option<Aggregate> {
+        Some(match name {
+            "count" => Aggregate::Count,
+            "sum" => Aggregate::Sum,
+            "mean" => Aggregate::Mean,
+            "median" => Aggregate::Median,
+            "spread" => Aggregate::Spread,
+            "stddev" => Aggregate::Stddev,
+            "first" => Aggregate::First,
+            "last" => Aggregate::Last,
+            "min" => Aggregate::Min,
+            "max" => Aggregate::Max,
+            "percentile" => Aggregate::Percentile(0.0),
+            _ => return None,
+        })
+    }
+
+    /// Selectors pick a point, whose time a lone selector reports.
+    fn is_selector(self) -> bool {
+        matches!(
+            self,
+            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max | Aggregate::Percentile(_)
+        )
+    }
+
+    /// Whether it takes numbers only.
+    fn is_numeric(self) -> bool {
+        !matches!(self, Aggregate::Count | Aggregate::First | Aggregate::Last)
+    }
+
+    /// The SQL of its value and, for selectors, of its point's time.
+    fn sql(self, x: &str, id: usize) -> (String, Option<String>) {
+        let t = "toUnixTimestamp64Nano(f.time)";
+        let present = format!("{x} IS NOT NULL");
+        match self {
+            Aggregate::Count => (format!("count({x})"), None),
+            Aggregate::Sum => (format!("sum({x})"), None),
+            Aggregate::Mean => (format!("avg({x})"), None),
+            // InfluxDB's median averages the two middle values.
+            Aggregate::Median => (format!("quantileExactInclusive(0.5)({x})"), None),
+            Aggregate::Spread => (format!("max({x}) - min({x})"), None),
+            Aggregate::Stddev => (format!("stddevSamp({x})"), None),
+            Aggregate::First => (
+                format!("argMinIf({x}, {t}, {present})"),
+                Some(format!("minIf({t}, {present})")),
+            ),
+            Aggregate::Last => (
+                format!("argMaxIf({x}, {t}, {present})"),
+                Some(format!("maxIf({t}, {present})")),
+            ),
+            // Among equal values, the earliest point.
+            Aggregate::Min => (
+                format!("min({x})"),
+                Some(format!("argMinIf({t}, ({x}, {t}), {present})")),
+            ),
+            Aggregate::Max => (
+                format!("max({x})"),
+                Some(format!("argMaxIf({t}, ({x}, -{t}), {present})")),
+            ),
+            // InfluxDB's rank: floor(n × p / 100 + 0.5), 1-based; none
+            // outside 1..=n.
+            Aggregate::Percentile(p) => {
+                let (points, rank) = (format!("__p{id}"), format!("__r{id}"));
+                let pick = |rank_first: &str, element: u8| {
+                    format!(
+                        "if({rank_first} >= 1 AND {rank} <= length({points}), \
+                         tupleElement(arrayElement({points}, {rank}), {element}), NULL)"
+                    )
+                };
+                // The value's expression names the sorted points and the
+                // rank; the time's reuses them.
+                let defined = format!(
+                    "(toInt64(floor(length((arraySort(groupArrayIf(({x}, {t}), {present})) AS {points})) \
+                     * {p:?} / 100 + 0.5)) AS {rank})"
+                );
+                (pick(&defined, 1), Some(pick(&rank, 2)))
+            }
+        }
+    }
+}
+
+/// `derivative`, `non_negative_derivative`, `difference`,
+/// `non_negative_difference`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Transform {
+    /// Per unit of time (ns); `None` for a difference.
+    derivative: Option<Option<i64>>,
+    non_negative: bool,
+}
+
+impl Transform {
+    fn named(name: &str) -> Option<Transform> {
+        let (derivative, non_negative) = match name {
+            "derivative" => (true, false),
+            "non_negative_derivative" => (true, true),
+            "difference" => (false, false),
+            "non_negative_difference" => (false, true),
+            _ => return None,
+        };
+        Some(Transform {
+            derivative: derivative.then_some(None),
+            non_negative,
+        })
+    }
+
+    /// Applies to one column's points, in time order, nulls left out.
+    fn apply(self, points: &[(i64, f64, bool)], default_unit: i64) -> Vec<(i64, Value)> {
+        let mut out = Vec::new();
+        for pair in points.windows(2) {
+            let ((t0, v0, _), (t1, v1, integer)) = (pair[0], pair[1]);
+            let value = match self.derivative {
+                Some(unit) => {
+                    let elapsed = (t1 - t0) as f64 / unit.unwrap_or(default_unit) as f64;
+                    if elapsed == 0.0 {
+                        continue;
+                    }
+                    Value::Float((v1 - v0) / elapsed)
+                }
+                None if integer => Value::Integer((v1 - v0) as i64),
+                None => Value::Float(v1 - v0),
+            };
+            if self.non_negative && value.as_f64().is_some_and(|v| v < 0.0) {
+                continue;
+            }
+            out.push((t1, value));
+        }
+        out
+    }
+}
+
+/// What a column computes, before names are resolved against a
+/// measurement.
+#[derive(Debug, Clone, PartialEq)]
+enum Column {
+    /// A field or tag as stored.
+    Raw { name: String, cast: Option<String> },
+    /// Every field and tag.
+    Wildcard,
+    Aggregate {
+        func: Aggregate,
+        name: String,
+        cast: Option<String>,
+    },
+    Transform {
+        func: Transform,
+        inner: Box<Column>,
+    },
+}
+
+impl Column {
+    fn from_expr(expr: &Expr) -> Result<Column, String> {
+        match expr {
+            Expr::Var { name, cast } => Ok(Column::Raw {
+                name: name.clone(),
+                cast: cast.clone(),
+            }),
+            Expr::Wildcard => Ok(Column::Wildcard),
+            Expr::Call { name, args } => {
+                if let Some(mut func) = Aggregate::named(name) {
+                    let expected = if matches!(func, Aggregate::Percentile(_)) { 2 } else { 1 };
+                    if args.len() != expected {
+                        return Err(format!(
+                            "invalid number of arguments for {name}, expected {expected}, got {}",
+                            args.len()
+                        ));
+                    }
+                    if let Aggregate::Percentile(p) = &mut func {
+                        *p = match args[1] {
+                            Expr::Integer(n) => n as f64,
+                            Expr::Number(n) => n,
+                            _ => return Err(format!("expected float argument in {name}()")),
+                        };
+                    }
+                    return match &args[0] {
+                        Expr::Var { name, cast } => Ok(Column::Aggregate {
+                            func,
+                            name: name.clone(),
+                            cast: cast.clone(),
+                        }),
+                        Expr::Wildcard => Err(format!("{name}(*) is not supported; name the field")),
+                        _ => Err(format!("expected field argument in {name}()")),
+                    };
+                }
+                if let Some(mut func) = Transform::named(name) {
+                    let most = if func.derivative.is_some() { 2 } else { 1 };
+                    if args.is_empty() || args.len() > most {
+                        return Err(format!(
+                            "invalid number of arguments for {name}, expected at least 1 but no more than {most}, got {}",
+                            args.len()
+                        ));
+                    }
+                    if let Some(unit) = args.get(1) {
+                        match unit {
+                            Expr::Duration(ns) if *ns > 0 => func.derivative = Some(Some(*ns)),
+                            _ => return Err(format!("second argument to {name} must be a duration, got {unit:?}")),
+                        }
+                    }
+                    let inner = Column::from_expr(&args[0])?;
+                    return match inner {
+                        Column::Raw { .. } | Column::Aggregate { .. } => Ok(Column::Transform {
+                            func,
+                            inner: Box::new(inner),
+                        }),
+                        _ => Err(format!("{name}() takes a field or an aggregate of one")),
+                    };
+                }
+                Err(format!("undefined function {name}()"))
+            }
+            other => Err(format!("{other:?} is not supported as a column; select fields or functions")),
+        }
+    }
+
+    fn aggregates(&self) -> bool {
+        match self {
+            Column::Aggregate { .. } => true,
+            Column::Transform { inner, .. } => inner.aggregates(),
+            _ => false,
+        }
+    }
+
+    /// The column's default name: the field's, or the function's.
+    fn default_name(&self, expr: &Expr) -> String {
+        match (self, expr) {
+            (Column::Raw { name, .. }, _) => name.clone(),
+            (_, Expr::Call { name, .. }) => name.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// A field, a tag, or neither, in one measurement.
+#[derive(Debug, Clone, PartialEq)]
+enum Operand {
+    Field(String, FieldType),
+    Tag(String),
+    Missing,
+}
+
+fn operand(target: &Target, name: &str, cast: Option<&str>) -> Operand {
+    let field = target.schema.fields.iter().find(|(f, ty)| f == name && !ty.is_array());
+    let tag = target.schema.tag_keys.iter().any(|k| k == name);
+    match (cast, field) {
+        (Some("tag"), _) if tag => Operand::Tag(name.to_owned()),
+        (Some("tag"), _) => Operand::Missing,
+        (_, Some((f, ty))) => Operand::Field(f.clone(), *ty),
+        (None, None) if tag => Operand::Tag(name.to_owned()),
+        _ => Operand::Missing,
+    }
+}
+
+/// The checked shape of a statement, the same for every measurement.
+struct Shape {
+    columns: Vec<(String, Column)>,
+    aggregate: bool,
+}
+
+fn shape(select: &Select) -> Result<Shape, String> {
+    let mut columns = Vec::new();
+    for field in &select.fields {
+        let column = Column::from_expr(&field.expr)?;
+        let name = field.alias.clone().unwrap_or_else(|| column.default_name(&field.expr));
+        columns.push((name, column));
+    }
+    let aggregate = columns.iter().any(|(_, c)| c.aggregates());
+    if aggregate && columns.iter().any(|(_, c)| !c.aggregates()) {
+        return Err("mixing aggregate and non-aggregate queries is not supported".into());
+    }
+    for (_, column) in &columns {
+        if let Column::Transform { inner, .. } = column {
+            let name = match column {
+                Column::Transform { func, .. } if func.derivative.is_some() => "derivative",
+                _ => "difference",
+            };
+            match (inner.aggregates(), select.interval.is_some()) {
+                (true, false) => return Err(format!("{name} aggregate requires a GROUP BY interval")),
+                (false, true) => {
+                    return Err(format!("aggregate function required inside the call to {name}"))
+                }
+                _ => {}
+            }
+        }
+    }
+    if !aggregate && select.interval.is_some() {
+        return Err("GROUP BY requires at least one aggregate function".into());
+    }
+    let transforms = columns.iter().filter(|(_, c)| matches!(c, Column::Transform { .. })).count();
+    if transforms > 0 && transforms < columns.len() {
+        return Err("mixing derivative or difference with other columns is not supported".into());
+    }
+    Ok(Shape { columns, aggregate })
+}
+
+pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Failure> {
+    let zone = select.time_zone;
+    let shape = shape(select)?;
+    let targets = ctx.targets(&select.sources)?;
+    // `*` is every field and tag of every measurement read, sorted, less
+    // the tags grouped by.
+    let mut wildcard: Vec<String> = Vec::new();
+    for target in &targets {
+        let grouped = group_keys(select, target);
+        wildcard.extend(target.schema.fields.iter().filter(|(_, ty)| !ty.is_array()).map(|(f, _)| f.clone()));
+        wildcard.extend(target.schema.tag_keys.iter().filter(|k| !grouped.contains(k)).cloned());
+    }
+    wildcard.sort();
+    wildcard.dedup();
+    let mut series = Vec::new();
+    for target in &targets {
+        series.extend(measurement(ctx, select, &shape, target, &wildcard, zone).await?);
+    }
+    // ORDER BY time DESC orders series the other way too.
+    if select.descending {
+        series.reverse();
+    }
+    let skip = usize::try_from(select.soffset).unwrap_or(usize::MAX);
+    let take = select.slimit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let series = series.into_iter().skip(skip).take(take).collect();
+    Ok(Answer { series, zone })
+}
+
+/// The tag keys a statement groups `target`'s series by, sorted.
+fn group_keys(select: &Select, target: &Target) -> Vec<String> {
+    match &select.group_by {
+        GroupBy::Nothing => Vec::new(),
+        GroupBy::All => target.schema.tag_keys.clone(),
+        GroupBy::Tags(keys) => {
+            let mut keys = keys.clone();
+            keys.sort();
+            keys.dedup();
+            keys
+        }
+    }
+}
+
+/// One resolved output column.
+struct Output {
+    name: String,
+    column: Column,
+    operand: Operand,
+}
+
+/// The statement over one measurement.
+async fn measurement(
+    ctx: &Context<'_>,
+    select: &Select,
+    shape: &Shape,
+    target: &Target,
+    wildcard: &[String],
+    zone: Option<chrono_tz::Tz>,
+) -> Result<Vec<Series>, Failure> {
+    let group_keys = group_keys(select, target);
+    let mut outputs = Vec::new();
+    for (name, column) in &shape.columns {
+        match column {
+            Column::Wildcard => {
+                outputs.extend(wildcard.iter().map(|name| Output {
+                    column: Column::Raw {
+                        name: name.clone(),
+                        cast: None,
+                    },
+                    name: name.clone(),
+                    operand: operand(target, name, None),
+                }));
+            }
+            _ => {
+                let (var, cast) = leaf(column);
+                let operand = operand(target, var, cast);
+                if let (Operand::Field(f, ty), Some(func)) = (&operand, aggregate_of(column)) {
+                    if func.is_numeric() && matches!(ty, FieldType::String | FieldType::Boolean) {
+                        return Err(format!(
+                            "{name}() of {f:?}, a {} field, is not supported",
+                            super::show::field_type_name(*ty).unwrap_or("non-numeric")
+                        )
+                        .into());
+                    }
+                }
+                outputs.push(Output {
+                    name: name.clone(),
+                    column: column.clone(),
+                    operand,
+                });
+            }
+        }
+    }
+    dedupe_names(&mut outputs);
+    // No field to read (only tags, or names the measurement lacks): no
+    // points, as InfluxDB answers.
+    if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
+        return Ok(Vec::new());
+    }
+    match shape.aggregate {
+        false => raw(ctx, select, target, &outputs, &group_keys).await,
+        true => aggregated(ctx, select, target, &outputs, &group_keys, zone).await,
+    }
+}
+
+/// The field or tag a column reads.
+fn leaf(column: &Column) -> (&str, Option<&str>) {
+    match column {
+        Column::Raw { name, cast } | Column::Aggregate { name, cast, .. } => (name, cast.as_deref()),
+        Column::Transform { inner, .. } => leaf(inner),
+        Column::Wildcard => ("*", None),
+    }
+}
+
+fn aggregate_of(column: &Column) -> Option<Aggregate> {
+    match column {
+        Column::Aggregate { func, .. } => Some(*func),
+        Column::Transform { inner, .. } => aggregate_of(inner),
+        _ => None,
+    }
+}
+
+/// `mean, mean` → `mean, mean_1`, as InfluxDB names repeated columns.
+fn dedupe_names(outputs: &mut [Output]) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for output in outputs {
+        let count = seen.entry(output.name.clone()).or_insert(0);
+        if *count > 0 {
+            output.name = format!("{}_{count}", output.name);
+        }
+        *count += 1;
+    }
+}
+
+/// The `WHERE` of a statement over `target`: the time range, the series
+/// (when not joined), points that have one of `fields`.
+fn where_sql(select: &Select, series: Option<String>, fields: &[&str], stop: Option<i64>) -> String {
+    let mut conditions: Vec<String> = series.into_iter().collect();
+    if let Some(start) = select.condition.start {
+        conditions.push(format!("f.time >= fromUnixTimestamp64Nano(toInt64({start}))"));
+    }
+    if let Some(stop) = stop {
+        conditions.push(format!("f.time < fromUnixTimestamp64Nano(toInt64({stop}))"));
+    }
+    if !fields.is_empty() {
+        let any: Vec<String> = fields.iter().map(|f| format!("f.{f} IS NOT NULL")).collect();
+        conditions.push(format!("({})", any.join(" OR ")));
+    }
+    match conditions.is_empty() {
+        true => "1".to_owned(),
+        false => conditions.join(" AND "),
+    }
+}
+
+fn group_sql(keys: &[String]) -> Vec<String> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| format!("s.tags[{}] AS __g{i}", quote_literal(k)))
+        .collect()
+}
+
+fn field_sql(operand: &Operand) -> String {
+    match operand {
+        Operand::Field(f, _) => format!("f.{}", quote_ident(f)),
+        Operand::Tag(k) => format!("nullIf(s.tags[{}], '')", quote_literal(k)),
+        Operand::Missing => "NULL".to_owned(),
+    }
+}
+
+fn fields_read(outputs: &[Output]) -> Vec<String> {
+    let mut fields: Vec<String> = outputs
+        .iter()
+        .filter_map(|o| match &o.operand {
+            Operand::Field(f, _) => Some(quote_ident(f)),
+            _ => None,
+        })
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
+/// Rows grouped by their first `keys` cells (sorted by them), the rest of
+/// each row kept.
+fn by_group(rows: Vec<Vec<Value>>, keys: usize) -> BTreeMap<Vec<String>, Vec<Vec<Value>>> {
+    let mut groups: BTreeMap<Vec<String>, Vec<Vec<Value>>> = BTreeMap::new();
+    for mut row in rows {
+        let rest = row.split_off(keys);
+        groups
+            .entry(row.iter().map(text).collect())
+            .or_default()
+            .push(rest);
+    }
+    groups
+}
+
+fn series_of(
+    target: &Target,
+    keys: &[String],
+    group: Vec<String>,
+    outputs: &[Output],
+    values: Vec<Vec<Value>>,
+) -> Series {
+    let mut columns = vec!["time".to_owned()];
+    columns.extend(outputs.iter().map(|o| o.name.clone()));
+    Series {
+        name: Some(target.schema.name.clone()),
+        tags: (!keys.is_empty()).then(|| keys.iter().cloned().zip(group).collect()),
+        columns,
+        values,
+    }
+}
+
+/// Orders one series' rows (ascending in, as `ORDER BY` asks out) and
+/// applies `OFFSET` and `LIMIT`.
+fn order_and_limit(select: &Select, mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
+    if select.descending {
+        rows.reverse();
+    }
+    let skip = usize::try_from(select.offset).unwrap_or(usize::MAX);
+    // LIMIT 0 is no limit, as in InfluxDB.
+    let take = select
+        .limit
+        .filter(|&n| n > 0)
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    rows.into_iter().skip(skip).take(take).collect()
+}
+
+/// Raw points: `SELECT field, tag FROM m`.
+async fn raw(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    outputs: &[Output],
+    keys: &[String],
+) -> Result<Vec<Series>, Failure> {
+    let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
+    let (from, series) = fact_source(target, &select.condition.tags, join);
+    let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
+    columns.extend(group_sql(keys));
+    columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
+    let fields = fields_read(outputs);
+    let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let transforms = outputs.iter().any(|o| matches!(o.column, Column::Transform { .. }));
+    let mut order: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+    order.push(format!("__t{}", if select.descending { " DESC" } else { "" }));
+    order.push("f.series_id".to_owned());
+    let mut sql = format!(
+        "SELECT {} FROM {from} WHERE {} ORDER BY {}",
+        columns.join(", "),
+        where_sql(select, series, &fields, select.condition.stop),
+        order.join(", ")
+    );
+    // Without transformations, LIMIT and OFFSET are the engine's (per
+    // series); with them, they apply to what the transformation gives.
+    let limit = select.limit.filter(|&l| l > 0);
+    if !transforms && (limit.is_some() || select.offset > 0) {
+        sql.push_str(&format!(" LIMIT {} OFFSET {}", limit.unwrap_or(u64::MAX), select.offset));
+        if !keys.is_empty() {
+            let by: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+            sql.push_str(&format!(" BY {}", by.join(", ")));
+        }
+    }
+    let rows = rows(&ctx.ingestor.query_translated(&sql).await?);
+    let rows = rows.into_iter().map(move_time_first(keys.len())).collect();
+    let mut answer = Vec::new();
+    for (group, mut rows) in by_group(rows, keys.len()) {
+        if transforms {
+            // Transformations run forwards in time.
+            if select.descending {
+                rows.reverse();
+            }
+            rows = order_and_limit(select, transformed(outputs, rows, 1_000_000_000));
+        }
+        if !rows.is_empty() {
+            answer.push(series_of(target, keys, group, outputs, rows));
+        }
+    }
+    Ok(answer)
+}
+
+/// Rows come as (time, keys…, values…); grouping wants (keys…, time,
+/// values…).
+fn move_time_first(keys: usize) -> impl Fn(Vec<Value>) -> Vec<Value> {
+    move |mut row| {
+        let time = row.remove(0);
+        let time = match time {
+            Value::Integer(t) => Value::Time(t),
+            other => other,
+        };
+        row.insert(keys, time);
+        row
+    }
+}
+
+/// Each column's transformation over its non-null points (rows are
+/// (time, values…) in ascending time); the rows of every time that has a
+/// result.
+fn transformed(outputs: &[Output], rows: Vec<Vec<Value>>, default_unit: i64) -> Vec<Vec<Value>> {
+    let mut by_time: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
+    for (c, output) in outputs.iter().enumerate() {
+        let Column::Transform { func, .. } = output.column else {
+            continue;
+        };
+        let points: Vec<(i64, f64, bool)> = rows
+            .iter()
+            .filter_map(|row| {
+                let Value::Time(t) = row[0] else { return None };
+                let integer = matches!(row[c + 1], Value::Integer(_) | Value::Unsigned(_));
+                Some((t, row[c + 1].as_f64()?, integer))
+            })
+            .collect();
+        for (t, value) in func.apply(&points, default_unit) {
+            by_time
+                .entry(t)
+                .or_insert_with(|| vec![Value::Null; outputs.len()])[c] = value;
+        }
+    }
+    by_time
+        .into_iter()
+        .map(|(t, mut values)| {
+            values.insert(0, Value::Time(t));
+            values
+        })
+        .collect()
+}
+
+/// The start of the `GROUP BY time` interval that holds `t`, as InfluxDB
+/// computes it (in `zone`'s local time when given).
+fn window_start(t: i64, interval: Interval, zone: Option<chrono_tz::Tz>) -> i64 {
+    use chrono::{Offset as _, TimeZone as _};
+    let offset_at = |ns: i64| -> i64 {
+        zone.map_or(0, |zone| {
+            let utc = chrono::Utc.timestamp_nanos(ns);
+            i64::from(utc.with_timezone(&zone).offset().fix().local_minus_utc()) * 1_000_000_000
+        })
+    };
+    let t0 = t - interval.offset;
+    let zone_offset = offset_at(t0);
+    let mut start = t0 - (t0 + zone_offset).rem_euclid(interval.every);
+    let shift = zone_offset - offset_at(start);
+    if shift != 0 && shift.abs() < interval.every {
+        start += shift;
+    }
+    start + interval.offset
+}
+
+/// The same in SQL, for the engine's `GROUP BY`.
+fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> String {
+    let (every, offset) = (interval.every, interval.offset);
+    let t0 = format!("(toUnixTimestamp64Nano(f.time) - {offset})");
+    match zone {
+        None => format!("({t0} - ({t0} % {every} + {every}) % {every} + {offset})"),
+        Some(zone) => {
+            let zone = quote_literal(zone.name());
+            let offset_at =
+                |ns: &str| format!("(toInt64(timeZoneOffset(toTimeZone(fromUnixTimestamp64Nano(toInt64({ns})), {zone}))) * 1000000000)");
+            let z0 = offset_at(&t0);
+            let start = format!("({t0} - (({t0} + {z0}) % {every} + {every}) % {every})");
+            let shift = format!("({z0} - {})", offset_at(&start));
+            format!(
+                "({start} + if({shift} != 0 AND abs({shift}) < {every}, {shift}, 0) + {offset})"
+            )
+        }
+    }
+}
+
+/// Aggregates, per `GROUP BY time` interval when given.
+async fn aggregated(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    outputs: &[Output],
+    keys: &[String],
+    zone: Option<chrono_tz::Tz>,
+) -> Result<Vec<Series>, Failure> {
+    let (from, series) = fact_source(target, &select.condition.tags, !keys.is_empty());
+    // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
+    let stop = match (select.condition.stop, select.interval) {
+        (None, Some(_)) => Some(ctx.now.saturating_add(1)),
+        (stop, _) => stop,
+    };
+    let mut columns = vec![match select.interval {
+        Some(interval) => format!("{} AS __t", window_sql(interval, zone)),
+        None => "toInt64(0) AS __t".to_owned(),
+    }];
+    columns.extend(group_sql(keys));
+    // Per output: where its value is, and its point's time.
+    let mut at = Vec::new();
+    for (i, output) in outputs.iter().enumerate() {
+        let func = aggregate_of(&output.column).unwrap_or(Aggregate::Count);
+        let (value, time) = match output.operand {
+            Operand::Field(..) => func.sql(&field_sql(&output.operand), i),
+            _ => ("NULL".to_owned(), func.is_selector().then(|| "NULL".to_owned())),
+        };
+        columns.push(value);
+        at.push((columns.len() - 1, time.map(|t| {
+            columns.push(t);
+            columns.len() - 1
+        })));
+    }
+    columns.push("count() AS __n".to_owned());
+    let mut group: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+    if select.interval.is_some() {
+        group.insert(0, "__t".to_owned());
+    }
+    let fields = fields_read(outputs);
+    let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let mut sql = format!(
+        "SELECT {} FROM {from} WHERE {}",
+        columns.join(", "),
+        where_sql(select, series, &fields, stop)
+    );
+    if !group.is_empty() {
+        sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
+    }
+    let rows = rows(&ctx.ingestor.query_translated(&sql).await?);
+    let width = columns.len();
+    // Aggregating no rows without GROUP BY still answers one row (count 0).
+    let rows: Vec<Vec<Value>> = rows
+        .into_iter()
+        .filter(|row| row.len() == width && row[width - 1] != Value::Unsigned(0))
+        .collect();
+    let lone_selector = outputs.len() == 1
+        && aggregate_of(&outputs[0].column).is_some_and(Aggregate::is_selector)
+        && !matches!(outputs[0].column, Column::Transform { .. });
+    // (keys…, time, values…) per row, with the interval's time or the
+    // statement's.
+    let start = select.condition.start.unwrap_or(0);
+    let shaped: Vec<Vec<Value>> = rows
+        .into_iter()
+        .map(|row| {
+            let mut out: Vec<Value> = row[1..=keys.len()].to_vec();
+            let time = match (select.interval, lone_selector) {
+                (Some(_), _) => match row[0] {
+                    Value::Integer(t) => t,
+                    _ => start,
+                },
+                (None, true) => match at[0].1.map(|i| &row[i]) {
+                    Some(Value::Integer(t)) => *t,
+                    _ => start,
+                },
+                (None, false) => start,
+            };
+            out.push(Value::Time(time));
+            out.extend(at.iter().map(|(value, _)| row[*value].clone()));
+            out
+        })
+        .collect();
+    let groups = by_group(shaped, keys.len());
+    let Some(interval) = select.interval else {
+        return Ok(groups
+            .into_iter()
+            .map(|(group, rows)| series_of(target, keys, group, outputs, rows))
+            .collect());
+    };
+    // Every interval from the range's start (or the first point's) to its end.
+    let first = match select.condition.start {
+        Some(start) => window_start(start, interval, zone),
+        None => groups
+            .values()
+            .flat_map(|rows| rows.first())
+            .filter_map(|row| match row[0] {
+                Value::Time(t) => Some(t),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(0),
+    };
+    let last = window_start(stop.unwrap_or(ctx.now).saturating_sub(1), interval, zone);
+    let intervals = (last.saturating_sub(first)) / interval.every + 1;
+    if intervals.saturating_mul(groups.len().max(1) as i64) > MAX_INTERVALS {
+        return Err(format!(
+            "GROUP BY time({}ns) makes {intervals} intervals for each of {} series, over the \
+             limit of {MAX_INTERVALS} in all: narrow the time range or widen the interval",
+            interval.every,
+            groups.len()
+        )
+        .into());
+    }
+    let transforms = outputs.iter().any(|o| matches!(o.column, Column::Transform { .. }));
+    // Count reports 0 for an empty interval, not null.
+    let counts: Vec<bool> = outputs
+        .iter()
+        .map(|o| matches!(o.column, Column::Aggregate { func: Aggregate::Count, .. }))
+        .collect();
+    let mut answer = Vec::new();
+    for (group, rows) in groups {
+        let by_start: BTreeMap<i64, Vec<Value>> = rows
+            .into_iter()
+            .filter_map(|mut row| match row.remove(0) {
+                Value::Time(t) => Some((t, row)),
+                _ => None,
+            })
+            .collect();
+        let mut filled = Vec::new();
+        let mut t = first;
+        while t <= last {
+            let row = by_start.get(&t).cloned();
+            if !(row.is_none() && select.fill == Fill::None) {
+                let missing = row.is_none();
+                let mut values = row.unwrap_or_else(|| vec![Value::Null; outputs.len()]);
+                if missing && select.fill == Fill::Null {
+                    for (value, count) in values.iter_mut().zip(&counts) {
+                        if *count {
+                            *value = Value::Integer(0);
+                        }
+                    }
+                }
+                values.insert(0, Value::Time(t));
+                filled.push(values);
+            }
+            let mut next = window_start(t + interval.every, interval, zone);
+            if next <= t {
+                next = window_start(t + 2 * interval.every, interval, zone);
+            }
+            t = next;
+        }
+        fill(&mut filled, select.fill);
+        let rows = match transforms {
+            true => transformed(outputs, filled, interval.every),
+            false => filled,
+        };
+        let rows = order_and_limit(select, rows);
+        if !rows.is_empty() {
+            answer.push(series_of(target, keys, group, outputs, rows));
+        }
+    }
+    Ok(answer)
+}
+
+/// `fill(previous | linear | number)` over one series' rows (time first).
+fn fill(rows: &mut [Vec<Value>], how: Fill) {
+    let width = rows.first().map_or(0, Vec::len);
+    for c in 1..width {
+        match how {
+            Fill::Null | Fill::None => {}
+            Fill::Integer(n) => rows.iter_mut().filter(|r| r[c].is_null()).for_each(|r| r[c] = Value::Integer(n)),
+            Fill::Float(n) => rows.iter_mut().filter(|r| r[c].is_null()).for_each(|r| r[c] = Value::Float(n)),
+            Fill::Previous => {
+                let mut previous = Value::Null;
+                for row in rows.iter_mut() {
+                    match row[c].is_null() {
+                        true => row[c] = previous.clone(),
+                        false => previous = row[c].clone(),
+                    }
+                }
+            }
+            Fill::Linear => {
+                let known: Vec<usize> = (0..rows.len()).filter(|&i| !rows[i][c].is_null()).collect();
+                for pair in known.windows(2) {
+                    let (a, b) = (pair[0], pair[1]);
+                    let (Value::Time(ta), Value::Time(tb)) = (&rows[a][0], &rows[b][0]) else { continue };
+                    let (ta, tb) = (*ta, *tb);
+                    let (Some(va), Some(vb)) = (rows[a][c].as_f64(), rows[b][c].as_f64()) else { continue };
+                    let integer = matches!(rows[a][c], Value::Integer(_)) && matches!(rows[b][c], Value::Integer(_));
+                    for row in &mut rows[a + 1..b] {
+                        let Value::Time(t) = row[0] else { continue };
+                        let v = va + (vb - va) * (t - ta) as f64 / (tb - ta) as f64;
+                        row[c] = match integer {
+                            true => Value::Integer(v as i64),
+                            false => Value::Float(v),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: i64 = 60_000_000_000;
+
+    #[test]
+    fn windows_align_to_the_epoch_offset_and_zone() {
+        let minute = Interval { every: MINUTE, offset: 0 };
+        assert_eq!(window_start(61 * 1_000_000_000, minute, None), MINUTE);
+        assert_eq!(window_start(-1, minute, None), -MINUTE);
+        let shifted = Interval { every: MINUTE, offset: 15_000_000_000 };
+        assert_eq!(window_start(MINUTE, shifted, None), 15_000_000_000);
+        let day = Interval { every: 1440 * MINUTE, offset: 0 };
+        let chicago: chrono_tz::Tz = "America/Chicago".parse().unwrap();
+        // 2020-01-02T03:00Z is 2020-01-01T21:00-06:00: the local day starts at 06:00Z.
+        let t = 1_577_934_000 * 1_000_000_000;
+        assert_eq!(window_start(t, day, Some(chicago)), 1_577_858_400 * 1_000_000_000);
+    }
+
+    #[test]
+    fn fills() {
+        let rows = || {
+            vec![
+                vec![Value::Time(0), Value::Float(1.0)],
+                vec![Value::Time(10), Value::Null],
+                vec![Value::Time(20), Value::Null],
+                vec![Value::Time(30), Value::Float(4.0)],
+            ]
+        };
+        let mut linear = rows();
+        fill(&mut linear, Fill::Linear);
+        assert_eq!(linear[1][1], Value::Float(2.0));
+        assert_eq!(linear[2][1], Value::Float(3.0));
+        let mut previous = rows();
+        fill(&mut previous, Fill::Previous);
+        assert_eq!(previous[2][1], Value::Float(1.0));
+        let mut zero = rows();
+        fill(&mut zero, Fill::Integer(0));
+        assert_eq!(zero[1][1], Value::Integer(0));
+    }
+
+    #[test]
+    fn derivatives_and_differences() {
+        let points = [(0, 1.0, false), (1_000_000_000, 3.0, false), (3_000_000_000, 2.0, false)];
+        let derivative = Transform::named("derivative").unwrap();
+        assert_eq!(
+            derivative.apply(&points, 1_000_000_000),
+            vec![(1_000_000_000, Value::Float(2.0)), (3_000_000_000, Value::Float(-0.5))]
+        );
+        let non_negative = Transform::named("non_negative_derivative").unwrap();
+        assert_eq!(non_negative.apply(&points, 1_000_000_000).len(), 1);
+        let difference = Transform::named("difference").unwrap();
+        assert_eq!(difference.apply(&[(0, 5.0, true), (1, 7.0, true)], 1), vec![(1, Value::Integer(2))]);
+    }
+
+    #[test]
+    fn statements_that_cannot_be_answered_say_why() {
+        let shape_of = |q: &str| match super::super::parse::parse(q, 0) {
+            Some(Ok(super::super::parse::Statement::Select(s))) => shape(&s).map(|_| ()),
+            other => panic!("{other:?}"),
+        };
+        assert!(shape_of("SELECT mean(x), y FROM m").unwrap_err().contains("mixing"));
+        assert!(shape_of("SELECT x FROM m GROUP BY time(1m)").unwrap_err().contains("aggregate"));
+        assert!(shape_of("SELECT derivative(mean(x)) FROM m").unwrap_err().contains("GROUP BY interval"));
+        assert!(shape_of("SELECT nope(x) FROM m").unwrap_err().contains("undefined function"));
+        assert!(shape_of("SELECT percentile(x) FROM m").unwrap_err().contains("arguments"));
+        assert!(shape_of("SELECT mean(x) FROM m GROUP BY time(1m)").is_ok());
+    }
+}

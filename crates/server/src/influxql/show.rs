@@ -1,0 +1,313 @@
+//! `SHOW MEASUREMENTS`, `SHOW TAG KEYS`, `SHOW TAG VALUES`, `SHOW SERIES`
+//! (from the database's series table) and `SHOW FIELD KEYS` (from the
+//! ingestor's catalog, no query).
+
+use arrow::array::{Array as _, AsArray as _};
+use chingest::names::quote_literal;
+use chingest::schema::FieldType;
+use chingest::TagPredicate;
+
+use super::output::{Series, Value};
+use super::parse::{KeyFilter, Name, Show, Source, Statement};
+use super::{rows, text, Context, Failure};
+
+pub(super) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<Series>, Failure> {
+    match statement {
+        Statement::ShowMeasurements { show, with } => measurements(ctx, show, with.as_ref()).await,
+        Statement::ShowTagKeys(show) => tag_keys(ctx, show).await,
+        Statement::ShowTagValues { show, keys } => tag_values(ctx, show, keys).await,
+        Statement::ShowFieldKeys(show) => field_keys(ctx, show),
+        Statement::ShowSeries(show) => series(ctx, show).await,
+        Statement::Select(_) => unreachable!("SELECT is answered by select::run"),
+    }
+}
+
+/// The database of a `SHOW`: `ON db`, else the one its `FROM` names,
+/// else the request's; `None` if it does not exist (an empty answer, as
+/// InfluxDB gives).
+fn database(ctx: &Context<'_>, show: &Show) -> Result<Option<String>, Failure> {
+    let named = show
+        .database
+        .as_deref()
+        .or_else(|| show.from.iter().find_map(|s| s.database.as_deref()));
+    let db = ctx.readable_database(named)?;
+    Ok(ctx.exists(&db).then_some(db))
+}
+
+/// The series table's condition for `show`'s `FROM` and `WHERE`.
+fn series_condition(from: &[Source], tags: Option<&TagPredicate>) -> String {
+    let mut measurements: Vec<String> = from
+        .iter()
+        .map(|source| match &source.measurement {
+            Name::Exact(m) => format!("measurement = {}", quote_literal(m)),
+            Name::Regex(re) => format!("match(measurement, {})", quote_literal(re)),
+        })
+        .collect();
+    if measurements.is_empty() {
+        measurements.push("1".to_owned());
+    }
+    format!(
+        "({}) AND ({})",
+        measurements.join(" OR "),
+        tags.unwrap_or(&TagPredicate::Any).sql()
+    )
+}
+
+fn series_table(db: &str) -> String {
+    chingest::names::TableNames::new(db, "", "").series_table
+}
+
+/// `LIMIT`/`OFFSET` as SQL.
+fn limit_sql(show: &Show) -> String {
+    match show.limit {
+        Some(limit) => format!(" LIMIT {limit} OFFSET {}", show.offset),
+        None if show.offset > 0 => format!(" LIMIT 18446744073709551615 OFFSET {}", show.offset),
+        None => String::new(),
+    }
+}
+
+/// Applies `LIMIT`/`OFFSET` to each series' values.
+fn limit_values(series: &mut [Series], show: &Show) {
+    for s in series {
+        let skip = usize::try_from(show.offset).unwrap_or(usize::MAX);
+        let take = show.limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        s.values = std::mem::take(&mut s.values)
+            .into_iter()
+            .skip(skip)
+            .take(take)
+            .collect();
+    }
+}
+
+async fn measurements(
+    ctx: &Context<'_>,
+    show: &Show,
+    with: Option<&Name>,
+) -> Result<Vec<Series>, Failure> {
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
+    let from: Vec<Source> = with
+        .map(|name| Source {
+            database: None,
+            retention_policy: None,
+            measurement: name.clone(),
+        })
+        .into_iter()
+        .collect();
+    let sql = format!(
+        "SELECT DISTINCT measurement FROM {} FINAL WHERE {} ORDER BY measurement{}",
+        series_table(&db),
+        series_condition(&from, show.tags.as_ref()),
+        limit_sql(show)
+    );
+    let values = rows(&ctx.ingestor.query_translated(&sql).await?);
+    Ok(one_series(Some("measurements"), &["name"], values))
+}
+
+/// One series, or none when it has no values (InfluxDB's empty answer).
+fn one_series(name: Option<&str>, columns: &[&str], values: Vec<Vec<Value>>) -> Vec<Series> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    vec![Series {
+        name: name.map(str::to_owned),
+        tags: None,
+        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+        values,
+    }]
+}
+
+/// Rows `(measurement, …)` sorted by measurement, as one series per
+/// measurement of the remaining columns.
+fn per_measurement(rows: Vec<Vec<Value>>, columns: &[&str]) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for mut row in rows {
+        let measurement = text(&row.remove(0));
+        match series.last_mut() {
+            Some(last) if last.name.as_deref() == Some(measurement.as_str()) => last.values.push(row),
+            _ => series.push(Series {
+                name: Some(measurement),
+                tags: None,
+                columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+                values: vec![row],
+            }),
+        }
+    }
+    series
+}
+
+async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
+    let sql = format!(
+        "SELECT measurement, key FROM {} FINAL ARRAY JOIN mapKeys(tags) AS key WHERE {} \
+         GROUP BY measurement, key ORDER BY measurement, key",
+        series_table(&db),
+        series_condition(&show.from, show.tags.as_ref()),
+    );
+    let mut series = per_measurement(rows(&ctx.ingestor.query_translated(&sql).await?), &["tagKey"]);
+    limit_values(&mut series, show);
+    series.retain(|s| !s.values.is_empty());
+    Ok(series)
+}
+
+async fn tag_values(ctx: &Context<'_>, show: &Show, keys: &KeyFilter) -> Result<Vec<Series>, Failure> {
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
+    let key_condition = match keys {
+        KeyFilter::Equals(k) => format!("key = {}", quote_literal(k)),
+        KeyFilter::NotEquals(k) => format!("key != {}", quote_literal(k)),
+        KeyFilter::In(keys) => format!(
+            "key IN ({})",
+            keys.iter().map(|k| quote_literal(k)).collect::<Vec<_>>().join(", ")
+        ),
+        KeyFilter::Matches(re) => format!("match(key, {})", quote_literal(re)),
+        KeyFilter::NotMatches(re) => format!("NOT match(key, {})", quote_literal(re)),
+    };
+    let sql = format!(
+        "SELECT measurement, key, value FROM {} FINAL ARRAY JOIN mapKeys(tags) AS key, \
+         mapValues(tags) AS value WHERE {} AND {key_condition} \
+         GROUP BY measurement, key, value ORDER BY measurement, key, value",
+        series_table(&db),
+        series_condition(&show.from, show.tags.as_ref()),
+    );
+    let mut series = per_measurement(
+        rows(&ctx.ingestor.query_translated(&sql).await?),
+        &["key", "value"],
+    );
+    limit_values(&mut series, show);
+    series.retain(|s| !s.values.is_empty());
+    Ok(series)
+}
+
+/// InfluxDB's name for a field type; `None` for arrays, which InfluxQL
+/// cannot read.
+pub(super) fn field_type_name(ty: FieldType) -> Option<&'static str> {
+    Some(match ty {
+        FieldType::Float => "float",
+        FieldType::Integer => "integer",
+        FieldType::UInteger => "unsigned",
+        FieldType::String => "string",
+        FieldType::Boolean => "boolean",
+        FieldType::FloatArray | FieldType::IntegerArray | FieldType::UIntegerArray => return None,
+    })
+}
+
+fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+    if database(ctx, show)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let from = match show.from.is_empty() {
+        true => vec![Source {
+            database: show.database.clone(),
+            retention_policy: None,
+            measurement: Name::Regex(String::new()),
+        }],
+        false => show
+            .from
+            .iter()
+            .map(|s| Source {
+                database: s.database.clone().or_else(|| show.database.clone()),
+                ..s.clone()
+            })
+            .collect(),
+    };
+    let mut series: Vec<Series> = ctx
+        .targets(&from)?
+        .into_iter()
+        .map(|target| Series {
+            name: Some(target.schema.name),
+            tags: None,
+            columns: vec!["fieldKey".into(), "fieldType".into()],
+            values: target
+                .schema
+                .fields
+                .iter()
+                .filter_map(|(name, ty)| {
+                    Some(vec![
+                        Value::String(name.clone()),
+                        Value::String(field_type_name(*ty)?.to_owned()),
+                    ])
+                })
+                .collect(),
+        })
+        .collect();
+    limit_values(&mut series, show);
+    series.retain(|s| !s.values.is_empty());
+    Ok(series)
+}
+
+/// A series key as line protocol writes it: `m,k=v` with `,`, ` ` and `=`
+/// escaped (`,` and ` ` in the measurement).
+fn series_key(measurement: &str, tags: &[(String, String)]) -> String {
+    let escape = |text: &str, specials: &[char]| {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            if specials.contains(&c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let mut key = escape(measurement, &[',', ' ']);
+    for (k, v) in tags {
+        key.push(',');
+        key.push_str(&escape(k, &[',', ' ', '=']));
+        key.push('=');
+        key.push_str(&escape(v, &[',', ' ', '=']));
+    }
+    key
+}
+
+async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+    let Some(db) = database(ctx, show)? else {
+        return Ok(Vec::new());
+    };
+    let sql = format!(
+        "SELECT measurement, arraySort(mapKeys(tags)) AS k, \
+         arrayMap(x -> tags[x], k) FROM {} FINAL WHERE {}",
+        series_table(&db),
+        series_condition(&show.from, show.tags.as_ref()),
+    );
+    let batches = ctx.ingestor.query_translated(&sql).await?;
+    let mut keys = Vec::new();
+    for batch in &batches {
+        let measurements = batch.column(0).as_string::<i32>();
+        let tag_keys = batch.column(1).as_list::<i32>();
+        let tag_values = batch.column(2).as_list::<i32>();
+        for row in 0..batch.num_rows() {
+            let (k, v) = (tag_keys.value(row), tag_values.value(row));
+            let (k, v) = (k.as_string::<i32>(), v.as_string::<i32>());
+            let tags: Vec<(String, String)> = (0..k.len())
+                .map(|i| (k.value(i).to_owned(), v.value(i).to_owned()))
+                .collect();
+            keys.push(series_key(measurements.value(row), &tags));
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    let values = keys.into_iter().map(|k| vec![Value::String(k)]).collect();
+    let mut series = one_series(None, &["key"], values);
+    limit_values(&mut series, show);
+    series.retain(|s| !s.values.is_empty());
+    Ok(series)
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_keys_escape_like_line_protocol() {
+        assert_eq!(
+            series_key("c p,u", &[("a b".into(), "x=y,z".into())]),
+            "c\\ p\\,u,a\\ b=x\\=y\\,z"
+        );
+        assert_eq!(series_key("m", &[]), "m");
+    }
+}
