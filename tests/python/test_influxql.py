@@ -133,8 +133,9 @@ def dataset(now_s):
 
 
 # --------------------------------------------------------------------------
-# The statements: (id, q, params, names). `params` go beside `db=` (None
-# removes one); `names` is given exactly for the cases InfluxDB answers with
+# The statements: (id, q, params, names). `$db` in q is the database's name;
+# `params` go beside `db=` (None removes one, `method="POST"` sends q as a
+# form field); `names` is given exactly for the cases InfluxDB answers with
 # an error: the part both messages must name (see relaxed_errors).
 
 W = '"weird measurement,x=y"'
@@ -199,7 +200,8 @@ STATEMENTS = [
          "WHERE time >= '2023-11-14T00:10:00Z' AND time < '2023-11-14T00:12:00Z'"),
     case("select star", "SELECT * FROM mem WHERE host = 'host_2'"),
     case("select star every type", "SELECT * FROM mem WHERE time <= '2023-11-14T00:10:00Z'"),
-    case("select string and boolean", "SELECT status, ok FROM mem WHERE ok = false"),
+    case("select string and boolean",
+         "SELECT status, ok FROM mem WHERE host = 'host_1' AND time < '2023-11-14T00:30:00Z'"),
     case("select sparse field", "SELECT temp FROM cpu WHERE time < '2023-11-14T00:15:00Z'"),
     case("select sparse beside dense",
          "SELECT temp, usage_user FROM cpu WHERE time < '2023-11-14T00:02:00Z'"),
@@ -372,6 +374,62 @@ STATEMENTS = [
          "SELECT * FROM mem; SHOW SERIES; SELECT mean(used) FROM mem GROUP BY host",
          chunked="true", chunk_size="5"),
     case("chunked epoch", "SELECT bytes_recv FROM net", chunked="true", epoch="s"),
+    # Names, qualifiers, time forms and edges within the forms above
+    case("keywords any case", "select MEAN(usage_user) from cpu Where host = 'host_1' group BY host LiMiT 1"),
+    case("measurement names are case sensitive", "SELECT mean(usage_user) FROM CPU"),
+    case("quoted field and measurement", 'SELECT "usage_user" FROM "cpu" WHERE "host" = \'host_3\' LIMIT 2'),
+    case("from retention policy", 'SELECT count(used) FROM "autogen"."mem"'),
+    case("from database and retention policy", 'SELECT count(used) FROM "$db"."autogen"."mem"', db=None),
+    case("from database default retention policy", "SELECT count(used) FROM $db..mem", db=None),
+    case("rp parameter", "SELECT count(used) FROM mem", rp="autogen"),
+    case("show measurements on", "SHOW MEASUREMENTS ON $db", db=None),
+    case("show tag keys on", "SHOW TAG KEYS ON $db FROM net", db=None),
+    case("grafana style",
+         "SELECT mean(\"usage_user\") FROM \"autogen\".\"cpu\" WHERE (\"host\" =~ /^host_[13]$/) "
+         "AND time >= 1699920000000ms and time <= 1699921799000ms GROUP BY time(5m), \"host\" fill(null)"),
+    case("regex with a slash and a space", "SELECT count(usage_user) FROM cpu WHERE region =~ /us\\/? w/"),
+    case("regex on a quote", f"SELECT count(n) FROM {W} WHERE \"quote\\\"d\" =~ /^it's/"),
+    case("not equal angle", "SELECT count(usage_user) FROM cpu WHERE host <> 'host_1'"),
+    case("contradiction", "SELECT usage_user FROM cpu WHERE host = 'host_1' AND host = 'host_2'"),
+    case("time equals", "SELECT * FROM mem WHERE time = '2023-11-14T00:10:00Z'"),
+    case("time date only", "SELECT count(v) FROM daily WHERE time >= '2023-11-06' AND time < '2023-11-07'"),
+    case("time with a space", "SELECT count(usage_user) FROM cpu WHERE time >= '2023-11-14 00:25:00'"),
+    case("time now both sides", "SELECT value FROM recent WHERE time > now() - 95m AND time < now() - 35m"),
+    case("time days and weeks", "SELECT count(v) FROM daily WHERE time > '2023-11-03T00:00:00Z' + 2d "
+                                "AND time < '2023-11-03T00:00:00Z' + 1w"),
+    case("limit zero", "SELECT usage_user FROM cpu WHERE host = 'host_3' LIMIT 0"),
+    case("order by time asc", "SELECT usage_user FROM cpu WHERE host = 'host_1' ORDER BY time ASC LIMIT 2"),
+    case("soffset without slimit", "SELECT count(bytes_recv) FROM net GROUP BY * SOFFSET 1"),
+    case("offset group by time",
+         f"SELECT count(usage_user) FROM cpu WHERE {SPAN} GROUP BY time(5m) fill(none) OFFSET 4"),
+    case("star group by tag limit", "SELECT * FROM net GROUP BY host LIMIT 1"),
+    case("same function twice", "SELECT max(usage_user), max(usage_system), max(cores) FROM cpu"),
+    case("selector with aggregate by time",
+         f"SELECT max(usage_user), mean(usage_user) FROM cpu WHERE {SPAN} GROUP BY time(10m)"),
+    case("percentile edges", "SELECT percentile(used, 0), percentile(used, 100), percentile(used, 99.9) FROM mem"),
+    case("median odd", "SELECT median(n) FROM " + W + " WHERE \"tag key\" = 'other'"),
+    case("non negative derivative raw", "SELECT non_negative_derivative(bytes_recv) FROM net WHERE host = 'host_2'"),
+    case("derivative of mean default unit",
+         f"SELECT derivative(mean(bytes_recv)) FROM net WHERE {SPAN} GROUP BY time(5m)"),
+    case("fill linear at the edges",
+         "SELECT mean(temp) FROM cpu WHERE time >= '2023-11-13T23:50:00Z' AND time < '2023-11-14T00:40:00Z' "
+         "GROUP BY time(5m) fill(linear)"),
+    case("fill none everything empty",
+         "SELECT count(temp) FROM cpu WHERE time >= '2023-11-14T00:10:00Z' AND time < '2023-11-14T00:20:00Z' "
+         "GROUP BY time(5m) fill(none)"),
+    case("tz aggregate without group by time",
+         f"SELECT count(v) FROM daily WHERE {DAYS} tz('America/Chicago')"),
+    case("tz hours", "SELECT sum(v) FROM daily WHERE time >= '2023-11-05T04:00:00Z' AND time < '2023-11-05T10:00:00Z' "
+                     "GROUP BY time(1h) fill(none) tz('America/Chicago')"),
+    case("tz selector", f"SELECT max(v) FROM daily WHERE {DAYS} tz('America/Chicago')"),
+    case("show series with escaped tags", f"SHOW SERIES FROM {W} WHERE \"tag key\" = 'v a l'"),
+    case("show tag values comma key", f'SHOW TAG VALUES FROM {W} WITH KEY = "k,comma"'),
+    case("show tag values regex where", "SHOW TAG VALUES FROM net WITH KEY = interface WHERE host =~ /_2$/"),
+    case("keyword as bare name", f"SELECT value FROM {W} WHERE select = 'from'", names="select"),
+    case("difference of strings", "SELECT difference(status) FROM mem", names="difference"),
+    case("mean of booleans", "SELECT mean(ok) FROM mem", names="mean"),
+    case("percentile over 100", "SELECT percentile(used, 101) FROM mem"),
+    case("derivative bad unit", "SELECT derivative(bytes_recv, 'x') FROM net", names="derivative"),
     # Forms dashboards also send
     case("show measurements limit", "SHOW MEASUREMENTS LIMIT 2 OFFSET 1"),
     case("show tag keys from regex", "SHOW TAG KEYS FROM /^(cpu|net)$/"),
@@ -395,7 +453,7 @@ STATEMENTS = [
     case("parse error", "SELECT FROM cpu", names="FROM"),
     case("parse error at end", "SELECT usage_user FROM", names="EOF"),
     case("unknown statement", "SHOW FOO", names="FOO"),
-    case("unterminated string", "SELECT * FROM cpu WHERE host = 'host_1", names="string"),
+    case("unterminated string", "SELECT * FROM cpu WHERE host = 'host_1", names="char 31"),
     case("show tag values without key", "SHOW TAG VALUES FROM cpu", names="WITH"),
     case("unknown function", "SELECT foo(usage_user) FROM cpu", names="foo"),
     case("aggregate beside star", "SELECT mean(usage_user), * FROM cpu", names="aggregate"),
@@ -599,6 +657,7 @@ def loaded(server, influxd):
 def test_same_as_influxdb(loaded, q, params, names, request):
     ident = request.node.callspec.id
     params = {"db": loaded["db"], **params}
+    q = q.replace("$db", loaded["db"])
     theirs = ask(loaded["influxd"], q, params)
     ours = ask(loaded["server"]["url"], q, params, TOKEN)
     report = (f"q={q!r} {params}\n  influxdb {theirs[0]} {short(theirs[1])}\n"
