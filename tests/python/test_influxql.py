@@ -79,7 +79,13 @@ def lp_line(measurement, tags, fields, seconds):
 
 
 def dataset(now_s):
-    """The body written to both servers; `now_s` places `recent`."""
+    """The bodies written to both servers, each with its precision; `now_s`
+    places `recent`."""
+    return [("s", seconds_body(now_s)), ("ns", nanoseconds_body())]
+
+
+def seconds_body(now_s):
+    """Most of the dataset, in seconds."""
     lines = []
     # cpu: three series, 30 minutes; host_2 is 30 s late each minute, host_3
     # has a 10-minute gap and the only `temp` values.
@@ -129,6 +135,24 @@ def dataset(now_s):
         for minutes in [120, 90, 50, 40, 30, 20, 10]:
             lines.append(lp_line("recent", {"host": host},
                                  {"value": f"{minutes / 10 + index}"}, minute - minutes * 60))
+    # text: strings that JSON must escape.
+    for k, text in enumerate(["", 'say \\"hi\\"', "back\\\\slash", "tab\tand\nnewline",
+                              "日本語 🦀", "</script>"]):
+        lines.append(lp_line("text", {}, {"s": f'"{text}"', "k": f"{k}i"}, T0 + k))
+    # big: integers past 2^53, which a float cannot hold.
+    for k, value in enumerate([9007199254740993, 9223372036854775806, -9223372036854775806]):
+        lines.append(lp_line("big", {}, {"v": f"{value}i"}, T0 + k))
+    return "\n".join(lines) + "\n"
+
+
+def nanoseconds_body():
+    """Points at times seconds cannot say: fractions of a second, and
+    before 1970 (where rounding down and truncating part)."""
+    base = T0 * 1_000_000_000
+    lines = [lp_line("fine", {}, {"v": f"{k}i"}, base + offset) for k, offset in enumerate(
+        [1, 100_000_000, 123_456_789, 999_999_999, 1_250_000_000, 500_000_000_000])]
+    lines += [lp_line("old", {}, {"v": f"{k}i"}, offset) for k, offset in enumerate(
+        [-4_500_000_000_000, -1_800_000_000_000, -1_500_000_000, -1, 0, 600_000_000_000])]
     return "\n".join(lines) + "\n"
 
 
@@ -430,9 +454,44 @@ STATEMENTS = [
     case("mean of booleans", "SELECT mean(ok) FROM mem", names="mean"),
     case("percentile over 100", "SELECT percentile(used, 101) FROM mem"),
     case("derivative bad unit", "SELECT derivative(bytes_recv, 'x') FROM net", names="derivative"),
+    case("field twice", "SELECT usage_user, usage_user FROM cpu WHERE host = 'host_1' LIMIT 2"),
+    case("tags only", "SELECT host, region FROM cpu"),
+    case("time named", "SELECT time, usage_user FROM cpu WHERE host = 'host_1' LIMIT 2"),
+    case("group by time now fill",
+         "SELECT count(value) FROM recent WHERE time > now() - 2h GROUP BY time(30m), host fill(0)"),
+    case("fill previous by tag",
+         f"SELECT last(temp) FROM cpu WHERE {SPAN} GROUP BY time(10m), host fill(previous)"),
+    # Times and values at the edges
+    case("sub-second times", "SELECT * FROM fine"),
+    case("sub-second epoch ms", "SELECT * FROM fine", epoch="ms"),
+    case("sub-second epoch u", "SELECT * FROM fine", epoch="u"),
+    case("sub-second epoch s", "SELECT * FROM fine", epoch="s"),
+    case("sub-second range", "SELECT v FROM fine WHERE time > '2023-11-14T00:00:00.1Z' "
+                             "AND time <= '2023-11-14T00:00:01.25Z'"),
+    case("sub-second group by time",
+         "SELECT count(v) FROM fine WHERE time >= '2023-11-14T00:00:00Z' "
+         "AND time < '2023-11-14T00:00:01.5Z' GROUP BY time(250ms)"),
+    case("before 1970", "SELECT * FROM old"),
+    case("before 1970 epoch s", "SELECT * FROM old", epoch="s"),
+    case("before 1970 epoch ms", "SELECT * FROM old", epoch="ms"),
+    case("before 1970 group by time",
+         "SELECT count(v), sum(v) FROM old WHERE time >= '1969-12-31T22:00:00Z' "
+         "AND time < '1970-01-01T01:00:00Z' GROUP BY time(1h)"),
+    case("before 1970 group by time seconds",
+         "SELECT count(v) FROM old WHERE time >= '1969-12-31T23:59:57Z' AND time < '1970-01-01T00:00:01Z' "
+         "GROUP BY time(1s) fill(none)"),
+    case("strings to escape", "SELECT * FROM text"),
+    case("string selectors", "SELECT first(s), last(s), count(s) FROM text"),
+    case("strings to escape where", "SELECT s FROM text WHERE time = '2023-11-14T00:00:03Z'"),
+    case("integers past 2^53", "SELECT * FROM big"),
+    case("integers past 2^53 selectors", "SELECT max(v) FROM big"),
+    case("integers past 2^53 first last", "SELECT first(v), last(v) FROM big"),
     # Forms dashboards also send
     case("show measurements limit", "SHOW MEASUREMENTS LIMIT 2 OFFSET 1"),
     case("show tag keys from regex", "SHOW TAG KEYS FROM /^(cpu|net)$/"),
+    case("show measurements where", "SHOW MEASUREMENTS WHERE host = 'host_3'"),
+    case("show series limit", "SHOW SERIES LIMIT 3 OFFSET 2"),
+    case("show tag values limit", "SHOW TAG VALUES WITH KEY = host LIMIT 1"),
     case("show series from regex", "SHOW SERIES FROM /^c/"),
     case("show field keys from two", "SHOW FIELD KEYS FROM mem, net"),
     case("select from two measurements", "SELECT count(used), count(usage_user) FROM cpu, mem"),
@@ -643,10 +702,11 @@ def short(value, limit=1200):
 def loaded(server, influxd):
     """The dataset in a fresh database of one name on both servers."""
     db = f"iql_{uuid.uuid4().hex[:12]}"
-    body = dataset(int(time.time())).encode()
+    requests = [(f"/query?{urllib.parse.urlencode({'q': f'CREATE DATABASE {db}'})}", b"")]
+    requests += [(f"/write?db={db}&precision={precision}", body.encode())
+                 for precision, body in dataset(int(time.time()))]
     for url, headers in [(influxd, {}), (server["url"], {"Authorization": f"Token {TOKEN}"})]:
-        for path, data in [(f"/query?{urllib.parse.urlencode({'q': f'CREATE DATABASE {db}'})}", b""),
-                           (f"/write?db={db}&precision=s", body)]:
+        for path, data in requests:
             request = urllib.request.Request(url + path, data=data, headers=headers, method="POST")
             with urllib.request.urlopen(request, timeout=30) as r:
                 assert r.status in (200, 204), (url, path)
