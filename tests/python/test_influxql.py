@@ -708,8 +708,12 @@ def loaded(server, influxd):
     for url, headers in [(influxd, {}), (server["url"], {"Authorization": f"Token {TOKEN}"})]:
         for path, data in requests:
             request = urllib.request.Request(url + path, data=data, headers=headers, method="POST")
-            with urllib.request.urlopen(request, timeout=30) as r:
-                assert r.status in (200, 204), (url, path)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as r:
+                    status, text = r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                status, text = e.code, e.read().decode()
+            assert status in (200, 204), f"{url}{path}: {status} {text}"
     return {"db": db, "influxd": influxd, "server": server}
 
 
