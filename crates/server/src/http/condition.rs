@@ -612,13 +612,38 @@ mod tests {
     }
 
     #[test]
+    fn field_conditions_join_by_and() {
+        let selection = influxql("usage > 5 AND host = 'a' AND ok = true").unwrap();
+        assert_eq!(selection.tags, TagPredicate::Equals("host".into(), "a".into()));
+        assert_eq!(
+            selection.fields,
+            vec![
+                FieldCondition {
+                    field: "usage".into(),
+                    op: ">",
+                    value: FieldLiteral::Number(5.0)
+                },
+                FieldCondition {
+                    field: "ok".into(),
+                    op: "=",
+                    value: FieldLiteral::Boolean(true)
+                },
+            ]
+        );
+        let mut filter = PointFilter::all();
+        assert!(selection.apply(&mut filter).unwrap_err().contains("not by field values"));
+    }
+
+    #[test]
     fn errors_say_what_was_expected() {
         for (bad, says) in [
             ("host = 'a", "unterminated"),
             ("host = 'a' AND", "expected a tag name"),
             ("(host = 'a'", "missing )"),
             ("host 'a'", "expected a comparison"),
-            ("host = 5", "'string'"),
+            ("host = 5x", "'string'"),
+            ("usage > 5 OR host = 'a'", "joined to the rest with AND"),
+            ("usage =~ 5", "a field compares with"),
             ("host > 'a'", "tags compare"),
             ("host = 'a' OR time > 5", "joined to the rest with AND"),
             ("time > 'yesterday'", "invalid time"),
