@@ -149,11 +149,17 @@ pub(crate) struct FieldCondition {
     pub(crate) value: FieldLiteral,
 }
 
+/// Deepest nesting of parentheses a condition may have: the parser
+/// recurses once per level, and a request must not exhaust its stack.
+const MAX_DEPTH: usize = 64;
+
 struct Parser<'a> {
     tokens: &'a [Token],
     at: usize,
     dialect: Dialect,
     now: i64,
+    /// Parentheses open at this point.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -207,7 +213,12 @@ impl Parser<'_> {
     fn primary(&mut self) -> Result<Expr, String> {
         if self.peek() == Some(&Token::Open) {
             self.at += 1;
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(format!("the condition nests parentheses deeper than {MAX_DEPTH}"));
+            }
             let inner = self.or()?;
+            self.depth -= 1;
             return match self.next() {
                 Some(Token::Close) => Ok(inner),
                 _ => Err("missing ) in the condition".into()),
@@ -422,6 +433,7 @@ pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection,
         at: 0,
         dialect,
         now,
+        depth: 0,
     };
     let expr = parser.or()?;
     if let Some(extra) = parser.peek() {
@@ -650,6 +662,7 @@ mod tests {
             ("time > 5x", "invalid time or duration"),
             ("time =~ /x/", "expected a time"),
             ("host = 'a' 'b'", "unexpected"),
+            (&"(".repeat(100_000), "deeper than"),
         ] {
             let err = influxql(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
