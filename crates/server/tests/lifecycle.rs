@@ -560,6 +560,16 @@ async fn scoped_tokens_on_every_endpoint() {
         ("one", "CREATE DATABASE db1", StatusCode::OK),
         ("writer", "SHOW DATABASES", FORBIDDEN),
         ("one", "SHOW RETENTION POLICIES ON db2", FORBIDDEN),
+        ("one", "SELECT v FROM db1..m", StatusCode::OK),
+        ("one", "SELECT v FROM db2..m", FORBIDDEN),
+        ("one", "SELECT v FROM db1..m, db2..m", FORBIDDEN),
+        ("one", "SELECT last(v) FROM db2.autogen.m", FORBIDDEN),
+        ("one", "SHOW MEASUREMENTS ON db2", FORBIDDEN),
+        ("one", "SHOW TAG KEYS ON db2", FORBIDDEN),
+        ("one", "SHOW FIELD KEYS ON db2", FORBIDDEN),
+        ("one", "SHOW SERIES ON db2", FORBIDDEN),
+        ("writer", "SELECT v FROM db1..m", FORBIDDEN),
+        ("reader", "SELECT v FROM db2..m", StatusCode::OK),
     ] {
         let (got, text) = status(influxql(token, q)).await;
         assert_eq!(got, expected, "{token}: {q}: {text}");

@@ -129,13 +129,37 @@ enum Value {
     Regex(String),
     /// A time, in ns since the epoch.
     Time(i64),
+    /// A number or a boolean: the field comparisons of InfluxQL.
+    Literal(FieldLiteral),
 }
+
+/// What a field is compared with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum FieldLiteral {
+    Number(f64),
+    Boolean(bool),
+}
+
+/// `field <op> literal`, an InfluxQL condition on points.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FieldCondition {
+    pub(crate) field: String,
+    /// `=`, `!=`, `<`, `<=`, `>`, `>=`.
+    pub(crate) op: &'static str,
+    pub(crate) value: FieldLiteral,
+}
+
+/// Deepest nesting of parentheses a condition may have: the parser
+/// recurses once per level, and a request must not exhaust its stack.
+const MAX_DEPTH: usize = 64;
 
 struct Parser<'a> {
     tokens: &'a [Token],
     at: usize,
     dialect: Dialect,
     now: i64,
+    /// Parentheses open at this point.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -189,7 +213,12 @@ impl Parser<'_> {
     fn primary(&mut self) -> Result<Expr, String> {
         if self.peek() == Some(&Token::Open) {
             self.at += 1;
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(format!("the condition nests parentheses deeper than {MAX_DEPTH}"));
+            }
             let inner = self.or()?;
+            self.depth -= 1;
             return match self.next() {
                 Some(Token::Close) => Ok(inner),
                 _ => Err("missing ) in the condition".into()),
@@ -217,6 +246,18 @@ impl Parser<'_> {
                 (Some(Token::SingleQuoted(v)), Dialect::InfluxQl)
                 | (Some(Token::DoubleQuoted(v)), Dialect::DeletePredicate) => Value::String(v),
                 (Some(Token::Regex(r)), Dialect::InfluxQl) => Value::Regex(r),
+                (Some(Token::Word(w)), Dialect::InfluxQl) => match w.to_ascii_lowercase().as_str() {
+                    "true" => Value::Literal(FieldLiteral::Boolean(true)),
+                    "false" => Value::Literal(FieldLiteral::Boolean(false)),
+                    _ => match w.parse::<f64>() {
+                        Ok(number) if number.is_finite() => Value::Literal(FieldLiteral::Number(number)),
+                        _ => {
+                            return Err(format!(
+                                "expected a 'string', /regex/, number or boolean after {name} {op}, found {w:?}"
+                            ))
+                        }
+                    },
+                },
                 (other, Dialect::InfluxQl) => {
                     return Err(format!(
                         "expected a 'string' or /regex/ after {name} {op}, found {}",
@@ -337,13 +378,15 @@ pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
 }
 
 /// What a condition selects.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Selection {
     /// The measurement a delete predicate names (`_measurement="m"`).
     pub(crate) measurement: Option<String>,
     pub(crate) tags: TagPredicate,
     pub(crate) start: Option<i64>,
     pub(crate) stop: Option<i64>,
+    /// InfluxQL's conditions on field values, joined to the rest by `AND`.
+    pub(crate) fields: Vec<FieldCondition>,
 }
 
 impl Selection {
@@ -354,17 +397,26 @@ impl Selection {
             tags: TagPredicate::Any,
             start: None,
             stop: None,
+            fields: Vec::new(),
         }
     }
 
-    /// Applies the selection to `filter` (whose other parts stay).
-    pub(crate) fn apply(self, filter: &mut PointFilter) {
+    /// Applies the selection to `filter` (whose other parts stay). Deletes
+    /// select whole points: conditions on field values are refused.
+    pub(crate) fn apply(self, filter: &mut PointFilter) -> Result<(), String> {
+        if let Some(condition) = self.fields.first() {
+            return Err(format!(
+                "{} {} …: deletes select points by tags and time, not by field values",
+                condition.field, condition.op
+            ));
+        }
         if self.measurement.is_some() {
             filter.measurement = self.measurement;
         }
         filter.tags = self.tags;
         filter.start = self.start;
         filter.stop = self.stop;
+        Ok(())
     }
 }
 
@@ -381,6 +433,7 @@ pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection,
         at: 0,
         dialect,
         now,
+        depth: 0,
     };
     let expr = parser.or()?;
     if let Some(extra) = parser.peek() {
@@ -401,6 +454,16 @@ pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection,
                 value: Value::Time(t),
                 ..
             } => narrow(&mut selection, op, t).map_err(|e| format!("time {op} …: {e}"))?,
+            Expr::Compare {
+                name,
+                op,
+                value: Value::Literal(value),
+            } => {
+                if matches!(op, "=~" | "!~") {
+                    return Err(format!("{name} {op} …: a field compares with =, !=, <, <=, >, >="));
+                }
+                selection.fields.push(FieldCondition { field: name, op, value });
+            }
             Expr::Compare { name, op, value }
                 if name == "_measurement" && dialect == Dialect::DeletePredicate =>
             {
@@ -454,6 +517,15 @@ fn tag_predicate(expr: Expr, dialect: Dialect) -> Result<TagPredicate, String> {
             value: Value::Time(_),
             ..
         } => return Err("time conditions must be joined to the rest with AND".into()),
+        Expr::Compare {
+            value: Value::Literal(_),
+            name,
+            ..
+        } => {
+            return Err(format!(
+                "the condition on field {name:?} must be joined to the rest with AND"
+            ))
+        }
         Expr::Compare { name, .. }
             if name.starts_with('_') && dialect == Dialect::DeletePredicate =>
         {
@@ -552,19 +624,45 @@ mod tests {
     }
 
     #[test]
+    fn field_conditions_join_by_and() {
+        let selection = influxql("usage > 5 AND host = 'a' AND ok = true").unwrap();
+        assert_eq!(selection.tags, TagPredicate::Equals("host".into(), "a".into()));
+        assert_eq!(
+            selection.fields,
+            vec![
+                FieldCondition {
+                    field: "usage".into(),
+                    op: ">",
+                    value: FieldLiteral::Number(5.0)
+                },
+                FieldCondition {
+                    field: "ok".into(),
+                    op: "=",
+                    value: FieldLiteral::Boolean(true)
+                },
+            ]
+        );
+        let mut filter = PointFilter::all();
+        assert!(selection.apply(&mut filter).unwrap_err().contains("not by field values"));
+    }
+
+    #[test]
     fn errors_say_what_was_expected() {
         for (bad, says) in [
             ("host = 'a", "unterminated"),
             ("host = 'a' AND", "expected a tag name"),
             ("(host = 'a'", "missing )"),
             ("host 'a'", "expected a comparison"),
-            ("host = 5", "'string'"),
+            ("host = 5x", "'string'"),
+            ("usage > 5 OR host = 'a'", "joined to the rest with AND"),
+            ("usage =~ 5", "a field compares with"),
             ("host > 'a'", "tags compare"),
             ("host = 'a' OR time > 5", "joined to the rest with AND"),
             ("time > 'yesterday'", "invalid time"),
             ("time > 5x", "invalid time or duration"),
             ("time =~ /x/", "expected a time"),
             ("host = 'a' 'b'", "unexpected"),
+            (&"(".repeat(100_000), "deeper than"),
         ] {
             let err = influxql(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");

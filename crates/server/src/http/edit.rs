@@ -114,7 +114,8 @@ async fn edit_request(
     };
     condition::parse(&request.predicate, Dialect::DeletePredicate, 0)
         .map_err(|e| bad(format!("predicate: {e}")))?
-        .apply(&mut filter);
+        .apply(&mut filter)
+        .map_err(|e| bad(format!("predicate: {e}")))?;
     // InfluxDB's stop is inclusive.
     filter.start = start;
     filter.stop = stop.map(|t| t.saturating_add(1));

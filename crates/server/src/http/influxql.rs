@@ -560,7 +560,8 @@ async fn admin(
                 };
                 condition::parse(&condition, Dialect::InfluxQl, now_ns())
                     .map_err(ApiError::bad_request)?
-                    .apply(&mut filter);
+                    .apply(&mut filter)
+                    .map_err(ApiError::bad_request)?;
                 let done = match drop_series {
                     true => ingestor.drop_series(db, &filter).await,
                     false => ingestor.delete(db, &filter).await,

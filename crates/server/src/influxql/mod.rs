@@ -173,37 +173,45 @@ fn compile(pattern: &str) -> Result<regex::Regex, Failure> {
         .map_err(|err| Failure::Statement(format!("invalid regex /{pattern}/: {err}")))
 }
 
-/// Whether a series' tags (sorted by key) satisfy `predicate`; a missing
-/// tag reads as `""`, as in SQL over the series table.
-fn tags_match(predicate: &TagPredicate, tags: &[(String, String)]) -> Result<bool, Failure> {
-    let value = |key: &str| {
-        tags.iter()
-            .find(|(k, _)| k == key)
-            .map_or("", |(_, v)| v.as_str())
-    };
-    Ok(match predicate {
-        TagPredicate::Any => true,
-        TagPredicate::Equals(k, v) => value(k) == v,
-        TagPredicate::NotEquals(k, v) => value(k) != v,
-        TagPredicate::Matches(k, re) => compile(re)?.is_match(value(k)),
-        TagPredicate::NotMatches(k, re) => !compile(re)?.is_match(value(k)),
-        TagPredicate::And(all) => {
-            for p in all {
-                if !tags_match(p, tags)? {
-                    return Ok(false);
-                }
-            }
-            true
+/// A [`TagPredicate`] with its regexes compiled, to test series in
+/// memory (the last-value cache's). A missing tag reads as `""`, as in SQL
+/// over the series table.
+enum TagMatcher {
+    Any,
+    Equals(String, String, bool),
+    Matches(String, regex::Regex, bool),
+    And(Vec<TagMatcher>),
+    Or(Vec<TagMatcher>),
+}
+
+impl TagMatcher {
+    fn new(predicate: &TagPredicate) -> Result<TagMatcher, Failure> {
+        let all = |parts: &[TagPredicate]| parts.iter().map(TagMatcher::new).collect::<Result<Vec<_>, _>>();
+        Ok(match predicate {
+            TagPredicate::Any => TagMatcher::Any,
+            TagPredicate::Equals(k, v) => TagMatcher::Equals(k.clone(), v.clone(), true),
+            TagPredicate::NotEquals(k, v) => TagMatcher::Equals(k.clone(), v.clone(), false),
+            TagPredicate::Matches(k, re) => TagMatcher::Matches(k.clone(), compile(re)?, true),
+            TagPredicate::NotMatches(k, re) => TagMatcher::Matches(k.clone(), compile(re)?, false),
+            TagPredicate::And(parts) => TagMatcher::And(all(parts)?),
+            TagPredicate::Or(parts) => TagMatcher::Or(all(parts)?),
+        })
+    }
+
+    /// Whether a series' tags, sorted by key, match.
+    fn matches(&self, tags: &[(String, String)]) -> bool {
+        let value = |key: &str| {
+            tags.binary_search_by(|(k, _)| k.as_str().cmp(key))
+                .map_or("", |i| tags[i].1.as_str())
+        };
+        match self {
+            TagMatcher::Any => true,
+            TagMatcher::Equals(k, v, wanted) => (value(k) == v) == *wanted,
+            TagMatcher::Matches(k, re, wanted) => re.is_match(value(k)) == *wanted,
+            TagMatcher::And(all) => all.iter().all(|m| m.matches(tags)),
+            TagMatcher::Or(any) => any.iter().any(|m| m.matches(tags)),
         }
-        TagPredicate::Or(any) => {
-            for p in any {
-                if tags_match(p, tags)? {
-                    return Ok(true);
-                }
-            }
-            false
-        }
-    })
+    }
 }
 
 /// Cell `row` of an engine result column as an answer value.

@@ -196,6 +196,7 @@ pub(crate) fn parse(text: &str, now: i64) -> Option<Parsed<Statement>> {
         tokens: &tokens,
         at: 0,
         now,
+        depth: 0,
     };
     let first = tokens.first()?;
     let statement = if first.token.is("SELECT") {
@@ -229,11 +230,17 @@ pub(crate) fn split_statements(q: &str) -> Result<Vec<&str>, String> {
     Ok(statements)
 }
 
+/// Deepest nesting of parentheses and calls in a column: the parser
+/// recurses once per level, and a request must not exhaust its stack.
+const MAX_DEPTH: usize = 64;
+
 struct Parser<'a> {
     text: &'a str,
     tokens: &'a [Spanned],
     at: usize,
     now: i64,
+    /// Parentheses and calls open at this point.
+    depth: usize,
 }
 
 /// Keywords that start a clause after `WHERE`: where its text ends.
@@ -673,6 +680,16 @@ impl<'a> Parser<'a> {
     }
 
     fn expr(&mut self) -> Parsed<Expr> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return invalid(format!("the column nests deeper than {MAX_DEPTH} levels"));
+        }
+        let expr = self.term();
+        self.depth -= 1;
+        expr
+    }
+
+    fn term(&mut self) -> Parsed<Expr> {
         let Some(token) = self.peek() else {
             return invalid(self.found_next("field or function"));
         };
@@ -855,6 +872,10 @@ mod tests {
         assert!(matches!(err("SELECT a FROM (SELECT b FROM c)"), ParseError::Unsupported(_)));
         assert!(matches!(err("SELECT a FROM cpu extra"), ParseError::Invalid(m) if m.contains("extra")));
         assert!(matches!(err("SELECT a FROM cpu GROUP BY time(0s)"), ParseError::Invalid(_)));
+        let deep = format!("SELECT {}a FROM cpu", "(".repeat(100_000));
+        assert!(matches!(err(&deep), ParseError::Invalid(m) if m.contains("deeper")));
+        let deep = format!("SELECT a FROM cpu WHERE {}", "(".repeat(100_000));
+        assert!(matches!(err(&deep), ParseError::Unsupported(m) if m.contains("deeper")));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use chingest::schema::FieldType;
 
 use super::output::{Series, Value};
 use super::parse::{Expr, Fill, GroupBy, Interval, Select};
+use crate::http::condition::{FieldCondition, FieldLiteral};
 use super::{fact_source, rows, text, Answer, Context, Failure, Target};
 
 /// Most intervals × series a `GROUP BY time` answer may have: a bound on
@@ -463,7 +464,13 @@ fn dedupe_names(outputs: &mut [Output]) {
 
 /// The `WHERE` of a statement over `target`: the time range, the series
 /// (when not joined), points that have one of `fields`.
-fn where_sql(select: &Select, series: Option<String>, fields: &[&str], stop: Option<i64>) -> String {
+fn where_sql(
+    select: &Select,
+    target: &Target,
+    series: Option<String>,
+    fields: &[&str],
+    stop: Option<i64>,
+) -> String {
     let mut conditions: Vec<String> = series.into_iter().collect();
     if let Some(start) = select.condition.start {
         conditions.push(format!("f.time >= fromUnixTimestamp64Nano(toInt64({start}))"));
@@ -475,10 +482,29 @@ fn where_sql(select: &Select, series: Option<String>, fields: &[&str], stop: Opt
         let any: Vec<String> = fields.iter().map(|f| format!("f.{f} IS NOT NULL")).collect();
         conditions.push(format!("({})", any.join(" OR ")));
     }
+    for condition in &select.condition.fields {
+        conditions.push(field_condition_sql(target, condition));
+    }
     match conditions.is_empty() {
         true => "1".to_owned(),
         false => conditions.join(" AND "),
     }
+}
+
+/// `field <op> literal` in SQL. A field the measurement lacks, or one of
+/// another kind than the literal, matches no point (as in InfluxDB).
+fn field_condition_sql(target: &Target, condition: &FieldCondition) -> String {
+    let field = target.schema.fields.iter().find(|(f, _)| *f == condition.field);
+    let literal = match (field.map(|(_, ty)| *ty), condition.value) {
+        (Some(FieldType::Float | FieldType::Integer | FieldType::UInteger), FieldLiteral::Number(n)) => {
+            format!("{n:?}")
+        }
+        (Some(FieldType::Boolean), FieldLiteral::Boolean(b)) if matches!(condition.op, "=" | "!=") => {
+            b.to_string()
+        }
+        _ => return "0".to_owned(),
+    };
+    format!("f.{} {} {literal}", quote_ident(&condition.field), condition.op)
 }
 
 fn group_sql(keys: &[String]) -> Vec<String> {
@@ -577,7 +603,7 @@ async fn raw(
     let mut sql = format!(
         "SELECT {} FROM {from} WHERE {} ORDER BY {}",
         columns.join(", "),
-        where_sql(select, series, &fields, select.condition.stop),
+        where_sql(select, target, series, &fields, select.condition.stop),
         order.join(", ")
     );
     // Without transformations, LIMIT and OFFSET are the engine's (per
@@ -738,7 +764,7 @@ async fn aggregated(
     let mut sql = format!(
         "SELECT {} FROM {from} WHERE {}",
         columns.join(", "),
-        where_sql(select, series, &fields, stop)
+        where_sql(select, target, series, &fields, stop)
     );
     if !group.is_empty() {
         sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
