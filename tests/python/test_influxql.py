@@ -523,6 +523,13 @@ STATEMENTS = [
          f"SELECT count(usage_user) FROM cpu WHERE {SPAN} GROUP BY time(10m, 5m)"),
     case("now without data", "SELECT mean(usage_user) FROM cpu WHERE time > now() - 1h GROUP BY time(10m)"),
     case("post form body", "SELECT count(usage_user) FROM cpu GROUP BY region", method="POST"),
+    case("bound parameters", "SELECT count(usage_user) FROM cpu WHERE host = $host AND time < $t",
+         params='{"host": "host_1", "t": "2023-11-14T00:10:00Z"}'),
+    case("show retention policies", "SHOW RETENTION POLICIES"),
+    case("show retention policies on", "SHOW RETENTION POLICIES ON $db", db=None),
+    case("missing retention policy", "SELECT * FROM nosuch.cpu", names="nosuch"),
+    case("missing retention policy parameter", "SELECT count(used) FROM mem", rp="nosuch",
+         names="nosuch"),
     # Errors
     case("parse error", "SELECT FROM cpu", names="FROM"),
     case("parse error at end", "SELECT usage_user FROM", names="EOF"),
