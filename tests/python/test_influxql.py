@@ -871,6 +871,12 @@ def test_client_lists(clients, loaded):
     assert ours == theirs
 
 
+def in_time_order_points(points):
+    """Points of several series in one order: by time, then by their text
+    (as `in_time_order` does for answers)."""
+    return sorted(points, key=lambda p: (p["time"], json.dumps(p, sort_keys=True)))
+
+
 def test_client_epoch_and_chunked(clients, loaded):
     q = "SELECT bytes_recv FROM net WHERE host = 'host_2'"
     for epoch in ["ms", "s", "ns"]:
@@ -890,10 +896,6 @@ def test_client_epoch_and_chunked(clients, loaded):
     assert len(ours) == 24 and in_time_order_points(ours) == in_time_order_points(theirs)
     whole = list(clients[1].query("SELECT * FROM mem GROUP BY host").get_points())
     assert in_time_order_points(ours) == in_time_order_points(whole)
-
-
-def in_time_order_points(points):
-    return sorted(points, key=lambda p: (p["time"], json.dumps(p, sort_keys=True)))
 
 
 def test_client_several_statements(clients):
