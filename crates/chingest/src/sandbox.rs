@@ -132,8 +132,12 @@ pub(crate) struct Sandbox {
     /// Statements that passed, by scope, current database and text:
     /// dashboards send the same few again and again, and each check costs
     /// two parses by the engine.
-    passed: Mutex<HashMap<(ReadScope, Option<String>), HashMap<String, Checked>>>,
+    passed: Mutex<HashMap<Context, HashMap<String, Checked>>>,
 }
+
+/// What a statement's check depends on besides its text: the caller's
+/// scope and the current database.
+type Context = (ReadScope, Option<String>);
 
 /// Statements remembered as passed; past it the memory starts afresh.
 const PASSED_CAPACITY: usize = 4096;

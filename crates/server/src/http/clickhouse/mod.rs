@@ -278,7 +278,7 @@ async fn engine_settings(app: &AppState) -> Result<HashMap<String, String>, Clic
         .await?;
     let text = String::from_utf8_lossy(&output);
     text.lines()
-        .map(|line| serde_json::from_str::<(String, String)>(line))
+        .map(serde_json::from_str::<(String, String)>)
         .collect::<Result<_, _>>()
         .map_err(|err| {
             ClickHouseError::new(

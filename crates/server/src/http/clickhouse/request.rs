@@ -220,7 +220,14 @@ mod tests {
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode("alice:tok")
         );
-        let cases: &[(&[(&str, &str)], &[(&'static str, &str)], &str, Option<&str>)] = &[
+        // URL parameters, headers, then the user and password read.
+        type Case<'a> = (
+            &'a [(&'a str, &'a str)],
+            &'a [(&'static str, &'a str)],
+            &'a str,
+            Option<&'a str>,
+        );
+        let cases: &[Case] = &[
             (&[], &[], "default", None),
             (
                 &[("user", "bob"), ("password", "tok")],
