@@ -76,7 +76,9 @@ pub const DENIED_FUNCTIONS: &[&str] = &[
     "getOSKernelVersion",
     "showCertificate",
     "getClientHTTPHeader",
-    "currentUser",
+    // Not `currentUser` (and its aliases): the engine has one user,
+    // `default`, and ClickHouse's JDBC driver (DBeaver) asks for it on
+    // connect.
     "currentProfiles",
     "currentRoles",
     "enabledRoles",

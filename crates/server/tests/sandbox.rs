@@ -92,7 +92,8 @@ fn hostile_statements_are_refused() {
             "SELECT getServerSetting('path')",
             "SELECT hostName()",
             "SELECT FQDN()",
-            "SELECT currentUser()",
+            "SELECT currentProfiles()",
+            "SELECT currentRoles()",
             "SELECT getMacro('x')",
             // Not a read.
             "INSERT INTO h.t VALUES (1)",
@@ -282,6 +283,9 @@ fn what_clickhouse_clients_read_on_connect_is_allowed() {
             "SELECT version(), timezone()",
             "SELECT name, value, readonly FROM system.settings LIMIT 10000",
             "SELECT 1 AS check FORMAT Native",
+            // ClickHouse's JDBC driver (DBeaver).
+            "select currentUser(), timezone(), version(), getSetting('readonly') readonly \
+             FORMAT RowBinaryWithNamesAndTypes",
             "SELECT name FROM system.databases",
         ] {
             let (status, code, text) = clickhouse(statement, "default").await;
