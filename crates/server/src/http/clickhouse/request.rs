@@ -51,9 +51,9 @@ pub(super) struct ClickHouseRequest {
     pub(super) user: String,
     /// The password offered: a chingest token.
     pub(super) password: Option<String>,
-    /// `database=` or `X-ClickHouse-Database`.
+    /// `X-ClickHouse-Database`, else `database=`.
     pub(super) database: Option<String>,
-    /// `default_format=` or `X-ClickHouse-Format`.
+    /// `X-ClickHouse-Format`, else `default_format=`.
     pub(super) format: Option<String>,
     /// `query_id=`.
     pub(super) query_id: Option<String>,
@@ -108,12 +108,13 @@ impl ClickHouseRequest {
                 name => request.settings.push((name.to_owned(), value.clone())),
             }
         }
+        // The headers override the parameters, as in ClickHouse.
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         if let Some(database) = header("x-clickhouse-database").and_then(non_empty) {
-            request.database.get_or_insert(database);
+            request.database = Some(database);
         }
         if let Some(format) = header("x-clickhouse-format").and_then(non_empty) {
-            request.format.get_or_insert(format);
+            request.format = Some(format);
         }
         let from_headers = (header("x-clickhouse-user"), header("x-clickhouse-key"));
         let authorization = header(header::AUTHORIZATION.as_str());
@@ -265,10 +266,11 @@ mod tests {
     }
 
     #[test]
-    fn parameters_come_before_headers_and_settings_are_kept_for_the_engine() {
+    fn headers_override_parameters_and_settings_are_kept_for_the_engine() {
         let request = parse(
             &[
                 ("database", "db1"),
+                ("default_format", "CSV"),
                 ("session_id", "s"),
                 ("enable_http_compression", "0"),
                 ("output_format_json_quote_64bit_integers", "0"),
@@ -280,7 +282,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(request.database.as_deref(), Some("db1"));
+        assert_eq!(request.database.as_deref(), Some("db2"));
         assert_eq!(request.format.as_deref(), Some("JSON"));
         assert!(!request.compression);
         assert_eq!(
