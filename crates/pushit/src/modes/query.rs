@@ -229,7 +229,6 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 for (side, m) in &sides {
                     let seconds = m.elapsed.as_secs_f64();
                     let at = |q: f64| millis_at(&m.latencies, q);
-                    let http = *side != "engine";
                     report.push(json!({
                         "query": name,
                         "side": side,
@@ -243,8 +242,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                         "p99_ms": at(0.99),
                         "p99_9_ms": at(0.999),
                         "p99_99_ms": at(0.9999),
-                        "over_sql": sql_qps.filter(|_| http).map(|s| qps(m) / s),
-                        "over_engine": engine_qps.filter(|_| http).map(|e| qps(m) / e),
+                        "over_sql": sql_qps.map(|s| qps(m) / s),
+                        "over_engine": engine_qps.map(|e| qps(m) / e),
                         "sql": sql,
                     }));
                 }
