@@ -233,3 +233,10 @@ def test_node_client(ch):
     assert out["version"] == [{"v": sql(ch, "SELECT version() AS v")[0]["v"]}]
     assert (out["wrong_password"]["code"], out["wrong_password"]["type"]) == ("516", "AUTHENTICATION_FAILED")
     assert (out["ddl"]["code"], out["ddl"]["type"]) == ("164", "READONLY")
+
+
+def test_requests_count_apart_in_metrics(ch):
+    assert raw(ch, {"query": "SELECT 1"}, headers=auth())[0] == 200
+    with urllib.request.urlopen(f"{ch['url']}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'chingest_http_requests_total{endpoint="clickhouse /",status="200"}' in text

@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> Router {
             state,
             crate::metrics::track,
         ))
+        .layer(axum::Extension(crate::metrics::ListenerName("clickhouse")))
         // Bodies are read with the configured limit by the handler.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(clickhouse)
