@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`. Both start with
 # `make setup`, which fetches the engine and installs build prerequisites;
-# `make test` also runs `test-setup`: the Python clients the tests drive the
-# server with, and the real peers some tests run beside it: Prometheus, and
+# `make test` also runs `test-setup`: the Python and Node clients the tests
+# drive the server with, and the real peers some tests run beside it: Prometheus, and
 # Debian's InfluxDB 1.6 (`influxd`) for the line-protocol parity test.
 
 CARGO ?= cargo
@@ -12,10 +12,12 @@ setup:
 	./engine/fetch.sh
 
 test-setup: setup
-	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow" 2>/dev/null || \
+	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
 	@.venv-otel/bin/python -c "import opentelemetry.exporter.prometheus_remote_write, opentelemetry.exporter.otlp.proto.grpc.metric_exporter, opentelemetry.exporter.otlp.proto.http.metric_exporter" 2>/dev/null || \
 		(python3 -m venv .venv-otel && .venv-otel/bin/pip install -q -r tests/python/requirements-otel.txt)
+	@./tests/apt-install.sh /usr/bin/npm npm
+	@test -d tests/node/node_modules/@clickhouse/client || (cd tests/node && npm ci --no-audit --no-fund)
 	@./tests/apt-install.sh /usr/bin/prometheus prometheus
 	@./tests/apt-install.sh /usr/bin/influxd influxdb
 

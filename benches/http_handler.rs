@@ -18,6 +18,7 @@ fn main() {
             data_dir: dir.path().to_owned(),
             http_addr: "127.0.0.1:0".parse().unwrap(),
             grpc_addr: "127.0.0.1:0".parse().unwrap(),
+            clickhouse_http_addr: None,
             log: "warn".into(),
             ..ServerConfig::default()
         }))

@@ -218,7 +218,8 @@ img_env_value() {
 data_dir="$(img_env_value CHINGEST_DATA_DIR)" || die "image sets no CHINGEST_DATA_DIR"
 [ "$(img_env_value CHINGEST_HTTP_ADDR)" = "0.0.0.0:8086" ] || die "image does not listen on 0.0.0.0:8086"
 [ "$(img_env_value CHINGEST_GRPC_ADDR)" = "0.0.0.0:8087" ] || die "image does not listen on 0.0.0.0:8087"
-[ "${img_ports[*]}" = "8086/tcp 8087/tcp" ] || die "exposed ports are '${img_ports[*]}'"
+[ "$(img_env_value CHINGEST_CLICKHOUSE_HTTP_ADDR)" = "0.0.0.0:8123" ] || die "image does not serve ClickHouse's HTTP interface on 0.0.0.0:8123"
+[ "${img_ports[*]}" = "8086/tcp 8087/tcp 8123/tcp" ] || die "exposed ports are '${img_ports[*]}'"
 [ "${img_volumes[*]}" = "$data_dir" ] || die "volumes are '${img_volumes[*]}', data dir $data_dir"
 [ "${#img_health[@]}" -gt 1 ] || die "image has no healthcheck"
 [ "${#img_entrypoint[@]}" -gt 0 ] || die "image has no entrypoint"
@@ -253,16 +254,21 @@ free_port() {
 http_port="$(free_port)"
 grpc_port="$(free_port)"
 while [ "$grpc_port" = "$http_port" ]; do grpc_port="$(free_port)"; done
+clickhouse_port="$(free_port)"
+while [ "$clickhouse_port" = "$http_port" ] || [ "$clickhouse_port" = "$grpc_port" ]; do
+  clickhouse_port="$(free_port)"
+done
 
 # The image's environment, on loopback ports of the host's network.
 run_env=()
 for entry in "${img_env[@]}"; do
   case "${entry%%=*}" in
-    CHINGEST_HTTP_ADDR | CHINGEST_GRPC_ADDR) ;;
+    CHINGEST_HTTP_ADDR | CHINGEST_GRPC_ADDR | CHINGEST_CLICKHOUSE_HTTP_ADDR) ;;
     *) run_env+=("$entry") ;;
   esac
 done
-run_env+=("CHINGEST_HTTP_ADDR=127.0.0.1:$http_port" "CHINGEST_GRPC_ADDR=127.0.0.1:$grpc_port")
+run_env+=("CHINGEST_HTTP_ADDR=127.0.0.1:$http_port" "CHINGEST_GRPC_ADDR=127.0.0.1:$grpc_port"
+  "CHINGEST_CLICKHOUSE_HTTP_ADDR=127.0.0.1:$clickhouse_port")
 
 # The volume: a fresh directory owned by the image's user.
 volume="$work/volume"
@@ -320,6 +326,13 @@ got="$(curl -sS --fail-with-body "$base_url/sql?format=TSV" --data-binary \
 want="$(printf '1700000000\timage\t42.5\t7')"
 [ "$got" = "$want" ] || die "/sql returned '$got', expected '$want'"
 log "wrote and read back: $got"
+
+# The same through ClickHouse's HTTP interface.
+got="$(curl -sS --fail-with-body "http://127.0.0.1:$clickhouse_port/?database=dockertest" --data-binary \
+  "SELECT toUnixTimestamp(time), source, value, count FROM probe")" \
+  || die "the ClickHouse interface failed: $got"
+[ "$got" = "$want" ] || die "the ClickHouse interface returned '$got', expected '$want'"
+log "read back through the ClickHouse interface"
 
 # The engine wrote into the volume as the image's user.
 [ -n "$(find "$volume" -mindepth 1 -maxdepth 1 -print -quit)" ] || die "nothing written into the volume"

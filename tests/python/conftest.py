@@ -33,10 +33,12 @@ def free_port():
 def server():
     assert BINARY.exists(), f"build the server first: {BINARY}"
     data_dir = tempfile.mkdtemp(prefix="chingest-py-")
-    port, grpc_port = free_port(), free_port()
+    port, grpc_port, clickhouse_port = free_port(), free_port(), free_port()
     proc = subprocess.Popen(
         [str(BINARY), "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
-         "--grpc-addr", f"127.0.0.1:{grpc_port}", "--auth-token", TOKEN, "--log", "warn",
+         "--grpc-addr", f"127.0.0.1:{grpc_port}",
+         "--clickhouse-http-addr", f"127.0.0.1:{clickhouse_port}",
+         "--auth-token", TOKEN, "--log", "warn",
          # Writes are answered once queryable, so each test reads back at once
          # (the default mode, fsync, is covered by the Rust crash tests).
          "--durability", "visible"],
@@ -55,7 +57,8 @@ def server():
             proc.kill()
             raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
         time.sleep(0.05)
-    yield {"url": url, "port": port, "grpc": f"127.0.0.1:{grpc_port}"}
+    yield {"url": url, "port": port, "grpc": f"127.0.0.1:{grpc_port}",
+           "clickhouse": f"http://127.0.0.1:{clickhouse_port}", "clickhouse_port": clickhouse_port}
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
     shutil.rmtree(data_dir, ignore_errors=True)

@@ -55,11 +55,12 @@ def make_certificate(directory):
 def tls_server():
     directory = pathlib.Path(tempfile.mkdtemp(prefix="chingest-tls-"))
     cert, key = make_certificate(directory)
-    port, grpc_port = free_port(), free_port()
+    port, grpc_port, clickhouse_port = free_port(), free_port(), free_port()
     proc = subprocess.Popen(
         [str(BINARY), "serve", "--tls-cert", str(cert), "--tls-key", str(key),
          "--data-dir", str(directory / "data"),
          "--http-addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{grpc_port}",
+         "--clickhouse-http-addr", f"127.0.0.1:{clickhouse_port}",
          "--auth-token", TOKEN, "--log", "warn", "--durability", "visible"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -71,7 +72,8 @@ def tls_server():
             proc.kill()
             raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
         time.sleep(0.1)
-    yield {"url": url, "grpc": f"localhost:{grpc_port}", "cert": cert}
+    yield {"url": url, "grpc": f"localhost:{grpc_port}", "cert": cert,
+           "clickhouse_port": clickhouse_port}
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
 
@@ -118,3 +120,16 @@ def test_grpcio_verifies_the_certificate(tls_server, pb):  # noqa: F811
             stubs.IngestStub(channel).Write(messages.WriteRequest(database="py_tls"),
                                             timeout=5)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_clickhouse_connect_verifies_the_certificate(tls_server):
+    import clickhouse_connect
+    from clickhouse_connect.driver.exceptions import OperationalError
+    client = clickhouse_connect.get_client(
+        host="localhost", port=tls_server["clickhouse_port"], interface="https",
+        username="default", password=TOKEN, ca_cert=str(tls_server["cert"]))
+    assert client.command("SELECT 1") == 1
+    with pytest.raises(OperationalError):
+        clickhouse_connect.get_client(
+            host="localhost", port=tls_server["clickhouse_port"], interface="https",
+            username="default", password=TOKEN, query_retries=0)

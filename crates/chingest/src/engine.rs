@@ -155,11 +155,13 @@ impl Engine {
     /// the engine produces it. See [`check_read_only`] for what is refused.
     /// The first message is the first chunk or the error that stopped the
     /// statement from starting; a consumer that goes away cancels the query.
+    /// `database`: where unqualified table names are (else `default`).
     pub(crate) async fn stream_read_only(
         &self,
         sql: String,
         format: OutputFormat,
         scope: ReadScope,
+        database: Option<String>,
     ) -> Result<QueryChunks> {
         let limit = self.read_only.status().max_size;
         let slot = Arc::clone(&self.read_only_slots)
@@ -178,13 +180,20 @@ impl Engine {
             // abandoned (its consumer went away).
             let streamed = (|| -> Result<bool> {
                 // A statement seen before passes without its two parses.
-                let checked = match sandbox.passed(&sql, &scope) {
+                let checked = match sandbox.passed(&sql, &scope, database.as_deref()) {
                     Some(checked) => checked,
                     None => {
                         check_read_only(&conn, &sql)?;
-                        sandbox.check(&conn, &sql, &scope)?
+                        sandbox.check(&conn, &sql, &scope, database.as_deref())?
                     }
                 };
+                // The current database is the connection's (a session's):
+                // set for this statement, put back once it ran to its end
+                // (a connection whose statement failed is closed instead).
+                if let Some(name) = &database {
+                    // `USE` is allowed in read-only mode.
+                    execute(&conn, &format!("USE {}", quote_ident(name)))?;
+                }
                 if checked.streams {
                     let mut stream = conn.query_stream(&marked, format)?;
                     // Cancelled before it was running: KILL may have missed it.
@@ -212,6 +221,11 @@ impl Engine {
                 let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
                 Ok(true)
             })();
+            // A connection left in another database must not go back.
+            let streamed = match (streamed, &database) {
+                (Ok(true), Some(_)) => execute(&conn, "USE default").map(|()| true),
+                (other, _) => other,
+            };
             match streamed {
                 Ok(true) => {}
                 Ok(false) => discard(conn),

@@ -651,7 +651,7 @@ impl Ingestor {
     /// are refused ([`Error::NotReadOnly`], or the engine's own error).
     pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         let mut chunks = self
-            .query_read_only_stream(sql, format, &ReadScope::All)
+            .query_read_only_stream(sql, format, &ReadScope::All, None)
             .await?;
         let mut output = Vec::new();
         while let Some(chunk) = chunks.next().await {
@@ -663,18 +663,26 @@ impl Ingestor {
     /// [`query_read_only`](Self::query_read_only), streamed: the output
     /// arrives chunk by chunk as the engine produces it, so a large result
     /// is never held whole. Dropping the chunks cancels the query. `scope`:
-    /// the databases the caller may read.
+    /// the databases the caller may read; `database`: the one unqualified
+    /// table names are in (else `default`), as ClickHouse's current
+    /// database.
     pub async fn query_read_only_stream(
         &self,
         sql: &str,
         format: &str,
         scope: &ReadScope,
+        database: Option<&str>,
     ) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
         self.shared
             .open()?
             .engine
-            .stream_read_only(sql.to_owned(), format, scope.clone())
+            .stream_read_only(
+                sql.to_owned(),
+                format,
+                scope.clone(),
+                database.map(str::to_owned),
+            )
             .await
     }
 

@@ -76,7 +76,9 @@ pub const DENIED_FUNCTIONS: &[&str] = &[
     "getOSKernelVersion",
     "showCertificate",
     "getClientHTTPHeader",
-    "currentUser",
+    // Not `currentUser` (and its aliases): the engine has one user,
+    // `default`, and ClickHouse's JDBC driver (DBeaver) asks for it on
+    // connect.
     "currentProfiles",
     "currentRoles",
     "enabledRoles",
@@ -129,10 +131,15 @@ pub(crate) struct Sandbox {
     /// Lower-cased: some function names are case-insensitive.
     denied_functions: HashSet<String>,
     allowed_table_functions: HashSet<String>,
-    /// Statements that passed, by scope and text: dashboards send the same
-    /// few again and again, and each check costs two parses by the engine.
-    passed: Mutex<HashMap<ReadScope, HashMap<String, Checked>>>,
+    /// Statements that passed, by scope, current database and text:
+    /// dashboards send the same few again and again, and each check costs
+    /// two parses by the engine.
+    passed: Mutex<HashMap<Context, HashMap<String, Checked>>>,
 }
+
+/// What a statement's check depends on besides its text: the caller's
+/// scope and the current database.
+type Context = (ReadScope, Option<String>);
 
 /// Statements remembered as passed; past it the memory starts afresh.
 const PASSED_CAPACITY: usize = 4096;
@@ -177,18 +184,32 @@ impl Sandbox {
         })
     }
 
-    /// How `sql` fared when it passed before, under `scope`.
-    pub(crate) fn passed(&self, sql: &str, scope: &ReadScope) -> Option<Checked> {
+    /// How `sql` fared when it passed before, under `scope`, with
+    /// `database` current.
+    pub(crate) fn passed(
+        &self,
+        sql: &str,
+        scope: &ReadScope,
+        database: Option<&str>,
+    ) -> Option<Checked> {
         let passed = self.passed.lock().expect("passed statements");
-        passed.get(scope)?.get(sql).copied()
+        let key = (scope.clone(), database.map(str::to_owned));
+        passed.get(&key)?.get(sql).copied()
     }
 
     /// Refuses `sql` if its syntax tree names a function or table outside
-    /// the sandbox. `sql` is one read-only statement (already classified).
-    pub(crate) fn check(&self, conn: &Connection, sql: &str, scope: &ReadScope) -> Result<Checked> {
+    /// the sandbox. `sql` is one read-only statement (already classified);
+    /// its unqualified table names are in `database` (else `default`).
+    pub(crate) fn check(
+        &self,
+        conn: &Connection,
+        sql: &str,
+        scope: &ReadScope,
+        database: Option<&str>,
+    ) -> Result<Checked> {
         let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
         let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
-        self.check_tree(&lines, scope)?;
+        self.check_tree(&lines, scope, database.unwrap_or("default"))?;
         let root = lines
             .first()
             .map_or("", |line| first_word(line.trim_start()));
@@ -206,12 +227,14 @@ impl Sandbox {
         if passed.values().map(HashMap::len).sum::<usize>() >= PASSED_CAPACITY {
             passed.clear();
         }
-        let in_scope = passed.entry(scope.clone()).or_default();
+        let in_scope = passed
+            .entry((scope.clone(), database.map(str::to_owned)))
+            .or_default();
         in_scope.insert(sql.to_owned(), checked);
         Ok(checked)
     }
 
-    fn check_tree(&self, lines: &[String], scope: &ReadScope) -> Result<()> {
+    fn check_tree(&self, lines: &[String], scope: &ReadScope, current: &str) -> Result<()> {
         let refuse = |what: String| Err(Error::NotReadOnly(what));
         for (i, line) in lines.iter().enumerate() {
             let node = line.trim_start();
@@ -227,7 +250,7 @@ impl Sandbox {
                 }
             } else if let Some(rest) = node.strip_prefix("TableIdentifier ") {
                 let table = unquote(first_word(rest));
-                let (database, name) = table.split_once('.').unwrap_or(("default", &table));
+                let (database, name) = table.split_once('.').unwrap_or((current, &table));
                 let allowed = match (database, scope) {
                     ("system", ReadScope::All) => {
                         CATALOGUE_SYSTEM_TABLES.contains(&name)
@@ -301,20 +324,24 @@ mod tests {
              TableExpression (children 1)\n   \
              Function numbers (children 1)",
         );
-        assert!(sandbox().check_tree(&numbers, &ReadScope::All).is_ok());
+        assert!(sandbox()
+            .check_tree(&numbers, &ReadScope::All, "default")
+            .is_ok());
         let url = tree(
             "SelectQuery (children 2)\n \
              TableExpression (children 1)\n  \
              Function url (children 1)",
         );
         let err = sandbox()
-            .check_tree(&url, &ReadScope::All)
+            .check_tree(&url, &ReadScope::All, "default")
             .unwrap_err()
             .to_string();
         assert!(err.contains("table function url()"), "{err}");
         let file = tree("SelectQuery (children 1)\n ExpressionList\n  Function FILE (alias f)");
         assert!(
-            sandbox().check_tree(&file, &ReadScope::All).is_err(),
+            sandbox()
+                .check_tree(&file, &ReadScope::All, "default")
+                .is_err(),
             "names are compared without case"
         );
     }
@@ -323,11 +350,17 @@ mod tests {
     fn system_tables_outside_the_list_are_refused() {
         let disks =
             tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
-        assert!(sandbox().check_tree(&disks, &ReadScope::All).is_err());
+        assert!(sandbox()
+            .check_tree(&disks, &ReadScope::All, "default")
+            .is_err());
         let one = tree("TableExpression (children 1)\n TableIdentifier system.one");
-        assert!(sandbox().check_tree(&one, &ReadScope::All).is_ok());
+        assert!(sandbox()
+            .check_tree(&one, &ReadScope::All, "default")
+            .is_ok());
         let ours = tree("TableExpression (children 1)\n TableIdentifier db.`cpu.autogen`");
-        assert!(sandbox().check_tree(&ours, &ReadScope::All).is_ok());
+        assert!(sandbox()
+            .check_tree(&ours, &ReadScope::All, "default")
+            .is_ok());
     }
 
     #[test]
@@ -335,16 +368,37 @@ mod tests {
         let scope = ReadScope::Databases(vec!["db1".to_owned()]);
         let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
         assert!(sandbox()
-            .check_tree(&table("db1.`m.autogen`"), &scope)
+            .check_tree(&table("db1.`m.autogen`"), &scope, "default")
             .is_ok());
-        assert!(sandbox().check_tree(&table("db2.m"), &scope).is_err());
+        assert!(sandbox()
+            .check_tree(&table("db2.m"), &scope, "default")
+            .is_err());
         assert!(
-            sandbox().check_tree(&table("m"), &scope).is_err(),
+            sandbox()
+                .check_tree(&table("m"), &scope, "default")
+                .is_err(),
             "`default`.m"
         );
-        assert!(sandbox().check_tree(&table("system.one"), &scope).is_ok());
         assert!(sandbox()
-            .check_tree(&table("system.columns"), &scope)
+            .check_tree(&table("system.one"), &scope, "default")
+            .is_ok());
+        assert!(sandbox()
+            .check_tree(&table("system.columns"), &scope, "default")
             .is_err());
+    }
+
+    #[test]
+    fn unqualified_names_are_in_the_current_database() {
+        let scope = ReadScope::Databases(vec!["db1".to_owned()]);
+        let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
+        assert!(sandbox().check_tree(&table("m"), &scope, "db1").is_ok());
+        assert!(sandbox().check_tree(&table("m"), &scope, "db2").is_err());
+        let disks = table("disks");
+        assert!(sandbox()
+            .check_tree(&disks, &ReadScope::All, "system")
+            .is_err());
+        assert!(sandbox()
+            .check_tree(&table("one"), &ReadScope::All, "system")
+            .is_ok());
     }
 }

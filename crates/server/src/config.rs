@@ -19,6 +19,10 @@ pub struct ServerConfig {
     pub http_addr: SocketAddr,
     /// Address of the gRPC API (`chingest.v1.Ingest`, health, reflection).
     pub grpc_addr: SocketAddr,
+    /// Address of the ClickHouse HTTP interface (ClickHouse clients read
+    /// through it); `None` (`""` or `"off"` in the file): not served.
+    #[serde(deserialize_with = "optional_addr")]
+    pub clickhouse_http_addr: Option<SocketAddr>,
     /// Log filter (`tracing` syntax: `info`, `chingest=debug,warn`, …).
     pub log: String,
     /// Tokens that may read and write every database. With `tokens`, the
@@ -192,6 +196,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("data/chingest"),
             http_addr: SocketAddr::from(([127, 0, 0, 1], 8086)),
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 8087)),
+            clickhouse_http_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8123))),
             log: "info".to_owned(),
             auth_tokens: Vec::new(),
             tokens: Vec::new(),
@@ -257,6 +262,25 @@ impl Default for IngestSection {
             overload_wait_ms: library.overload_wait.as_millis() as u64,
         }
     }
+}
+
+/// An address that may be switched off: `""` or `off` (any case) mean
+/// none. For `clickhouse_http_addr` in the file and its flag.
+pub fn parse_optional_addr(text: &str) -> Result<Option<SocketAddr>, String> {
+    let text = text.trim();
+    if text.is_empty() || text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|e| format!("{text:?} is not an address (host:port) or \"off\": {e}"))
+}
+
+fn optional_addr<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_optional_addr(&text).map_err(serde::de::Error::custom)
 }
 
 /// A configuration problem, with where it was found.
@@ -389,6 +413,7 @@ mod tests {
         let defaults = ServerConfig::default();
         assert_eq!(config.http_addr, defaults.http_addr);
         assert_eq!(config.grpc_addr, defaults.grpc_addr);
+        assert_eq!(config.clickhouse_http_addr, defaults.clickhouse_http_addr);
         assert_eq!(
             config.limits.max_grpc_message_bytes,
             defaults.limits.max_grpc_message_bytes
@@ -401,6 +426,22 @@ mod tests {
             config.ingest.flush_max_age_ms,
             defaults.ingest.flush_max_age_ms
         );
+    }
+
+    #[test]
+    fn the_clickhouse_interface_can_be_switched_off() {
+        for off in ["''", "'off'", "'OFF'"] {
+            let config: ServerConfig =
+                toml::from_str(&format!("clickhouse_http_addr = {off}")).unwrap();
+            assert_eq!(config.clickhouse_http_addr, None, "{off}");
+        }
+        let config: ServerConfig = toml::from_str("clickhouse_http_addr = '0.0.0.0:9123'").unwrap();
+        assert_eq!(
+            config.clickhouse_http_addr,
+            Some(SocketAddr::from(([0, 0, 0, 0], 9123)))
+        );
+        let err = toml::from_str::<ServerConfig>("clickhouse_http_addr = 'nope'").unwrap_err();
+        assert!(err.to_string().contains("\"off\""), "{err}");
     }
 
     #[test]

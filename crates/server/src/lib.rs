@@ -1,8 +1,8 @@
-//! The chingest server: InfluxDB-compatible writes and SQL over HTTP, and
-//! the `chingest.v1.Ingest` gRPC API, on an embedded chDB engine (the
-//! `chingest` library).
+//! The chingest server: InfluxDB-compatible writes and SQL over HTTP, the
+//! `chingest.v1.Ingest` gRPC API, and ClickHouse's HTTP interface on its own
+//! listener, on an embedded chDB engine (the `chingest` library).
 //!
-//! [`start`] binds both listeners and answers at once (`/ready` says 503,
+//! [`start`] binds the listeners and answers at once (`/ready` says 503,
 //! gRPC health says NOT_SERVING) while the engine opens. Shutdown is
 //! ordered: stop accepting, finish the requests in flight (each waits for
 //! its rows to be committed), then close the engine, which flushes every
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::serve::ListenerExt as _;
 use chingest::Ingestor;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use tokio::net::TcpListener;
 
 use tokio::sync::{oneshot, watch, OnceCell};
@@ -76,6 +76,8 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     /// The address of the gRPC API.
     pub grpc_addr: SocketAddr,
+    /// The address of the ClickHouse HTTP interface, when served.
+    pub clickhouse_addr: Option<SocketAddr>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
 }
@@ -103,8 +105,9 @@ impl RunningServer {
     }
 }
 
-/// Binds `config.http_addr` and `config.grpc_addr`, opens the engine in the
-/// background and serves.
+/// Binds `config.http_addr`, `config.grpc_addr` and (unless off)
+/// `config.clickhouse_http_addr`, opens the engine in the background and
+/// serves.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate()?;
     let tls = match (&config.tls.cert, &config.tls.key) {
@@ -118,27 +121,48 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let listener = bind(config.http_addr).await?;
     let grpc_listener = bind(config.grpc_addr).await?;
+    let clickhouse_listener = match config.clickhouse_http_addr {
+        Some(addr) => Some(bind(addr).await?),
+        None => None,
+    };
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     let grpc_addr = grpc_listener.local_addr().map_err(ServerError::Serve)?;
+    let clickhouse_addr = clickhouse_listener
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()
+        .map_err(ServerError::Serve)?;
     let state = AppState {
         ingestor: Arc::new(OnceCell::new()),
         config: Arc::new(config),
         metrics: Arc::default(),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
-    let task = tokio::spawn(serve(listener, grpc_listener, tls, state, shutdown_rx));
-    tracing::info!(%addr, %grpc_addr, "listening");
+    let listeners = Listeners {
+        http: listener,
+        grpc: grpc_listener,
+        clickhouse: clickhouse_listener,
+    };
+    let task = tokio::spawn(serve(listeners, tls, state, shutdown_rx));
+    tracing::info!(%addr, %grpc_addr, clickhouse_addr = ?clickhouse_addr, "listening");
     Ok(RunningServer {
         addr,
         grpc_addr,
+        clickhouse_addr,
         shutdown: Some(shutdown),
         task,
     })
 }
 
+/// The bound listeners, one per API.
+struct Listeners {
+    http: TcpListener,
+    grpc: TcpListener,
+    clickhouse: Option<TcpListener>,
+}
+
 async fn serve(
-    listener: TcpListener,
-    grpc_listener: TcpListener,
+    listeners: Listeners,
     tls: Option<tls::Identity>,
     state: AppState,
     shutdown: oneshot::Receiver<()>,
@@ -213,35 +237,28 @@ async fn serve(
             // them back until the client's delayed ACK (tens of ms). The
             // builder's own setting does not apply to a given listener.
             tokio_stream::StreamExt::map(
-                tokio_stream::wrappers::TcpListenerStream::new(grpc_listener),
+                tokio_stream::wrappers::TcpListenerStream::new(listeners.grpc),
                 |stream| stream.and_then(|s| s.set_nodelay(true).map(|()| s)),
             ),
             stopped(stop_rx.clone()),
         );
-    let router = http::router(state.clone());
-    let http: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match tls {
-        Some(identity) => Box::pin(
-            axum::serve(tls::TlsListener::new(listener, identity.rustls), router)
-                .with_graceful_shutdown(stopped(stop_rx))
-                .into_future(),
-        ),
-        None => {
-            // The same for HTTP: over keep-alive, the last chunk of every
-            // streamed answer would wait for the client's delayed ACK (~40 ms
-            // a request).
-            let listener = listener.tap_io(|tcp| {
-                if let Err(err) = tcp.set_nodelay(true) {
-                    tracing::warn!(%err, "setting TCP_NODELAY on an HTTP connection");
-                }
-            });
-            Box::pin(
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stopped(stop_rx))
-                    .into_future(),
-            )
+    let rustls = tls.map(|identity| identity.rustls);
+    let http = serve_http(
+        listeners.http,
+        http::router(state.clone()),
+        rustls.clone(),
+        stopped(stop_rx.clone()),
+    );
+    let clickhouse = async {
+        match listeners.clickhouse {
+            Some(listener) => {
+                let router = http::clickhouse::router(state.clone());
+                serve_http(listener, router, rustls, stopped(stop_rx)).await
+            }
+            None => Ok(()),
         }
     };
-    let (served, grpc_served) = tokio::join!(http, grpc);
+    let (served, clickhouse_served, grpc_served) = tokio::join!(http, clickhouse, grpc);
     let _ = opener.await;
     if let Some(err) = open_error.lock().unwrap().take() {
         return Err(ServerError::Engine(err));
@@ -250,7 +267,37 @@ async fn serve(
         ingestor.close().await?;
     }
     served.map_err(ServerError::Serve)?;
+    clickhouse_served.map_err(ServerError::Serve)?;
     grpc_served.map_err(ServerError::Grpc)
+}
+
+/// Serves `router` on `listener` until `stopped`, over TLS when given.
+async fn serve_http(
+    listener: TcpListener,
+    router: axum::Router,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    stopped: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
+        Some(config) => {
+            axum::serve(tls::TlsListener::new(listener, config), router)
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+        None => {
+            // Over keep-alive, the last chunk of every streamed answer
+            // would otherwise wait for the client's delayed ACK (~40 ms a
+            // request).
+            let listener = listener.tap_io(|tcp| {
+                if let Err(err) = tcp.set_nodelay(true) {
+                    tracing::warn!(%err, "setting TCP_NODELAY on an HTTP connection");
+                }
+            });
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+    }
 }
 
 /// Reports the server as a whole (`""`), `chingest.v1.Ingest` and OTLP's

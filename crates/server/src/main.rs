@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use chingest_server::config::ServerConfig;
+use chingest_server::config::{parse_optional_addr, ServerConfig};
 use clap::{Parser, Subcommand};
 
 /// chingest: InfluxDB-compatible metrics ingest into embedded ClickHouse (chDB).
@@ -36,6 +36,10 @@ struct ServeArgs {
     /// Address of the gRPC API [default: 127.0.0.1:8087].
     #[arg(long, env = "CHINGEST_GRPC_ADDR")]
     grpc_addr: Option<SocketAddr>,
+    /// Address of the ClickHouse HTTP interface, or `off`
+    /// [default: 127.0.0.1:8123].
+    #[arg(long, env = "CHINGEST_CLICKHOUSE_HTTP_ADDR")]
+    clickhouse_http_addr: Option<String>,
     /// When writes are answered: fsync, os, none or visible [default: fsync]
     /// (see config/chingest.toml). A request may ask for another.
     #[arg(long, env = "CHINGEST_DURABILITY")]
@@ -73,6 +77,10 @@ impl ServeArgs {
         }
         if let Some(addr) = self.grpc_addr {
             config.grpc_addr = addr;
+        }
+        if let Some(addr) = self.clickhouse_http_addr {
+            config.clickhouse_http_addr = parse_optional_addr(&addr)
+                .map_err(|e| anyhow::anyhow!("--clickhouse-http-addr: {e}"))?;
         }
         if let Some(durability) = self.durability {
             config.write.durability = durability;

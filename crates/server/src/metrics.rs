@@ -55,13 +55,23 @@ impl ServerMetrics {
     }
 }
 
-/// Middleware: counts each request under its route and status, and times it.
+/// A request extension naming the listener of a router other than the main
+/// HTTP API's, so that its routes count apart (`clickhouse /ping` is not
+/// `/ping`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListenerName(pub(crate) &'static str);
+
+/// Middleware: counts each request under its route (and listener, when not
+/// the main one) and status, and times it.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let endpoint = request
+    let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_owned();
+        .map_or("unmatched", MatchedPath::as_str);
+    let endpoint = match request.extensions().get::<ListenerName>() {
+        Some(ListenerName(listener)) => format!("{listener} {route}"),
+        None => route.to_owned(),
+    };
     let bytes = request
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -53,6 +53,7 @@ fn start(data_dir: &Path) -> Server {
         .arg(data_dir)
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
+        .args(["--clickhouse-http-addr", "off"])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()

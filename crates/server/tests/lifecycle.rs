@@ -22,6 +22,7 @@ fn config(dir: &std::path::Path) -> ServerConfig {
         data_dir: dir.to_owned(),
         http_addr: "127.0.0.1:0".parse().unwrap(),
         grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        clickhouse_http_addr: None,
         ..ServerConfig::default()
     }
 }

@@ -1,13 +1,14 @@
-//! The hostile-SQL suite: what `/sql` must refuse, by hand and generated
-//! from the engine's own catalogue (so a new engine version's functions,
-//! table functions and system tables are covered as it lists them), while
-//! the server keeps ingesting. A real server on loopback (`support`).
+//! The hostile-SQL suite: what `/sql` and the ClickHouse HTTP interface
+//! must refuse, by hand and generated from the engine's own catalogue (so a
+//! new engine version's functions, table functions and system tables are
+//! covered as it lists them), while the server keeps ingesting. A real
+//! server on loopback (`support`).
 
 mod support;
 
 use reqwest::StatusCode;
 
-use support::{base, client, run, sql, wait_ready, TOKEN};
+use support::{base, clickhouse_base, client, run, sql, wait_ready, TOKEN};
 
 fn main() {
     support::main(tests![
@@ -16,6 +17,8 @@ fn main() {
         the_catalogue_s_outside_reaching_functions_are_refused,
         system_tables_outside_the_list_are_refused,
         what_dashboards_read_is_allowed,
+        the_clickhouse_interface_s_current_database_opens_no_system_table,
+        what_clickhouse_clients_read_on_connect_is_allowed,
     ]);
 }
 
@@ -89,7 +92,8 @@ fn hostile_statements_are_refused() {
             "SELECT getServerSetting('path')",
             "SELECT hostName()",
             "SELECT FQDN()",
-            "SELECT currentUser()",
+            "SELECT currentProfiles()",
+            "SELECT currentRoles()",
             "SELECT getMacro('x')",
             // Not a read.
             "INSERT INTO h.t VALUES (1)",
@@ -210,6 +214,86 @@ fn what_dashboards_read_is_allowed() {
         ] {
             let (status, text) = sql(statement).await;
             assert_eq!(status, StatusCode::OK, "{statement}: {text}");
+        }
+    })
+}
+
+/// One statement through the ClickHouse interface with `database` current:
+/// the status and the `X-ClickHouse-Exception-Code`.
+async fn clickhouse(statement: &str, database: &str) -> (StatusCode, Option<String>, String) {
+    let r = client()
+        .post(format!("{}/?database={database}", clickhouse_base()))
+        .basic_auth("default", Some(TOKEN))
+        .body(statement.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let code = r
+        .headers()
+        .get("x-clickhouse-exception-code")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (r.status(), code, r.text().await.unwrap())
+}
+
+/// `database=system` makes `system` tables nameable without their
+/// database: every one outside the allow-list stays refused, and a
+/// connection's current database does not outlive its statement.
+fn the_clickhouse_interface_s_current_database_opens_no_system_table() {
+    run(async {
+        let (status, names) = sql(
+            "SELECT DISTINCT table FROM system.columns WHERE database = 'system' ORDER BY table",
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{names}");
+        let names: Vec<&str> = names.lines().collect();
+        assert!(names.len() > 50, "{names:?}");
+        use chingest::sandbox::{CATALOGUE_SYSTEM_TABLES, UNSCOPED_SYSTEM_TABLES};
+        for name in names {
+            let statement = format!("SELECT * FROM {name} LIMIT 1");
+            let (status, code, text) = clickhouse(&statement, "system").await;
+            if CATALOGUE_SYSTEM_TABLES.contains(&name) || UNSCOPED_SYSTEM_TABLES.contains(&name) {
+                assert_eq!(status, StatusCode::OK, "{name}: {text}");
+            } else {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{name}: {text}");
+                assert_eq!(code.as_deref(), Some("164"), "{name}: {text}");
+            }
+        }
+        for statement in [
+            "SELECT * FROM view(SELECT * FROM disks)",
+            "SELECT * FROM merge(currentDatabase(), 'disks')",
+            "SELECT path FROM disks AS d",
+            "INSERT INTO one VALUES (1)",
+            "USE default",
+        ] {
+            let (status, _, text) = clickhouse(statement, "system").await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{statement}: {text}");
+        }
+        let (status, _, text) = clickhouse("SELECT currentDatabase()", "default").await;
+        assert_eq!((status, text.as_str()), (StatusCode::OK, "default\n"));
+        still_ingesting("sb_clickhouse").await;
+    })
+}
+
+/// The statements clickhouse-connect, `@clickhouse/client` and Grafana's
+/// data source send on connect.
+fn what_clickhouse_clients_read_on_connect_is_allowed() {
+    run(async {
+        wait_ready().await;
+        for statement in [
+            "SELECT version(), timezone()",
+            "SELECT name, value, readonly FROM system.settings LIMIT 10000",
+            "SELECT 1 AS check FORMAT Native",
+            // ClickHouse's JDBC driver (DBeaver).
+            "select currentUser(), timezone(), version(), getSetting('readonly') readonly \
+             FORMAT RowBinaryWithNamesAndTypes",
+            "SELECT name FROM system.databases",
+        ] {
+            let (status, code, text) = clickhouse(statement, "default").await;
+            match statement.contains("system.databases") {
+                // Every database's engine and path: refused.
+                true => assert_eq!(code.as_deref(), Some("164"), "{text}"),
+                false => assert_eq!(status, StatusCode::OK, "{statement}: {text}"),
+            }
         }
     })
 }

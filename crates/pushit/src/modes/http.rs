@@ -475,6 +475,7 @@ impl Probe {
         let endpoints = Endpoints {
             http: endpoints.http.clone(),
             grpc: None,
+            clickhouse: None,
             token: endpoints.token.clone(),
         };
         let write_url = format!("{}/write?db={db}&durability={durability}", endpoints.http);

@@ -142,6 +142,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 let endpoints_for_send = super::server::Endpoints {
                     http: endpoints.http.clone(),
                     grpc: None,
+                    clickhouse: None,
                     token,
                 };
                 let send = move |_: usize, (body, _): (Vec<u8>, usize)| {

@@ -90,6 +90,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             let endpoints_for_send = Endpoints {
                 http: endpoints.http.clone(),
                 grpc: None,
+                clickhouse: None,
                 token: endpoints.token.clone(),
             };
             let send = move |_: usize, (body, _): (Vec<u8>, usize)| {

@@ -1,10 +1,11 @@
 //! `pushit query`: queries at concurrency N over keep-alive HTTP, in the
 //! shape of `clickhouse-benchmark`. TSBS cpu-only rows are loaded first
 //! (through `/write`); then each query runs on `--connections` connections
-//! for `--seconds`, and is reported with its QPS, result rows/s, MiB/s and
-//! latency percentiles. With the in-process server, the same query then
-//! runs as long on as many threads straight on the engine, and the path is
-//! reported against it.
+//! for `--seconds` on every HTTP [`Path`] the server offers (`/sql`, the
+//! ClickHouse HTTP interface), and is reported with its QPS, result rows/s,
+//! MiB/s and latency percentiles, each path against `/sql`. With the
+//! in-process server, the same query then runs as long on as many threads
+//! straight on the engine, and every path is reported against it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,7 +36,8 @@ pub(crate) struct Args {
     /// its hostname, `{start}` the first timestamp (as a DateTime64 literal).
     #[arg(long = "query", value_name = "SQL")]
     queries: Vec<String>,
-    /// Where to write the SVG chart of QPS per query, HTTP and engine.
+    /// Where to write the SVG chart of QPS per query: each HTTP path and the
+    /// engine.
     #[arg(long, value_name = "PATH", default_value = "pushit-query.svg")]
     chart: std::path::PathBuf,
     /// Do not write a chart.
@@ -67,6 +69,53 @@ const BUILT_IN: &[(&str, &str)] = &[
         "SELECT hostname, max(usage_user) FROM {db}.cpu GROUP BY hostname",
     ),
 ];
+
+/// A way the same SQL reaches the server over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// `POST /sql?format=TabSeparated`, the statement as the body.
+    Sql,
+    /// `POST /` of the ClickHouse HTTP interface, the statement as the body
+    /// (TabSeparated, its default), the token as the Basic auth password.
+    ClickHouse,
+}
+
+impl Path {
+    /// Every path, `/sql` (the reference) first.
+    const ALL: [Path; 2] = [Path::Sql, Path::ClickHouse];
+
+    /// Its name in the report and the chart.
+    fn name(self) -> &'static str {
+        match self {
+            Path::Sql => "sql",
+            Path::ClickHouse => "clickhouse",
+        }
+    }
+
+    /// The request that sends `sql` this way; `None` when the server does
+    /// not offer it.
+    fn request(
+        self,
+        client: &reqwest::Client,
+        endpoints: &Endpoints,
+        sql: &str,
+    ) -> Option<reqwest::RequestBuilder> {
+        let request = match self {
+            Path::Sql => authorized(
+                endpoints,
+                client.post(format!("{}/sql?format=TabSeparated", endpoints.http)),
+            ),
+            Path::ClickHouse => {
+                let request = client.post(format!("{}/", endpoints.clickhouse.as_ref()?));
+                match &endpoints.token {
+                    Some(token) => request.basic_auth("default", Some(token)),
+                    None => request,
+                }
+            }
+        };
+        Some(request.body(sql.to_owned()))
+    }
+}
 
 /// What one side measured for one query.
 struct Measured {
@@ -118,6 +167,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("p99", "p99_ms", Format::Millis),
             column("p99.9", "p99_9_ms", Format::Millis),
             column("p99.99", "p99_99_ms", Format::Millis),
+            column("÷ /sql", "over_sql", Format::Ratio),
             column("÷ engine", "over_engine", Format::Ratio),
         ],
     );
@@ -153,27 +203,30 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             let values = load_data(args, endpoints, &db).await?;
             for (name, template) in &queries {
                 let sql = fill(template, &values);
-                ctx.progress(format!("query: {name} over HTTP"));
-                let http = over_http(args, endpoints, &sql).await?;
-                let engine = match args.server.url.is_none() {
-                    true => {
-                        ctx.progress(format!("query: {name} on the engine"));
-                        let (ctx_dir, sql, args) = (ctx.data_dir.clone(), sql.clone(), args);
-                        Some(on_engine(&ctx_dir, &sql, args.connections, args.seconds)?)
+                let mut sides: Vec<(&str, Measured)> = Vec::new();
+                for path in Path::ALL {
+                    ctx.progress(format!("query: {name} over {}", path.name()));
+                    if let Some(m) = over_http(args, endpoints, path, &sql).await? {
+                        sides.push((path.name(), m));
                     }
-                    false => None,
-                };
+                }
+                if args.server.url.is_none() {
+                    ctx.progress(format!("query: {name} on the engine"));
+                    let m = on_engine(&ctx.data_dir, &sql, args.connections, args.seconds)?;
+                    sides.push(("engine", m));
+                }
                 let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
-                let engine_qps = engine.as_ref().map(qps);
+                let qps_of =
+                    |side: &str| sides.iter().find(|(s, _)| *s == side).map(|(_, m)| qps(m));
+                let (sql_qps, engine_qps) = (qps_of(Path::Sql.name()), qps_of("engine"));
                 groups.push(BarGroup {
                     label: name.clone(),
-                    bars: std::iter::once(("HTTP".to_owned(), qps(&http)))
-                        .chain(engine_qps.map(|e| ("engine".to_owned(), e)))
+                    bars: sides
+                        .iter()
+                        .map(|(side, m)| (side.to_string(), qps(m)))
                         .collect(),
                 });
-                for (side, m) in
-                    std::iter::once(("http", &http)).chain(engine.iter().map(|m| ("engine", m)))
-                {
+                for (side, m) in &sides {
                     let seconds = m.elapsed.as_secs_f64();
                     let at = |q: f64| millis_at(&m.latencies, q);
                     report.push(json!({
@@ -189,6 +242,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                         "p99_ms": at(0.99),
                         "p99_9_ms": at(0.999),
                         "p99_99_ms": at(0.9999),
+                        "over_sql": sql_qps.map(|s| qps(m) / s),
                         "over_engine": engine_qps.map(|e| qps(m) / e),
                         "sql": sql,
                     }));
@@ -242,9 +296,14 @@ fn fill(template: &str, values: &[(&str, String)]) -> String {
         })
 }
 
-/// `sql` on `connections` keep-alive connections (one client each) for
-/// `seconds`.
-async fn over_http(args: &Args, endpoints: &Endpoints, sql: &str) -> anyhow::Result<Measured> {
+/// `sql` over `path` on `connections` keep-alive connections (one client
+/// each) for `seconds`; `None` when the server does not offer `path`.
+async fn over_http(
+    args: &Args,
+    endpoints: &Endpoints,
+    path: Path,
+    sql: &str,
+) -> anyhow::Result<Option<Measured>> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let started = Instant::now();
     let mut workers = Vec::new();
@@ -253,12 +312,9 @@ async fn over_http(args: &Args, endpoints: &Endpoints, sql: &str) -> anyhow::Res
             .no_proxy()
             .pool_max_idle_per_host(1)
             .build()?;
-        let request = authorized(
-            endpoints,
-            client
-                .post(format!("{}/sql?format=TabSeparated", endpoints.http))
-                .body(sql.to_owned()),
-        );
+        let Some(request) = path.request(&client, endpoints, sql) else {
+            return Ok(None);
+        };
         workers.push(tokio::spawn(async move {
             let mut measured = (Vec::new(), 0usize, 0usize);
             while Instant::now() < deadline {
@@ -283,7 +339,7 @@ async fn over_http(args: &Args, endpoints: &Endpoints, sql: &str) -> anyhow::Res
     for worker in workers {
         parts.push(worker.await??);
     }
-    Ok(Measured::gather(parts, started.elapsed()))
+    Ok(Some(Measured::gather(parts, started.elapsed())))
 }
 
 /// `sql` on `threads` engine connections of this process for `seconds`.

@@ -19,6 +19,10 @@ pub(crate) struct ServerArgs {
     /// http://127.0.0.1:8087.
     #[arg(long, requires = "url")]
     pub(super) grpc_url: Option<String>,
+    /// The running chingest's ClickHouse HTTP interface (with --url), e.g.
+    /// http://127.0.0.1:8123.
+    #[arg(long, requires = "url")]
+    pub(super) clickhouse_url: Option<String>,
     /// Server config file for the in-process server (default: built-in
     /// defaults).
     #[arg(long, value_name = "PATH", conflicts_with = "url")]
@@ -32,6 +36,8 @@ pub(crate) struct ServerArgs {
 pub(super) struct Endpoints {
     pub(super) http: String,
     pub(super) grpc: Option<String>,
+    /// The ClickHouse HTTP interface, when known.
+    pub(super) clickhouse: Option<String>,
     pub(super) token: Option<String>,
 }
 
@@ -65,6 +71,10 @@ async fn start(
         let endpoints = Endpoints {
             http: url.trim_end_matches('/').to_owned(),
             grpc: args.grpc_url.clone(),
+            clickhouse: args
+                .clickhouse_url
+                .as_ref()
+                .map(|url| url.trim_end_matches('/').to_owned()),
             token: args.token.clone(),
         };
         return Ok((None, endpoints));
@@ -77,6 +87,7 @@ async fn start(
     config.data_dir = ctx.data_dir.clone();
     config.http_addr = "127.0.0.1:0".parse()?;
     config.grpc_addr = "127.0.0.1:0".parse()?;
+    config.clickhouse_http_addr = Some("127.0.0.1:0".parse()?);
     config.log = "warn".into();
     config.auth_tokens.extend(args.token.clone());
     adjust(&mut config);
@@ -84,6 +95,7 @@ async fn start(
     let endpoints = Endpoints {
         http: format!("http://{}", server.addr),
         grpc: Some(format!("http://{}", server.grpc_addr)),
+        clickhouse: server.clickhouse_addr.map(|addr| format!("http://{addr}")),
         token: args.token.clone(),
     };
     Ok((Some(server), endpoints))

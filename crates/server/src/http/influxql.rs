@@ -287,6 +287,17 @@ pub(super) async fn query(
         .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
     let now = now_ns();
     let parse_error = |message: String| ApiError::bad_request(format!("error parsing query: {message}"));
+    // `params={"name": value}` binds `$name`.
+    let bound;
+    let q = match params.get("params").filter(|p| !p.trim().is_empty()) {
+        Some(json) => {
+            let values: serde_json::Map<String, Value> = serde_json::from_str(json)
+                .map_err(|err| ApiError::bad_request(format!("error parsing query parameters: {err}")))?;
+            bound = crate::influxql::bind(q, &values).map_err(parse_error)?;
+            &bound
+        }
+        None => q,
+    };
     let mut statements = Vec::new();
     for text in crate::influxql::split_statements(q).map_err(parse_error)? {
         statements.push(match crate::influxql::parse(text, now) {
@@ -309,6 +320,7 @@ pub(super) async fn query(
         grant: &grant,
         database: params.get("db").map(String::as_str),
         retention_policy,
+        default_retention_policy: &state.config.write.default_retention_policy,
         now,
     };
     let mut outcomes = Vec::new();

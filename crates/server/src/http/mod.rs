@@ -9,6 +9,7 @@ mod influx;
 mod influxql;
 mod otlp;
 pub(crate) use otlp::DATABASE_HEADER as OTLP_DATABASE_HEADER;
+pub mod clickhouse;
 mod prometheus;
 mod sql;
 

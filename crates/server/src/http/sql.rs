@@ -10,6 +10,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
+use tracing::Instrument as _;
 
 use super::AppState;
 use crate::error::{ApiError, Flavor};
@@ -71,31 +72,49 @@ async fn run(
     let ingestor = state.ingestor()?;
     let format = params.get("format").map_or("JSON", String::as_str);
     let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
-    let engine_error = |err| match err {
-        // The engine refused the statement: the client's mistake.
-        chingest::Error::Engine(message) => ApiError::bad_request(message),
-        other => ApiError::from(other),
-    };
-    let mut chunks = ingestor
-        .query_read_only_stream(sql, format, &grant.read_scope())
+    let body = stream_output(ingestor, sql, format, &grant.read_scope(), None)
+        .instrument(span)
         .await
-        .map_err(engine_error)?;
-    // The first chunk decides the status: errors that stop the statement
-    // from starting are a 400; later ones can only cut the body short.
+        .map_err(|err| match err {
+            // The engine refused the statement: the client's mistake.
+            chingest::Error::Engine(message) => ApiError::bad_request(message),
+            other => ApiError::from(other),
+        })?;
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(format)),
+    );
+    Ok(response)
+}
+
+/// Runs one read-only statement for an untrusted caller and gives its
+/// output as a response body, shared by `/sql` and the ClickHouse
+/// interface. Errors that stop the statement from starting are returned;
+/// later ones can only cut the body short. A small answer (one chunk) is
+/// whole, with its length; a larger one is streamed as the engine produces
+/// it, and a client that goes away cancels the statement.
+pub(crate) async fn stream_output(
+    ingestor: &chingest::Ingestor,
+    sql: &str,
+    format: &str,
+    scope: &chingest::ReadScope,
+    database: Option<&str>,
+) -> Result<Body, chingest::Error> {
+    let mut chunks = ingestor
+        .query_read_only_stream(sql, format, scope, database)
+        .await?;
     let first = match chunks.next().await {
-        Some(chunk) => chunk.map_err(engine_error)?,
+        Some(chunk) => chunk?,
         None => Vec::new(),
     };
-    // A small answer (one chunk) goes out whole, with its length, in one
-    // write; a larger one is streamed as the engine produces it.
-    let body = match chunks.next().await {
+    Ok(match chunks.next().await {
         None => Body::from(first),
         Some(second) => {
-            span.in_scope(|| tracing::debug!("streaming"));
+            tracing::debug!("streaming");
             let head = [Ok(first), second]
                 .map(|chunk| chunk.map(Bytes::from).map_err(std::io::Error::other));
-            // The chunks live in the body: a client that goes away drops
-            // them, which cancels the statement.
+            // The chunks live in the body: dropping it cancels the statement.
             let rest = futures_util::stream::unfold(chunks, |mut chunks| async move {
                 let chunk = chunks.next().await?;
                 Some((
@@ -105,17 +124,11 @@ async fn run(
             });
             Body::from_stream(futures_util::stream::iter(head).chain(rest))
         }
-    };
-    let mut response = (StatusCode::OK, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(format)),
-    );
-    Ok(response)
+    })
 }
 
 /// The media type of a ClickHouse output format.
-fn content_type(format: &str) -> &'static str {
+pub(crate) fn content_type(format: &str) -> &'static str {
     let format = format.to_ascii_lowercase();
     if format.starts_with("json") && !format.contains("eachrow") {
         "application/json"

@@ -23,6 +23,8 @@ pub(crate) enum Token {
     Duration(i64),
     /// An operator or punctuation: `= != <> < <= > >= =~ !~ + - * / % ( ) , ; . ::`.
     Punct(&'static str),
+    /// A bound parameter, `$name` (see [`bind`]).
+    Param(String),
 }
 
 impl Token {
@@ -42,6 +44,7 @@ impl Token {
             Token::Number(n) => n.to_string(),
             Token::Duration(ns) => format!("{ns}ns"),
             Token::Punct(p) => (*p).to_owned(),
+            Token::Param(name) => format!("${name}"),
         }
     }
 }
@@ -108,6 +111,13 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
                 at += 1;
                 Token::Punct(".")
             }
+            '$' => {
+                let len = text[at + 1..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(text.len() - at - 1);
+                at += 1 + len;
+                Token::Param(text[start + 1..at].to_owned())
+            }
             c if c.is_alphabetic() || c == '_' => {
                 let len = text[at..]
                     .find(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -126,6 +136,36 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
         tokens.push(Spanned { token, at: start });
     }
     Ok(tokens)
+}
+
+/// `q` with each `$name` replaced by the InfluxQL text of `params`'
+/// value of that name (the request's `params=`, a JSON object): a string
+/// becomes a quoted string, numbers and booleans stay as they are. A name
+/// `params` lacks is an error.
+pub(crate) fn bind(
+    q: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, String> {
+    let mut bound = String::with_capacity(q.len());
+    let mut copied = 0;
+    for token in tokenize(q)? {
+        let Token::Param(name) = &token.token else {
+            continue;
+        };
+        let literal = match params.get(name) {
+            Some(serde_json::Value::String(s)) => {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+            }
+            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v.to_string(),
+            Some(other) => return Err(format!("unable to bind parameter {name}: {other}")),
+            None => return Err(format!("missing parameter: {name}")),
+        };
+        bound.push_str(&q[copied..token.at]);
+        bound.push_str(&literal);
+        copied = token.at + 1 + name.len();
+    }
+    bound.push_str(&q[copied..]);
+    Ok(bound)
 }
 
 /// A regex is possible after `=~`/`!~`, after `FROM`, `KEY` or `BY`, and
@@ -273,6 +313,17 @@ mod tests {
         assert_eq!(tokens("1700000000s")[0], Duration(1_700_000_000_000_000_000));
         assert_eq!(tokens("x::field")[1], Punct("::"));
         assert_eq!(tokens(r"'a\'b'")[0], Str("a'b".into()));
+    }
+
+    #[test]
+    fn parameters_bind_as_literals() {
+        let params = serde_json::json!({"h": "it's", "n": 5, "b": true});
+        let params = params.as_object().unwrap();
+        assert_eq!(
+            bind("SELECT a FROM m WHERE h = $h AND n > $n AND ok = $b AND s = '$h'", params).unwrap(),
+            r"SELECT a FROM m WHERE h = 'it\'s' AND n > 5 AND ok = true AND s = '$h'"
+        );
+        assert_eq!(bind("SELECT $x", params).unwrap_err(), "missing parameter: x");
     }
 
     #[test]

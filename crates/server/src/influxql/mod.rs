@@ -26,6 +26,7 @@ use chingest::{Ingestor, MeasurementSchema, TagPredicate};
 use crate::error::ApiError;
 use crate::state::Grant;
 
+pub(crate) use lex::bind;
 pub(crate) use output::{epoch_unit, Series, TimeFormat, Value};
 pub(crate) use parse::{parse, split_statements, ParseError, Statement};
 
@@ -38,6 +39,8 @@ pub(crate) struct Context<'a> {
     /// The retention policy of sources that name none (the request's `rp=`
     /// or the server's default).
     pub(crate) retention_policy: &'a str,
+    /// The server's default retention policy, which every database has.
+    pub(crate) default_retention_policy: &'a str,
     /// What `now()` means, ns since the epoch.
     pub(crate) now: i64,
 }
@@ -136,6 +139,15 @@ impl Context<'_> {
                 .retention_policy
                 .clone()
                 .unwrap_or_else(|| self.retention_policy.to_owned());
+            let known = rp == self.default_retention_policy
+                || self
+                    .ingestor
+                    .retention_policies(&database)
+                    .iter()
+                    .any(|(name, _)| *name == rp);
+            if !known {
+                return Err(format!("retention policy not found: {rp}").into());
+            }
             let pattern = match &source.measurement {
                 parse::Name::Regex(re) => Some(compile(re)?),
                 parse::Name::Exact(_) => None,

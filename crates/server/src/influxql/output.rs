@@ -99,7 +99,8 @@ fn cell(value: &Value, format: TimeFormat) -> Json {
     match value {
         Value::Null => Json::Null,
         Value::Time(ns) => match format.epoch {
-            Some(unit) => json!(ns.div_euclid(unit)),
+            // Go's integer division: toward zero, also before 1970.
+            Some(unit) => json!(ns / unit),
             None => json!(rfc3339(*ns, format.zone)),
         },
         Value::Float(v) if v.is_finite() => json!(v),

@@ -559,7 +559,7 @@ impl<'a> Parser<'a> {
         if self.keyword("ORDER") {
             self.expect("BY")?;
             if !self.keyword("time") {
-                return unsupported("only ORDER BY time [ASC|DESC] is supported");
+                return invalid("only ORDER BY time supported at this time");
             }
             if self.keyword("DESC") {
                 select.descending = true;
@@ -661,7 +661,7 @@ impl<'a> Parser<'a> {
                 Some(Token::Number(n)) => Fill::Float(-n),
                 _ => return invalid(self.found_previous("number")),
             },
-            _ => return invalid(self.found_previous("null, none, previous, linear or a number")),
+            _ => return invalid("expected number argument in fill()"),
         };
         self.expect_punct(")")?;
         Ok(fill)

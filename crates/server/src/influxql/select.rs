@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use chingest::names::{quote_ident, quote_literal};
 use chingest::schema::FieldType;
+use chingest::TagPredicate;
 
 use super::output::{Series, Value};
 use super::parse::{Expr, Fill, GroupBy, Interval, Select};
@@ -67,6 +68,29 @@ impl Aggregate {
         !matches!(self, Aggregate::Count | Aggregate::First | Aggregate::Last)
     }
 
+    /// `first`, `last`, `min` and `max`: the selectors whose point other
+    /// columns can be read at.
+    fn picks_point(self) -> bool {
+        matches!(self, Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max)
+    }
+
+    /// For `first`, `last`, `min` and `max`: the SQL of `other` at the
+    /// point the selector picks from `x` (the other fields and tags a lone
+    /// selector may be selected with).
+    fn at_selected(self, x: &str, other: &str) -> Option<String> {
+        let t = "toUnixTimestamp64Nano(f.time)";
+        let (pick, order) = match self {
+            // Among points at the same time, the greatest value (InfluxDB's
+            // reducers' rule); among equal values, the earliest point.
+            Aggregate::First => ("argMaxIf", format!("(-{t}, {x})")),
+            Aggregate::Last => ("argMaxIf", format!("({t}, {x})")),
+            Aggregate::Min => ("argMinIf", format!("({x}, {t})")),
+            Aggregate::Max => ("argMaxIf", format!("({x}, -{t})")),
+            _ => return None,
+        };
+        Some(format!("{pick}({other}, {order}, {x} IS NOT NULL)"))
+    }
+
     /// The SQL of its value and, for selectors, of its point's time.
     fn sql(self, x: &str, id: usize) -> (String, Option<String>) {
         let t = "toUnixTimestamp64Nano(f.time)";
@@ -79,22 +103,9 @@ impl Aggregate {
             Aggregate::Median => (format!("quantileExactInclusive(0.5)({x})"), None),
             Aggregate::Spread => (format!("max({x}) - min({x})"), None),
             Aggregate::Stddev => (format!("stddevSamp({x})"), None),
-            Aggregate::First => (
-                format!("argMinIf({x}, {t}, {present})"),
-                Some(format!("minIf({t}, {present})")),
-            ),
-            Aggregate::Last => (
-                format!("argMaxIf({x}, {t}, {present})"),
-                Some(format!("maxIf({t}, {present})")),
-            ),
-            // Among equal values, the earliest point.
-            Aggregate::Min => (
-                format!("min({x})"),
-                Some(format!("argMinIf({t}, ({x}, {t}), {present})")),
-            ),
-            Aggregate::Max => (
-                format!("max({x})"),
-                Some(format!("argMaxIf({t}, ({x}, -{t}), {present})")),
+            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max => (
+                self.at_selected(x, x).unwrap_or_default(),
+                self.at_selected(x, t),
             ),
             // InfluxDB's rank: floor(n × p / 100 + 0.5), 1-based; none
             // outside 1..=n.
@@ -142,14 +153,16 @@ impl Transform {
         })
     }
 
-    /// Applies to one column's points, in time order, nulls left out.
+    /// Applies to one column's points (time, value, whether an integer),
+    /// nulls left out, in the statement's order: descending, each value
+    /// is taken from the later one, over the time between them.
     fn apply(self, points: &[(i64, f64, bool)], default_unit: i64) -> Vec<(i64, Value)> {
         let mut out = Vec::new();
         for pair in points.windows(2) {
             let ((t0, v0, _), (t1, v1, integer)) = (pair[0], pair[1]);
             let value = match self.derivative {
                 Some(unit) => {
-                    let elapsed = (t1 - t0) as f64 / unit.unwrap_or(default_unit) as f64;
+                    let elapsed = (t1 - t0).abs() as f64 / unit.unwrap_or(default_unit) as f64;
                     if elapsed == 0.0 {
                         continue;
                     }
@@ -216,7 +229,12 @@ impl Column {
                             name: name.clone(),
                             cast: cast.clone(),
                         }),
-                        Expr::Wildcard => Err(format!("{name}(*) is not supported; name the field")),
+                        // Every field the function takes, expanded per measurement.
+                        Expr::Wildcard => Ok(Column::Aggregate {
+                            func,
+                            name: "*".to_owned(),
+                            cast: None,
+                        }),
                         _ => Err(format!("expected field argument in {name}()")),
                     };
                 }
@@ -296,12 +314,27 @@ struct Shape {
 fn shape(select: &Select) -> Result<Shape, String> {
     let mut columns = Vec::new();
     for field in &select.fields {
+        // Time is always the first column; naming it adds nothing.
+        if matches!(&field.expr, Expr::Var { name, .. } if name == "time") {
+            continue;
+        }
         let column = Column::from_expr(&field.expr)?;
         let name = field.alias.clone().unwrap_or_else(|| column.default_name(&field.expr));
         columns.push((name, column));
     }
+    if columns.is_empty() {
+        return Err("at least 1 non-time field must be queried".into());
+    }
     let aggregate = columns.iter().any(|(_, c)| c.aggregates());
-    if aggregate && columns.iter().any(|(_, c)| !c.aggregates()) {
+    // Fields and tags may stand beside one selector: their values at the
+    // point it picks.
+    let selectors = columns
+        .iter()
+        .filter(|(_, c)| matches!(c, Column::Aggregate { func, .. } if func.picks_point()))
+        .count();
+    let beside_selector = |c: &Column| matches!(c, Column::Raw { .. }) && selectors == 1;
+    let aggregates = columns.iter().filter(|(_, c)| c.aggregates()).count();
+    if aggregate && columns.iter().any(|(_, c)| !c.aggregates() && !(beside_selector(c) && aggregates == 1)) {
         return Err("mixing aggregate and non-aggregate queries is not supported".into());
     }
     for (_, column) in &columns {
@@ -335,11 +368,15 @@ pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Fa
     let targets = ctx.targets(&select.sources)?;
     // `*` is every field and tag of every measurement read, sorted, less
     // the tags grouped by.
-    let mut wildcard: Vec<String> = Vec::new();
+    // A key that is both a field and a tag shows twice: `k` and `k_1`
+    // (`k::tag`).
+    let mut wildcard: Vec<(String, Option<String>)> = Vec::new();
     for target in &targets {
         let grouped = group_keys(select, target);
-        wildcard.extend(target.schema.fields.iter().filter(|(_, ty)| !ty.is_array()).map(|(f, _)| f.clone()));
-        wildcard.extend(target.schema.tag_keys.iter().filter(|k| !grouped.contains(k)).cloned());
+        let fields = target.schema.fields.iter().filter(|(_, ty)| !ty.is_array());
+        wildcard.extend(fields.map(|(f, _)| (f.clone(), Some("field".to_owned()))));
+        let tags = target.schema.tag_keys.iter().filter(|k| !grouped.contains(k));
+        wildcard.extend(tags.map(|k| (k.clone(), Some("tag".to_owned()))));
     }
     wildcard.sort();
     wildcard.dedup();
@@ -384,7 +421,7 @@ async fn measurement(
     select: &Select,
     shape: &Shape,
     target: &Target,
-    wildcard: &[String],
+    wildcard: &[(String, Option<String>)],
     zone: Option<chrono_tz::Tz>,
 ) -> Result<Vec<Series>, Failure> {
     let group_keys = group_keys(select, target);
@@ -392,20 +429,38 @@ async fn measurement(
     for (name, column) in &shape.columns {
         match column {
             Column::Wildcard => {
-                outputs.extend(wildcard.iter().map(|name| Output {
+                outputs.extend(wildcard.iter().map(|(name, cast)| Output {
                     column: Column::Raw {
                         name: name.clone(),
-                        cast: None,
+                        cast: cast.clone(),
                     },
                     name: name.clone(),
-                    operand: operand(target, name, None),
+                    operand: operand(target, name, cast.as_deref()),
+                }));
+            }
+            Column::Aggregate { func, name: all, .. } if all == "*" => {
+                let fields = target.schema.fields.iter().filter(|(_, ty)| {
+                    !ty.is_array() && !(func.is_numeric() && matches!(ty, FieldType::String | FieldType::Boolean))
+                });
+                outputs.extend(fields.map(|(field, ty)| Output {
+                    name: format!("{name}_{field}"),
+                    column: Column::Aggregate {
+                        func: *func,
+                        name: field.clone(),
+                        cast: None,
+                    },
+                    operand: Operand::Field(field.clone(), *ty),
                 }));
             }
             _ => {
                 let (var, cast) = leaf(column);
                 let operand = operand(target, var, cast);
-                if let (Operand::Field(f, ty), Some(func)) = (&operand, aggregate_of(column)) {
-                    if func.is_numeric() && matches!(ty, FieldType::String | FieldType::Boolean) {
+                let numeric = match column {
+                    Column::Transform { .. } => true,
+                    _ => aggregate_of(column).is_some_and(Aggregate::is_numeric),
+                };
+                if let Operand::Field(f, ty) = &operand {
+                    if numeric && matches!(ty, FieldType::String | FieldType::Boolean) {
                         return Err(format!(
                             "{name}() of {f:?}, a {} field, is not supported",
                             super::show::field_type_name(*ty).unwrap_or("non-numeric")
@@ -427,9 +482,10 @@ async fn measurement(
     if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
         return Ok(Vec::new());
     }
+    let filter = Filter::new(select, target)?;
     match shape.aggregate {
-        false => raw(ctx, select, target, &outputs, &group_keys).await,
-        true => aggregated(ctx, select, target, &outputs, &group_keys, zone).await,
+        false => raw(ctx, select, target, &filter, &outputs, &group_keys).await,
+        true => aggregated(ctx, select, target, &filter, &outputs, &group_keys, zone).await,
     }
 }
 
@@ -462,11 +518,87 @@ fn dedupe_names(outputs: &mut [Output]) {
     }
 }
 
+/// What a statement's `WHERE` asks of one measurement: series by their
+/// tags, and points by field values. A comparison written like a tag's
+/// (`status = 'red'`, `=~ /re/`) is a field's when the measurement has
+/// that field and no such tag.
+struct Filter {
+    tags: TagPredicate,
+    /// SQL conditions on the fact row.
+    points: Vec<String>,
+}
+
+impl Filter {
+    fn new(select: &Select, target: &Target) -> Result<Filter, Failure> {
+        let mut points: Vec<String> = select
+            .condition
+            .fields
+            .iter()
+            .map(|c| field_condition_sql(target, c))
+            .collect();
+        let field = |key: &str| {
+            let tag = target.schema.tag_keys.iter().any(|k| k == key);
+            target.schema.fields.iter().find(|(f, _)| f == key && !tag).map(|(_, ty)| *ty)
+        };
+        let terms = match &select.condition.tags {
+            TagPredicate::And(all) => all.clone(),
+            other => vec![other.clone()],
+        };
+        let mut tags = Vec::new();
+        for term in terms {
+            // (key, the condition were the key a field)
+            let column = |k: &str| format!("f.{}", quote_ident(k));
+            let (key, sql) = match &term {
+                TagPredicate::Equals(k, v) => (k, format!("{} = {}", column(k), quote_literal(v))),
+                TagPredicate::NotEquals(k, v) => (k, format!("{} != {}", column(k), quote_literal(v))),
+                TagPredicate::Matches(k, re) => (k, format!("match({}, {})", column(k), quote_literal(re))),
+                TagPredicate::NotMatches(k, re) => {
+                    (k, format!("NOT match({}, {})", column(k), quote_literal(re)))
+                }
+                TagPredicate::And(_) | TagPredicate::Or(_) if mentions(&term, &field) => {
+                    return Err("conditions on field values must be joined to the rest with AND"
+                        .to_owned()
+                        .into())
+                }
+                _ => {
+                    tags.push(term);
+                    continue;
+                }
+            };
+            match field(key) {
+                Some(FieldType::String) => points.push(sql),
+                // A string never equals another type's value.
+                Some(_) => points.push("0".to_owned()),
+                None => tags.push(term),
+            }
+        }
+        let tags = match tags.len() {
+            0 => TagPredicate::Any,
+            1 => tags.remove(0),
+            _ => TagPredicate::And(tags),
+        };
+        Ok(Filter { tags, points })
+    }
+}
+
+/// Whether `predicate` compares a key `field` says is a field.
+fn mentions(predicate: &TagPredicate, field: &impl Fn(&str) -> Option<FieldType>) -> bool {
+    match predicate {
+        TagPredicate::Any => false,
+        TagPredicate::Equals(k, _)
+        | TagPredicate::NotEquals(k, _)
+        | TagPredicate::Matches(k, _)
+        | TagPredicate::NotMatches(k, _) => field(k).is_some(),
+        TagPredicate::And(all) | TagPredicate::Or(all) => all.iter().any(|p| mentions(p, field)),
+    }
+}
+
 /// The `WHERE` of a statement over `target`: the time range, the series
-/// (when not joined), points that have one of `fields`.
+/// (when not joined), points that have one of `fields`, the filter's
+/// conditions on points.
 fn where_sql(
     select: &Select,
-    target: &Target,
+    filter: &Filter,
     series: Option<String>,
     fields: &[&str],
     stop: Option<i64>,
@@ -482,9 +614,7 @@ fn where_sql(
         let any: Vec<String> = fields.iter().map(|f| format!("f.{f} IS NOT NULL")).collect();
         conditions.push(format!("({})", any.join(" OR ")));
     }
-    for condition in &select.condition.fields {
-        conditions.push(field_condition_sql(target, condition));
-    }
+    conditions.extend(filter.points.iter().cloned());
     match conditions.is_empty() {
         true => "1".to_owned(),
         false => conditions.join(" AND "),
@@ -522,9 +652,9 @@ fn field_sql(operand: &Operand) -> String {
     }
 }
 
-fn fields_read(outputs: &[Output]) -> Vec<String> {
+fn fields_read<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Vec<String> {
     let mut fields: Vec<String> = outputs
-        .iter()
+        .into_iter()
         .filter_map(|o| match &o.operand {
             Operand::Field(f, _) => Some(quote_ident(f)),
             _ => None,
@@ -572,6 +702,11 @@ fn order_and_limit(select: &Select, mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>
     if select.descending {
         rows.reverse();
     }
+    limited(select, rows)
+}
+
+/// `OFFSET` and `LIMIT` on one series' rows.
+fn limited(select: &Select, rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
     let skip = usize::try_from(select.offset).unwrap_or(usize::MAX);
     // LIMIT 0 is no limit, as in InfluxDB.
     let take = select
@@ -586,11 +721,12 @@ async fn raw(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
+    filter: &Filter,
     outputs: &[Output],
     keys: &[String],
 ) -> Result<Vec<Series>, Failure> {
     let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
-    let (from, series) = fact_source(target, &select.condition.tags, join);
+    let (from, series) = fact_source(target, &filter.tags, join);
     let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
     columns.extend(group_sql(keys));
     columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
@@ -603,7 +739,7 @@ async fn raw(
     let mut sql = format!(
         "SELECT {} FROM {from} WHERE {} ORDER BY {}",
         columns.join(", "),
-        where_sql(select, target, series, &fields, select.condition.stop),
+        where_sql(select, filter, series, &fields, select.condition.stop),
         order.join(", ")
     );
     // Without transformations, LIMIT and OFFSET are the engine's (per
@@ -621,11 +757,9 @@ async fn raw(
     let mut answer = Vec::new();
     for (group, mut rows) in by_group(rows, keys.len()) {
         if transforms {
-            // Transformations run forwards in time.
-            if select.descending {
-                rows.reverse();
-            }
-            rows = order_and_limit(select, transformed(outputs, rows, 1_000_000_000));
+            // The engine's order is the statement's.
+            let unit = 1_000_000_000;
+            rows = limited(select, transformed(outputs, rows, unit, select.descending));
         }
         if !rows.is_empty() {
             answer.push(series_of(target, keys, group, outputs, rows));
@@ -648,10 +782,16 @@ fn move_time_first(keys: usize) -> impl Fn(Vec<Value>) -> Vec<Value> {
     }
 }
 
-/// Each column's transformation over its non-null points (rows are
-/// (time, values…) in ascending time); the rows of every time that has a
-/// result.
-fn transformed(outputs: &[Output], rows: Vec<Vec<Value>>, default_unit: i64) -> Vec<Vec<Value>> {
+/// Each column's transformation over its non-null points, taken in the
+/// statement's order (rows are (time, values…), descending when
+/// `descending`, as InfluxDB runs them); the rows of every time that has a
+/// result, in the same order.
+fn transformed(
+    outputs: &[Output],
+    rows: Vec<Vec<Value>>,
+    default_unit: i64,
+    descending: bool,
+) -> Vec<Vec<Value>> {
     let mut by_time: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
     for (c, output) in outputs.iter().enumerate() {
         let Column::Transform { func, .. } = output.column else {
@@ -671,13 +811,17 @@ fn transformed(outputs: &[Output], rows: Vec<Vec<Value>>, default_unit: i64) -> 
                 .or_insert_with(|| vec![Value::Null; outputs.len()])[c] = value;
         }
     }
-    by_time
+    let mut rows: Vec<Vec<Value>> = by_time
         .into_iter()
         .map(|(t, mut values)| {
             values.insert(0, Value::Time(t));
             values
         })
-        .collect()
+        .collect();
+    if descending {
+        rows.reverse();
+    }
+    rows
 }
 
 /// The start of the `GROUP BY time` interval that holds `t`, as InfluxDB
@@ -702,14 +846,23 @@ fn window_start(t: i64, interval: Interval, zone: Option<chrono_tz::Tz>) -> i64 
 
 /// The same in SQL, for the engine's `GROUP BY`.
 fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> String {
-    let (every, offset) = (interval.every, interval.offset);
+    // Signed constants: a bare literal is unsigned to the engine, and
+    // unsigned arithmetic wraps times before 1970.
+    let (every, offset) = (
+        format!("toInt64({})", interval.every),
+        format!("toInt64({})", interval.offset),
+    );
     let t0 = format!("(toUnixTimestamp64Nano(f.time) - {offset})");
     match zone {
         None => format!("({t0} - ({t0} % {every} + {every}) % {every} + {offset})"),
         Some(zone) => {
             let zone = quote_literal(zone.name());
-            let offset_at =
-                |ns: &str| format!("(toInt64(timeZoneOffset(toTimeZone(fromUnixTimestamp64Nano(toInt64({ns})), {zone}))) * 1000000000)");
+            let offset_at = |ns: &str| {
+                format!(
+                    "(toInt64(timeZoneOffset(toTimeZone(fromUnixTimestamp64Nano(toInt64({ns})), {zone}))) \
+                     * toInt64(1000000000))"
+                )
+            };
             let z0 = offset_at(&t0);
             let start = format!("({t0} - (({t0} + {z0}) % {every} + {every}) % {every})");
             let shift = format!("({z0} - {})", offset_at(&start));
@@ -725,11 +878,20 @@ async fn aggregated(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
+    filter: &Filter,
     outputs: &[Output],
     keys: &[String],
     zone: Option<chrono_tz::Tz>,
 ) -> Result<Vec<Series>, Failure> {
-    let (from, series) = fact_source(target, &select.condition.tags, !keys.is_empty());
+    // The selector that fields and tags selected beside it are read at.
+    let selector = outputs.iter().find_map(|o| match (&o.column, &o.operand) {
+        (Column::Aggregate { func, .. }, Operand::Field(..)) => Some((*func, field_sql(&o.operand))),
+        _ => None,
+    });
+    let aux_tags = outputs
+        .iter()
+        .any(|o| matches!((&o.column, &o.operand), (Column::Raw { .. }, Operand::Tag(_))));
+    let (from, series) = fact_source(target, &filter.tags, !keys.is_empty() || aux_tags);
     // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
     let stop = match (select.condition.stop, select.interval) {
         (None, Some(_)) => Some(ctx.now.saturating_add(1)),
@@ -743,10 +905,13 @@ async fn aggregated(
     // Per output: where its value is, and its point's time.
     let mut at = Vec::new();
     for (i, output) in outputs.iter().enumerate() {
-        let func = aggregate_of(&output.column).unwrap_or(Aggregate::Count);
-        let (value, time) = match output.operand {
-            Operand::Field(..) => func.sql(&field_sql(&output.operand), i),
-            _ => ("NULL".to_owned(), func.is_selector().then(|| "NULL".to_owned())),
+        let (value, time) = match (aggregate_of(&output.column), &output.operand, &selector) {
+            (None, Operand::Missing, _) | (None, _, None) => ("NULL".to_owned(), None),
+            (None, other, Some((func, x))) => {
+                (func.at_selected(x, &field_sql(other)).unwrap_or_default(), None)
+            }
+            (Some(func), Operand::Field(..), _) => func.sql(&field_sql(&output.operand), i),
+            (Some(func), _, _) => ("NULL".to_owned(), func.is_selector().then(|| "NULL".to_owned())),
         };
         columns.push(value);
         at.push((columns.len() - 1, time.map(|t| {
@@ -759,12 +924,14 @@ async fn aggregated(
     if select.interval.is_some() {
         group.insert(0, "__t".to_owned());
     }
-    let fields = fields_read(outputs);
+    // Points that have a field an aggregate reads (not one read beside).
+    let aggregated: Vec<&Output> = outputs.iter().filter(|o| o.column.aggregates()).collect();
+    let fields = fields_read(aggregated.iter().copied());
     let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
     let mut sql = format!(
         "SELECT {} FROM {from} WHERE {}",
         columns.join(", "),
-        where_sql(select, target, series, &fields, stop)
+        where_sql(select, filter, series, &fields, stop)
     );
     if !group.is_empty() {
         sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
@@ -776,9 +943,9 @@ async fn aggregated(
         .into_iter()
         .filter(|row| row.len() == width && row[width - 1] != Value::Unsigned(0))
         .collect();
-    let lone_selector = outputs.len() == 1
-        && aggregate_of(&outputs[0].column).is_some_and(Aggregate::is_selector)
-        && !matches!(outputs[0].column, Column::Transform { .. });
+    let lone_selector = aggregated.len() == 1
+        && matches!(aggregated[0].column, Column::Aggregate { func, .. } if func.is_selector());
+    let selector_time = outputs.iter().position(|o| o.column.aggregates()).and_then(|i| at[i].1);
     // (keys…, time, values…) per row, with the interval's time or the
     // statement's.
     let start = select.condition.start.unwrap_or(0);
@@ -791,7 +958,7 @@ async fn aggregated(
                     Value::Integer(t) => t,
                     _ => start,
                 },
-                (None, true) => match at[0].1.map(|i| &row[i]) {
+                (None, true) => match selector_time.map(|i| &row[i]) {
                     Some(Value::Integer(t)) => *t,
                     _ => start,
                 },
@@ -848,7 +1015,7 @@ async fn aggregated(
                 _ => None,
             })
             .collect();
-        let mut filled = Vec::new();
+        let mut filled: Vec<Vec<Value>> = Vec::new();
         let mut t = first;
         while t <= last {
             let row = by_start.get(&t).cloned();
@@ -873,10 +1040,15 @@ async fn aggregated(
         }
         fill(&mut filled, select.fill);
         let rows = match transforms {
-            true => transformed(outputs, filled, interval.every),
-            false => filled,
+            true => {
+                if select.descending {
+                    filled.reverse();
+                }
+                let rows = transformed(outputs, filled, interval.every, select.descending);
+                limited(select, rows)
+            }
+            false => order_and_limit(select, filled),
         };
-        let rows = order_and_limit(select, rows);
         if !rows.is_empty() {
             answer.push(series_of(target, keys, group, outputs, rows));
         }

@@ -18,7 +18,12 @@ pub(crate) const TOKEN: &str = "secret";
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> =
     LazyLock::new(|| tokio::runtime::Runtime::new().expect("runtime"));
-static ADDRS: OnceLock<(std::net::SocketAddr, std::net::SocketAddr)> = OnceLock::new();
+/// The HTTP, gRPC and ClickHouse HTTP addresses.
+static ADDRS: OnceLock<(
+    std::net::SocketAddr,
+    std::net::SocketAddr,
+    std::net::SocketAddr,
+)> = OnceLock::new();
 
 fn start_server() -> RunningServer {
     let dir = tempfile::tempdir().unwrap().keep();
@@ -26,6 +31,7 @@ fn start_server() -> RunningServer {
         data_dir: dir,
         http_addr: "127.0.0.1:0".parse().unwrap(),
         grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        clickhouse_http_addr: Some("127.0.0.1:0".parse().unwrap()),
         auth_tokens: vec![TOKEN.to_owned()],
         limits: chingest_server::config::Limits {
             max_body_bytes: 1 << 20,
@@ -42,7 +48,12 @@ fn start_server() -> RunningServer {
         ..ServerConfig::default()
     };
     let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();
-    ADDRS.set((server.addr, server.grpc_addr)).unwrap();
+    let clickhouse = server
+        .clickhouse_addr
+        .expect("the ClickHouse interface is on");
+    ADDRS
+        .set((server.addr, server.grpc_addr, clickhouse))
+        .unwrap();
     server
 }
 
@@ -54,6 +65,11 @@ pub(crate) fn base() -> String {
 /// `http://<the gRPC API>`.
 pub(crate) fn grpc_base() -> String {
     format!("http://{}", ADDRS.get().expect("server started").1)
+}
+
+/// `http://<the ClickHouse HTTP interface>`.
+pub(crate) fn clickhouse_base() -> String {
+    format!("http://{}", ADDRS.get().expect("server started").2)
 }
 
 /// An HTTP client that ignores proxy settings.
