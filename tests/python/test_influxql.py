@@ -530,6 +530,28 @@ STATEMENTS = [
     case("missing retention policy", "SELECT * FROM nosuch.cpu", names="nosuch"),
     case("missing retention policy parameter", "SELECT count(used) FROM mem", rp="nosuch",
          names="nosuch"),
+    case("selectors of every field", "SELECT last(*) FROM mem GROUP BY host"),
+    case("max of every field by time",
+         f"SELECT max(*) FROM cpu WHERE host = 'host_3' AND {SPAN} GROUP BY time(15m)"),
+    case("show tag values from regex", "SHOW TAG VALUES FROM /^(mem|recent)$/ WITH KEY = host"),
+    case("show field keys from regex", "SHOW FIELD KEYS FROM /^c/"),
+    case("show series where regex alternation", "SHOW SERIES FROM cpu WHERE host =~ /1|3/"),
+    case("first tie by time", f"SELECT first(status) FROM mem WHERE time >= '2023-11-14T00:00:00Z' "
+                              f"AND time < '2023-11-14T01:00:00Z' GROUP BY time(30m)"),
+    case("percentile tie", "SELECT percentile(usage_user, 50) FROM cpu WHERE time < '2023-11-14T00:02:00Z'"),
+    case("time after now", "SELECT * FROM cpu WHERE time > now()"),
+    case("chunked one row per chunk",
+         "SELECT usage_user FROM cpu WHERE time < '2023-11-14T00:03:00Z' GROUP BY host; "
+         "SELECT * FROM nosuch; SHOW TAG KEYS", chunked="true", chunk_size="1"),
+    case("chunked with an error", "SELECT count(used) FROM mem; SELECT foo(x) FROM mem",
+         chunked="true", names="foo"),
+    case("chunked group by time epoch",
+         f"SELECT mean(usage_user) FROM cpu WHERE {SPAN} GROUP BY time(5m), host fill(linear)",
+         chunked="true", chunk_size="4", epoch="ms"),
+    case("subquery", f"SELECT max(m) FROM (SELECT mean(usage_user) AS m FROM cpu WHERE {SPAN} "
+                     f"GROUP BY time(10m), host)", names="subquer"),
+    case("top", "SELECT top(usage_user, 3) FROM cpu"),
+    case("cumulative sum", "SELECT cumulative_sum(used) FROM mem WHERE host = 'host_1' LIMIT 3"),
     # Errors
     case("parse error", "SELECT FROM cpu", names="FROM"),
     case("parse error at end", "SELECT usage_user FROM", names="EOF"),
@@ -583,6 +605,7 @@ DIFFERENCES = {
     },
     "unsupported-forms": {
         "select arithmetic": "InfluxDB computes usage_user * 2 + 1, chingest answers an error",
+        "subquery": "InfluxDB answers the outer query over the inner one's series, chingest an error",
         "where on a field or a tag": "InfluxDB answers, chingest asks for the field's condition "
                                      "to be joined with AND",
     },
@@ -624,8 +647,10 @@ def ask(url, q, params, token=None):
 
 def join_chunks(chunks):
     """One answer from the documents of a chunked one: a statement's results
-    in one result, a series continued in the next document (`"partial":
-    true`) in one series. A lone document is the answer as it is."""
+    in one result (InfluxDB sends a `SHOW`'s series in documents of their own,
+    each a result without `"partial"`), a series continued in the next
+    document (`"partial": true`) in one series. A lone document is the answer
+    as it is."""
     if len(chunks) == 1:
         return chunks[0]
     joined = {"results": []}
@@ -637,8 +662,7 @@ def join_chunks(chunks):
             results = joined["results"]
             partial = result.pop("partial", False)
             series = result.pop("series", [])
-            if results and results[-1].get("partial") and \
-                    results[-1]["statement_id"] == result["statement_id"]:
+            if results and results[-1]["statement_id"] == result["statement_id"]:
                 into = results[-1]
                 into.update(result)
             else:
