@@ -394,7 +394,7 @@ fn replay_reports_the_log_replayed_on_open() {
 }
 
 #[test]
-fn query_measures_each_query_over_http_and_on_the_engine() {
+fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(
         dir.path(),
@@ -412,33 +412,39 @@ fn query_measures_each_query_over_http_and_on_the_engine() {
             "0.2",
         ],
     );
-    // Five built-in queries, each over HTTP then on the engine.
-    assert_eq!(rows.len(), 10, "{rows:?}");
-    for pair in rows.chunks(2) {
-        let (http, engine) = (&pair[0], &pair[1]);
-        assert_eq!(
-            (&http["side"], &engine["side"]),
-            (&"http".into(), &"engine".into())
-        );
-        assert_eq!(http["query"], engine["query"]);
-        for row in pair {
+    // Five built-in queries, each over /sql, the ClickHouse interface, then
+    // on the engine.
+    assert_eq!(rows.len(), 15, "{rows:?}");
+    for sides in rows.chunks(3) {
+        let names: Vec<&Value> = sides.iter().map(|row| &row["side"]).collect();
+        assert_eq!(names, ["sql", "clickhouse", "engine"], "{sides:?}");
+        let (sql, engine) = (&sides[0], &sides[2]);
+        for row in sides {
+            assert_eq!(row["query"], sql["query"]);
             assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
             assert!(row["p50_ms"].as_f64().unwrap() <= row["p99_99_ms"].as_f64().unwrap());
+            let qps = row["qps"].as_f64().unwrap();
+            for (column, reference) in [("over_sql", sql), ("over_engine", engine)] {
+                let ratio = qps / reference["qps"].as_f64().unwrap();
+                assert!(
+                    (row[column].as_f64().unwrap() - ratio).abs() < 1e-9,
+                    "{row}"
+                );
+            }
         }
-        let over = http["over_engine"].as_f64().unwrap();
-        let ratio = http["qps"].as_f64().unwrap() / engine["qps"].as_f64().unwrap();
-        assert!((over - ratio).abs() < 1e-9, "{http}");
     }
-    // Each answers what it should: one row for a last point, 20 hosts.
-    let rows_per_query = |name: &str| {
-        let row = rows
-            .iter()
-            .find(|r| r["query"] == name && r["side"] == "http")
-            .unwrap();
-        row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
-    };
-    assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
-    assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
+    // Each path answers what it should: one row for a last point, 20 hosts.
+    for side in ["sql", "clickhouse"] {
+        let rows_per_query = |name: &str| {
+            let row = rows
+                .iter()
+                .find(|r| r["query"] == name && r["side"] == side)
+                .unwrap();
+            row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
+        };
+        assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
+        assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
+    }
     let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();
     assert!(chart.starts_with("<svg") && chart.contains("max-per-host"));
 }
