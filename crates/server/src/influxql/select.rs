@@ -129,47 +129,81 @@ impl Aggregate {
     }
 }
 
+/// What a transformation computes from consecutive points.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Change {
+    /// Per unit of time (ns; `None`: the default unit).
+    Derivative(Option<i64>),
+    Difference,
+    /// The running sum, from the first point on.
+    CumulativeSum,
+}
+
 /// `derivative`, `non_negative_derivative`, `difference`,
-/// `non_negative_difference`.
+/// `non_negative_difference`, `cumulative_sum`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Transform {
-    /// Per unit of time (ns); `None` for a difference.
-    derivative: Option<Option<i64>>,
+    change: Change,
     non_negative: bool,
 }
 
 impl Transform {
     fn named(name: &str) -> Option<Transform> {
-        let (derivative, non_negative) = match name {
-            "derivative" => (true, false),
-            "non_negative_derivative" => (true, true),
-            "difference" => (false, false),
-            "non_negative_difference" => (false, true),
+        let (change, non_negative) = match name {
+            "derivative" => (Change::Derivative(None), false),
+            "non_negative_derivative" => (Change::Derivative(None), true),
+            "difference" => (Change::Difference, false),
+            "non_negative_difference" => (Change::Difference, true),
+            "cumulative_sum" => (Change::CumulativeSum, false),
             _ => return None,
         };
         Some(Transform {
-            derivative: derivative.then_some(None),
+            change,
             non_negative,
         })
+    }
+
+    /// The function's name.
+    fn name(self) -> &'static str {
+        match (self.change, self.non_negative) {
+            (Change::Derivative(_), false) => "derivative",
+            (Change::Derivative(_), true) => "non_negative_derivative",
+            (Change::Difference, false) => "difference",
+            (Change::Difference, true) => "non_negative_difference",
+            (Change::CumulativeSum, _) => "cumulative_sum",
+        }
     }
 
     /// Applies to one column's points (time, value, whether an integer),
     /// nulls left out, in the statement's order: descending, each value
     /// is taken from the later one, over the time between them.
     fn apply(self, points: &[(i64, f64, bool)], default_unit: i64) -> Vec<(i64, Value)> {
+        let number = |v: f64, integer: bool| match integer {
+            true => Value::Integer(v as i64),
+            false => Value::Float(v),
+        };
+        if self.change == Change::CumulativeSum {
+            let mut sum = 0.0;
+            return points
+                .iter()
+                .map(|&(t, v, integer)| {
+                    sum += v;
+                    (t, number(sum, integer))
+                })
+                .collect();
+        }
         let mut out = Vec::new();
         for pair in points.windows(2) {
             let ((t0, v0, _), (t1, v1, integer)) = (pair[0], pair[1]);
-            let value = match self.derivative {
-                Some(unit) => {
+            let value = match self.change {
+                Change::Derivative(unit) => {
                     let elapsed = (t1 - t0).abs() as f64 / unit.unwrap_or(default_unit) as f64;
                     if elapsed == 0.0 {
                         continue;
                     }
                     Value::Float((v1 - v0) / elapsed)
                 }
-                None if integer => Value::Integer((v1 - v0) as i64),
-                None => Value::Float(v1 - v0),
+                _ => number(v1 - v0, integer),
             };
             if self.non_negative && value.as_f64().is_some_and(|v| v < 0.0) {
                 continue;
@@ -239,7 +273,8 @@ impl Column {
                     };
                 }
                 if let Some(mut func) = Transform::named(name) {
-                    let most = if func.derivative.is_some() { 2 } else { 1 };
+                    let takes_unit = matches!(func.change, Change::Derivative(_));
+                    let most = if takes_unit { 2 } else { 1 };
                     if args.is_empty() || args.len() > most {
                         return Err(format!(
                             "invalid number of arguments for {name}, expected at least 1 but no more than {most}, got {}",
@@ -248,7 +283,7 @@ impl Column {
                     }
                     if let Some(unit) = args.get(1) {
                         match unit {
-                            Expr::Duration(ns) if *ns > 0 => func.derivative = Some(Some(*ns)),
+                            Expr::Duration(ns) if *ns > 0 => func.change = Change::Derivative(Some(*ns)),
                             _ => return Err(format!("second argument to {name} must be a duration, got {unit:?}")),
                         }
                     }
@@ -261,7 +296,16 @@ impl Column {
                         _ => Err(format!("{name}() takes a field or an aggregate of one")),
                     };
                 }
-                Err(format!("undefined function {name}()"))
+                // InfluxDB's other functions.
+                const NOT_TRANSLATED: [&str; 13] = [
+                    "top", "bottom", "distinct", "integral", "mode", "sample", "elapsed",
+                    "moving_average", "holt_winters", "holt_winters_with_fit",
+                    "exponential_moving_average", "chande_momentum_oscillator", "kaufmans_efficiency_ratio",
+                ];
+                match NOT_TRANSLATED.contains(&name.as_str()) {
+                    true => Err(format!("{name}() is not supported")),
+                    false => Err(format!("undefined function {name}()")),
+                }
             }
             other => Err(format!("{other:?} is not supported as a column; select fields or functions")),
         }
@@ -340,8 +384,8 @@ fn shape(select: &Select) -> Result<Shape, String> {
     for (_, column) in &columns {
         if let Column::Transform { inner, .. } = column {
             let name = match column {
-                Column::Transform { func, .. } if func.derivative.is_some() => "derivative",
-                _ => "difference",
+                Column::Transform { func, .. } => func.name(),
+                _ => unreachable!("matched as a transformation"),
             };
             match (inner.aggregates(), select.interval.is_some()) {
                 (true, false) => return Err(format!("{name} aggregate requires a GROUP BY interval")),
