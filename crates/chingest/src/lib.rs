@@ -684,6 +684,13 @@ impl Ingestor {
     /// arrives chunk by chunk as the engine produces it, so a large result
     /// is never held whole. Dropping the chunks cancels the query. `scope`:
     /// the databases the caller may read.
+    ///
+    /// The statement may read the last-value cache as a table:
+    /// `last_values('db', 'measurement'[, 'rp'])` with string literals has
+    /// the columns `series_id`, `time` (the newest of its fields' times),
+    /// one per tag and one per field (NULL where the series has no value),
+    /// like the measurement's view; a measurement the cache does not hold
+    /// is [`Error::NotCached`].
     pub async fn query_read_only_stream(
         &self,
         sql: &str,
@@ -691,10 +698,26 @@ impl Ingestor {
         scope: &ReadScope,
     ) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
-        self.shared
-            .open()?
+        let shared = self.shared.open()?;
+        let catalog = Arc::clone(shared);
+        let snapshot = move |call: &sandbox::LastValuesCall| {
+            let not_cached = || Error::NotCached {
+                database: call.database.clone(),
+                retention_policy: call.retention_policy.clone(),
+                measurement: call.measurement.clone(),
+            };
+            let database = catalog
+                .catalog
+                .database(&call.database)
+                .ok_or_else(not_cached)?;
+            let table = database
+                .table(&call.retention_policy, &call.measurement)
+                .ok_or_else(not_cached)?;
+            table.last.snapshot().ok_or_else(not_cached)
+        };
+        shared
             .engine
-            .stream_read_only(sql.to_owned(), format, scope.clone())
+            .stream_read_only(sql.to_owned(), format, scope.clone(), snapshot)
             .await
     }
 
