@@ -741,4 +741,72 @@ mod tests {
             .check_tree(&table("system.columns"), &scope, &[])
             .is_err());
     }
+
+    #[test]
+    fn last_values_calls_are_found_outside_strings_and_comments() {
+        let calls = |sql: &str| -> Vec<(String, Vec<String>)> {
+            find_last_values(sql)
+                .into_iter()
+                .map(|(span, args)| (sql[span].to_owned(), args))
+                .collect()
+        };
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            calls("SELECT * FROM last_values('db', 'cpu') WHERE x = 1"),
+            [("last_values('db', 'cpu')".to_owned(), args(&["db", "cpu"]))]
+        );
+        assert_eq!(
+            calls("SELECT * FROM `LAST_VALUES` /* c */ ( 'd\\'b' , -- c\n 'c''pu', 'rp')"),
+            [(
+                "`LAST_VALUES` /* c */ ( 'd\\'b' , -- c\n 'c''pu', 'rp')".to_owned(),
+                args(&["d'b", "c'pu", "rp"])
+            )]
+        );
+        for hidden in [
+            "SELECT 'last_values(''a'', ''b'')'",
+            "SELECT 1 -- last_values('a', 'b')",
+            "SELECT 1 /* /* nested */ last_values('a', 'b') */",
+            "SELECT 1 # last_values('a', 'b')",
+            "SELECT `last_values('a', 'b')`",
+            "SELECT * FROM db.last_values('a', 'b')",
+            "SELECT * FROM last_values(a, 'b')",
+            "SELECT * FROM last_values('a' || 'x', 'b')",
+            "SELECT * FROM last_values('a\\q', 'b')",
+        ] {
+            assert!(calls(hidden).is_empty(), "{hidden}: {:?}", calls(hidden));
+        }
+    }
+
+    #[test]
+    fn last_values_must_be_called_with_literals_found_in_the_text() {
+        let tree = |args: &[Option<&str>]| -> Vec<Vec<Option<String>>> {
+            vec![args.iter().map(|a| a.map(str::to_owned)).collect()]
+        };
+        let sql = "SELECT * FROM last_values('db', 'cpu')";
+        let ok = last_values_calls(sql, tree(&[Some("db"), Some("cpu")]), &ReadScope::All).unwrap();
+        assert_eq!(ok[0].retention_policy, "autogen");
+        assert_eq!(&sql[ok[0].span.clone()], "last_values('db', 'cpu')");
+        let scoped = ReadScope::Databases(vec!["other".to_owned()]);
+        for (tree, scope) in [
+            (tree(&[Some("db"), None]), &ReadScope::All),
+            (tree(&[Some("db")]), &ReadScope::All),
+            (tree(&[Some("db"), Some("cpu")]), &scoped),
+            // The parse and the text disagree: never guessed.
+            (tree(&[Some("db2"), Some("cpu")]), &ReadScope::All),
+        ] {
+            assert!(
+                last_values_calls(sql, tree.clone(), scope).is_err(),
+                "{tree:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn string_literals_unescape_as_the_engine_prints_them() {
+        assert_eq!(string_literal(b"'a\\'b' x"), Some(("a'b".to_owned(), 6)));
+        assert_eq!(string_literal(b"'a''b'"), Some(("a'b".to_owned(), 6)));
+        assert_eq!(string_literal(b"'tab\\t'"), Some(("tab\t".to_owned(), 7)));
+        assert_eq!(string_literal(b"'open"), None);
+        assert_eq!(string_literal(b"'\\q'"), None);
+    }
 }
