@@ -768,9 +768,14 @@ impl LastValues {
     fn account_or_evict(&self, table: &Table, before: (usize, usize), state: &mut State) {
         self.account(before, state);
         let total = self.stats.last_value_bytes.load(Ordering::Relaxed);
-        if total as usize <= self.config.max_bytes {
-            return;
+        if total as usize > self.config.max_bytes {
+            self.evict(table, state);
         }
+    }
+
+    /// Drops the table's cache for the memory bound: it answers "not
+    /// cached" from now on.
+    fn evict(&self, table: &Table, state: &mut State) {
         tracing::warn!(
             database = %table.id.database, retention_policy = %table.id.retention_policy,
             measurement = %table.id.measurement, bytes = state.bytes, series = state.series.len(),
@@ -941,12 +946,8 @@ async fn rebuild(shared: &Shared, table: &Arc<Table>, generation: u64) -> Result
     let total = shared.engine.stats.last_value_bytes.load(Ordering::Relaxed) as usize;
     if total + estimate > shared.last_values.config.max_bytes {
         let mut state = table.last.state.write().unwrap();
-        if state.generation == generation {
-            let before = (state.bytes, state.series.len());
-            state.bytes += estimate;
-            shared
-                .last_values
-                .account_or_evict(table, before, &mut state);
+        if state.generation == generation && state.status == Status::Building {
+            shared.last_values.evict(table, &mut state);
         }
         return Ok(());
     }

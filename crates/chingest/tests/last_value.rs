@@ -33,7 +33,10 @@ fn main() {
         phases::trial(
             "a_measurement_past_the_memory_bound_is_evicted_whole",
             || {
-                phases::run(tempfile::tempdir().unwrap().path(), &["bound"]);
+                phases::run(
+                    tempfile::tempdir().unwrap().path(),
+                    &["bound", "bound-reopened"],
+                );
             },
         ),
         phases::trial(
@@ -160,7 +163,7 @@ host=c: x=2@5";
 async fn child(phase: &str, dir: &Path) {
     let mut config = IngestConfig::new(dir);
     match phase {
-        "bound" => config.last_values.max_bytes = 64 << 10,
+        "bound" | "bound-reopened" => config.last_values.max_bytes = 64 << 10,
         "off" => {
             config.last_values = LastValueConfig {
                 measurements: vec!["lv.kept".to_owned()],
@@ -231,6 +234,19 @@ async fn child(phase: &str, dir: &Path) {
             assert_eq!(stats.last_value_evictions.load(relaxed), 1);
             assert!(stats.last_value_bytes.load(relaxed) < 64 << 10);
             assert_eq!(stats.last_value_series.load(relaxed), 1);
+        }
+        "bound-reopened" => {
+            // Rebuilt on open: the small one again, the large one evicted
+            // before its rows are read.
+            assert_eq!(cached(&ing, "lv", "small").await, "host=a: x=1@1");
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            let started = Instant::now();
+            while ing.stats().last_value_evictions.load(relaxed) == 0 {
+                assert!(started.elapsed() < Duration::from_secs(20), "not evicted");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(ing.last_values("lv", "autogen", "big", all).is_none());
+            assert_eq!(ing.stats().last_value_series.load(relaxed), 1);
         }
         "off" => {
             write(&ing, "lv", "kept,host=a x=1 1\nskipped,host=a x=1 1\n").await;
