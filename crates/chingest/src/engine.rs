@@ -185,7 +185,10 @@ impl Engine {
             let _slot = slot;
             // Ok(true): the statement ran to its end; Ok(false): it was
             // abandoned (its consumer went away).
-            let mut snapshots = Snapshots::default();
+            let mut snapshots = Snapshots {
+                pool,
+                tables: Vec::new(),
+            };
             let streamed = (|| -> Result<bool> {
                 // A statement seen before passes without its two parses.
                 let checked = match sandbox.passed(&sql, &scope) {
@@ -199,7 +202,7 @@ impl Engine {
                     true => sql.clone(),
                     false => {
                         let calls = &checked.last_values;
-                        let rewritten = snapshots.create(&pool, &sql, calls, &snapshot)?;
+                        let rewritten = snapshots.create(&sql, calls, &snapshot)?;
                         sandbox.check_rewritten(&conn, &rewritten, &scope, &snapshots.tables)?;
                         rewritten
                     }
@@ -509,10 +512,11 @@ fn with_registered<T>(
 
 /// The snapshot tables of one statement's `last_values` calls, made on a
 /// connection of the writable pool (a read-only one may not create tables
-/// nor read `ArrowStream`) and dropped once the statement ends.
-#[derive(Default)]
+/// nor read `ArrowStream`) and dropped once the statement ends. The
+/// connection goes back to the pool in between: flushes need it while a
+/// client reads.
 struct Snapshots {
-    conn: Option<managed::Object<ConnectionManager>>,
+    pool: managed::Pool<ConnectionManager>,
     /// `database.table`, unquoted, as the statement's tree names them.
     tables: Vec<String>,
 }
@@ -523,16 +527,33 @@ impl Snapshots {
     /// replaced by its table's name.
     fn create(
         &mut self,
-        pool: &managed::Pool<ConnectionManager>,
         sql: &str,
         calls: &[LastValuesCall],
         snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
     ) -> Result<String> {
-        // On a blocking-pool thread: waiting here blocks no async worker.
-        let conn = tokio::runtime::Handle::current()
-            .block_on(pool.get())
-            .map_err(pool_error)?;
-        let conn = self.conn.insert(conn);
+        let conn = self.connection()?;
+        let created = self.create_on(&conn, sql, calls, snapshot);
+        if created.is_err() {
+            discard(conn);
+        }
+        created
+    }
+
+    /// A writable connection. (On a blocking-pool thread: waiting here
+    /// blocks no async worker.)
+    fn connection(&self) -> Result<managed::Object<ConnectionManager>> {
+        tokio::runtime::Handle::current()
+            .block_on(self.pool.get())
+            .map_err(pool_error)
+    }
+
+    fn create_on(
+        &mut self,
+        conn: &Connection,
+        sql: &str,
+        calls: &[LastValuesCall],
+        snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
+    ) -> Result<String> {
         let database = quote_ident(SNAPSHOT_DATABASE);
         execute(
             conn,
@@ -568,7 +589,16 @@ impl Snapshots {
 
     /// Drops the tables.
     fn drop_all(self) {
-        let Some(conn) = self.conn else { return };
+        if self.tables.is_empty() {
+            return;
+        }
+        let conn = match self.connection() {
+            Ok(conn) => conn,
+            Err(err) => {
+                tracing::warn!(%err, "dropping last-value snapshots");
+                return;
+            }
+        };
         for table in &self.tables {
             let (database, name) = table.split_once('.').unwrap_or_default();
             let drop = format!(

@@ -854,14 +854,21 @@ fn set_value(values: &mut Values, slot: usize, value: &LastField) -> isize {
     0
 }
 
+/// A series' tags, as the series table holds them.
+type SeriesTags = (u64, Vec<(String, String)>);
+
+/// A series' newest non-NULL (time, value) per field, as the engine holds
+/// them.
+type SeriesNewest = (u64, Vec<Option<(i64, LastField)>>);
+
 /// What a rebuild read from the engine.
 struct EngineLast {
     /// Series of the measurement and their tags.
-    tags: Vec<(u64, Vec<(String, String)>)>,
+    tags: Vec<SeriesTags>,
     /// The table's cached fields.
     fields: Vec<(String, FieldType)>,
     /// Per series, each field's newest non-NULL (time, value).
-    values: Vec<(u64, Vec<Option<(i64, LastField)>>)>,
+    values: Vec<SeriesNewest>,
 }
 
 /// Rebuilds the tables queued by [`LastValues::invalidate`], one batch at a
@@ -988,7 +995,7 @@ fn unexpected(what: &str, column: &ArrayRef) -> Error {
 }
 
 /// `(series_id, tags)` rows of the series table.
-fn read_tags(batches: &[RecordBatch]) -> Result<Vec<(u64, Vec<(String, String)>)>> {
+fn read_tags(batches: &[RecordBatch]) -> Result<Vec<SeriesTags>> {
     let mut rows = Vec::new();
     for batch in batches {
         let ids = batch.column(0);
@@ -1047,7 +1054,7 @@ fn strings(column: &ArrayRef) -> Result<Vec<String>> {
 fn read_values(
     batch: &RecordBatch,
     fields: &[(String, FieldType)],
-    out: &mut Vec<(u64, Vec<Option<(i64, LastField)>>)>,
+    out: &mut Vec<SeriesNewest>,
 ) -> Result<()> {
     let ids = batch.column(0);
     let ids = ids

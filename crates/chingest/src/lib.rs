@@ -699,14 +699,14 @@ impl Ingestor {
     ) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
         let shared = self.shared.open()?;
-        let catalog = Arc::clone(shared);
+        let cached = Arc::clone(shared);
         let snapshot = move |call: &sandbox::LastValuesCall| {
             let not_cached = || Error::NotCached {
                 database: call.database.clone(),
                 retention_policy: call.retention_policy.clone(),
                 measurement: call.measurement.clone(),
             };
-            let database = catalog
+            let database = cached
                 .catalog
                 .database(&call.database)
                 .ok_or_else(not_cached)?;

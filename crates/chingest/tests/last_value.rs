@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chingest::{
-    Durability, FieldValue, IngestConfig, Ingestor, LastField, LastSeries, LastValueConfig,
-    PointFilter, TagPredicate, WriteOptions,
+    FieldValue, IngestConfig, Ingestor, LastField, LastSeries, LastValueConfig, PointFilter,
+    TagPredicate, WriteOptions,
 };
 
 fn main() {
@@ -52,19 +52,9 @@ fn main() {
     )
 }
 
-const FSYNC: WriteOptions = WriteOptions {
-    durability: Durability::Fsync,
-    precision: chingest::Precision::Nanoseconds,
-    max_line_len: usize::MAX,
-    max_tags_per_line: usize::MAX,
-    max_fields_per_line: usize::MAX,
-    max_name_len: usize::MAX,
-    create_database: true,
-};
-
 async fn write(ing: &Ingestor, db: &str, body: &str) {
     let out = ing
-        .write_lp(db, "autogen", body.as_bytes(), &FSYNC)
+        .write_lp(db, "autogen", body.as_bytes(), &WriteOptions::default())
         .await
         .unwrap();
     assert!(out.rejected.is_empty(), "{out:?}");
