@@ -635,6 +635,8 @@ pub(crate) struct LastValues {
 pub(crate) type RebuildQueue = mpsc::UnboundedReceiver<Arc<Table>>;
 
 impl LastValues {
+    /// The cache with `config`, counting in `stats`, and the queue its
+    /// rebuilds arrive on (for [`run_rebuilds`]).
     pub(crate) fn new(
         config: LastValueConfig,
         stats: Arc<IngestStats>,
@@ -739,8 +741,8 @@ impl LastValues {
                 return;
             }
         }
-        let unknown_tags = state.status == Status::Ready && state.untagged > 0;
         self.account_or_evict(table, before, &mut state);
+        let unknown_tags = state.status == Status::Ready && state.untagged > 0;
         drop(state);
         if unknown_tags {
             // A series whose tags the cache does not have (written before

@@ -412,9 +412,16 @@ fn query_measures_each_query_over_http_and_on_the_engine() {
             "0.2",
         ],
     );
-    // Five built-in queries, each over HTTP then on the engine.
-    assert_eq!(rows.len(), 10, "{rows:?}");
-    for pair in rows.chunks(2) {
+    // Six built-in queries, each over HTTP then on the engine, but for
+    // `last_values`, chingest's own (over HTTP only).
+    assert_eq!(rows.len(), 11, "{rows:?}");
+    let (own, compared): (Vec<_>, Vec<_>) = rows
+        .iter()
+        .cloned()
+        .partition(|r| r["query"] == "last-values-by-host-tag");
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0]["side"], "http");
+    for pair in compared.chunks(2) {
         let (http, engine) = (&pair[0], &pair[1]);
         assert_eq!(
             (&http["side"], &engine["side"]),
@@ -438,6 +445,7 @@ fn query_measures_each_query_over_http_and_on_the_engine() {
         row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
     };
     assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
+    assert!((rows_per_query("last-values-by-host-tag") - 1.0).abs() < 1e-9);
     assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
     let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();
     assert!(chart.starts_with("<svg") && chart.contains("max-per-host"));
