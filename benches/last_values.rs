@@ -1,8 +1,8 @@
 //! Lookups in the last-value cache through `Ingestor::last_values`: "the
 //! newest point of host X" among the 1,000 hosts of a TSBS cpu table (10
 //! tags, 10 fields), by a tag filter, from 1 and from 8 threads at once
-//! (what a front end's handlers do). Reports lookups/s and latency
-//! percentiles. `SECONDS=n` sets each arm's time (default 3); under `cargo
+//! (what a front end's handlers do). Reports the cache's size, then
+//! lookups/s and latency percentiles. `SECONDS=n` sets each arm's time (default 3); under `cargo
 //! test` (no `--bench` argument) each arm runs 0.1 s as a check.
 
 use std::time::{Duration, Instant};
@@ -45,6 +45,16 @@ fn main() {
         })
         .collect();
     assert_eq!(hosts.len(), HOSTS);
+    let stats = ingestor.stats();
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    let (series, bytes) = (
+        stats.last_value_series.load(relaxed),
+        stats.last_value_bytes.load(relaxed),
+    );
+    println!(
+        "cache: {series} series in {bytes} bytes ({} bytes a series)",
+        bytes / series.max(1)
+    );
     for threads in [1, 8] {
         let started = Instant::now();
         let latencies: Vec<Duration> = std::thread::scope(|scope| {
