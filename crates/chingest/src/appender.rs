@@ -25,6 +25,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::batcher::FlushOutcome;
 use crate::catalog::{Admission, Database, Table};
+use crate::last_value::LastValues;
 use crate::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
@@ -162,7 +163,11 @@ pub(crate) struct Appender {
 
 impl Appender {
     /// Starts the thread that appends to `files`.
-    pub(crate) fn start(files: LogFiles, stats: Arc<IngestStats>) -> Result<Appender> {
+    pub(crate) fn start(
+        files: LogFiles,
+        stats: Arc<IngestStats>,
+        last_values: Arc<LastValues>,
+    ) -> Result<Appender> {
         let queue = Arc::new(Queue::default());
         let progress = Arc::new(Progress::new(files.next_lsn()));
         stats.wal_size_bytes.store(files.bytes(), Ordering::Relaxed);
@@ -185,6 +190,7 @@ impl Appender {
                         stats,
                         buffer: Vec::new(),
                         carried_series: Vec::new(),
+                        last_values,
                     };
                     while let Some(group) = queue.take() {
                         worker.write_group(group);
@@ -314,6 +320,8 @@ struct Worker {
     /// Series registered by records whose group failed to be written: other
     /// writes may already rely on them, so the next group logs them first.
     carried_series: Vec<DatabaseSeries>,
+    /// Takes each write's rows once it is in the log.
+    last_values: Arc<LastValues>,
 }
 
 /// Series rows (id, key) of one database, to be logged.
@@ -355,6 +363,7 @@ impl Worker {
                 Entry::Write(mut write) => {
                     let lsn = self.next_lsn(write.tables.len() as u32);
                     first_lsn.get_or_insert(lsn);
+                    self.last_values.note_series(&write.tables, &write.series);
                     let series = write
                         .db
                         .series
@@ -418,7 +427,7 @@ impl Worker {
         }
         for entry in encoded {
             match (entry, &written) {
-                (Encoded::Write(lsn, write), Ok(())) => hand_on(lsn, write),
+                (Encoded::Write(lsn, write), Ok(())) => hand_on(lsn, write, &self.last_values),
                 (Encoded::Write(lsn, write), Err(err)) => {
                     self.fail_write(lsn, write, log_error(err));
                 }
@@ -490,9 +499,10 @@ impl Worker {
     }
 }
 
-/// A write is in the log: its rows go to their batchers, its series to
-/// the lookup cache, and the writer is answered.
-fn hand_on(lsn: Lsn, write: PendingWrite) {
+/// A write is in the log (acknowledged): its rows go to the last-value
+/// cache and their batchers, its series to the lookup cache, and the
+/// writer is answered.
+fn hand_on(lsn: Lsn, write: PendingWrite, last_values: &LastValues) {
     let PendingWrite {
         db,
         tables,
@@ -502,6 +512,7 @@ fn hand_on(lsn: Lsn, write: PendingWrite) {
     } = write;
     db.series.cache_raw_keys(raw_keys);
     for part in tables {
+        last_values.apply(&part.table, &part.chunks);
         Arc::clone(&part.table).batcher.append(lsn, part);
     }
     if let Some(logged) = logged {

@@ -17,6 +17,7 @@ use chdb_rust::connection::Connection;
 use crate::batcher::Batcher;
 use crate::config::{CardinalityLimits, DuplicatePolicy};
 use crate::engine::{self, Engine};
+use crate::last_value::TableLast;
 use crate::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
 };
@@ -34,6 +35,8 @@ pub(crate) struct Table {
     pub(crate) batcher: Batcher,
     /// What the table keeps of points written again (fixed at creation).
     pub(crate) duplicates: DuplicatePolicy,
+    /// The newest value of each field of each series, if cached.
+    pub(crate) last: TableLast,
 }
 
 impl Table {
@@ -43,8 +46,10 @@ impl Table {
         measurement: &str,
         schema: TableSchema,
         duplicates: DuplicatePolicy,
+        cached: bool,
     ) -> Self {
         Table {
+            last: TableLast::new(cached),
             id: TableRef {
                 database: database.to_owned(),
                 retention_policy: rp.to_owned(),
@@ -210,8 +215,17 @@ impl SeriesState {
     /// Forgets series dropped from the series table: a later write of one
     /// registers it (and stores its row) again.
     pub(crate) fn forget(&self, ids: impl IntoIterator<Item = u64>) {
+        let forgotten: SeriesIdSet = ids.into_iter().collect();
+        // A line spelled as before must not find the id there either, or
+        // it would skip the series row it now has to carry again. (Taken
+        // before `registry`, not inside it: parsing holds this lock while
+        // it admits series.)
+        self.by_raw_key
+            .write()
+            .unwrap()
+            .retain(|_, id| !forgotten.contains(id));
         let mut registry = self.registry.lock().unwrap();
-        for id in ids {
+        for id in forgotten {
             if registry.known.remove(&id) && registry.admitted.contains_key(&id) {
                 registry.admitted_known -= 1;
             }
@@ -467,7 +481,8 @@ impl Database {
     /// Makes sure the table for (rp, measurement) exists with at least
     /// `fields` (fields that exist with another type are left as they are:
     /// the caller's type check rejects those values). Returns the table and
-    /// whether it was created (its flusher must then be started).
+    /// whether it was created (its flusher must then be started). A table
+    /// created with `cached` keeps last values from its first row.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ensure_table(
         &self,
@@ -477,11 +492,12 @@ impl Database {
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
+        cached: bool,
     ) -> Result<(Arc<Table>, bool)> {
         let _ddl = self.ddl.lock().await;
         let duplicates = self.duplicate_policy(measurement, default_duplicates);
         let result = self
-            .ensure_table_locked(engine, rp, measurement, fields, duplicates)
+            .ensure_table_locked(engine, rp, measurement, fields, duplicates, cached)
             .await?;
         if view_rp == Some(rp) {
             self.create_view(engine, &result.0, measurement).await?;
@@ -653,6 +669,7 @@ impl Database {
         measurement: &str,
         fields: &[(String, FieldType)],
         duplicates: DuplicatePolicy,
+        cached: bool,
     ) -> Result<(Arc<Table>, bool)> {
         if let Some(table) = self.table(rp, measurement) {
             let current = table.schema();
@@ -675,7 +692,14 @@ impl Database {
         );
         let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
         engine.execute(statement).await?;
-        let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
+        let table = Arc::new(Table::new(
+            &self.name,
+            rp,
+            measurement,
+            schema,
+            duplicates,
+            cached,
+        ));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok((table, true))
     }
@@ -1033,7 +1057,7 @@ impl Catalog {
                 let key = (names.database_name.clone(), names.storage_name.clone());
                 let duplicates = engines.get(&key).copied().unwrap_or_default();
                 let schema = TableSchema::new(names, fields);
-                let table = Table::new(&db, &rp, &measurement, schema, duplicates);
+                let table = Table::new(&db, &rp, &measurement, schema, duplicates, false);
                 database.insert_table(&rp, &measurement, Arc::new(table));
             }
         }

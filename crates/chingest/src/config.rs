@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::last_value::LastValueConfig;
 use crate::{Error, Result};
 
 /// Everything an [`Ingestor`](crate::Ingestor) needs to open. Start from
@@ -38,6 +39,10 @@ pub struct IngestConfig {
     /// for databases and measurements without a policy of their own
     /// ([`Ingestor::set_duplicate_policy`](crate::Ingestor::set_duplicate_policy)).
     pub duplicate_policy: DuplicatePolicy,
+    /// Which measurements keep their newest values in memory
+    /// ([`Ingestor::last_values`](crate::Ingestor::last_values)), within
+    /// what memory.
+    pub last_values: LastValueConfig,
 }
 
 /// What a fact table keeps when a point (series and time) is written
@@ -270,6 +275,7 @@ impl IngestConfig {
             query: QueryLimits::default(),
             cardinality: CardinalityLimits::default(),
             duplicate_policy: DuplicatePolicy::default(),
+            last_values: LastValueConfig::default(),
         }
     }
 

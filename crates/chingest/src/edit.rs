@@ -217,7 +217,9 @@ impl Ingestor {
     /// from disk as it merges. Returns how many tables it ran on.
     pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
         let (shared, database) = self.edit_target(db).await?;
-        delete_points(shared, &database, filter).await
+        let deleted = delete_points(shared, &database, filter).await;
+        forget_last_values(shared, &database, filter);
+        deleted
     }
 
     /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
@@ -231,27 +233,9 @@ impl Ingestor {
             ));
         }
         let (shared, database) = self.edit_target(db).await?;
-        let tables = delete_points(shared, &database, filter).await?;
-        let names = TableNames::new(db, "", "");
-        let ids_sql = format!(
-            "SELECT series_id FROM {} WHERE {}",
-            names.series_table,
-            filter.series_condition(None)
-        );
-        let delete = delete_series_sql(&names, filter);
-        let ids = shared
-            .engine
-            .run(move |conn| {
-                let ids = engine::query_rows(conn, &ids_sql)?;
-                engine::execute(conn, &delete)?;
-                Ok(ids)
-            })
-            .await?;
-        let ids = ids
-            .iter()
-            .filter_map(|row| row.first()?.parse::<u64>().ok());
-        database.series.forget(ids);
-        Ok(tables)
+        let dropped = drop_series(shared, &database, filter).await;
+        forget_last_values(shared, &database, filter);
+        dropped
     }
 
     /// Sets `field` to `value` in the points of `db` that `filter` matches
@@ -285,8 +269,9 @@ impl Ingestor {
             )));
         }
         let tables = statements.len();
-        shared.engine.execute_all(statements).await?;
-        Ok(tables)
+        let updated = shared.engine.execute_all(statements).await;
+        forget_last_values(shared, &database, filter);
+        updated.map(|()| tables)
     }
 
     /// The database an edit applies to, once every row logged so far is in
@@ -299,6 +284,43 @@ impl Ingestor {
             .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
         shared.flush_all().await?;
         Ok((shared, database))
+    }
+}
+
+/// Deletes the points and the series rows of the series `filter` matches;
+/// returns how many tables it ran on.
+async fn drop_series(shared: &Shared, database: &Database, filter: &PointFilter) -> Result<usize> {
+    let tables = delete_points(shared, database, filter).await?;
+    let names = TableNames::new(&database.name, "", "");
+    let ids_sql = format!(
+        "SELECT series_id FROM {} WHERE {}",
+        names.series_table,
+        filter.series_condition(None)
+    );
+    let delete = delete_series_sql(&names, filter);
+    let ids = shared
+        .engine
+        .run(move |conn| {
+            let ids = engine::query_rows(conn, &ids_sql)?;
+            engine::execute(conn, &delete)?;
+            Ok(ids)
+        })
+        .await?;
+    let ids = ids
+        .iter()
+        .filter_map(|row| row.first()?.parse::<u64>().ok());
+    database.series.forget(ids);
+    Ok(tables)
+}
+
+/// Empties the last values of the tables `filter` covers, and queues their
+/// rebuild from the engine: after an edit (applied or not: it may have
+/// changed some tables), until rebuilt, they answer "not cached".
+fn forget_last_values(shared: &Shared, database: &Database, filter: &PointFilter) {
+    for ((rp, measurement), table) in database.tables() {
+        if filter.covers(&rp, &measurement) {
+            shared.last_values.invalidate(&table);
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow::array::StructArray;
+use arrow::datatypes::{DataType, TimeUnit};
 use arrow::ffi::to_ffi;
 use arrow::record_batch::RecordBatch;
 use chdb_rust::admin::QueryClass;
@@ -22,7 +23,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::QueryLimits;
 use crate::names::{quote_ident, quote_literal};
-use crate::sandbox::{ReadScope, Sandbox};
+use crate::sandbox::{LastValuesCall, ReadScope, Sandbox, SNAPSHOT_DATABASE};
 use crate::stats::IngestStats;
 use crate::{Error, Result};
 
@@ -156,12 +157,19 @@ impl Engine {
     /// The first message is the first chunk or the error that stopped the
     /// statement from starting; a consumer that goes away cancels the query.
     /// `database`: where unqualified table names are (else `default`).
+    ///
+    /// Each `last_values` call the check let through is read from
+    /// `snapshot` (the last-value cache) into a table of its own
+    /// ([`Snapshots`]) whose name replaces the call's text; the statement
+    /// is checked again as rewritten, and the tables are dropped once it
+    /// ends.
     pub(crate) async fn stream_read_only(
         &self,
         sql: String,
         format: OutputFormat,
         scope: ReadScope,
         database: Option<String>,
+        snapshot: impl Fn(&LastValuesCall) -> Result<RecordBatch> + Send + 'static,
     ) -> Result<QueryChunks> {
         let limit = self.read_only.status().max_size;
         let slot = Arc::clone(&self.read_only_slots)
@@ -173,11 +181,16 @@ impl Engine {
         let canceller = Canceller::new(self.pool.clone());
         let cancelled = Arc::clone(&canceller.cancelled);
         // The marker names the statement in `system.processes`, for KILL.
-        let marked = format!("{sql}\n{}", canceller.marker);
+        let marker = canceller.marker.clone();
+        let pool = self.pool.clone();
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             // Ok(true): the statement ran to its end; Ok(false): it was
             // abandoned (its consumer went away).
+            let mut snapshots = Snapshots {
+                pool,
+                tables: Vec::new(),
+            };
             let streamed = (|| -> Result<bool> {
                 // A statement seen before passes without its two parses.
                 let checked = match sandbox.passed(&sql, &scope, database.as_deref()) {
@@ -194,6 +207,22 @@ impl Engine {
                     // `USE` is allowed in read-only mode.
                     execute(&conn, &format!("USE {}", quote_ident(name)))?;
                 }
+                let sql = match checked.last_values.is_empty() {
+                    true => sql.clone(),
+                    false => {
+                        let calls = &checked.last_values;
+                        let rewritten = snapshots.create(&sql, calls, &snapshot)?;
+                        sandbox.check_rewritten(
+                            &conn,
+                            &rewritten,
+                            &scope,
+                            database.as_deref(),
+                            &snapshots.tables,
+                        )?;
+                        rewritten
+                    }
+                };
+                let marked = format!("{sql}\n{marker}");
                 if checked.streams {
                     let mut stream = conn.query_stream(&marked, format)?;
                     // Cancelled before it was running: KILL may have missed it.
@@ -221,6 +250,7 @@ impl Engine {
                 let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
                 Ok(true)
             })();
+            snapshots.drop_all();
             // A connection left in another database must not go back.
             let streamed = match (streamed, &database) {
                 (Ok(true), Some(_)) => execute(&conn, "USE default").map(|()| true),
@@ -476,6 +506,31 @@ pub(crate) fn insert_batch(
         .map(|field| quote_ident(field.name()))
         .collect::<Vec<_>>()
         .join(", ");
+    let settings = dedup_token.map_or(String::new(), |token| {
+        format!(
+            " SETTINGS insert_deduplication_token = {}",
+            quote_literal(token)
+        )
+    });
+    with_registered(conn, batch, |name| {
+        let sql = format!(
+            "INSERT INTO {table} ({columns}){settings} SELECT * FROM ArrowStream({})",
+            quote_literal(name)
+        );
+        execute(conn, &sql)
+    })?;
+    Ok(rows as u64)
+}
+
+/// Registers `batch` with the engine as one Arrow array under a
+/// process-unique name, runs `read(name)` — one statement reading
+/// `ArrowStream(name)` — and unregisters it whether that failed or not (a
+/// registration is consumed by the first read, failed or not).
+fn with_registered<T>(
+    conn: &Connection,
+    batch: RecordBatch,
+    read: impl FnOnce(&str) -> Result<T>,
+) -> Result<T> {
     let name = format!(
         "chingest_{}_{}",
         std::process::id(),
@@ -494,23 +549,139 @@ pub(crate) fn insert_batch(
         )
     };
     conn.register_arrow_array(&name, &schema, &array)?;
-    let settings = dedup_token.map_or(String::new(), |token| {
-        format!(
-            " SETTINGS insert_deduplication_token = {}",
-            quote_literal(token)
-        )
-    });
-    let sql = format!(
-        "INSERT INTO {table} ({columns}){settings} SELECT * FROM ArrowStream({})",
-        quote_literal(&name)
-    );
-    let inserted = execute(conn, &sql);
-    // A registration is consumed by the first read, failed or not; drop it
-    // either way so the name and the data are released.
+    let result = read(&name);
     let unregistered = conn.unregister_arrow_table(&name);
-    inserted?;
+    let result = result?;
     unregistered?;
-    Ok(rows as u64)
+    Ok(result)
+}
+
+/// The snapshot tables of one statement's `last_values` calls, made on a
+/// connection of the writable pool (a read-only one may not create tables
+/// nor read `ArrowStream`) and dropped once the statement ends. The
+/// connection goes back to the pool in between: flushes need it while a
+/// client reads.
+struct Snapshots {
+    pool: managed::Pool<ConnectionManager>,
+    /// `database.table`, unquoted, as the statement's tree names them.
+    tables: Vec<String>,
+}
+
+impl Snapshots {
+    /// Copies the snapshot of each of `calls` into a table of its own in
+    /// [`SNAPSHOT_DATABASE`] and returns `sql` with each call's text
+    /// replaced by its table's name.
+    fn create(
+        &mut self,
+        sql: &str,
+        calls: &[LastValuesCall],
+        snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
+    ) -> Result<String> {
+        let conn = self.connection()?;
+        let created = self.create_on(&conn, sql, calls, snapshot);
+        if created.is_err() {
+            discard(conn);
+        }
+        created
+    }
+
+    /// A writable connection. (On a blocking-pool thread: waiting here
+    /// blocks no async worker.)
+    fn connection(&self) -> Result<managed::Object<ConnectionManager>> {
+        tokio::runtime::Handle::current()
+            .block_on(self.pool.get())
+            .map_err(pool_error)
+    }
+
+    fn create_on(
+        &mut self,
+        conn: &Connection,
+        sql: &str,
+        calls: &[LastValuesCall],
+        snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
+    ) -> Result<String> {
+        let database = quote_ident(SNAPSHOT_DATABASE);
+        execute(
+            conn,
+            &format!("CREATE DATABASE IF NOT EXISTS {database} ENGINE = Memory"),
+        )?;
+        let mut rewritten = sql.to_owned();
+        // Back to front, so the spans before each stay valid.
+        for call in calls.iter().rev() {
+            let batch = snapshot(call)?;
+            let table = format!("s{}", REGISTRATION_SEQ.fetch_add(1, Ordering::Relaxed));
+            let quoted = format!("{database}.{}", quote_ident(&table));
+            self.tables.push(format!("{SNAPSHOT_DATABASE}.{table}"));
+            // Not `CREATE … AS SELECT`: a Memory database cannot rename the
+            // table that builds.
+            execute(
+                conn,
+                &format!(
+                    "CREATE TABLE {quoted} ({}) ENGINE = Memory",
+                    column_defs(&batch)?
+                ),
+            )?;
+            with_registered(conn, batch, |stream| {
+                let insert = format!(
+                    "INSERT INTO {quoted} SELECT * FROM ArrowStream({})",
+                    quote_literal(stream)
+                );
+                execute(conn, &insert)
+            })?;
+            rewritten.replace_range(call.span.clone(), &quoted);
+        }
+        Ok(rewritten)
+    }
+
+    /// Drops the tables.
+    fn drop_all(self) {
+        if self.tables.is_empty() {
+            return;
+        }
+        let conn = match self.connection() {
+            Ok(conn) => conn,
+            Err(err) => {
+                tracing::warn!(%err, "dropping last-value snapshots");
+                return;
+            }
+        };
+        for table in &self.tables {
+            let (database, name) = table.split_once('.').unwrap_or_default();
+            let drop = format!(
+                "DROP TABLE IF EXISTS {}.{} SYNC",
+                quote_ident(database),
+                quote_ident(name)
+            );
+            if let Err(err) = execute(&conn, &drop) {
+                tracing::warn!(%err, table, "dropping a last-value snapshot");
+                discard(conn);
+                return;
+            }
+        }
+    }
+}
+
+/// The column definitions of a table holding `batch` (a last-value
+/// snapshot: ids, times, tags and field values).
+fn column_defs(batch: &RecordBatch) -> Result<String> {
+    let mut defs = Vec::new();
+    for field in batch.schema().fields() {
+        let base = match field.data_type() {
+            DataType::UInt64 => "UInt64",
+            DataType::Int64 => "Int64",
+            DataType::Float64 => "Float64",
+            DataType::Boolean => "Bool",
+            DataType::Utf8 => "String",
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => "DateTime64(9, 'UTC')",
+            other => return Err(Error::Engine(format!("a snapshot column of type {other}"))),
+        };
+        let ty = match field.is_nullable() {
+            true => format!("Nullable({base})"),
+            false => base.to_owned(),
+        };
+        defs.push(format!("{} {ty}", quote_ident(field.name())));
+    }
+    Ok(defs.join(", "))
 }
 
 /// Every output format the engine can produce, by the name ClickHouse uses.

@@ -44,6 +44,20 @@ pub enum Error {
         /// The engine's message.
         message: String,
     },
+    /// `last_values(…)` in a statement names a measurement the last-value
+    /// cache does not hold: not configured, evicted for its memory bound,
+    /// or being rebuilt (after an open or an edit).
+    #[error("measurement {measurement:?} of database {database:?} (retention policy {retention_policy:?}) \
+             is not in the last-value cache (not configured, evicted for its memory bound, or being rebuilt): \
+             query its table instead")]
+    NotCached {
+        /// The database named.
+        database: String,
+        /// The retention policy named (or the default).
+        retention_policy: String,
+        /// The measurement named.
+        measurement: String,
+    },
     /// `QueryLimits::max_concurrent` statements are already running.
     #[error("too many queries: {limit} are already running; retry later")]
     TooManyQueries {

@@ -54,6 +54,7 @@ mod edit;
 mod engine;
 mod error;
 mod flusher;
+mod last_value;
 mod lp;
 pub mod names;
 mod points;
@@ -82,6 +83,7 @@ pub use config::{
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::QueryChunks;
 pub use error::{Error, Result};
+pub use last_value::{LastField, LastSeries, LastValue, LastValueConfig};
 pub use lineproto::Precision;
 pub use points::{Point, PointValue};
 pub use sandbox::ReadScope;
@@ -92,6 +94,7 @@ use crate::batcher::FlushOutcome;
 use crate::budget::MemoryBudget;
 use crate::catalog::{Admission, Catalog, Database, Table};
 use crate::engine::Engine;
+use crate::last_value::LastValues;
 use crate::names::NameKind;
 use crate::series::SeriesKey;
 
@@ -275,6 +278,8 @@ struct Shared {
     flushers: Mutex<Vec<JoinHandle<()>>>,
     /// Advances the log's checkpoint.
     checkpointer: Mutex<Option<JoinHandle<()>>>,
+    /// The newest value of each field of each series, per table.
+    last_values: Arc<LastValues>,
     closed: AtomicBool,
 }
 
@@ -326,7 +331,10 @@ impl Ingestor {
                 reason = %cut.reason, "cut the log's torn tail (a write that was never acknowledged)");
             IngestStats::add(&engine.stats.wal_cut_bytes, cut.dropped);
         }
-        let appender = Appender::start(files, Arc::clone(&engine.stats))?;
+        let (last_values, rebuilds) =
+            LastValues::new(config.last_values.clone(), Arc::clone(&engine.stats));
+        let last_values = Arc::new(last_values);
+        let appender = Appender::start(files, Arc::clone(&engine.stats), Arc::clone(&last_values))?;
         let shared = Arc::new(Shared {
             budget: Arc::new(MemoryBudget::new(
                 config.max_buffered_bytes,
@@ -339,6 +347,7 @@ impl Ingestor {
             runtime,
             flushers: Mutex::default(),
             checkpointer: Mutex::default(),
+            last_values,
             closed: AtomicBool::new(false),
         });
         for db in shared.catalog.databases() {
@@ -351,6 +360,17 @@ impl Ingestor {
             let _ = ingestor.close().await;
             return Err(err);
         }
+        // Rebuilt in the background: until then its tables answer `None`.
+        let shared = &ingestor.shared;
+        let tables = shared
+            .catalog
+            .databases()
+            .into_iter()
+            .flat_map(|db| db.tables());
+        shared.last_values.activate(tables.map(|(_, table)| table));
+        shared
+            .runtime
+            .spawn(last_value::run_rebuilds(Arc::downgrade(shared), rebuilds));
         let checkpointer = ingestor
             .shared
             .runtime
@@ -666,6 +686,13 @@ impl Ingestor {
     /// the databases the caller may read; `database`: the one unqualified
     /// table names are in (else `default`), as ClickHouse's current
     /// database.
+    ///
+    /// The statement may read the last-value cache as a table:
+    /// `last_values('db', 'measurement'[, 'rp'])` with string literals has
+    /// the columns `series_id`, `time` (the newest of its fields' times),
+    /// one per tag and one per field (NULL where the series has no value),
+    /// like the measurement's view; a measurement the cache does not hold
+    /// is [`Error::NotCached`].
     pub async fn query_read_only_stream(
         &self,
         sql: &str,
@@ -674,14 +701,31 @@ impl Ingestor {
         database: Option<&str>,
     ) -> Result<QueryChunks> {
         let format = engine::output_format(format)?;
-        self.shared
-            .open()?
+        let shared = self.shared.open()?;
+        let cached = Arc::clone(shared);
+        let snapshot = move |call: &sandbox::LastValuesCall| {
+            let not_cached = || Error::NotCached {
+                database: call.database.clone(),
+                retention_policy: call.retention_policy.clone(),
+                measurement: call.measurement.clone(),
+            };
+            let database = cached
+                .catalog
+                .database(&call.database)
+                .ok_or_else(not_cached)?;
+            let table = database
+                .table(&call.retention_policy, &call.measurement)
+                .ok_or_else(not_cached)?;
+            table.last.snapshot().ok_or_else(not_cached)
+        };
+        shared
             .engine
             .stream_read_only(
                 sql.to_owned(),
                 format,
                 scope.clone(),
                 database.map(str::to_owned),
+                snapshot,
             )
             .await
     }
@@ -820,6 +864,24 @@ impl Ingestor {
             .await
     }
 
+    /// The newest value of each field of the series of `measurement` in
+    /// `db` / `rp` whose tags `keep` accepts (tags sorted by key), from
+    /// memory. `None` if the measurement is not cached — left out by
+    /// [`IngestConfig::last_values`], evicted for the memory bound, or not
+    /// yet rebuilt after an open or an edit: the caller must ask the engine.
+    /// Holds a read lock on the measurement's cache while `keep` runs;
+    /// series `keep` refuses are not copied.
+    pub fn last_values(
+        &self,
+        db: &str,
+        rp: &str,
+        measurement: &str,
+        keep: impl FnMut(&[(String, String)]) -> bool,
+    ) -> Option<Vec<LastSeries>> {
+        let table = self.shared.catalog.database(db)?.table(rp, measurement)?;
+        table.last.read(keep)
+    }
+
     /// Runs a query and returns its result as Arrow record batches.
     pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.engine.query_arrow(sql.to_owned()).await
@@ -949,6 +1011,7 @@ impl Shared {
                 rp,
                 measurement,
                 fields,
+                self.last_values.caches_new(&db.name, measurement),
             )
             .await?;
         if created {

@@ -22,11 +22,25 @@
 //!      paths, other callers' queries, users, grants or server internals.
 //! 3. The engine enforces the limits on every statement.
 //!
+//! One table function is chingest's own: `last_values('db', 'measurement'
+//! [, 'rp'])` reads the last-value cache. Its arguments must be string
+//! literals, and its database one the caller may read. The check finds
+//! each call in the text with a small tokenizer ([`find_last_values`]) and
+//! requires the calls it found to be exactly those of the engine's parse.
+//! The engine module then copies each call's snapshot into a table of its
+//! own in [`SNAPSHOT_DATABASE`] (an in-memory database), replaces the
+//! call's text by that table's name and parses the result again, which
+//! must read exactly those tables and call `last_values` no more
+//! ([`Sandbox::check_rewritten`]). Callers cannot name those tables
+//! themselves, and `ArrowStream` (which a read-only connection refuses
+//! anyway) is refused like any table function outside the list.
+//!
 //! The tree is the engine's parse, not the text: quoting, comments, case
 //! and aliases cannot hide a name.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use chdb_rust::connection::Connection;
 
@@ -47,6 +61,15 @@ pub const ALLOWED_TABLE_FUNCTIONS: &[&str] = &[
     "null",
     "view",
 ];
+
+/// The table function served from the last-value cache (see the module
+/// documentation).
+pub const LAST_VALUES_FUNCTION: &str = "last_values";
+
+/// The in-memory database that holds the snapshots `last_values` calls
+/// read, one table per call, dropped once its statement ends. A leading
+/// `_` no user database has (see [`names`](crate::names)).
+pub const SNAPSHOT_DATABASE: &str = "_chingest_last_values";
 
 /// Scalar functions refused besides the engine's `AI`, `Dictionary` and
 /// `Introspection` categories.
@@ -194,7 +217,7 @@ impl Sandbox {
     ) -> Option<Checked> {
         let passed = self.passed.lock().expect("passed statements");
         let key = (scope.clone(), database.map(str::to_owned));
-        passed.get(&key)?.get(sql).copied()
+        passed.get(&key)?.get(sql).cloned()
     }
 
     /// Refuses `sql` if its syntax tree names a function or table outside
@@ -209,7 +232,8 @@ impl Sandbox {
     ) -> Result<Checked> {
         let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
         let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
-        self.check_tree(&lines, scope, database.unwrap_or("default"))?;
+        let found = self.check_tree(&lines, scope, database.unwrap_or("default"), &[])?;
+        let last_values = last_values_calls(sql, found.last_values, scope)?;
         let root = lines
             .first()
             .map_or("", |line| first_word(line.trim_start()));
@@ -219,7 +243,10 @@ impl Sandbox {
                 "only SELECT statements are allowed with this token".to_owned(),
             ));
         }
-        let checked = Checked { streams };
+        let checked = Checked {
+            streams,
+            last_values: last_values.into(),
+        };
         if sql.len() > PASSED_MAX_LEN {
             return Ok(checked);
         }
@@ -230,19 +257,59 @@ impl Sandbox {
         let in_scope = passed
             .entry((scope.clone(), database.map(str::to_owned)))
             .or_default();
-        in_scope.insert(sql.to_owned(), checked);
+        in_scope.insert(sql.to_owned(), checked.clone());
         Ok(checked)
     }
 
-    fn check_tree(&self, lines: &[String], scope: &ReadScope, current: &str) -> Result<()> {
+    /// Checks a statement whose `last_values` calls were replaced by the
+    /// snapshot tables `snapshots` (`database.table`, unquoted): it must
+    /// pass as the original did, read each of those tables once, and call
+    /// `last_values` no more.
+    pub(crate) fn check_rewritten(
+        &self,
+        conn: &Connection,
+        sql: &str,
+        scope: &ReadScope,
+        database: Option<&str>,
+        snapshots: &[String],
+    ) -> Result<()> {
+        let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
+        let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
+        let mut found = self.check_tree(&lines, scope, database.unwrap_or("default"), snapshots)?;
+        let mut expected = snapshots.to_vec();
+        found.snapshots.sort();
+        expected.sort();
+        if !found.last_values.is_empty() || found.snapshots != expected {
+            return Err(Error::NotReadOnly(format!(
+                "{LAST_VALUES_FUNCTION}(): the statement could not be rewritten to read the cache"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses what the tree names outside the sandbox; returns the calls
+    /// of `last_values`, for the caller to judge, and the reads of the
+    /// snapshot tables `snapshots` (the only ones of [`SNAPSHOT_DATABASE`]
+    /// allowed). Unqualified table names are in `current`.
+    fn check_tree(
+        &self,
+        lines: &[String],
+        scope: &ReadScope,
+        current: &str,
+        snapshots: &[String],
+    ) -> Result<Found> {
         let refuse = |what: String| Err(Error::NotReadOnly(what));
+        let mut found = Found::default();
         for (i, line) in lines.iter().enumerate() {
             let node = line.trim_start();
             if let Some(rest) = node.strip_prefix("Function ") {
                 let name = first_word(rest);
                 let table_function = parent(lines, i).is_some_and(|p| p == "TableExpression");
-                if table_function {
-                    if !self.allowed_table_functions.contains(&name.to_lowercase()) {
+                let lower = name.to_lowercase();
+                if table_function && lower == LAST_VALUES_FUNCTION {
+                    found.last_values.push(call_args(lines, i));
+                } else if table_function {
+                    if !self.allowed_table_functions.contains(&lower) {
                         return refuse(format!("table function {name}() is not allowed here"));
                     }
                 } else if self.denied_functions.contains(&name.to_lowercase()) {
@@ -251,6 +318,13 @@ impl Sandbox {
             } else if let Some(rest) = node.strip_prefix("TableIdentifier ") {
                 let table = unquote(first_word(rest));
                 let (database, name) = table.split_once('.').unwrap_or((current, &table));
+                if database == SNAPSHOT_DATABASE {
+                    if !snapshots.contains(&table) {
+                        return refuse(format!("table {table} is not allowed here"));
+                    }
+                    found.snapshots.push(table);
+                    continue;
+                }
                 let allowed = match (database, scope) {
                     ("system", ReadScope::All) => {
                         CATALOGUE_SYSTEM_TABLES.contains(&name)
@@ -265,16 +339,336 @@ impl Sandbox {
                 }
             }
         }
-        Ok(())
+        Ok(found)
     }
 }
 
+/// What [`Sandbox::check_tree`] found for its caller to judge.
+#[derive(Debug, Default)]
+struct Found {
+    /// The arguments of each `last_values` call: a string literal's value,
+    /// or `None` for anything else.
+    last_values: Vec<Vec<Option<String>>>,
+    /// The snapshot tables read, as `database.table`.
+    snapshots: Vec<String>,
+}
+
+/// A `last_values` call the check let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LastValuesCall {
+    /// Its database.
+    pub(crate) database: String,
+    /// Its measurement.
+    pub(crate) measurement: String,
+    /// Its retention policy (`autogen` unless given).
+    pub(crate) retention_policy: String,
+    /// Where the call (name through closing parenthesis) is in the text.
+    pub(crate) span: Range<usize>,
+}
+
+/// The `last_values` calls of `sql`, given the arguments of those of its
+/// tree: each with string literals, on a database the caller may read, and
+/// found by the tokenizer exactly as the engine parsed them.
+fn last_values_calls(
+    sql: &str,
+    calls: Vec<Vec<Option<String>>>,
+    scope: &ReadScope,
+) -> Result<Vec<LastValuesCall>> {
+    let refuse = |what: String| Err(Error::NotReadOnly(what));
+    let mut parsed = Vec::new();
+    for args in calls {
+        let args: Option<Vec<String>> = args.into_iter().collect();
+        let Some(args) = args.filter(|args| (2..=3).contains(&args.len())) else {
+            return refuse(format!(
+                "{LAST_VALUES_FUNCTION}() takes two or three string literals: \
+                 database, measurement[, retention policy]"
+            ));
+        };
+        let database = &args[0];
+        if let ReadScope::Databases(allowed) = scope {
+            if !allowed.contains(database) {
+                return refuse(format!("database {database:?} is not allowed here"));
+            }
+        }
+        parsed.push(args);
+    }
+    if parsed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = find_last_values(sql);
+    let mut in_text: Vec<&Vec<String>> = found.iter().map(|(_, args)| args).collect();
+    in_text.sort();
+    parsed.sort();
+    if in_text != parsed.iter().collect::<Vec<_>>() {
+        return refuse(format!(
+            "{LAST_VALUES_FUNCTION}(): its calls could not be located in the statement's text \
+             (write them plainly: last_values('db', 'measurement'))"
+        ));
+    }
+    found.sort_by_key(|(span, _)| span.start);
+    Ok(found
+        .into_iter()
+        .map(|(span, mut args)| {
+            let retention_policy = if args.len() == 3 {
+                args.pop().unwrap_or_default()
+            } else {
+                "autogen".to_owned()
+            };
+            let measurement = args.pop().unwrap_or_default();
+            let database = args.pop().unwrap_or_default();
+            LastValuesCall {
+                database,
+                measurement,
+                retention_policy,
+                span,
+            }
+        })
+        .collect())
+}
+
+/// The arguments of the function call on line `i` of a tree: its
+/// `ExpressionList`'s children, string literals by value.
+fn call_args(lines: &[String], i: usize) -> Vec<Option<String>> {
+    let depth = |line: &str| line.len() - line.trim_start().len();
+    let own = depth(&lines[i]);
+    let mut args = Vec::new();
+    for line in lines[i + 1..].iter().take_while(|line| depth(line) > own) {
+        if depth(line) != own + 2 {
+            continue;
+        }
+        let literal = line
+            .trim_start()
+            .strip_prefix("Literal ")
+            .filter(|value| value.starts_with('\''))
+            .and_then(|value| string_literal(value.as_bytes()))
+            .filter(|(_, len)| *len == line.trim_start().len() - "Literal ".len());
+        args.push(literal.map(|(value, _)| value));
+    }
+    args
+}
+
+/// A single-quoted string literal at the start of `text`, with ClickHouse's
+/// escapes (backslash sequences and a doubled quote): its value and the
+/// bytes it spans. `None` if it is not closed or holds an escape this does
+/// not know (such calls are then refused, never guessed).
+fn string_literal(text: &[u8]) -> Option<(String, usize)> {
+    if text.first() != Some(&b'\'') {
+        return None;
+    }
+    let mut value = Vec::new();
+    let mut i = 1;
+    while i < text.len() {
+        match text[i] {
+            b'\'' if text.get(i + 1) == Some(&b'\'') => {
+                value.push(b'\'');
+                i += 2;
+            }
+            b'\'' => return Some((String::from_utf8(value).ok()?, i + 1)),
+            b'\\' => {
+                let escaped = match *text.get(i + 1)? {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'0' => 0,
+                    b'b' => 8,
+                    b'f' => 12,
+                    c @ (b'\\' | b'\'' | b'"' | b'`' | b'?') => c,
+                    _ => return None,
+                };
+                value.push(escaped);
+                i += 2;
+            }
+            c => {
+                value.push(c);
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Every `last_values(<string>, <string>[, <string>])` in `sql` outside
+/// strings, quoted names and comments: the span from the name through the
+/// closing parenthesis, and the arguments' values. The name may be quoted
+/// (`` `last_values` ``) and any case; whitespace and comments may sit
+/// between the tokens.
+pub(crate) fn find_last_values(sql: &str) -> Vec<(Range<usize>, Vec<String>)> {
+    let tokens = tokens(sql.as_bytes());
+    let mut calls = Vec::new();
+    for (start, token) in tokens.iter().enumerate() {
+        let named = match &token.kind {
+            Token::Word(word) | Token::Quoted(word) => {
+                word.eq_ignore_ascii_case(LAST_VALUES_FUNCTION)
+            }
+            _ => false,
+        };
+        let qualified = start > 0 && tokens[start - 1].kind == Token::Punct(b'.');
+        if !named || qualified {
+            continue;
+        }
+        let mut args = Vec::new();
+        let mut next = start + 1;
+        let expect = |i: usize, c: u8| tokens.get(i).is_some_and(|t| t.kind == Token::Punct(c));
+        if !expect(next, b'(') {
+            continue;
+        }
+        next += 1;
+        let end = loop {
+            let Some(Token::String(value)) = tokens.get(next).map(|t| &t.kind) else {
+                break None;
+            };
+            args.push(value.clone());
+            next += 1;
+            if expect(next, b')') {
+                break Some(tokens[next].span.end);
+            }
+            if !expect(next, b',') {
+                break None;
+            }
+            next += 1;
+        };
+        if let Some(end) = end {
+            calls.push((token.span.start..end, args));
+        }
+    }
+    calls
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Token {
+    /// A bare word (name, keyword, number).
+    Word(String),
+    /// A name in backquotes or double quotes.
+    Quoted(String),
+    /// A string literal's value.
+    String(String),
+    Punct(u8),
+    /// Something this tokenizer does not read (an unknown escape, a
+    /// heredoc): only ever stops a match.
+    Other,
+}
+
+struct Spanned {
+    kind: Token,
+    span: Range<usize>,
+}
+
+/// The tokens of `sql`, without whitespace and comments (`--` and `#` to
+/// the end of the line, nested `/* */`).
+fn tokens(sql: &[u8]) -> Vec<Spanned> {
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < sql.len() {
+        let start = i;
+        let c = sql[i];
+        let kind = match c {
+            c if c.is_ascii_whitespace() => {
+                i += 1;
+                continue;
+            }
+            b'-' if sql.get(i + 1) == Some(&b'-') => {
+                i = line_end(sql, i);
+                continue;
+            }
+            b'#' => {
+                i = line_end(sql, i);
+                continue;
+            }
+            b'/' if sql.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0;
+                while i < sql.len() {
+                    if sql[i..].starts_with(b"/*") {
+                        depth += 1;
+                        i += 2;
+                    } else if sql[i..].starts_with(b"*/") {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            b'\'' => match string_literal(&sql[i..]) {
+                Some((value, len)) => {
+                    i += len;
+                    Token::String(value)
+                }
+                None => {
+                    i = quoted_end(sql, i, b'\'');
+                    Token::Other
+                }
+            },
+            b'`' | b'"' => {
+                i = quoted_end(sql, i, c);
+                let inner = &sql[start + 1..i.saturating_sub(1).max(start + 1)];
+                match inner.contains(&b'\\') || inner.windows(2).any(|w| w == [c, c]) {
+                    true => Token::Other,
+                    false => Token::Quoted(String::from_utf8_lossy(inner).into_owned()),
+                }
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 => {
+                while i < sql.len()
+                    && (sql[i].is_ascii_alphanumeric()
+                        || sql[i] == b'_'
+                        || sql[i] == b'$'
+                        || sql[i] >= 0x80)
+                {
+                    i += 1;
+                }
+                Token::Word(String::from_utf8_lossy(&sql[start..i]).into_owned())
+            }
+            b'$' => {
+                i += 1;
+                Token::Other
+            }
+            c => {
+                i += 1;
+                Token::Punct(c)
+            }
+        };
+        tokens.push(Spanned {
+            kind,
+            span: start..i,
+        });
+    }
+    tokens
+}
+
+/// The index past the end of the line at `i`.
+fn line_end(sql: &[u8], i: usize) -> usize {
+    sql[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(sql.len(), |n| i + n + 1)
+}
+
+/// The index past the closing `quote` of the quoted text at `i` (backslash
+/// escapes and doubled quotes skipped), or the end.
+fn quoted_end(sql: &[u8], i: usize, quote: u8) -> usize {
+    let mut j = i + 1;
+    while j < sql.len() {
+        match sql[j] {
+            b'\\' => j += 2,
+            c if c == quote && sql.get(j + 1) == Some(&quote) => j += 2,
+            c if c == quote => return j + 1,
+            _ => j += 1,
+        }
+    }
+    sql.len()
+}
+
 /// What the check learned of a statement it let through.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Checked {
     /// A `SELECT` (the engine streams its output); `SHOW`, `EXPLAIN`,
     /// `DESCRIBE` and the like are answered whole.
     pub(crate) streams: bool,
+    /// Its `last_values` calls, in text order.
+    pub(crate) last_values: Arc<[LastValuesCall]>,
 }
 
 /// The first word of an `EXPLAIN AST` node's text (before ` (alias …)` or
@@ -325,7 +719,7 @@ mod tests {
              Function numbers (children 1)",
         );
         assert!(sandbox()
-            .check_tree(&numbers, &ReadScope::All, "default")
+            .check_tree(&numbers, &ReadScope::All, "default", &[])
             .is_ok());
         let url = tree(
             "SelectQuery (children 2)\n \
@@ -333,14 +727,14 @@ mod tests {
              Function url (children 1)",
         );
         let err = sandbox()
-            .check_tree(&url, &ReadScope::All, "default")
+            .check_tree(&url, &ReadScope::All, "default", &[])
             .unwrap_err()
             .to_string();
         assert!(err.contains("table function url()"), "{err}");
         let file = tree("SelectQuery (children 1)\n ExpressionList\n  Function FILE (alias f)");
         assert!(
             sandbox()
-                .check_tree(&file, &ReadScope::All, "default")
+                .check_tree(&file, &ReadScope::All, "default", &[])
                 .is_err(),
             "names are compared without case"
         );
@@ -351,15 +745,15 @@ mod tests {
         let disks =
             tree("TableExpression (children 1)\n TableIdentifier `system`.`disks` (alias d)");
         assert!(sandbox()
-            .check_tree(&disks, &ReadScope::All, "default")
+            .check_tree(&disks, &ReadScope::All, "default", &[])
             .is_err());
         let one = tree("TableExpression (children 1)\n TableIdentifier system.one");
         assert!(sandbox()
-            .check_tree(&one, &ReadScope::All, "default")
+            .check_tree(&one, &ReadScope::All, "default", &[])
             .is_ok());
         let ours = tree("TableExpression (children 1)\n TableIdentifier db.`cpu.autogen`");
         assert!(sandbox()
-            .check_tree(&ours, &ReadScope::All, "default")
+            .check_tree(&ours, &ReadScope::All, "default", &[])
             .is_ok());
     }
 
@@ -368,22 +762,22 @@ mod tests {
         let scope = ReadScope::Databases(vec!["db1".to_owned()]);
         let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
         assert!(sandbox()
-            .check_tree(&table("db1.`m.autogen`"), &scope, "default")
+            .check_tree(&table("db1.`m.autogen`"), &scope, "default", &[])
             .is_ok());
         assert!(sandbox()
-            .check_tree(&table("db2.m"), &scope, "default")
+            .check_tree(&table("db2.m"), &scope, "default", &[])
             .is_err());
         assert!(
             sandbox()
-                .check_tree(&table("m"), &scope, "default")
+                .check_tree(&table("m"), &scope, "default", &[])
                 .is_err(),
             "`default`.m"
         );
         assert!(sandbox()
-            .check_tree(&table("system.one"), &scope, "default")
+            .check_tree(&table("system.one"), &scope, "default", &[])
             .is_ok());
         assert!(sandbox()
-            .check_tree(&table("system.columns"), &scope, "default")
+            .check_tree(&table("system.columns"), &scope, "default", &[])
             .is_err());
     }
 
@@ -391,14 +785,82 @@ mod tests {
     fn unqualified_names_are_in_the_current_database() {
         let scope = ReadScope::Databases(vec!["db1".to_owned()]);
         let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
-        assert!(sandbox().check_tree(&table("m"), &scope, "db1").is_ok());
-        assert!(sandbox().check_tree(&table("m"), &scope, "db2").is_err());
+        assert!(sandbox().check_tree(&table("m"), &scope, "db1", &[]).is_ok());
+        assert!(sandbox().check_tree(&table("m"), &scope, "db2", &[]).is_err());
         let disks = table("disks");
         assert!(sandbox()
-            .check_tree(&disks, &ReadScope::All, "system")
+            .check_tree(&disks, &ReadScope::All, "system", &[])
             .is_err());
         assert!(sandbox()
-            .check_tree(&table("one"), &ReadScope::All, "system")
+            .check_tree(&table("one"), &ReadScope::All, "system", &[])
             .is_ok());
+    }
+
+    #[test]
+    fn last_values_calls_are_found_outside_strings_and_comments() {
+        let calls = |sql: &str| -> Vec<(String, Vec<String>)> {
+            find_last_values(sql)
+                .into_iter()
+                .map(|(span, args)| (sql[span].to_owned(), args))
+                .collect()
+        };
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            calls("SELECT * FROM last_values('db', 'cpu') WHERE x = 1"),
+            [("last_values('db', 'cpu')".to_owned(), args(&["db", "cpu"]))]
+        );
+        assert_eq!(
+            calls("SELECT * FROM `LAST_VALUES` /* c */ ( 'd\\'b' , -- c\n 'c''pu', 'rp')"),
+            [(
+                "`LAST_VALUES` /* c */ ( 'd\\'b' , -- c\n 'c''pu', 'rp')".to_owned(),
+                args(&["d'b", "c'pu", "rp"])
+            )]
+        );
+        for hidden in [
+            "SELECT 'last_values(''a'', ''b'')'",
+            "SELECT 1 -- last_values('a', 'b')",
+            "SELECT 1 /* /* nested */ last_values('a', 'b') */",
+            "SELECT 1 # last_values('a', 'b')",
+            "SELECT `last_values('a', 'b')`",
+            "SELECT * FROM db.last_values('a', 'b')",
+            "SELECT * FROM last_values(a, 'b')",
+            "SELECT * FROM last_values('a' || 'x', 'b')",
+            "SELECT * FROM last_values('a\\q', 'b')",
+        ] {
+            assert!(calls(hidden).is_empty(), "{hidden}: {:?}", calls(hidden));
+        }
+    }
+
+    #[test]
+    fn last_values_must_be_called_with_literals_found_in_the_text() {
+        let tree = |args: &[Option<&str>]| -> Vec<Vec<Option<String>>> {
+            vec![args.iter().map(|a| a.map(str::to_owned)).collect()]
+        };
+        let sql = "SELECT * FROM last_values('db', 'cpu')";
+        let ok = last_values_calls(sql, tree(&[Some("db"), Some("cpu")]), &ReadScope::All).unwrap();
+        assert_eq!(ok[0].retention_policy, "autogen");
+        assert_eq!(&sql[ok[0].span.clone()], "last_values('db', 'cpu')");
+        let scoped = ReadScope::Databases(vec!["other".to_owned()]);
+        for (tree, scope) in [
+            (tree(&[Some("db"), None]), &ReadScope::All),
+            (tree(&[Some("db")]), &ReadScope::All),
+            (tree(&[Some("db"), Some("cpu")]), &scoped),
+            // The parse and the text disagree: never guessed.
+            (tree(&[Some("db2"), Some("cpu")]), &ReadScope::All),
+        ] {
+            assert!(
+                last_values_calls(sql, tree.clone(), scope).is_err(),
+                "{tree:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn string_literals_unescape_as_the_engine_prints_them() {
+        assert_eq!(string_literal(b"'a\\'b' x"), Some(("a'b".to_owned(), 6)));
+        assert_eq!(string_literal(b"'a''b'"), Some(("a'b".to_owned(), 6)));
+        assert_eq!(string_literal(b"'tab\\t'"), Some(("tab\t".to_owned(), 7)));
+        assert_eq!(string_literal(b"'open"), None);
+        assert_eq!(string_literal(b"'\\q'"), None);
     }
 }

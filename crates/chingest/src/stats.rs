@@ -109,6 +109,15 @@ pub struct IngestStats {
     pub replay_skipped_rows: AtomicU64,
     /// Milliseconds the replay took.
     pub replay_millis: AtomicU64,
+    /// Series in the last-value cache now.
+    pub last_value_series: AtomicU64,
+    /// Bytes the last-value cache holds now (an estimate).
+    pub last_value_bytes: AtomicU64,
+    /// Measurements evicted from the last-value cache for its memory bound.
+    pub last_value_evictions: AtomicU64,
+    /// Measurements the last-value cache rebuilt from the engine (on open,
+    /// after edits).
+    pub last_value_rebuilds: AtomicU64,
 }
 
 impl Default for IngestStats {
@@ -147,6 +156,10 @@ impl Default for IngestStats {
             replay_rows: AtomicU64::new(0),
             replay_skipped_rows: AtomicU64::new(0),
             replay_millis: AtomicU64::new(0),
+            last_value_series: AtomicU64::new(0),
+            last_value_bytes: AtomicU64::new(0),
+            last_value_evictions: AtomicU64::new(0),
+            last_value_rebuilds: AtomicU64::new(0),
         }
     }
 }

@@ -412,10 +412,16 @@ fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
             "0.2",
         ],
     );
-    // Five built-in queries, each over /sql, the ClickHouse interface, then
-    // on the engine.
-    assert_eq!(rows.len(), 15, "{rows:?}");
-    for sides in rows.chunks(3) {
+    // Six built-in queries, each over /sql, the ClickHouse interface, then
+    // on the engine; but `last_values`, chingest's own, has no engine side.
+    assert_eq!(rows.len(), 17, "{rows:?}");
+    let (own, compared): (Vec<_>, Vec<_>) = rows
+        .iter()
+        .cloned()
+        .partition(|r| r["query"] == "last-values-by-host-tag");
+    let own_sides: Vec<&Value> = own.iter().map(|row| &row["side"]).collect();
+    assert_eq!(own_sides, ["sql", "clickhouse"], "{own:?}");
+    for sides in compared.chunks(3) {
         let names: Vec<&Value> = sides.iter().map(|row| &row["side"]).collect();
         assert_eq!(names, ["sql", "clickhouse", "engine"], "{sides:?}");
         let (sql, engine) = (&sides[0], &sides[2]);
@@ -443,6 +449,7 @@ fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
             row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
         };
         assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
+        assert!((rows_per_query("last-values-by-host-tag") - 1.0).abs() < 1e-9);
         assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
     }
     let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();

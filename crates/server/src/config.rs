@@ -44,6 +44,31 @@ pub struct ServerConfig {
     pub query: QuerySection,
     /// TLS for both listeners.
     pub tls: TlsSection,
+    /// The last-value cache.
+    pub last_values: LastValuesSection,
+}
+
+/// The last-value cache (`chingest::LastValueConfig`): the newest value of
+/// each field of each series of the measurements it covers, in memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LastValuesSection {
+    /// Measurements cached: `*`, `db.*`, `db.measurement` or `measurement`
+    /// (in every database). Empty: off.
+    pub measurements: Vec<String>,
+    /// Memory bound over all measurements, in bytes: a measurement whose
+    /// growth passes it is evicted whole (reads of it go to the engine).
+    pub max_bytes: usize,
+}
+
+impl Default for LastValuesSection {
+    fn default() -> Self {
+        let library = chingest::LastValueConfig::default();
+        LastValuesSection {
+            measurements: library.measurements,
+            max_bytes: library.max_bytes,
+        }
+    }
 }
 
 /// TLS for HTTP and gRPC: both files, or neither (plain TCP).
@@ -207,6 +232,7 @@ impl Default for ServerConfig {
             wal: WalSection::default(),
             query: QuerySection::default(),
             tls: TlsSection::default(),
+            last_values: LastValuesSection::default(),
         }
     }
 }
@@ -381,6 +407,10 @@ impl ServerConfig {
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
         config.duplicate_policy = self.write.duplicate_policy.parse().unwrap_or_default();
+        config.last_values = chingest::LastValueConfig {
+            measurements: self.last_values.measurements.clone(),
+            max_bytes: self.last_values.max_bytes,
+        };
         config.cardinality = chingest::CardinalityLimits {
             max_series: self.limits.max_series_per_database,
             max_values_per_tag: self.limits.max_values_per_tag,
@@ -422,6 +452,11 @@ mod tests {
         assert_eq!(config.limits.max_body_bytes, defaults.limits.max_body_bytes);
         assert_eq!(config.write.durability, defaults.write.durability);
         assert_eq!(config.wal.max_bytes, defaults.wal.max_bytes);
+        assert_eq!(
+            config.last_values.measurements,
+            defaults.last_values.measurements
+        );
+        assert_eq!(config.last_values.max_bytes, defaults.last_values.max_bytes);
         assert_eq!(
             config.ingest.flush_max_age_ms,
             defaults.ingest.flush_max_age_ms

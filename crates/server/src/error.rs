@@ -88,7 +88,7 @@ impl From<chingest::Error> for ApiError {
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
             E::QueryLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             E::TooManyQueries { .. } => StatusCode::TOO_MANY_REQUESTS,
-            E::DatabaseNotFound(_) => StatusCode::NOT_FOUND,
+            E::DatabaseNotFound(_) | E::NotCached { .. } => StatusCode::NOT_FOUND,
             E::Conflict(_) => StatusCode::CONFLICT,
             E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
             // The log is full or cannot be written (a full disk): retry later.

@@ -61,6 +61,15 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     auth_tokens: Vec<String>,
+    /// Measurements the last-value cache keeps: `*`, `db.*`, `db.m` or `m`
+    /// (repeat, or comma-separated in the environment variable; `-` for
+    /// none) [default: *]. Replaces the file's last_values.measurements.
+    #[arg(
+        long = "last-values",
+        env = "CHINGEST_LAST_VALUES",
+        value_delimiter = ','
+    )]
+    last_values: Vec<String>,
 }
 
 impl ServeArgs {
@@ -94,6 +103,10 @@ impl ServeArgs {
         }
         if !self.auth_tokens.is_empty() {
             config.auth_tokens = self.auth_tokens;
+        }
+        if !self.last_values.is_empty() {
+            config.last_values.measurements =
+                self.last_values.into_iter().filter(|m| m != "-").collect();
         }
         config.validate()?;
         Ok(config)

@@ -263,6 +263,16 @@ pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Respon
                 "Engine errors.",
                 &s.engine_errors,
             ),
+            (
+                "chingest_last_value_evictions_total",
+                "Measurements evicted from the last-value cache for its memory bound.",
+                &s.last_value_evictions,
+            ),
+            (
+                "chingest_last_value_rebuilds_total",
+                "Measurements the last-value cache rebuilt from the engine (open, edits).",
+                &s.last_value_rebuilds,
+            ),
         ];
         for (name, help, counter) in counters {
             header(&mut out, name, "counter", help);
@@ -288,6 +298,16 @@ pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Respon
                 "chingest_replay_duration_milliseconds",
                 "How long the replay on open took.",
                 &s.replay_millis,
+            ),
+            (
+                "chingest_last_value_series",
+                "Series in the last-value cache.",
+                &s.last_value_series,
+            ),
+            (
+                "chingest_last_value_bytes",
+                "Bytes the last-value cache holds (an estimate).",
+                &s.last_value_bytes,
             ),
         ];
         for (name, help, gauge) in gauges {

@@ -85,6 +85,7 @@ fn main() {
         concurrent_queries_past_the_limit_get_429,
         a_client_that_goes_away_cancels_its_query,
         scoped_tokens_on_every_endpoint,
+        last_values_are_read_through_sql_within_the_token_s_scope,
         tls_serves_clients_that_trust_its_certificate,
         unknown_databases_are_404_when_auto_create_is_off,
         series_past_the_limit_are_refused_and_counted,
@@ -1266,5 +1267,136 @@ async fn unknown_databases_are_404_when_auto_create_is_off() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    server.shutdown().await.unwrap();
+}
+
+/// `last_values(…)` on `/sql`: the cache as a table, the token's scope on
+/// its database, and statements that try to get around either.
+async fn last_values_are_read_through_sql_within_the_token_s_scope() {
+    use chingest_server::config::TokenConfig;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.auth_tokens = vec!["admin".into()];
+    config.tokens = vec![TokenConfig {
+        token: "one".into(),
+        read: true,
+        write: true,
+        databases: vec!["db1".into()],
+    }];
+    let (server, base) = serve(config).await;
+    let post = |path: String, token: &str, body: &str| {
+        client()
+            .post(format!("{base}{path}"))
+            .header("Authorization", format!("Token {token}"))
+            .body(body.to_owned())
+            .send()
+    };
+    for db in ["db1", "db2"] {
+        let body = "cpu,host=a,rack=r1 x=1,n=1i 1\ncpu,host=a,rack=r1 x=2 2\ncpu,host=b x=3 1\n";
+        let r = post(format!("/write?db={db}&durability=visible"), "admin", body)
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    }
+    let sql = |token: &'static str, statement: &str| {
+        let request = post("/sql?format=TabSeparated".into(), token, statement);
+        async move {
+            let r = request.await.unwrap();
+            (r.status(), r.text().await.unwrap())
+        }
+    };
+    // The cache as a table: tags and fields as columns, NULL where a
+    // series has no value, `time` its newest field's.
+    let all = "SELECT host, rack, x, n, toUnixTimestamp64Nano(time) \
+               FROM last_values('db1', 'cpu') ORDER BY host";
+    for token in ["admin", "one"] {
+        assert_eq!(
+            sql(token, all).await,
+            (
+                StatusCode::OK,
+                "a\tr1\t2\t1\t2\nb\t\t3\t\\N\t1\n".to_owned()
+            ),
+            "{token}"
+        );
+    }
+    let one_host = "SELECT x FROM last_values('db1', 'cpu', 'autogen') WHERE host = 'a'";
+    assert_eq!(sql("one", one_host).await, (StatusCode::OK, "2\n".into()));
+    // Two calls, a join, a subquery, text that only looks like a call.
+    for (statement, expected) in [
+        (
+            "SELECT count() FROM last_values('db1', 'cpu') AS l \
+             JOIN last_values('db1', 'cpu') AS r USING series_id",
+            "2\n",
+        ),
+        (
+            "SELECT count() FROM db1.cpu WHERE host IN (SELECT host FROM last_values('db1', 'cpu'))",
+            "3\n",
+        ),
+        (
+            "SELECT count() /* last_values('db2', 'cpu') */ FROM last_values('db1', 'cpu') \
+             -- last_values('db2', 'cpu')\n",
+            "2\n",
+        ),
+        (
+            "SELECT 'last_values(''db2'', ''cpu'')' FROM last_values('db1', 'cpu') WHERE host = 'b'",
+            "last_values(\\'db2\\', \\'cpu\\')\n",
+        ),
+    ] {
+        assert_eq!(
+            sql("one", statement).await,
+            (StatusCode::OK, expected.to_owned()),
+            "{statement}"
+        );
+    }
+    // Outside the token's scope, by hand, or past the tokenizer.
+    let forbidden = StatusCode::FORBIDDEN;
+    for (token, statement) in [
+        ("one", "SELECT * FROM last_values('db2', 'cpu')"),
+        ("one", "SELECT * FROM db1.cpu WHERE host IN (SELECT host FROM last_values('db2', 'cpu'))"),
+        ("one", "SELECT * FROM (SELECT * FROM (SELECT * FROM last_values('db2', 'cpu')))"),
+        ("one", "WITH l AS (SELECT * FROM last_values('db2', 'cpu')) SELECT * FROM l"),
+        ("one", "SELECT * FROM last_values('db1', 'cpu') UNION ALL SELECT * FROM last_values('db2', 'cpu')"),
+        ("one", "SELECT * FROM last_values(concat('db', '2'), 'cpu')"),
+        ("one", "SELECT * FROM last_values(db2, cpu)"),
+        ("one", "SELECT * FROM last_values(\"db2\", 'cpu')"),
+        ("one", "SELECT * FROM last_values('db1')"),
+        ("one", "SELECT * FROM last_values('db1', 'cpu', 'autogen', 'x')"),
+        ("one", "SELECT * FROM _chingest_last_values.s1"),
+        ("admin", "SELECT * FROM `_chingest_last_values`.`s1`"),
+        ("admin", "SELECT * FROM ArrowStream('chingest_1_1')"),
+        ("admin", "SELECT * FROM arrowstream('x')"),
+        ("admin", "SELECT last_values('db1', 'cpu')"),
+        // A call the tokenizer cannot read (a heredoc string): refused,
+        // never guessed.
+        ("admin", "SELECT * FROM last_values($$db1$$, 'cpu')"),
+    ] {
+        let (status, text) = sql(token, statement).await;
+        assert!(
+            status == forbidden || status == StatusCode::BAD_REQUEST,
+            "{token}: {statement}: {status} {text}"
+        );
+        assert_ne!(status, StatusCode::OK);
+    }
+    // A measurement the cache does not hold: 404 naming it.
+    let (status, text) = sql("admin", "SELECT * FROM last_values('db1', 'nope')").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{text}");
+    assert!(text.contains("nope"), "{text}");
+    // Nothing left behind: every snapshot table was dropped.
+    let (status, text) = sql(
+        "admin",
+        "SELECT count() FROM system.tables WHERE database = '_chingest_last_values'",
+    )
+    .await;
+    assert!(status == forbidden || text == "0\n", "{status} {text}");
+    let metrics = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics.contains("chingest_last_value_series 4"),
+        "{metrics}"
+    );
     server.shutdown().await.unwrap();
 }
