@@ -1355,6 +1355,8 @@ async fn last_values_are_read_through_sql_within_the_token_s_scope() {
         ("one", "SELECT * FROM db1.cpu WHERE host IN (SELECT host FROM last_values('db2', 'cpu'))"),
         ("one", "SELECT * FROM (SELECT * FROM (SELECT * FROM last_values('db2', 'cpu')))"),
         ("one", "WITH l AS (SELECT * FROM last_values('db2', 'cpu')) SELECT * FROM l"),
+        ("one", "SELECT * FROM view(SELECT * FROM last_values('db2', 'cpu'))"),
+        ("one", "SELECT * FROM last_values('db2', 'cpu') SETTINGS readonly = 0"),
         ("one", "SELECT * FROM last_values('db1', 'cpu') UNION ALL SELECT * FROM last_values('db2', 'cpu')"),
         ("one", "SELECT * FROM last_values(concat('db', '2'), 'cpu')"),
         ("one", "SELECT * FROM last_values(db2, cpu)"),
