@@ -968,3 +968,60 @@ def test_msgpack_is_answered_in_json(loaded):
     assert their_type == "application/x-msgpack"
     assert our_type.startswith("application/json"), our_type
     assert json.loads(ours) == msgpack.unpackb(theirs, raw=False)
+
+
+# --------------------------------------------------------------------------
+# The last-value cache: `last()` over all time is answered from memory; with
+# a time condition, by the engine. Both must agree through out-of-order
+# writes, equal timestamps and deletes.
+
+
+def test_last_from_the_cache_agrees_with_the_engine(server):
+    db = f"lvc_{uuid.uuid4().hex[:12]}"
+    url = server["url"]
+
+    def write(body):
+        assert post_lines(url, db, body) == 204
+
+    def rows(q, where=""):
+        """Each series' tags and rows; a time condition holding every point
+        (`where`) sends the statement to the engine. Several selectors
+        report the range's start as their time, which the condition moves:
+        their rows are compared without it."""
+        if where:
+            q = q.replace(" GROUP BY", f" {where} GROUP BY") if " GROUP BY" in q else f"{q} {where}"
+        status, answer = ask(url, q, {"db": db}, TOKEN)
+        assert status == 200 and "error" not in answer["results"][0], answer
+        lone = q.count("last(") == 1
+        return [(s.get("tags"), [row if lone else row[1:] for row in s["values"]])
+                for s in answer["results"][0].get("series", [])]
+
+    def agree(q, condition="WHERE time > 0"):
+        cached = rows(q)
+        engine = rows(q, condition)
+        assert cached == engine, (q, cached, engine)
+        return cached
+
+    # Out of order: the point at 10 must not replace the one at 30.
+    write('m,host=a v=1,s="x" 30\nm,host=b v=5 20\nm,host=a v=2 10\n')
+    assert agree("SELECT last(v) FROM m") == [(None, [["1970-01-01T00:00:00.00000003Z", 1]])]
+    agree("SELECT last(v), last(s) FROM m GROUP BY host")
+    agree("SELECT last(v) FROM m WHERE host = 'b'", "AND time > 0")
+    # A newer point of b, then the newest point deleted: the cache is rebuilt.
+    write("m,host=b v=7 40\n")
+    assert agree("SELECT last(v) FROM m")[0][1][0][1] == 7
+    status, answer = ask(url, "DELETE FROM m WHERE time >= 40", {"db": db, "method": "POST"}, TOKEN)
+    assert status == 200 and "error" not in answer["results"][0], answer
+    assert [values[0][1] for _, values in agree("SELECT last(v) FROM m GROUP BY host")] == [1, 5]
+
+
+def post_lines(url, db, body):
+    """Writes line protocol (ns) to chingest, visible at once; the status."""
+    request = urllib.request.Request(
+        f"{url}/write?{urllib.parse.urlencode({'db': db, 'durability': 'visible'})}",
+        data=body.encode(), headers={"Authorization": f"Token {TOKEN}"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code

@@ -289,30 +289,34 @@ fn text(value: &output::Value) -> String {
 
 /// The `FROM` of a statement over one measurement's facts: joined to the
 /// series table (`s.tags`) when tags are read, narrowed to the series
-/// `tags` selects; and the matching condition to put in its `WHERE`.
-fn fact_source(target: &Target, tags: &TagPredicate, join: bool) -> (String, Option<String>) {
+/// `tags` selects — by their ids when `ids` has them (from the last-value
+/// cache), else by a subquery on the series table; and the matching
+/// condition to put in its `WHERE`.
+fn fact_source(
+    target: &Target,
+    tags: &TagPredicate,
+    ids: Option<&[u64]>,
+    join: bool,
+) -> (String, Option<String>) {
     let series = format!(
         "SELECT series_id, tags FROM {} FINAL WHERE measurement = {} AND ({})",
         target.names.series_table,
         chingest::names::quote_literal(&target.schema.name),
         tags.sql()
     );
+    let facts = format!("{} AS f", target.names.storage_table);
     if join {
-        (
-            format!(
-                "{} AS f INNER JOIN ({series}) AS s USING series_id",
-                target.names.storage_table
-            ),
-            None,
-        )
-    } else if *tags != TagPredicate::Any {
-        (
-            format!("{} AS f", target.names.storage_table),
-            Some(format!(
-                "f.series_id IN (SELECT series_id FROM ({series}))"
-            )),
-        )
-    } else {
-        (format!("{} AS f", target.names.storage_table), None)
+        return (format!("{facts} INNER JOIN ({series}) AS s USING series_id"), None);
     }
+    let condition = match ids {
+        Some(ids) => {
+            let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+            Some(format!("f.series_id IN ({})", ids.join(", ")))
+        }
+        None if *tags != TagPredicate::Any => {
+            Some(format!("f.series_id IN (SELECT series_id FROM ({series}))"))
+        }
+        None => None,
+    };
+    (facts, condition)
 }

@@ -13,7 +13,7 @@ use chingest::TagPredicate;
 use super::output::{Series, Value};
 use super::parse::{Expr, Fill, GroupBy, Interval, Select};
 use crate::http::condition::{FieldCondition, FieldLiteral};
-use super::{fact_source, rows, text, Answer, Context, Failure, Target};
+use super::{fact_source, rows, text, Answer, Context, Failure, TagMatcher, Target};
 
 /// Most intervals × series a `GROUP BY time` answer may have: a bound on
 /// what a one-line query (`GROUP BY time(1ns)` over a year) can make the
@@ -526,10 +526,120 @@ async fn measurement(
     if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
         return Ok(Vec::new());
     }
-    let filter = Filter::new(select, target)?;
-    match shape.aggregate {
-        false => raw(ctx, select, target, &filter, &outputs, &group_keys).await,
-        true => aggregated(ctx, select, target, &filter, &outputs, &group_keys, zone).await,
+    let filter = Filter::new(ctx, select, target)?;
+    if filter.selects_nothing() {
+        return Ok(Vec::new());
+    }
+    if !shape.aggregate {
+        return raw(ctx, select, target, &filter, &outputs, &group_keys).await;
+    }
+    if let Some(series) = from_cache(ctx, select, target, &filter, &outputs, &group_keys)? {
+        return Ok(series);
+    }
+    aggregated(ctx, select, target, &filter, &outputs, &group_keys, zone).await
+}
+
+/// `last(field), …` over all time, from the ingestor's last-value cache:
+/// no engine query. `None` when the statement does not fit (another
+/// function, a time condition, a condition on field values, `GROUP BY
+/// time`) or the measurement is not cached (or not yet rebuilt after a
+/// restart or an edit).
+fn from_cache(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    filter: &Filter,
+    outputs: &[Output],
+    keys: &[String],
+) -> Result<Option<Vec<Series>>, Failure> {
+    let only_last = outputs
+        .iter()
+        .all(|o| matches!(o.column, Column::Aggregate { func: Aggregate::Last, .. }));
+    let timeless = select.condition.start.is_none() && select.condition.stop.is_none();
+    if !only_last || !timeless || select.interval.is_some() || !filter.points.is_empty() {
+        return Ok(None);
+    }
+    let matcher = TagMatcher::new(&filter.tags)?;
+    let Some(cached) = ctx.ingestor.last_values(
+        &target.database,
+        &target.retention_policy,
+        &target.schema.name,
+        |tags| matcher.matches(tags),
+    ) else {
+        return Ok(None);
+    };
+    // Per group, per column: the newest (time, value) of its series.
+    let mut groups: BTreeMap<Vec<String>, Vec<Option<(i64, Value)>>> = BTreeMap::new();
+    for series in cached {
+        let tag = |key: &String| {
+            series
+                .tags
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or_else(String::new, |(_, v)| v.clone())
+        };
+        let newest = groups
+            .entry(keys.iter().map(tag).collect())
+            .or_insert_with(|| vec![None; outputs.len()]);
+        for (newest, output) in newest.iter_mut().zip(outputs) {
+            let Operand::Field(field, _) = &output.operand else {
+                continue;
+            };
+            let Ok(at) = series.fields.binary_search_by(|(f, _)| f.cmp(field)) else {
+                continue;
+            };
+            let last = &series.fields[at].1;
+            let value = cached_value(&last.value);
+            // At equal times, the greatest value, as the engine's `last`.
+            let newer = newest.as_ref().is_none_or(|(t, v)| {
+                last.time_ns > *t || (last.time_ns == *t && greater(&value, v))
+            });
+            if newer {
+                *newest = Some((last.time_ns, value));
+            }
+        }
+    }
+    let mut answer = Vec::new();
+    for (group, newest) in groups {
+        if newest.iter().all(Option::is_none) {
+            continue;
+        }
+        // A lone selector reports its point's time; several, the start (0).
+        let time = match newest.as_slice() {
+            [Some((t, _))] => *t,
+            _ => 0,
+        };
+        let mut row = vec![Value::Time(time)];
+        row.extend(newest.into_iter().map(|n| n.map_or(Value::Null, |(_, v)| v)));
+        let rows = limited(select, vec![row]);
+        if !rows.is_empty() {
+            answer.push(series_of(target, keys, group, outputs, rows));
+        }
+    }
+    if select.descending {
+        answer.reverse();
+    }
+    Ok(Some(answer))
+}
+
+/// Whether `a` sorts after `b` (values of one field, so of one type).
+fn greater(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(a), Value::String(b)) => a > b,
+        (Value::Boolean(a), Value::Boolean(b)) => a > b,
+        (Value::Integer(a), Value::Integer(b)) => a > b,
+        (Value::Unsigned(a), Value::Unsigned(b)) => a > b,
+        (a, b) => a.as_f64() > b.as_f64(),
+    }
+}
+
+fn cached_value(value: &chingest::LastField) -> Value {
+    match value {
+        chingest::LastField::Float(v) => Value::Float(*v),
+        chingest::LastField::Integer(v) => Value::Integer(*v),
+        chingest::LastField::UInteger(v) => Value::Unsigned(*v),
+        chingest::LastField::String(v) => Value::String(v.clone()),
+        chingest::LastField::Boolean(v) => Value::Boolean(*v),
     }
 }
 
@@ -568,12 +678,21 @@ fn dedupe_names(outputs: &mut [Output]) {
 /// that field and no such tag.
 struct Filter {
     tags: TagPredicate,
+    /// The ids of the series `tags` selects, when the last-value cache
+    /// knows the measurement's series and the tags narrow them (the
+    /// engine then reads those series by primary key, without a subquery
+    /// on the series table).
+    series: Option<Vec<u64>>,
     /// SQL conditions on the fact row.
     points: Vec<String>,
 }
 
+/// Most series ids a statement names itself; more are selected by a
+/// subquery on the series table.
+const MAX_LISTED_SERIES: usize = 1_000;
+
 impl Filter {
-    fn new(select: &Select, target: &Target) -> Result<Filter, Failure> {
+    fn new(ctx: &Context<'_>, select: &Select, target: &Target) -> Result<Filter, Failure> {
         let mut points: Vec<String> = select
             .condition
             .fields
@@ -621,7 +740,31 @@ impl Filter {
             1 => tags.remove(0),
             _ => TagPredicate::And(tags),
         };
-        Ok(Filter { tags, points })
+        let series = match tags {
+            TagPredicate::Any => None,
+            _ => {
+                let matcher = TagMatcher::new(&tags)?;
+                ctx.ingestor
+                    .last_values(
+                        &target.database,
+                        &target.retention_policy,
+                        &target.schema.name,
+                        |tags| matcher.matches(tags),
+                    )
+                    .map(|series| series.iter().map(|s| s.series_id).collect::<Vec<u64>>())
+                    .filter(|ids| ids.len() <= MAX_LISTED_SERIES)
+            }
+        };
+        Ok(Filter {
+            tags,
+            series,
+            points,
+        })
+    }
+
+    /// Whether the filter selects no series at all (known from the cache).
+    fn selects_nothing(&self) -> bool {
+        self.series.as_ref().is_some_and(Vec::is_empty)
     }
 }
 
@@ -770,7 +913,7 @@ async fn raw(
     keys: &[String],
 ) -> Result<Vec<Series>, Failure> {
     let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
-    let (from, series) = fact_source(target, &filter.tags, join);
+    let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
     let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
     columns.extend(group_sql(keys));
     columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
@@ -935,7 +1078,8 @@ async fn aggregated(
     let aux_tags = outputs
         .iter()
         .any(|o| matches!((&o.column, &o.operand), (Column::Raw { .. }, Operand::Tag(_))));
-    let (from, series) = fact_source(target, &filter.tags, !keys.is_empty() || aux_tags);
+    let join = !keys.is_empty() || aux_tags;
+    let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
     // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
     let stop = match (select.condition.stop, select.interval) {
         (None, Some(_)) => Some(ctx.now.saturating_add(1)),
