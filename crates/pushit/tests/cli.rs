@@ -412,45 +412,68 @@ fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
             "0.2",
         ],
     );
-    // Six built-in queries, each over /sql, the ClickHouse interface, then
-    // on the engine; but `last_values`, chingest's own, has no engine side.
-    assert_eq!(rows.len(), 17, "{rows:?}");
-    let (own, compared): (Vec<_>, Vec<_>) = rows
-        .iter()
-        .cloned()
-        .partition(|r| r["query"] == "last-values-by-host-tag");
-    let own_sides: Vec<&Value> = own.iter().map(|row| &row["side"]).collect();
-    assert_eq!(own_sides, ["sql", "clickhouse"], "{own:?}");
-    for sides in compared.chunks(3) {
-        let names: Vec<&Value> = sides.iter().map(|row| &row["side"]).collect();
-        assert_eq!(names, ["sql", "clickhouse", "engine"], "{sides:?}");
-        let (sql, engine) = (&sides[0], &sides[2]);
-        for row in sides {
-            assert_eq!(row["query"], sql["query"]);
+    // Each built-in query over /sql and the ClickHouse interface, over
+    // /query when it has an InfluxQL form, then on the engine unless it reads
+    // `last_values`, chingest's own.
+    let sides_of: [(&str, &[&str]); 7] = [
+        ("select-1", &["sql", "clickhouse", "engine"]),
+        ("last-point-by-series-id", &["sql", "clickhouse", "engine"]),
+        ("last-point-by-host-tag", &["sql", "clickhouse", "engine"]),
+        ("last-values-by-host-tag", &["sql", "clickhouse", "influxql"]),
+        ("last-value-by-host-tag", &["sql", "clickhouse", "influxql"]),
+        ("1h-avg-per-minute", &["sql", "clickhouse", "influxql", "engine"]),
+        ("max-per-host", &["sql", "clickhouse", "influxql", "engine"]),
+    ];
+    assert_eq!(rows.len(), 23, "{rows:?}");
+    let mut at = 0;
+    for (query, sides) in sides_of {
+        let of_query = &rows[at..at + sides.len()];
+        at += sides.len();
+        let names: Vec<&Value> = of_query.iter().map(|row| &row["side"]).collect();
+        assert_eq!(names, sides, "{query}: {of_query:?}");
+        let qps_of = |side: &str| {
+            let row = of_query.iter().find(|row| row["side"] == side)?;
+            row["qps"].as_f64()
+        };
+        for row in of_query {
+            assert_eq!(row["query"], query);
             assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
             assert!(row["p50_ms"].as_f64().unwrap() <= row["p99_99_ms"].as_f64().unwrap());
             let qps = row["qps"].as_f64().unwrap();
-            for (column, reference) in [("over_sql", sql), ("over_engine", engine)] {
-                let ratio = qps / reference["qps"].as_f64().unwrap();
-                assert!(
-                    (row[column].as_f64().unwrap() - ratio).abs() < 1e-9,
-                    "{row}"
-                );
+            for (column, reference) in [("over_sql", "sql"), ("over_engine", "engine")] {
+                match qps_of(reference) {
+                    Some(reference) => assert!(
+                        (row[column].as_f64().unwrap() - qps / reference).abs() < 1e-9,
+                        "{row}"
+                    ),
+                    None => assert!(row[column].is_null(), "{row}"),
+                }
             }
         }
     }
-    // Each path answers what it should: one row for a last point, 20 hosts.
-    for side in ["sql", "clickhouse"] {
-        let rows_per_query = |name: &str| {
-            let row = rows
-                .iter()
-                .find(|r| r["query"] == name && r["side"] == side)
-                .unwrap();
-            row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
-        };
-        assert!((rows_per_query("last-point-by-series-id") - 1.0).abs() < 1e-9);
-        assert!((rows_per_query("last-values-by-host-tag") - 1.0).abs() < 1e-9);
-        assert!((rows_per_query("max-per-host") - 20.0).abs() < 1e-9);
+    // Each path answers what it should: one row for a last point, 20 hosts,
+    // every minute of the hour for InfluxQL's GROUP BY time (fill(null)), the
+    // five minutes that have points for SQL's.
+    let rows_per_query = |name: &str, side: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r["query"] == name && r["side"] == side)
+            .unwrap();
+        row["rows_per_s"].as_f64().unwrap() / row["qps"].as_f64().unwrap()
+    };
+    for (query, side, expected) in [
+        ("last-point-by-series-id", "sql", 1.0),
+        ("last-point-by-series-id", "clickhouse", 1.0),
+        ("last-values-by-host-tag", "sql", 1.0),
+        ("last-values-by-host-tag", "influxql", 1.0),
+        ("last-value-by-host-tag", "influxql", 1.0),
+        ("1h-avg-per-minute", "sql", 5.0),
+        ("1h-avg-per-minute", "influxql", 60.0),
+        ("max-per-host", "clickhouse", 20.0),
+        ("max-per-host", "influxql", 20.0),
+    ] {
+        let got = rows_per_query(query, side);
+        assert!((got - expected).abs() < 1e-9, "{query} over {side}: {got} rows");
     }
     let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();
     assert!(chart.starts_with("<svg") && chart.contains("max-per-host"));

@@ -2,10 +2,11 @@
 //! shape of `clickhouse-benchmark`. TSBS cpu-only rows are loaded first
 //! (through `/write`); then each query runs on `--connections` connections
 //! for `--seconds` on every HTTP [`Path`] the server offers (`/sql`, the
-//! ClickHouse HTTP interface), and is reported with its QPS, result rows/s,
-//! MiB/s and latency percentiles, each path against `/sql`. With the
-//! in-process server, the same query then runs as long on as many threads
-//! straight on the engine, and every path is reported against it.
+//! ClickHouse HTTP interface, and `/query` for the queries that have an
+//! InfluxQL form), and is reported with its QPS, result rows/s, MiB/s and
+//! latency percentiles, each path against `/sql`. With the in-process
+//! server, the same SQL then runs as long on as many threads straight on
+//! the engine, and every path is reported against it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,35 +48,58 @@ pub(crate) struct Args {
     server: ServerArgs,
 }
 
-/// The built-in set: (name, SQL).
-const BUILT_IN: &[(&str, &str)] = &[
-    ("select-1", "SELECT 1"),
+/// One query of the set: its SQL (over `/sql`, the ClickHouse interface
+/// and, unless it reads chingest's own `last_values`, the engine) and,
+/// where InfluxQL says the same, its InfluxQL (over `/query`).
+struct Query {
+    name: String,
+    sql: String,
+    influxql: Option<String>,
+}
+
+/// The built-in set: (name, SQL, InfluxQL).
+const BUILT_IN: &[(&str, &str, Option<&str>)] = &[
+    ("select-1", "SELECT 1", None),
     (
         "last-point-by-series-id",
         "SELECT * FROM {db}.`cpu.autogen` WHERE series_id = {series_id} ORDER BY time DESC LIMIT 1",
+        None,
     ),
     (
         "last-point-by-host-tag",
         "SELECT * FROM {db}.cpu WHERE hostname = '{host}' ORDER BY time DESC LIMIT 1",
+        None,
     ),
     // Served by chingest from its last-value cache (no engine side).
     (
         "last-values-by-host-tag",
         "SELECT * FROM last_values('{db}', 'cpu') WHERE hostname = '{host}'",
+        Some("SELECT last(*) FROM {db}..cpu WHERE hostname = '{host}'"),
+    ),
+    (
+        "last-value-by-host-tag",
+        "SELECT usage_user FROM last_values('{db}', 'cpu') WHERE hostname = '{host}'",
+        Some("SELECT last(usage_user) FROM {db}..cpu WHERE hostname = '{host}'"),
     ),
     (
         "1h-avg-per-minute",
         "SELECT toStartOfMinute(time) AS minute, avg(usage_user) FROM {db}.`cpu.autogen` \
          WHERE series_id = {series_id} AND time >= {start} AND time < {start} + INTERVAL 1 HOUR \
          GROUP BY minute ORDER BY minute",
+        // What Grafana's InfluxDB data source sends for a panel.
+        Some(
+            "SELECT mean(usage_user) FROM {db}..cpu WHERE hostname = '{host}' \
+             AND time >= {start_ns} AND time < {start_ns} + 1h GROUP BY time(1m) fill(null)",
+        ),
     ),
     (
         "max-per-host",
         "SELECT hostname, max(usage_user) FROM {db}.cpu GROUP BY hostname",
+        Some("SELECT max(usage_user) FROM {db}..cpu GROUP BY hostname"),
     ),
 ];
 
-/// A way the same SQL reaches the server over HTTP.
+/// A way a query reaches the server over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Path {
     /// `POST /sql?format=TabSeparated`, the statement as the body.
@@ -83,27 +107,30 @@ enum Path {
     /// `POST /` of the ClickHouse HTTP interface, the statement as the body
     /// (TabSeparated, its default), the token as the Basic auth password.
     ClickHouse,
+    /// `GET /query?q=` with the query's InfluxQL form.
+    InfluxQl,
 }
 
 impl Path {
     /// Every path, `/sql` (the reference) first.
-    const ALL: [Path; 2] = [Path::Sql, Path::ClickHouse];
+    const ALL: [Path; 3] = [Path::Sql, Path::ClickHouse, Path::InfluxQl];
 
     /// Its name in the report and the chart.
     fn name(self) -> &'static str {
         match self {
             Path::Sql => "sql",
             Path::ClickHouse => "clickhouse",
+            Path::InfluxQl => "influxql",
         }
     }
 
-    /// The request that sends `sql` this way; `None` when the server does
-    /// not offer it.
+    /// The request that sends `query` this way; `None` when the server
+    /// does not offer the path or the query has no form for it.
     fn request(
         self,
         client: &reqwest::Client,
         endpoints: &Endpoints,
-        sql: &str,
+        query: &Query,
     ) -> Option<reqwest::RequestBuilder> {
         let request = match self {
             Path::Sql => authorized(
@@ -117,8 +144,28 @@ impl Path {
                     None => request,
                 }
             }
+            Path::InfluxQl => {
+                let url = format!("{}/query", endpoints.http);
+                let request = client.get(url).query(&[("q", query.influxql.as_ref()?)]);
+                return Some(authorized(endpoints, request));
+            }
         };
-        Some(request.body(sql.to_owned()))
+        Some(request.body(query.sql.clone()))
+    }
+
+    /// Rows in one answer: lines of TabSeparated, or the rows of every
+    /// series of InfluxDB's JSON.
+    fn rows(self, body: &[u8]) -> usize {
+        match self {
+            Path::Sql | Path::ClickHouse => body.iter().filter(|&&b| b == b'\n').count(),
+            Path::InfluxQl => serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|answer| {
+                    let series = answer["results"][0]["series"].as_array()?.clone();
+                    Some(series.iter().map(|s| s["values"].as_array().map_or(0, Vec::len)).sum())
+                })
+                .unwrap_or(0),
+        }
     }
 }
 
@@ -176,16 +223,24 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("÷ engine", "over_engine", Format::Ratio),
         ],
     );
-    let queries: Vec<(String, String)> = match args.queries.is_empty() {
+    let queries: Vec<Query> = match args.queries.is_empty() {
         true => BUILT_IN
             .iter()
-            .map(|(name, sql)| (name.to_string(), sql.to_string()))
+            .map(|(name, sql, influxql)| Query {
+                name: name.to_string(),
+                sql: sql.to_string(),
+                influxql: influxql.map(str::to_owned),
+            })
             .collect(),
         false => args
             .queries
             .iter()
             .enumerate()
-            .map(|(i, sql)| (format!("query-{}", i + 1), sql.clone()))
+            .map(|(i, sql)| Query {
+                name: format!("query-{}", i + 1),
+                sql: sql.clone(),
+                influxql: None,
+            })
             .collect(),
     };
     let mut groups: Vec<BarGroup> = Vec::new();
@@ -206,21 +261,27 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 args.load.hosts * args.load.steps
             ));
             let values = load_data(args, endpoints, &db).await?;
-            for (name, template) in &queries {
-                let sql = fill(template, &values);
+            for template in &queries {
+                let name = &template.name;
+                let query = Query {
+                    name: name.clone(),
+                    sql: fill(&template.sql, &values),
+                    influxql: template.influxql.as_deref().map(|q| fill(q, &values)),
+                };
+                let sql = &query.sql;
                 let mut sides: Vec<(&str, Measured)> = Vec::new();
                 for path in Path::ALL {
                     ctx.progress(format!("query: {name} over {}", path.name()));
-                    if let Some(m) = over_http(args, endpoints, path, &sql).await? {
+                    if let Some(m) = over_http(args, endpoints, path, &query).await? {
                         sides.push((path.name(), m));
                     }
                 }
                 // chingest's own table function: the engine alone has no
                 // such thing to compare with.
-                let on_chingest_only = template.contains("last_values(");
+                let on_chingest_only = template.sql.contains("last_values(");
                 if args.server.url.is_none() && !on_chingest_only {
                     ctx.progress(format!("query: {name} on the engine"));
-                    let m = on_engine(&ctx.data_dir, &sql, args.connections, args.seconds)?;
+                    let m = on_engine(&ctx.data_dir, sql, args.connections, args.seconds)?;
                     sides.push(("engine", m));
                 }
                 let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
@@ -289,6 +350,7 @@ async fn load_data(
     .await?;
     let start = format!("toDateTime64({:.9}, 9, 'UTC')", tsbs::START_NS as f64 / 1e9);
     Ok(vec![
+        ("{start_ns}", tsbs::START_NS.to_string()),
         ("{db}", db.to_owned()),
         ("{series_id}", series_id.trim().to_owned()),
         ("{host}", host.to_owned()),
@@ -304,13 +366,13 @@ fn fill(template: &str, values: &[(&str, String)]) -> String {
         })
 }
 
-/// `sql` over `path` on `connections` keep-alive connections (one client
+/// `query` over `path` on `connections` keep-alive connections (one client
 /// each) for `seconds`; `None` when the server does not offer `path`.
 async fn over_http(
     args: &Args,
     endpoints: &Endpoints,
     path: Path,
-    sql: &str,
+    query: &Query,
 ) -> anyhow::Result<Option<Measured>> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let started = Instant::now();
@@ -320,7 +382,7 @@ async fn over_http(
             .no_proxy()
             .pool_max_idle_per_host(1)
             .build()?;
-        let Some(request) = path.request(&client, endpoints, sql) else {
+        let Some(request) = path.request(&client, endpoints, query) else {
             return Ok(None);
         };
         workers.push(tokio::spawn(async move {
@@ -337,7 +399,7 @@ async fn over_http(
                     bail!("{status}: {}", String::from_utf8_lossy(&body));
                 }
                 measured.0.push(sent.elapsed());
-                measured.1 += body.iter().filter(|&&b| b == b'\n').count();
+                measured.1 += path.rows(&body);
                 measured.2 += body.len();
             }
             anyhow::Ok(measured)
