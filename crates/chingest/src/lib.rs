@@ -837,18 +837,18 @@ impl Ingestor {
             .tables()
             .into_iter()
             .filter(|((table_rp, _), _)| table_rp == rp)
-            .map(|((_, name), table)| {
-                let mut fields = table.schema().fields.clone();
-                fields.sort_by(|a, b| a.0.cmp(&b.0));
-                MeasurementSchema {
-                    tag_keys: database.series.tag_keys(&name),
-                    name,
-                    fields,
-                }
-            })
+            .map(|((_, name), table)| MeasurementSchema::of(&database, name, &table))
             .collect();
         measurements.sort_by(|a, b| a.name.cmp(&b.name));
         measurements
+    }
+
+    /// One measurement of [`measurements`](Self::measurements), if it has
+    /// a table.
+    pub fn measurement(&self, db: &str, rp: &str, name: &str) -> Option<MeasurementSchema> {
+        let database = self.shared.catalog.database(db)?;
+        let table = database.table(rp, name)?;
+        Some(MeasurementSchema::of(&database, name.to_owned(), &table))
     }
 
     /// Runs a read statement the caller wrote itself from an untrusted
@@ -1230,6 +1230,18 @@ pub struct MeasurementSchema {
     pub fields: Vec<(String, schema::FieldType)>,
     /// The tag keys of its series, sorted.
     pub tag_keys: Vec<String>,
+}
+
+impl MeasurementSchema {
+    fn of(database: &catalog::Database, name: String, table: &catalog::Table) -> MeasurementSchema {
+        let mut fields = table.schema().fields.clone();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        MeasurementSchema {
+            tag_keys: database.series.tag_keys(&name),
+            name,
+            fields,
+        }
+    }
 }
 
 /// The release of the linked engine library, e.g. `"26.7.3"`.

@@ -152,12 +152,14 @@ impl Context<'_> {
                 parse::Name::Regex(re) => Some(compile(re)?),
                 parse::Name::Exact(_) => None,
             };
-            for schema in self.ingestor.measurements(&database, &rp) {
-                let wanted = match (&source.measurement, &pattern) {
-                    (parse::Name::Exact(name), _) => *name == schema.name,
-                    (_, Some(pattern)) => pattern.is_match(&schema.name),
-                    _ => false,
-                };
+            let schemas = match &source.measurement {
+                parse::Name::Exact(name) => {
+                    self.ingestor.measurement(&database, &rp, name).into_iter().collect()
+                }
+                parse::Name::Regex(_) => self.ingestor.measurements(&database, &rp),
+            };
+            for schema in schemas {
+                let wanted = pattern.as_ref().is_none_or(|p| p.is_match(&schema.name));
                 let known = targets.iter().any(|t| {
                     t.database == database && t.retention_policy == rp && t.schema.name == schema.name
                 });

@@ -526,17 +526,20 @@ async fn measurement(
     if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
         return Ok(Vec::new());
     }
-    let filter = Filter::new(ctx, select, target)?;
+    let mut filter = Filter::new(select, target)?;
+    if shape.aggregate {
+        if let Some(series) = from_cache(ctx, select, target, &filter, &outputs, &group_keys)? {
+            return Ok(series);
+        }
+    }
+    filter.list_series(ctx, target)?;
     if filter.selects_nothing() {
         return Ok(Vec::new());
     }
-    if !shape.aggregate {
-        return raw(ctx, select, target, &filter, &outputs, &group_keys).await;
+    match shape.aggregate {
+        false => raw(ctx, select, target, &filter, &outputs, &group_keys).await,
+        true => aggregated(ctx, select, target, &filter, &outputs, &group_keys, zone).await,
     }
-    if let Some(series) = from_cache(ctx, select, target, &filter, &outputs, &group_keys)? {
-        return Ok(series);
-    }
-    aggregated(ctx, select, target, &filter, &outputs, &group_keys, zone).await
 }
 
 /// `last(field), …` over all time, from the ingestor's last-value cache:
@@ -692,7 +695,7 @@ struct Filter {
 const MAX_LISTED_SERIES: usize = 1_000;
 
 impl Filter {
-    fn new(ctx: &Context<'_>, select: &Select, target: &Target) -> Result<Filter, Failure> {
+    fn new(select: &Select, target: &Target) -> Result<Filter, Failure> {
         let mut points: Vec<String> = select
             .condition
             .fields
@@ -740,26 +743,31 @@ impl Filter {
             1 => tags.remove(0),
             _ => TagPredicate::And(tags),
         };
-        let series = match tags {
-            TagPredicate::Any => None,
-            _ => {
-                let matcher = TagMatcher::new(&tags)?;
-                ctx.ingestor
-                    .last_values(
-                        &target.database,
-                        &target.retention_policy,
-                        &target.schema.name,
-                        |tags| matcher.matches(tags),
-                    )
-                    .map(|series| series.iter().map(|s| s.series_id).collect::<Vec<u64>>())
-                    .filter(|ids| ids.len() <= MAX_LISTED_SERIES)
-            }
-        };
         Ok(Filter {
             tags,
-            series,
+            series: None,
             points,
         })
+    }
+
+    /// Finds the ids of the series the tags select in the last-value cache,
+    /// when it knows the measurement and they are few.
+    fn list_series(&mut self, ctx: &Context<'_>, target: &Target) -> Result<(), Failure> {
+        if self.tags == TagPredicate::Any {
+            return Ok(());
+        }
+        let matcher = TagMatcher::new(&self.tags)?;
+        self.series = ctx
+            .ingestor
+            .last_values(
+                &target.database,
+                &target.retention_policy,
+                &target.schema.name,
+                |tags| matcher.matches(tags),
+            )
+            .map(|series| series.iter().map(|s| s.series_id).collect::<Vec<u64>>())
+            .filter(|ids| ids.len() <= MAX_LISTED_SERIES);
+        Ok(())
     }
 
     /// Whether the filter selects no series at all (known from the cache).
@@ -1041,7 +1049,12 @@ fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> String {
     );
     let t0 = format!("(toUnixTimestamp64Nano(f.time) - {offset})");
     match zone {
-        None => format!("({t0} - ({t0} % {every} + {every}) % {every} + {offset})"),
+        // The engine's own rounding: about 1.3× the queries per second of
+        // the same in integer arithmetic (docs/benchmarks.md §9).
+        None => format!(
+            "(toUnixTimestamp64Nano(toStartOfInterval(f.time - toIntervalNanosecond({offset}), \
+             toIntervalNanosecond({every}))) + {offset})"
+        ),
         Some(zone) => {
             let zone = quote_literal(zone.name());
             let offset_at = |ns: &str| {
