@@ -785,8 +785,12 @@ mod tests {
     fn unqualified_names_are_in_the_current_database() {
         let scope = ReadScope::Databases(vec!["db1".to_owned()]);
         let table = |name: &str| tree(&format!("TableExpression\n TableIdentifier {name}"));
-        assert!(sandbox().check_tree(&table("m"), &scope, "db1", &[]).is_ok());
-        assert!(sandbox().check_tree(&table("m"), &scope, "db2", &[]).is_err());
+        assert!(sandbox()
+            .check_tree(&table("m"), &scope, "db1", &[])
+            .is_ok());
+        assert!(sandbox()
+            .check_tree(&table("m"), &scope, "db2", &[])
+            .is_err());
         let disks = table("disks");
         assert!(sandbox()
             .check_tree(&disks, &ReadScope::All, "system", &[])

@@ -419,9 +419,15 @@ fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
         ("select-1", &["sql", "clickhouse", "engine"]),
         ("last-point-by-series-id", &["sql", "clickhouse", "engine"]),
         ("last-point-by-host-tag", &["sql", "clickhouse", "engine"]),
-        ("last-values-by-host-tag", &["sql", "clickhouse", "influxql"]),
+        (
+            "last-values-by-host-tag",
+            &["sql", "clickhouse", "influxql"],
+        ),
         ("last-value-by-host-tag", &["sql", "clickhouse", "influxql"]),
-        ("1h-avg-per-minute", &["sql", "clickhouse", "influxql", "engine"]),
+        (
+            "1h-avg-per-minute",
+            &["sql", "clickhouse", "influxql", "engine"],
+        ),
         ("max-per-host", &["sql", "clickhouse", "influxql", "engine"]),
     ];
     assert_eq!(rows.len(), 23, "{rows:?}");
@@ -473,7 +479,10 @@ fn query_measures_each_query_over_each_http_path_and_on_the_engine() {
         ("max-per-host", "influxql", 20.0),
     ] {
         let got = rows_per_query(query, side);
-        assert!((got - expected).abs() < 1e-9, "{query} over {side}: {got} rows");
+        assert!(
+            (got - expected).abs() < 1e-9,
+            "{query} over {side}: {got} rows"
+        );
     }
     let chart = std::fs::read_to_string(dir.path().join("pushit-query.svg")).unwrap();
     assert!(chart.starts_with("<svg") && chart.contains("max-per-host"));

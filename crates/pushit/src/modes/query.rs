@@ -162,7 +162,12 @@ impl Path {
                 .ok()
                 .and_then(|answer| {
                     let series = answer["results"][0]["series"].as_array()?.clone();
-                    Some(series.iter().map(|s| s["values"].as_array().map_or(0, Vec::len)).sum())
+                    Some(
+                        series
+                            .iter()
+                            .map(|s| s["values"].as_array().map_or(0, Vec::len))
+                            .sum(),
+                    )
                 })
                 .unwrap_or(0),
         }

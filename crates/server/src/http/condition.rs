@@ -215,7 +215,9 @@ impl Parser<'_> {
             self.at += 1;
             self.depth += 1;
             if self.depth > MAX_DEPTH {
-                return Err(format!("the condition nests parentheses deeper than {MAX_DEPTH}"));
+                return Err(format!(
+                    "the condition nests parentheses deeper than {MAX_DEPTH}"
+                ));
             }
             let inner = self.or()?;
             self.depth -= 1;
@@ -460,9 +462,15 @@ pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection,
                 value: Value::Literal(value),
             } => {
                 if matches!(op, "=~" | "!~") {
-                    return Err(format!("{name} {op} …: a field compares with =, !=, <, <=, >, >="));
+                    return Err(format!(
+                        "{name} {op} …: a field compares with =, !=, <, <=, >, >="
+                    ));
                 }
-                selection.fields.push(FieldCondition { field: name, op, value });
+                selection.fields.push(FieldCondition {
+                    field: name,
+                    op,
+                    value,
+                });
             }
             Expr::Compare { name, op, value }
                 if name == "_measurement" && dialect == Dialect::DeletePredicate =>
@@ -626,7 +634,10 @@ mod tests {
     #[test]
     fn field_conditions_join_by_and() {
         let selection = influxql("usage > 5 AND host = 'a' AND ok = true").unwrap();
-        assert_eq!(selection.tags, TagPredicate::Equals("host".into(), "a".into()));
+        assert_eq!(
+            selection.tags,
+            TagPredicate::Equals("host".into(), "a".into())
+        );
         assert_eq!(
             selection.fields,
             vec![
@@ -643,7 +654,10 @@ mod tests {
             ]
         );
         let mut filter = PointFilter::all();
-        assert!(selection.apply(&mut filter).unwrap_err().contains("not by field values"));
+        assert!(selection
+            .apply(&mut filter)
+            .unwrap_err()
+            .contains("not by field values"));
     }
 
     #[test]

@@ -171,7 +171,11 @@ fn parse(statement: &str) -> Result<Statement, String> {
                 [] => (None, None),
                 ["ON", _] => (Some(words[5].clone()), None),
                 ["ON", _, "MEASUREMENT", _] => (Some(words[5].clone()), Some(words[7].clone())),
-                _ => return Err("expected SET DUPLICATE POLICY append|last [ON db [MEASUREMENT m]]".into()),
+                _ => {
+                    return Err(
+                        "expected SET DUPLICATE POLICY append|last [ON db [MEASUREMENT m]]".into(),
+                    )
+                }
             };
             Ok(Statement::SetDuplicatePolicy {
                 policy,
@@ -190,7 +194,9 @@ fn parse(statement: &str) -> Result<Statement, String> {
         ["CREATE" | "ALTER", "RETENTION", "POLICY", _, "ON", _, rest @ ..] => {
             let duration = match rest.iter().position(|w| *w == "DURATION") {
                 Some(i) => parse_duration(words.get(6 + i + 1).ok_or("DURATION needs a value")?)?,
-                None if upper[0] == "CREATE" => return Err("CREATE RETENTION POLICY needs a DURATION".into()),
+                None if upper[0] == "CREATE" => {
+                    return Err("CREATE RETENTION POLICY needs a DURATION".into())
+                }
                 None => None,
             };
             Ok(Statement::CreateRetentionPolicy {
@@ -286,13 +292,16 @@ pub(super) async fn query(
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
     let now = now_ns();
-    let parse_error = |message: String| ApiError::bad_request(format!("error parsing query: {message}"));
+    let parse_error =
+        |message: String| ApiError::bad_request(format!("error parsing query: {message}"));
     // `params={"name": value}` binds `$name`.
     let bound;
     let q = match params.get("params").filter(|p| !p.trim().is_empty()) {
         Some(json) => {
-            let values: serde_json::Map<String, Value> = serde_json::from_str(json)
-                .map_err(|err| ApiError::bad_request(format!("error parsing query parameters: {err}")))?;
+            let values: serde_json::Map<String, Value> =
+                serde_json::from_str(json).map_err(|err| {
+                    ApiError::bad_request(format!("error parsing query parameters: {err}"))
+                })?;
             bound = crate::influxql::bind(q, &values).map_err(parse_error)?;
             &bound
         }
@@ -326,7 +335,9 @@ pub(super) async fn query(
     let mut outcomes = Vec::new();
     for statement in statements {
         outcomes.push(match statement {
-            Parsed::Admin(statement) => Outcome::Admin(admin(&state, &params, &grant, statement).await?),
+            Parsed::Admin(statement) => {
+                Outcome::Admin(admin(&state, &params, &grant, statement).await?)
+            }
             Parsed::Query(query) => match crate::influxql::execute(&context, &query).await {
                 Ok(answer) => Outcome::Query(answer),
                 Err(crate::influxql::Failure::Statement(message)) => Outcome::Error(message),
@@ -335,7 +346,9 @@ pub(super) async fn query(
             Parsed::Unsupported(message) => Outcome::Error(message),
         });
     }
-    let epoch = params.get("epoch").and_then(|e| crate::influxql::epoch_unit(e));
+    let epoch = params
+        .get("epoch")
+        .and_then(|e| crate::influxql::epoch_unit(e));
     let chunk_rows = match params.get("chunked").map(String::as_str) {
         Some("true") => Some(
             params
@@ -448,61 +461,78 @@ async fn admin(
 ) -> Result<Value, ApiError> {
     let ingestor = state.ingestor()?;
     let mut result = json!({});
-        match statement {
-            Statement::CreateDatabase(name) => {
-                grant.require_write(&name)?;
-                ingestor.create_database(&name).await?
-            }
-            Statement::ShowDatabases => {
-                grant.require_read()?;
-                let values: Vec<Value> = ingestor
-                    .databases()
-                    .into_iter()
-                    .filter(|d| grant.covers(d))
-                    .map(|d| json!([d]))
-                    .collect();
-                result["series"] =
-                    json!([{ "name": "databases", "columns": ["name"], "values": values }]);
-            }
-            Statement::ShowRetentionPolicies(db) => {
-                let db = db.or_else(|| params.get("db").cloned()).ok_or_else(|| {
-                    ApiError::bad_request("database name required (ON db, or db=)")
-                })?;
-                grant.require_read_of(&db)?;
-                if !ingestor.databases().contains(&db) {
-                    result["error"] = json!(format!("database not found: {db}"));
-                } else {
-                    let default_rp = &state.config.write.default_retention_policy;
-                    let mut policies = ingestor.retention_policies(&db);
-                    if !policies.iter().any(|(name, _)| name == default_rp) {
-                        policies.insert(0, (default_rp.clone(), None));
-                    }
-                    let values: Vec<Value> = policies
-                        .iter()
-                        .map(|(rp, duration)| {
-                            json!([
-                                rp,
-                                format_duration(*duration),
-                                "168h0m0s",
-                                1,
-                                rp == default_rp
-                            ])
-                        })
-                        .collect();
-                    result["series"] = json!([{
-                        "columns": ["name", "duration", "shardGroupDuration", "replicaN", "default"],
-                        "values": values,
-                    }]);
+    match statement {
+        Statement::CreateDatabase(name) => {
+            grant.require_write(&name)?;
+            ingestor.create_database(&name).await?
+        }
+        Statement::ShowDatabases => {
+            grant.require_read()?;
+            let values: Vec<Value> = ingestor
+                .databases()
+                .into_iter()
+                .filter(|d| grant.covers(d))
+                .map(|d| json!([d]))
+                .collect();
+            result["series"] =
+                json!([{ "name": "databases", "columns": ["name"], "values": values }]);
+        }
+        Statement::ShowRetentionPolicies(db) => {
+            let db = db
+                .or_else(|| params.get("db").cloned())
+                .ok_or_else(|| ApiError::bad_request("database name required (ON db, or db=)"))?;
+            grant.require_read_of(&db)?;
+            if !ingestor.databases().contains(&db) {
+                result["error"] = json!(format!("database not found: {db}"));
+            } else {
+                let default_rp = &state.config.write.default_retention_policy;
+                let mut policies = ingestor.retention_policies(&db);
+                if !policies.iter().any(|(name, _)| name == default_rp) {
+                    policies.insert(0, (default_rp.clone(), None));
                 }
+                let values: Vec<Value> = policies
+                    .iter()
+                    .map(|(rp, duration)| {
+                        json!([
+                            rp,
+                            format_duration(*duration),
+                            "168h0m0s",
+                            1,
+                            rp == default_rp
+                        ])
+                    })
+                    .collect();
+                result["series"] = json!([{
+                    "columns": ["name", "duration", "shardGroupDuration", "replicaN", "default"],
+                    "values": values,
+                }]);
             }
-            Statement::CreateRetentionPolicy {
-                name,
-                database,
-                duration,
-            } => match grant
-                .require_write(&database)
-                .map(|()| ingestor)?
-                .create_retention_policy(&database, &name, duration)
+        }
+        Statement::CreateRetentionPolicy {
+            name,
+            database,
+            duration,
+        } => match grant
+            .require_write(&database)
+            .map(|()| ingestor)?
+            .create_retention_policy(&database, &name, duration)
+            .await
+        {
+            Ok(()) => {}
+            Err(chingest::Error::DatabaseNotFound(db)) => {
+                result["error"] = json!(format!("database not found: {db}"));
+            }
+            Err(other) => return Err(other.into()),
+        },
+        Statement::SetDuplicatePolicy {
+            policy,
+            database,
+            measurement,
+        } => {
+            let db = database_param(database, params)?;
+            grant.require_write(&db)?;
+            match ingestor
+                .set_duplicate_policy(&db, measurement.as_deref(), policy)
                 .await
             {
                 Ok(()) => {}
@@ -510,83 +540,66 @@ async fn admin(
                     result["error"] = json!(format!("database not found: {db}"));
                 }
                 Err(other) => return Err(other.into()),
-            },
-            Statement::SetDuplicatePolicy {
-                policy,
-                database,
-                measurement,
-            } => {
-                let db = database_param(database, &params)?;
-                grant.require_write(&db)?;
-                match ingestor
-                    .set_duplicate_policy(&db, measurement.as_deref(), policy)
-                    .await
-                {
-                    Ok(()) => {}
-                    Err(chingest::Error::DatabaseNotFound(db)) => {
-                        result["error"] = json!(format!("database not found: {db}"));
-                    }
-                    Err(other) => return Err(other.into()),
-                }
-            }
-            Statement::ShowDuplicatePolicies(database) => {
-                let db = database_param(database, &params)?;
-                grant.require_read_of(&db)?;
-                if !ingestor.databases().contains(&db) {
-                    result["error"] = json!(format!("database not found: {db}"));
-                    return Ok(result);
-                }
-                let policies = ingestor.duplicate_policies(&db);
-                let default: chingest::DuplicatePolicy = state
-                    .config
-                    .write
-                    .duplicate_policy
-                    .parse()
-                    .unwrap_or_default();
-                let own = policies.iter().find(|(m, _)| m.is_none()).map(|(_, p)| *p);
-                let mut values = vec![json!(["", own.unwrap_or(default).as_str()])];
-                values.extend(
-                    policies
-                        .iter()
-                        .filter_map(|(m, p)| Some(json!([m.as_deref()?, p.as_str()]))),
-                );
-                result["series"] = json!([{
-                    "name": "duplicate policies",
-                    "columns": ["measurement", "policy"],
-                    "values": values,
-                }]);
-            }
-            Statement::Delete {
-                drop_series,
-                measurement,
-                condition,
-            } => {
-                let db = params
-                    .get("db")
-                    .filter(|db| !db.is_empty())
-                    .ok_or_else(|| ApiError::bad_request("database name required (db=)"))?;
-                grant.require_write(db)?;
-                let mut filter = PointFilter {
-                    measurement,
-                    ..PointFilter::all()
-                };
-                condition::parse(&condition, Dialect::InfluxQl, now_ns())
-                    .map_err(ApiError::bad_request)?
-                    .apply(&mut filter)
-                    .map_err(ApiError::bad_request)?;
-                let done = match drop_series {
-                    true => ingestor.drop_series(db, &filter).await,
-                    false => ingestor.delete(db, &filter).await,
-                };
-                match done {
-                    Ok(_) => {}
-                    Err(chingest::Error::DatabaseNotFound(db)) => {
-                        result["error"] = json!(format!("database not found: {db}"));
-                    }
-                    Err(other) => return Err(other.into()),
-                }
             }
         }
+        Statement::ShowDuplicatePolicies(database) => {
+            let db = database_param(database, params)?;
+            grant.require_read_of(&db)?;
+            if !ingestor.databases().contains(&db) {
+                result["error"] = json!(format!("database not found: {db}"));
+                return Ok(result);
+            }
+            let policies = ingestor.duplicate_policies(&db);
+            let default: chingest::DuplicatePolicy = state
+                .config
+                .write
+                .duplicate_policy
+                .parse()
+                .unwrap_or_default();
+            let own = policies.iter().find(|(m, _)| m.is_none()).map(|(_, p)| *p);
+            let mut values = vec![json!(["", own.unwrap_or(default).as_str()])];
+            values.extend(
+                policies
+                    .iter()
+                    .filter_map(|(m, p)| Some(json!([m.as_deref()?, p.as_str()]))),
+            );
+            result["series"] = json!([{
+                "name": "duplicate policies",
+                "columns": ["measurement", "policy"],
+                "values": values,
+            }]);
+        }
+        Statement::Delete {
+            drop_series,
+            measurement,
+            condition,
+        } => {
+            let db = params
+                .get("db")
+                .filter(|db| !db.is_empty())
+                .ok_or_else(|| ApiError::bad_request("database name required (db=)"))?;
+            grant.require_write(db)?;
+            let mut filter = PointFilter {
+                measurement,
+                ..PointFilter::all()
+            };
+            condition::parse(&condition, Dialect::InfluxQl, now_ns())
+                .map_err(ApiError::bad_request)?
+                .apply(&mut filter)
+                .map_err(ApiError::bad_request)?;
+            let done = match drop_series {
+                true => ingestor.drop_series(db, &filter).await,
+                false => ingestor.delete(db, &filter).await,
+            };
+            match done {
+                Ok(_) => {}
+                Err(chingest::Error::DatabaseNotFound(db)) => {
+                    result["error"] = json!(format!("database not found: {db}"));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
     Ok(result)
 }
 

@@ -130,7 +130,11 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
                     at += p.len();
                     Token::Punct(p)
                 }
-                None => return Err(format!("found {c}, expected a name, value or operator at char {at}")),
+                None => {
+                    return Err(format!(
+                        "found {c}, expected a name, value or operator at char {at}"
+                    ))
+                }
             },
         };
         tokens.push(Spanned { token, at: start });
@@ -188,9 +192,11 @@ fn regex_may_follow(tokens: &[Spanned]) -> bool {
 }
 
 fn is_clause_keyword(token: &Token) -> bool {
-    ["SELECT", "FROM", "WHERE", "BY", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET"]
-        .iter()
-        .any(|k| token.is(k))
+    [
+        "SELECT", "FROM", "WHERE", "BY", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET",
+    ]
+    .iter()
+    .any(|k| token.is(k))
 }
 
 /// The body of a token quoted by `quote` at the start of `text`, and the
@@ -286,14 +292,19 @@ mod tests {
     use super::*;
 
     fn tokens(text: &str) -> Vec<Token> {
-        tokenize(text).unwrap().into_iter().map(|t| t.token).collect()
+        tokenize(text)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.token)
+            .collect()
     }
 
     #[test]
     fn names_strings_regexes_and_durations() {
         use Token::*;
         assert_eq!(
-            tokens(r#"SELECT mean("a b") FROM /^c\/d/ WHERE h =~ /x\.y/ GROUP BY time(1h30m)"#)[..6],
+            tokens(r#"SELECT mean("a b") FROM /^c\/d/ WHERE h =~ /x\.y/ GROUP BY time(1h30m)"#)
+                [..6],
             [
                 Ident("SELECT".into()),
                 Ident("mean".into()),
@@ -309,8 +320,14 @@ mod tests {
         assert_eq!(all[10], Duration(5_400_000_000_000));
         assert_eq!(all[13], Integer(10));
         assert_eq!(tokens("a / 2")[1], Punct("/"));
-        assert_eq!(tokens("1.5e3 .5 7")[..], [Number(1500.0), Number(0.5), Integer(7)]);
-        assert_eq!(tokens("1700000000s")[0], Duration(1_700_000_000_000_000_000));
+        assert_eq!(
+            tokens("1.5e3 .5 7")[..],
+            [Number(1500.0), Number(0.5), Integer(7)]
+        );
+        assert_eq!(
+            tokens("1700000000s")[0],
+            Duration(1_700_000_000_000_000_000)
+        );
         assert_eq!(tokens("x::field")[1], Punct("::"));
         assert_eq!(tokens(r"'a\'b'")[0], Str("a'b".into()));
     }
@@ -320,10 +337,17 @@ mod tests {
         let params = serde_json::json!({"h": "it's", "n": 5, "b": true});
         let params = params.as_object().unwrap();
         assert_eq!(
-            bind("SELECT a FROM m WHERE h = $h AND n > $n AND ok = $b AND s = '$h'", params).unwrap(),
+            bind(
+                "SELECT a FROM m WHERE h = $h AND n > $n AND ok = $b AND s = '$h'",
+                params
+            )
+            .unwrap(),
             r"SELECT a FROM m WHERE h = 'it\'s' AND n > 5 AND ok = true AND s = '$h'"
         );
-        assert_eq!(bind("SELECT $x", params).unwrap_err(), "missing parameter: x");
+        assert_eq!(
+            bind("SELECT $x", params).unwrap_err(),
+            "missing parameter: x"
+        );
     }
 
     #[test]

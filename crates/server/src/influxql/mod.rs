@@ -153,15 +153,19 @@ impl Context<'_> {
                 parse::Name::Exact(_) => None,
             };
             let schemas = match &source.measurement {
-                parse::Name::Exact(name) => {
-                    self.ingestor.measurement(&database, &rp, name).into_iter().collect()
-                }
+                parse::Name::Exact(name) => self
+                    .ingestor
+                    .measurement(&database, &rp, name)
+                    .into_iter()
+                    .collect(),
                 parse::Name::Regex(_) => self.ingestor.measurements(&database, &rp),
             };
             for schema in schemas {
                 let wanted = pattern.as_ref().is_none_or(|p| p.is_match(&schema.name));
                 let known = targets.iter().any(|t| {
-                    t.database == database && t.retention_policy == rp && t.schema.name == schema.name
+                    t.database == database
+                        && t.retention_policy == rp
+                        && t.schema.name == schema.name
                 });
                 if wanted && !known {
                     targets.push(Target {
@@ -200,7 +204,12 @@ enum TagMatcher {
 
 impl TagMatcher {
     fn new(predicate: &TagPredicate) -> Result<TagMatcher, Failure> {
-        let all = |parts: &[TagPredicate]| parts.iter().map(TagMatcher::new).collect::<Result<Vec<_>, _>>();
+        let all = |parts: &[TagPredicate]| {
+            parts
+                .iter()
+                .map(TagMatcher::new)
+                .collect::<Result<Vec<_>, _>>()
+        };
         Ok(match predicate {
             TagPredicate::Any => TagMatcher::Any,
             TagPredicate::Equals(k, v) => TagMatcher::Equals(k.clone(), v.clone(), true),
@@ -235,29 +244,47 @@ fn cell(column: &dyn Array, row: usize) -> output::Value {
         return Value::Null;
     }
     match column.data_type() {
-        DataType::Float64 => Value::Float(column.as_primitive::<arrow::datatypes::Float64Type>().value(row)),
-        DataType::Float32 => {
-            Value::Float(f64::from(column.as_primitive::<arrow::datatypes::Float32Type>().value(row)))
-        }
-        DataType::Int64 => Value::Integer(column.as_primitive::<arrow::datatypes::Int64Type>().value(row)),
-        DataType::Int32 => {
-            Value::Integer(i64::from(column.as_primitive::<arrow::datatypes::Int32Type>().value(row)))
-        }
-        DataType::UInt64 => {
-            Value::Unsigned(column.as_primitive::<arrow::datatypes::UInt64Type>().value(row))
-        }
+        DataType::Float64 => Value::Float(
+            column
+                .as_primitive::<arrow::datatypes::Float64Type>()
+                .value(row),
+        ),
+        DataType::Float32 => Value::Float(f64::from(
+            column
+                .as_primitive::<arrow::datatypes::Float32Type>()
+                .value(row),
+        )),
+        DataType::Int64 => Value::Integer(
+            column
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(row),
+        ),
+        DataType::Int32 => Value::Integer(i64::from(
+            column
+                .as_primitive::<arrow::datatypes::Int32Type>()
+                .value(row),
+        )),
+        DataType::UInt64 => Value::Unsigned(
+            column
+                .as_primitive::<arrow::datatypes::UInt64Type>()
+                .value(row),
+        ),
         DataType::UInt32 => Value::Unsigned(u64::from(
-            column.as_primitive::<arrow::datatypes::UInt32Type>().value(row),
+            column
+                .as_primitive::<arrow::datatypes::UInt32Type>()
+                .value(row),
         )),
         DataType::UInt8 => Value::Unsigned(u64::from(
-            column.as_primitive::<arrow::datatypes::UInt8Type>().value(row),
+            column
+                .as_primitive::<arrow::datatypes::UInt8Type>()
+                .value(row),
         )),
         DataType::Boolean => Value::Boolean(column.as_boolean().value(row)),
         DataType::Utf8 => Value::String(column.as_string::<i32>().value(row).to_owned()),
         DataType::LargeUtf8 => Value::String(column.as_string::<i64>().value(row).to_owned()),
-        DataType::Binary => {
-            Value::String(String::from_utf8_lossy(column.as_binary::<i32>().value(row)).into_owned())
-        }
+        DataType::Binary => Value::String(
+            String::from_utf8_lossy(column.as_binary::<i32>().value(row)).into_owned(),
+        ),
         _ => Value::String(
             arrow::util::display::array_value_to_string(column, row).unwrap_or_default(),
         ),
@@ -308,7 +335,10 @@ fn fact_source(
     );
     let facts = format!("{} AS f", target.names.storage_table);
     if join {
-        return (format!("{facts} INNER JOIN ({series}) AS s USING series_id"), None);
+        return (
+            format!("{facts} INNER JOIN ({series}) AS s USING series_id"),
+            None,
+        );
     }
     let condition = match ids {
         Some(ids) => {

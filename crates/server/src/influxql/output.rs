@@ -90,7 +90,11 @@ pub(crate) fn rfc3339(ns: i64, zone: Option<chrono_tz::Tz>) -> String {
     } else {
         let sign = if offset < 0 { '-' } else { '+' };
         let offset = offset.abs();
-        text.push_str(&format!("{sign}{:02}:{:02}", offset / 3600, offset % 3600 / 60));
+        text.push_str(&format!(
+            "{sign}{:02}:{:02}",
+            offset / 3600,
+            offset % 3600 / 60
+        ));
     }
     text
 }

@@ -172,11 +172,17 @@ pub(crate) struct Field {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expr {
     /// A field or a tag, with `::field` / `::tag` / `::float` … if given.
-    Var { name: String, cast: Option<String> },
+    Var {
+        name: String,
+        cast: Option<String>,
+    },
     /// `*`.
     Wildcard,
     /// `name(args)`, the name lower-cased.
-    Call { name: String, args: Vec<Expr> },
+    Call {
+        name: String,
+        args: Vec<Expr>,
+    },
     Integer(i64),
     Number(f64),
     Duration(i64),
@@ -244,7 +250,9 @@ struct Parser<'a> {
 }
 
 /// Keywords that start a clause after `WHERE`: where its text ends.
-const CLAUSES: [&str; 7] = ["GROUP", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET", "WITH"];
+const CLAUSES: [&str; 7] = [
+    "GROUP", "ORDER", "LIMIT", "OFFSET", "SLIMIT", "SOFFSET", "WITH",
+];
 
 impl<'a> Parser<'a> {
     fn peek(&self) -> Option<&'a Spanned> {
@@ -386,7 +394,9 @@ impl<'a> Parser<'a> {
             }
             let selection = self.condition()?;
             if selection.start.is_some() || selection.stop.is_some() {
-                return unsupported(format!("SHOW {what} with a time condition is not supported"));
+                return unsupported(format!(
+                    "SHOW {what} with a time condition is not supported"
+                ));
             }
             show.tags = Some(selection.tags);
         }
@@ -817,7 +827,10 @@ mod tests {
             s.condition.tags,
             TagPredicate::Matches("host".into(), "^a".into())
         );
-        assert_eq!(s.condition.start, Some(1_000_000_000_000 - 3_600_000_000_000 + 1));
+        assert_eq!(
+            s.condition.start,
+            Some(1_000_000_000_000 - 3_600_000_000_000 + 1)
+        );
         assert_eq!(
             s.interval,
             Some(Interval {
@@ -852,9 +865,15 @@ mod tests {
         );
         assert!(matches!(
             parsed("SHOW MEASUREMENTS WITH MEASUREMENT =~ /c.*/ LIMIT 3"),
-            Statement::ShowMeasurements { with: Some(Name::Regex(_)), show: Show { limit: Some(3), .. } }
+            Statement::ShowMeasurements {
+                with: Some(Name::Regex(_)),
+                show: Show { limit: Some(3), .. }
+            }
         ));
-        assert!(matches!(parsed("show field keys from /x/"), Statement::ShowFieldKeys(_)));
+        assert!(matches!(
+            parsed("show field keys from /x/"),
+            Statement::ShowFieldKeys(_)
+        ));
         assert!(parse("SHOW DATABASES", 0).is_none());
         assert!(parse("CREATE DATABASE x", 0).is_none());
     }
@@ -868,10 +887,20 @@ mod tests {
                 "found FROM, expected identifier, string, number, bool at line 1, char 8".into()
             )
         );
-        assert!(matches!(err("SELECT a + b FROM cpu"), ParseError::Unsupported(m) if m.contains("arithmetic")));
-        assert!(matches!(err("SELECT a FROM (SELECT b FROM c)"), ParseError::Unsupported(_)));
-        assert!(matches!(err("SELECT a FROM cpu extra"), ParseError::Invalid(m) if m.contains("extra")));
-        assert!(matches!(err("SELECT a FROM cpu GROUP BY time(0s)"), ParseError::Invalid(_)));
+        assert!(
+            matches!(err("SELECT a + b FROM cpu"), ParseError::Unsupported(m) if m.contains("arithmetic"))
+        );
+        assert!(matches!(
+            err("SELECT a FROM (SELECT b FROM c)"),
+            ParseError::Unsupported(_)
+        ));
+        assert!(
+            matches!(err("SELECT a FROM cpu extra"), ParseError::Invalid(m) if m.contains("extra"))
+        );
+        assert!(matches!(
+            err("SELECT a FROM cpu GROUP BY time(0s)"),
+            ParseError::Invalid(_)
+        ));
         let deep = format!("SELECT {}a FROM cpu", "(".repeat(100_000));
         assert!(matches!(err(&deep), ParseError::Invalid(m) if m.contains("deeper")));
         let deep = format!("SELECT a FROM cpu WHERE {}", "(".repeat(100_000));

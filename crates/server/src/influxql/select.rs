@@ -12,8 +12,8 @@ use chingest::TagPredicate;
 
 use super::output::{Series, Value};
 use super::parse::{Expr, Fill, GroupBy, Interval, Select};
-use crate::http::condition::{FieldCondition, FieldLiteral};
 use super::{fact_source, rows, text, Answer, Context, Failure, TagMatcher, Target};
+use crate::http::condition::{FieldCondition, FieldLiteral};
 
 /// Most intervals × series a `GROUP BY time` answer may have: a bound on
 /// what a one-line query (`GROUP BY time(1ns)` over a year) can make the
@@ -59,7 +59,11 @@ impl Aggregate {
     fn is_selector(self) -> bool {
         matches!(
             self,
-            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max | Aggregate::Percentile(_)
+            Aggregate::First
+                | Aggregate::Last
+                | Aggregate::Min
+                | Aggregate::Max
+                | Aggregate::Percentile(_)
         )
     }
 
@@ -71,7 +75,10 @@ impl Aggregate {
     /// `first`, `last`, `min` and `max`: the selectors whose point other
     /// columns can be read at.
     fn picks_point(self) -> bool {
-        matches!(self, Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max)
+        matches!(
+            self,
+            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max
+        )
     }
 
     /// For `first`, `last`, `min` and `max`: the SQL of `other` at the
@@ -219,7 +226,10 @@ impl Transform {
 #[derive(Debug, Clone, PartialEq)]
 enum Column {
     /// A field or tag as stored.
-    Raw { name: String, cast: Option<String> },
+    Raw {
+        name: String,
+        cast: Option<String>,
+    },
     /// Every field and tag.
     Wildcard,
     Aggregate {
@@ -243,7 +253,11 @@ impl Column {
             Expr::Wildcard => Ok(Column::Wildcard),
             Expr::Call { name, args } => {
                 if let Some(mut func) = Aggregate::named(name) {
-                    let expected = if matches!(func, Aggregate::Percentile(_)) { 2 } else { 1 };
+                    let expected = if matches!(func, Aggregate::Percentile(_)) {
+                        2
+                    } else {
+                        1
+                    };
                     if args.len() != expected {
                         return Err(format!(
                             "invalid number of arguments for {name}, expected {expected}, got {}",
@@ -283,8 +297,14 @@ impl Column {
                     }
                     if let Some(unit) = args.get(1) {
                         match unit {
-                            Expr::Duration(ns) if *ns > 0 => func.change = Change::Derivative(Some(*ns)),
-                            _ => return Err(format!("second argument to {name} must be a duration, got {unit:?}")),
+                            Expr::Duration(ns) if *ns > 0 => {
+                                func.change = Change::Derivative(Some(*ns))
+                            }
+                            _ => {
+                                return Err(format!(
+                                    "second argument to {name} must be a duration, got {unit:?}"
+                                ))
+                            }
                         }
                     }
                     let inner = Column::from_expr(&args[0])?;
@@ -298,16 +318,28 @@ impl Column {
                 }
                 // InfluxDB's other functions.
                 const NOT_TRANSLATED: [&str; 13] = [
-                    "top", "bottom", "distinct", "integral", "mode", "sample", "elapsed",
-                    "moving_average", "holt_winters", "holt_winters_with_fit",
-                    "exponential_moving_average", "chande_momentum_oscillator", "kaufmans_efficiency_ratio",
+                    "top",
+                    "bottom",
+                    "distinct",
+                    "integral",
+                    "mode",
+                    "sample",
+                    "elapsed",
+                    "moving_average",
+                    "holt_winters",
+                    "holt_winters_with_fit",
+                    "exponential_moving_average",
+                    "chande_momentum_oscillator",
+                    "kaufmans_efficiency_ratio",
                 ];
                 match NOT_TRANSLATED.contains(&name.as_str()) {
                     true => Err(format!("{name}() is not supported")),
                     false => Err(format!("undefined function {name}()")),
                 }
             }
-            other => Err(format!("{other:?} is not supported as a column; select fields or functions")),
+            other => Err(format!(
+                "{other:?} is not supported as a column; select fields or functions"
+            )),
         }
     }
 
@@ -338,7 +370,11 @@ enum Operand {
 }
 
 fn operand(target: &Target, name: &str, cast: Option<&str>) -> Operand {
-    let field = target.schema.fields.iter().find(|(f, ty)| f == name && !ty.is_array());
+    let field = target
+        .schema
+        .fields
+        .iter()
+        .find(|(f, ty)| f == name && !ty.is_array());
     let tag = target.schema.tag_keys.iter().any(|k| k == name);
     match (cast, field) {
         (Some("tag"), _) if tag => Operand::Tag(name.to_owned()),
@@ -363,7 +399,10 @@ fn shape(select: &Select) -> Result<Shape, String> {
             continue;
         }
         let column = Column::from_expr(&field.expr)?;
-        let name = field.alias.clone().unwrap_or_else(|| column.default_name(&field.expr));
+        let name = field
+            .alias
+            .clone()
+            .unwrap_or_else(|| column.default_name(&field.expr));
         columns.push((name, column));
     }
     if columns.is_empty() {
@@ -376,9 +415,14 @@ fn shape(select: &Select) -> Result<Shape, String> {
         .iter()
         .filter(|(_, c)| matches!(c, Column::Aggregate { func, .. } if func.picks_point()))
         .count();
-    let beside_selector = |c: &Column| matches!(c, Column::Raw { .. }) && selectors == 1;
     let aggregates = columns.iter().filter(|(_, c)| c.aggregates()).count();
-    if aggregate && columns.iter().any(|(_, c)| !c.aggregates() && !(beside_selector(c) && aggregates == 1)) {
+    let beside_selector =
+        |c: &Column| matches!(c, Column::Raw { .. }) && selectors == 1 && aggregates == 1;
+    if aggregate
+        && !columns
+            .iter()
+            .all(|(_, c)| c.aggregates() || beside_selector(c))
+    {
         return Err("mixing aggregate and non-aggregate queries is not supported".into());
     }
     for (_, column) in &columns {
@@ -388,9 +432,13 @@ fn shape(select: &Select) -> Result<Shape, String> {
                 _ => unreachable!("matched as a transformation"),
             };
             match (inner.aggregates(), select.interval.is_some()) {
-                (true, false) => return Err(format!("{name} aggregate requires a GROUP BY interval")),
+                (true, false) => {
+                    return Err(format!("{name} aggregate requires a GROUP BY interval"))
+                }
                 (false, true) => {
-                    return Err(format!("aggregate function required inside the call to {name}"))
+                    return Err(format!(
+                        "aggregate function required inside the call to {name}"
+                    ))
                 }
                 _ => {}
             }
@@ -399,7 +447,10 @@ fn shape(select: &Select) -> Result<Shape, String> {
     if !aggregate && select.interval.is_some() {
         return Err("GROUP BY requires at least one aggregate function".into());
     }
-    let transforms = columns.iter().filter(|(_, c)| matches!(c, Column::Transform { .. })).count();
+    let transforms = columns
+        .iter()
+        .filter(|(_, c)| matches!(c, Column::Transform { .. }))
+        .count();
     if transforms > 0 && transforms < columns.len() {
         return Err("mixing derivative or difference with other columns is not supported".into());
     }
@@ -419,7 +470,11 @@ pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Fa
         let grouped = group_keys(select, target);
         let fields = target.schema.fields.iter().filter(|(_, ty)| !ty.is_array());
         wildcard.extend(fields.map(|(f, _)| (f.clone(), Some("field".to_owned()))));
-        let tags = target.schema.tag_keys.iter().filter(|k| !grouped.contains(k));
+        let tags = target
+            .schema
+            .tag_keys
+            .iter()
+            .filter(|k| !grouped.contains(k));
         wildcard.extend(tags.map(|k| (k.clone(), Some("tag".to_owned()))));
     }
     wildcard.sort();
@@ -433,7 +488,9 @@ pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Fa
         series.reverse();
     }
     let skip = usize::try_from(select.soffset).unwrap_or(usize::MAX);
-    let take = select.slimit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let take = select
+        .slimit
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let series = series.into_iter().skip(skip).take(take).collect();
     Ok(Answer { series, zone })
 }
@@ -482,10 +539,15 @@ async fn measurement(
                     operand: operand(target, name, cast.as_deref()),
                 }));
             }
-            Column::Aggregate { func, name: all, .. } if all == "*" => {
-                let fields = target.schema.fields.iter().filter(|(_, ty)| {
-                    !ty.is_array() && !(func.is_numeric() && matches!(ty, FieldType::String | FieldType::Boolean))
-                });
+            Column::Aggregate {
+                func, name: all, ..
+            } if all == "*" => {
+                // The fields the function takes: numbers only for most.
+                let takes = |ty: &FieldType| {
+                    let text = matches!(ty, FieldType::String | FieldType::Boolean);
+                    !(ty.is_array() || func.is_numeric() && text)
+                };
+                let fields = target.schema.fields.iter().filter(|(_, ty)| takes(ty));
                 outputs.extend(fields.map(|(field, ty)| Output {
                     name: format!("{name}_{field}"),
                     column: Column::Aggregate {
@@ -523,7 +585,10 @@ async fn measurement(
     dedupe_names(&mut outputs);
     // No field to read (only tags, or names the measurement lacks): no
     // points, as InfluxDB answers.
-    if !outputs.iter().any(|o| matches!(o.operand, Operand::Field(..))) {
+    if !outputs
+        .iter()
+        .any(|o| matches!(o.operand, Operand::Field(..)))
+    {
         return Ok(Vec::new());
     }
     let mut filter = Filter::new(select, target)?;
@@ -555,9 +620,15 @@ fn from_cache(
     outputs: &[Output],
     keys: &[String],
 ) -> Result<Option<Vec<Series>>, Failure> {
-    let only_last = outputs
-        .iter()
-        .all(|o| matches!(o.column, Column::Aggregate { func: Aggregate::Last, .. }));
+    let only_last = outputs.iter().all(|o| {
+        matches!(
+            o.column,
+            Column::Aggregate {
+                func: Aggregate::Last,
+                ..
+            }
+        )
+    });
     let timeless = select.condition.start.is_none() && select.condition.stop.is_none();
     if !only_last || !timeless || select.interval.is_some() || !filter.points.is_empty() {
         return Ok(None);
@@ -613,7 +684,11 @@ fn from_cache(
             _ => 0,
         };
         let mut row = vec![Value::Time(time)];
-        row.extend(newest.into_iter().map(|n| n.map_or(Value::Null, |(_, v)| v)));
+        row.extend(
+            newest
+                .into_iter()
+                .map(|n| n.map_or(Value::Null, |(_, v)| v)),
+        );
         let rows = limited(select, vec![row]);
         if !rows.is_empty() {
             answer.push(series_of(target, keys, group, outputs, rows));
@@ -649,7 +724,9 @@ fn cached_value(value: &chingest::LastField) -> Value {
 /// The field or tag a column reads.
 fn leaf(column: &Column) -> (&str, Option<&str>) {
     match column {
-        Column::Raw { name, cast } | Column::Aggregate { name, cast, .. } => (name, cast.as_deref()),
+        Column::Raw { name, cast } | Column::Aggregate { name, cast, .. } => {
+            (name, cast.as_deref())
+        }
         Column::Transform { inner, .. } => leaf(inner),
         Column::Wildcard => ("*", None),
     }
@@ -704,7 +781,12 @@ impl Filter {
             .collect();
         let field = |key: &str| {
             let tag = target.schema.tag_keys.iter().any(|k| k == key);
-            target.schema.fields.iter().find(|(f, _)| f == key && !tag).map(|(_, ty)| *ty)
+            target
+                .schema
+                .fields
+                .iter()
+                .find(|(f, _)| f == key && !tag)
+                .map(|(_, ty)| *ty)
         };
         let terms = match &select.condition.tags {
             TagPredicate::And(all) => all.clone(),
@@ -716,15 +798,22 @@ impl Filter {
             let column = |k: &str| format!("f.{}", quote_ident(k));
             let (key, sql) = match &term {
                 TagPredicate::Equals(k, v) => (k, format!("{} = {}", column(k), quote_literal(v))),
-                TagPredicate::NotEquals(k, v) => (k, format!("{} != {}", column(k), quote_literal(v))),
-                TagPredicate::Matches(k, re) => (k, format!("match({}, {})", column(k), quote_literal(re))),
-                TagPredicate::NotMatches(k, re) => {
-                    (k, format!("NOT match({}, {})", column(k), quote_literal(re)))
+                TagPredicate::NotEquals(k, v) => {
+                    (k, format!("{} != {}", column(k), quote_literal(v)))
                 }
+                TagPredicate::Matches(k, re) => {
+                    (k, format!("match({}, {})", column(k), quote_literal(re)))
+                }
+                TagPredicate::NotMatches(k, re) => (
+                    k,
+                    format!("NOT match({}, {})", column(k), quote_literal(re)),
+                ),
                 TagPredicate::And(_) | TagPredicate::Or(_) if mentions(&term, &field) => {
-                    return Err("conditions on field values must be joined to the rest with AND"
-                        .to_owned()
-                        .into())
+                    return Err(
+                        "conditions on field values must be joined to the rest with AND"
+                            .to_owned()
+                            .into(),
+                    )
                 }
                 _ => {
                     tags.push(term);
@@ -800,13 +889,18 @@ fn where_sql(
 ) -> String {
     let mut conditions: Vec<String> = series.into_iter().collect();
     if let Some(start) = select.condition.start {
-        conditions.push(format!("f.time >= fromUnixTimestamp64Nano(toInt64({start}))"));
+        conditions.push(format!(
+            "f.time >= fromUnixTimestamp64Nano(toInt64({start}))"
+        ));
     }
     if let Some(stop) = stop {
         conditions.push(format!("f.time < fromUnixTimestamp64Nano(toInt64({stop}))"));
     }
     if !fields.is_empty() {
-        let any: Vec<String> = fields.iter().map(|f| format!("f.{f} IS NOT NULL")).collect();
+        let any: Vec<String> = fields
+            .iter()
+            .map(|f| format!("f.{f} IS NOT NULL"))
+            .collect();
         conditions.push(format!("({})", any.join(" OR ")));
     }
     conditions.extend(filter.points.iter().cloned());
@@ -819,17 +913,30 @@ fn where_sql(
 /// `field <op> literal` in SQL. A field the measurement lacks, or one of
 /// another kind than the literal, matches no point (as in InfluxDB).
 fn field_condition_sql(target: &Target, condition: &FieldCondition) -> String {
-    let field = target.schema.fields.iter().find(|(f, _)| *f == condition.field);
+    let field = target
+        .schema
+        .fields
+        .iter()
+        .find(|(f, _)| *f == condition.field);
     let literal = match (field.map(|(_, ty)| *ty), condition.value) {
-        (Some(FieldType::Float | FieldType::Integer | FieldType::UInteger), FieldLiteral::Number(n)) => {
+        (
+            Some(FieldType::Float | FieldType::Integer | FieldType::UInteger),
+            FieldLiteral::Number(n),
+        ) => {
             format!("{n:?}")
         }
-        (Some(FieldType::Boolean), FieldLiteral::Boolean(b)) if matches!(condition.op, "=" | "!=") => {
+        (Some(FieldType::Boolean), FieldLiteral::Boolean(b))
+            if matches!(condition.op, "=" | "!=") =>
+        {
             b.to_string()
         }
         _ => return "0".to_owned(),
     };
-    format!("f.{} {} {literal}", quote_ident(&condition.field), condition.op)
+    format!(
+        "f.{} {} {literal}",
+        quote_ident(&condition.field),
+        condition.op
+    )
 }
 
 fn group_sql(keys: &[String]) -> Vec<String> {
@@ -927,9 +1034,14 @@ async fn raw(
     columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
     let fields = fields_read(outputs);
     let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-    let transforms = outputs.iter().any(|o| matches!(o.column, Column::Transform { .. }));
+    let transforms = outputs
+        .iter()
+        .any(|o| matches!(o.column, Column::Transform { .. }));
     let mut order: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
-    order.push(format!("__t{}", if select.descending { " DESC" } else { "" }));
+    order.push(format!(
+        "__t{}",
+        if select.descending { " DESC" } else { "" }
+    ));
     order.push("f.series_id".to_owned());
     let mut sql = format!(
         "SELECT {} FROM {from} WHERE {} ORDER BY {}",
@@ -941,7 +1053,11 @@ async fn raw(
     // series); with them, they apply to what the transformation gives.
     let limit = select.limit.filter(|&l| l > 0);
     if !transforms && (limit.is_some() || select.offset > 0) {
-        sql.push_str(&format!(" LIMIT {} OFFSET {}", limit.unwrap_or(u64::MAX), select.offset));
+        sql.push_str(&format!(
+            " LIMIT {} OFFSET {}",
+            limit.unwrap_or(u64::MAX),
+            select.offset
+        ));
         if !keys.is_empty() {
             let by: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
             sql.push_str(&format!(" BY {}", by.join(", ")));
@@ -1085,12 +1201,17 @@ async fn aggregated(
 ) -> Result<Vec<Series>, Failure> {
     // The selector that fields and tags selected beside it are read at.
     let selector = outputs.iter().find_map(|o| match (&o.column, &o.operand) {
-        (Column::Aggregate { func, .. }, Operand::Field(..)) => Some((*func, field_sql(&o.operand))),
+        (Column::Aggregate { func, .. }, Operand::Field(..)) => {
+            Some((*func, field_sql(&o.operand)))
+        }
         _ => None,
     });
-    let aux_tags = outputs
-        .iter()
-        .any(|o| matches!((&o.column, &o.operand), (Column::Raw { .. }, Operand::Tag(_))));
+    let aux_tags = outputs.iter().any(|o| {
+        matches!(
+            (&o.column, &o.operand),
+            (Column::Raw { .. }, Operand::Tag(_))
+        )
+    });
     let join = !keys.is_empty() || aux_tags;
     let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
     // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
@@ -1108,17 +1229,24 @@ async fn aggregated(
     for (i, output) in outputs.iter().enumerate() {
         let (value, time) = match (aggregate_of(&output.column), &output.operand, &selector) {
             (None, Operand::Missing, _) | (None, _, None) => ("NULL".to_owned(), None),
-            (None, other, Some((func, x))) => {
-                (func.at_selected(x, &field_sql(other)).unwrap_or_default(), None)
-            }
+            (None, other, Some((func, x))) => (
+                func.at_selected(x, &field_sql(other)).unwrap_or_default(),
+                None,
+            ),
             (Some(func), Operand::Field(..), _) => func.sql(&field_sql(&output.operand), i),
-            (Some(func), _, _) => ("NULL".to_owned(), func.is_selector().then(|| "NULL".to_owned())),
+            (Some(func), _, _) => (
+                "NULL".to_owned(),
+                func.is_selector().then(|| "NULL".to_owned()),
+            ),
         };
         columns.push(value);
-        at.push((columns.len() - 1, time.map(|t| {
-            columns.push(t);
-            columns.len() - 1
-        })));
+        at.push((
+            columns.len() - 1,
+            time.map(|t| {
+                columns.push(t);
+                columns.len() - 1
+            }),
+        ));
     }
     columns.push("count() AS __n".to_owned());
     let mut group: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
@@ -1146,7 +1274,10 @@ async fn aggregated(
         .collect();
     let lone_selector = aggregated.len() == 1
         && matches!(aggregated[0].column, Column::Aggregate { func, .. } if func.is_selector());
-    let selector_time = outputs.iter().position(|o| o.column.aggregates()).and_then(|i| at[i].1);
+    let selector_time = outputs
+        .iter()
+        .position(|o| o.column.aggregates())
+        .and_then(|i| at[i].1);
     // (keys…, time, values…) per row, with the interval's time or the
     // statement's.
     let start = select.condition.start.unwrap_or(0);
@@ -1201,11 +1332,21 @@ async fn aggregated(
         )
         .into());
     }
-    let transforms = outputs.iter().any(|o| matches!(o.column, Column::Transform { .. }));
+    let transforms = outputs
+        .iter()
+        .any(|o| matches!(o.column, Column::Transform { .. }));
     // Count reports 0 for an empty interval, not null.
     let counts: Vec<bool> = outputs
         .iter()
-        .map(|o| matches!(o.column, Column::Aggregate { func: Aggregate::Count, .. }))
+        .map(|o| {
+            matches!(
+                o.column,
+                Column::Aggregate {
+                    func: Aggregate::Count,
+                    ..
+                }
+            )
+        })
         .collect();
     let mut answer = Vec::new();
     for (group, rows) in groups {
@@ -1263,8 +1404,14 @@ fn fill(rows: &mut [Vec<Value>], how: Fill) {
     for c in 1..width {
         match how {
             Fill::Null | Fill::None => {}
-            Fill::Integer(n) => rows.iter_mut().filter(|r| r[c].is_null()).for_each(|r| r[c] = Value::Integer(n)),
-            Fill::Float(n) => rows.iter_mut().filter(|r| r[c].is_null()).for_each(|r| r[c] = Value::Float(n)),
+            Fill::Integer(n) => rows
+                .iter_mut()
+                .filter(|r| r[c].is_null())
+                .for_each(|r| r[c] = Value::Integer(n)),
+            Fill::Float(n) => rows
+                .iter_mut()
+                .filter(|r| r[c].is_null())
+                .for_each(|r| r[c] = Value::Float(n)),
             Fill::Previous => {
                 let mut previous = Value::Null;
                 for row in rows.iter_mut() {
@@ -1275,13 +1422,19 @@ fn fill(rows: &mut [Vec<Value>], how: Fill) {
                 }
             }
             Fill::Linear => {
-                let known: Vec<usize> = (0..rows.len()).filter(|&i| !rows[i][c].is_null()).collect();
+                let known: Vec<usize> =
+                    (0..rows.len()).filter(|&i| !rows[i][c].is_null()).collect();
                 for pair in known.windows(2) {
                     let (a, b) = (pair[0], pair[1]);
-                    let (Value::Time(ta), Value::Time(tb)) = (&rows[a][0], &rows[b][0]) else { continue };
+                    let (Value::Time(ta), Value::Time(tb)) = (&rows[a][0], &rows[b][0]) else {
+                        continue;
+                    };
                     let (ta, tb) = (*ta, *tb);
-                    let (Some(va), Some(vb)) = (rows[a][c].as_f64(), rows[b][c].as_f64()) else { continue };
-                    let integer = matches!(rows[a][c], Value::Integer(_)) && matches!(rows[b][c], Value::Integer(_));
+                    let (Some(va), Some(vb)) = (rows[a][c].as_f64(), rows[b][c].as_f64()) else {
+                        continue;
+                    };
+                    let integer = matches!(rows[a][c], Value::Integer(_))
+                        && matches!(rows[b][c], Value::Integer(_));
                     for row in &mut rows[a + 1..b] {
                         let Value::Time(t) = row[0] else { continue };
                         let v = va + (vb - va) * (t - ta) as f64 / (tb - ta) as f64;
@@ -1304,16 +1457,28 @@ mod tests {
 
     #[test]
     fn windows_align_to_the_epoch_offset_and_zone() {
-        let minute = Interval { every: MINUTE, offset: 0 };
+        let minute = Interval {
+            every: MINUTE,
+            offset: 0,
+        };
         assert_eq!(window_start(61 * 1_000_000_000, minute, None), MINUTE);
         assert_eq!(window_start(-1, minute, None), -MINUTE);
-        let shifted = Interval { every: MINUTE, offset: 15_000_000_000 };
+        let shifted = Interval {
+            every: MINUTE,
+            offset: 15_000_000_000,
+        };
         assert_eq!(window_start(MINUTE, shifted, None), 15_000_000_000);
-        let day = Interval { every: 1440 * MINUTE, offset: 0 };
+        let day = Interval {
+            every: 1440 * MINUTE,
+            offset: 0,
+        };
         let chicago: chrono_tz::Tz = "America/Chicago".parse().unwrap();
         // 2020-01-02T03:00Z is 2020-01-01T21:00-06:00: the local day starts at 06:00Z.
         let t = 1_577_934_000 * 1_000_000_000;
-        assert_eq!(window_start(t, day, Some(chicago)), 1_577_858_400 * 1_000_000_000);
+        assert_eq!(
+            window_start(t, day, Some(chicago)),
+            1_577_858_400 * 1_000_000_000
+        );
     }
 
     #[test]
@@ -1340,16 +1505,26 @@ mod tests {
 
     #[test]
     fn derivatives_and_differences() {
-        let points = [(0, 1.0, false), (1_000_000_000, 3.0, false), (3_000_000_000, 2.0, false)];
+        let points = [
+            (0, 1.0, false),
+            (1_000_000_000, 3.0, false),
+            (3_000_000_000, 2.0, false),
+        ];
         let derivative = Transform::named("derivative").unwrap();
         assert_eq!(
             derivative.apply(&points, 1_000_000_000),
-            vec![(1_000_000_000, Value::Float(2.0)), (3_000_000_000, Value::Float(-0.5))]
+            vec![
+                (1_000_000_000, Value::Float(2.0)),
+                (3_000_000_000, Value::Float(-0.5))
+            ]
         );
         let non_negative = Transform::named("non_negative_derivative").unwrap();
         assert_eq!(non_negative.apply(&points, 1_000_000_000).len(), 1);
         let difference = Transform::named("difference").unwrap();
-        assert_eq!(difference.apply(&[(0, 5.0, true), (1, 7.0, true)], 1), vec![(1, Value::Integer(2))]);
+        assert_eq!(
+            difference.apply(&[(0, 5.0, true), (1, 7.0, true)], 1),
+            vec![(1, Value::Integer(2))]
+        );
     }
 
     #[test]
@@ -1358,11 +1533,21 @@ mod tests {
             Some(Ok(super::super::parse::Statement::Select(s))) => shape(&s).map(|_| ()),
             other => panic!("{other:?}"),
         };
-        assert!(shape_of("SELECT mean(x), y FROM m").unwrap_err().contains("mixing"));
-        assert!(shape_of("SELECT x FROM m GROUP BY time(1m)").unwrap_err().contains("aggregate"));
-        assert!(shape_of("SELECT derivative(mean(x)) FROM m").unwrap_err().contains("GROUP BY interval"));
-        assert!(shape_of("SELECT nope(x) FROM m").unwrap_err().contains("undefined function"));
-        assert!(shape_of("SELECT percentile(x) FROM m").unwrap_err().contains("arguments"));
+        assert!(shape_of("SELECT mean(x), y FROM m")
+            .unwrap_err()
+            .contains("mixing"));
+        assert!(shape_of("SELECT x FROM m GROUP BY time(1m)")
+            .unwrap_err()
+            .contains("aggregate"));
+        assert!(shape_of("SELECT derivative(mean(x)) FROM m")
+            .unwrap_err()
+            .contains("GROUP BY interval"));
+        assert!(shape_of("SELECT nope(x) FROM m")
+            .unwrap_err()
+            .contains("undefined function"));
+        assert!(shape_of("SELECT percentile(x) FROM m")
+            .unwrap_err()
+            .contains("arguments"));
         assert!(shape_of("SELECT mean(x) FROM m GROUP BY time(1m)").is_ok());
     }
 }

@@ -70,7 +70,9 @@ fn limit_sql(show: &Show) -> String {
 fn limit_values(series: &mut [Series], show: &Show) {
     for s in series {
         let skip = usize::try_from(show.offset).unwrap_or(usize::MAX);
-        let take = show.limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let take = show
+            .limit
+            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
         s.values = std::mem::take(&mut s.values)
             .into_iter()
             .skip(skip)
@@ -125,7 +127,9 @@ fn per_measurement(rows: Vec<Vec<Value>>, columns: &[&str]) -> Vec<Series> {
     for mut row in rows {
         let measurement = text(&row.remove(0));
         match series.last_mut() {
-            Some(last) if last.name.as_deref() == Some(measurement.as_str()) => last.values.push(row),
+            Some(last) if last.name.as_deref() == Some(measurement.as_str()) => {
+                last.values.push(row)
+            }
             _ => series.push(Series {
                 name: Some(measurement),
                 tags: None,
@@ -147,13 +151,20 @@ async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure
         series_table(&db),
         series_condition(&show.from, show.tags.as_ref()),
     );
-    let mut series = per_measurement(rows(&ctx.ingestor.query_translated(&sql).await?), &["tagKey"]);
+    let mut series = per_measurement(
+        rows(&ctx.ingestor.query_translated(&sql).await?),
+        &["tagKey"],
+    );
     limit_values(&mut series, show);
     series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
 
-async fn tag_values(ctx: &Context<'_>, show: &Show, keys: &KeyFilter) -> Result<Vec<Series>, Failure> {
+async fn tag_values(
+    ctx: &Context<'_>,
+    show: &Show,
+    keys: &KeyFilter,
+) -> Result<Vec<Series>, Failure> {
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
@@ -162,7 +173,10 @@ async fn tag_values(ctx: &Context<'_>, show: &Show, keys: &KeyFilter) -> Result<
         KeyFilter::NotEquals(k) => format!("key != {}", quote_literal(k)),
         KeyFilter::In(keys) => format!(
             "key IN ({})",
-            keys.iter().map(|k| quote_literal(k)).collect::<Vec<_>>().join(", ")
+            keys.iter()
+                .map(|k| quote_literal(k))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         KeyFilter::Matches(re) => format!("match(key, {})", quote_literal(re)),
         KeyFilter::NotMatches(re) => format!("NOT match(key, {})", quote_literal(re)),
@@ -296,7 +310,6 @@ async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> 
     series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
-
 
 #[cfg(test)]
 mod tests {
