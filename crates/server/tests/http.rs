@@ -399,7 +399,16 @@ fn influxql_startup_statements() {
                 .contains("not found"),
             "{json}"
         );
+        // A query without a database is the statement's error, as in InfluxDB.
         let r = query("SELECT * FROM cpu").await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let json: Value = r.json().await.unwrap();
+        assert_eq!(
+            json["results"][0]["error"], "database name required",
+            "{json}"
+        );
+        // A statement /query does not take says where SQL goes.
+        let r = query("GRANT ALL TO someone").await.unwrap();
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);
         let json: Value = r.json().await.unwrap();
         assert!(json["error"].as_str().unwrap().contains("/sql"), "{json}");

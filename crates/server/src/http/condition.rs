@@ -359,17 +359,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len());
-        let unit: i64 = match &rest[..unit_len] {
-            "ns" => 1,
-            "u" | "µ" | "us" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "d" => 86_400_000_000_000,
-            "w" => 604_800_000_000_000,
-            _ => return Err(bad()),
-        };
+        let unit = unit_nanos(&rest[..unit_len]).ok_or_else(bad)?;
         rest = &rest[unit_len..];
         total = value
             .checked_mul(unit)
@@ -377,6 +367,22 @@ pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
             .ok_or_else(bad)?;
     }
     Ok(total)
+}
+
+/// Nanoseconds in one InfluxQL duration unit (`ns`, `u`/`µ`/`us`, `ms`,
+/// `s`, `m`, `h`, `d`, `w`).
+pub(crate) fn unit_nanos(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "ns" => 1,
+        "u" | "µ" | "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "w" => 604_800_000_000_000,
+        _ => return None,
+    })
 }
 
 /// What a condition selects.

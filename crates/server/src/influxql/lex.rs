@@ -2,6 +2,8 @@
 //! numbers and durations, operators and punctuation, each with where it
 //! starts in the text (so a clause can be handed on as the text it is).
 
+use crate::http::condition::unit_nanos;
+
 /// One token.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Token {
@@ -270,21 +272,6 @@ fn number(text: &str) -> Option<(Token, usize)> {
             Err(_) => Some((Token::Number(literal.parse().ok()?), len)),
         }
     }
-}
-
-/// Nanoseconds in one InfluxQL duration unit.
-fn unit_nanos(unit: &str) -> Option<i64> {
-    Some(match unit {
-        "ns" => 1,
-        "u" | "µ" | "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        "w" => 604_800_000_000_000,
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -56,15 +56,11 @@ pub(crate) struct TimeFormat {
 /// The `epoch` parameter's unit in ns (`None` for an unknown unit, which
 /// InfluxDB treats as absent).
 pub(crate) fn epoch_unit(epoch: &str) -> Option<i64> {
-    Some(match epoch {
-        "ns" | "n" => 1,
-        "u" | "µ" | "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        _ => return None,
-    })
+    match epoch {
+        "n" => Some(1),
+        "d" | "w" => None,
+        unit => crate::http::condition::unit_nanos(unit),
+    }
 }
 
 /// A time as Go's RFC3339Nano writes it: no trailing zeros in the

@@ -1533,21 +1533,17 @@ mod tests {
             Some(Ok(super::super::parse::Statement::Select(s))) => shape(&s).map(|_| ()),
             other => panic!("{other:?}"),
         };
-        assert!(shape_of("SELECT mean(x), y FROM m")
-            .unwrap_err()
-            .contains("mixing"));
-        assert!(shape_of("SELECT x FROM m GROUP BY time(1m)")
-            .unwrap_err()
-            .contains("aggregate"));
-        assert!(shape_of("SELECT derivative(mean(x)) FROM m")
-            .unwrap_err()
-            .contains("GROUP BY interval"));
-        assert!(shape_of("SELECT nope(x) FROM m")
-            .unwrap_err()
-            .contains("undefined function"));
-        assert!(shape_of("SELECT percentile(x) FROM m")
-            .unwrap_err()
-            .contains("arguments"));
+        for (query, says) in [
+            ("SELECT mean(x), y FROM m", "mixing"),
+            ("SELECT x FROM m GROUP BY time(1m)", "aggregate"),
+            ("SELECT derivative(mean(x)) FROM m", "GROUP BY interval"),
+            ("SELECT nope(x) FROM m", "undefined function"),
+            ("SELECT top(x, 3) FROM m", "top() is not supported"),
+            ("SELECT percentile(x) FROM m", "arguments"),
+        ] {
+            let err = shape_of(query).unwrap_err();
+            assert!(err.contains(says), "{query}: {err}");
+        }
         assert!(shape_of("SELECT mean(x) FROM m GROUP BY time(1m)").is_ok());
     }
 }
