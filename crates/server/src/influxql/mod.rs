@@ -196,10 +196,46 @@ fn compile(pattern: &str) -> Result<regex::Regex, Failure> {
 /// over the series table.
 enum TagMatcher {
     Any,
-    Equals(String, String, bool),
-    Matches(String, regex::Regex, bool),
+    /// `key = value` (`!=` when not wanted).
+    Equals(TagKey, String, bool),
+    /// `key =~ /re/` (`!~` when not wanted).
+    Matches(TagKey, regex::Regex, bool),
     And(Vec<TagMatcher>),
     Or(Vec<TagMatcher>),
+}
+
+/// A tag key to look up in series' sorted tags, and where it was found in
+/// the last series: a measurement's series mostly have the same keys, so
+/// the next one has it at the same place (one comparison instead of a
+/// binary search's several).
+struct TagKey {
+    key: String,
+    at: std::cell::Cell<usize>,
+}
+
+impl TagKey {
+    fn new(key: &str) -> TagKey {
+        TagKey {
+            key: key.to_owned(),
+            at: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The key's value in `tags` (sorted by key); `""` if absent.
+    fn value<'t>(&self, tags: &'t [(String, String)]) -> &'t str {
+        if let Some((k, v)) = tags.get(self.at.get()) {
+            if *k == self.key {
+                return v;
+            }
+        }
+        match tags.binary_search_by(|(k, _)| k.as_str().cmp(&self.key)) {
+            Ok(i) => {
+                self.at.set(i);
+                &tags[i].1
+            }
+            Err(_) => "",
+        }
+    }
 }
 
 impl TagMatcher {
@@ -212,10 +248,12 @@ impl TagMatcher {
         };
         Ok(match predicate {
             TagPredicate::Any => TagMatcher::Any,
-            TagPredicate::Equals(k, v) => TagMatcher::Equals(k.clone(), v.clone(), true),
-            TagPredicate::NotEquals(k, v) => TagMatcher::Equals(k.clone(), v.clone(), false),
-            TagPredicate::Matches(k, re) => TagMatcher::Matches(k.clone(), compile(re)?, true),
-            TagPredicate::NotMatches(k, re) => TagMatcher::Matches(k.clone(), compile(re)?, false),
+            TagPredicate::Equals(k, v) => TagMatcher::Equals(TagKey::new(k), v.clone(), true),
+            TagPredicate::NotEquals(k, v) => TagMatcher::Equals(TagKey::new(k), v.clone(), false),
+            TagPredicate::Matches(k, re) => TagMatcher::Matches(TagKey::new(k), compile(re)?, true),
+            TagPredicate::NotMatches(k, re) => {
+                TagMatcher::Matches(TagKey::new(k), compile(re)?, false)
+            }
             TagPredicate::And(parts) => TagMatcher::And(all(parts)?),
             TagPredicate::Or(parts) => TagMatcher::Or(all(parts)?),
         })
@@ -223,14 +261,10 @@ impl TagMatcher {
 
     /// Whether a series' tags, sorted by key, match.
     fn matches(&self, tags: &[(String, String)]) -> bool {
-        let value = |key: &str| {
-            tags.binary_search_by(|(k, _)| k.as_str().cmp(key))
-                .map_or("", |i| tags[i].1.as_str())
-        };
         match self {
             TagMatcher::Any => true,
-            TagMatcher::Equals(k, v, wanted) => (value(k) == v) == *wanted,
-            TagMatcher::Matches(k, re, wanted) => re.is_match(value(k)) == *wanted,
+            TagMatcher::Equals(k, v, wanted) => (k.value(tags) == v) == *wanted,
+            TagMatcher::Matches(k, re, wanted) => re.is_match(k.value(tags)) == *wanted,
             TagMatcher::And(all) => all.iter().all(|m| m.matches(tags)),
             TagMatcher::Or(any) => any.iter().any(|m| m.matches(tags)),
         }
@@ -351,4 +385,38 @@ fn fact_source(
         None => None,
     };
     (facts, condition)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_matchers_read_missing_tags_as_empty_and_follow_each_series() {
+        let tags = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let a = tags(&[("dc", "eu"), ("host", "a")]);
+        let b = tags(&[("host", "b")]);
+        let predicate = TagPredicate::Or(vec![
+            TagPredicate::Equals("host".into(), "a".into()),
+            TagPredicate::And(vec![
+                TagPredicate::Matches("host".into(), "^b$".into()),
+                TagPredicate::Equals("dc".into(), "".into()),
+            ]),
+        ]);
+        let matcher = TagMatcher::new(&predicate).unwrap();
+        // The key is at another place in each series: found all the same.
+        for _ in 0..2 {
+            assert!(matcher.matches(&a));
+            assert!(matcher.matches(&b));
+            assert!(!matcher.matches(&tags(&[("host", "c")])));
+            assert!(!matcher.matches(&[]));
+        }
+        let not = TagMatcher::new(&TagPredicate::NotMatches("host".into(), "a".into())).unwrap();
+        assert!(!not.matches(&a) && not.matches(&b) && not.matches(&[]));
+    }
 }
