@@ -314,6 +314,11 @@ fn cell(column: &dyn Array, row: usize) -> output::Value {
                 .value(row),
         )),
         DataType::Boolean => Value::Boolean(column.as_boolean().value(row)),
+        DataType::Timestamp(arrow::datatypes::TimeUnit::Nanosecond, _) => Value::Time(
+            column
+                .as_primitive::<arrow::datatypes::TimestampNanosecondType>()
+                .value(row),
+        ),
         DataType::Utf8 => Value::String(column.as_string::<i32>().value(row).to_owned()),
         DataType::LargeUtf8 => Value::String(column.as_string::<i64>().value(row).to_owned()),
         DataType::Binary => Value::String(
