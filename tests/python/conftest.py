@@ -23,6 +23,29 @@ INFLUXD = pathlib.Path("/usr/bin/influxd")
 TOKEN = "py-secret"
 
 
+def answers(url, status):
+    """A readiness check for `wait_until_up`: whether GET `url` answers
+    `status`."""
+    def ready():
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                return r.status == status
+        except OSError:
+            return False
+    return ready
+
+
+def wait_until_up(proc, ready, what, output):
+    """Waits up to 30 s until `ready()`; if `proc` exits or the time runs
+    out, kills it and fails with `output()` (its log)."""
+    deadline = time.time() + 30
+    while not ready():
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError(f"{what} did not start: {output()}")
+        time.sleep(0.05)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -45,18 +68,8 @@ def server():
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ready", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
-        time.sleep(0.05)
+    wait_until_up(proc, answers(f"{url}/ready", 200), "server",
+                  lambda: proc.stdout.read().decode())
     yield {"url": url, "port": port, "grpc": f"127.0.0.1:{grpc_port}",
            "clickhouse": f"http://127.0.0.1:{clickhouse_port}", "clickhouse_port": clickhouse_port}
     proc.send_signal(signal.SIGTERM)
@@ -126,18 +139,7 @@ bind-address = "127.0.0.1:{rpc}"
         proc = subprocess.Popen([str(INFLUXD), "-config", str(home / "influxdb.conf")],
                                 stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ping", timeout=1) as r:
-                if r.status == 204:
-                    break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"influxd did not start: {log.read_text()}")
-        time.sleep(0.05)
+    wait_until_up(proc, answers(f"{url}/ping", 204), "influxd", log.read_text)
     yield url
     proc.send_signal(signal.SIGTERM)
     try:

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, TOKEN, free_port, sql
+from conftest import ROOT, TOKEN, answers, free_port, sql, wait_until_up
 
 VENV_PYTHON = ROOT / ".venv-otel" / "bin" / "python"
 SENDER = pathlib.Path(__file__).with_name("promrw_sender.py")
@@ -117,17 +117,8 @@ def prometheus(server, tmp_path):
              f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
             stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"prometheus did not start:\n{log_path.read_text()}")
-            time.sleep(0.1)
+        wait_until_up(proc, answers(f"{url}/-/ready", 200), "prometheus",
+                      lambda: "\n" + log_path.read_text())
         yield {"url": url, "log": log_path}
     finally:
         proc.terminate()

@@ -10,7 +10,6 @@ import pathlib
 import signal
 import subprocess
 import tempfile
-import time
 
 import grpc
 import pytest
@@ -21,7 +20,7 @@ from cryptography.x509.oid import NameOID
 from influxdb_client import InfluxDBClient
 from influxdb_client.client.write_api import SYNCHRONOUS
 
-from conftest import BINARY, free_port
+from conftest import BINARY, free_port, wait_until_up
 from test_grpc import pb  # noqa: F401  (the generated modules, a fixture)
 
 TOKEN = "tls-secret"
@@ -65,13 +64,12 @@ def tls_server():
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"https://localhost:{port}"
-    deadline = time.time() + 30
-    while subprocess.run(["curl", "-sf", "--cacert", str(cert), f"{url}/ready"],
-                         capture_output=True).returncode != 0:
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"server did not start: {proc.stdout.read().decode()}")
-        time.sleep(0.1)
+    # curl, which trusts the certificate it is given.
+    wait_until_up(
+        proc,
+        lambda: subprocess.run(["curl", "-sf", "--cacert", str(cert), f"{url}/ready"],
+                               capture_output=True).returncode == 0,
+        "server", lambda: proc.stdout.read().decode())
     yield {"url": url, "grpc": f"localhost:{grpc_port}", "cert": cert,
            "clickhouse_port": clickhouse_port}
     proc.send_signal(signal.SIGTERM)
