@@ -185,10 +185,6 @@ fn regex_may_follow(tokens: &[Spanned]) -> bool {
             .rev()
             .find(|t| matches!(&t.token, Token::Ident(_)) && is_clause_keyword(&t.token))
             .is_some_and(|t| t.token.is("FROM") || t.token.is("BY")),
-        Some(Token::Punct("=" | "!=" | "<>")) => {
-            // `WITH MEASUREMENT = /re/` is not InfluxQL, but `=~` is; `KEY = ` takes names.
-            false
-        }
         _ => false,
     }
 }

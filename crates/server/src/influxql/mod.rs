@@ -182,6 +182,14 @@ impl Context<'_> {
     }
 }
 
+/// `OFFSET offset LIMIT limit` (`None`: no limit) of `items`: series, or
+/// one series' rows.
+fn page<T>(items: Vec<T>, offset: u64, limit: Option<u64>) -> Vec<T> {
+    let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let take = limit.map_or(usize::MAX, count);
+    items.into_iter().skip(count(offset)).take(take).collect()
+}
+
 /// A `/regex/` as InfluxDB reads it (Go's RE2 syntax; Rust's regex crate
 /// takes the same).
 fn compile(pattern: &str) -> Result<regex::Regex, Failure> {

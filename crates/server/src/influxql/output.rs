@@ -53,14 +53,12 @@ pub(crate) struct TimeFormat {
     pub(crate) zone: Option<chrono_tz::Tz>,
 }
 
-/// The `epoch` parameter's unit in ns (`None` for an unknown unit, which
-/// InfluxDB treats as absent).
+/// The `epoch` parameter's unit in ns: the units of a write's `precision`
+/// (`None` for an unknown unit, which InfluxDB treats as absent).
 pub(crate) fn epoch_unit(epoch: &str) -> Option<i64> {
-    match epoch {
-        "n" => Some(1),
-        "d" | "w" => None,
-        unit => crate::http::condition::unit_nanos(unit),
-    }
+    chingest::Precision::parse(epoch)
+        .ok()
+        .map(chingest::Precision::nanos_per_unit)
 }
 
 /// A time as Go's RFC3339Nano writes it: no trailing zeros in the

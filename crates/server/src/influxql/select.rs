@@ -12,7 +12,7 @@ use chingest::TagPredicate;
 
 use super::output::{Series, Value};
 use super::parse::{Expr, Fill, GroupBy, Interval, Select};
-use super::{fact_source, rows, text, Answer, Context, Failure, TagMatcher, Target};
+use super::{fact_source, page, rows, text, Answer, Context, Failure, TagMatcher, Target};
 use crate::http::condition::{FieldCondition, FieldLiteral};
 
 /// Most intervals × series a `GROUP BY time` answer may have: a bound on
@@ -487,11 +487,7 @@ pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Fa
     if select.descending {
         series.reverse();
     }
-    let skip = usize::try_from(select.soffset).unwrap_or(usize::MAX);
-    let take = select
-        .slimit
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let series = series.into_iter().skip(skip).take(take).collect();
+    let series = page(series, select.soffset, select.slimit);
     Ok(Answer { series, zone })
 }
 
@@ -954,9 +950,9 @@ fn field_sql(operand: &Operand) -> String {
     }
 }
 
-fn fields_read<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Vec<String> {
+fn fields_read(outputs: &[Output]) -> Vec<String> {
     let mut fields: Vec<String> = outputs
-        .into_iter()
+        .iter()
         .filter_map(|o| match &o.operand {
             Operand::Field(f, _) => Some(quote_ident(f)),
             _ => None,
@@ -1009,13 +1005,8 @@ fn order_and_limit(select: &Select, mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>
 
 /// `OFFSET` and `LIMIT` on one series' rows.
 fn limited(select: &Select, rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
-    let skip = usize::try_from(select.offset).unwrap_or(usize::MAX);
     // LIMIT 0 is no limit, as in InfluxDB.
-    let take = select
-        .limit
-        .filter(|&n| n > 0)
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    rows.into_iter().skip(skip).take(take).collect()
+    page(rows, select.offset, select.limit.filter(|&n| n > 0))
 }
 
 /// Raw points: `SELECT field, tag FROM m`.

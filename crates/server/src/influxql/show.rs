@@ -9,7 +9,7 @@ use chingest::TagPredicate;
 
 use super::output::{Series, Value};
 use super::parse::{KeyFilter, Name, Show, Source, Statement};
-use super::{rows, text, Context, Failure};
+use super::{page, rows, text, Context, Failure};
 
 pub(super) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<Series>, Failure> {
     match statement {
@@ -66,19 +66,13 @@ fn limit_sql(show: &Show) -> String {
     }
 }
 
-/// Applies `LIMIT`/`OFFSET` to each series' values.
-fn limit_values(series: &mut [Series], show: &Show) {
-    for s in series {
-        let skip = usize::try_from(show.offset).unwrap_or(usize::MAX);
-        let take = show
-            .limit
-            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-        s.values = std::mem::take(&mut s.values)
-            .into_iter()
-            .skip(skip)
-            .take(take)
-            .collect();
+/// Applies `LIMIT`/`OFFSET` to each series' values; series left with none
+/// are dropped.
+fn limit_values(series: &mut Vec<Series>, show: &Show) {
+    for s in series.iter_mut() {
+        s.values = page(std::mem::take(&mut s.values), show.offset, show.limit);
     }
+    series.retain(|s| !s.values.is_empty());
 }
 
 async fn measurements(
@@ -156,7 +150,6 @@ async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure
         &["tagKey"],
     );
     limit_values(&mut series, show);
-    series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
 
@@ -193,7 +186,6 @@ async fn tag_values(
         &["key", "value"],
     );
     limit_values(&mut series, show);
-    series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
 
@@ -250,7 +242,6 @@ fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
         })
         .collect();
     limit_values(&mut series, show);
-    series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
 
@@ -307,7 +298,6 @@ async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> 
     let values = keys.into_iter().map(|k| vec![Value::String(k)]).collect();
     let mut series = one_series(None, &["key"], values);
     limit_values(&mut series, show);
-    series.retain(|s| !s.values.is_empty());
     Ok(series)
 }
 
