@@ -16,7 +16,7 @@ use chdb_rust::connection::Connection;
 
 use crate::batcher::Batcher;
 use crate::config::{CardinalityLimits, DuplicatePolicy};
-use crate::engine::{self, Engine};
+use crate::engine::{self, DataDir, Engine};
 use crate::last_value::TableLast;
 use crate::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
@@ -373,14 +373,16 @@ impl SeriesState {
 
     /// Inserts the pending series rows into `table` and returns how many.
     /// On failure they stay pending for the next flush.
-    pub(crate) fn commit(&self, conn: &Connection, table: &str) -> Result<usize> {
+    pub(crate) fn commit(&self, conn: &Connection, disk: &DataDir, table: &str) -> Result<usize> {
         let _committing = self.committing.lock().unwrap();
         let rows = std::mem::take(&mut self.registry.lock().unwrap().pending);
         if rows.is_empty() {
             return Ok(0);
         }
         let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, key)));
-        match engine::insert_batch(conn, table, batch, None) {
+        let inserted = engine::insert_batch(conn, table, batch, None)
+            .and_then(|_| disk.sync_table(conn, table));
+        match inserted {
             Ok(_) => Ok(rows.len()),
             Err(err) => {
                 let mut registry = self.registry.lock().unwrap();
@@ -863,8 +865,9 @@ impl Catalog {
     /// Reads back every database chingest created in the engine: its fact
     /// tables' columns and its stored series ids.
     pub(crate) async fn load(engine: &Engine, cardinality: CardinalityLimits) -> Result<Catalog> {
+        // Migrations and registry tables are DDL: made durable.
         let loaded = engine
-            .run(move |conn| {
+            .run_durable(move |conn| {
                 migrate_legacy_fact_tables(conn)?;
                 let databases = engine::query_rows(
                     conn,

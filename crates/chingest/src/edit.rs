@@ -300,7 +300,7 @@ async fn drop_series(shared: &Shared, database: &Database, filter: &PointFilter)
     let delete = delete_series_sql(&names, filter);
     let ids = shared
         .engine
-        .run(move |conn| {
+        .run_durable(move |conn| {
             let ids = engine::query_rows(conn, &ids_sql)?;
             engine::execute(conn, &delete)?;
             Ok(ids)

@@ -6,9 +6,10 @@
 //! worker. A connection runs one statement at a time; the pool hands each
 //! concurrent caller its own connection, which is what lets inserts overlap.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::StructArray;
 use arrow::datatypes::{DataType, TimeUnit};
@@ -22,6 +23,7 @@ use deadpool::managed::{self, Metrics, RecycleResult};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::QueryLimits;
+use crate::durable;
 use crate::names::{quote_ident, quote_literal};
 use crate::sandbox::{LastValuesCall, ReadScope, Sandbox, SNAPSHOT_DATABASE};
 use crate::stats::IngestStats;
@@ -67,6 +69,60 @@ pub(crate) struct Engine {
     sandbox: Arc<Sandbox>,
     /// Counters, shared with the ingestor.
     pub(crate) stats: Arc<IngestStats>,
+    /// What the engine keeps on disk, synced where it does not sync itself.
+    pub(crate) disk: Arc<DataDir>,
+}
+
+/// The engine's data directory, as far as durability goes: the directories
+/// the engine does not sync itself ([`durable`]).
+#[derive(Debug)]
+pub(crate) struct DataDir {
+    root: PathBuf,
+    /// Each MergeTree's directory, by quoted name; emptied by DDL (a table
+    /// dropped and made again has a new directory).
+    tables: Mutex<HashMap<String, PathBuf>>,
+}
+
+impl DataDir {
+    /// Makes an insert into `table` (quoted) durable: its part's name and
+    /// its deduplication record.
+    pub(crate) fn sync_table(&self, conn: &Connection, table: &str) -> Result<()> {
+        let known = self.tables.lock().unwrap().get(table).cloned();
+        let dir = match known {
+            Some(dir) => dir,
+            None => {
+                let mut tables = HashMap::new();
+                for row in query_rows(
+                    conn,
+                    "SELECT database, name, data_paths[1] FROM system.tables \
+                     WHERE engine LIKE '%MergeTree' AND notEmpty(data_paths)",
+                )? {
+                    if let [database, name, path] = &row[..] {
+                        let quoted = format!("{}.{}", quote_ident(database), quote_ident(name));
+                        tables.insert(quoted, PathBuf::from(path));
+                    }
+                }
+                let dir = tables.get(table).cloned().ok_or_else(|| {
+                    Error::Engine(format!("{table} has no data directory to sync"))
+                })?;
+                *self.tables.lock().unwrap() = tables;
+                dir
+            }
+        };
+        durable::sync_table_dir(&dir).map_err(|source| Error::Io {
+            context: format!("syncing {} (table {table})", dir.display()),
+            source,
+        })
+    }
+
+    /// Makes DDL or an edit durable: every catalog file and table directory.
+    pub(crate) fn sync_catalog(&self) -> Result<()> {
+        self.tables.lock().unwrap().clear();
+        durable::sync_catalog(&self.root).map_err(|source| Error::Io {
+            context: format!("syncing the engine's catalog in {}", self.root.display()),
+            source,
+        })
+    }
 }
 
 /// Names under which Arrow data is registered with the engine. Registrations
@@ -82,17 +138,40 @@ impl Engine {
         limits: &QueryLimits,
     ) -> Result<Engine> {
         let path = format!("--path={}", data_dir.display());
+        // The engine's own durability settings, engine-wide.
+        let config_file = data_dir.join(durable::ENGINE_CONFIG_FILE);
+        durable::write(&config_file, durable::ENGINE_CONFIG.as_bytes()).map_err(|source| {
+            Error::Io {
+                context: format!("writing {}", config_file.display()),
+                source,
+            }
+        })?;
+        let config = format!("--config-file={}", config_file.display());
         // Every query reads tables that merge points written again (the
         // `last` duplicate policy) as merged; other tables are unaffected.
         let final_reads = "--final=1".to_owned();
-        let mut read_only_args = vec![path.clone(), "--readonly=1".to_owned(), final_reads.clone()];
+        let mut read_only_args = vec![
+            path.clone(),
+            config.clone(),
+            "--readonly=1".to_owned(),
+            final_reads.clone(),
+        ];
         read_only_args.extend(limits.connection_args());
-        let pool = connection_pool(vec![path, final_reads], connections)?;
+        let pool = connection_pool(vec![path, config, final_reads], connections)?;
         let sandbox = {
             let conn = pool.get().await.map_err(pool_error)?;
-            tokio::task::spawn_blocking(move || Sandbox::load(&conn))
-                .await
-                .map_err(|e| Error::Engine(format!("engine task failed: {e}")))??
+            let root = data_dir.to_owned();
+            tokio::task::spawn_blocking(move || {
+                check_durability_settings(&conn)?;
+                // What the engine made when it booted.
+                durable::sync_catalog(&root).map_err(|source| Error::Io {
+                    context: format!("syncing the engine's catalog in {}", root.display()),
+                    source,
+                })?;
+                Sandbox::load(&conn)
+            })
+            .await
+            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))??
         };
         Ok(Engine {
             pool,
@@ -100,6 +179,10 @@ impl Engine {
             read_only_slots: Arc::new(Semaphore::new(limits.max_concurrent)),
             sandbox: Arc::new(sandbox),
             stats: Arc::default(),
+            disk: Arc::new(DataDir {
+                root: data_dir.to_owned(),
+                tables: Mutex::default(),
+            }),
         })
     }
 
@@ -129,19 +212,38 @@ impl Engine {
         result
     }
 
-    /// Runs a statement whose output is not needed.
+    /// Runs `f`, which changes the catalog or edits rows, then makes its
+    /// effect durable ([`DataDir::sync_catalog`]), also when it failed
+    /// part way.
+    pub(crate) async fn run_durable<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let disk = Arc::clone(&self.disk);
+        self.run(move |conn| {
+            let result = f(conn);
+            disk.sync_catalog()?;
+            result
+        })
+        .await
+    }
+
+    /// Runs a statement whose output is not needed (DDL or an edit), and
+    /// makes its effect durable.
     pub(crate) async fn execute(&self, sql: String) -> Result<()> {
-        self.run(move |conn| execute(conn, &sql)).await
+        self.run_durable(move |conn| execute(conn, &sql)).await
     }
 
     /// Runs statements in order on one connection, stopping at the first
-    /// that fails (DDL that must happen in sequence).
+    /// that fails (DDL that must happen in sequence), and makes their
+    /// effect durable.
     pub(crate) async fn execute_all(
         &self,
         statements: impl IntoIterator<Item = String>,
     ) -> Result<()> {
         let statements: Vec<String> = statements.into_iter().collect();
-        self.run(move |conn| statements.iter().try_for_each(|sql| execute(conn, sql)))
+        self.run_durable(move |conn| statements.iter().try_for_each(|sql| execute(conn, sql)))
             .await
     }
 
@@ -462,6 +564,33 @@ fn pool_error(err: managed::PoolError<Error>) -> Error {
         managed::PoolError::Closed => Error::Closed,
         other => Error::Engine(format!("connection pool: {other}")),
     }
+}
+
+/// Fails unless the engine read the durability settings of
+/// [`durable::ENGINE_CONFIG`]: without them a power cut loses parts the log
+/// has already forgotten.
+fn check_durability_settings(conn: &Connection) -> Result<()> {
+    let names = durable::ENGINE_SETTINGS
+        .iter()
+        .map(|(name, _)| quote_literal(name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows = query_rows(
+        conn,
+        &format!("SELECT name, value FROM system.merge_tree_settings WHERE name IN ({names})"),
+    )?;
+    for (name, want) in durable::ENGINE_SETTINGS {
+        let have = rows
+            .iter()
+            .find(|row| row[0] == name)
+            .map(|row| row[1].as_str());
+        if have != Some(want) {
+            return Err(Error::Engine(format!(
+                "the engine did not take its durability settings: {name} is {have:?}, not {want}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs a statement on `conn`, discarding its output.

@@ -34,7 +34,8 @@ pub(crate) fn dedup_token(log_id: u64, range: &FlushRange) -> String {
 }
 
 /// Commits the database's pending series, then inserts `chunks` into the
-/// table's MergeTree under the token of `range`.
+/// table's MergeTree under the token of `range`; both durable when this
+/// returns.
 pub(crate) async fn insert(
     shared: &Shared,
     db: &Arc<Database>,
@@ -46,17 +47,20 @@ pub(crate) async fn insert(
     let token = dedup_token(shared.appender.log_id(), range);
     let db = Arc::clone(db);
     let stats = Arc::clone(&shared.engine.stats);
+    let disk = Arc::clone(&shared.engine.disk);
     shared
         .engine
         .run(move |conn| {
-            let series = db.series.commit(conn, &db.series_table)?;
+            let series = db.series.commit(conn, &disk, &db.series_table)?;
             IngestStats::add(&stats.series_created, series as u64);
             if chunks.is_empty() {
                 return Ok(());
             }
             let batch = chunk::merge(&schema, chunks);
-            engine::insert_batch(conn, &schema.names.storage_table, batch, Some(&token))?;
-            Ok(())
+            let table = &schema.names.storage_table;
+            engine::insert_batch(conn, table, batch, Some(&token))?;
+            // Durable before the caller logs it committed.
+            disk.sync_table(conn, table)
         })
         .await
 }

@@ -50,6 +50,7 @@ mod budget;
 mod catalog;
 pub mod chunk;
 mod config;
+mod durable;
 mod edit;
 mod engine;
 mod error;
@@ -298,7 +299,7 @@ impl Ingestor {
     pub async fn open(config: IngestConfig) -> Result<Ingestor> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::current();
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
+        durable::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
             context: format!("creating data directory {}", config.data_dir.display()),
             source,
         })?;

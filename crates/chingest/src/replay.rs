@@ -109,9 +109,14 @@ pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Re
         let grown = db.series.note_tag_keys(rows);
         db.series.register(0, rows.clone());
         let committing = Arc::clone(&db);
+        let disk = Arc::clone(&shared.engine.disk);
         let committed = shared
             .engine
-            .run(move |conn| committing.series.commit(conn, &committing.series_table))
+            .run(move |conn| {
+                committing
+                    .series
+                    .commit(conn, &disk, &committing.series_table)
+            })
             .await?;
         IngestStats::add(&stats.series_created, committed as u64);
         shared.refresh_views(&db, &grown).await?;

@@ -1,12 +1,27 @@
-//! Kill -9 under load: the real `chingest` binary, in its default
-//! durability mode (fsync), takes concurrent writes and is killed with
-//! SIGKILL at a random moment, then restarted on the same data directory —
-//! over and over. After every restart:
+//! Crashes under load: the real `chingest` binary, in its default
+//! durability mode (fsync), takes concurrent writes and is stopped at a
+//! random moment, then restarted on the same data directory — over and
+//! over. Two kinds of crash:
 //!
-//! - every request that was answered 204 is stored, exactly once;
+//! - kill -9: the process dies, the machine's page cache keeps what it
+//!   wrote;
+//! - a power cut: the data directory is on [`forgetfs`], which forgets every
+//!   write that was not fsynced (file contents, and names in directories
+//!   that were not synced) when the server is killed. Half the cuts come
+//!   during the load, half a few seconds after it, when flushes have
+//!   committed and the checkpoint has deleted log segments. Deletes and
+//!   updates are acknowledged between cuts too.
+//!
+//! After every restart:
+//!
+//! - every request that was answered 204 is stored, exactly once, in the
+//!   fact tables and in the views;
 //! - no request is torn: each one's rows (in two tables) are all there or
 //!   none;
-//! - every fact row has its series row.
+//! - every fact row has its series row;
+//! - an acknowledged delete or update holds;
+//! - after a power cut: the engine found no broken part, and `/health`
+//!   passes.
 //!
 //! The server runs as a child process (the engine is process-global), so
 //! this test binary does not open an engine itself.
@@ -15,6 +30,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +39,7 @@ const WRITERS: usize = 4;
 /// Lines per request in each of the two measurements.
 const LINES: usize = 200;
 const DB: &str = "crash";
+const MEASUREMENTS: [&str; 2] = ["crash_a", "crash_b"];
 
 struct Server {
     child: Child,
@@ -33,6 +50,12 @@ struct Server {
 /// test's output pipe open).
 impl Drop for Server {
     fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Server {
+    fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -99,10 +122,11 @@ async fn sql(server: &Server, query: &str) -> String {
 }
 
 /// The body of request `id`: `LINES` lines in each of two measurements,
-/// on series new to the database every few requests.
+/// on series new to the database every few requests. Line `l` of request
+/// `id` is at `id * LINES + l` ns.
 fn body(writer: usize, id: u64) -> String {
     let mut body = String::new();
-    for m in ["crash_a", "crash_b"] {
+    for m in MEASUREMENTS {
         for line in 0..LINES {
             let ts = id * LINES as u64 + line as u64;
             body.push_str(&format!(
@@ -114,10 +138,27 @@ fn body(writer: usize, id: u64) -> String {
     body
 }
 
-/// Posts requests until told to stop; records the ids answered 204.
-async fn writer(url: String, writer: usize, next: Arc<Mutex<u64>>, acked: Arc<Mutex<Vec<u64>>>) {
+/// What the server acknowledged.
+#[derive(Debug, Default)]
+struct Acked {
+    writes: Vec<u64>,
+    /// Requests deleted whole (in both measurements).
+    deleted: HashSet<u64>,
+    /// Requests whose `line` field was set to -1 (in both measurements).
+    updated: HashSet<u64>,
+}
+
+/// Posts requests until told to stop or the server dies; records the ids
+/// answered 204.
+async fn writer(
+    url: String,
+    writer: usize,
+    next: Arc<Mutex<u64>>,
+    acked: Arc<Mutex<Acked>>,
+    stop: Arc<AtomicBool>,
+) {
     let client = client();
-    loop {
+    while !stop.load(Ordering::Relaxed) {
         let id = {
             let mut next = next.lock().unwrap();
             *next += 1;
@@ -130,7 +171,7 @@ async fn writer(url: String, writer: usize, next: Arc<Mutex<u64>>, acked: Arc<Mu
             .await;
         match sent {
             Ok(r) if r.status() == reqwest::StatusCode::NO_CONTENT => {
-                acked.lock().unwrap().push(id)
+                acked.lock().unwrap().writes.push(id)
             }
             Ok(r) => panic!("request {id}: {}", r.status()),
             // The server was killed.
@@ -139,40 +180,88 @@ async fn writer(url: String, writer: usize, next: Arc<Mutex<u64>>, acked: Arc<Mu
     }
 }
 
-/// Rows per request id in a measurement.
-async fn counts(server: &Server, measurement: &str) -> BTreeMap<u64, u64> {
+/// Request `id`'s time range, as an edit's body (both ends inclusive).
+fn edit_body(id: u64, measurement: &str, set: &str) -> String {
+    let time = |ns: u64| format!("1970-01-01T00:00:00.{ns:09}Z");
+    let first = id * LINES as u64;
+    format!(
+        r#"{{"start": "{}", "stop": "{}", "predicate": "_measurement=\"{measurement}\""{set}}}"#,
+        time(first),
+        time(first + LINES as u64 - 1)
+    )
+}
+
+/// Deletes request `delete` and sets `line = -1` in request `update`, in
+/// both measurements; records each once it is answered 204.
+async fn edit(server: &Server, acked: &Mutex<Acked>, delete: u64, update: u64) {
+    for (id, path, set) in [
+        (delete, "delete", ""),
+        (update, "update", r#", "set": {"line": -1}"#),
+    ] {
+        for measurement in MEASUREMENTS {
+            let r = client()
+                .post(format!("{}/api/v2/{path}?bucket={DB}", server.url))
+                .body(edit_body(id, measurement, set))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT, "{path} {id}");
+        }
+        let mut acked = acked.lock().unwrap();
+        match path {
+            "delete" => acked.deleted.insert(id),
+            _ => acked.updated.insert(id),
+        };
+    }
+}
+
+/// Rows per request id in a table or view, and how many of them were
+/// updated.
+async fn counts(server: &Server, table: &str) -> BTreeMap<u64, (u64, u64)> {
     let text = sql(
         server,
-        &format!("SELECT req, count() FROM {DB}.{measurement} GROUP BY req"),
+        &format!("SELECT req, count(), countIf(line = -1) FROM {DB}.{table} GROUP BY req"),
     )
     .await;
     text.lines()
         .map(|line| {
-            let (req, count) = line.split_once('\t').unwrap();
-            (req.parse().unwrap(), count.parse().unwrap())
+            let mut columns = line.split('\t').map(|c| c.parse().unwrap());
+            let mut next = || columns.next().unwrap();
+            (next(), (next(), next()))
         })
         .collect()
 }
 
-async fn check(server: &Server, acked: &[u64], trial: usize) {
-    let a = counts(server, "crash_a").await;
-    let b = counts(server, "crash_b").await;
-    for id in acked {
-        assert_eq!(
-            (a.get(id), b.get(id)),
-            (Some(&(LINES as u64)), Some(&(LINES as u64))),
-            "trial {trial}: acknowledged request {id} must be stored exactly once"
-        );
-    }
-    let ids: HashSet<_> = a.keys().chain(b.keys()).collect();
-    for id in ids {
-        assert_eq!(
-            (a.get(id), b.get(id)),
-            (Some(&(LINES as u64)), Some(&(LINES as u64))),
-            "trial {trial}: request {id} is torn or duplicated"
-        );
-    }
-    for measurement in ["crash_a", "crash_b"] {
+async fn check(server: &Server, acked: &Acked, trial: usize) {
+    let lines = LINES as u64;
+    for measurement in MEASUREMENTS {
+        // The view (tags joined from the series table) and the fact table.
+        for table in [measurement.to_owned(), format!("`{measurement}.autogen`")] {
+            let stored = counts(server, &table).await;
+            for id in &acked.writes {
+                let want = if acked.deleted.contains(id) {
+                    None
+                } else if acked.updated.contains(id) {
+                    Some(&(lines, lines))
+                } else {
+                    Some(&(lines, 0))
+                };
+                assert_eq!(
+                    stored.get(id),
+                    want,
+                    "trial {trial}: acknowledged request {id} in {table} \
+                     (rows, updated rows; deleted: {}, updated: {})",
+                    acked.deleted.contains(id),
+                    acked.updated.contains(id)
+                );
+            }
+            for (id, (rows, _)) in &stored {
+                assert_eq!(
+                    *rows, lines,
+                    "trial {trial}: request {id} in {table} is torn or duplicated"
+                );
+            }
+        }
         let orphans = sql(
             server,
             &format!(
@@ -185,48 +274,70 @@ async fn check(server: &Server, acked: &[u64], trial: usize) {
     }
 }
 
+/// Starts `WRITERS` writers on `server`.
+fn start_writers(
+    server: &Server,
+    next: &Arc<Mutex<u64>>,
+    acked: &Arc<Mutex<Acked>>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..WRITERS)
+        .map(|w| {
+            tokio::spawn(writer(
+                server.url.clone(),
+                w,
+                Arc::clone(next),
+                Arc::clone(acked),
+                Arc::clone(stop),
+            ))
+        })
+        .collect()
+}
+
+/// Request 0 creates the tables, so that every check can read them.
+async fn first_request(server: &Server, acked: &Mutex<Acked>) {
+    let r = client()
+        .post(format!("{}/write?db={DB}&durability=visible", server.url))
+        .body(body(0, 0))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT);
+    acked.lock().unwrap().writes.push(0);
+}
+
+/// A deterministic spread of moments: `from` plus up to `spread`.
+struct Moments(u64);
+
+impl Moments {
+    fn next(&mut self, from: u64, spread: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(from + self.0 % spread)
+    }
+}
+
 #[test]
 fn acknowledged_writes_survive_kill_9_exactly_once() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let acked = Arc::new(Mutex::new(Vec::new()));
+    let acked = Arc::new(Mutex::new(Acked::default()));
     let next = Arc::new(Mutex::new(0));
-    // A deterministic spread of kill moments, 150 ms to 1.2 s into the load.
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut moments = Moments(0x2545_f491_4f6c_dd1d);
     for trial in 0..TRIALS {
         let mut server = start(dir.path());
         runtime.block_on(async {
             wait_ready(&server).await;
             if trial == 0 {
-                // Request 0 creates the tables, so that every check can
-                // read them.
-                let r = client()
-                    .post(format!("{}/write?db={DB}&durability=visible", server.url))
-                    .body(body(0, 0))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT);
-                acked.lock().unwrap().push(0);
+                first_request(&server, &acked).await;
             }
-            let acked_so_far = acked.lock().unwrap().clone();
-            check(&server, &acked_so_far, trial).await;
-            let writers: Vec<_> = (0..WRITERS)
-                .map(|w| {
-                    tokio::spawn(writer(
-                        server.url.clone(),
-                        w,
-                        Arc::clone(&next),
-                        Arc::clone(&acked),
-                    ))
-                })
-                .collect();
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            tokio::time::sleep(Duration::from_millis(150 + seed % 1050)).await;
-            server.child.kill().expect("SIGKILL");
-            server.child.wait().unwrap();
+            check(&server, &acked.lock().unwrap(), trial).await;
+            let writers = start_writers(&server, &next, &acked, &stop);
+            // 150 ms to 1.2 s into the load.
+            tokio::time::sleep(moments.next(150, 1050)).await;
+            server.kill();
             for writer in writers {
                 writer.await.unwrap();
             }
@@ -235,12 +346,121 @@ fn acknowledged_writes_survive_kill_9_exactly_once() {
     let server = start(dir.path());
     runtime.block_on(async {
         wait_ready(&server).await;
-        let acked = acked.lock().unwrap().clone();
+        let acked = acked.lock().unwrap();
         assert!(
-            acked.len() >= TRIALS,
+            acked.writes.len() >= TRIALS,
             "only {} requests were acknowledged",
-            acked.len()
+            acked.writes.len()
         );
         check(&server, &acked, TRIALS).await;
     });
+}
+
+/// Parts the engine set aside (`detached/`) anywhere in the data
+/// directory: after a power cut, the ones it found broken.
+fn detached_parts(data_dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![data_dir.join("store")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.file_name().is_some_and(|n| n == "detached") {
+                found.extend(
+                    std::fs::read_dir(&path)
+                        .unwrap()
+                        .flatten()
+                        .map(|e| e.path().display().to_string()),
+                );
+            } else if path.strip_prefix(data_dir).unwrap().components().count() < 4 {
+                // store/<prefix>/<table uuid>/detached
+                dirs.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn acknowledged_writes_edits_survive_power_cuts_exactly_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backing = tempfile::tempdir().unwrap();
+    let mountpoint = tempfile::tempdir().unwrap();
+    let data_dir = mountpoint.path().join("data");
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let next = Arc::new(Mutex::new(0));
+    let mut moments = Moments(0x9e37_79b9_7f4a_7c15);
+    for trial in 0..=TRIALS {
+        let disk = forgetfs::mount(backing.path(), mountpoint.path())
+            .expect("mounting forgetfs needs root and /dev/fuse");
+        let mut server = start(&data_dir);
+        runtime.block_on(async {
+            wait_ready(&server).await;
+            if trial == 0 {
+                first_request(&server, &acked).await;
+            }
+            check(&server, &acked.lock().unwrap(), trial).await;
+            let detached = detached_parts(&data_dir);
+            assert!(
+                detached.is_empty(),
+                "trial {trial}: broken parts {detached:?}"
+            );
+            let health = client()
+                .get(format!("{}/health", server.url))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                health.status(),
+                reqwest::StatusCode::OK,
+                "trial {trial}: {:?}",
+                health.text().await
+            );
+            if trial == TRIALS {
+                return;
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let writers = start_writers(&server, &next, &acked, &stop);
+            tokio::time::sleep(moments.next(300, 700)).await;
+            // A delete and an update of requests acknowledged before.
+            let (delete, update) = {
+                let acked = acked.lock().unwrap();
+                let n = acked.writes.len();
+                (acked.writes[n / 3], acked.writes[n / 2])
+            };
+            edit(&server, &acked, delete, update).await;
+            if trial % 2 == 0 {
+                // During the load.
+                tokio::time::sleep(moments.next(100, 1000)).await;
+            } else {
+                // After it: flushes committed, the checkpoint has moved and
+                // log segments are gone.
+                tokio::time::sleep(moments.next(500, 500)).await;
+                stop.store(true, Ordering::Relaxed);
+                for writer in writers {
+                    writer.await.unwrap();
+                }
+                tokio::time::sleep(moments.next(2500, 1500)).await;
+                server.kill();
+                return;
+            }
+            server.kill();
+            for writer in writers {
+                writer.await.unwrap();
+            }
+        });
+        server.kill();
+        disk.cut();
+    }
+    let acked = acked.lock().unwrap();
+    assert!(
+        acked.writes.len() >= TRIALS * 10,
+        "only {} requests were acknowledged",
+        acked.writes.len()
+    );
 }

@@ -81,7 +81,7 @@ impl LogFiles {
             path: dir.to_owned(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(io_error)?;
+        crate::durable::create_dir_all(dir).map_err(io_error)?;
         let checkpoint = match checkpoint::read(dir).map_err(io_error)? {
             Some(checkpoint) => checkpoint,
             None => {

@@ -1,0 +1,151 @@
+//! What makes the engine's writes survive a power cut before the log
+//! forgets them.
+//!
+//! The invariant: a log record (or anything else acknowledged) is
+//! forgotten only after the engine has made its effect durable. The
+//! engine syncs part contents and part directories itself once told to
+//! ([`ENGINE_CONFIG`], engine-wide, so every MergeTree has it: fact,
+//! series and metadata tables, and any other table in the data
+//! directory). It does not sync the directory a part is renamed into, its
+//! deduplication log, or the catalog's files and directories: those are
+//! synced here, after each insert ([`sync_table_dir`]) and after each
+//! statement that changes the catalog or edits rows ([`sync_catalog`]).
+//!
+//! File-system work only: no engine calls.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// The engine's configuration, read at boot: every MergeTree fsyncs the
+/// files of a part it inserts (`fsync_after_insert`) or writes by a merge
+/// or mutation (`min_*_to_fsync_after_merge` = 1: every such part), and
+/// the part's directory after renaming it (`fsync_part_directory`).
+pub(crate) const ENGINE_CONFIG: &str = "<clickhouse>
+    <merge_tree>
+        <fsync_after_insert>1</fsync_after_insert>
+        <fsync_part_directory>1</fsync_part_directory>
+        <min_rows_to_fsync_after_merge>1</min_rows_to_fsync_after_merge>
+        <min_compressed_bytes_to_fsync_after_merge>1</min_compressed_bytes_to_fsync_after_merge>
+    </merge_tree>
+</clickhouse>
+";
+
+/// The MergeTree settings [`ENGINE_CONFIG`] sets, with their values: open
+/// checks the engine reports them.
+pub(crate) const ENGINE_SETTINGS: [(&str, &str); 4] = [
+    ("fsync_after_insert", "1"),
+    ("fsync_part_directory", "1"),
+    ("min_rows_to_fsync_after_merge", "1"),
+    ("min_compressed_bytes_to_fsync_after_merge", "1"),
+];
+
+/// The file, in the data directory, that holds [`ENGINE_CONFIG`].
+pub(crate) const ENGINE_CONFIG_FILE: &str = "chingest-engine.xml";
+
+/// Makes a file's contents, or a directory's entries, durable.
+pub(crate) fn sync(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
+/// Creates `dir` and its missing parents, durably: each directory created
+/// is named in a synced parent.
+pub(crate) fn create_dir_all(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = match dir.parent() {
+        None => return Ok(()),
+        Some(parent) if parent.as_os_str().is_empty() => Path::new("."),
+        Some(parent) => parent,
+    };
+    create_dir_all(parent)?;
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    sync(parent)
+}
+
+/// Writes `contents` to `path` durably (a temporary file, synced, renamed
+/// over it, the directory synced).
+pub(crate) fn write(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents)?;
+    sync(&tmp)?;
+    std::fs::rename(&tmp, path)?;
+    sync(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// After an insert into the MergeTree kept in `dir`: its deduplication
+/// log (the record that makes a replayed insert a no-op), then the
+/// directory the new part was renamed into.
+pub(crate) fn sync_table_dir(dir: &Path) -> io::Result<()> {
+    let dedup = dir.join("deduplication_logs");
+    if dedup.is_dir() {
+        for entry in std::fs::read_dir(&dedup)? {
+            sync(&entry?.path())?;
+        }
+        sync(&dedup)?;
+    }
+    sync(dir)
+}
+
+/// After DDL or an edit: every table's and database's directory under
+/// `store/` with the files kept beside its parts (formats, mutations,
+/// deduplication logs, a database's table definitions), the catalog's
+/// `metadata/` and `metadata_dropped/`, the `data/` links, and the data
+/// directory itself. Parts sync themselves ([`ENGINE_CONFIG`]).
+pub(crate) fn sync_catalog(root: &Path) -> io::Result<()> {
+    let store = root.join("store");
+    for prefix in subdirs(&store)? {
+        for dir in subdirs(&prefix)? {
+            sync_files_in(&dir)?;
+            sync_table_dir(&dir)?;
+        }
+        sync(&prefix)?;
+    }
+    for dir in ["metadata", "metadata_dropped", "data"] {
+        let dir = root.join(dir);
+        if dir.is_dir() {
+            sync_files_in(&dir)?;
+            for sub in subdirs(&dir)? {
+                sync(&sub)?;
+            }
+            sync(&dir)?;
+        }
+    }
+    if store.is_dir() {
+        sync(&store)?;
+    }
+    sync(root)
+}
+
+/// The directories in `dir` (none if it does not exist), symbolic links
+/// not followed.
+fn subdirs(dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            dirs.push(entry.path());
+        }
+    }
+    Ok(dirs)
+}
+
+/// Syncs the regular files directly in `dir`.
+fn sync_files_in(dir: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            sync(&entry.path())?;
+        }
+    }
+    Ok(())
+}
