@@ -418,6 +418,11 @@ impl Worker {
             Some(first_lsn) => self.append(first_lsn, sync),
             None => Ok(()),
         };
+        if first_lsn.is_some() {
+            self.stats
+                .wal_failing
+                .store(written.is_err(), Ordering::Relaxed);
+        }
         if let Err(err) = &written {
             tracing::error!(%err, "writing the log failed");
             IngestStats::add(&self.stats.wal_errors, 1);

@@ -73,6 +73,10 @@ pub(crate) struct Engine {
     pub(crate) disk: Arc<DataDir>,
 }
 
+/// Where the broken parts already reported are listed, in the data
+/// directory.
+const BROKEN_PARTS_FILE: &str = "chingest-broken-parts";
+
 /// The engine's data directory, as far as durability goes: the directories
 /// the engine does not sync itself ([`durable`]).
 #[derive(Debug)]
@@ -113,6 +117,42 @@ impl DataDir {
             context: format!("syncing {} (table {table})", dir.display()),
             source,
         })
+    }
+
+    /// Parts the engine found broken when it booted and set aside
+    /// (`detached/`), that no earlier open reported: the quoted name of
+    /// each one's table, and `database.table/part: reason`. Remembers them
+    /// in [`BROKEN_PARTS_FILE`].
+    pub(crate) fn new_broken_parts(&self, conn: &Connection) -> Result<Vec<(String, String)>> {
+        let rows = query_rows(
+            conn,
+            "SELECT database, table, name, reason FROM system.detached_parts \
+             WHERE startsWith(reason, 'broken') OR reason = 'covered-by-broken' \
+             ORDER BY database, table, name",
+        )?;
+        let seen_file = self.root.join(BROKEN_PARTS_FILE);
+        let seen = std::fs::read_to_string(&seen_file).unwrap_or_default();
+        let seen: std::collections::HashSet<&str> = seen.lines().collect();
+        let mut all = Vec::new();
+        let mut new = Vec::new();
+        for row in rows {
+            let [database, table, name, reason] = &row[..] else {
+                continue;
+            };
+            let part = format!("{database}.{table}/{name}");
+            if !seen.contains(part.as_str()) {
+                let quoted = format!("{}.{}", quote_ident(database), quote_ident(table));
+                new.push((quoted, format!("{part}: {reason}")));
+            }
+            all.push(part);
+        }
+        if !new.is_empty() {
+            durable::write(&seen_file, all.join("\n").as_bytes()).map_err(|source| Error::Io {
+                context: format!("writing {}", seen_file.display()),
+                source,
+            })?;
+        }
+        Ok(new)
     }
 
     /// Makes DDL or an edit durable: every catalog file and table directory.

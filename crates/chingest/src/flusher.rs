@@ -140,6 +140,7 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
         .await;
         let Err(err) = attempt else { break };
         IngestStats::add(&stats.flush_errors, 1);
+        IngestStats::add(&stats.flush_failing, 1);
         for waiter in waiters.drain(..) {
             let _ = waiter.send(Err(err.to_string()));
         }
@@ -154,6 +155,9 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(RETRY_MAX);
     }
+    stats
+        .flush_failing
+        .store(0, std::sync::atomic::Ordering::Relaxed);
     shared.appender.flush_committed(range);
     for lsn in lsns {
         shared.appender.progress.complete(lsn);

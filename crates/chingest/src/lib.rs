@@ -66,7 +66,7 @@ pub mod series;
 pub mod stats;
 pub mod wal;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -357,7 +357,8 @@ impl Ingestor {
             }
         }
         let ingestor = Ingestor { shared };
-        if let Err(err) = replay::run(&ingestor.shared, &opened, scan).await {
+        let broken = ingestor.shared.broken_tables().await?;
+        if let Err(err) = replay::run(&ingestor.shared, &opened, scan, &broken).await {
             let _ = ingestor.close().await;
             return Err(err);
         }
@@ -1106,6 +1107,38 @@ impl Shared {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// The tables in which the engine found broken parts when it opened
+    /// (new since the last open): each is logged as an error and reported
+    /// by [`IngestStats::problems`]; replay inserts their committed ranges
+    /// still in the log again.
+    async fn broken_tables(&self) -> Result<HashSet<wal::TableRef>> {
+        let disk = Arc::clone(&self.engine.disk);
+        let broken = self
+            .engine
+            .run(move |conn| disk.new_broken_parts(conn))
+            .await?;
+        let mut tables = HashSet::new();
+        for (quoted, part) in &broken {
+            tracing::error!(part = %part, "the engine found a broken part and set it aside; \
+                rows the write-ahead log still holds for its table are inserted again");
+            for db in self.catalog.databases() {
+                for (_, table) in db.tables() {
+                    if &table.schema().names.storage_table == quoted {
+                        tables.insert(table.id.clone());
+                    }
+                }
+            }
+        }
+        IngestStats::add(&self.engine.stats.engine_broken_parts, broken.len() as u64);
+        self.engine
+            .stats
+            .broken_parts
+            .lock()
+            .unwrap()
+            .extend(broken.into_iter().map(|(_, part)| part));
+        Ok(tables)
     }
 
     /// The lsn the checkpoint may advance to: every record up to it is

@@ -5,7 +5,10 @@
 //! flush markers and the series rows ([`Scan`]); the second decodes the
 //! rows of the `Write` records and inserts them:
 //!
-//! - rows of a flush the log shows committed are skipped;
+//! - rows of a flush the log shows committed are skipped, unless the
+//!   engine found broken parts in their table when it opened: then they
+//!   are inserted again under the flush's token (the engine ignores an
+//!   insert it still holds);
 //! - rows of a flush that started but shows no commit are inserted again
 //!   as exactly that flush, under its token: the engine ignores the insert
 //!   if it had landed before the crash;
@@ -97,8 +100,15 @@ enum Target {
     Fresh,
 }
 
-/// Inserts the records past the checkpoint, then advances it.
-pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Result<()> {
+/// Inserts the records past the checkpoint, then advances it. In the
+/// `broken` tables (the engine set parts of them aside as broken), flushes
+/// the log shows committed are inserted again too, under their tokens.
+pub(crate) async fn run(
+    shared: &Arc<Shared>,
+    opened: &Opened,
+    scan: Scan,
+    broken: &HashSet<TableRef>,
+) -> Result<()> {
     if scan.writes == 0 && scan.series.is_empty() {
         return Ok(());
     }
@@ -149,6 +159,9 @@ pub(crate) async fn run(shared: &Arc<Shared>, opened: &Opened, scan: Scan) -> Re
                 .map_err(|e| Error::Engine(format!("replaying lsn {lsn}: {e}")))?;
             let chunk_rows: usize = chunks.iter().map(RecordBatch::num_rows).sum();
             let target = match scan.flush_of(&id, lsn) {
+                Some(((first, last), true)) if broken.contains(&id) => {
+                    Target::Announced(first, last)
+                }
                 Some((_, true)) => {
                     skipped += chunk_rows as u64;
                     continue;

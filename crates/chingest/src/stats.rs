@@ -75,6 +75,18 @@ pub struct IngestStats {
     pub flushes: AtomicU64,
     /// Insert attempts that failed (each is retried; its rows stay logged).
     pub flush_errors: AtomicU64,
+    /// Insert attempts that failed since the last that succeeded: above 0,
+    /// inserts keep failing ([`IngestStats::problems`]).
+    pub flush_failing: AtomicU64,
+    /// Set while the log cannot be written (its last group failed: a full
+    /// disk, an I/O error), cleared by the next group written.
+    pub wal_failing: std::sync::atomic::AtomicBool,
+    /// Parts the engine found broken and set aside (`detached/`) when it
+    /// opened, new since the previous open; named in
+    /// [`IngestStats::problems`] for as long as this process runs.
+    pub engine_broken_parts: AtomicU64,
+    /// Their names (`database.table/part: reason`).
+    pub broken_parts: std::sync::Mutex<Vec<String>>,
     /// Rows per flush.
     pub flush_rows: Histogram,
     /// Seconds per flush, series commit and insert.
@@ -128,6 +140,10 @@ impl Default for IngestStats {
             lines_refused_by_limits: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             flush_errors: AtomicU64::new(0),
+            flush_failing: AtomicU64::new(0),
+            wal_failing: Default::default(),
+            engine_broken_parts: AtomicU64::new(0),
+            broken_parts: Default::default(),
             flush_rows: Histogram::new(&[
                 100.0,
                 1_000.0,
@@ -165,6 +181,34 @@ impl Default for IngestStats {
 }
 
 impl IngestStats {
+    /// What is wrong now, one sentence each; empty when healthy. A
+    /// server's health check reports these.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.wal_failing.load(Ordering::Relaxed) {
+            problems.push(
+                "the write-ahead log cannot be written (see the error log): writes are refused"
+                    .to_owned(),
+            );
+        }
+        let failing = self.flush_failing.load(Ordering::Relaxed);
+        if failing > 0 {
+            problems.push(format!(
+                "inserts into the engine keep failing ({failing} attempts since the last that \
+                 succeeded); their rows stay in the write-ahead log"
+            ));
+        }
+        let broken = self.broken_parts.lock().unwrap();
+        if !broken.is_empty() {
+            problems.push(format!(
+                "the engine found {} broken part(s) when it opened and set them aside: {}",
+                broken.len(),
+                broken.join(", ")
+            ));
+        }
+        problems
+    }
+
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }

@@ -219,6 +219,11 @@ pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Respon
                 &s.flush_errors,
             ),
             (
+                "chingest_engine_broken_parts_total",
+                "Parts the engine found broken and set aside when it opened (see /health).",
+                &s.engine_broken_parts,
+            ),
+            (
                 "chingest_wal_bytes_total",
                 "Bytes appended to the write-ahead log.",
                 &s.wal_bytes,
