@@ -43,7 +43,8 @@ pub(crate) const ENGINE_SETTINGS: [(&str, &str); 4] = [
 /// The file, in the data directory, that holds [`ENGINE_CONFIG`].
 pub(crate) const ENGINE_CONFIG_FILE: &str = "chingest-engine.xml";
 
-/// Makes a file's contents, or a directory's entries, durable.
+/// Makes a file's contents, or a directory's entries (files created,
+/// renamed or removed in it), durable.
 pub(crate) fn sync(path: &Path) -> io::Result<()> {
     File::open(path)?.sync_all()
 }

@@ -11,15 +11,13 @@
 //! Replaced atomically: written to `checkpoint.tmp`, synced, renamed over
 //! the old one, directory synced. A crash leaves the old or the new one.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use super::record::Lsn;
-use super::segment::sync_dir;
 
 const MAGIC: [u8; 8] = *b"CHGCKP\x00\x01";
 const FILE: &str = "checkpoint";
-const TMP: &str = "checkpoint.tmp";
 const LEN: usize = 28;
 
 /// What the checkpoint file holds.
@@ -73,15 +71,10 @@ pub(crate) fn read(dir: &Path) -> io::Result<Option<Checkpoint>> {
     }))
 }
 
-/// Replaces the checkpoint of the log in `dir`, durably.
+/// Replaces the checkpoint of the log in `dir`, durably (through
+/// `checkpoint.tmp`).
 pub(crate) fn write(dir: &Path, checkpoint: &Checkpoint) -> io::Result<()> {
-    let tmp = dir.join(TMP);
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(&checkpoint.encode())?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, dir.join(FILE))?;
-    sync_dir(dir)
+    crate::durable::write(&dir.join(FILE), &checkpoint.encode())
 }
 
 /// A new log's id: distinct for every log this machine creates.

@@ -214,7 +214,7 @@ impl LogFiles {
             removed = true;
         }
         if removed {
-            segment::sync_dir(&self.dir)?;
+            crate::durable::sync(&self.dir)?;
         }
         Ok(())
     }

@@ -272,7 +272,7 @@ impl SegmentWriter {
             .open(&path)?;
         file.write_all(&SEGMENT_MAGIC)?;
         file.sync_all()?;
-        sync_dir(dir)?;
+        crate::durable::sync(dir)?;
         Ok(SegmentWriter {
             file,
             segment: SegmentFile { path, first_lsn },
@@ -326,10 +326,4 @@ pub(crate) fn truncate(path: &Path, len: u64) -> io::Result<()> {
     let file = OpenOptions::new().write(true).open(path)?;
     file.set_len(len)?;
     file.sync_all()
-}
-
-/// Syncs a directory, so that files created, renamed or removed in it stay
-/// so after a power loss.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
