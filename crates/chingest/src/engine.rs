@@ -198,16 +198,17 @@ impl Engine {
         ];
         read_only_args.extend(limits.connection_args());
         let pool = connection_pool(vec![path, config, final_reads], connections)?;
+        let disk = Arc::new(DataDir {
+            root: data_dir.to_owned(),
+            tables: Mutex::default(),
+        });
         let sandbox = {
             let conn = pool.get().await.map_err(pool_error)?;
-            let root = data_dir.to_owned();
+            let disk = Arc::clone(&disk);
             tokio::task::spawn_blocking(move || {
                 check_durability_settings(&conn)?;
                 // What the engine made when it booted.
-                durable::sync_catalog(&root).map_err(|source| Error::Io {
-                    context: format!("syncing the engine's catalog in {}", root.display()),
-                    source,
-                })?;
+                disk.sync_catalog()?;
                 Sandbox::load(&conn)
             })
             .await
@@ -219,10 +220,7 @@ impl Engine {
             read_only_slots: Arc::new(Semaphore::new(limits.max_concurrent)),
             sandbox: Arc::new(sandbox),
             stats: Arc::default(),
-            disk: Arc::new(DataDir {
-                root: data_dir.to_owned(),
-                tables: Mutex::default(),
-            }),
+            disk,
         })
     }
 
