@@ -70,10 +70,16 @@ fn free_port() -> u16 {
 }
 
 fn start(data_dir: &Path) -> Server {
+    start_with(data_dir, &[])
+}
+
+/// Starts the server on `data_dir` with `args` besides the addresses.
+fn start_with(data_dir: &Path, args: &[&std::ffi::OsStr]) -> Server {
     let (http, grpc) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_chingest"))
         .args(["serve", "--log", "warn", "--data-dir"])
         .arg(data_dir)
+        .args(args)
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .args(["--clickhouse-http-addr", "off"])
@@ -504,25 +510,7 @@ fn broken_parts_are_reported() {
     // The checkpoint does not move: the log keeps every committed flush.
     let config = dir.path().join("chingest.toml");
     std::fs::write(&config, "[wal]\ncheckpoint_interval_ms = 3600000\n").unwrap();
-    let start_configured = || {
-        let mut server = start(&data_dir);
-        server.kill();
-        let (http, grpc) = (free_port(), free_port());
-        server.child = Command::new(env!("CARGO_BIN_EXE_chingest"))
-            .args(["serve", "--log", "warn", "--config"])
-            .arg(&config)
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .args(["--http-addr", &format!("127.0.0.1:{http}")])
-            .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
-            .args(["--clickhouse-http-addr", "off"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        server.url = format!("http://127.0.0.1:{http}");
-        server
-    };
+    let start_configured = || start_with(&data_dir, &["--config".as_ref(), config.as_os_str()]);
     let acked = Mutex::new(Acked::default());
     let health = |server: &Server| {
         let url = format!("{}/health", server.url);
