@@ -550,7 +550,12 @@ impl ForgetFs {
         fh
     }
 
-    fn reply_entry(&self, ino: u64, reply: ReplyEntry) {
+    /// Answers with the entry of the node `found` names, or its error.
+    fn reply_entry(&self, found: Result<u64, c_int>, reply: ReplyEntry) {
+        let ino = match found {
+            Ok(ino) => ino,
+            Err(e) => return reply.error(e),
+        };
         match self.attr(ino) {
             Some(attr) => reply.entry(&TTL, &attr, 0),
             None => reply.error(libc::ENOENT),
@@ -602,6 +607,14 @@ fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     }
 }
 
+/// Answers an operation that returns nothing but its outcome.
+fn answer(reply: ReplyEmpty, result: Result<(), c_int>) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
+}
+
 fn time(t: TimeOrNow) -> SystemTime {
     match t {
         TimeOrNow::SpecificTime(t) => t,
@@ -615,10 +628,7 @@ impl Filesystem for ForgetFs {
     }
 
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
-        match self.child(parent, name) {
-            Ok(ino) => self.reply_entry(ino, reply),
-            Err(e) => reply.error(e),
-        }
+        self.reply_entry(self.child(parent, name), reply)
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
@@ -691,10 +701,9 @@ impl Filesystem for ForgetFs {
         if mode & libc::S_IFMT != libc::S_IFREG {
             return reply.error(libc::EPERM);
         }
-        match self.create_node(parent, name, Kind::File(FileData::default()), mode & !umask) {
-            Ok(ino) => self.reply_entry(ino, reply),
-            Err(e) => reply.error(e),
-        }
+        let created =
+            self.create_node(parent, name, Kind::File(FileData::default()), mode & !umask);
+        self.reply_entry(created, reply)
     }
 
     fn mkdir(
@@ -706,10 +715,8 @@ impl Filesystem for ForgetFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        match self.create_node(parent, name, Kind::dir(parent), mode & !umask) {
-            Ok(ino) => self.reply_entry(ino, reply),
-            Err(e) => reply.error(e),
-        }
+        let created = self.create_node(parent, name, Kind::dir(parent), mode & !umask);
+        self.reply_entry(created, reply)
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
@@ -721,10 +728,7 @@ impl Filesystem for ForgetFs {
             self.unlinked(ino);
             Ok(())
         });
-        match removed {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, removed)
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
@@ -739,10 +743,7 @@ impl Filesystem for ForgetFs {
             self.unlinked(ino);
             Ok(())
         });
-        match removed {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, removed)
     }
 
     fn symlink(
@@ -760,10 +761,7 @@ impl Filesystem for ForgetFs {
                 fs::write(self.store.link(ino), target.as_os_str().as_bytes()).map_err(errno)?;
                 Ok(ino)
             });
-        match created {
-            Ok(ino) => self.reply_entry(ino, reply),
-            Err(e) => reply.error(e),
-        }
+        self.reply_entry(created, reply)
     }
 
     fn rename(
@@ -776,10 +774,10 @@ impl Filesystem for ForgetFs {
         flags: u32,
         reply: ReplyEmpty,
     ) {
-        match self.rename_node(parent, name, newparent, newname, flags) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(
+            reply,
+            self.rename_node(parent, name, newparent, newname, flags),
+        )
     }
 
     fn link(
@@ -806,10 +804,7 @@ impl Filesystem for ForgetFs {
             node.ctime = SystemTime::now();
             Ok(())
         })();
-        match linked {
-            Ok(()) => self.reply_entry(ino, reply),
-            Err(e) => reply.error(e),
-        }
+        self.reply_entry(linked.map(|()| ino), reply)
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
@@ -925,10 +920,7 @@ impl Filesystem for ForgetFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.sync_file(ino) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.sync_file(ino))
     }
 
     fn readdir(
@@ -977,10 +969,7 @@ impl Filesystem for ForgetFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.sync_dir(ino) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        answer(reply, self.sync_dir(ino))
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
