@@ -145,7 +145,7 @@ fn body(writer: usize, id: u64) -> String {
 }
 
 /// What the server acknowledged.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Acked {
     writes: Vec<u64>,
     /// Requests deleted whole (in both measurements).
@@ -339,7 +339,8 @@ fn acknowledged_writes_survive_kill_9_exactly_once() {
             if trial == 0 {
                 first_request(&server, &acked).await;
             }
-            check(&server, &acked.lock().unwrap(), trial).await;
+            let so_far = acked.lock().unwrap().clone();
+            check(&server, &so_far, trial).await;
             let writers = start_writers(&server, &next, &acked, &stop);
             // 150 ms to 1.2 s into the load.
             tokio::time::sleep(moments.next(150, 1050)).await;
@@ -352,7 +353,7 @@ fn acknowledged_writes_survive_kill_9_exactly_once() {
     let server = start(dir.path());
     runtime.block_on(async {
         wait_ready(&server).await;
-        let acked = acked.lock().unwrap();
+        let acked = acked.lock().unwrap().clone();
         assert!(
             acked.writes.len() >= TRIALS,
             "only {} requests were acknowledged",
@@ -410,7 +411,8 @@ fn acknowledged_writes_edits_survive_power_cuts_exactly_once() {
             if trial == 0 {
                 first_request(&server, &acked).await;
             }
-            check(&server, &acked.lock().unwrap(), trial).await;
+            let so_far = acked.lock().unwrap().clone();
+            check(&server, &so_far, trial).await;
             let detached = detached_parts(&data_dir);
             assert!(
                 detached.is_empty(),
