@@ -85,7 +85,7 @@ pub(crate) fn sync_table_dir(dir: &Path) -> io::Result<()> {
     let dedup = dir.join("deduplication_logs");
     if dedup.is_dir() {
         for entry in std::fs::read_dir(&dedup)? {
-            sync(&entry?.path())?;
+            unless_vanished(sync(&entry?.path()))?;
         }
         sync(&dedup)?;
     }
@@ -101,25 +101,33 @@ pub(crate) fn sync_catalog(root: &Path) -> io::Result<()> {
     let store = root.join("store");
     for prefix in subdirs(&store)? {
         for dir in subdirs(&prefix)? {
-            sync_files_in(&dir)?;
-            sync_table_dir(&dir)?;
+            unless_vanished(sync_files_in(&dir))?;
+            unless_vanished(sync_table_dir(&dir))?;
         }
-        sync(&prefix)?;
+        unless_vanished(sync(&prefix))?;
     }
     for dir in ["metadata", "metadata_dropped", "data"] {
         let dir = root.join(dir);
-        if dir.is_dir() {
-            sync_files_in(&dir)?;
-            for sub in subdirs(&dir)? {
-                sync(&sub)?;
-            }
-            sync(&dir)?;
+        unless_vanished(sync_files_in(&dir))?;
+        for sub in subdirs(&dir)? {
+            unless_vanished(sync(&sub))?;
         }
+        unless_vanished(sync(&dir))?;
     }
     if store.is_dir() {
         sync(&store)?;
     }
     sync(root)
+}
+
+/// A walk over the catalog races the engine's other statements: a file
+/// or directory removed (or renamed away) after it was listed is not an
+/// error, its parent's sync, which comes after, makes the removal durable.
+fn unless_vanished(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        result => result,
+    }
 }
 
 /// The directories in `dir` (none if it does not exist), symbolic links
@@ -145,7 +153,7 @@ fn sync_files_in(dir: &Path) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         if entry.file_type()?.is_file() {
-            sync(&entry.path())?;
+            unless_vanished(sync(&entry.path()))?;
         }
     }
     Ok(())
