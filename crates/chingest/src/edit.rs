@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use crate::catalog::Database;
 use crate::engine;
-use crate::names::{quote_ident, quote_literal, TableNames};
-use crate::schema::FieldType;
+use crate::layout::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::schema::FieldType;
 use crate::{Error, Ingestor, Result, Shared};
 
 /// A condition on a series' tags, as InfluxQL's `WHERE` and InfluxDB's

@@ -24,8 +24,8 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::QueryLimits;
 use crate::durable;
-use crate::names::{quote_ident, quote_literal};
-use crate::sandbox::{LastValuesCall, ReadScope, Sandbox, SNAPSHOT_DATABASE};
+use crate::layout::names::{quote_ident, quote_literal};
+use crate::read::sandbox::{LastValuesCall, ReadScope, Sandbox, SNAPSHOT_DATABASE};
 use crate::stats::IngestStats;
 use crate::{Error, Result};
 

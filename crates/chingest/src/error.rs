@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::names::NameKind;
+use crate::layout::names::NameKind;
 
 /// Errors returned by [`Ingestor`](crate::Ingestor) calls.
 ///

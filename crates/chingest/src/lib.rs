@@ -43,28 +43,22 @@
 //! [`Ingestor`] in it must use the same one (a second directory is refused
 //! until the first is closed).
 
-mod appender;
-mod arrow_write;
-mod batcher;
-mod budget;
 mod catalog;
-pub mod chunk;
 mod config;
 mod durable;
 mod edit;
 mod engine;
 mod error;
-mod flusher;
 mod last_value;
-mod lp;
-pub mod names;
-mod points;
-mod replay;
-pub mod sandbox;
-pub mod schema;
-pub mod series;
+pub mod layout;
+pub mod read;
 pub mod stats;
 pub mod wal;
+mod write;
+
+pub use layout::{names, schema, series};
+pub use read::sandbox;
+pub use write::chunk;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,7 +71,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 pub use arrow;
-pub use budget::MemoryReservation;
+pub use write::budget::MemoryReservation;
 pub use config::{
     CardinalityLimits, DuplicatePolicy, FlushPolicy, IngestConfig, QueryLimits, WalConfig,
 };
@@ -86,18 +80,18 @@ pub use engine::QueryChunks;
 pub use error::{Error, Result};
 pub use last_value::{LastField, LastSeries, LastValue, LastValueConfig};
 pub use lineproto::Precision;
-pub use points::{Point, PointValue};
+pub use write::points::{Point, PointValue};
 pub use sandbox::ReadScope;
 pub use stats::IngestStats;
 
-use crate::appender::{Appender, PendingWrite, TablePart};
-use crate::batcher::FlushOutcome;
-use crate::budget::MemoryBudget;
+use crate::write::appender::{Appender, PendingWrite, TablePart};
+use crate::write::batcher::FlushOutcome;
+use crate::write::budget::MemoryBudget;
 use crate::catalog::{Admission, Catalog, Database, Table};
 use crate::engine::Engine;
 use crate::last_value::LastValues;
-use crate::names::NameKind;
-use crate::series::SeriesKey;
+use crate::layout::names::NameKind;
+use crate::layout::series::SeriesKey;
 
 /// When a write is answered: how far its rows have gone by then, and so
 /// what survives a crash. Every mode writes the rows to the log, and every
@@ -235,7 +229,7 @@ pub struct ArrowTable<'a> {
 pub struct PreparedWrite {
     database: Arc<Database>,
     rp: String,
-    finished: lp::Finished,
+    finished: write::lp::Finished,
 }
 
 impl PreparedWrite {
@@ -319,7 +313,7 @@ impl Ingestor {
             .unwrap_or_else(|| data_dir.join("wal"));
         let segment_bytes = config.wal.segment_bytes;
         let (files, opened, scan) = tokio::task::spawn_blocking(move || {
-            let mut scan = replay::Scan::default();
+            let mut scan = write::replay::Scan::default();
             wal::LogFiles::open(&wal_dir, segment_bytes, |lsn, record| {
                 scan.visit(lsn, record)
             })
@@ -358,7 +352,7 @@ impl Ingestor {
         }
         let ingestor = Ingestor { shared };
         let broken = ingestor.shared.broken_tables().await?;
-        if let Err(err) = replay::run(&ingestor.shared, &opened, scan, &broken).await {
+        if let Err(err) = write::replay::run(&ingestor.shared, &opened, scan, &broken).await {
             let _ = ingestor.close().await;
             return Err(err);
         }
@@ -455,7 +449,7 @@ impl Ingestor {
                 max_line_len: options.max_line_len,
             };
             let limits = shared.line_limits(options);
-            let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
+            let mut batch = write::lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
                 shared.create_needed(&database, rp, &mut batch).await?;
                 batch.parse_deferred(body, parse_options);
@@ -502,9 +496,9 @@ impl Ingestor {
         async move {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = shared.database_for_write(db, options).await?;
-            let lines = points::PointLines::new(points, options.precision, now_ns());
+            let lines = write::points::PointLines::new(points, options.precision, now_ns());
             let mut batch =
-                lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
+                write::lp::LineBatch::new(Arc::clone(&database), rp, shared.line_limits(options));
             batch.add_points(&lines);
             if batch.has_deferred() {
                 shared.create_needed(&database, rp, &mut batch).await?;
@@ -604,7 +598,7 @@ impl Ingestor {
                         reason: format!("measurement {:?} given twice", table.measurement),
                     });
                 }
-                inputs.push(arrow_write::ArrowInput::new(
+                inputs.push(write::arrow_input::ArrowInput::new(
                     table.batch,
                     table.tag_columns,
                 )?);
@@ -937,7 +931,7 @@ impl Shared {
         self: &Arc<Self>,
         database: &Arc<Database>,
         rp: &str,
-        batch: &mut lp::LineBatch<'_>,
+        batch: &mut write::lp::LineBatch<'_>,
     ) -> Result<()> {
         for (measurement, fields) in batch.take_schema_needs() {
             self.ensure_table(database, rp, &measurement, &fields)
@@ -947,8 +941,8 @@ impl Shared {
     }
 
     /// The per-line limits of a write with `options`.
-    fn line_limits(&self, options: &WriteOptions) -> lp::LineLimits {
-        lp::LineLimits {
+    fn line_limits(&self, options: &WriteOptions) -> write::lp::LineLimits {
+        write::lp::LineLimits {
             max_tags: options.max_tags_per_line,
             max_fields: options.max_fields_per_line,
             max_name_len: options.max_name_len,
@@ -1023,7 +1017,7 @@ impl Shared {
     }
 
     fn spawn_flusher(self: &Arc<Self>, db: &Arc<Database>, table: Arc<Table>) {
-        let task = flusher::run(Arc::downgrade(self), Arc::clone(db), table);
+        let task = write::flusher::run(Arc::downgrade(self), Arc::clone(db), table);
         let handle = self.runtime.spawn(task);
         self.flushers.lock().unwrap().push(handle);
     }

@@ -10,8 +10,8 @@
 //!   committed to the engine. Segments wholly at or below it are deleted.
 //!
 //! This module is files and bytes only: who appends, in which groups, and
-//! what replay does with the records are [`appender`](crate::appender) and
-//! [`replay`](crate::replay)'s business. It is public so tools and tests can
+//! what replay does with the records are [`appender`](crate::write::appender) and
+//! [`replay`](crate::write::replay)'s business. It is public so tools and tests can
 //! read a log; the format is a storage format, pinned by golden tests.
 
 mod checkpoint;

@@ -28,7 +28,7 @@ use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
 use arrow::record_batch::RecordBatch;
 
-use crate::series::SeriesKey;
+use crate::layout::series::SeriesKey;
 
 /// A log sequence number: records are numbered 1, 2, 3, … in log order,
 /// for the whole life of a log (they do not restart with a new segment).

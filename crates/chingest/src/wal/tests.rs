@@ -8,8 +8,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 
 use super::*;
-use crate::schema::time_type;
-use crate::series::SeriesKey;
+use crate::layout::schema::time_type;
+use crate::layout::series::SeriesKey;
 
 fn chunk(rows: u64) -> RecordBatch {
     let schema = Schema::new(vec![

@@ -38,11 +38,11 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType
 use arrow::record_batch::RecordBatch;
 use tokio::sync::mpsc;
 
-use crate::appender::TablePart;
+use crate::write::appender::TablePart;
 use crate::catalog::Table;
-use crate::names::{quote_ident, quote_literal};
-use crate::schema::FieldType;
-use crate::series::{SeriesIdMap, SeriesKey};
+use crate::layout::names::{quote_ident, quote_literal};
+use crate::layout::schema::FieldType;
+use crate::layout::series::{SeriesIdMap, SeriesKey};
 use crate::stats::IngestStats;
 use crate::{Error, Result, Shared};
 
@@ -89,7 +89,7 @@ impl LastValueConfig {
 /// each field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LastSeries {
-    /// The series' id (see [`series`](crate::series)).
+    /// The series' id (see [`series`](crate::layout::series)).
     pub series_id: u64,
     /// Tags, sorted by key.
     pub tags: Vec<(String, String)>,

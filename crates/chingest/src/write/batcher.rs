@@ -14,7 +14,7 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit};
 
-use crate::appender::TablePart;
+use crate::write::appender::TablePart;
 use crate::config::FlushPolicy;
 use crate::wal::Lsn;
 

@@ -14,15 +14,15 @@ use arrow::array::{AsArray, MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
-use crate::batcher::Batcher;
+use crate::write::batcher::Batcher;
 use crate::config::{CardinalityLimits, DuplicatePolicy};
 use crate::engine::{self, DataDir, Engine};
 use crate::last_value::TableLast;
-use crate::names::{
+use crate::layout::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
 };
-use crate::schema::{self, FieldType, TableSchema};
-use crate::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
+use crate::layout::schema::{self, FieldType, TableSchema};
+use crate::layout::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
 use crate::wal::{Lsn, TableRef};
 use crate::{Error, Result};
 

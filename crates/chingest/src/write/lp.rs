@@ -26,12 +26,12 @@ use arrow::record_batch::RecordBatch;
 use lineproto::{Line, ParseOptions, Parser};
 
 use crate::catalog::{Admission, Database, Table};
-use crate::chunk::ChunkBuilder;
+use crate::write::chunk::ChunkBuilder;
 use crate::config::CardinalityLimits;
-use crate::names::{self, NameKind};
-use crate::points::PointLines;
-use crate::schema::{FieldType, TableSchema};
-use crate::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};
+use crate::layout::names::{self, NameKind};
+use crate::write::points::PointLines;
+use crate::layout::schema::{FieldType, TableSchema};
+use crate::layout::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};
 use crate::{LineRejection, WriteOutcome};
 
 /// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.

@@ -23,9 +23,9 @@ use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 
-use crate::flusher;
-use crate::schema::FieldType;
-use crate::series::SeriesKey;
+use crate::write::flusher;
+use crate::layout::schema::FieldType;
+use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, Lsn, Opened, Record, TableRef, WriteRecord};
 use crate::{Error, Result, Shared};

@@ -20,10 +20,10 @@ use arrow::datatypes::{DataType, Int32Type, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Database;
-use crate::lp::MIN_TIME_NS;
-use crate::names::{self, NameKind};
-use crate::schema::{FieldType, TableSchema};
-use crate::series::{encode_canonical, series_id_of_canonical, SeriesIdSet, SeriesKey};
+use crate::write::lp::MIN_TIME_NS;
+use crate::layout::names::{self, NameKind};
+use crate::layout::schema::{FieldType, TableSchema};
+use crate::layout::series::{encode_canonical, series_id_of_canonical, SeriesIdSet, SeriesKey};
 use crate::{Error, Result};
 
 fn invalid(column: &str, reason: impl Into<String>) -> Error {

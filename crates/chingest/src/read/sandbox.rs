@@ -68,7 +68,7 @@ pub const LAST_VALUES_FUNCTION: &str = "last_values";
 
 /// The in-memory database that holds the snapshots `last_values` calls
 /// read, one table per call, dropped once its statement ends. A leading
-/// `_` no user database has (see [`names`](crate::names)).
+/// `_` no user database has (see [`names`](crate::layout::names)).
 pub const SNAPSHOT_DATABASE: &str = "_chingest_last_values";
 
 /// Scalar functions refused besides the engine's `AI`, `Dictionary` and

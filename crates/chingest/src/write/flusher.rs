@@ -16,9 +16,9 @@ use arrow::record_batch::RecordBatch;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use crate::batcher::Flush;
+use crate::write::batcher::Flush;
 use crate::catalog::{Database, Table};
-use crate::chunk;
+use crate::write::chunk;
 use crate::engine;
 use crate::stats::IngestStats;
 use crate::wal::FlushRange;

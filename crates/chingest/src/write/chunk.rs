@@ -15,7 +15,7 @@ use arrow::array::{
 use arrow::record_batch::RecordBatch;
 use lineproto::FieldValue;
 
-use crate::schema::{FieldType, TableSchema};
+use crate::layout::schema::{FieldType, TableSchema};
 
 /// A column being built for one field.
 #[derive(Debug)]

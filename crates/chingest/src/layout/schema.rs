@@ -14,7 +14,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use lineproto::FieldValue;
 
 use crate::config::DuplicatePolicy;
-use crate::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::names::{quote_ident, quote_literal, TableNames};
 
 /// The five InfluxDB field types, and arrays of numbers for the values
 /// line protocol cannot carry (histogram buckets and bounds, quantiles)

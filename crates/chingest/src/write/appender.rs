@@ -23,10 +23,10 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::batcher::FlushOutcome;
+use crate::write::batcher::FlushOutcome;
 use crate::catalog::{Admission, Database, Table};
 use crate::last_value::LastValues;
-use crate::series::SeriesKey;
+use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
 use crate::{Error, Result};

@@ -1,0 +1,3 @@
+//! The read path: what untrusted SQL may touch ([`sandbox`]).
+
+pub mod sandbox;
