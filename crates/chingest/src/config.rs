@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::last_value::LastValueConfig;
 use crate::{Error, Result};
 
 /// Everything an [`Ingestor`](crate::Ingestor) needs to open. Start from
@@ -301,5 +300,44 @@ impl IngestConfig {
             return fail("max_buffered_bytes must be at least flush.max_bytes");
         }
         Ok(())
+    }
+}
+
+/// Which measurements the last-value cache keeps, and how much memory it
+/// may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastValueConfig {
+    /// Patterns of the measurements cached: `*` (every measurement),
+    /// `db.*` (every measurement of a database), `db.measurement`, or a
+    /// bare `measurement` (in every database). Empty: the cache is off.
+    pub measurements: Vec<String>,
+    /// Upper bound on the cache's memory, over all measurements, in bytes
+    /// (an estimate: tags, values and per-series bookkeeping). A
+    /// measurement whose growth would pass it is evicted whole.
+    pub max_bytes: usize,
+}
+
+impl Default for LastValueConfig {
+    /// Every measurement, within 64 MiB: ~80k series of ten tags and ten
+    /// fields (TSBS's cpu table: 827 bytes a series, `benches/last_values.rs`).
+    fn default() -> Self {
+        LastValueConfig {
+            measurements: vec!["*".to_owned()],
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+impl LastValueConfig {
+    /// Whether `measurement` of `db` is cached.
+    pub fn covers(&self, db: &str, measurement: &str) -> bool {
+        self.measurements.iter().any(|pattern| {
+            pattern == "*"
+                || pattern == measurement
+                || pattern
+                    .strip_prefix(db)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .is_some_and(|rest| rest == "*" || rest == measurement)
+        })
     }
 }

@@ -18,7 +18,8 @@ use crate::catalog::Database;
 use crate::engine;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::schema::FieldType;
-use crate::{Error, Ingestor, Result, Shared};
+use crate::error::{Error, Result};
+use crate::write::Writer;
 
 /// A condition on a series' tags, as InfluxQL's `WHERE` and InfluxDB's
 /// delete predicates state them. A tag a series lacks reads as the empty
@@ -211,86 +212,83 @@ fn update_sql(
     ))
 }
 
-impl Ingestor {
-    /// Deletes the points of `db` that `filter` matches, in every table in
-    /// its scope. Queries stop seeing them at once; the engine removes them
-    /// from disk as it merges. Returns how many tables it ran on.
-    pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        let (shared, database) = self.edit_target(db).await?;
-        let deleted = delete_points(shared, &database, filter).await;
-        forget_last_values(shared, &database, filter);
-        deleted
-    }
+/// Deletes the points of `db` that `filter` matches, in every table in
+/// its scope. Queries stop seeing them at once; the engine removes them
+/// from disk as it merges. Returns how many tables it ran on.
+pub(crate) async fn delete(writer: &Writer, db: &str, filter: &PointFilter) -> Result<usize> {
+    let database = edit_target(writer, db).await?;
+    let deleted = delete_points(writer, &database, filter).await;
+    forget_last_values(writer, &database, filter);
+    deleted
+}
 
-    /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
-    /// `DROP MEASUREMENT` for all of one measurement's): their points in
-    /// every table in scope, and their rows in the series table. Writing
-    /// one of them again creates it anew. The filter takes no time range.
-    pub async fn drop_series(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        if filter.start.is_some() || filter.stop.is_some() {
-            return Err(Error::InvalidEdit(
-                "dropping series takes no time range (delete points instead)".into(),
-            ));
-        }
-        let (shared, database) = self.edit_target(db).await?;
-        let dropped = drop_series(shared, &database, filter).await;
-        forget_last_values(shared, &database, filter);
-        dropped
+/// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
+/// `DROP MEASUREMENT` for all of one measurement's): their points in
+/// every table in scope, and their rows in the series table. Writing
+/// one of them again creates it anew. The filter takes no time range.
+pub(crate) async fn drop_series(writer: &Writer, db: &str, filter: &PointFilter) -> Result<usize> {
+    if filter.start.is_some() || filter.stop.is_some() {
+        return Err(Error::InvalidEdit(
+            "dropping series takes no time range (delete points instead)".into(),
+        ));
     }
+    let database = edit_target(writer, db).await?;
+    let dropped = drop_matching(writer, &database, filter).await;
+    forget_last_values(writer, &database, filter);
+    dropped
+}
 
-    /// Sets `field` to `value` in the points of `db` that `filter` matches
-    /// (a correction). The filter must name the measurement; the value must
-    /// fit the field's type. Queries see the new value at once. Returns how
-    /// many tables it ran on.
-    pub async fn update(
-        &self,
-        db: &str,
-        filter: &PointFilter,
-        field: &str,
-        value: &FieldValue,
-    ) -> Result<usize> {
-        let Some(measurement) = filter.measurement.as_deref() else {
-            return Err(Error::InvalidEdit("an update names its measurement".into()));
-        };
-        let (shared, database) = self.edit_target(db).await?;
-        let mut statements = Vec::new();
-        for ((rp, m), table) in database.tables() {
-            if !filter.covers(&rp, &m) {
-                continue;
-            }
-            let schema = table.schema();
-            if let Some((_, ty)) = schema.field(field) {
-                statements.push(update_sql(&schema.names, &m, filter, field, ty, value)?);
-            }
+/// Sets `field` to `value` in the points of `db` that `filter` matches
+/// (a correction). The filter must name the measurement; the value must
+/// fit the field's type. Queries see the new value at once. Returns how
+/// many tables it ran on.
+pub(crate) async fn update(
+    writer: &Writer,
+    db: &str,
+    filter: &PointFilter,
+    field: &str,
+    value: &FieldValue,
+) -> Result<usize> {
+    let Some(measurement) = filter.measurement.as_deref() else {
+        return Err(Error::InvalidEdit("an update names its measurement".into()));
+    };
+    let database = edit_target(writer, db).await?;
+    let mut statements = Vec::new();
+    for ((rp, m), table) in database.tables() {
+        if !filter.covers(&rp, &m) {
+            continue;
         }
-        if statements.is_empty() {
-            return Err(Error::InvalidEdit(format!(
-                "measurement {measurement:?} has no field {field:?}"
-            )));
+        let schema = table.schema();
+        if let Some((_, ty)) = schema.field(field) {
+            statements.push(update_sql(&schema.names, &m, filter, field, ty, value)?);
         }
-        let tables = statements.len();
-        let updated = shared.engine.execute_all(statements).await;
-        forget_last_values(shared, &database, filter);
-        updated.map(|()| tables)
     }
+    if statements.is_empty() {
+        return Err(Error::InvalidEdit(format!(
+            "measurement {measurement:?} has no field {field:?}"
+        )));
+    }
+    let tables = statements.len();
+    let updated = writer.engine().execute_all(statements).await;
+    forget_last_values(writer, &database, filter);
+    updated.map(|()| tables)
+}
 
-    /// The database an edit applies to, once every row logged so far is in
-    /// the engine (so the edit sees it).
-    async fn edit_target(&self, db: &str) -> Result<(&Shared, Arc<Database>)> {
-        let shared = self.shared.open()?;
-        let database = shared
-            .catalog
-            .database(db)
-            .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
-        shared.flush_all().await?;
-        Ok((shared, database))
-    }
+/// The database an edit applies to, once every row logged so far is in
+/// the engine (so the edit sees it).
+async fn edit_target(writer: &Writer, db: &str) -> Result<Arc<Database>> {
+    let database = writer
+        .catalog
+        .database(db)
+        .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
+    writer.flush_all().await?;
+    Ok(database)
 }
 
 /// Deletes the points and the series rows of the series `filter` matches;
 /// returns how many tables it ran on.
-async fn drop_series(shared: &Shared, database: &Database, filter: &PointFilter) -> Result<usize> {
-    let tables = delete_points(shared, database, filter).await?;
+async fn drop_matching(writer: &Writer, database: &Database, filter: &PointFilter) -> Result<usize> {
+    let tables = delete_points(writer, database, filter).await?;
     let names = TableNames::new(&database.name, "", "");
     let ids_sql = format!(
         "SELECT series_id FROM {} WHERE {}",
@@ -298,8 +296,8 @@ async fn drop_series(shared: &Shared, database: &Database, filter: &PointFilter)
         filter.series_condition(None)
     );
     let delete = delete_series_sql(&names, filter);
-    let ids = shared
-        .engine
+    let ids = writer
+        .engine()
         .run_durable(move |conn| {
             let ids = engine::query_rows(conn, &ids_sql)?;
             engine::execute(conn, &delete)?;
@@ -316,10 +314,10 @@ async fn drop_series(shared: &Shared, database: &Database, filter: &PointFilter)
 /// Empties the last values of the tables `filter` covers, and queues their
 /// rebuild from the engine: after an edit (applied or not: it may have
 /// changed some tables), until rebuilt, they answer "not cached".
-fn forget_last_values(shared: &Shared, database: &Database, filter: &PointFilter) {
+fn forget_last_values(writer: &Writer, database: &Database, filter: &PointFilter) {
     for ((rp, measurement), table) in database.tables() {
         if filter.covers(&rp, &measurement) {
-            shared.last_values.invalidate(&table);
+            writer.last_values.invalidate(&table);
         }
     }
 }
@@ -327,7 +325,7 @@ fn forget_last_values(shared: &Shared, database: &Database, filter: &PointFilter
 /// Deletes the points `filter` matches in every table of `database` in its
 /// scope; returns how many tables that was.
 async fn delete_points(
-    shared: &Shared,
+    writer: &Writer,
     database: &Database,
     filter: &PointFilter,
 ) -> Result<usize> {
@@ -338,7 +336,7 @@ async fn delete_points(
         .map(|((_, m), table)| delete_sql(&table.schema().names, &m, filter))
         .collect();
     let tables = statements.len();
-    shared.engine.execute_all(statements).await?;
+    writer.engine().execute_all(statements).await?;
     Ok(tables)
 }
 

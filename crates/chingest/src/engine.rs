@@ -952,3 +952,16 @@ mod tests {
         ));
     }
 }
+
+/// The release of the linked engine library, e.g. `"26.7.3"`.
+pub fn engine_version() -> &'static str {
+    chdb_rust::version::engine_version().unwrap_or("unknown")
+}
+
+/// Stops the engine's threads for good, once every [`Ingestor`] is closed
+/// and dropped. Only needed by programs that run teardown code of their own
+/// after using the engine (exit-time destructors, `atexit` handlers): they
+/// would race the engine's threads. No engine can be opened afterwards.
+pub fn shutdown_engine() -> Result<()> {
+    chdb_rust::runtime::shutdown().map_err(Error::from)
+}

@@ -1,6 +1,7 @@
 //! The library's error type. One enum for the whole public API; front ends
 //! map each variant to one status code.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::layout::names::NameKind;
@@ -81,6 +82,14 @@ pub enum Error {
     /// The engine reported an error (the message is the engine's).
     #[error("engine: {0}")]
     Engine(String),
+    /// Inserting logged rows into the engine failed; they stay in the log
+    /// and the insert is retried until it lands.
+    #[error("inserting logged rows failed (they stay in the write-ahead log and are retried): {0}")]
+    Flush(#[source] Arc<Error>),
+    /// Something inside chingest failed that no request caused: a task
+    /// that panicked, the log's reader thread. A bug or the machine.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The write could not be buffered within its wait: too many bytes are
     /// already waiting to be flushed. Retry after the given delay.
     #[error("overloaded: {buffered} bytes are waiting to be written (limit {limit}); retry later")]
@@ -107,7 +116,7 @@ pub enum Error {
     /// durable in the log, but its insert into the engine failed; it is
     /// retried until it lands. Resending the write would store it twice.
     #[error("the rows are durable in the write-ahead log but not yet queryable (the engine insert failed and is being retried; do not resend): {0}")]
-    NotVisible(String),
+    NotVisible(#[source] Arc<Error>),
     /// The write-ahead log could not be read when opening.
     #[error("write-ahead log: {0}")]
     LogRead(#[from] crate::wal::ReadError),

@@ -114,7 +114,7 @@ pub struct WriteConfig {
     pub default_retention_policy: String,
     /// When a write is answered, unless the request says otherwise (the
     /// `durability` query parameter, `X-Chingest-Durability` header or gRPC
-    /// field): `fsync`, `os`, `none` or `visible` (see the README).
+    /// field): `fsync`, `os`, `none` or `visible` (see docs/durability.md).
     pub durability: String,
     /// What tables keep when a point is written again, for databases and
     /// measurements without a policy of their own: `append` or `last`.

@@ -96,6 +96,7 @@ pub(crate) async fn write(
             measurement: table.measurement,
             batch: &table.batch,
             tag_columns: tags,
+            duplicates: None,
         })
         .collect();
     ingestor.write_arrow_tables(db, rp, &tables, options).await

@@ -1,5 +1,7 @@
 //! What this process knows about the engine's databases and tables: fact
-//! table schemas, the series already stored, and the per-table batchers.
+//! table schemas and the series already stored. Metadata only: the rows on
+//! their way in (`write`) and the cached last values (`last_value`) are
+//! kept by the layers above, keyed by [`TableRef`].
 //!
 //! The engine's own catalog is the source of truth. On open it is read back
 //! (`system.columns`, every series table's ids), so schemas and series
@@ -14,10 +16,8 @@ use arrow::array::{AsArray, MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
 
-use crate::write::batcher::Batcher;
 use crate::config::{CardinalityLimits, DuplicatePolicy};
 use crate::engine::{self, DataDir, Engine};
-use crate::last_value::TableLast;
 use crate::layout::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
 };
@@ -26,17 +26,14 @@ use crate::layout::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey}
 use crate::wal::{Lsn, TableRef};
 use crate::{Error, Result};
 
-/// One fact table: its current schema and its batcher.
+/// One fact table: its names and its current schema.
 #[derive(Debug)]
 pub(crate) struct Table {
     /// The names writes use for it, which the log records.
     pub(crate) id: TableRef,
     schema: RwLock<Arc<TableSchema>>,
-    pub(crate) batcher: Batcher,
     /// What the table keeps of points written again (fixed at creation).
     pub(crate) duplicates: DuplicatePolicy,
-    /// The newest value of each field of each series, if cached.
-    pub(crate) last: TableLast,
 }
 
 impl Table {
@@ -46,17 +43,14 @@ impl Table {
         measurement: &str,
         schema: TableSchema,
         duplicates: DuplicatePolicy,
-        cached: bool,
     ) -> Self {
         Table {
-            last: TableLast::new(cached),
             id: TableRef {
                 database: database.to_owned(),
                 retention_policy: rp.to_owned(),
                 measurement: measurement.to_owned(),
             },
             schema: RwLock::new(Arc::new(schema)),
-            batcher: Batcher::default(),
             duplicates,
         }
     }
@@ -482,29 +476,24 @@ impl Database {
 
     /// Makes sure the table for (rp, measurement) exists with at least
     /// `fields` (fields that exist with another type are left as they are:
-    /// the caller's type check rejects those values). Returns the table and
-    /// whether it was created (its flusher must then be started). A table
-    /// created with `cached` keeps last values from its first row.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn ensure_table(
+    /// the caller's type check rejects those values).
+    async fn ensure_table(
         &self,
         engine: &Engine,
-        view_rp: Option<&str>,
-        default_duplicates: DuplicatePolicy,
+        defaults: &TableDefaults,
         rp: &str,
         measurement: &str,
         fields: &[(String, FieldType)],
-        cached: bool,
-    ) -> Result<(Arc<Table>, bool)> {
+    ) -> Result<Arc<Table>> {
         let _ddl = self.ddl.lock().await;
-        let duplicates = self.duplicate_policy(measurement, default_duplicates);
-        let result = self
-            .ensure_table_locked(engine, rp, measurement, fields, duplicates, cached)
+        let duplicates = self.duplicate_policy(measurement, defaults.duplicates);
+        let table = self
+            .ensure_table_locked(engine, rp, measurement, fields, duplicates)
             .await?;
-        if view_rp == Some(rp) {
-            self.create_view(engine, &result.0, measurement).await?;
+        if defaults.view_rp.as_deref() == Some(rp) {
+            self.create_view(engine, &table, measurement).await?;
         }
-        Ok(result)
+        Ok(table)
     }
 
     /// The duplicate policy of `measurement`: its own, else the database's,
@@ -642,7 +631,7 @@ impl Database {
     }
 
     /// Recreates the view of `measurement` in `view_rp`, if that table exists.
-    pub(crate) async fn refresh_view(
+    async fn refresh_view(
         &self,
         engine: &Engine,
         view_rp: &str,
@@ -671,8 +660,7 @@ impl Database {
         measurement: &str,
         fields: &[(String, FieldType)],
         duplicates: DuplicatePolicy,
-        cached: bool,
-    ) -> Result<(Arc<Table>, bool)> {
+    ) -> Result<Arc<Table>> {
         if let Some(table) = self.table(rp, measurement) {
             let current = table.schema();
             let added: Vec<_> = fields
@@ -686,7 +674,7 @@ impl Database {
                     .await?;
                 *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
             }
-            return Ok((table, false));
+            return Ok(table);
         }
         let schema = TableSchema::new(
             TableNames::new(&self.name, rp, measurement),
@@ -700,10 +688,9 @@ impl Database {
             measurement,
             schema,
             duplicates,
-            cached,
         ));
         self.insert_table(rp, measurement, Arc::clone(&table));
-        Ok((table, true))
+        Ok(table)
     }
 }
 
@@ -713,6 +700,18 @@ pub(crate) struct Catalog {
     databases: RwLock<HashMap<String, Arc<Database>>>,
     /// Serializes database creation.
     create: tokio::sync::Mutex<()>,
+    defaults: TableDefaults,
+}
+
+/// What every new table gets unless its database says otherwise.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TableDefaults {
+    /// The retention policy whose tables get a view named after the
+    /// measurement ([`IngestConfig::view_retention_policy`](crate::IngestConfig::view_retention_policy)).
+    pub(crate) view_rp: Option<String>,
+    /// The duplicate policy of tables whose database and measurement set
+    /// none.
+    pub(crate) duplicates: DuplicatePolicy,
 }
 
 impl Catalog {
@@ -724,6 +723,71 @@ impl Catalog {
     /// Every database.
     pub(crate) fn databases(&self) -> Vec<Arc<Database>> {
         self.databases.read().unwrap().values().cloned().collect()
+    }
+
+    /// What new tables get by default.
+    pub(crate) fn defaults(&self) -> &TableDefaults {
+        &self.defaults
+    }
+
+    /// The table for (`rp`, `measurement`) of `db`, created or extended to
+    /// hold `fields` first if needed (with its view, in the view retention
+    /// policy).
+    pub(crate) async fn ensure_table(
+        &self,
+        engine: &Engine,
+        db: &Database,
+        rp: &str,
+        measurement: &str,
+        fields: &[(String, FieldType)],
+    ) -> Result<Arc<Table>> {
+        if let Some(table) = db.table(rp, measurement) {
+            let schema = table.schema();
+            if fields.iter().all(|(name, _)| schema.field(name).is_some()) {
+                return Ok(table);
+            }
+        }
+        db.ensure_table(engine, &self.defaults, rp, measurement, fields)
+            .await
+    }
+
+    /// Gives `measurement` of `db` the duplicate `policy` unless it has
+    /// one of its own; a table it already has with another policy keeps
+    /// that one (a protocol's choice yields to the user's).
+    pub(crate) async fn default_duplicate_policy(
+        &self,
+        engine: &Engine,
+        db: &Database,
+        measurement: &str,
+        policy: DuplicatePolicy,
+    ) -> Result<()> {
+        if db.duplicates.read().unwrap().contains_key(measurement) {
+            return Ok(());
+        }
+        match db
+            .set_duplicate_policy(engine, Some(measurement), policy, self.defaults.duplicates)
+            .await
+        {
+            Ok(()) | Err(Error::Conflict(_)) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Gives the views of `measurements` of `db` the tag columns they
+    /// gained.
+    pub(crate) async fn refresh_views(
+        &self,
+        engine: &Engine,
+        db: &Database,
+        measurements: &[String],
+    ) -> Result<()> {
+        let Some(view_rp) = self.defaults.view_rp.as_deref() else {
+            return Ok(());
+        };
+        for measurement in measurements {
+            db.refresh_view(engine, view_rp, measurement).await?;
+        }
+        Ok(())
     }
 
     /// The database, created in the engine first if needed.
@@ -756,7 +820,8 @@ impl Catalog {
     /// older versions), tables of older versions without codecs or block
     /// numbers (`schema::PATCHABLE`), and views missing or made by an older version
     /// (`schema::VIEW_VERSION`). Every statement is idempotent.
-    pub(crate) async fn repair(&self, engine: &Engine, view_rp: Option<&str>) -> Result<()> {
+    pub(crate) async fn repair(&self, engine: &Engine) -> Result<()> {
+        let view_rp = self.defaults.view_rp.as_deref();
         let databases: Vec<_> = self.databases();
         if databases.is_empty() {
             return Ok(());
@@ -864,7 +929,11 @@ impl Catalog {
 
     /// Reads back every database chingest created in the engine: its fact
     /// tables' columns and its stored series ids.
-    pub(crate) async fn load(engine: &Engine, cardinality: CardinalityLimits) -> Result<Catalog> {
+    pub(crate) async fn load(
+        engine: &Engine,
+        cardinality: CardinalityLimits,
+        defaults: TableDefaults,
+    ) -> Result<Catalog> {
         // Migrations and registry tables are DDL: made durable.
         let loaded = engine
             .run_durable(move |conn| {
@@ -993,7 +1062,10 @@ impl Catalog {
             })
             .collect();
 
-        let catalog = Catalog::default();
+        let catalog = Catalog {
+            defaults,
+            ..Catalog::default()
+        };
         {
             let mut databases = catalog.databases.write().unwrap();
             for (encoded, ids) in series {
@@ -1060,7 +1132,7 @@ impl Catalog {
                 let key = (names.database_name.clone(), names.storage_name.clone());
                 let duplicates = engines.get(&key).copied().unwrap_or_default();
                 let schema = TableSchema::new(names, fields);
-                let table = Table::new(&db, &rp, &measurement, schema, duplicates, false);
+                let table = Table::new(&db, &rp, &measurement, schema, duplicates);
                 database.insert_table(&rp, &measurement, Arc::new(table));
             }
         }

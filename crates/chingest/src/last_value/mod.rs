@@ -3,7 +3,7 @@
 //! X" is answered without an engine query.
 //!
 //! One [`TableLast`] per fact table (database × retention policy ×
-//! measurement), inside its [`Table`]. The appender updates it in log
+//! measurement), kept by [`LastValues`] under the table's name. The appender updates it in log
 //! order, right after a write is in the log and before its writer is
 //! answered (`appender::hand_on`): per field the value with the greatest
 //! time wins, and for equal times the later write (log order) — what the
@@ -38,52 +38,15 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType
 use arrow::record_batch::RecordBatch;
 use tokio::sync::mpsc;
 
-use crate::write::appender::TablePart;
 use crate::catalog::Table;
+use crate::engine::Engine;
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::layout::schema::FieldType;
 use crate::layout::series::{SeriesIdMap, SeriesKey};
+use crate::config::LastValueConfig;
 use crate::stats::IngestStats;
-use crate::{Error, Result, Shared};
-
-/// Which measurements the last-value cache keeps, and how much memory it
-/// may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastValueConfig {
-    /// Patterns of the measurements cached: `*` (every measurement),
-    /// `db.*` (every measurement of a database), `db.measurement`, or a
-    /// bare `measurement` (in every database). Empty: the cache is off.
-    pub measurements: Vec<String>,
-    /// Upper bound on the cache's memory, over all measurements, in bytes
-    /// (an estimate: tags, values and per-series bookkeeping). A
-    /// measurement whose growth would pass it is evicted whole.
-    pub max_bytes: usize,
-}
-
-impl Default for LastValueConfig {
-    /// Every measurement, within 64 MiB: ~80k series of ten tags and ten
-    /// fields (TSBS's cpu table: 827 bytes a series, `benches/last_values.rs`).
-    fn default() -> Self {
-        LastValueConfig {
-            measurements: vec!["*".to_owned()],
-            max_bytes: 64 << 20,
-        }
-    }
-}
-
-impl LastValueConfig {
-    /// Whether `measurement` of `db` is cached.
-    pub fn covers(&self, db: &str, measurement: &str) -> bool {
-        self.measurements.iter().any(|pattern| {
-            pattern == "*"
-                || pattern == measurement
-                || pattern
-                    .strip_prefix(db)
-                    .and_then(|rest| rest.strip_prefix('.'))
-                    .is_some_and(|rest| rest == "*" || rest == measurement)
-        })
-    }
-}
+use crate::error::{Error, Result};
+use crate::wal::TableRef;
 
 /// One cached series: its id, tags sorted by key, and the newest value of
 /// each field.
@@ -629,6 +592,8 @@ pub(crate) struct LastValues {
     /// Set once open has replayed the log: tables created from then on
     /// start empty and answering.
     active: AtomicBool,
+    /// Each table's cache, from the first time it is asked for.
+    caches: RwLock<HashMap<TableRef, Arc<TableLast>>>,
 }
 
 /// The rebuild queue's receiving end, for [`run_rebuilds`].
@@ -647,13 +612,26 @@ impl LastValues {
             stats,
             rebuilds,
             active: AtomicBool::new(false),
+            caches: RwLock::default(),
         };
         (cache, queue)
     }
 
-    /// Whether a table of `measurement` created now in `db` starts cached.
-    pub(crate) fn caches_new(&self, db: &str, measurement: &str) -> bool {
-        self.active.load(Ordering::Acquire) && self.config.covers(db, measurement)
+    /// The table's cache. One met for the first time starts empty and
+    /// answering if the configuration covers it and the log is replayed (a
+    /// table created since), else off until [`activate`](Self::activate)
+    /// or an edit queues its rebuild.
+    pub(crate) fn cache(&self, table: &Table) -> Arc<TableLast> {
+        if let Some(cache) = self.caches.read().unwrap().get(&table.id) {
+            return Arc::clone(cache);
+        }
+        let mut caches = self.caches.write().unwrap();
+        let cache = caches.entry(table.id.clone()).or_insert_with(|| {
+            let cached = self.active.load(Ordering::Acquire)
+                && self.config.covers(&table.id.database, &table.id.measurement);
+            Arc::new(TableLast::new(cached))
+        });
+        Arc::clone(cache)
     }
 
     /// On open, once the log is replayed: every table the configuration
@@ -676,7 +654,7 @@ impl LastValues {
     /// table is tried again (the edit may have made room); an uncached one
     /// stays off.
     pub(crate) fn invalidate(&self, table: &Arc<Table>) {
-        let cache = &table.last;
+        let cache = self.cache(table);
         let mut state = cache.state.write().unwrap();
         let status = match state.status {
             Status::Off
@@ -702,30 +680,34 @@ impl LastValues {
     /// Notes the tags of the series a write brings that are new to its
     /// database (before it is logged: a series' tags are the same whether
     /// the write lands or not).
-    pub(crate) fn note_series(&self, tables: &[TablePart], series: &[(u64, SeriesKey)]) {
+    pub(crate) fn note_series<'a>(
+        &self,
+        tables: impl Iterator<Item = &'a Table>,
+        series: &[(u64, SeriesKey)],
+    ) {
         if series.is_empty() {
             return;
         }
-        for part in tables {
-            let cache = &part.table.last;
+        for table in tables {
+            let cache = self.cache(table);
             if !matches!(cache.status(), Status::Building | Status::Ready) {
                 continue;
             }
             let mut state = cache.state.write().unwrap();
             let before = (state.bytes, state.series.len());
             for (id, key) in series {
-                if key.measurement == part.measurement {
+                if key.measurement == table.id.measurement {
                     let slot = state.slot(*id);
                     state.set_tags(slot, || key.tags.clone());
                 }
             }
-            self.account_or_evict(&part.table, before, &mut state);
+            self.account_or_evict(table, &cache, before, &mut state);
         }
     }
 
     /// Takes an acknowledged write's rows for `table` into its cache.
     pub(crate) fn apply(&self, table: &Arc<Table>, chunks: &[RecordBatch]) {
-        let cache = &table.last;
+        let cache = self.cache(table);
         if !matches!(cache.status(), Status::Building | Status::Ready) {
             return;
         }
@@ -741,7 +723,7 @@ impl LastValues {
                 return;
             }
         }
-        self.account_or_evict(table, before, &mut state);
+        self.account_or_evict(table, &cache, before, &mut state);
         let unknown_tags = state.status == Status::Ready && state.untagged > 0;
         drop(state);
         if unknown_tags {
@@ -767,17 +749,23 @@ impl LastValues {
 
     /// [`account`](Self::account), then evicts the table if the total is
     /// past the bound.
-    fn account_or_evict(&self, table: &Table, before: (usize, usize), state: &mut State) {
+    fn account_or_evict(
+        &self,
+        table: &Table,
+        cache: &TableLast,
+        before: (usize, usize),
+        state: &mut State,
+    ) {
         self.account(before, state);
         let total = self.stats.last_value_bytes.load(Ordering::Relaxed);
         if total as usize > self.config.max_bytes {
-            self.evict(table, state);
+            self.evict(table, cache, state);
         }
     }
 
     /// Drops the table's cache for the memory bound: it answers "not
     /// cached" from now on.
-    fn evict(&self, table: &Table, state: &mut State) {
+    fn evict(&self, table: &Table, cache: &TableLast, state: &mut State) {
         tracing::warn!(
             database = %table.id.database, retention_policy = %table.id.retention_policy,
             measurement = %table.id.measurement, bytes = state.bytes, series = state.series.len(),
@@ -786,7 +774,7 @@ impl LastValues {
         );
         let before = (state.bytes, state.series.len());
         state.clear();
-        table.last.set_status(state, Status::Evicted);
+        cache.set_status(state, Status::Evicted);
         self.account(before, state);
         IngestStats::add(&self.stats.last_value_evictions, 1);
     }
@@ -795,7 +783,8 @@ impl LastValues {
     /// and makes it answer — unless another rebuild began since
     /// `generation`, or the total would pass the bound.
     fn finish_rebuild(&self, table: &Arc<Table>, generation: u64, engine: EngineLast) {
-        let mut state = table.last.state.write().unwrap();
+        let cache = self.cache(table);
+        let mut state = cache.state.write().unwrap();
         if state.generation != generation || state.status != Status::Building {
             return;
         }
@@ -831,9 +820,9 @@ impl LastValues {
                 "last-value cache: series absent from the series table left out");
             state.drop_untagged();
         }
-        self.account_or_evict(table, before, &mut state);
+        self.account_or_evict(table, &cache, before, &mut state);
         if state.status == Status::Building {
-            table.last.set_status(&mut state, Status::Ready);
+            cache.set_status(&mut state, Status::Ready);
         }
     }
 }
@@ -873,18 +862,36 @@ struct EngineLast {
     values: Vec<SeriesNewest>,
 }
 
+/// What rebuilds need from the layers above the cache: the engine to
+/// read, and a flush of everything logged before they read it.
+pub(crate) trait RebuildSource: Send + Sync {
+    /// The engine the table's rows are read from.
+    fn engine(&self) -> &Engine;
+    /// Inserts every row logged so far into the engine.
+    fn flush_all(&self) -> BoxFuture<'_, Result<()>>;
+    /// Whether the ingestor is closing: rebuilds stop.
+    fn is_closed(&self) -> bool;
+}
+
+/// A boxed future: [`RebuildSource`] is used as a trait object.
+pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 /// Rebuilds the tables queued by [`LastValues::invalidate`], one batch at a
 /// time, until the ingestor is gone.
-pub(crate) async fn run_rebuilds(shared: Weak<Shared>, mut queue: RebuildQueue) {
+pub(crate) async fn run_rebuilds(
+    source: Weak<dyn RebuildSource>,
+    cache: Weak<LastValues>,
+    mut queue: RebuildQueue,
+) {
     while let Some(first) = queue.recv().await {
         let mut tables = vec![first];
         while let Ok(table) = queue.try_recv() {
             tables.push(table);
         }
-        let Some(shared) = shared.upgrade() else {
+        let (Some(source), Some(cache)) = (source.upgrade(), cache.upgrade()) else {
             return;
         };
-        if shared.is_closed() {
+        if source.is_closed() {
             return;
         }
         // The generation is taken before the flush: everything written
@@ -892,29 +899,29 @@ pub(crate) async fn run_rebuilds(shared: Weak<Shared>, mut queue: RebuildQueue) 
         let jobs: Vec<(Arc<Table>, u64)> = tables
             .into_iter()
             .map(|table| {
-                table.last.queued.store(false, Ordering::Release);
-                let generation = table.last.state.read().unwrap().generation;
+                let last = cache.cache(&table);
+                last.queued.store(false, Ordering::Release);
+                let generation = last.state.read().unwrap().generation;
                 (table, generation)
             })
             .collect();
-        let flushed = shared.flush_all().await;
+        let flushed = source.flush_all().await;
         for (table, generation) in jobs {
             let rebuilt = match &flushed {
-                Ok(()) => rebuild(&shared, &table, generation).await,
+                Ok(()) => rebuild(source.engine(), &cache, &table, generation).await,
                 Err(err) => Err(Error::Engine(err.to_string())),
             };
             match rebuilt {
-                Ok(()) => IngestStats::add(&shared.engine.stats.last_value_rebuilds, 1),
-                Err(_) if shared.is_closed() => return,
+                Ok(()) => IngestStats::add(&cache.stats.last_value_rebuilds, 1),
+                Err(_) if source.is_closed() => return,
                 Err(err) => {
                     tracing::warn!(table = ?table.id, %err, "last-value cache: rebuild failed; retrying in 5 s");
-                    let retry = Arc::clone(&table);
-                    let weak = Arc::downgrade(&shared);
-                    shared.runtime.spawn(async move {
+                    let weak = Arc::downgrade(&cache);
+                    tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_secs(5)).await;
-                        if let Some(shared) = weak.upgrade() {
-                            if !retry.last.queued.swap(true, Ordering::AcqRel) {
-                                let _ = shared.last_values.rebuilds.send(retry);
+                        if let Some(cache) = weak.upgrade() {
+                            if !cache.cache(&table).queued.swap(true, Ordering::AcqRel) {
+                                let _ = cache.rebuilds.send(table);
                             }
                         }
                     });
@@ -926,7 +933,12 @@ pub(crate) async fn run_rebuilds(shared: Weak<Shared>, mut queue: RebuildQueue) 
 
 /// Reads a table's newest values and its series' tags from the engine and
 /// merges them into its cache.
-async fn rebuild(shared: &Shared, table: &Arc<Table>, generation: u64) -> Result<()> {
+async fn rebuild(
+    engine: &Engine,
+    cache: &LastValues,
+    table: &Arc<Table>,
+    generation: u64,
+) -> Result<()> {
     let schema = table.schema();
     let names = &schema.names;
     let tags_sql = format!(
@@ -934,7 +946,7 @@ async fn rebuild(shared: &Shared, table: &Arc<Table>, generation: u64) -> Result
         names.series_table,
         quote_literal(&table.id.measurement)
     );
-    let tags = read_tags(&shared.engine.query_arrow(tags_sql).await?)?;
+    let tags = read_tags(&engine.query_arrow(tags_sql).await?)?;
     let fields: Vec<(String, FieldType)> = schema
         .fields
         .iter()
@@ -952,11 +964,12 @@ async fn rebuild(shared: &Shared, table: &Arc<Table>, generation: u64) -> Result
                     .sum::<usize>()
         })
         .sum();
-    let total = shared.engine.stats.last_value_bytes.load(Ordering::Relaxed) as usize;
-    if total + estimate > shared.last_values.config.max_bytes {
-        let mut state = table.last.state.write().unwrap();
+    let total = cache.stats.last_value_bytes.load(Ordering::Relaxed) as usize;
+    if total + estimate > cache.config.max_bytes {
+        let last = cache.cache(table);
+        let mut state = last.state.write().unwrap();
         if state.generation == generation && state.status == Status::Building {
-            shared.last_values.evict(table, &mut state);
+            cache.evict(table, &last, &mut state);
         }
         return Ok(());
     }
@@ -976,16 +989,16 @@ async fn rebuild(shared: &Shared, table: &Arc<Table>, generation: u64) -> Result
             columns.join(", "),
             names.storage_table
         );
-        for batch in shared.engine.query_arrow(sql).await? {
+        for batch in engine.query_arrow(sql).await? {
             read_values(&batch, &fields, &mut values)?;
         }
     }
-    let engine = EngineLast {
+    let from_engine = EngineLast {
         tags,
         fields,
         values,
     };
-    shared.last_values.finish_rebuild(table, generation, engine);
+    cache.finish_rebuild(table, generation, from_engine);
     Ok(())
 }
 

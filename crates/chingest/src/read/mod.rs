@@ -1,3 +1,178 @@
-//! The read path: what untrusted SQL may touch ([`sandbox`]).
+//! The read path: what untrusted SQL may touch ([`sandbox`]), and
+//! [`Reader`], which answers queries (trusted, untrusted, translated) and
+//! what the catalog and the last-value cache know, from memory.
 
 pub mod sandbox;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::{self, Catalog};
+use crate::config::DuplicatePolicy;
+use crate::engine::{self, Engine, QueryChunks};
+use crate::error::{Error, Result};
+use crate::last_value::{LastSeries, LastValues};
+use crate::layout::schema;
+use crate::read::sandbox::ReadScope;
+
+/// The read half of an open ingestor.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    engine: Arc<Engine>,
+    catalog: Arc<Catalog>,
+    last_values: Arc<LastValues>,
+}
+
+impl Reader {
+    pub(crate) fn new(engine: Arc<Engine>, catalog: Arc<Catalog>, last_values: Arc<LastValues>) -> Reader {
+        Reader {
+            engine,
+            catalog,
+            last_values,
+        }
+    }
+
+    /// A trusted read query's output in the named format.
+    pub(crate) async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        let format = engine::output_format(format)?;
+        self.engine.query(sql.to_owned(), format).await
+    }
+
+    /// One untrusted read-only statement, streamed (see
+    /// [`Ingestor::query_read_only_stream`](crate::Ingestor::query_read_only_stream)).
+    pub(crate) async fn query_read_only_stream(
+        &self,
+        sql: &str,
+        format: &str,
+        scope: &ReadScope,
+        database: Option<&str>,
+    ) -> Result<QueryChunks> {
+        let format = engine::output_format(format)?;
+        let catalog = Arc::clone(&self.catalog);
+        let last_values = Arc::clone(&self.last_values);
+        let snapshot = move |call: &sandbox::LastValuesCall| {
+            let not_cached = || Error::NotCached {
+                database: call.database.clone(),
+                retention_policy: call.retention_policy.clone(),
+                measurement: call.measurement.clone(),
+            };
+            let database = catalog.database(&call.database).ok_or_else(not_cached)?;
+            let table = database
+                .table(&call.retention_policy, &call.measurement)
+                .ok_or_else(not_cached)?;
+            last_values.cache(&table).snapshot().ok_or_else(not_cached)
+        };
+        self.engine
+            .stream_read_only(
+                sql.to_owned(),
+                format,
+                scope.clone(),
+                database.map(str::to_owned),
+                snapshot,
+            )
+            .await
+    }
+
+    /// A statement a translator wrote, under the query limits.
+    pub(crate) async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.engine.query_read_only_arrow(sql.to_owned()).await
+    }
+
+    /// A trusted query's result as Arrow batches.
+    pub(crate) async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.engine.query_arrow(sql.to_owned()).await
+    }
+
+    /// The databases, sorted.
+    pub(crate) fn databases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .catalog
+            .databases()
+            .iter()
+            .map(|db| db.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The retention policies of `db` with their durations, sorted.
+    pub(crate) fn retention_policies(&self, db: &str) -> Vec<(String, Option<Duration>)> {
+        let Some(database) = self.catalog.database(db) else {
+            return Vec::new();
+        };
+        database
+            .retention_policies()
+            .into_iter()
+            .map(|(name, seconds)| (name, (seconds > 0).then(|| Duration::from_secs(seconds))))
+            .collect()
+    }
+
+    /// The duplicate policies set for `db`, sorted.
+    pub(crate) fn duplicate_policies(&self, db: &str) -> Vec<(Option<String>, DuplicatePolicy)> {
+        self.catalog
+            .database(db)
+            .map(|database| database.duplicate_policies())
+            .unwrap_or_default()
+    }
+
+    /// The measurements of `rp` of `db` that have a table, sorted.
+    pub(crate) fn measurements(&self, db: &str, rp: &str) -> Vec<MeasurementSchema> {
+        let Some(database) = self.catalog.database(db) else {
+            return Vec::new();
+        };
+        let mut measurements: Vec<MeasurementSchema> = database
+            .tables()
+            .into_iter()
+            .filter(|((table_rp, _), _)| table_rp == rp)
+            .map(|((_, name), table)| MeasurementSchema::of(&database, name, &table))
+            .collect();
+        measurements.sort_by(|a, b| a.name.cmp(&b.name));
+        measurements
+    }
+
+    /// One measurement, if it has a table.
+    pub(crate) fn measurement(&self, db: &str, rp: &str, name: &str) -> Option<MeasurementSchema> {
+        let database = self.catalog.database(db)?;
+        let table = database.table(rp, name)?;
+        Some(MeasurementSchema::of(&database, name.to_owned(), &table))
+    }
+
+    /// The cached newest values of the series `keep` accepts; `None` if
+    /// the measurement is not cached.
+    pub(crate) fn last_values(
+        &self,
+        db: &str,
+        rp: &str,
+        measurement: &str,
+        keep: impl FnMut(&[(String, String)]) -> bool,
+    ) -> Option<Vec<LastSeries>> {
+        let table = self.catalog.database(db)?.table(rp, measurement)?;
+        self.last_values.cache(&table).read(keep)
+    }
+}
+
+/// A measurement of one retention policy, as [`Ingestor::measurements`](crate::Ingestor::measurements)
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasurementSchema {
+    /// The measurement's name.
+    pub name: String,
+    /// Its fields and their types, sorted by name.
+    pub fields: Vec<(String, schema::FieldType)>,
+    /// The tag keys of its series, sorted.
+    pub tag_keys: Vec<String>,
+}
+
+impl MeasurementSchema {
+    fn of(database: &catalog::Database, name: String, table: &catalog::Table) -> MeasurementSchema {
+        let mut fields = table.schema().fields.clone();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        MeasurementSchema {
+            tag_keys: database.series.tag_keys(&name),
+            name,
+            fields,
+        }
+    }
+}

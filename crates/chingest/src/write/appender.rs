@@ -21,29 +21,15 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::sync::oneshot;
 
-use crate::write::batcher::FlushOutcome;
-use crate::catalog::{Admission, Database, Table};
+use crate::catalog::{Admission, Database};
+use crate::write::batcher::TablePart;
 use crate::last_value::LastValues;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
-use crate::{Error, Result};
-
-/// One table's rows in a write.
-#[derive(Debug)]
-pub(crate) struct TablePart {
-    pub(crate) table: Arc<Table>,
-    pub(crate) measurement: String,
-    pub(crate) chunks: Vec<RecordBatch>,
-    pub(crate) bytes: usize,
-    /// Memory reserved for the chunks, released once they are inserted.
-    pub(crate) permit: OwnedSemaphorePermit,
-    /// For a `visible` write: answered when the flush carrying these rows
-    /// has committed (and the flush is asked for at once).
-    pub(crate) visible: Option<oneshot::Sender<FlushOutcome>>,
-}
+use crate::error::{Error, Result};
 
 /// A write waiting to be logged.
 #[derive(Debug)]
@@ -363,7 +349,8 @@ impl Worker {
                 Entry::Write(mut write) => {
                     let lsn = self.next_lsn(write.tables.len() as u32);
                     first_lsn.get_or_insert(lsn);
-                    self.last_values.note_series(&write.tables, &write.series);
+                    self.last_values
+                        .note_series(write.tables.iter().map(|part| &*part.table), &write.series);
                     let series = write
                         .db
                         .series
@@ -518,7 +505,7 @@ fn hand_on(lsn: Lsn, write: PendingWrite, last_values: &LastValues) {
     db.series.cache_raw_keys(raw_keys);
     for part in tables {
         last_values.apply(&part.table, &part.chunks);
-        Arc::clone(&part.table).batcher.append(lsn, part);
+        Arc::clone(&part.batcher).append(lsn, part);
     }
     if let Some(logged) = logged {
         let _ = logged.send(Ok(()));

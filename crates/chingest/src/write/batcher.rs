@@ -14,12 +14,31 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit};
 
-use crate::write::appender::TablePart;
+use std::sync::Arc;
+
+use crate::catalog::Table;
 use crate::config::FlushPolicy;
+use crate::error::Error;
 use crate::wal::Lsn;
 
-/// What a waiter learns: success, or the error message of the failed flush.
-pub(crate) type FlushOutcome = std::result::Result<(), String>;
+/// What a waiter learns: success, or why the flush failed.
+pub(crate) type FlushOutcome = std::result::Result<(), Arc<Error>>;
+
+/// One table's rows in a write.
+#[derive(Debug)]
+pub(crate) struct TablePart {
+    pub(crate) table: Arc<Table>,
+    /// The table's batcher, which takes the rows once they are logged.
+    pub(crate) batcher: Arc<Batcher>,
+    pub(crate) measurement: String,
+    pub(crate) chunks: Vec<RecordBatch>,
+    pub(crate) bytes: usize,
+    /// Memory reserved for the chunks, released once they are inserted.
+    pub(crate) permit: OwnedSemaphorePermit,
+    /// For a `visible` write: answered when the flush carrying these rows
+    /// has committed (and the flush is asked for at once).
+    pub(crate) visible: Option<oneshot::Sender<FlushOutcome>>,
+}
 
 /// Rows and waiters taken by one flush.
 #[derive(Debug, Default)]

@@ -9,24 +9,58 @@
 //! failed insert is retried with backoff: its rows stay in the log (and in
 //! memory) until it lands.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 use tracing::Instrument;
 
-use crate::write::batcher::Flush;
 use crate::catalog::{Database, Table};
-use crate::write::chunk;
-use crate::engine;
+use crate::config::FlushPolicy;
+use crate::engine::{self, Engine};
+use crate::error::{Error, Result};
 use crate::stats::IngestStats;
 use crate::wal::FlushRange;
-use crate::{Result, Shared};
+use crate::write::appender::Appender;
+use crate::write::batcher::{Batcher, Flush, FlushOutcome};
+use crate::write::chunk;
 
 /// First wait before retrying a failed insert; it doubles up to the max.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// What every flush needs: the engine it inserts into, the log it marks
+/// flushes in, the policy, and whether the ingestor is closing.
+#[derive(Debug)]
+pub(crate) struct FlushContext {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) appender: Appender,
+    pub(crate) policy: FlushPolicy,
+    closed: AtomicBool,
+}
+
+impl FlushContext {
+    pub(crate) fn new(engine: Arc<Engine>, appender: Appender, policy: FlushPolicy) -> Self {
+        FlushContext {
+            engine,
+            appender,
+            policy,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the ingestor closing; returns whether it already was.
+    pub(crate) fn close(&self) -> bool {
+        self.closed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
 
 /// The deduplication token of an insert: the log's id and the lsn range.
 pub(crate) fn dedup_token(log_id: u64, range: &FlushRange) -> String {
@@ -37,19 +71,18 @@ pub(crate) fn dedup_token(log_id: u64, range: &FlushRange) -> String {
 /// table's MergeTree under the token of `range`; both durable when this
 /// returns.
 pub(crate) async fn insert(
-    shared: &Shared,
+    ctx: &FlushContext,
     db: &Arc<Database>,
     table: &Table,
     range: &FlushRange,
     chunks: Vec<RecordBatch>,
 ) -> Result<()> {
     let schema = table.schema();
-    let token = dedup_token(shared.appender.log_id(), range);
+    let token = dedup_token(ctx.appender.log_id(), range);
     let db = Arc::clone(db);
-    let stats = Arc::clone(&shared.engine.stats);
-    let disk = Arc::clone(&shared.engine.disk);
-    shared
-        .engine
+    let stats = Arc::clone(&ctx.engine.stats);
+    let disk = Arc::clone(&ctx.engine.disk);
+    ctx.engine
         .run(move |conn| {
             let series = db.series.commit(conn, &disk, &db.series_table)?;
             IngestStats::add(&stats.series_created, series as u64);
@@ -65,11 +98,16 @@ pub(crate) async fn insert(
         .await
 }
 
-/// One table's flusher: takes each due flush and inserts it, until the
-/// batcher closes. Holds the ingestor only while flushing, so dropping
-/// every [`Ingestor`](crate::Ingestor) ends it.
-pub(crate) async fn run(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Table>) {
-    let Some(policy) = shared.upgrade().map(|s| s.config.flush.clone()) else {
+/// One table's flusher: takes each due flush of its batcher and inserts
+/// it, until the batcher closes. Holds the context only while flushing, so
+/// dropping every [`Ingestor`](crate::Ingestor) ends it.
+pub(crate) async fn run(
+    ctx: Weak<FlushContext>,
+    db: Arc<Database>,
+    table: Arc<Table>,
+    batcher: Arc<Batcher>,
+) {
+    let Some(policy) = ctx.upgrade().map(|ctx| ctx.policy.clone()) else {
         return;
     };
     // A slot is taken before the next flush is: while every slot is busy,
@@ -81,16 +119,17 @@ pub(crate) async fn run(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Tabl
             .acquire_owned()
             .await
             .expect("never closed");
-        let Some(flush) = table.batcher.next_flush(&policy).await else {
+        let Some(flush) = batcher.next_flush(&policy).await else {
             break;
         };
-        let (shared, db, table) = (shared.clone(), Arc::clone(&db), Arc::clone(&table));
+        let (ctx, db, table) = (ctx.clone(), Arc::clone(&db), Arc::clone(&table));
         running.spawn(async move {
-            match shared.upgrade() {
-                Some(shared) => flush_once(&shared, &db, &table, flush).await,
+            match ctx.upgrade() {
+                Some(ctx) => flush_once(&ctx, &db, &table, flush).await,
                 None => {
+                    let closed = Arc::new(Error::Closed);
                     for waiter in flush.waiters {
-                        let _ = waiter.send(Err("the ingestor was dropped".to_owned()));
+                        let _ = waiter.send(Err(Arc::clone(&closed)));
                     }
                 }
             }
@@ -103,7 +142,7 @@ pub(crate) async fn run(shared: Weak<Shared>, db: Arc<Database>, table: Arc<Tabl
 
 /// Inserts one flush, retrying until it lands (or the ingestor closes:
 /// then its rows are left in the log for the next open).
-async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: Flush) {
+async fn flush_once(ctx: &FlushContext, db: &Arc<Database>, table: &Table, flush: Flush) {
     let Flush {
         chunks,
         lsns,
@@ -111,7 +150,7 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
         permits,
         mut waiters,
     } = flush;
-    let stats = &shared.engine.stats;
+    let stats = &ctx.engine.stats;
     let (Some(&first), Some(&last)) = (lsns.first(), lsns.last()) else {
         // Asked for while nothing was pending.
         for waiter in waiters {
@@ -131,20 +170,21 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
     loop {
         let attempt = async {
             if !announced {
-                shared.appender.flush_started(range.clone()).await?;
+                ctx.appender.flush_started(range.clone()).await?;
                 announced = true;
             }
-            insert(shared, db, table, &range, chunks.clone()).await
+            insert(ctx, db, table, &range, chunks.clone()).await
         }
         .instrument(span.clone())
         .await;
         let Err(err) = attempt else { break };
         IngestStats::add(&stats.flush_errors, 1);
         IngestStats::add(&stats.flush_failing, 1);
+        let err = Arc::new(err);
         for waiter in waiters.drain(..) {
-            let _ = waiter.send(Err(err.to_string()));
+            let _ = waiter.send(Err(Arc::clone(&err)));
         }
-        if shared.is_closed() {
+        if ctx.is_closed() {
             tracing::error!(db = %db.name, table = %range.table.measurement, %err,
                 "insert failed while closing; its rows stay in the write-ahead log for the next open");
             return;
@@ -158,9 +198,9 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
     stats
         .flush_failing
         .store(0, std::sync::atomic::Ordering::Relaxed);
-    shared.appender.flush_committed(range);
+    ctx.appender.flush_committed(range);
     for lsn in lsns {
-        shared.appender.progress.complete(lsn);
+        ctx.appender.progress.complete(lsn);
     }
     drop(permits);
     let elapsed = started.elapsed();
@@ -171,4 +211,21 @@ async fn flush_once(shared: &Shared, db: &Arc<Database>, table: &Table, flush: F
     for waiter in waiters {
         let _ = waiter.send(Ok(()));
     }
+}
+
+/// Waits for the flushes `receivers` answer; the first failure, if any.
+pub(crate) async fn await_flushes(receivers: Vec<oneshot::Receiver<FlushOutcome>>) -> Result<()> {
+    let mut first_error = None;
+    for receiver in receivers {
+        match receiver.await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                first_error.get_or_insert(Error::Flush(err));
+            }
+            Err(_) => {
+                first_error.get_or_insert(Error::Closed);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }

@@ -1,7 +1,11 @@
-//! The write path, as stages: prepare (line protocol [`lp`], typed
-//! [`points`], Arrow [`arrow_input`], rows built by [`chunk`]) → memory
-//! [`budget`] → the log's [`appender`] → a table's [`batcher`] → its
-//! [`flusher`]; [`replay`] runs the same rules on open.
+//! The write path, as stages. A write is prepared on the caller's task
+//! (line protocol [`lp`], typed [`points`], Arrow [`arrow_input`]: rows
+//! built into Arrow chunks by [`chunk`], tables and columns created first),
+//! reserves memory in the [`budget`], and is logged by the [`appender`],
+//! which hands its rows to each table's [`batcher`]; the table's
+//! [`flusher`] inserts them into the engine exactly once. [`replay`] runs
+//! the same rules on open. [`Writer`] owns the stages and is what the
+//! [`Ingestor`](crate::Ingestor) writes through.
 
 pub(crate) mod appender;
 pub(crate) mod arrow_input;
@@ -12,3 +16,590 @@ pub(crate) mod flusher;
 pub(crate) mod lp;
 pub(crate) mod points;
 pub(crate) mod replay;
+pub(crate) mod request;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use arrow::record_batch::RecordBatch;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+use crate::catalog::{Admission, Catalog, Database, Table};
+use crate::config::IngestConfig;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::last_value::{BoxFuture, LastValues, RebuildSource};
+use crate::layout::names::{self, NameKind};
+use crate::layout::schema::FieldType;
+use crate::layout::series::SeriesKey;
+use crate::stats::IngestStats;
+use crate::wal::{self, TableRef};
+use crate::write::appender::PendingWrite;
+use crate::write::batcher::{Batcher, TablePart};
+use crate::write::budget::MemoryBudget;
+use crate::write::flusher::FlushContext;
+use crate::write::points::{Point, PointLines};
+use crate::write::request::{
+    ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome,
+};
+
+/// The write half of an open ingestor: the log, the memory budget, and a
+/// batcher and a flusher per table.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    config: Arc<IngestConfig>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) last_values: Arc<LastValues>,
+    /// Request bodies and built rows until they are inserted.
+    pub(crate) budget: Arc<MemoryBudget>,
+    /// The engine, the log and the flush policy, shared with the flushers.
+    flush: Arc<FlushContext>,
+    /// Each table's pending rows, from its first write; its flusher starts
+    /// with it.
+    batchers: RwLock<HashMap<TableRef, Arc<Batcher>>>,
+    /// The runtime `open` ran on: flushers live there, whichever runtime
+    /// later writes come from.
+    runtime: tokio::runtime::Handle,
+    flushers: Mutex<Vec<JoinHandle<()>>>,
+    /// Advances the log's checkpoint.
+    checkpointer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What a write adds: rows per table, and the series and raw series keys
+/// it met that the database did not know.
+struct NewRows {
+    chunks: Vec<(Arc<Table>, RecordBatch)>,
+    series: Vec<(u64, SeriesKey)>,
+    raw_keys: Vec<(u128, u64)>,
+    admission: Admission,
+}
+
+fn now_ns() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_nanos()).unwrap_or(i64::MAX)
+}
+
+impl Writer {
+    /// The writer over `flush`'s engine and log; flushers run on
+    /// `runtime`. Nothing runs until the first write or
+    /// [`start_checkpointer`](Self::start_checkpointer).
+    pub(crate) fn new(
+        config: Arc<IngestConfig>,
+        catalog: Arc<Catalog>,
+        last_values: Arc<LastValues>,
+        flush: FlushContext,
+        runtime: tokio::runtime::Handle,
+    ) -> Writer {
+        Writer {
+            budget: Arc::new(MemoryBudget::new(
+                config.max_buffered_bytes,
+                config.overload_wait,
+            )),
+            config,
+            catalog,
+            last_values,
+            flush: Arc::new(flush),
+            batchers: RwLock::default(),
+            runtime,
+            flushers: Mutex::default(),
+            checkpointer: Mutex::default(),
+        }
+    }
+
+    /// The engine writes go to.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.flush.engine
+    }
+
+    /// What replay needs: the engine, the log, the flush policy.
+    pub(crate) fn flush_context(&self) -> &FlushContext {
+        &self.flush
+    }
+
+    /// `self`, unless the ingestor is closing.
+    pub(crate) fn open(&self) -> Result<&Self> {
+        if self.flush.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(self)
+    }
+
+    /// Starts advancing the log's checkpoint every
+    /// `wal.checkpoint_interval`.
+    pub(crate) fn start_checkpointer(self: &Arc<Self>) {
+        let task = self.runtime.spawn(run_checkpointer(Arc::downgrade(self)));
+        *self.checkpointer.lock().unwrap() = Some(task);
+    }
+
+    /// The first half of a line-protocol write: parses `body`, creates the
+    /// tables and columns it needs, and builds its rows.
+    pub(crate) async fn prepare_lp(
+        &self,
+        db: &str,
+        rp: &str,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
+        let span = tracing::debug_span!(
+            "prepare_lp",
+            db,
+            rp,
+            bytes = body.len(),
+            lines = tracing::field::Empty
+        );
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            let database = self.database_for_write(db, options).await?;
+            let parse_options = lineproto::ParseOptions {
+                precision: options.precision,
+                default_time: now_ns(),
+                max_line_len: options.max_line_len,
+            };
+            let limits = self.line_limits(options);
+            let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
+            if batch.has_deferred() {
+                self.create_needed(&database, rp, &mut batch).await?;
+                batch.parse_deferred(body, parse_options);
+            }
+            let finished = batch.finish();
+            tracing::Span::current().record("lines", finished.outcome.accepted);
+            Ok(PreparedWrite {
+                database,
+                rp: rp.to_owned(),
+                finished,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The first half of a write of typed points.
+    pub(crate) async fn prepare_points(
+        &self,
+        db: &str,
+        rp: &str,
+        points: &[Point<'_>],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
+        let span = tracing::debug_span!("prepare_points", db, rp, points = points.len());
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            let database = self.database_for_write(db, options).await?;
+            let lines = PointLines::new(points, options.precision, now_ns());
+            let mut batch = lp::LineBatch::new(Arc::clone(&database), rp, self.line_limits(options));
+            batch.add_points(&lines);
+            if batch.has_deferred() {
+                self.create_needed(&database, rp, &mut batch).await?;
+                batch.add_deferred_points(&lines);
+            }
+            Ok(PreparedWrite {
+                database,
+                rp: rp.to_owned(),
+                finished: batch.finish(),
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The second half of a write: logs the rows and returns when
+    /// `durability` is met.
+    pub(crate) async fn commit(
+        &self,
+        prepared: PreparedWrite,
+        durability: Durability,
+    ) -> Result<WriteOutcome> {
+        let PreparedWrite {
+            database,
+            rp,
+            finished,
+        } = prepared;
+        let refused_by_limits = finished.refused_by_limits as u64;
+        let write = NewRows {
+            chunks: finished.chunks,
+            series: finished.series,
+            raw_keys: finished.raw_keys,
+            admission: finished.admission,
+        };
+        self.log_write(database, rp, write, durability).await?;
+        let stats = &self.engine().stats;
+        IngestStats::add(&stats.lines_refused_by_limits, refused_by_limits);
+        IngestStats::add(&stats.lines_accepted, finished.outcome.accepted as u64);
+        IngestStats::add(
+            &stats.lines_rejected,
+            finished.outcome.rejected.len() as u64,
+        );
+        Ok(finished.outcome)
+    }
+
+    /// Writes Arrow batches for several measurements as one log record;
+    /// returns the rows written.
+    pub(crate) async fn write_arrow_tables(
+        &self,
+        db: &str,
+        rp: &str,
+        tables: &[ArrowTable<'_>],
+        options: &WriteOptions,
+    ) -> Result<usize> {
+        let rows: usize = tables.iter().map(|t| t.batch.num_rows()).sum();
+        let span = tracing::debug_span!("write_arrow", db, rp, tables = tables.len(), rows);
+        async move {
+            names::validate(NameKind::RetentionPolicy, rp)?;
+            let mut inputs = Vec::with_capacity(tables.len());
+            for (i, table) in tables.iter().enumerate() {
+                names::validate(NameKind::Measurement, table.measurement)?;
+                if tables[..i]
+                    .iter()
+                    .any(|t| t.measurement == table.measurement)
+                {
+                    return Err(Error::InvalidBatch {
+                        column: "*".into(),
+                        reason: format!("measurement {:?} given twice", table.measurement),
+                    });
+                }
+                inputs.push(arrow_input::ArrowInput::new(
+                    table.batch,
+                    table.tag_columns,
+                )?);
+            }
+            if rows == 0 {
+                return Ok(0);
+            }
+            let database = self.database_for_write(db, options).await?;
+            let mut write = NewRows {
+                chunks: Vec::with_capacity(tables.len()),
+                series: Vec::new(),
+                raw_keys: Vec::new(),
+                admission: Admission::default(),
+            };
+            for (table, input) in tables.iter().zip(inputs) {
+                if table.batch.num_rows() == 0 {
+                    continue;
+                }
+                if let Some(policy) = table.duplicates {
+                    self.catalog
+                        .default_duplicate_policy(self.engine(), &database, table.measurement, policy)
+                        .await?;
+                }
+                let stored = self
+                    .catalog
+                    .ensure_table(self.engine(), &database, rp, table.measurement, &input.field_types())
+                    .await?;
+                let (chunk, series) =
+                    input.into_chunk(&stored.schema(), table.measurement, &database)?;
+                let series = write
+                    .admission
+                    .admit_all(&database, series, self.config.cardinality)
+                    .map_err(|reason| {
+                        IngestStats::add(&self.engine().stats.lines_refused_by_limits, rows as u64);
+                        Error::InvalidBatch {
+                            column: table.tag_columns.join(","),
+                            reason,
+                        }
+                    })?;
+                write.series.extend(series);
+                write.chunks.push((stored, chunk));
+            }
+            self.log_write(database, rp.to_owned(), write, options.durability)
+                .await?;
+            Ok(rows)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Creates the tables and columns the deferred lines of `batch` need.
+    async fn create_needed(
+        &self,
+        database: &Arc<Database>,
+        rp: &str,
+        batch: &mut lp::LineBatch<'_>,
+    ) -> Result<()> {
+        for (measurement, fields) in batch.take_schema_needs() {
+            self.ensure_table(database, rp, &measurement, &fields)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The table, created or extended to hold `fields` first if needed.
+    pub(crate) async fn ensure_table(
+        &self,
+        db: &Database,
+        rp: &str,
+        measurement: &str,
+        fields: &[(String, FieldType)],
+    ) -> Result<Arc<Table>> {
+        self.catalog
+            .ensure_table(self.engine(), db, rp, measurement, fields)
+            .await
+    }
+
+    /// The per-line limits of a write with `options`.
+    fn line_limits(&self, options: &WriteOptions) -> lp::LineLimits {
+        lp::LineLimits {
+            max_tags: options.max_tags_per_line,
+            max_fields: options.max_fields_per_line,
+            max_name_len: options.max_name_len,
+            cardinality: self.config.cardinality,
+        }
+    }
+
+    /// The database a write goes to, created if the options allow it.
+    async fn database_for_write(
+        &self,
+        name: &str,
+        options: &WriteOptions,
+    ) -> Result<Arc<Database>> {
+        match self.catalog.database(name) {
+            Some(db) => Ok(db),
+            None if options.create_database => {
+                self.catalog.ensure_database(self.engine(), name).await
+            }
+            None => Err(Error::DatabaseNotFound(name.to_owned())),
+        }
+    }
+
+    /// The table's batcher, created with its flusher on the table's first
+    /// write.
+    fn batcher(&self, db: &Arc<Database>, table: &Arc<Table>) -> Arc<Batcher> {
+        if let Some(batcher) = self.batchers.read().unwrap().get(&table.id) {
+            return Arc::clone(batcher);
+        }
+        let mut batchers = self.batchers.write().unwrap();
+        let batcher = batchers.entry(table.id.clone()).or_insert_with(|| {
+            let batcher = Arc::new(Batcher::default());
+            let task = flusher::run(
+                Arc::downgrade(&self.flush),
+                Arc::clone(db),
+                Arc::clone(table),
+                Arc::clone(&batcher),
+            );
+            self.flushers.lock().unwrap().push(self.runtime.spawn(task));
+            batcher
+        });
+        Arc::clone(batcher)
+    }
+
+    /// Logs a write whole or refuses it whole, and returns when
+    /// `durability` is met: memory for every table's rows is reserved
+    /// first, so a write never fails after part of it was queued.
+    async fn log_write(
+        &self,
+        db: Arc<Database>,
+        rp: String,
+        write: NewRows,
+        durability: Durability,
+    ) -> Result<()> {
+        if write.chunks.is_empty() {
+            return Ok(());
+        }
+        let grown = db.series.note_tag_keys(&write.series);
+        self.catalog
+            .refresh_views(self.engine(), &db, &grown)
+            .await?;
+        self.wait_for_log_room().await?;
+        let mut tables = Vec::new();
+        let mut visible = Vec::new();
+        for (table, chunks) in group_by_table(write.chunks) {
+            let bytes = chunks.iter().map(chunk_bytes).sum();
+            let permit = self.budget.reserve(bytes).await?;
+            let waiter = (durability == Durability::Visible).then(|| {
+                let (sender, receiver) = oneshot::channel();
+                visible.push(receiver);
+                sender
+            });
+            tables.push(TablePart {
+                measurement: table.id.measurement.clone(),
+                batcher: self.batcher(&db, &table),
+                table,
+                chunks,
+                bytes,
+                permit,
+                visible: waiter,
+            });
+        }
+        let (logged, answer) = oneshot::channel();
+        self.flush.appender.write(PendingWrite {
+            db,
+            rp,
+            tables,
+            series: write.series,
+            raw_keys: write.raw_keys,
+            _admission: write.admission,
+            sync: durability == Durability::Fsync,
+            logged: Some(logged),
+        })?;
+        if durability == Durability::None {
+            return Ok(());
+        }
+        answer.await.unwrap_or(Err(Error::Closed))?;
+        for receiver in visible {
+            match receiver.await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => return Err(Error::NotVisible(err)),
+                Err(_) => return Err(Error::Closed),
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits, up to the overload wait, while the log is over its size
+    /// limit (the engine is behind): then [`Error::LogFull`].
+    async fn wait_for_log_room(&self) -> Result<()> {
+        let limit = self.config.wal.max_bytes;
+        let started = Instant::now();
+        loop {
+            let bytes = self.flush.appender.bytes();
+            if bytes <= limit {
+                return Ok(());
+            }
+            if started.elapsed() >= self.config.overload_wait {
+                return Err(Error::LogFull {
+                    bytes,
+                    limit,
+                    retry_after: Duration::from_secs(1),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The lsn the checkpoint may advance to: every record up to it is
+    /// committed, series rows included.
+    fn checkpoint_lsn(&self) -> wal::Lsn {
+        let series = self
+            .catalog
+            .databases()
+            .iter()
+            .filter_map(|db| db.series.oldest_pending())
+            .min()
+            .map_or(wal::Lsn::MAX, |lsn| lsn.saturating_sub(1));
+        self.flush.appender.progress.committed().min(series)
+    }
+
+    /// Inserts every row logged so far into the engine and waits until
+    /// they are committed.
+    pub(crate) async fn flush_all(&self) -> Result<()> {
+        self.flush.appender.barrier().await;
+        let receivers = self
+            .batchers
+            .read()
+            .unwrap()
+            .values()
+            .map(|batcher| batcher.request_flush())
+            .collect();
+        flusher::await_flushes(receivers).await
+    }
+
+    /// Inserts everything logged, advances the checkpoint and stops the
+    /// log; returns whether the checkpoint advanced (`None` if closed
+    /// already). Writes after this fail with [`Error::Closed`].
+    pub(crate) async fn close(&self) -> Option<Result<()>> {
+        if self.flush.close() {
+            return None;
+        }
+        if let Some(checkpointer) = self.checkpointer.lock().unwrap().take() {
+            checkpointer.abort();
+        }
+        // Writes that passed the open check before closing began reach
+        // their batchers before these close.
+        self.flush.appender.barrier().await;
+        self.close_batchers();
+        let flushers = std::mem::take(&mut *self.flushers.lock().unwrap());
+        for flusher in flushers {
+            let _ = flusher.await;
+        }
+        let checkpointed = self.flush.appender.checkpoint(self.checkpoint_lsn()).await;
+        let flush = Arc::clone(&self.flush);
+        let _ = tokio::task::spawn_blocking(move || flush.appender.stop()).await;
+        Some(checkpointed)
+    }
+
+    fn close_batchers(&self) {
+        for batcher in self.batchers.read().unwrap().values() {
+            batcher.close();
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Wakes the flushers so they answer their waiters and end.
+        self.close_batchers();
+    }
+}
+
+impl RebuildSource for Writer {
+    fn engine(&self) -> &Engine {
+        Writer::engine(self)
+    }
+
+    fn flush_all(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(Writer::flush_all(self))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.flush.is_closed()
+    }
+}
+
+/// Advances the log's checkpoint every `wal.checkpoint_interval`, which
+/// deletes the segments whose rows are all in the engine.
+async fn run_checkpointer(writer: Weak<Writer>) {
+    let Some(interval) = writer.upgrade().map(|w| w.config.wal.checkpoint_interval) else {
+        return;
+    };
+    let mut last = 0;
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        let lsn = writer.checkpoint_lsn();
+        if lsn > last {
+            match writer.flush.appender.checkpoint(lsn).await {
+                Ok(()) => last = lsn,
+                Err(err) => tracing::error!(%err, "advancing the log checkpoint failed"),
+            }
+        }
+    }
+}
+
+/// Chunks grouped by table. A table may have several chunks (one per parsed
+/// piece): they must reach its batcher together, or a flush could carry some
+/// of them and leave the rest for the next.
+fn group_by_table(chunks: Vec<(Arc<Table>, RecordBatch)>) -> Vec<(Arc<Table>, Vec<RecordBatch>)> {
+    let mut tables: Vec<(Arc<Table>, Vec<RecordBatch>)> = Vec::new();
+    let mut index: HashMap<*const Table, usize> = HashMap::new();
+    for (table, chunk) in chunks {
+        let i = *index.entry(Arc::as_ptr(&table)).or_insert_with(|| {
+            tables.push((Arc::clone(&table), Vec::new()));
+            tables.len() - 1
+        });
+        tables[i].1.push(chunk);
+    }
+    tables
+}
+
+/// The bytes a chunk's rows hold: the slices of buffers its columns use.
+/// Not the buffers' capacity: columns decoded from one Arrow IPC message
+/// all point into that message's buffer, which would be counted once per
+/// column (a 200k-row batch as 12 × its whole size).
+fn chunk_bytes(chunk: &RecordBatch) -> usize {
+    chunk
+        .columns()
+        .iter()
+        .map(|column| {
+            column
+                .to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| column.get_array_memory_size())
+        })
+        .sum()
+}

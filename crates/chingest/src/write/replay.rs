@@ -23,12 +23,14 @@ use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 
-use crate::write::flusher;
+use crate::catalog::Catalog;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, Lsn, Opened, Record, TableRef, WriteRecord};
-use crate::{Error, Result, Shared};
+use crate::write::flusher::{self, FlushContext};
 
 /// What the first pass over the log found past the checkpoint.
 #[derive(Debug, Default)]
@@ -104,7 +106,8 @@ enum Target {
 /// `broken` tables (the engine set parts of them aside as broken), flushes
 /// the log shows committed are inserted again too, under their tokens.
 pub(crate) async fn run(
-    shared: &Arc<Shared>,
+    ctx: &FlushContext,
+    catalog: &Catalog,
     opened: &Opened,
     scan: Scan,
     broken: &HashSet<TableRef>,
@@ -113,15 +116,15 @@ pub(crate) async fn run(
         return Ok(());
     }
     let started = Instant::now();
-    let stats = Arc::clone(&shared.engine.stats);
+    let engine = &ctx.engine;
+    let stats = Arc::clone(&engine.stats);
     for (name, rows) in &scan.series {
-        let db = shared.catalog.ensure_database(&shared.engine, name).await?;
+        let db = catalog.ensure_database(engine, name).await?;
         let grown = db.series.note_tag_keys(rows);
         db.series.register(0, rows.clone());
         let committing = Arc::clone(&db);
-        let disk = Arc::clone(&shared.engine.disk);
-        let committed = shared
-            .engine
+        let disk = Arc::clone(&engine.disk);
+        let committed = engine
             .run(move |conn| {
                 committing
                     .series
@@ -129,7 +132,7 @@ pub(crate) async fn run(
             })
             .await?;
         IngestStats::add(&stats.series_created, committed as u64);
-        shared.refresh_views(&db, &grown).await?;
+        catalog.refresh_views(engine, &db, &grown).await?;
     }
 
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<(Lsn, WriteRecord)>(8);
@@ -143,7 +146,7 @@ pub(crate) async fn run(
             _ => true,
         })
     });
-    let max_rows = shared.config.flush.max_rows;
+    let max_rows = ctx.policy.max_rows;
     let mut groups: HashMap<(TableRef, Target), Group> = HashMap::new();
     let (mut records, mut rows, mut skipped) = (0u64, 0u64, 0u64);
     while let Some((lsn, write)) = receiver.recv().await {
@@ -156,7 +159,7 @@ pub(crate) async fn run(
             };
             let chunks = table
                 .batches()
-                .map_err(|e| Error::Engine(format!("replaying lsn {lsn}: {e}")))?;
+                .map_err(|e| Error::Internal(format!("replaying lsn {lsn}: {e}")))?;
             let chunk_rows: usize = chunks.iter().map(RecordBatch::num_rows).sum();
             let target = match scan.flush_of(&id, lsn) {
                 Some(((first, last), true)) if broken.contains(&id) => {
@@ -177,7 +180,7 @@ pub(crate) async fn run(
             group.rows += chunk_rows;
             if target == Target::Fresh && group.rows >= max_rows {
                 let group = groups.remove(&key).expect("just added");
-                insert(shared, key, group).await?;
+                insert(ctx, catalog, key, group).await?;
             }
         }
         // Announced flushes whose range is behind us are complete.
@@ -188,18 +191,18 @@ pub(crate) async fn run(
             .collect();
         for key in done {
             let group = groups.remove(&key).expect("listed");
-            insert(shared, key, group).await?;
+            insert(ctx, catalog, key, group).await?;
         }
     }
     reader
         .await
-        .map_err(|e| Error::Engine(format!("log reader failed: {e}")))??;
+        .map_err(|e| Error::Internal(format!("log reader failed: {e}")))??;
     for (key, group) in groups {
-        insert(shared, key, group).await?;
+        insert(ctx, catalog, key, group).await?;
     }
 
-    let committed = shared.appender.progress.committed();
-    shared.appender.checkpoint(committed).await?;
+    let committed = ctx.appender.progress.committed();
+    ctx.appender.checkpoint(committed).await?;
     let elapsed = started.elapsed();
     IngestStats::add(&stats.replay_records, records);
     IngestStats::add(&stats.replay_rows, rows);
@@ -222,14 +225,12 @@ pub(crate) async fn run(
 /// Inserts one group into its table (created or extended first), under the
 /// token of its announced range or of a newly announced one.
 async fn insert(
-    shared: &Arc<Shared>,
+    ctx: &FlushContext,
+    catalog: &Catalog,
     (id, target): (TableRef, Target),
     group: Group,
 ) -> Result<()> {
-    let db = shared
-        .catalog
-        .ensure_database(&shared.engine, &id.database)
-        .await?;
+    let db = catalog.ensure_database(&ctx.engine, &id.database).await?;
     let mut fields: Vec<(String, FieldType)> = Vec::new();
     for chunk in &group.chunks {
         for field in chunk.schema().fields() {
@@ -240,8 +241,8 @@ async fn insert(
             }
         }
     }
-    let table = shared
-        .ensure_table(&db, &id.retention_policy, &id.measurement, &fields)
+    let table = catalog
+        .ensure_table(&ctx.engine, &db, &id.retention_policy, &id.measurement, &fields)
         .await?;
     let (first, last) = match target {
         Target::Announced(first, last) => (first, last),
@@ -253,9 +254,38 @@ async fn insert(
         last,
     };
     if target == Target::Fresh {
-        shared.appender.flush_started(range.clone()).await?;
+        ctx.appender.flush_started(range.clone()).await?;
     }
-    flusher::insert(shared, &db, &table, &range, group.chunks).await?;
-    shared.appender.flush_committed(range);
+    flusher::insert(ctx, &db, &table, &range, group.chunks).await?;
+    ctx.appender.flush_committed(range);
     Ok(())
+}
+
+/// The tables in which the engine found broken parts when it opened (new
+/// since the last open): each is logged as an error and reported by
+/// [`IngestStats::problems`]; [`run`] inserts their committed ranges still
+/// in the log again.
+pub(crate) async fn broken_tables(engine: &Engine, catalog: &Catalog) -> Result<HashSet<TableRef>> {
+    let disk = Arc::clone(&engine.disk);
+    let broken = engine.run(move |conn| disk.new_broken_parts(conn)).await?;
+    let mut tables = HashSet::new();
+    for (quoted, part) in &broken {
+        tracing::error!(part = %part, "the engine found a broken part and set it aside; \
+            rows the write-ahead log still holds for its table are inserted again");
+        for db in catalog.databases() {
+            for (_, table) in db.tables() {
+                if &table.schema().names.storage_table == quoted {
+                    tables.insert(table.id.clone());
+                }
+            }
+        }
+    }
+    IngestStats::add(&engine.stats.engine_broken_parts, broken.len() as u64);
+    engine
+        .stats
+        .broken_parts
+        .lock()
+        .unwrap()
+        .extend(broken.into_iter().map(|(_, part)| part));
+    Ok(tables)
 }

@@ -96,8 +96,8 @@ pub(crate) struct Args {
     /// `pushit_<unix time in ms>`, new each run.
     #[arg(long)]
     database: Option<String>,
-    /// When each request is answered: fsync, os, none or visible (see the
-    /// server's README).
+    /// When each request is answered: fsync, os, none or visible (see
+    /// docs/durability.md).
     #[arg(long, default_value_t = Durability::Fsync)]
     durability: Durability,
     /// A heavy query: each path then runs a second time while this SQL is

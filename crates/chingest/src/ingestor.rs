@@ -1,0 +1,494 @@
+//! [`Ingestor`]: an open engine and everything around it. Opening wires
+//! the layers together (engine, catalog, replay of the log, last-value
+//! cache, writer, reader); every other method hands its call to the layer
+//! that owns it.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::{Catalog, TableDefaults};
+use crate::config::{DuplicatePolicy, IngestConfig};
+use crate::durable;
+use crate::edit::{self, FieldValue, PointFilter};
+use crate::engine::{Engine, QueryChunks};
+use crate::error::{Error, Result};
+use crate::last_value::{self, LastSeries, LastValues, RebuildSource};
+use crate::layout::names::{self, NameKind};
+use crate::read::sandbox::ReadScope;
+use crate::read::{MeasurementSchema, Reader};
+use crate::stats::IngestStats;
+use crate::wal;
+use crate::write::appender::Appender;
+use crate::write::budget::MemoryReservation;
+use crate::write::flusher::FlushContext;
+use crate::write::points::Point;
+use crate::write::replay;
+use crate::write::request::{ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome};
+use crate::write::Writer;
+
+/// An open ingest engine. Cheap to clone; all clones share one engine.
+///
+/// Must be opened inside a tokio runtime that outlives it (a multi-threaded
+/// one: its flushers are tasks there). Calls may come from any runtime; each
+/// engine call runs on the calling runtime's blocking pool.
+#[derive(Debug, Clone)]
+pub struct Ingestor {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: Arc<IngestConfig>,
+    engine: Arc<Engine>,
+    catalog: Arc<Catalog>,
+    writer: Arc<Writer>,
+    reader: Reader,
+}
+
+impl Shared {
+    /// `self`, unless the ingestor is closing.
+    fn open(&self) -> Result<&Self> {
+        self.writer.open()?;
+        Ok(self)
+    }
+}
+
+impl Ingestor {
+    /// Opens the engine on `config.data_dir` (created if missing), reads
+    /// back the databases, tables and series stored there, and replays the
+    /// write-ahead log: rows acknowledged before a crash but not yet in the
+    /// engine are inserted before this returns.
+    pub async fn open(config: IngestConfig) -> Result<Ingestor> {
+        config.validate()?;
+        let runtime = tokio::runtime::Handle::current();
+        durable::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
+            context: format!("creating data directory {}", config.data_dir.display()),
+            source,
+        })?;
+        let data_dir = config.data_dir.canonicalize().map_err(|source| Error::Io {
+            context: format!("resolving data directory {}", config.data_dir.display()),
+            source,
+        })?;
+        let config = Arc::new(IngestConfig { data_dir, ..config });
+        let engine = Arc::new(Engine::open(&config.data_dir, config.connections, &config.query).await?);
+        let defaults = TableDefaults {
+            view_rp: config.view_retention_policy.clone(),
+            duplicates: config.duplicate_policy,
+        };
+        let catalog = Arc::new(Catalog::load(&engine, config.cardinality, defaults).await?);
+        catalog.repair(&engine).await?;
+        let wal_dir = config
+            .wal
+            .dir
+            .clone()
+            .unwrap_or_else(|| config.data_dir.join("wal"));
+        let segment_bytes = config.wal.segment_bytes;
+        let (files, opened, scan) = tokio::task::spawn_blocking(move || {
+            let mut scan = replay::Scan::default();
+            wal::LogFiles::open(&wal_dir, segment_bytes, |lsn, record| {
+                scan.visit(lsn, record)
+            })
+            .map(|(files, opened)| (files, opened, scan))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("opening the log failed: {e}")))??;
+        for cut in &opened.cuts {
+            tracing::warn!(segment = %cut.path.display(), offset = cut.offset, dropped_bytes = cut.dropped,
+                reason = %cut.reason, "cut the log's torn tail (a write that was never acknowledged)");
+            IngestStats::add(&engine.stats.wal_cut_bytes, cut.dropped);
+        }
+        let (last_values, rebuilds) =
+            LastValues::new(config.last_values.clone(), Arc::clone(&engine.stats));
+        let last_values = Arc::new(last_values);
+        let appender = Appender::start(files, Arc::clone(&engine.stats), Arc::clone(&last_values))?;
+        let flush = FlushContext::new(Arc::clone(&engine), appender, config.flush.clone());
+        let writer = Arc::new(Writer::new(
+            Arc::clone(&config),
+            Arc::clone(&catalog),
+            Arc::clone(&last_values),
+            flush,
+            runtime.clone(),
+        ));
+        let reader = Reader::new(Arc::clone(&engine), Arc::clone(&catalog), Arc::clone(&last_values));
+        let ingestor = Ingestor {
+            shared: Arc::new(Shared {
+                config,
+                engine: Arc::clone(&engine),
+                catalog: Arc::clone(&catalog),
+                writer: Arc::clone(&writer),
+                reader,
+            }),
+        };
+        let broken = replay::broken_tables(&engine, &catalog).await?;
+        let replayed = replay::run(writer.flush_context(), &catalog, &opened, scan, &broken).await;
+        if let Err(err) = replayed {
+            let _ = ingestor.close().await;
+            return Err(err);
+        }
+        // Rebuilt in the background: until then its tables answer `None`.
+        let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
+        last_values.activate(tables.map(|(_, table)| table));
+        let source: Weak<dyn RebuildSource> = Arc::downgrade(&writer) as _;
+        runtime.spawn(last_value::run_rebuilds(
+            source,
+            Arc::downgrade(&last_values),
+            rebuilds,
+        ));
+        writer.start_checkpointer();
+        tracing::info!(data_dir = %ingestor.shared.config.data_dir.display(), "engine open");
+        Ok(ingestor)
+    }
+
+    /// What this ingestor has done so far: lines, flushes, series, errors.
+    pub fn stats(&self) -> &IngestStats {
+        &self.shared.engine.stats
+    }
+
+    /// Bytes held in the memory budget: rows waiting to be inserted, and
+    /// reservations such as request bodies being read.
+    pub fn buffered_bytes(&self) -> usize {
+        self.shared.writer.budget.used()
+    }
+
+    /// Reserves `bytes` of the memory budget for data the caller holds on
+    /// its way in — a request body while it is read and parsed — so that
+    /// many large requests at once are refused with [`Error::Overloaded`]
+    /// instead of growing the process. Released when dropped.
+    pub async fn reserve_memory(&self, bytes: usize) -> Result<MemoryReservation> {
+        let budget = Arc::clone(&self.shared.writer.open()?.budget);
+        MemoryReservation::new(budget, bytes).await
+    }
+
+    /// The configuration in force (with the data directory resolved).
+    pub fn config(&self) -> &IngestConfig {
+        &self.shared.config
+    }
+
+    /// Writes a line-protocol body into `db` / `rp`. Good lines are stored
+    /// even when others are rejected; the outcome lists both.
+    ///
+    /// Fails as a whole only when nothing can be written — a bad database
+    /// or retention policy name, an overload, a full or failing log, a
+    /// closed ingestor — and then nothing of the request is stored. (The
+    /// one exception is [`Error::NotVisible`]: logged, not yet queryable.)
+    ///
+    /// The same as [`prepare_lp`](Self::prepare_lp) followed by
+    /// [`commit`](Self::commit).
+    pub async fn write_lp(
+        &self,
+        db: &str,
+        rp: &str,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let prepared = self.prepare_lp(db, rp, body, options).await?;
+        self.commit(prepared, options.durability).await
+    }
+
+    /// The first half of a write: parses `body`, creates the tables and
+    /// columns it needs, and builds its rows into Arrow chunks, without
+    /// handing them to the batchers yet. Parsing and building run on the
+    /// calling task (CPU work); only DDL waits on the engine.
+    pub async fn prepare_lp(
+        &self,
+        db: &str,
+        rp: &str,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
+        self.shared.writer.open()?.prepare_lp(db, rp, body, options).await
+    }
+
+    /// Writes typed points into `db` / `rp`: each point is what one line of
+    /// line protocol says, taken by the same rules (limits, schema on
+    /// write, type conflicts, partial writes) without being written out as
+    /// text or parsed. A rejection's `line` is the point's 1-based position.
+    /// Fails as a whole only as [`write_lp`](Self::write_lp) does.
+    pub async fn write_points(
+        &self,
+        db: &str,
+        rp: &str,
+        points: &[Point<'_>],
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let prepared = self.prepare_points(db, rp, points, options).await?;
+        self.commit(prepared, options.durability).await
+    }
+
+    /// The first half of [`write_points`](Self::write_points), as
+    /// [`prepare_lp`](Self::prepare_lp) is of [`write_lp`](Self::write_lp).
+    pub async fn prepare_points(
+        &self,
+        db: &str,
+        rp: &str,
+        points: &[Point<'_>],
+        options: &WriteOptions,
+    ) -> Result<PreparedWrite> {
+        self.shared.writer.open()?.prepare_points(db, rp, points, options).await
+    }
+
+    /// The second half of a write: logs the rows and returns when
+    /// `durability` is met.
+    pub async fn commit(
+        &self,
+        prepared: PreparedWrite,
+        durability: Durability,
+    ) -> Result<WriteOutcome> {
+        self.shared.writer.open()?.commit(prepared, durability).await
+    }
+
+    /// Writes an Arrow batch for one measurement: a `time` column (a
+    /// timestamp of any unit, or Int64 nanoseconds), the tag columns named in
+    /// `tag_columns` (strings; NULL or empty means the row lacks the tag), and
+    /// fields in every other column (floats, signed and unsigned integers,
+    /// strings, booleans, lists of numbers). The batch is taken whole or
+    /// refused with the offending column. Returns the rows written.
+    pub async fn write_arrow(
+        &self,
+        db: &str,
+        rp: &str,
+        measurement: &str,
+        batch: &RecordBatch,
+        tag_columns: &[&str],
+        options: &WriteOptions,
+    ) -> Result<usize> {
+        let table = ArrowTable::new(measurement, batch, tag_columns);
+        self.write_arrow_tables(db, rp, &[table], options).await
+    }
+
+    /// Writes Arrow batches for several measurements as one write: one
+    /// record in the log, so either every batch is written or none is (a
+    /// protocol whose request spans measurements, e.g. samples and their
+    /// metadata, is stored whole or not at all). Each batch follows
+    /// [`write_arrow`](Self::write_arrow)'s rules; a measurement may appear
+    /// once. Returns the rows written.
+    pub async fn write_arrow_tables(
+        &self,
+        db: &str,
+        rp: &str,
+        tables: &[ArrowTable<'_>],
+        options: &WriteOptions,
+    ) -> Result<usize> {
+        self.shared.writer.open()?.write_arrow_tables(db, rp, tables, options).await
+    }
+
+    /// Inserts every row written so far into the engine and waits until
+    /// they are committed.
+    pub async fn flush(&self) -> Result<()> {
+        self.shared.writer.open()?.flush_all().await
+    }
+
+    /// Runs a read query and returns its output in the named ClickHouse
+    /// output format (`"JSON"`, `"CSV"`, `"Parquet"`, `"ArrowStream"`, …).
+    pub async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        self.shared.open()?.reader.query(sql, format).await
+    }
+
+    /// Runs one read-only statement, for SQL from untrusted callers: writes,
+    /// DDL, settings changes, several statements, `INTO OUTFILE` and table
+    /// functions that reach outside the engine (`file`, `url`, `remote`, …)
+    /// are refused ([`Error::NotReadOnly`], or the engine's own error).
+    pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+        let mut chunks = self
+            .query_read_only_stream(sql, format, &ReadScope::All, None)
+            .await?;
+        let mut output = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            output.extend(chunk?);
+        }
+        Ok(output)
+    }
+
+    /// [`query_read_only`](Self::query_read_only), streamed: the output
+    /// arrives chunk by chunk as the engine produces it, so a large result
+    /// is never held whole. Dropping the chunks cancels the query. `scope`:
+    /// the databases the caller may read; `database`: the one unqualified
+    /// table names are in (else `default`), as ClickHouse's current
+    /// database.
+    ///
+    /// The statement may read the last-value cache as a table:
+    /// `last_values('db', 'measurement'[, 'rp'])` with string literals has
+    /// the columns `series_id`, `time` (the newest of its fields' times),
+    /// one per tag and one per field (NULL where the series has no value),
+    /// like the measurement's view; a measurement the cache does not hold
+    /// is [`Error::NotCached`].
+    pub async fn query_read_only_stream(
+        &self,
+        sql: &str,
+        format: &str,
+        scope: &ReadScope,
+        database: Option<&str>,
+    ) -> Result<QueryChunks> {
+        self.shared
+            .open()?
+            .reader
+            .query_read_only_stream(sql, format, scope, database)
+            .await
+    }
+
+    /// Creates a database (and its series table) if it does not exist.
+    pub async fn create_database(&self, name: &str) -> Result<()> {
+        let shared = self.shared.open()?;
+        shared.catalog.ensure_database(&shared.engine, name).await?;
+        Ok(())
+    }
+
+    /// The databases written to or created, sorted.
+    pub fn databases(&self) -> Vec<String> {
+        self.shared.reader.databases()
+    }
+
+    /// The retention policies of `db`, sorted by name: those created with
+    /// [`create_retention_policy`](Self::create_retention_policy) with their
+    /// durations, and those only written to (kept forever, `None`).
+    pub fn retention_policies(&self, db: &str) -> Vec<(String, Option<Duration>)> {
+        self.shared.reader.retention_policies(db)
+    }
+
+    /// Creates or changes a retention policy of an existing database: rows
+    /// of its tables are deleted by the engine once older than `duration`
+    /// (a MergeTree TTL, applied as parts merge); `None` keeps them forever.
+    pub async fn create_retention_policy(
+        &self,
+        db: &str,
+        name: &str,
+        duration: Option<Duration>,
+    ) -> Result<()> {
+        let shared = self.shared.open()?;
+        names::validate(NameKind::RetentionPolicy, name)?;
+        let database = shared
+            .catalog
+            .database(db)
+            .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
+        let seconds = duration.map_or(0, |d| d.as_secs().max(1));
+        database
+            .set_retention_policy(&shared.engine, name, seconds)
+            .await
+    }
+
+    /// Sets what the tables of `db` (or, with `measurement`, of one
+    /// measurement) keep when a point is written again: see
+    /// [`DuplicatePolicy`]. A table keeps the policy it was created with,
+    /// so this applies to tables created from now on, and is refused
+    /// ([`Error::Conflict`]) while tables it would cover have another.
+    pub async fn set_duplicate_policy(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+        policy: DuplicatePolicy,
+    ) -> Result<()> {
+        let shared = self.shared.open()?;
+        if let Some(measurement) = measurement {
+            names::validate(NameKind::Measurement, measurement)?;
+        }
+        let database = shared
+            .catalog
+            .database(db)
+            .ok_or_else(|| Error::DatabaseNotFound(db.to_owned()))?;
+        database
+            .set_duplicate_policy(
+                &shared.engine,
+                measurement,
+                policy,
+                shared.catalog.defaults().duplicates,
+            )
+            .await
+    }
+
+    /// The duplicate policies set for `db`: the database's own (`None`)
+    /// and its measurements', sorted. Tables of others take
+    /// [`IngestConfig::duplicate_policy`].
+    pub fn duplicate_policies(&self, db: &str) -> Vec<(Option<String>, DuplicatePolicy)> {
+        self.shared.reader.duplicate_policies(db)
+    }
+
+    /// The measurements of retention policy `rp` of `db` that have a
+    /// table, with their fields (sorted by name) and the tag keys their
+    /// series carry (sorted): what InfluxQL's `SHOW FIELD KEYS` and source
+    /// resolution need, from memory.
+    pub fn measurements(&self, db: &str, rp: &str) -> Vec<MeasurementSchema> {
+        self.shared.reader.measurements(db, rp)
+    }
+
+    /// One measurement of [`measurements`](Self::measurements), if it has
+    /// a table.
+    pub fn measurement(&self, db: &str, rp: &str, name: &str) -> Option<MeasurementSchema> {
+        self.shared.reader.measurement(db, rp, name)
+    }
+
+    /// Runs a read statement the caller wrote itself from an untrusted
+    /// query (every name and literal quoted), on a read-only connection
+    /// under the query limits, without the sandbox's parses; its result as
+    /// Arrow batches. For translators such as InfluxQL's, never for SQL
+    /// text that a caller sent (that is [`query_read_only`](Self::query_read_only)).
+    pub async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.shared.open()?.reader.query_translated(sql).await
+    }
+
+    /// The newest value of each field of the series of `measurement` in
+    /// `db` / `rp` whose tags `keep` accepts (tags sorted by key), from
+    /// memory. `None` if the measurement is not cached — left out by
+    /// [`IngestConfig::last_values`], evicted for the memory bound, or not
+    /// yet rebuilt after an open or an edit: the caller must ask the engine.
+    /// Holds a read lock on the measurement's cache while `keep` runs;
+    /// series `keep` refuses are not copied.
+    pub fn last_values(
+        &self,
+        db: &str,
+        rp: &str,
+        measurement: &str,
+        keep: impl FnMut(&[(String, String)]) -> bool,
+    ) -> Option<Vec<LastSeries>> {
+        self.shared.reader.last_values(db, rp, measurement, keep)
+    }
+
+    /// Runs a query and returns its result as Arrow record batches.
+    pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.shared.open()?.reader.query_arrow(sql).await
+    }
+
+    /// Inserts everything logged into the engine, advances the log's
+    /// checkpoint and closes the engine connections. Writes after this fail
+    /// with [`Error::Closed`]; other clones of this ingestor are closed too.
+    /// Rows whose insert fails now stay in the log for the next open.
+    pub async fn close(&self) -> Result<()> {
+        let shared = &self.shared;
+        let Some(checkpointed) = shared.writer.close().await else {
+            return Ok(());
+        };
+        shared.engine.close();
+        tracing::info!("engine closed");
+        checkpointed
+    }
+
+    /// Deletes the points of `db` that `filter` matches, in every table in
+    /// its scope. Queries stop seeing them at once; the engine removes them
+    /// from disk as it merges. Returns how many tables it ran on.
+    pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
+        edit::delete(self.shared.writer.open()?, db, filter).await
+    }
+
+    /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
+    /// `DROP MEASUREMENT` for all of one measurement's): their points in
+    /// every table in scope, and their rows in the series table. Writing
+    /// one of them again creates it anew. The filter takes no time range.
+    pub async fn drop_series(&self, db: &str, filter: &PointFilter) -> Result<usize> {
+        edit::drop_series(self.shared.writer.open()?, db, filter).await
+    }
+
+    /// Sets `field` to `value` in the points of `db` that `filter` matches
+    /// (a correction). The filter must name the measurement; the value must
+    /// fit the field's type. Queries see the new value at once. Returns how
+    /// many tables it ran on.
+    pub async fn update(
+        &self,
+        db: &str,
+        filter: &PointFilter,
+        field: &str,
+        value: &FieldValue,
+    ) -> Result<usize> {
+        edit::update(self.shared.writer.open()?, db, filter, field, value).await
+    }
+}
