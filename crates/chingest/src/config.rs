@@ -5,7 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::{Error, Result};
+/// A configuration that cannot be used, and why (the library's
+/// [`Error::Config`](crate::Error::Config)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct InvalidConfig(pub String);
 
 /// Everything an [`Ingestor`](crate::Ingestor) needs to open. Start from
 /// [`IngestConfig::new`] and change what you need.
@@ -22,7 +26,7 @@ pub struct IngestConfig {
     pub wal: WalConfig,
     /// Upper bound on bytes of rows held by the batchers, waiting to be
     /// flushed. A write that would exceed it waits up to `overload_wait`,
-    /// then fails with [`Error::Overloaded`].
+    /// then fails with [`Error::Overloaded`](crate::Error::Overloaded).
     pub max_buffered_bytes: usize,
     /// How long a write waits for room under `max_buffered_bytes`.
     pub overload_wait: Duration,
@@ -134,7 +138,7 @@ impl Default for CardinalityLimits {
 /// [`Ingestor::query_read_only`](crate::Ingestor::query_read_only) (the
 /// server's `/sql`). They are settings of read-only connections, where a
 /// statement cannot change settings, so a caller cannot raise them. A
-/// statement past one fails with [`Error::QueryLimit`]; `0` means no limit
+/// statement past one fails with [`Error::QueryLimit`](crate::Error::QueryLimit); `0` means no limit
 /// (the engine's convention).
 #[derive(Debug, Clone)]
 pub struct QueryLimits {
@@ -154,7 +158,7 @@ pub struct QueryLimits {
     /// cores to ingestion.
     pub max_threads: u64,
     /// Statements running at once; more fail at once with
-    /// [`Error::TooManyQueries`].
+    /// [`Error::TooManyQueries`](crate::Error::TooManyQueries).
     pub max_concurrent: usize,
 }
 
@@ -212,7 +216,7 @@ pub struct WalConfig {
     pub segment_bytes: u64,
     /// Bytes the log may hold. Past it (when inserts into the engine fall
     /// behind or fail), writes wait up to `overload_wait`, then fail with
-    /// [`Error::LogFull`].
+    /// [`Error::LogFull`](crate::Error::LogFull).
     pub max_bytes: u64,
     /// How often the checkpoint advances and segments whose rows are all
     /// in the engine are deleted.
@@ -279,8 +283,8 @@ impl IngestConfig {
     }
 
     /// Checks the values against each other.
-    pub fn validate(&self) -> Result<()> {
-        let fail = |msg: &str| Err(Error::Config(msg.to_owned()));
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        let fail = |msg: &str| Err(InvalidConfig(msg.to_owned()));
         if self.connections == 0 {
             return fail("connections must be at least 1");
         }

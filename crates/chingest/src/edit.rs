@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use crate::catalog::Database;
 use crate::engine;
+use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::schema::FieldType;
-use crate::error::{Error, Result};
 use crate::write::Writer;
 
 /// A condition on a series' tags, as InfluxQL's `WHERE` and InfluxDB's
@@ -287,7 +287,11 @@ async fn edit_target(writer: &Writer, db: &str) -> Result<Arc<Database>> {
 
 /// Deletes the points and the series rows of the series `filter` matches;
 /// returns how many tables it ran on.
-async fn drop_matching(writer: &Writer, database: &Database, filter: &PointFilter) -> Result<usize> {
+async fn drop_matching(
+    writer: &Writer,
+    database: &Database,
+    filter: &PointFilter,
+) -> Result<usize> {
     let tables = delete_points(writer, database, filter).await?;
     let names = TableNames::new(&database.name, "", "");
     let ids_sql = format!(

@@ -17,22 +17,27 @@ use arrow::ffi::to_ffi;
 use arrow::record_batch::RecordBatch;
 use chdb_rust::admin::QueryClass;
 use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
-use chdb_rust::connection::Connection;
-use chdb_rust::format::OutputFormat;
 use deadpool::managed::{self, Metrics, RecycleResult};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::QueryLimits;
 use crate::durable;
+use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal};
-use crate::read::sandbox::{LastValuesCall, ReadScope, Sandbox, SNAPSHOT_DATABASE};
 use crate::stats::IngestStats;
-use crate::{Error, Result};
+
+/// The engine's connection and output formats, named here so that the
+/// rest of the crate reaches chdb-rust only through this module.
+pub(crate) use chdb_rust::connection::Connection;
+pub(crate) use chdb_rust::format::OutputFormat;
+
+/// A connection lent by a pool: back to it when dropped (see [`discard`]).
+pub(crate) type Pooled = managed::Object<ConnectionManager>;
 
 /// Creates connections to the engine's data path, with extra
 /// connection-level settings.
 #[derive(Debug)]
-struct ConnectionManager {
+pub(crate) struct ConnectionManager {
     args: Vec<String>,
 }
 
@@ -62,11 +67,11 @@ pub(crate) struct Engine {
     /// Connections opened with `readonly = 1` and the query limits: the
     /// engine itself refuses writes, settings changes and table functions
     /// that read outside (`file`, `url`, `remote`, …) on them. Used for
-    /// queries from untrusted callers, together with `sandbox`.
+    /// queries from untrusted callers, together with the sandbox
+    /// (`read::sandbox`).
     read_only: managed::Pool<ConnectionManager>,
     /// At most `QueryLimits::max_concurrent` untrusted statements at once.
     read_only_slots: Arc<Semaphore>,
-    sandbox: Arc<Sandbox>,
     /// Counters, shared with the ingestor.
     pub(crate) stats: Arc<IngestStats>,
     /// What the engine keeps on disk, synced where it does not sync itself.
@@ -202,26 +207,21 @@ impl Engine {
             root: data_dir.to_owned(),
             tables: Mutex::default(),
         });
-        let sandbox = {
-            let conn = pool.get().await.map_err(pool_error)?;
-            let disk = Arc::clone(&disk);
-            tokio::task::spawn_blocking(move || {
-                check_durability_settings(&conn)?;
-                // What the engine made when it booted.
-                disk.sync_catalog()?;
-                Sandbox::load(&conn)
-            })
-            .await
-            .map_err(|e| Error::Engine(format!("engine task failed: {e}")))??
-        };
-        Ok(Engine {
+        let engine = Engine {
             pool,
             read_only: connection_pool(read_only_args, limits.max_concurrent)?,
             read_only_slots: Arc::new(Semaphore::new(limits.max_concurrent)),
-            sandbox: Arc::new(sandbox),
             stats: Arc::default(),
-            disk,
-        })
+            disk: Arc::clone(&disk),
+        };
+        engine
+            .run(move |conn| {
+                check_durability_settings(conn)?;
+                // What the engine made when it booted.
+                disk.sync_catalog()
+            })
+            .await?;
+        Ok(engine)
     }
 
     /// Runs `f` with a pooled connection on the blocking pool.
@@ -243,7 +243,7 @@ impl Engine {
             result
         })
         .await
-        .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?;
+        .map_err(|e| Error::Internal(format!("engine task failed: {e}")))?;
         if let Err(Error::Engine(_)) = &result {
             IngestStats::add(&self.stats.engine_errors, 1);
         }
@@ -287,128 +287,32 @@ impl Engine {
 
     /// Runs a query and returns its output in `format`.
     pub(crate) async fn query(&self, sql: String, format: OutputFormat) -> Result<Vec<u8>> {
-        self.run(move |conn| Ok(conn.query(&sql, format)?.data_ref().to_vec()))
-            .await
+        self.run(move |conn| query(conn, &sql, format)).await
     }
 
-    /// Runs one read-only statement from an untrusted caller on a read-only
-    /// connection and streams its output in `format`, chunk by chunk, as
-    /// the engine produces it. See [`check_read_only`] for what is refused.
-    /// The first message is the first chunk or the error that stopped the
-    /// statement from starting; a consumer that goes away cancels the query.
-    /// `database`: where unqualified table names are (else `default`).
-    ///
-    /// Each `last_values` call the check let through is read from
-    /// `snapshot` (the last-value cache) into a table of its own
-    /// ([`Snapshots`]) whose name replaces the call's text; the statement
-    /// is checked again as rewritten, and the tables are dropped once it
-    /// ends.
-    pub(crate) async fn stream_read_only(
-        &self,
-        sql: String,
-        format: OutputFormat,
-        scope: ReadScope,
-        database: Option<String>,
-        snapshot: impl Fn(&LastValuesCall) -> Result<RecordBatch> + Send + 'static,
-    ) -> Result<QueryChunks> {
+    /// A slot among the untrusted statements and a connection of the
+    /// read-only pool, for one such statement; [`Error::TooManyQueries`]
+    /// when every slot is taken.
+    pub(crate) async fn read_only_connection(&self) -> Result<(Pooled, OwnedSemaphorePermit)> {
         let limit = self.read_only.status().max_size;
         let slot = Arc::clone(&self.read_only_slots)
             .try_acquire_owned()
             .map_err(|_| Error::TooManyQueries { limit })?;
-        let mut conn = self.read_only.get().await.map_err(pool_error)?;
-        let sandbox = Arc::clone(&self.sandbox);
-        let (sender, receiver) = mpsc::channel(4);
-        let canceller = Canceller::new(self.pool.clone());
-        let cancelled = Arc::clone(&canceller.cancelled);
-        // The marker names the statement in `system.processes`, for KILL.
-        let marker = canceller.marker.clone();
-        let pool = self.pool.clone();
-        tokio::task::spawn_blocking(move || {
-            let _slot = slot;
-            // Ok(true): the statement ran to its end; Ok(false): it was
-            // abandoned (its consumer went away).
-            let mut snapshots = Snapshots {
-                pool,
-                tables: Vec::new(),
-            };
-            let streamed = (|| -> Result<bool> {
-                // A statement seen before passes without its two parses.
-                let checked = match sandbox.passed(&sql, &scope, database.as_deref()) {
-                    Some(checked) => checked,
-                    None => {
-                        check_read_only(&conn, &sql)?;
-                        sandbox.check(&conn, &sql, &scope, database.as_deref())?
-                    }
-                };
-                // The current database is the connection's (a session's):
-                // set for this statement, put back once it ran to its end
-                // (a connection whose statement failed is closed instead).
-                if let Some(name) = &database {
-                    // `USE` is allowed in read-only mode.
-                    execute(&conn, &format!("USE {}", quote_ident(name)))?;
-                }
-                let sql = match checked.last_values.is_empty() {
-                    true => sql.clone(),
-                    false => {
-                        let calls = &checked.last_values;
-                        let rewritten = snapshots.create(&sql, calls, &snapshot)?;
-                        sandbox.check_rewritten(
-                            &conn,
-                            &rewritten,
-                            &scope,
-                            database.as_deref(),
-                            &snapshots.tables,
-                        )?;
-                        rewritten
-                    }
-                };
-                let marked = format!("{sql}\n{marker}");
-                if checked.streams {
-                    let mut stream = conn.query_stream(&marked, format)?;
-                    // Cancelled before it was running: KILL may have missed it.
-                    if cancelled.load(Ordering::SeqCst) {
-                        stream.cancel();
-                        return Ok(false);
-                    }
-                    let mut produced = false;
-                    while let Some(chunk) = stream.next_chunk()? {
-                        produced = true;
-                        if sender.blocking_send(Ok(chunk.data_ref().to_vec())).is_err() {
-                            stream.cancel();
-                            return Ok(false);
-                        }
-                    }
-                    if produced {
-                        return Ok(true);
-                    }
-                }
-                // SHOW, EXPLAIN, DESCRIBE are answered whole; so is a SELECT
-                // with no rows, whose stream yields nothing, not even the
-                // format's header (JSON's meta, CSVWithNames' names, a
-                // Parquet schema).
-                let output = conn.query(&marked, format)?;
-                let _ = sender.blocking_send(Ok(output.data_ref().to_vec()));
-                Ok(true)
-            })();
-            snapshots.drop_all();
-            // A connection left in another database must not go back.
-            let streamed = match (streamed, &database) {
-                (Ok(true), Some(_)) => execute(&conn, "USE default").map(|()| true),
-                (other, _) => other,
-            };
-            match streamed {
-                Ok(true) => {}
-                Ok(false) => discard(conn),
-                Err(err) => {
-                    discard(conn);
-                    let _ = sender.blocking_send(Err(limit_error(err)));
-                }
-            }
-        });
-        Ok(QueryChunks {
-            receiver,
-            canceller,
-        })
+        let conn = self.read_only.get().await.map_err(pool_error)?;
+        Ok((conn, slot))
+    }
+
+    /// A connection of the writable pool, waited for on a blocking-pool
+    /// thread (waiting there blocks no async worker).
+    pub(crate) fn connection_blocking(&self) -> Result<Pooled> {
+        tokio::runtime::Handle::current()
+            .block_on(self.pool.get())
+            .map_err(pool_error)
+    }
+
+    /// What cancels a statement when its caller goes away.
+    pub(crate) fn canceller(&self) -> Canceller {
+        Canceller::new(self.pool.clone())
     }
 
     /// Runs a read statement chingest wrote itself from an untrusted query
@@ -416,35 +320,22 @@ impl Engine {
     /// read-only connection, under the query limits; its result as Arrow
     /// batches. The sandbox's parses are skipped: the statement is ours.
     pub(crate) async fn query_read_only_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
-        let limit = self.read_only.status().max_size;
-        let slot = Arc::clone(&self.read_only_slots)
-            .try_acquire_owned()
-            .map_err(|_| Error::TooManyQueries { limit })?;
-        let conn = self.read_only.get().await.map_err(pool_error)?;
+        let (conn, slot) = self.read_only_connection().await?;
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
-            let batches = (|| {
-                conn.query_arrow(&sql)?
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| Error::Engine(e.to_string()))
-            })();
+            let batches = query_arrow(&conn, &sql);
             if batches.is_err() {
                 discard(conn);
             }
             batches.map_err(limit_error)
         })
         .await
-        .map_err(|e| Error::Engine(format!("engine task failed: {e}")))?
+        .map_err(|e| Error::Internal(format!("engine task failed: {e}")))?
     }
 
     /// Runs a query and returns its result as Arrow record batches.
     pub(crate) async fn query_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
-        self.run(move |conn| {
-            conn.query_arrow(&sql)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::Engine(e.to_string()))
-        })
-        .await
+        self.run(move |conn| query_arrow(conn, &sql)).await
     }
 
     /// Closes every connection; later calls fail with [`Error::Closed`].
@@ -459,7 +350,7 @@ impl Engine {
 /// begun in the connection, and the engine prepends that to the next
 /// statement's answer there — which may be another caller's. The pool opens
 /// a fresh connection when it needs one.
-fn discard(conn: managed::Object<ConnectionManager>) {
+pub(crate) fn discard(conn: managed::Object<ConnectionManager>) {
     drop(managed::Object::take(conn));
 }
 
@@ -467,7 +358,7 @@ fn discard(conn: managed::Object<ConnectionManager>) {
 /// `INTO OUTFILE`, several statements), as classified by the engine's own
 /// parser. The read-only connection refuses table functions and settings
 /// changes on its own.
-fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
+pub(crate) fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
     let analysis = conn.classify_query(sql, None)?;
     match (analysis.class, analysis.statement_count) {
         (QueryClass::ReadOnly, 1) => Ok(()),
@@ -490,7 +381,7 @@ fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
 
 /// An engine error that reports a query limit, as [`Error::QueryLimit`]
 /// naming the limit's setting; other errors as they are.
-fn limit_error(err: Error) -> Error {
+pub(crate) fn limit_error(err: Error) -> Error {
     let Error::Engine(message) = err else {
         return err;
     };
@@ -513,38 +404,15 @@ fn limit_error(err: Error) -> Error {
     Error::QueryLimit { limit, message }
 }
 
-/// The output of a streamed query, chunk by chunk.
-///
-/// Dropping it before the end cancels the statement within moments, even
-/// one that has produced nothing yet (an aggregation over a large table):
-/// the engine is told to kill it.
-#[derive(Debug)]
-pub struct QueryChunks {
-    receiver: mpsc::Receiver<Result<Vec<u8>>>,
-    canceller: Canceller,
-}
-
-impl QueryChunks {
-    /// The next chunk; `None` once the output is complete. An error ends
-    /// the output early.
-    pub async fn next(&mut self) -> Option<Result<Vec<u8>>> {
-        let next = self.receiver.recv().await;
-        if next.is_none() {
-            // Complete: nothing left to cancel.
-            self.canceller.finished = true;
-        }
-        next
-    }
-}
-
 /// Kills its statement when dropped before the statement finished.
 #[derive(Debug)]
-struct Canceller {
+pub(crate) struct Canceller {
     /// A comment appended to the statement, unique in this process.
-    marker: String,
+    pub(crate) marker: String,
     /// Set when dropped; the statement checks it once running.
-    cancelled: Arc<AtomicBool>,
-    finished: bool,
+    pub(crate) cancelled: Arc<AtomicBool>,
+    /// The statement ended: nothing to cancel.
+    pub(crate) finished: bool,
     /// Where `KILL QUERY` runs (the read-only connections may not).
     pool: managed::Pool<ConnectionManager>,
 }
@@ -723,109 +591,82 @@ fn with_registered<T>(
     Ok(result)
 }
 
-/// The snapshot tables of one statement's `last_values` calls, made on a
-/// connection of the writable pool (a read-only one may not create tables
-/// nor read `ArrowStream`) and dropped once the statement ends. The
-/// connection goes back to the pool in between: flushes need it while a
-/// client reads.
-struct Snapshots {
-    pool: managed::Pool<ConnectionManager>,
-    /// `database.table`, unquoted, as the statement's tree names them.
-    tables: Vec<String>,
+/// Creates `table` (quoted) in a Memory database with `batch`'s columns
+/// and inserts `batch` into it (a last-value snapshot).
+pub(crate) fn create_memory_table(
+    conn: &Connection,
+    table: &str,
+    batch: RecordBatch,
+) -> Result<()> {
+    execute(
+        conn,
+        &format!(
+            "CREATE TABLE {table} ({}) ENGINE = Memory",
+            column_defs(&batch)?
+        ),
+    )?;
+    with_registered(conn, batch, |stream| {
+        let insert = format!(
+            "INSERT INTO {table} SELECT * FROM ArrowStream({})",
+            quote_literal(stream)
+        );
+        execute(conn, &insert)
+    })
 }
 
-impl Snapshots {
-    /// Copies the snapshot of each of `calls` into a table of its own in
-    /// [`SNAPSHOT_DATABASE`] and returns `sql` with each call's text
-    /// replaced by its table's name.
-    fn create(
-        &mut self,
-        sql: &str,
-        calls: &[LastValuesCall],
-        snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
-    ) -> Result<String> {
-        let conn = self.connection()?;
-        let created = self.create_on(&conn, sql, calls, snapshot);
-        if created.is_err() {
-            discard(conn);
-        }
-        created
-    }
+/// How a streamed statement ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Streamed {
+    /// It produced chunks to its end.
+    Whole,
+    /// It ran but produced no chunk (SHOW, EXPLAIN, a SELECT with no rows):
+    /// its whole answer is to be asked for with [`query`].
+    Empty,
+    /// It was cancelled, or `send` refused a chunk.
+    Abandoned,
+}
 
-    /// A writable connection. (On a blocking-pool thread: waiting here
-    /// blocks no async worker.)
-    fn connection(&self) -> Result<managed::Object<ConnectionManager>> {
-        tokio::runtime::Handle::current()
-            .block_on(self.pool.get())
-            .map_err(pool_error)
+/// Runs `sql` on `conn` and hands each chunk of its output in `format` to
+/// `send` as the engine produces it; stops when `send` returns `false` or
+/// `cancelled` is set before it runs.
+pub(crate) fn stream(
+    conn: &mut Connection,
+    sql: &str,
+    format: OutputFormat,
+    cancelled: &AtomicBool,
+    mut send: impl FnMut(Vec<u8>) -> bool,
+) -> Result<Streamed> {
+    let mut stream = conn.query_stream(sql, format)?;
+    // Cancelled before it was running: KILL may have missed it.
+    if cancelled.load(Ordering::SeqCst) {
+        stream.cancel();
+        return Ok(Streamed::Abandoned);
     }
+    let mut produced = false;
+    while let Some(chunk) = stream.next_chunk()? {
+        produced = true;
+        if !send(chunk.data_ref().to_vec()) {
+            stream.cancel();
+            return Ok(Streamed::Abandoned);
+        }
+    }
+    Ok(if produced {
+        Streamed::Whole
+    } else {
+        Streamed::Empty
+    })
+}
 
-    fn create_on(
-        &mut self,
-        conn: &Connection,
-        sql: &str,
-        calls: &[LastValuesCall],
-        snapshot: &impl Fn(&LastValuesCall) -> Result<RecordBatch>,
-    ) -> Result<String> {
-        let database = quote_ident(SNAPSHOT_DATABASE);
-        execute(
-            conn,
-            &format!("CREATE DATABASE IF NOT EXISTS {database} ENGINE = Memory"),
-        )?;
-        let mut rewritten = sql.to_owned();
-        // Back to front, so the spans before each stay valid.
-        for call in calls.iter().rev() {
-            let batch = snapshot(call)?;
-            let table = format!("s{}", REGISTRATION_SEQ.fetch_add(1, Ordering::Relaxed));
-            let quoted = format!("{database}.{}", quote_ident(&table));
-            self.tables.push(format!("{SNAPSHOT_DATABASE}.{table}"));
-            // Not `CREATE … AS SELECT`: a Memory database cannot rename the
-            // table that builds.
-            execute(
-                conn,
-                &format!(
-                    "CREATE TABLE {quoted} ({}) ENGINE = Memory",
-                    column_defs(&batch)?
-                ),
-            )?;
-            with_registered(conn, batch, |stream| {
-                let insert = format!(
-                    "INSERT INTO {quoted} SELECT * FROM ArrowStream({})",
-                    quote_literal(stream)
-                );
-                execute(conn, &insert)
-            })?;
-            rewritten.replace_range(call.span.clone(), &quoted);
-        }
-        Ok(rewritten)
-    }
+/// Runs a query on `conn` and returns its whole output in `format`.
+pub(crate) fn query(conn: &Connection, sql: &str, format: OutputFormat) -> Result<Vec<u8>> {
+    Ok(conn.query(sql, format)?.data_ref().to_vec())
+}
 
-    /// Drops the tables.
-    fn drop_all(self) {
-        if self.tables.is_empty() {
-            return;
-        }
-        let conn = match self.connection() {
-            Ok(conn) => conn,
-            Err(err) => {
-                tracing::warn!(%err, "dropping last-value snapshots");
-                return;
-            }
-        };
-        for table in &self.tables {
-            let (database, name) = table.split_once('.').unwrap_or_default();
-            let drop = format!(
-                "DROP TABLE IF EXISTS {}.{} SYNC",
-                quote_ident(database),
-                quote_ident(name)
-            );
-            if let Err(err) = execute(&conn, &drop) {
-                tracing::warn!(%err, table, "dropping a last-value snapshot");
-                discard(conn);
-                return;
-            }
-        }
-    }
+/// Runs a query on `conn` and returns its result as Arrow batches.
+pub(crate) fn query_arrow(conn: &Connection, sql: &str) -> Result<Vec<RecordBatch>> {
+    conn.query_arrow(sql)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Engine(e.to_string()))
 }
 
 /// The column definitions of a table holding `batch` (a last-value
@@ -936,6 +777,29 @@ pub(crate) fn output_format(name: &str) -> Result<OutputFormat> {
         .ok_or_else(|| Error::UnknownFormat(name.to_owned()))
 }
 
+/// The engine's errors: a failed statement's message as the engine wrote it.
+impl From<chdb_rust::error::Error> for Error {
+    fn from(err: chdb_rust::error::Error) -> Self {
+        match err {
+            chdb_rust::error::Error::QueryError(message) => Error::Engine(message),
+            other => Error::Engine(other.to_string()),
+        }
+    }
+}
+
+/// The release of the linked engine library, e.g. `"26.7.3"`.
+pub fn engine_version() -> &'static str {
+    chdb_rust::version::engine_version().unwrap_or("unknown")
+}
+
+/// Stops the engine's threads for good, once every [`Ingestor`] is closed
+/// and dropped. Only needed by programs that run teardown code of their own
+/// after using the engine (exit-time destructors, `atexit` handlers): they
+/// would race the engine's threads. No engine can be opened afterwards.
+pub fn shutdown_engine() -> Result<()> {
+    chdb_rust::runtime::shutdown().map_err(Error::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -951,17 +815,4 @@ mod tests {
             Err(Error::UnknownFormat(_))
         ));
     }
-}
-
-/// The release of the linked engine library, e.g. `"26.7.3"`.
-pub fn engine_version() -> &'static str {
-    chdb_rust::version::engine_version().unwrap_or("unknown")
-}
-
-/// Stops the engine's threads for good, once every [`Ingestor`] is closed
-/// and dropped. Only needed by programs that run teardown code of their own
-/// after using the engine (exit-time destructors, `atexit` handlers): they
-/// would race the engine's threads. No engine can be opened afterwards.
-pub fn shutdown_engine() -> Result<()> {
-    chdb_rust::runtime::shutdown().map_err(Error::from)
 }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::layout::names::NameKind;
+use crate::config::InvalidConfig;
+use crate::layout::names::{InvalidName, NameKind};
 
 /// Errors returned by [`Ingestor`](crate::Ingestor) calls.
 ///
@@ -84,7 +85,9 @@ pub enum Error {
     Engine(String),
     /// Inserting logged rows into the engine failed; they stay in the log
     /// and the insert is retried until it lands.
-    #[error("inserting logged rows failed (they stay in the write-ahead log and are retried): {0}")]
+    #[error(
+        "inserting logged rows failed (they stay in the write-ahead log and are retried): {0}"
+    )]
     Flush(#[source] Arc<Error>),
     /// Something inside chingest failed that no request caused: a task
     /// that panicked, the log's reader thread. A bug or the machine.
@@ -137,12 +140,19 @@ pub enum Error {
     },
 }
 
-impl From<chdb_rust::error::Error> for Error {
-    fn from(err: chdb_rust::error::Error) -> Self {
-        match err {
-            chdb_rust::error::Error::QueryError(message) => Error::Engine(message),
-            other => Error::Engine(other.to_string()),
+impl From<InvalidName> for Error {
+    fn from(err: InvalidName) -> Self {
+        Error::InvalidName {
+            kind: err.kind,
+            name: err.name,
+            reason: err.reason,
         }
+    }
+}
+
+impl From<InvalidConfig> for Error {
+    fn from(err: InvalidConfig) -> Self {
+        Error::Config(err.0)
     }
 }
 

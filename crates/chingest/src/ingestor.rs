@@ -12,11 +12,12 @@ use crate::catalog::{Catalog, TableDefaults};
 use crate::config::{DuplicatePolicy, IngestConfig};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
-use crate::engine::{Engine, QueryChunks};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{self, LastSeries, LastValues, RebuildSource};
 use crate::layout::names::{self, NameKind};
 use crate::read::sandbox::ReadScope;
+use crate::read::stream::QueryChunks;
 use crate::read::{MeasurementSchema, Reader};
 use crate::stats::IngestStats;
 use crate::wal;
@@ -72,7 +73,8 @@ impl Ingestor {
             source,
         })?;
         let config = Arc::new(IngestConfig { data_dir, ..config });
-        let engine = Arc::new(Engine::open(&config.data_dir, config.connections, &config.query).await?);
+        let engine =
+            Arc::new(Engine::open(&config.data_dir, config.connections, &config.query).await?);
         let defaults = TableDefaults {
             view_rp: config.view_retention_policy.clone(),
             duplicates: config.duplicate_policy,
@@ -111,7 +113,12 @@ impl Ingestor {
             flush,
             runtime.clone(),
         ));
-        let reader = Reader::new(Arc::clone(&engine), Arc::clone(&catalog), Arc::clone(&last_values));
+        let reader = Reader::open(
+            Arc::clone(&engine),
+            Arc::clone(&catalog),
+            Arc::clone(&last_values),
+        )
+        .await?;
         let ingestor = Ingestor {
             shared: Arc::new(Shared {
                 config,
@@ -198,7 +205,11 @@ impl Ingestor {
         body: &[u8],
         options: &WriteOptions,
     ) -> Result<PreparedWrite> {
-        self.shared.writer.open()?.prepare_lp(db, rp, body, options).await
+        self.shared
+            .writer
+            .open()?
+            .prepare_lp(db, rp, body, options)
+            .await
     }
 
     /// Writes typed points into `db` / `rp`: each point is what one line of
@@ -226,7 +237,11 @@ impl Ingestor {
         points: &[Point<'_>],
         options: &WriteOptions,
     ) -> Result<PreparedWrite> {
-        self.shared.writer.open()?.prepare_points(db, rp, points, options).await
+        self.shared
+            .writer
+            .open()?
+            .prepare_points(db, rp, points, options)
+            .await
     }
 
     /// The second half of a write: logs the rows and returns when
@@ -236,7 +251,11 @@ impl Ingestor {
         prepared: PreparedWrite,
         durability: Durability,
     ) -> Result<WriteOutcome> {
-        self.shared.writer.open()?.commit(prepared, durability).await
+        self.shared
+            .writer
+            .open()?
+            .commit(prepared, durability)
+            .await
     }
 
     /// Writes an Arrow batch for one measurement: a `time` column (a
@@ -271,7 +290,11 @@ impl Ingestor {
         tables: &[ArrowTable<'_>],
         options: &WriteOptions,
     ) -> Result<usize> {
-        self.shared.writer.open()?.write_arrow_tables(db, rp, tables, options).await
+        self.shared
+            .writer
+            .open()?
+            .write_arrow_tables(db, rp, tables, options)
+            .await
     }
 
     /// Inserts every row written so far into the engine and waits until

@@ -61,16 +61,17 @@ pub use arrow;
 pub use lineproto::Precision;
 
 pub use config::{
-    CardinalityLimits, DuplicatePolicy, FlushPolicy, IngestConfig, LastValueConfig, QueryLimits,
-    WalConfig,
+    CardinalityLimits, DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig,
+    QueryLimits, WalConfig,
 };
 pub use edit::{FieldValue, PointFilter, TagPredicate};
-pub use engine::{engine_version, shutdown_engine, QueryChunks};
+pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};
 pub use ingestor::Ingestor;
 pub use last_value::{LastField, LastSeries, LastValue};
 pub use layout::{names, schema, series};
 pub use read::sandbox::{self, ReadScope};
+pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
 pub use stats::IngestStats;
 pub use write::budget::MemoryReservation;

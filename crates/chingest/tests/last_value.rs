@@ -320,6 +320,9 @@ async fn edits(ing: &Ingestor) {
 /// Writes from several tasks while deletes run: afterwards the cache is
 /// what the engine holds.
 async fn racing(ing: &Ingestor) {
+    // The deletes race the writes, not the database's creation (which
+    // syncs the engine's catalog and may outlast the first sleep).
+    ing.create_database("race").await.unwrap();
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let ing = ing.clone();

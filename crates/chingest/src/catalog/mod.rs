@@ -14,17 +14,16 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use arrow::array::{AsArray, MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
-use chdb_rust::connection::Connection;
 
 use crate::config::{CardinalityLimits, DuplicatePolicy};
-use crate::engine::{self, DataDir, Engine};
+use crate::engine::{self, Connection, DataDir, Engine};
+use crate::error::{Error, Result};
 use crate::layout::names::{
     self, quote_ident, quote_literal, TableNames, LEGACY_STORAGE_SUFFIX, SERIES_TABLE,
 };
 use crate::layout::schema::{self, FieldType, TableSchema};
 use crate::layout::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
 use crate::wal::{Lsn, TableRef};
-use crate::{Error, Result};
 
 /// One fact table: its names and its current schema.
 #[derive(Debug)]
@@ -631,12 +630,7 @@ impl Database {
     }
 
     /// Recreates the view of `measurement` in `view_rp`, if that table exists.
-    async fn refresh_view(
-        &self,
-        engine: &Engine,
-        view_rp: &str,
-        measurement: &str,
-    ) -> Result<()> {
+    async fn refresh_view(&self, engine: &Engine, view_rp: &str, measurement: &str) -> Result<()> {
         let _ddl = self.ddl.lock().await;
         match self.table(view_rp, measurement) {
             Some(table) => self.create_view(engine, &table, measurement).await,
@@ -682,13 +676,7 @@ impl Database {
         );
         let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
         engine.execute(statement).await?;
-        let table = Arc::new(Table::new(
-            &self.name,
-            rp,
-            measurement,
-            schema,
-            duplicates,
-        ));
+        let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok(table)
     }
@@ -997,11 +985,10 @@ impl Catalog {
                             retention.push((db.clone(), name.clone(), seconds.parse::<u64>().unwrap_or(0)));
                         }
                     }
-                    for batch in conn.query_arrow(&format!(
+                    for batch in engine::query_arrow(conn, &format!(
                         "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {} GROUP BY measurement",
                         names.series_table
                     ))? {
-                        let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
                         let measurements = batch.column(0).as_string::<i32>();
                         let keys = batch.column(1).as_list::<i32>();
                         for row in 0..batch.num_rows() {
@@ -1014,10 +1001,10 @@ impl Catalog {
                             ));
                         }
                     }
-                    let ids: Vec<u64> = conn
-                        .query_arrow(&format!("SELECT series_id FROM {}", names.series_table))?
+                    let ids: Vec<u64> =
+                        engine::query_arrow(conn, &format!("SELECT series_id FROM {}", names.series_table))?
+                        .iter()
                         .map(|batch| {
-                            let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
                             let column = batch
                                 .column(0)
                                 .as_any()
@@ -1033,12 +1020,11 @@ impl Catalog {
                     if cardinality.max_values_per_tag > 0 {
                         // Through Arrow: values may hold tabs and newlines.
                         let mut values = Vec::new();
-                        for batch in conn.query_arrow(&format!(
+                        for batch in engine::query_arrow(conn, &format!(
                             "SELECT DISTINCT measurement, k, v FROM {} \
                              ARRAY JOIN mapKeys(tags) AS k, mapValues(tags) AS v",
                             names.series_table
                         ))? {
-                            let batch = batch.map_err(|e| Error::Engine(e.to_string()))?;
                             let column = |i: usize| batch.column(i).as_string::<i32>().clone();
                             let (m, k, v) = (column(0), column(1), column(2));
                             for row in 0..batch.num_rows() {

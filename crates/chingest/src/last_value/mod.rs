@@ -39,13 +39,13 @@ use arrow::record_batch::RecordBatch;
 use tokio::sync::mpsc;
 
 use crate::catalog::Table;
+use crate::config::LastValueConfig;
 use crate::engine::Engine;
+use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::layout::schema::FieldType;
 use crate::layout::series::{SeriesIdMap, SeriesKey};
-use crate::config::LastValueConfig;
 use crate::stats::IngestStats;
-use crate::error::{Error, Result};
 use crate::wal::TableRef;
 
 /// One cached series: its id, tags sorted by key, and the newest value of
@@ -628,7 +628,9 @@ impl LastValues {
         let mut caches = self.caches.write().unwrap();
         let cache = caches.entry(table.id.clone()).or_insert_with(|| {
             let cached = self.active.load(Ordering::Acquire)
-                && self.config.covers(&table.id.database, &table.id.measurement);
+                && self
+                    .config
+                    .covers(&table.id.database, &table.id.measurement);
             Arc::new(TableLast::new(cached))
         });
         Arc::clone(cache)
@@ -874,7 +876,8 @@ pub(crate) trait RebuildSource: Send + Sync {
 }
 
 /// A boxed future: [`RebuildSource`] is used as a trait object.
-pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Rebuilds the tables queued by [`LastValues::invalidate`], one batch at a
 /// time, until the ingestor is gone.

@@ -26,8 +26,6 @@
 
 use std::fmt;
 
-use crate::Error;
-
 /// Longest a database or field name may be once the engine escapes it into a
 /// file name (`<database>.sql`, `<column>.null.bin`, ...; file systems stop at
 /// 255 bytes).
@@ -159,8 +157,21 @@ fn file_name_len(name: &str) -> usize {
         .sum()
 }
 
-fn invalid(kind: NameKind, name: &str, reason: impl Into<String>) -> Error {
-    Error::InvalidName {
+/// A name that cannot be used, and why (the library's
+/// [`Error::InvalidName`](crate::Error::InvalidName)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} name {name:?}: {reason}")]
+pub struct InvalidName {
+    /// What the name is for.
+    pub kind: NameKind,
+    /// The name as given.
+    pub name: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+fn invalid(kind: NameKind, name: &str, reason: impl Into<String>) -> InvalidName {
+    InvalidName {
         kind,
         name: name.to_owned(),
         reason: reason.into(),
@@ -168,7 +179,7 @@ fn invalid(kind: NameKind, name: &str, reason: impl Into<String>) -> Error {
 }
 
 /// Checks a database, retention policy or measurement name.
-pub fn validate(kind: NameKind, name: &str) -> Result<(), Error> {
+pub fn validate(kind: NameKind, name: &str) -> Result<(), InvalidName> {
     if name.is_empty() {
         return Err(invalid(kind, name, "must not be empty"));
     }

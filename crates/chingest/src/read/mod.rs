@@ -3,6 +3,7 @@
 //! what the catalog and the last-value cache know, from memory.
 
 pub mod sandbox;
+pub(crate) mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +12,12 @@ use arrow::record_batch::RecordBatch;
 
 use crate::catalog::{self, Catalog};
 use crate::config::DuplicatePolicy;
-use crate::engine::{self, Engine, QueryChunks};
+use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{LastSeries, LastValues};
 use crate::layout::schema;
-use crate::read::sandbox::ReadScope;
+use crate::read::sandbox::{ReadScope, Sandbox};
+use crate::read::stream::{QueryChunks, Statement};
 
 /// The read half of an open ingestor.
 #[derive(Debug)]
@@ -23,15 +25,25 @@ pub(crate) struct Reader {
     engine: Arc<Engine>,
     catalog: Arc<Catalog>,
     last_values: Arc<LastValues>,
+    /// What untrusted statements may touch, read from the engine's
+    /// catalogue once.
+    sandbox: Arc<Sandbox>,
 }
 
 impl Reader {
-    pub(crate) fn new(engine: Arc<Engine>, catalog: Arc<Catalog>, last_values: Arc<LastValues>) -> Reader {
-        Reader {
+    /// The reader over `engine`, with the sandbox loaded from it.
+    pub(crate) async fn open(
+        engine: Arc<Engine>,
+        catalog: Arc<Catalog>,
+        last_values: Arc<LastValues>,
+    ) -> Result<Reader> {
+        let sandbox = engine.run(Sandbox::load).await?;
+        Ok(Reader {
             engine,
             catalog,
             last_values,
-        }
+            sandbox: Arc::new(sandbox),
+        })
     }
 
     /// A trusted read query's output in the named format.
@@ -64,15 +76,14 @@ impl Reader {
                 .ok_or_else(not_cached)?;
             last_values.cache(&table).snapshot().ok_or_else(not_cached)
         };
-        self.engine
-            .stream_read_only(
-                sql.to_owned(),
-                format,
-                scope.clone(),
-                database.map(str::to_owned),
-                snapshot,
-            )
-            .await
+        let statement = Statement {
+            sql: sql.to_owned(),
+            format,
+            scope: scope.clone(),
+            database: database.map(str::to_owned),
+            snapshot,
+        };
+        stream::run(&self.engine, &self.sandbox, statement).await
     }
 
     /// A statement a translator wrote, under the query limits.

@@ -42,10 +42,8 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use chdb_rust::connection::Connection;
-
-use crate::engine::query_rows;
-use crate::{Error, Result};
+use crate::engine::{query_rows, Connection};
+use crate::error::{Error, Result};
 
 /// Table functions that only generate rows.
 pub const ALLOWED_TABLE_FUNCTIONS: &[&str] = &[

@@ -24,12 +24,12 @@ use arrow::record_batch::RecordBatch;
 use tokio::sync::oneshot;
 
 use crate::catalog::{Admission, Database};
-use crate::write::batcher::TablePart;
+use crate::error::{Error, Result};
 use crate::last_value::LastValues;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
-use crate::error::{Error, Result};
+use crate::write::batcher::TablePart;
 
 /// A write waiting to be logged.
 #[derive(Debug)]

@@ -20,11 +20,11 @@ use arrow::datatypes::{DataType, Int32Type, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Database;
-use crate::write::lp::MIN_TIME_NS;
+use crate::error::{Error, Result};
 use crate::layout::names::{self, NameKind};
 use crate::layout::schema::{FieldType, TableSchema};
 use crate::layout::series::{encode_canonical, series_id_of_canonical, SeriesIdSet, SeriesKey};
-use crate::{Error, Result};
+use crate::write::lp::MIN_TIME_NS;
 
 fn invalid(column: &str, reason: impl Into<String>) -> Error {
     Error::InvalidBatch {

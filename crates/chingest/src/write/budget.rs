@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The budget shared by everything an ingestor holds.
 #[derive(Debug)]

@@ -26,13 +26,13 @@ use arrow::record_batch::RecordBatch;
 use lineproto::{Line, ParseOptions, Parser};
 
 use crate::catalog::{Admission, Database, Table};
-use crate::write::chunk::ChunkBuilder;
 use crate::config::CardinalityLimits;
 use crate::layout::names::{self, NameKind};
-use crate::write::points::PointLines;
 use crate::layout::schema::{FieldType, TableSchema};
 use crate::layout::series::{raw_key_fingerprint, FingerprintMap, SeriesKey};
-use crate::{LineRejection, WriteOutcome};
+use crate::write::chunk::ChunkBuilder;
+use crate::write::points::PointLines;
+use crate::write::request::{LineRejection, WriteOutcome};
 
 /// Earliest time a `DateTime64(9)` column stores: 1900-01-01T00:00:00Z.
 pub(crate) const MIN_TIME_NS: i64 = -2_208_988_800_000_000_000;

@@ -42,9 +42,7 @@ use crate::write::batcher::{Batcher, TablePart};
 use crate::write::budget::MemoryBudget;
 use crate::write::flusher::FlushContext;
 use crate::write::points::{Point, PointLines};
-use crate::write::request::{
-    ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome,
-};
+use crate::write::request::{ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome};
 
 /// The write half of an open ingestor: the log, the memory budget, and a
 /// batcher and a flusher per table.
@@ -191,7 +189,8 @@ impl Writer {
             names::validate(NameKind::RetentionPolicy, rp)?;
             let database = self.database_for_write(db, options).await?;
             let lines = PointLines::new(points, options.precision, now_ns());
-            let mut batch = lp::LineBatch::new(Arc::clone(&database), rp, self.line_limits(options));
+            let mut batch =
+                lp::LineBatch::new(Arc::clone(&database), rp, self.line_limits(options));
             batch.add_points(&lines);
             if batch.has_deferred() {
                 self.create_needed(&database, rp, &mut batch).await?;
@@ -283,12 +282,23 @@ impl Writer {
                 }
                 if let Some(policy) = table.duplicates {
                     self.catalog
-                        .default_duplicate_policy(self.engine(), &database, table.measurement, policy)
+                        .default_duplicate_policy(
+                            self.engine(),
+                            &database,
+                            table.measurement,
+                            policy,
+                        )
                         .await?;
                 }
                 let stored = self
                     .catalog
-                    .ensure_table(self.engine(), &database, rp, table.measurement, &input.field_types())
+                    .ensure_table(
+                        self.engine(),
+                        &database,
+                        rp,
+                        table.measurement,
+                        &input.field_types(),
+                    )
                     .await?;
                 let (chunk, series) =
                     input.into_chunk(&stored.schema(), table.measurement, &database)?;

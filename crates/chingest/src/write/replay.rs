@@ -242,7 +242,13 @@ async fn insert(
         }
     }
     let table = catalog
-        .ensure_table(&ctx.engine, &db, &id.retention_policy, &id.measurement, &fields)
+        .ensure_table(
+            &ctx.engine,
+            &db,
+            &id.retention_policy,
+            &id.measurement,
+            &fields,
+        )
         .await?;
     let (first, last) = match target {
         Target::Announced(first, last) => (first, last),
