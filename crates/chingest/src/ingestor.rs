@@ -26,8 +26,8 @@ use crate::write::budget::MemoryReservation;
 use crate::write::flusher::FlushContext;
 use crate::write::points::Point;
 use crate::write::replay;
-use crate::write::request::{ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome};
-use crate::write::Writer;
+use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
+use crate::write::{PreparedWrite, Writer};
 
 /// An open ingest engine. Cheap to clone; all clones share one engine.
 ///

@@ -77,6 +77,5 @@ pub use stats::IngestStats;
 pub use write::budget::MemoryReservation;
 pub use write::chunk;
 pub use write::points::{Point, PointValue};
-pub use write::request::{
-    ArrowTable, Durability, LineRejection, PreparedWrite, WriteOptions, WriteOutcome,
-};
+pub use write::request::{ArrowTable, Durability, LineRejection, WriteOptions, WriteOutcome};
+pub use write::PreparedWrite;

@@ -42,7 +42,7 @@ use crate::write::batcher::{Batcher, TablePart};
 use crate::write::budget::MemoryBudget;
 use crate::write::flusher::FlushContext;
 use crate::write::points::{Point, PointLines};
-use crate::write::request::{ArrowTable, Durability, PreparedWrite, WriteOptions, WriteOutcome};
+use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
 
 /// The write half of an open ingestor: the log, the memory budget, and a
 /// batcher and a flusher per table.
@@ -64,6 +64,32 @@ pub(crate) struct Writer {
     flushers: Mutex<Vec<JoinHandle<()>>>,
     /// Advances the log's checkpoint.
     checkpointer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A parsed line-protocol write whose rows are built but not yet handed to
+/// the batchers (see [`Ingestor::prepare_lp`](crate::Ingestor::prepare_lp)).
+/// Dropping it writes nothing.
+#[derive(Debug)]
+pub struct PreparedWrite {
+    pub(crate) database: Arc<Database>,
+    pub(crate) rp: String,
+    pub(crate) finished: lp::Finished,
+}
+
+impl PreparedWrite {
+    /// What will be stored and what was rejected.
+    pub fn outcome(&self) -> &WriteOutcome {
+        &self.finished.outcome
+    }
+
+    /// Rows built, over all tables.
+    pub fn rows(&self) -> usize {
+        self.finished
+            .chunks
+            .iter()
+            .map(|(_, chunk)| chunk.num_rows())
+            .sum()
+    }
 }
 
 /// What a write adds: rows per table, and the series and raw series keys

@@ -1,15 +1,10 @@
 //! What a write asks and what it is told: durability, options, the
-//! outcome with its rejected lines, Arrow input tables, and a prepared
-//! write between its two halves.
-
-use std::sync::Arc;
+//! outcome with its rejected lines, and Arrow input tables.
 
 use arrow::record_batch::RecordBatch;
 use lineproto::Precision;
 
-use crate::catalog::Database;
 use crate::config::DuplicatePolicy;
-use crate::write::lp;
 
 /// When a write is answered: how far its rows have gone by then, and so
 /// what survives a crash. Every mode writes the rows to the log, and every
@@ -156,31 +151,5 @@ impl<'a> ArrowTable<'a> {
             tag_columns,
             duplicates: None,
         }
-    }
-}
-
-/// A parsed line-protocol write whose rows are built but not yet handed to
-/// the batchers (see [`Ingestor::prepare_lp`](crate::Ingestor::prepare_lp)).
-/// Dropping it writes nothing.
-#[derive(Debug)]
-pub struct PreparedWrite {
-    pub(super) database: Arc<Database>,
-    pub(super) rp: String,
-    pub(super) finished: lp::Finished,
-}
-
-impl PreparedWrite {
-    /// What will be stored and what was rejected.
-    pub fn outcome(&self) -> &WriteOutcome {
-        &self.finished.outcome
-    }
-
-    /// Rows built, over all tables.
-    pub fn rows(&self) -> usize {
-        self.finished
-            .chunks
-            .iter()
-            .map(|(_, chunk)| chunk.num_rows())
-            .sum()
     }
 }
