@@ -1,7 +1,7 @@
 //! Remote write 1.0 and 2.0 requests, checked and resolved into one shape:
 //! every series' labels as strings, its samples, native histograms,
 //! exemplars and created timestamp, and the metric metadata. No I/O and no
-//! Arrow: [`super::tables`] builds the batches from a [`Decoded`].
+//! Arrow: [`super::tables()`] builds the batches from a [`Decoded`].
 //!
 //! 2.0 interns strings: labels, exemplar labels, help and unit are indices
 //! into the request's `symbols`. An index past the table, an odd number of
@@ -20,7 +20,7 @@ pub(super) const METRIC_NAME_LABEL: &str = "__name__";
 
 /// A request resolved to strings, borrowing from the decoded message.
 #[derive(Debug, Default)]
-pub(super) struct Decoded<'a> {
+pub struct Decoded<'a> {
     /// Every series' labels, one flat list (`Series::labels` ranges in it).
     pub(super) label_pairs: Vec<(&'a str, &'a str)>,
     /// The series, in request order.
@@ -80,17 +80,22 @@ impl<'a> Decoded<'a> {
     }
 
     /// Float samples in the request.
-    pub(super) fn sample_count(&self) -> usize {
+    pub fn sample_count(&self) -> usize {
         self.series.iter().map(|s| s.samples.len()).sum()
     }
 
     /// Native histogram samples in the request.
-    pub(super) fn histogram_count(&self) -> usize {
+    pub fn histogram_count(&self) -> usize {
         self.series.iter().map(|s| s.histograms.len()).sum()
     }
 
+    /// Exemplars in the request.
+    pub fn exemplar_count(&self) -> usize {
+        self.exemplars.len()
+    }
+
     /// A 1.0 `WriteRequest`.
-    pub(super) fn v1(request: &'a WriteRequest) -> Result<Decoded<'a>, String> {
+    pub fn v1(request: &'a WriteRequest) -> Result<Decoded<'a>, String> {
         let mut decoded = Decoded::default();
         for (i, series) in request.timeseries.iter().enumerate() {
             let start = decoded.label_pairs.len();
@@ -116,7 +121,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// A 2.0 `Request`.
-    pub(super) fn v2(request: &'a v2::Request) -> Result<Decoded<'a>, String> {
+    pub fn v2(request: &'a v2::Request) -> Result<Decoded<'a>, String> {
         let symbols = request
             .symbols
             .iter()

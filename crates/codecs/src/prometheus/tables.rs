@@ -14,13 +14,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chingest::arrow::array::{
-    Array, ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
-};
+use arrow::array::{Array, ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder};
 use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
 
 use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
-use crate::tables::{metadata_table, Table, TagColumns};
+use crate::table::{metadata_table, Table, TagColumns};
 
 /// The tag columns of the series `include` picks (a label named like one
 /// of `reserved` is refused).
@@ -38,19 +36,19 @@ fn label_columns(
 }
 
 /// The measurement float samples are stored in.
-pub(crate) const SAMPLES: &str = "prometheus";
+pub const SAMPLES: &str = "prometheus";
 /// The measurement native histograms are stored in.
-pub(crate) const HISTOGRAMS: &str = "prometheus_histograms";
+pub const HISTOGRAMS: &str = "prometheus_histograms";
 /// The measurement exemplars are stored in.
-pub(crate) const EXEMPLARS: &str = "prometheus_exemplars";
+pub const EXEMPLARS: &str = "prometheus_exemplars";
 /// The measurement metric metadata is stored in.
-pub(crate) const METADATA: &str = "prometheus_metadata";
+pub const METADATA: &str = "prometheus_metadata";
 
 /// The field holding a series' created (start) timestamp, in ms.
 const CREATED: &str = "created_timestamp";
 
 /// The batches of every measurement `decoded` has rows for, metadata first.
-pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
+pub fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
     let mut tables = Vec::with_capacity(4);
     tables.extend(metadata(decoded)?);
     tables.extend(samples(decoded)?);
@@ -247,7 +245,7 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
 }
 
 /// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
-/// (see [`crate::tables::metadata_table`]).
+/// (see [`metadata_table`]).
 fn metadata(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     if decoded.metadata.is_empty() {
         return Ok(None);
