@@ -8,8 +8,10 @@
 //! here lets them be tested as "payload in, table out" and lets any front
 //! end reuse them.
 
+mod error;
 pub mod otlp;
 pub mod prometheus;
 mod table;
 
+pub use error::{Error, Result};
 pub use table::Table;

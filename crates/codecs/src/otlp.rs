@@ -41,6 +41,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
     HistogramDataPoint, NumberDataPoint, SummaryDataPoint,
 };
 
+use crate::error::Result;
 use crate::table::{metadata_table, Table, TagColumns};
 
 /// Measurement of gauge points.
@@ -72,7 +73,7 @@ pub struct Converted {
 
 /// Converts `request`: every valid data point becomes a row of its kind's
 /// measurement; the others are counted in [`Converted::rejected`].
-pub fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted, String> {
+pub fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted> {
     // Resource and scope tags first: the rows borrow them.
     let resources: Vec<Vec<(String, String)>> = request
         .resource_metrics
@@ -320,7 +321,7 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
     }
 
     /// The rows as a table of `measurement` (none without rows).
-    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<(), String> {
+    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<()> {
         if self.times.is_empty() {
             return Ok(());
         }
@@ -365,7 +366,7 @@ impl Kinds<'_> {
             + self.summary.times.len()
     }
 
-    fn finish(self, tables: &mut Vec<Table>) -> Result<(), String> {
+    fn finish(self, tables: &mut Vec<Table>) -> Result<()> {
         self.gauge.finish(GAUGE, tables)?;
         self.sum.finish(SUM, tables)?;
         self.histogram.finish(HISTOGRAM, tables)?;

@@ -11,6 +11,8 @@ use arrow::array::{
 };
 use arrow::datatypes::Int32Type;
 
+use crate::error::{Error, Result};
+
 /// One measurement's batch and its tag columns.
 #[derive(Debug)]
 pub struct Table {
@@ -29,11 +31,11 @@ impl Table {
         mut times: Int64Builder,
         tags: TagColumns,
         fields: Vec<(&str, ArrayRef)>,
-    ) -> Result<Table, String> {
+    ) -> Result<Table> {
         let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
         let tags = tags.finish(&mut columns);
         columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
-        let batch = RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?;
+        let batch = RecordBatch::try_from_iter(columns)?;
         Ok(Table {
             measurement,
             batch,
@@ -52,7 +54,7 @@ pub(crate) fn metadata_table<'r, const N: usize>(
     tag: &str,
     fields: [&str; N],
     rows: impl IntoIterator<Item = (&'r str, [&'r str; N])>,
-) -> Result<Table, String> {
+) -> Result<Table> {
     let mut names = StringDictionaryBuilder::<Int32Type>::new();
     let mut values: [StringBuilder; N] = std::array::from_fn(|_| StringBuilder::new());
     let mut count = 0;
@@ -72,7 +74,7 @@ pub(crate) fn metadata_table<'r, const N: usize>(
     }
     Ok(Table {
         measurement,
-        batch: RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?,
+        batch: RecordBatch::try_from_iter(columns)?,
         tags: vec![tag.to_owned()],
     })
 }
@@ -95,12 +97,12 @@ impl TagColumns {
     pub(crate) fn new<'n>(
         names: impl IntoIterator<Item = &'n str>,
         reserved: &[&str],
-    ) -> Result<TagColumns, String> {
+    ) -> Result<TagColumns> {
         let names: BTreeSet<&str> = names.into_iter().collect();
         if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "label name {bad:?} is not supported: it names a stored column"
-            ));
+            )));
         }
         Ok(TagColumns {
             builders: names

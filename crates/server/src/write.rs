@@ -78,7 +78,7 @@ pub(crate) async fn export_otlp(
     request: &ExportMetricsServiceRequest,
     durability: Option<chingest::Durability>,
 ) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let converted = otlp::convert(request).map_err(ApiError::bad_request)?;
+    let converted = otlp::convert(request)?;
     let ingestor = state.ingestor()?;
     if !converted.tables.is_empty() {
         keep_last(ingestor, db, otlp::METADATA).await?;

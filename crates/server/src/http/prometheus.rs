@@ -84,9 +84,8 @@ pub(super) async fn write(
                 v2::Request::decode(Bytes::clone(&body)).map_err(|e| invalid(e, "2.0 Request"))?;
             Decoded::v2(&v2_request)
         }
-    }
-    .map_err(ApiError::bad_request)?;
-    let tables = codec::tables(&decoded).map_err(ApiError::bad_request)?;
+    }?;
+    let tables = codec::tables(&decoded)?;
     // The batches are built: the body's reservation in the memory budget
     // gives way to theirs.
     drop(body);
