@@ -22,6 +22,10 @@ pub struct Table {
     pub batch: RecordBatch,
     /// The names of the tag columns.
     pub tags: Vec<String>,
+    /// Whether a point replaces the one stored for its series and time
+    /// (the `last` duplicate policy): true for metric metadata, which
+    /// senders repeat every minute and in retries.
+    pub newest_wins: bool,
 }
 
 impl Table {
@@ -40,15 +44,16 @@ impl Table {
             measurement,
             batch,
             tags,
+            newest_wins: false,
         })
     }
 }
 
 /// A protocol's metric metadata as points of `measurement`: one per metric
 /// (`rows`: its name, then its values of `fields`), the name in the tag
-/// `tag`, every point at time 0 — so that under the `last` duplicate
-/// policy (which the server gives these measurements) the newest metadata
-/// of a metric replaces the older.
+/// `tag`, every point at time 0 — so that, the table being
+/// [`Table::newest_wins`], the newest metadata of a metric replaces the
+/// older.
 pub(crate) fn metadata_table<'r, const N: usize>(
     measurement: &'static str,
     tag: &str,
@@ -76,6 +81,7 @@ pub(crate) fn metadata_table<'r, const N: usize>(
         measurement,
         batch: RecordBatch::try_from_iter(columns)?,
         tags: vec![tag.to_owned()],
+        newest_wins: true,
     })
 }
 

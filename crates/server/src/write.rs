@@ -1,10 +1,10 @@
-//! The one write of tables a protocol decoded (`chingest_codecs`):
-//! [`tables`] stores every table of a request at once, [`keep_last`] gives
-//! a protocol's metadata measurement the `last` duplicate policy first,
-//! and [`export_otlp`] is OTLP's export, shared by OTLP/HTTP
-//! (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`) with the header that
-//! names its database. The codecs build the tables without I/O; storing
-//! them is the server's, here.
+//! The one write of tables a protocol decoded (`chingest_codecs`), and
+//! OTLP's export around it. [`tables`] stores every table of a request at
+//! once, after giving the tables whose newest point wins (metadata) the
+//! `last` duplicate policy ([`keep_last`]); [`export_otlp`] is shared by
+//! OTLP/HTTP (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`), with the
+//! header that names its database. The codecs build the tables without
+//! I/O; storing them is the server's, here.
 
 use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
 use chingest_codecs::{otlp, Table};
@@ -29,6 +29,9 @@ pub(crate) async fn tables(
     tables: &[Table],
     options: &WriteOptions,
 ) -> chingest::Result<usize> {
+    for table in tables.iter().filter(|t| t.newest_wins) {
+        keep_last(ingestor, db, table.measurement).await?;
+    }
     let tags: Vec<Vec<&str>> = tables
         .iter()
         .map(|t| t.tags.iter().map(String::as_str).collect())
@@ -48,11 +51,7 @@ pub(crate) async fn tables(
 /// Gives `measurement` (a protocol's metadata: one point per metric) the
 /// `last` policy before its first write, once: the newest point wins, so
 /// metadata sent again (every minute, and in retries) adds nothing.
-pub(crate) async fn keep_last(
-    ingestor: &Ingestor,
-    db: &str,
-    measurement: &str,
-) -> chingest::Result<()> {
+async fn keep_last(ingestor: &Ingestor, db: &str, measurement: &str) -> chingest::Result<()> {
     let has_policy = ingestor
         .duplicate_policies(db)
         .iter()
@@ -81,7 +80,6 @@ pub(crate) async fn export_otlp(
     let converted = otlp::convert(request)?;
     let ingestor = state.ingestor()?;
     if !converted.tables.is_empty() {
-        keep_last(ingestor, db, otlp::METADATA).await?;
         let rp = &state.config.write.default_retention_policy;
         let options = state.write_options(chingest::Precision::Nanoseconds, durability);
         tables(ingestor, db, rp, &converted.tables, &options).await?;

@@ -96,9 +96,6 @@ pub(super) async fn write(
         .unwrap_or(&state.config.write.default_retention_policy);
     let durability = influx::durability(&params, &headers, flavor)?;
     let options = state.write_options(chingest::Precision::Nanoseconds, durability);
-    if tables.iter().any(|t| t.measurement == codec::METADATA) {
-        write::keep_last(ingestor, db, codec::METADATA).await?;
-    }
     write::tables(ingestor, db, rp, &tables, &options).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {
