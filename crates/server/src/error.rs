@@ -108,6 +108,17 @@ impl From<chingest::Error> for ApiError {
     }
 }
 
+impl From<chingest_codecs::Error> for ApiError {
+    fn from(err: chingest_codecs::Error) -> Self {
+        use chingest_codecs::Error as E;
+        let status = match &err {
+            // Nothing of the request is stored; sending it again cannot help.
+            E::Invalid(_) | E::Arrow(_) => StatusCode::BAD_REQUEST,
+        };
+        ApiError::new(status, err.to_string())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {

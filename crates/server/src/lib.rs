@@ -14,10 +14,9 @@ pub mod grpc;
 pub mod http;
 mod influxql;
 pub mod metrics;
-mod otlp;
 pub mod state;
-mod tables;
 mod tls;
+mod write;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

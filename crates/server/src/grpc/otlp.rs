@@ -1,8 +1,9 @@
 //! OTLP/gRPC metrics: `opentelemetry.proto.collector.metrics.v1.MetricsService/Export`
 //! on the gRPC port, with the same authentication, limits and gzip as
 //! `chingest.v1.Ingest`. The database is the `x-chingest-database`
-//! metadata (default `otel`); [`crate::otlp`] stores the request, and
-//! refused points come back in `partial_success`, as over HTTP.
+//! metadata (default `otel`); [`crate::write::export_otlp`] stores the
+//! request, and refused points come back in `partial_success`, as over
+//! HTTP.
 
 use std::time::Instant;
 
@@ -16,9 +17,8 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
 use super::{authenticated, granted};
-use crate::http::OTLP_DATABASE_HEADER;
-use crate::otlp;
 use crate::state::AppState;
+use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
 /// The OTLP metrics service.
 #[derive(Debug, Clone)]
@@ -71,11 +71,11 @@ impl OtlpMetricsService {
             .get(OTLP_DATABASE_HEADER)
             .and_then(|v| v.to_str().ok())
             .filter(|db| !db.is_empty())
-            .unwrap_or(otlp::DEFAULT_DATABASE)
+            .unwrap_or(OTLP_DEFAULT_DATABASE)
             .to_owned();
         grant.require_write(&db)?;
         let request = request.into_inner();
-        let response = otlp::export(&self.state, &db, &request, None).await?;
+        let response = export_otlp(&self.state, &db, &request, None).await?;
         Ok(Response::new(response))
     }
 }

@@ -2,14 +2,13 @@
 //! translate requests into `chingest::Ingestor` calls and results into
 //! responses; every error goes through [`ApiError`].
 
+pub mod clickhouse;
 pub(crate) mod condition;
 mod edit;
 mod health;
 mod influx;
 mod influxql;
 mod otlp;
-pub(crate) use otlp::DATABASE_HEADER as OTLP_DATABASE_HEADER;
-pub mod clickhouse;
 mod prometheus;
 mod sql;
 

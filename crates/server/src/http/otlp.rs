@@ -2,8 +2,8 @@
 //! as protobuf (`application/x-protobuf`) or OTLP's JSON
 //! (`application/json`: lowerCamelCase keys, 64-bit integers as strings or
 //! numbers), optionally gzip-compressed, into the database `?db=` or the
-//! `X-Chingest-Database` header names (default `otel`). [`crate::otlp`]
-//! stores it; this module only speaks HTTP.
+//! `X-Chingest-Database` header names (default `otel`).
+//! [`crate::write::export_otlp`] stores it; this module only speaks HTTP.
 //!
 //! The answer is in the request's content type, as the specification asks:
 //! 200 with an `ExportMetricsServiceResponse` (its `partial_success` counts
@@ -23,10 +23,7 @@ use prost::Message;
 
 use super::{influx, read_body, AppState};
 use crate::error::{ApiError, Flavor};
-use crate::otlp;
-
-/// The header that names the database (the query parameter `db` wins).
-pub(crate) const DATABASE_HEADER: &str = "x-chingest-database";
+use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
 /// The two encodings OTLP/HTTP defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,9 +78,9 @@ async fn export(
     let db = params
         .get("db")
         .map(String::as_str)
-        .or_else(|| headers.get(DATABASE_HEADER)?.to_str().ok())
+        .or_else(|| headers.get(OTLP_DATABASE_HEADER)?.to_str().ok())
         .filter(|db| !db.is_empty())
-        .unwrap_or(otlp::DEFAULT_DATABASE);
+        .unwrap_or(OTLP_DEFAULT_DATABASE);
     grant.require_write(db)?;
     let encoding = encoding.ok_or_else(|| {
         ApiError::new(
@@ -102,7 +99,7 @@ async fn export(
             .map_err(|e| ApiError::bad_request(format!("not an OTLP JSON metrics request: {e}")))?,
     };
     drop(body);
-    let response = otlp::export(state, db, &request, durability).await?;
+    let response = export_otlp(state, db, &request, durability).await?;
     let bytes = match encoding {
         Encoding::Protobuf => response.encode_to_vec(),
         Encoding::Json => serde_json::to_vec(&response).expect("responses serialize"),

@@ -5,29 +5,14 @@
 //! `prometheus.WriteRequest` (or none), 2.0's
 //! `io.prometheus.write.v2.Request`.
 //!
-//! Data model: every float sample is a row of one measurement,
-//! `prometheus`, whose tags are the series' labels (the metric name as
-//! `__name__`) and whose field is `value` (Float64, stale markers kept as
-//! the NaN they are); times are the samples' milliseconds. One table, not
-//! one per metric family: a scrape carries hundreds of families with a few
-//! samples each, and a table per family would make every flush an insert
-//! per family (the fan-out of docs/benchmarks.md §5). 2.0 adds native
-//! histograms, exemplars and created timestamps, each stored in the
-//! measurement [`tables`] lists; metric metadata (type, help, unit) goes
-//! to `prometheus_metadata`, one point per family (duplicate policy
-//! `last`: the newest wins).
-//!
-//! [`decode`] checks a request and resolves it to strings, [`tables`]
-//! builds its Arrow batches, and the batches of every measurement are one
-//! write ([`chingest::Ingestor::write_arrow_tables`]): a request is stored
-//! whole or not at all, never through line protocol. Statuses follow the
+//! The request becomes tables in [`chingest_codecs::prometheus`] (its
+//! data model is documented there), and the tables of every measurement
+//! are one write ([`crate::write::tables`]): a request is stored whole or
+//! not at all, never through line protocol. Statuses follow the
 //! specifications: 204 when stored (2.0: with the
 //! `X-Prometheus-Remote-Write-*-Written` counts); 400 for a request that
 //! is not valid (with what is wrong; nothing of it is stored); 415 for
 //! another encoding or message; 429 and 503 only when a retry can succeed.
-
-mod decode;
-mod tables;
 
 use std::collections::HashMap;
 
@@ -36,13 +21,13 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use chingest_codecs::prometheus::{self as codec, Decoded};
 use chingest_proto::prometheus::{v2, WriteRequest};
 use prost::Message;
 
 use super::{influx, read_body, AppState};
 use crate::error::{ApiError, Flavor};
-use decode::Decoded;
-use tables::METADATA as METADATA_MEASUREMENT;
+use crate::write;
 
 /// The database of requests that name none.
 const DEFAULT_DATABASE: &str = "prometheus";
@@ -99,9 +84,8 @@ pub(super) async fn write(
                 v2::Request::decode(Bytes::clone(&body)).map_err(|e| invalid(e, "2.0 Request"))?;
             Decoded::v2(&v2_request)
         }
-    }
-    .map_err(ApiError::bad_request)?;
-    let tables = tables::tables(&decoded).map_err(ApiError::bad_request)?;
+    }?;
+    let tables = codec::tables(&decoded)?;
     // The batches are built: the body's reservation in the memory budget
     // gives way to theirs.
     drop(body);
@@ -112,13 +96,10 @@ pub(super) async fn write(
         .unwrap_or(&state.config.write.default_retention_policy);
     let durability = influx::durability(&params, &headers, flavor)?;
     let options = state.write_options(chingest::Precision::Nanoseconds, durability);
-    if tables.iter().any(|t| t.measurement == METADATA_MEASUREMENT) {
-        crate::tables::keep_last(ingestor, db, METADATA_MEASUREMENT).await?;
-    }
-    crate::tables::write(ingestor, db, rp, &tables, &options).await?;
+    write::tables(ingestor, db, rp, &tables, &options).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {
-        let exemplars = decoded.exemplars.len();
+        let exemplars = decoded.exemplar_count();
         for (name, count) in [
             (
                 "x-prometheus-remote-write-samples-written",

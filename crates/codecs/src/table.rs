@@ -1,26 +1,31 @@
-//! What protocol front ends that decode straight into Arrow share: a
-//! [`Table`] (one measurement's batch and its tag columns), the
-//! [`TagColumns`] builder that turns per-row tag lists into
-//! dictionary-encoded columns, and [`write`], which stores every table of
-//! a request as one write (all of them or none).
+//! What the protocols that decode straight into Arrow share: a [`Table`]
+//! (one measurement's batch and its tag columns), the [`TagColumns`]
+//! builder that turns per-row tag lists into dictionary-encoded columns,
+//! and [`metadata_table`], a protocol's metric metadata as points.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chingest::arrow::array::{
+use arrow::array::{
     ArrayRef, Int64Array, Int64Builder, RecordBatch, StringBuilder, StringDictionaryBuilder,
 };
-use chingest::arrow::datatypes::Int32Type;
-use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
+use arrow::datatypes::Int32Type;
+
+use crate::error::{Error, Result};
 
 /// One measurement's batch and its tag columns.
-pub(crate) struct Table {
+#[derive(Debug)]
+pub struct Table {
     /// The measurement.
-    pub(crate) measurement: &'static str,
+    pub measurement: &'static str,
     /// The rows: `time`, the tag columns, fields in the rest.
-    pub(crate) batch: RecordBatch,
+    pub batch: RecordBatch,
     /// The names of the tag columns.
-    pub(crate) tags: Vec<String>,
+    pub tags: Vec<String>,
+    /// Whether a point replaces the one stored for its series and time
+    /// (the `last` duplicate policy): true for metric metadata, which
+    /// senders repeat every minute and in retries.
+    pub newest_wins: bool,
 }
 
 impl Table {
@@ -30,29 +35,31 @@ impl Table {
         mut times: Int64Builder,
         tags: TagColumns,
         fields: Vec<(&str, ArrayRef)>,
-    ) -> Result<Table, String> {
+    ) -> Result<Table> {
         let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
         let tags = tags.finish(&mut columns);
         columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
-        let batch = RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?;
+        let batch = RecordBatch::try_from_iter(columns)?;
         Ok(Table {
             measurement,
             batch,
             tags,
+            newest_wins: false,
         })
     }
 }
 
 /// A protocol's metric metadata as points of `measurement`: one per metric
 /// (`rows`: its name, then its values of `fields`), the name in the tag
-/// `tag`, every point at time 0 — so that under the `last` policy
-/// ([`keep_last`]) the newest metadata of a metric replaces the older.
+/// `tag`, every point at time 0 — so that, the table being
+/// [`Table::newest_wins`], the newest metadata of a metric replaces the
+/// older.
 pub(crate) fn metadata_table<'r, const N: usize>(
     measurement: &'static str,
     tag: &str,
     fields: [&str; N],
     rows: impl IntoIterator<Item = (&'r str, [&'r str; N])>,
-) -> Result<Table, String> {
+) -> Result<Table> {
     let mut names = StringDictionaryBuilder::<Int32Type>::new();
     let mut values: [StringBuilder; N] = std::array::from_fn(|_| StringBuilder::new());
     let mut count = 0;
@@ -72,59 +79,10 @@ pub(crate) fn metadata_table<'r, const N: usize>(
     }
     Ok(Table {
         measurement,
-        batch: RecordBatch::try_from_iter(columns).map_err(|e| e.to_string())?,
+        batch: RecordBatch::try_from_iter(columns)?,
         tags: vec![tag.to_owned()],
+        newest_wins: true,
     })
-}
-
-/// Writes `tables` as one write: every table is stored or none is.
-pub(crate) async fn write(
-    ingestor: &Ingestor,
-    db: &str,
-    rp: &str,
-    tables: &[Table],
-    options: &WriteOptions,
-) -> chingest::Result<usize> {
-    let tags: Vec<Vec<&str>> = tables
-        .iter()
-        .map(|t| t.tags.iter().map(String::as_str).collect())
-        .collect();
-    let tables: Vec<ArrowTable<'_>> = tables
-        .iter()
-        .zip(&tags)
-        .map(|(table, tags)| ArrowTable {
-            measurement: table.measurement,
-            batch: &table.batch,
-            tag_columns: tags,
-            duplicates: None,
-        })
-        .collect();
-    ingestor.write_arrow_tables(db, rp, &tables, options).await
-}
-
-/// Gives `measurement` (a protocol's metadata: one point per metric) the
-/// `last` policy before its first write, once: the newest point wins, so
-/// metadata sent again (every minute, and in retries) adds nothing.
-pub(crate) async fn keep_last(
-    ingestor: &Ingestor,
-    db: &str,
-    measurement: &str,
-) -> chingest::Result<()> {
-    let has_policy = ingestor
-        .duplicate_policies(db)
-        .iter()
-        .any(|(m, _)| m.as_deref() == Some(measurement));
-    if has_policy {
-        return Ok(());
-    }
-    ingestor.create_database(db).await?;
-    match ingestor
-        .set_duplicate_policy(db, Some(measurement), DuplicatePolicy::Last)
-        .await
-    {
-        Ok(()) | Err(chingest::Error::Conflict(_)) => Ok(()),
-        Err(other) => Err(other),
-    }
 }
 
 /// One dictionary-encoded string column per tag name, filled row by row
@@ -145,12 +103,12 @@ impl TagColumns {
     pub(crate) fn new<'n>(
         names: impl IntoIterator<Item = &'n str>,
         reserved: &[&str],
-    ) -> Result<TagColumns, String> {
+    ) -> Result<TagColumns> {
         let names: BTreeSet<&str> = names.into_iter().collect();
         if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "label name {bad:?} is not supported: it names a stored column"
-            ));
+            )));
         }
         Ok(TagColumns {
             builders: names

@@ -1,5 +1,6 @@
-//! OTLP metrics (`ExportMetricsServiceRequest`) as Arrow batches, shared by
-//! OTLP/HTTP (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`). No I/O.
+//! OTLP metrics (`ExportMetricsServiceRequest`) as Arrow batches, whichever
+//! transport brought them (the server's OTLP/HTTP and OTLP/gRPC share
+//! this). No I/O.
 //!
 //! Data model: one measurement per metric kind, named after the tables of
 //! the OpenTelemetry Collector's ClickHouse exporter, in the series_id
@@ -29,78 +30,50 @@ use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::Arc;
 
-use chingest::arrow::array::{
+use arrow::array::{
     Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
     UInt64Builder,
 };
-use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
-};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{
     metric::Data, number_data_point, AggregationTemporality, ExponentialHistogramDataPoint,
     HistogramDataPoint, NumberDataPoint, SummaryDataPoint,
 };
 
-use crate::error::ApiError;
-use crate::state::AppState;
-use crate::tables::{self, Table, TagColumns};
+use crate::error::Result;
+use crate::table::{metadata_table, Table, TagColumns};
 
-/// The database of requests that name none.
-pub(crate) const DEFAULT_DATABASE: &str = "otel";
 /// Measurement of gauge points.
-pub(crate) const GAUGE: &str = "otel_metrics_gauge";
+pub const GAUGE: &str = "otel_metrics_gauge";
 /// Measurement of sum points.
-pub(crate) const SUM: &str = "otel_metrics_sum";
+pub const SUM: &str = "otel_metrics_sum";
 /// Measurement of histogram points.
-pub(crate) const HISTOGRAM: &str = "otel_metrics_histogram";
+pub const HISTOGRAM: &str = "otel_metrics_histogram";
 /// Measurement of exponential histogram points.
-pub(crate) const EXPONENTIAL_HISTOGRAM: &str = "otel_metrics_exponential_histogram";
+pub const EXPONENTIAL_HISTOGRAM: &str = "otel_metrics_exponential_histogram";
 /// Measurement of summary points.
-pub(crate) const SUMMARY: &str = "otel_metrics_summary";
+pub const SUMMARY: &str = "otel_metrics_summary";
 /// Measurement of metric metadata.
-pub(crate) const METADATA: &str = "otel_metrics_metadata";
+pub const METADATA: &str = "otel_metrics_metadata";
 
 /// The tag holding a point's metric name.
 const METRIC_NAME: &str = "metric_name";
 
 /// A request as batches, and what of it was refused.
-#[derive(Default)]
-pub(crate) struct Converted {
+#[derive(Debug, Default)]
+pub struct Converted {
     /// One batch per measurement with points, metadata first.
-    pub(crate) tables: Vec<Table>,
+    pub tables: Vec<Table>,
     /// Data points refused.
-    pub(crate) rejected: i64,
+    pub rejected: i64,
     /// Why the first refused point was refused, and how many were.
-    pub(crate) message: String,
-}
-
-/// Stores `request` in `db` and answers it: the points that could not be
-/// stored are counted in `partial_success`, the rest are one write.
-pub(crate) async fn export(
-    state: &AppState,
-    db: &str,
-    request: &ExportMetricsServiceRequest,
-    durability: Option<chingest::Durability>,
-) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let converted = convert(request).map_err(ApiError::bad_request)?;
-    let ingestor = state.ingestor()?;
-    if !converted.tables.is_empty() {
-        tables::keep_last(ingestor, db, METADATA).await?;
-        let rp = &state.config.write.default_retention_policy;
-        let options = state.write_options(chingest::Precision::Nanoseconds, durability);
-        tables::write(ingestor, db, rp, &converted.tables, &options).await?;
-    }
-    let partial_success = (converted.rejected > 0).then_some(ExportMetricsPartialSuccess {
-        rejected_data_points: converted.rejected,
-        error_message: converted.message,
-    });
-    Ok(ExportMetricsServiceResponse { partial_success })
+    pub message: String,
 }
 
 /// Converts `request`: every valid data point becomes a row of its kind's
 /// measurement; the others are counted in [`Converted::rejected`].
-pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted, String> {
+pub fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted> {
     // Resource and scope tags first: the rows borrow them.
     let resources: Vec<Vec<(String, String)>> = request
         .resource_metrics
@@ -179,7 +152,7 @@ pub(crate) fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted
         let fields = ["type", "description", "unit"];
         converted
             .tables
-            .push(tables::metadata_table(METADATA, METRIC_NAME, fields, rows)?);
+            .push(metadata_table(METADATA, METRIC_NAME, fields, rows)?);
     }
     kinds.finish(&mut converted.tables)?;
     Ok(converted)
@@ -348,7 +321,7 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
     }
 
     /// The rows as a table of `measurement` (none without rows).
-    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<(), String> {
+    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<()> {
         if self.times.is_empty() {
             return Ok(());
         }
@@ -393,7 +366,7 @@ impl Kinds<'_> {
             + self.summary.times.len()
     }
 
-    fn finish(self, tables: &mut Vec<Table>) -> Result<(), String> {
+    fn finish(self, tables: &mut Vec<Table>) -> Result<()> {
         self.gauge.finish(GAUGE, tables)?;
         self.sum.finish(SUM, tables)?;
         self.histogram.finish(HISTOGRAM, tables)?;

@@ -1,7 +1,7 @@
 //! Remote write 1.0 and 2.0 requests, checked and resolved into one shape:
 //! every series' labels as strings, its samples, native histograms,
 //! exemplars and created timestamp, and the metric metadata. No I/O and no
-//! Arrow: [`super::tables`] builds the batches from a [`Decoded`].
+//! Arrow: [`super::tables()`] builds the batches from a [`Decoded`].
 //!
 //! 2.0 interns strings: labels, exemplar labels, help and unit are indices
 //! into the request's `symbols`. An index past the table, an odd number of
@@ -15,12 +15,14 @@ use std::ops::Range;
 use chingest_proto::prometheus::v2::{self, Histogram};
 use chingest_proto::prometheus::{MetricType, Sample, WriteRequest};
 
+use crate::error::{Error, Result};
+
 /// The label that names a series' metric.
 pub(super) const METRIC_NAME_LABEL: &str = "__name__";
 
 /// A request resolved to strings, borrowing from the decoded message.
 #[derive(Debug, Default)]
-pub(super) struct Decoded<'a> {
+pub struct Decoded<'a> {
     /// Every series' labels, one flat list (`Series::labels` ranges in it).
     pub(super) label_pairs: Vec<(&'a str, &'a str)>,
     /// The series, in request order.
@@ -80,17 +82,22 @@ impl<'a> Decoded<'a> {
     }
 
     /// Float samples in the request.
-    pub(super) fn sample_count(&self) -> usize {
+    pub fn sample_count(&self) -> usize {
         self.series.iter().map(|s| s.samples.len()).sum()
     }
 
     /// Native histogram samples in the request.
-    pub(super) fn histogram_count(&self) -> usize {
+    pub fn histogram_count(&self) -> usize {
         self.series.iter().map(|s| s.histograms.len()).sum()
     }
 
+    /// Exemplars in the request.
+    pub fn exemplar_count(&self) -> usize {
+        self.exemplars.len()
+    }
+
     /// A 1.0 `WriteRequest`.
-    pub(super) fn v1(request: &'a WriteRequest) -> Result<Decoded<'a>, String> {
+    pub fn v1(request: &'a WriteRequest) -> Result<Decoded<'a>> {
         let mut decoded = Decoded::default();
         for (i, series) in request.timeseries.iter().enumerate() {
             let start = decoded.label_pairs.len();
@@ -116,29 +123,31 @@ impl<'a> Decoded<'a> {
     }
 
     /// A 2.0 `Request`.
-    pub(super) fn v2(request: &'a v2::Request) -> Result<Decoded<'a>, String> {
+    pub fn v2(request: &'a v2::Request) -> Result<Decoded<'a>> {
         let symbols = request
             .symbols
             .iter()
             .map(|s| utf8(s, "symbol"))
-            .collect::<Result<Vec<&str>, String>>()?;
+            .collect::<Result<Vec<&str>>>()?;
         if symbols.first().is_some_and(|first| !first.is_empty()) {
-            return Err("the symbols table must start with an empty string".into());
+            return Err(Error::Invalid(
+                "the symbols table must start with an empty string".into(),
+            ));
         }
         let symbol = |series: usize, reference: u32| {
             symbols.get(reference as usize).copied().ok_or_else(|| {
-                format!(
+                Error::Invalid(format!(
                     "series {series}: symbol reference {reference} is past the symbols table ({} symbols)",
                     symbols.len()
-                )
+                ))
             })
         };
         let pairs = |series: usize, refs: &[u32], into: &mut Vec<(&'a str, &'a str)>| {
             if !refs.len().is_multiple_of(2) {
-                return Err(format!(
+                return Err(Error::Invalid(format!(
                     "series {series}: an odd number of label references ({})",
                     refs.len()
-                ));
+                )));
             }
             for pair in refs.chunks_exact(2) {
                 into.push((symbol(series, pair[0])?, symbol(series, pair[1])?));
@@ -148,13 +157,13 @@ impl<'a> Decoded<'a> {
         let mut decoded = Decoded::default();
         for (i, series) in request.timeseries.iter().enumerate() {
             if !series.samples.is_empty() && !series.histograms.is_empty() {
-                return Err(format!(
+                return Err(Error::Invalid(format!(
                     "series {i} has both samples and histograms (send them as two series)"
-                ));
+                )));
             }
             for (h, histogram) in series.histograms.iter().enumerate() {
                 check_histogram(histogram)
-                    .map_err(|e| format!("series {i}, histogram {h}: {e}"))?;
+                    .map_err(|e| Error::Invalid(format!("series {i}, histogram {h}: {e}")))?;
             }
             let start = decoded.label_pairs.len();
             pairs(i, &series.labels_refs, &mut decoded.label_pairs)?;
@@ -176,9 +185,9 @@ impl<'a> Decoded<'a> {
                 let timestamp = match (exemplar.timestamp, newest) {
                     (0, Some(newest)) => newest,
                     (0, None) => {
-                        return Err(format!(
+                        return Err(Error::Invalid(format!(
                         "series {i}: an exemplar without a timestamp in a series without samples"
-                    ))
+                    )))
                     }
                     (timestamp, _) => timestamp,
                 };
@@ -212,18 +221,24 @@ impl<'a> Decoded<'a> {
         samples: &'a [Sample],
         histograms: &'a [Histogram],
         created_timestamp: i64,
-    ) -> Result<usize, String> {
+    ) -> Result<usize> {
         let labels = &self.label_pairs[start..];
         for (k, (name, _)) in labels.iter().enumerate() {
             if name.is_empty() {
-                return Err(format!("series {i} has an empty label name"));
+                return Err(Error::Invalid(format!(
+                    "series {i} has an empty label name"
+                )));
             }
             if labels[..k].iter().any(|(other, _)| other == name) {
-                return Err(format!("series {i} repeats the label {name:?}"));
+                return Err(Error::Invalid(format!(
+                    "series {i} repeats the label {name:?}"
+                )));
             }
         }
         if !labels.iter().any(|(name, _)| *name == METRIC_NAME_LABEL) {
-            return Err(format!("series {i} has no {METRIC_NAME_LABEL} label"));
+            return Err(Error::Invalid(format!(
+                "series {i} has no {METRIC_NAME_LABEL} label"
+            )));
         }
         self.series.push(Series {
             index: self.series.len(),
@@ -245,8 +260,8 @@ impl<'a> Decoded<'a> {
     }
 }
 
-fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
-    std::str::from_utf8(bytes).map_err(|_| format!("a label {what} is not UTF-8"))
+fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|_| Error::Invalid(format!("a label {what} is not UTF-8")))
 }
 
 /// The schema of custom bucket bounds.

@@ -14,13 +14,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chingest::arrow::array::{
-    Array, ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
-};
+use arrow::array::{Array, ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder};
 use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
 
 use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
-use crate::tables::{metadata_table, Table, TagColumns};
+use crate::error::{Error, Result};
+use crate::table::{metadata_table, Table, TagColumns};
 
 /// The tag columns of the series `include` picks (a label named like one
 /// of `reserved` is refused).
@@ -28,7 +27,7 @@ fn label_columns(
     decoded: &Decoded<'_>,
     include: impl Fn(&Series<'_>) -> bool,
     reserved: &[&str],
-) -> Result<TagColumns, String> {
+) -> Result<TagColumns> {
     let names = decoded
         .series
         .iter()
@@ -38,19 +37,19 @@ fn label_columns(
 }
 
 /// The measurement float samples are stored in.
-pub(crate) const SAMPLES: &str = "prometheus";
+pub const SAMPLES: &str = "prometheus";
 /// The measurement native histograms are stored in.
-pub(crate) const HISTOGRAMS: &str = "prometheus_histograms";
+pub const HISTOGRAMS: &str = "prometheus_histograms";
 /// The measurement exemplars are stored in.
-pub(crate) const EXEMPLARS: &str = "prometheus_exemplars";
+pub const EXEMPLARS: &str = "prometheus_exemplars";
 /// The measurement metric metadata is stored in.
-pub(crate) const METADATA: &str = "prometheus_metadata";
+pub const METADATA: &str = "prometheus_metadata";
 
 /// The field holding a series' created (start) timestamp, in ms.
 const CREATED: &str = "created_timestamp";
 
 /// The batches of every measurement `decoded` has rows for, metadata first.
-pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
+pub fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>> {
     let mut tables = Vec::with_capacity(4);
     tables.extend(metadata(decoded)?);
     tables.extend(samples(decoded)?);
@@ -60,12 +59,15 @@ pub(super) fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>, String> {
 }
 
 /// Milliseconds to the nanoseconds of the `time` column.
-fn nanos(series: usize, ms: i64) -> Result<i64, String> {
-    ms.checked_mul(1_000_000)
-        .ok_or_else(|| format!("series {series}: timestamp {ms} ms is out of range"))
+fn nanos(series: usize, ms: i64) -> Result<i64> {
+    ms.checked_mul(1_000_000).ok_or_else(|| {
+        Error::Invalid(format!(
+            "series {series}: timestamp {ms} ms is out of range"
+        ))
+    })
 }
 
-fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     let rows = decoded.sample_count();
     if rows == 0 {
         return Ok(None);
@@ -122,7 +124,7 @@ const HISTOGRAM_FIELDS: [&str; 11] = [
     "custom_values",
 ];
 
-fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     let rows = decoded.histogram_count();
     if rows == 0 {
         return Ok(None);
@@ -208,7 +210,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     Table::new(HISTOGRAMS, times, labels, fields).map(Some)
 }
 
-fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     if decoded.exemplars.is_empty() {
         return Ok(None);
     }
@@ -217,15 +219,21 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
     let mut reserved = vec!["time", "value"];
     reserved.extend(names.iter().copied());
     if let Some(bad) = names.iter().find(|n| matches!(**n, "" | "time" | "value")) {
-        return Err(format!("exemplar label name {bad:?} is not supported"));
+        return Err(Error::Invalid(format!(
+            "exemplar label name {bad:?} is not supported"
+        )));
     }
     let mut with_exemplars = vec![false; decoded.series.len()];
     decoded
         .exemplars
         .iter()
         .for_each(|e| with_exemplars[e.series] = true);
-    let mut labels = label_columns(decoded, |s| with_exemplars[s.index], &reserved)
-        .map_err(|e| format!("{e} (an exemplar label cannot share a series label's name)"))?;
+    let mut labels =
+        label_columns(decoded, |s| with_exemplars[s.index], &reserved).map_err(|e| {
+            Error::Invalid(format!(
+                "{e} (an exemplar label cannot share a series label's name)"
+            ))
+        })?;
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut exemplar_labels: Vec<StringBuilder> =
@@ -247,8 +255,8 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
 }
 
 /// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
-/// (see [`crate::tables::metadata_table`]).
-fn metadata(decoded: &Decoded<'_>) -> Result<Option<Table>, String> {
+/// (see [`metadata_table`]).
+fn metadata(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     if decoded.metadata.is_empty() {
         return Ok(None);
     }

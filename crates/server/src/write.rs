@@ -1,0 +1,70 @@
+//! The one write of tables a protocol decoded (`chingest_codecs`), and
+//! OTLP's export around it. [`tables`] stores every table of a request at
+//! once; a table whose newest point wins (a protocol's metadata, sent
+//! again every minute and in retries) asks for the `last` duplicate
+//! policy, unless its measurement has one; [`export_otlp`] is shared by
+//! OTLP/HTTP (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`), with the
+//! header that names its database. The codecs build the tables without
+//! I/O; storing them is the server's, here.
+
+use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
+use chingest_codecs::{otlp, Table};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The header (OTLP/HTTP) or metadata (OTLP/gRPC) that names the database
+/// of an OTLP export (over HTTP, the query parameter `db` wins).
+pub(crate) const OTLP_DATABASE_HEADER: &str = "x-chingest-database";
+/// The database of OTLP exports that name none.
+pub(crate) const OTLP_DEFAULT_DATABASE: &str = "otel";
+
+/// Writes `tables` as one write: every table is stored or none is.
+pub(crate) async fn tables(
+    ingestor: &Ingestor,
+    db: &str,
+    rp: &str,
+    tables: &[Table],
+    options: &WriteOptions,
+) -> chingest::Result<usize> {
+    let tags: Vec<Vec<&str>> = tables
+        .iter()
+        .map(|t| t.tags.iter().map(String::as_str).collect())
+        .collect();
+    let tables: Vec<ArrowTable<'_>> = tables
+        .iter()
+        .zip(&tags)
+        .map(|(table, tags)| ArrowTable {
+            measurement: table.measurement,
+            batch: &table.batch,
+            tag_columns: tags,
+            duplicates: table.newest_wins.then_some(DuplicatePolicy::Last),
+        })
+        .collect();
+    ingestor.write_arrow_tables(db, rp, &tables, options).await
+}
+
+/// Stores `request` in `db` and answers it: the points that could not be
+/// stored are counted in `partial_success`, the rest are one write.
+pub(crate) async fn export_otlp(
+    state: &AppState,
+    db: &str,
+    request: &ExportMetricsServiceRequest,
+    durability: Option<chingest::Durability>,
+) -> Result<ExportMetricsServiceResponse, ApiError> {
+    let converted = otlp::convert(request)?;
+    let ingestor = state.ingestor()?;
+    if !converted.tables.is_empty() {
+        let rp = &state.config.write.default_retention_policy;
+        let options = state.write_options(chingest::Precision::Nanoseconds, durability);
+        tables(ingestor, db, rp, &converted.tables, &options).await?;
+    }
+    let partial_success = (converted.rejected > 0).then_some(ExportMetricsPartialSuccess {
+        rejected_data_points: converted.rejected,
+        error_message: converted.message,
+    });
+    Ok(ExportMetricsServiceResponse { partial_success })
+}
