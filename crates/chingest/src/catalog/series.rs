@@ -1,0 +1,315 @@
+//! The series of one database: which ids are stored or logged, the rows
+//! logged but not yet committed, the raw-key lookup cache, the tag keys
+//! per measurement (its view's columns) and the cardinality limits'
+//! bookkeeping.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
+use arrow::record_batch::RecordBatch;
+
+use crate::config::CardinalityLimits;
+use crate::engine::{self, Connection, DataDir};
+use crate::error::Result;
+use crate::layout::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
+use crate::wal::Lsn;
+
+/// Series ids of one database: which are stored or logged, which raw
+/// series keys map to which id, and the rows not yet committed.
+///
+/// A series is registered when the first record that carries it is
+/// logged ([`register`](Self::register), called by the appender in log
+/// order): from then on other writes leave it out of their records, and its
+/// row waits in `pending` until a flush of the database commits it, before
+/// any fact row flushed after it.
+#[derive(Debug, Default)]
+pub(crate) struct SeriesState {
+    /// Fingerprint of a series key as written on a line → series_id. Lets a
+    /// series seen before skip parsing its tags, canonicalization and hashing.
+    pub(crate) by_raw_key: RwLock<FingerprintMap<u64>>,
+    /// Ids stored in the series table or logged, and the logged rows not
+    /// yet committed: one lock, so an id is never known without its row
+    /// being stored or pending.
+    registry: Mutex<Registry>,
+    /// Held while pending rows are being committed, so a flush never inserts
+    /// facts while the series they use are still in flight.
+    committing: Mutex<()>,
+    /// Tag keys seen per measurement: the columns of its view.
+    tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// Hashes of the values seen per (measurement, tag key), kept while
+    /// the values-per-tag limit is set.
+    tag_values: Mutex<HashMap<(String, String), HashSet<u64>>>,
+}
+
+/// Entries of a database's raw-key cache: two spellings for each of the
+/// default limit's million series. Measured (`HashMap`, 1 M entries): 69
+/// bytes per entry, so at most ~140 MB; plus 38 bytes per known series
+/// (the id set) and 19 bytes per tag value tracked for its limit.
+pub(crate) const RAW_KEY_CACHE_MAX: usize = 2_000_000;
+
+/// A tag value's hash, as the values-per-tag limit counts it.
+fn value_hash(value: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(value.as_bytes())
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    known: SeriesIdSet,
+    /// Rows to commit, with the lsn of the record that logged them.
+    pending: Vec<(Lsn, u64, SeriesKey)>,
+    /// Series admitted under the series limit by writes not yet logged,
+    /// with how many writes hold each: they count against the limit until
+    /// known (then `admitted_known` keeps them from counting twice) or
+    /// released.
+    admitted: SeriesIdMap<usize>,
+    admitted_known: usize,
+}
+
+impl Registry {
+    /// Series stored, logged, or admitted by writes in flight.
+    fn count(&self) -> usize {
+        self.known.len() + self.admitted.len() - self.admitted_known
+    }
+}
+
+impl SeriesState {
+    /// On open: the ids the series table holds.
+    pub(super) fn load(&self, ids: Vec<u64>) {
+        self.registry.lock().unwrap().known.extend(ids);
+    }
+
+    /// On open: tag keys `measurement`'s stored series carry.
+    pub(super) fn load_tag_keys(&self, measurement: String, keys: Vec<String>) {
+        self.tag_keys
+            .lock()
+            .unwrap()
+            .entry(measurement)
+            .or_default()
+            .extend(keys);
+    }
+
+    /// Registers the series of the record numbered `lsn`: returns those not
+    /// known yet, which the record must carry, and queues their rows.
+    pub(crate) fn register(&self, lsn: Lsn, rows: Vec<(u64, SeriesKey)>) -> Vec<(u64, SeriesKey)> {
+        if rows.is_empty() {
+            return rows;
+        }
+        let mut registry = self.registry.lock().unwrap();
+        let registry = &mut *registry;
+        let fresh: Vec<_> = rows
+            .into_iter()
+            .filter(|(id, _)| registry.known.insert(*id))
+            .collect();
+        registry.admitted_known += fresh
+            .iter()
+            .filter(|(id, _)| registry.admitted.contains_key(id))
+            .count();
+        registry
+            .pending
+            .extend(fresh.iter().map(|(id, key)| (lsn, *id, key.clone())));
+        fresh
+    }
+
+    /// Forgets series dropped from the series table: a later write of one
+    /// registers it (and stores its row) again.
+    pub(crate) fn forget(&self, ids: impl IntoIterator<Item = u64>) {
+        let forgotten: SeriesIdSet = ids.into_iter().collect();
+        // A line spelled as before must not find the id there either, or
+        // it would skip the series row it now has to carry again. (Taken
+        // before `registry`, not inside it: parsing holds this lock while
+        // it admits series.)
+        self.by_raw_key
+            .write()
+            .unwrap()
+            .retain(|_, id| !forgotten.contains(id));
+        let mut registry = self.registry.lock().unwrap();
+        for id in forgotten {
+            if registry.known.remove(&id) && registry.admitted.contains_key(&id) {
+                registry.admitted_known -= 1;
+            }
+        }
+    }
+
+    /// Admits a series the database does not know under `limits`, for a
+    /// write that will log it, or says which limit it would pass. `Ok(true)`:
+    /// admitted, to be released with [`Admission`]; `Ok(false)`: known.
+    /// Checks, counts and admits under one lock, so concurrent writers
+    /// cannot pass a limit together.
+    pub(crate) fn admit(
+        &self,
+        id: u64,
+        key: &SeriesKey,
+        limits: CardinalityLimits,
+    ) -> Result<bool, String> {
+        let mut registry = self.registry.lock().unwrap();
+        if registry.known.contains(&id) {
+            return Ok(false);
+        }
+        if let Some(holders) = registry.admitted.get_mut(&id) {
+            *holders += 1;
+            return Ok(true);
+        }
+        let count = registry.count();
+        if limits.max_series > 0 && count >= limits.max_series {
+            return Err(format!(
+                "series limit reached: the database has {count} series (limit {}); \
+                 a new series is refused",
+                limits.max_series
+            ));
+        }
+        if limits.max_values_per_tag > 0 {
+            let mut tag_values = self.tag_values.lock().unwrap();
+            let key_of = |tag: &str| (key.measurement.clone(), tag.to_owned());
+            for (tag, value) in &key.tags {
+                if let Some(values) = tag_values.get(&key_of(tag)) {
+                    if values.len() >= limits.max_values_per_tag
+                        && !values.contains(&value_hash(value))
+                    {
+                        return Err(format!(
+                            "tag value limit reached: tag {tag:?} of measurement {:?} has {} \
+                             values (limit {}); a new value is refused",
+                            key.measurement,
+                            values.len(),
+                            limits.max_values_per_tag
+                        ));
+                    }
+                }
+            }
+            for (tag, value) in &key.tags {
+                tag_values
+                    .entry(key_of(tag))
+                    .or_default()
+                    .insert(value_hash(value));
+            }
+        }
+        registry.admitted.insert(id, 1);
+        Ok(true)
+    }
+
+    /// Releases admissions (see [`admit`](Self::admit)).
+    pub(super) fn release(&self, ids: &[u64]) {
+        let mut registry = self.registry.lock().unwrap();
+        for id in ids {
+            let Some(holders) = registry.admitted.get_mut(id) else {
+                continue;
+            };
+            *holders -= 1;
+            if *holders == 0 {
+                registry.admitted.remove(id);
+                if registry.known.contains(id) {
+                    registry.admitted_known -= 1;
+                }
+            }
+        }
+    }
+
+    /// Counts tag values of stored series (read back on open).
+    pub(crate) fn note_tag_values<'a>(
+        &self,
+        values: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) {
+        let mut tag_values = self.tag_values.lock().unwrap();
+        for (measurement, tag, value) in values {
+            tag_values
+                .entry((measurement.to_owned(), tag.to_owned()))
+                .or_default()
+                .insert(value_hash(value));
+        }
+    }
+
+    /// Adds raw series keys to the lookup cache. Past
+    /// [`RAW_KEY_CACHE_MAX`] entries the cache starts over: the same series
+    /// spelled many ways (tags reordered, escaped differently) must not grow
+    /// it without bound.
+    pub(crate) fn cache_raw_keys(&self, raw_keys: Vec<(u128, u64)>) {
+        if !raw_keys.is_empty() {
+            let mut cache = self.by_raw_key.write().unwrap();
+            if cache.len() + raw_keys.len() > RAW_KEY_CACHE_MAX {
+                *cache = FingerprintMap::default();
+            }
+            cache.extend(raw_keys);
+        }
+    }
+
+    /// Records the tag keys of series met by a write; returns the
+    /// measurements that gained keys (their views need new columns).
+    pub(crate) fn note_tag_keys(&self, rows: &[(u64, SeriesKey)]) -> Vec<String> {
+        let mut grown = Vec::new();
+        let mut tag_keys = self.tag_keys.lock().unwrap();
+        for (_, key) in rows {
+            let keys = tag_keys.entry(key.measurement.clone()).or_default();
+            let before = keys.len();
+            keys.extend(key.tags.iter().map(|(k, _)| k.clone()));
+            if keys.len() > before && !grown.contains(&key.measurement) {
+                grown.push(key.measurement.clone());
+            }
+        }
+        grown
+    }
+
+    /// The tag keys seen for `measurement`, sorted.
+    pub(crate) fn tag_keys(&self, measurement: &str) -> Vec<String> {
+        self.tag_keys
+            .lock()
+            .unwrap()
+            .get(measurement)
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether each of `ids` is stored or logged, under one lock.
+    pub(crate) fn known_mask(&self, ids: impl Iterator<Item = u64>) -> Vec<bool> {
+        let registry = self.registry.lock().unwrap();
+        ids.map(|id| registry.known.contains(&id)).collect()
+    }
+
+    /// The lsn of the oldest record whose series rows are not committed.
+    pub(crate) fn oldest_pending(&self) -> Option<Lsn> {
+        let registry = self.registry.lock().unwrap();
+        registry.pending.iter().map(|(lsn, _, _)| *lsn).min()
+    }
+
+    /// Inserts the pending series rows into `table` and returns how many.
+    /// On failure they stay pending for the next flush.
+    pub(crate) fn commit(&self, conn: &Connection, disk: &DataDir, table: &str) -> Result<usize> {
+        let _committing = self.committing.lock().unwrap();
+        let rows = std::mem::take(&mut self.registry.lock().unwrap().pending);
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, key)));
+        let inserted = engine::insert_batch(conn, table, batch, None)
+            .and_then(|_| disk.sync_table(conn, table));
+        match inserted {
+            Ok(_) => Ok(rows.len()),
+            Err(err) => {
+                let mut registry = self.registry.lock().unwrap();
+                let later = std::mem::replace(&mut registry.pending, rows);
+                registry.pending.extend(later);
+                Err(err)
+            }
+        }
+    }
+}
+
+fn series_batch<'a>(rows: impl Iterator<Item = (u64, &'a SeriesKey)> + Clone) -> RecordBatch {
+    let ids = UInt64Array::from_iter_values(rows.clone().map(|(id, _)| id));
+    let mut measurements = StringBuilder::new();
+    let mut tags = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    for (_, key) in rows {
+        measurements.append_value(&key.measurement);
+        for (k, v) in &key.tags {
+            tags.keys().append_value(k);
+            tags.values().append_value(v);
+        }
+        tags.append(true)
+            .expect("keys and values are appended in pairs");
+    }
+    RecordBatch::try_from_iter([
+        ("series_id", Arc::new(ids) as _),
+        ("measurement", Arc::new(measurements.finish()) as _),
+        ("tags", Arc::new(tags.finish()) as _),
+    ])
+    .expect("series columns have equal lengths")
+}
