@@ -345,3 +345,24 @@ impl LastValueConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_name_every_measurement_a_database_or_one_measurement() {
+        let config = |patterns: &[&str]| LastValueConfig {
+            measurements: patterns.iter().map(|p| p.to_string()).collect(),
+            max_bytes: 1,
+        };
+        assert!(config(&["*"]).covers("db", "cpu"));
+        assert!(config(&["db.*"]).covers("db", "cpu"));
+        assert!(!config(&["db.*"]).covers("db2", "cpu"));
+        assert!(config(&["db.cpu"]).covers("db", "cpu"));
+        assert!(!config(&["db.cpu"]).covers("db", "mem"));
+        assert!(config(&["cpu"]).covers("any", "cpu"));
+        assert!(!config(&["dbx.cpu"]).covers("db", "x.cpu"));
+        assert!(!config(&[]).covers("db", "cpu"));
+    }
+}

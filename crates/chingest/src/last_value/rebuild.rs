@@ -1,0 +1,293 @@
+//! Rebuilding a table's cache from the engine: the newest non-NULL value
+//! of each field per series, and the series' tags from the series table,
+//! merged by time into what writes brought meanwhile.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use arrow::array::{Array, ArrayRef, AsArray, MapArray};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType, UInt64Type};
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::Table;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::last_value::table::{
+    EngineLast, LastField, SeriesNewest, SeriesTags, Status, Values, SERIES_BYTES, TAG_BYTES,
+    VALUE_BYTES,
+};
+use crate::last_value::{LastValues, RebuildQueue};
+use crate::layout::names::{quote_ident, quote_literal};
+use crate::layout::schema::FieldType;
+use crate::stats::IngestStats;
+
+/// What rebuilds need from the layers above the cache: the engine to
+/// read, and a flush of everything logged before they read it.
+pub(crate) trait RebuildSource: Send + Sync {
+    /// The engine the table's rows are read from.
+    fn engine(&self) -> &Engine;
+    /// Inserts every row logged so far into the engine.
+    fn flush_all(&self) -> BoxFuture<'_, Result<()>>;
+    /// Whether the ingestor is closing: rebuilds stop.
+    fn is_closed(&self) -> bool;
+}
+
+/// A boxed future: [`RebuildSource`] is used as a trait object.
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Rebuilds the tables queued by [`LastValues::invalidate`], one batch at a
+/// time, until the ingestor is gone.
+pub(crate) async fn run_rebuilds(
+    source: Weak<dyn RebuildSource>,
+    cache: Weak<LastValues>,
+    mut queue: RebuildQueue,
+) {
+    while let Some(first) = queue.recv().await {
+        let mut tables = vec![first];
+        while let Ok(table) = queue.try_recv() {
+            tables.push(table);
+        }
+        let (Some(source), Some(cache)) = (source.upgrade(), cache.upgrade()) else {
+            return;
+        };
+        if source.is_closed() {
+            return;
+        }
+        // The generation is taken before the flush: everything written
+        // before the cache was emptied is in the engine when it is read.
+        let jobs: Vec<(Arc<Table>, u64)> = tables
+            .into_iter()
+            .map(|table| {
+                let last = cache.cache(&table);
+                last.queued.store(false, Ordering::Release);
+                let generation = last.state.read().unwrap().generation;
+                (table, generation)
+            })
+            .collect();
+        let flushed = source.flush_all().await;
+        for (table, generation) in jobs {
+            let rebuilt = match &flushed {
+                Ok(()) => rebuild(source.engine(), &cache, &table, generation).await,
+                Err(err) => Err(Error::Engine(err.to_string())),
+            };
+            match rebuilt {
+                Ok(()) => IngestStats::add(&cache.stats.last_value_rebuilds, 1),
+                Err(_) if source.is_closed() => return,
+                Err(err) => {
+                    tracing::warn!(table = ?table.id, %err, "last-value cache: rebuild failed; retrying in 5 s");
+                    let weak = Arc::downgrade(&cache);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        if let Some(cache) = weak.upgrade() {
+                            if !cache.cache(&table).queued.swap(true, Ordering::AcqRel) {
+                                let _ = cache.rebuilds.send(table);
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Reads a table's newest values and its series' tags from the engine and
+/// merges them into its cache.
+async fn rebuild(
+    engine: &Engine,
+    cache: &LastValues,
+    table: &Arc<Table>,
+    generation: u64,
+) -> Result<()> {
+    let schema = table.schema();
+    let names = &schema.names;
+    let tags_sql = format!(
+        "SELECT series_id, tags FROM {} FINAL WHERE measurement = {}",
+        names.series_table,
+        quote_literal(&table.id.measurement)
+    );
+    let tags = read_tags(&engine.query_arrow(tags_sql).await?)?;
+    let fields: Vec<(String, FieldType)> = schema
+        .fields
+        .iter()
+        .filter(|(_, ty)| Values::new(*ty, 0).is_some())
+        .cloned()
+        .collect();
+    // Too large before reading a value: evicted without the scan.
+    let estimate: usize = tags
+        .iter()
+        .map(|(_, t)| {
+            SERIES_BYTES
+                + VALUE_BYTES * fields.len()
+                + t.iter()
+                    .map(|(k, v)| TAG_BYTES + k.len() + v.len())
+                    .sum::<usize>()
+        })
+        .sum();
+    let total = cache.stats.last_value_bytes.load(Ordering::Relaxed) as usize;
+    if total + estimate > cache.config.max_bytes {
+        let last = cache.cache(table);
+        let mut state = last.state.write().unwrap();
+        if state.generation == generation && state.status == Status::Building {
+            cache.evict(table, &last, &mut state);
+        }
+        return Ok(());
+    }
+    let mut values = Vec::new();
+    if !fields.is_empty() {
+        let mut columns = vec!["series_id".to_owned()];
+        for (i, (name, _)) in fields.iter().enumerate() {
+            let field = quote_ident(name);
+            columns.push(format!("maxIf(time, {field} IS NOT NULL) AS t{i}"));
+            // Equal times: the row inserted last (block number and offset).
+            columns.push(format!(
+                "argMaxIf({field}, (time, _block_number, _block_offset), {field} IS NOT NULL) AS v{i}"
+            ));
+        }
+        let sql = format!(
+            "SELECT {} FROM {} GROUP BY series_id",
+            columns.join(", "),
+            names.storage_table
+        );
+        for batch in engine.query_arrow(sql).await? {
+            read_values(&batch, &fields, &mut values)?;
+        }
+    }
+    let from_engine = EngineLast {
+        tags,
+        fields,
+        values,
+    };
+    cache.finish_rebuild(table, generation, from_engine);
+    Ok(())
+}
+
+fn unexpected(what: &str, column: &ArrayRef) -> Error {
+    Error::Engine(format!(
+        "last-value rebuild: {what} came back as {}",
+        column.data_type()
+    ))
+}
+
+/// `(series_id, tags)` rows of the series table.
+fn read_tags(batches: &[RecordBatch]) -> Result<Vec<SeriesTags>> {
+    let mut rows = Vec::new();
+    for batch in batches {
+        let ids = batch.column(0);
+        let ids = ids
+            .as_primitive_opt::<UInt64Type>()
+            .ok_or_else(|| unexpected("series_id", ids))?;
+        let maps = batch.column(1);
+        let maps: &MapArray = maps.as_map_opt().ok_or_else(|| unexpected("tags", maps))?;
+        let keys = strings(maps.keys())?;
+        let values = strings(maps.values())?;
+        let offsets = maps.value_offsets();
+        for row in 0..batch.num_rows() {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            let tags = (start..end)
+                .map(|i| (keys[i].clone(), values[i].clone()))
+                .collect();
+            rows.push((ids.value(row), tags));
+        }
+    }
+    Ok(rows)
+}
+
+/// A string column as strings (the engine sends String as Utf8 or Binary).
+fn strings(column: &ArrayRef) -> Result<Vec<String>> {
+    let text = |i: usize, bytes: &[u8]| match column.is_null(i) {
+        true => String::new(),
+        false => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    match column.data_type() {
+        DataType::Utf8 => {
+            let c = column.as_string::<i32>();
+            Ok((0..c.len())
+                .map(|i| text(i, c.value(i).as_bytes()))
+                .collect())
+        }
+        DataType::LargeUtf8 => {
+            let c = column.as_string::<i64>();
+            Ok((0..c.len())
+                .map(|i| text(i, c.value(i).as_bytes()))
+                .collect())
+        }
+        DataType::Binary => {
+            let c = column.as_binary::<i32>();
+            Ok((0..c.len()).map(|i| text(i, c.value(i))).collect())
+        }
+        DataType::LargeBinary => {
+            let c = column.as_binary::<i64>();
+            Ok((0..c.len()).map(|i| text(i, c.value(i))).collect())
+        }
+        _ => Err(unexpected("a string", column)),
+    }
+}
+
+/// The rows of the rebuild's values query: `series_id`, then `t<i>`,
+/// `v<i>` per field.
+fn read_values(
+    batch: &RecordBatch,
+    fields: &[(String, FieldType)],
+    out: &mut Vec<SeriesNewest>,
+) -> Result<()> {
+    let ids = batch.column(0);
+    let ids = ids
+        .as_primitive_opt::<UInt64Type>()
+        .ok_or_else(|| unexpected("series_id", ids))?;
+    let mut columns = Vec::with_capacity(fields.len());
+    for (i, (_, ty)) in fields.iter().enumerate() {
+        let times = batch.column(1 + 2 * i);
+        let times = times
+            .as_primitive_opt::<TimestampNanosecondType>()
+            .ok_or_else(|| unexpected("a time", times))?;
+        let values = batch.column(2 + 2 * i);
+        let strings = match ty {
+            FieldType::String => Some(strings(values)?),
+            _ => None,
+        };
+        columns.push((times, values, strings));
+    }
+    for row in 0..batch.num_rows() {
+        let mut newest = Vec::with_capacity(fields.len());
+        for ((times, values, strings), (_, ty)) in columns.iter().zip(fields) {
+            // NULL: no row of the series has the field.
+            if values.is_null(row) {
+                newest.push(None);
+                continue;
+            }
+            let value = match (ty, strings) {
+                (FieldType::String, Some(strings)) => LastField::String(strings[row].clone()),
+                (FieldType::Float, _) => LastField::Float(
+                    values
+                        .as_primitive_opt::<Float64Type>()
+                        .ok_or_else(|| unexpected("a float", values))?
+                        .value(row),
+                ),
+                (FieldType::Integer, _) => LastField::Integer(
+                    values
+                        .as_primitive_opt::<Int64Type>()
+                        .ok_or_else(|| unexpected("an integer", values))?
+                        .value(row),
+                ),
+                (FieldType::UInteger, _) => LastField::UInteger(
+                    values
+                        .as_primitive_opt::<UInt64Type>()
+                        .ok_or_else(|| unexpected("an unsigned integer", values))?
+                        .value(row),
+                ),
+                (FieldType::Boolean, _) => LastField::Boolean(
+                    values
+                        .as_boolean_opt()
+                        .ok_or_else(|| unexpected("a boolean", values))?
+                        .value(row),
+                ),
+                _ => return Err(unexpected("a field", values)),
+            };
+            newest.push(Some((times.value(row), value)));
+        }
+        out.push((ids.value(row), newest));
+    }
+    Ok(())
+}
