@@ -12,7 +12,6 @@ pub mod config;
 pub mod error;
 pub mod grpc;
 pub mod http;
-mod influxql;
 pub mod metrics;
 mod otlp;
 pub mod state;

@@ -2,7 +2,6 @@
 //! translate requests into `chingest::Ingestor` calls and results into
 //! responses; every error goes through [`ApiError`].
 
-pub(crate) mod condition;
 mod edit;
 mod health;
 mod influx;

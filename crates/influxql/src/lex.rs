@@ -1,8 +1,12 @@
 //! InfluxQL's tokens: names bare or `"quoted"`, `'strings'`, `/regexes/`,
 //! numbers and durations, operators and punctuation, each with where it
-//! starts in the text (so a clause can be handed on as the text it is).
+//! starts in the text (so a clause can be handed on as the text it is);
+//! and `$name` parameters bound before a query is parsed.
 
-use crate::http::condition::unit_nanos;
+use std::collections::HashMap;
+
+use crate::condition::unit_nanos;
+use crate::error::Error;
 
 /// One token.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,27 +148,39 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
     Ok(tokens)
 }
 
+/// A value for `$name` (a request's `params`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A string: bound as a quoted `'string'`.
+    String(String),
+    /// A number or a boolean, bound as written.
+    Literal(String),
+    /// A value InfluxQL has no literal for (null, a list, an object), as
+    /// written: binding it is an error.
+    Unsupported(String),
+}
+
 /// `q` with each `$name` replaced by the InfluxQL text of `params`'
-/// value of that name (the request's `params=`, a JSON object): a string
-/// becomes a quoted string, numbers and booleans stay as they are. A name
-/// `params` lacks is an error.
-pub(crate) fn bind(
-    q: &str,
-    params: &serde_json::Map<String, serde_json::Value>,
-) -> Result<String, String> {
+/// value of that name: a string becomes a quoted string, numbers and
+/// booleans stay as they are. A name `params` lacks is an error.
+pub fn bind(q: &str, params: &HashMap<String, Param>) -> Result<String, Error> {
     let mut bound = String::with_capacity(q.len());
     let mut copied = 0;
-    for token in tokenize(q)? {
+    for token in tokenize(q).map_err(Error::Parse)? {
         let Token::Param(name) = &token.token else {
             continue;
         };
         let literal = match params.get(name) {
-            Some(serde_json::Value::String(s)) => {
+            Some(Param::String(s)) => {
                 format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
             }
-            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v.to_string(),
-            Some(other) => return Err(format!("unable to bind parameter {name}: {other}")),
-            None => return Err(format!("missing parameter: {name}")),
+            Some(Param::Literal(text)) => text.clone(),
+            Some(Param::Unsupported(text)) => {
+                return Err(Error::Parse(format!(
+                    "unable to bind parameter {name}: {text}"
+                )))
+            }
+            None => return Err(Error::Parse(format!("missing parameter: {name}"))),
         };
         bound.push_str(&q[copied..token.at]);
         bound.push_str(&literal);
@@ -317,19 +333,30 @@ mod tests {
 
     #[test]
     fn parameters_bind_as_literals() {
-        let params = serde_json::json!({"h": "it's", "n": 5, "b": true});
-        let params = params.as_object().unwrap();
+        let params: HashMap<String, Param> = [
+            ("h", Param::String("it's".into())),
+            ("n", Param::Literal("5".into())),
+            ("b", Param::Literal("true".into())),
+            ("z", Param::Unsupported("null".into())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
         assert_eq!(
             bind(
                 "SELECT a FROM m WHERE h = $h AND n > $n AND ok = $b AND s = '$h'",
-                params
+                &params
             )
             .unwrap(),
             r"SELECT a FROM m WHERE h = 'it\'s' AND n > 5 AND ok = true AND s = '$h'"
         );
         assert_eq!(
-            bind("SELECT $x", params).unwrap_err(),
-            "missing parameter: x"
+            bind("SELECT $x", &params).unwrap_err().to_string(),
+            "error parsing query: missing parameter: x"
+        );
+        assert_eq!(
+            bind("SELECT $z", &params).unwrap_err().to_string(),
+            "error parsing query: unable to bind parameter z: null"
         );
     }
 

@@ -1,5 +1,6 @@
 //! Conditions on series and time, as two APIs write them, parsed into the
-//! library's [`PointFilter`] parts:
+//! library's [`PointFilter`] parts (InfluxQL's `WHERE` and `DELETE`, and
+//! the front end's InfluxDB 2 delete endpoint):
 //!
 //! - InfluxQL `WHERE` clauses: `host = 'a' AND (dc =~ /^eu/ OR rack != '')
 //!   AND time >= '2026-01-01T00:00:00Z' AND time < now() - 1h` (strings in
@@ -14,7 +15,7 @@ use chingest::{PointFilter, TagPredicate};
 
 /// Which syntax a condition is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
+pub enum Dialect {
     /// InfluxQL's `WHERE`.
     InfluxQl,
     /// InfluxDB 2's delete predicate.
@@ -316,7 +317,7 @@ fn describe(token: &Option<Token>) -> String {
 
 /// An RFC 3339 time, or `YYYY-MM-DD[ HH:MM:SS[.f]]` in UTC (InfluxQL takes
 /// both), in ns since the epoch.
-pub(crate) fn parse_time(text: &str) -> Result<i64, String> {
+pub fn parse_time(text: &str) -> Result<i64, String> {
     let parsed = chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.to_utc())
         .or_else(|_| {
@@ -387,7 +388,7 @@ pub(crate) fn unit_nanos(unit: &str) -> Option<i64> {
 
 /// What a condition selects.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Selection {
+pub struct Selection {
     /// The measurement a delete predicate names (`_measurement="m"`).
     pub(crate) measurement: Option<String>,
     pub(crate) tags: TagPredicate,
@@ -411,7 +412,7 @@ impl Selection {
 
     /// Applies the selection to `filter` (whose other parts stay). Deletes
     /// select whole points: conditions on field values are refused.
-    pub(crate) fn apply(self, filter: &mut PointFilter) -> Result<(), String> {
+    pub fn apply(self, filter: &mut PointFilter) -> Result<(), String> {
         if let Some(condition) = self.fields.first() {
             return Err(format!(
                 "{} {} …: deletes select points by tags and time, not by field values",
@@ -430,7 +431,7 @@ impl Selection {
 
 /// Parses `text` (empty: everything) in `dialect`; `now` is what `now()`
 /// means, in ns since the epoch.
-pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection, String> {
+pub fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection, String> {
     let mut selection = Selection::everything();
     let tokens = tokenize(text)?;
     if tokens.is_empty() {
