@@ -55,11 +55,12 @@ impl Token {
     }
 }
 
-/// A token and the byte offset where it starts.
+/// A token and the byte offsets where it starts and ends.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Spanned {
     pub(crate) token: Token,
     pub(crate) at: usize,
+    pub(crate) end: usize,
 }
 
 const PUNCTUATION: [&str; 19] = [
@@ -143,7 +144,11 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
                 }
             },
         };
-        tokens.push(Spanned { token, at: start });
+        tokens.push(Spanned {
+            token,
+            at: start,
+            end: at,
+        });
     }
     Ok(tokens)
 }

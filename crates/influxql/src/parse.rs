@@ -262,9 +262,10 @@ pub fn parse_query(q: &str, now: i64) -> Result<Vec<Result<Statement, String>>, 
 
 /// Parses one statement.
 fn parse(text: &str, now: i64) -> Parsed<Statement> {
-    match query(text, now) {
+    let tokens = tokenize(text).map_err(ParseError::Invalid)?;
+    match query(text, &tokens, now) {
         Some(parsed) => parsed,
-        None => admin(text)
+        None => admin(text, &tokens)
             .map(Statement::Admin)
             .map_err(ParseError::Invalid),
     }
@@ -272,14 +273,10 @@ fn parse(text: &str, now: i64) -> Parsed<Statement> {
 
 /// Parses one query statement; `None` if it is not one (an
 /// administrative statement, or not InfluxQL chingest knows).
-fn query(text: &str, now: i64) -> Option<Parsed<Statement>> {
-    let tokens = match tokenize(text) {
-        Ok(tokens) => tokens,
-        Err(err) => return Some(invalid(err)),
-    };
+fn query(text: &str, tokens: &[Spanned], now: i64) -> Option<Parsed<Statement>> {
     let mut parser = Parser {
         text,
-        tokens: &tokens,
+        tokens,
         at: 0,
         now,
         depth: 0,
@@ -864,70 +861,59 @@ fn retention_duration(text: &str) -> Result<Option<Duration>, String> {
     Ok((nanos != 0).then(|| Duration::from_nanos(nanos.unsigned_abs())))
 }
 
-/// Splits an InfluxQL statement into words, keeping double-quoted names
-/// (with `\"` escapes) whole and unquoted.
-fn words(statement: &str) -> Result<Vec<String>, String> {
+/// The words of an administrative statement: a `"quoted name"` is one,
+/// unquoted; other tokens written together are one, as written (so a bare
+/// name may hold `-` or `.`, `CREATE DATABASE my-db`, where InfluxDB wants
+/// it quoted).
+fn words(text: &str, tokens: &[Spanned]) -> Vec<String> {
     let mut words = Vec::new();
-    let mut chars = statement.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-        } else if c == '"' {
-            chars.next();
-            let mut word = String::new();
-            loop {
-                match chars.next() {
-                    Some('\\') => word.extend(chars.next()),
-                    Some('"') => break,
-                    Some(c) => word.push(c),
-                    None => return Err("unterminated quoted name".into()),
-                }
-            }
-            words.push(word);
-        } else {
-            let mut word = String::new();
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() {
-                    break;
-                }
-                word.push(c);
-                chars.next();
-            }
-            words.push(word);
+    // The bare word being read, and where the last token ended.
+    let mut bare: Option<(usize, usize)> = None;
+    for token in tokens {
+        if let Token::Quoted(name) = &token.token {
+            words.extend(bare.take().map(|(at, end)| text[at..end].to_owned()));
+            words.push(name.clone());
+            continue;
         }
+        bare = match bare {
+            Some((at, end)) if end == token.at => Some((at, token.end)),
+            other => {
+                words.extend(other.map(|(at, end)| text[at..end].to_owned()));
+                Some((token.at, token.end))
+            }
+        };
     }
-    Ok(words)
+    words.extend(bare.map(|(at, end)| text[at..end].to_owned()));
+    words
 }
 
-/// Splits a statement at its first `WHERE` outside quotes: the part before
-/// it, and the condition after it.
-fn split_where(statement: &str) -> (&str, Option<&str>) {
-    let mut quote = None;
-    let mut word_start = 0;
-    for (i, c) in statement.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, c) if c.is_whitespace() => {
-                if statement[word_start..i].eq_ignore_ascii_case("where") {
-                    return (&statement[..word_start], Some(&statement[i..]));
-                }
-                word_start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    (statement, None)
+/// Where an administrative statement's `WHERE` is: the first that stands
+/// as a word with a condition after it, a token's index.
+fn where_clause(text: &str, tokens: &[Spanned]) -> Option<usize> {
+    tokens.iter().position(|t| {
+        t.token.is("WHERE")
+            && text[..t.at]
+                .chars()
+                .next_back()
+                .is_none_or(char::is_whitespace)
+            && text[t.end..].starts_with(char::is_whitespace)
+    })
 }
 
 /// Parses an administrative statement.
-fn admin(statement: &str) -> Result<Admin, String> {
-    let (head, condition) = split_where(statement);
+fn admin(statement: &str, tokens: &[Spanned]) -> Result<Admin, String> {
+    // The statement before its `WHERE` (text and tokens), and the condition.
+    let (head, condition) = match where_clause(statement, tokens) {
+        Some(i) => (
+            (&statement[..tokens[i].at], &tokens[..i]),
+            Some(&statement[tokens[i].end..]),
+        ),
+        None => ((statement, tokens), None),
+    };
     if let Some(delete) = delete(head, condition)? {
         return Ok(delete);
     }
-    let words = words(statement)?;
+    let words = words(statement, tokens);
     let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
     let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
     match upper.as_slice() {
@@ -987,8 +973,11 @@ fn admin(statement: &str) -> Result<Admin, String> {
 
 /// `DELETE`, `DROP SERIES` and `DROP MEASUREMENT`; `None` for other
 /// statements.
-fn delete(head: &str, condition: Option<&str>) -> Result<Option<Admin>, String> {
-    let words = words(head)?;
+fn delete(
+    (head, tokens): (&str, &[Spanned]),
+    condition: Option<&str>,
+) -> Result<Option<Admin>, String> {
+    let words = words(head, tokens);
     let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
     let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
     let (drop_series, measurement) = match upper.as_slice() {
@@ -1116,8 +1105,9 @@ mod tests {
             parsed("show field keys from /x/"),
             Statement::ShowFieldKeys(_)
         ));
-        assert!(query("SHOW DATABASES", 0).is_none());
-        assert!(query("CREATE DATABASE x", 0).is_none());
+        let query = |t| query(t, &tokenize(t).unwrap(), 0);
+        assert!(query("SHOW DATABASES").is_none());
+        assert!(query("CREATE DATABASE x").is_none());
         assert_eq!(
             parsed("SHOW DATABASES"),
             Statement::Admin(Admin::ShowDatabases)
@@ -1153,12 +1143,18 @@ mod tests {
         assert!(matches!(err(&deep), ParseError::Unsupported(m) if m.contains("deeper")));
     }
 
+    fn admin(text: &str) -> Result<Admin, String> {
+        super::admin(text, &tokenize(text)?)
+    }
+
     #[test]
     fn statements_parse_with_bare_and_quoted_names() {
         let cases = [
             ("CREATE DATABASE telegraf", Ok(Admin::CreateDatabase("telegraf".into()))),
             ("create database \"my db\"", Ok(Admin::CreateDatabase("my db".into()))),
             ("SHOW DATABASES", Ok(Admin::ShowDatabases)),
+            // Bare names run to the next space, as they always have here.
+            ("CREATE DATABASE my-db.x", Ok(Admin::CreateDatabase("my-db.x".into()))),
             ("show retention policies on \"a\\\"b\"", Ok(Admin::ShowRetentionPolicies(Some("a\"b".into())))),
             (
                 "CREATE RETENTION POLICY \"week\" ON \"telegraf\" DURATION 7d REPLICATION 1 DEFAULT",
@@ -1205,6 +1201,7 @@ mod tests {
             "DROP SERIES",
             "DROP MEASUREMENT m WHERE a='b'",
             "DELETE FROM /c/",
+            "DELETE FROM m WHERE",
         ] {
             assert!(admin(bad).is_err(), "{bad}");
         }
