@@ -13,6 +13,8 @@
 
 use chingest::{PointFilter, TagPredicate};
 
+use crate::lex::{parse_duration, quoted};
+
 /// Which syntax a condition is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -49,7 +51,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
             '(' => (Token::Open, 1),
             ')' => (Token::Close, 1),
             '"' | '\'' | '/' => {
-                let (body, len) = quoted(rest, c)?;
+                let (body, len) = quoted(rest, c, c == '/')
+                    .ok_or_else(|| format!("unterminated {c}…{c} in the condition"))?;
                 let token = match c {
                     '"' => Token::DoubleQuoted(body),
                     '\'' => Token::SingleQuoted(body),
@@ -87,29 +90,6 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
         rest = rest[len..].trim_start();
     }
     Ok(tokens)
-}
-
-/// The body of a token quoted by `quote` at the start of `text` (a
-/// backslash escapes the next character), and the token's length.
-fn quoted(text: &str, quote: char) -> Result<(String, usize), String> {
-    let mut body = String::new();
-    let mut chars = text.char_indices().skip(1);
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                // In a regex the escape stays: it means something there.
-                Some((_, next)) if quote == '/' && next != '/' => {
-                    body.push('\\');
-                    body.push(next);
-                }
-                Some((_, next)) => body.push(next),
-                None => break,
-            },
-            c if c == quote => return Ok((body, i + 1)),
-            c => body.push(c),
-        }
-    }
-    Err(format!("unterminated {quote}…{quote} in the condition"))
 }
 
 /// A parsed condition.
@@ -340,49 +320,6 @@ fn parse_duration_or_ns(text: &str) -> Result<i64, String> {
     }
     parse_duration(text).map_err(|_| {
         format!("invalid time or duration {text:?} (e.g. 1h, 30m, 1700000000000000000)")
-    })
-}
-
-/// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
-pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
-    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w)");
-    if text.is_empty() {
-        return Err(bad());
-    }
-    let mut total: i64 = 0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let value: i64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = unit_nanos(&rest[..unit_len]).ok_or_else(bad)?;
-        rest = &rest[unit_len..];
-        total = value
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-    }
-    Ok(total)
-}
-
-/// Nanoseconds in one InfluxQL duration unit (`ns`, `u`/`µ`/`us`, `ms`,
-/// `s`, `m`, `h`, `d`, `w`).
-pub(crate) fn unit_nanos(unit: &str) -> Option<i64> {
-    Some(match unit {
-        "ns" => 1,
-        "u" | "µ" | "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        "w" => 604_800_000_000_000,
-        _ => return None,
     })
 }
 

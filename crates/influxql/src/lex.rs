@@ -1,11 +1,13 @@
 //! InfluxQL's tokens: names bare or `"quoted"`, `'strings'`, `/regexes/`,
 //! numbers and durations, operators and punctuation, each with where it
-//! starts in the text (so a clause can be handed on as the text it is);
-//! and `$name` parameters bound before a query is parsed.
+//! starts and ends in the text (so a clause can be handed on as the text it
+//! is); and `$name` parameters bound before a query is parsed. Every
+//! statement is split and parsed from these tokens; conditions, whose words
+//! are laxer, are read by their own scanner (`condition`) with the quoting
+//! and duration rules defined here.
 
 use std::collections::HashMap;
 
-use crate::condition::unit_nanos;
 use crate::error::Error;
 
 /// One token.
@@ -221,7 +223,7 @@ fn is_clause_keyword(token: &Token) -> bool {
 /// The body of a token quoted by `quote` at the start of `text`, and the
 /// token's length. A backslash escapes the next character; in a regex
 /// only `\/` loses its backslash (the others mean something there).
-fn quoted(text: &str, quote: char, regex: bool) -> Option<(String, usize)> {
+pub(crate) fn quoted(text: &str, quote: char, regex: bool) -> Option<(String, usize)> {
     let mut body = String::new();
     let mut chars = text.char_indices().skip(1);
     while let Some((i, c)) = chars.next() {
@@ -247,25 +249,10 @@ fn number(text: &str) -> Option<(Token, usize)> {
     let rest = &text[len..];
     // A duration: digits and units, repeated (`1h30m`).
     if rest.starts_with(|c: char| c.is_alphabetic()) && !rest.starts_with(['e', 'E']) {
-        let mut total: i64 = 0;
-        let mut at = 0;
-        loop {
-            let n = digits(&text[at..]);
-            if n == 0 {
-                break;
-            }
-            let value: i64 = text[at..at + n].parse().ok()?;
-            let unit_len = text[at + n..]
-                .find(|c: char| !c.is_alphabetic() && c != 'µ')
-                .unwrap_or(text.len() - at - n);
-            let unit = unit_nanos(&text[at + n..at + n + unit_len])?;
-            total = total.checked_add(value.checked_mul(unit)?)?;
-            at += n + unit_len;
-            if unit_len == 0 {
-                return None;
-            }
-        }
-        return Some((Token::Duration(total), at));
+        let len = text
+            .find(|c: char| !(c.is_ascii_digit() || c.is_alphabetic()))
+            .unwrap_or(text.len());
+        return Some((Token::Duration(parse_duration(&text[..len]).ok()?), len));
     }
     let mut float = false;
     if text[len..].starts_with('.') {
@@ -289,6 +276,49 @@ fn number(text: &str) -> Option<(Token, usize)> {
             Err(_) => Some((Token::Number(literal.parse().ok()?), len)),
         }
     }
+}
+
+/// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
+pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
+    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w)");
+    if text.is_empty() {
+        return Err(bad());
+    }
+    let mut total: i64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let value: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = unit_nanos(&rest[..unit_len]).ok_or_else(bad)?;
+        rest = &rest[unit_len..];
+        total = value
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+/// Nanoseconds in one InfluxQL duration unit (`ns`, `u`/`µ`/`us`, `ms`,
+/// `s`, `m`, `h`, `d`, `w`).
+fn unit_nanos(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "ns" => 1,
+        "u" | "µ" | "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "w" => 604_800_000_000_000,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

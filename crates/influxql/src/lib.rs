@@ -16,9 +16,9 @@
 //! differ from InfluxDB's on purpose.
 //!
 //! The modules, each importing only those listed before it: `error`,
-//! `answer` (the model), `condition` (`WHERE` and delete predicates), `lex`
-//! (tokens, `$name` binding), `parse` (statements), `plan` (what every plan
-//! shares), `show`, `select`, `admin`.
+//! `answer` (the model), `lex` (tokens, `$name` binding), `condition`
+//! (`WHERE` and delete predicates), `parse` (statements), `plan` (what every
+//! plan shares), `show`, `select`, `admin`.
 
 mod admin;
 mod answer;

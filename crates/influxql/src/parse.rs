@@ -10,7 +10,7 @@ use chingest::TagPredicate;
 
 use crate::condition::{self, Dialect, Selection};
 use crate::error::Error;
-use crate::lex::{tokenize, Spanned, Token};
+use crate::lex::{parse_duration, tokenize, Spanned, Token};
 
 /// Why a statement cannot be answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -855,7 +855,7 @@ fn retention_duration(text: &str) -> Result<Option<Duration>, String> {
     if text.eq_ignore_ascii_case("inf") {
         return Ok(None);
     }
-    let nanos = condition::parse_duration(text)
+    let nanos = parse_duration(text)
         .map_err(|_| format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w, INF)"))?;
     // InfluxDB treats a zero duration as infinite.
     Ok((nanos != 0).then(|| Duration::from_nanos(nanos.unsigned_abs())))
