@@ -119,6 +119,27 @@ impl From<chingest_codecs::Error> for ApiError {
     }
 }
 
+/// What a caller lacks: 403, said of its token.
+impl From<chingest_influxql::Denied> for ApiError {
+    fn from(denied: chingest_influxql::Denied) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, format!("this token {denied}"))
+    }
+}
+
+/// InfluxQL's errors that fail a `/query` request. A statement's own error
+/// is answered in its result by the handler; should one come here, it is
+/// the client's (400).
+impl From<chingest_influxql::Error> for ApiError {
+    fn from(err: chingest_influxql::Error) -> Self {
+        use chingest_influxql::Error as E;
+        match err {
+            E::Statement(_) | E::Parse(_) | E::Invalid(_) => ApiError::bad_request(err.to_string()),
+            E::Forbidden(denied) => denied.into(),
+            E::Request(err) => err.into(),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {

@@ -12,7 +12,6 @@ pub mod config;
 pub mod error;
 pub mod grpc;
 pub mod http;
-mod influxql;
 pub mod metrics;
 pub mod state;
 mod tls;

@@ -6,78 +6,47 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use base64::Engine as _;
-use chingest::{Durability, Ingestor, Precision, WriteOptions};
+use chingest::{Durability, Ingestor, Precision, ReadScope, WriteOptions};
+use chingest_influxql::Access;
 use tokio::sync::OnceCell;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
 /// What a request's token lets it do. 403 (PERMISSION_DENIED) otherwise.
+/// The rules are InfluxQL's [`Access`], which `/query` hands its
+/// statements; the other endpoints ask here.
 #[derive(Debug, Clone)]
-pub(crate) struct Grant {
-    read: bool,
-    write: bool,
-    /// `None`: every database.
-    databases: Option<Arc<[String]>>,
-}
+pub(crate) struct Grant(Access);
 
 impl Grant {
     /// No auth configured, or a token of `auth_tokens`.
-    pub(crate) const ALL: Grant = Grant {
-        read: true,
-        write: true,
-        databases: None,
-    };
+    pub(crate) const ALL: Grant = Grant(Access::ALL);
 
     /// May write `db` (and create it, and its retention policies).
     pub(crate) fn require_write(&self, db: &str) -> Result<(), ApiError> {
-        if !self.write {
-            return Err(forbidden("this token may not write"));
-        }
-        self.require_database(db)
+        Ok(self.0.require_write(db)?)
     }
 
     /// May read, in the databases of [`read_scope`](Self::read_scope).
     pub(crate) fn require_read(&self) -> Result<(), ApiError> {
-        match self.read {
-            true => Ok(()),
-            false => Err(forbidden("this token may not read")),
-        }
-    }
-
-    /// May read `db`.
-    pub(crate) fn require_read_of(&self, db: &str) -> Result<(), ApiError> {
-        self.require_read()?;
-        self.require_database(db)
+        Ok(self.0.require_read()?)
     }
 
     /// Whether `db` is in the token's databases.
     pub(crate) fn covers(&self, db: &str) -> bool {
-        self.databases
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|d| d == db))
-    }
-
-    fn require_database(&self, db: &str) -> Result<(), ApiError> {
-        match self.covers(db) {
-            true => Ok(()),
-            false => Err(forbidden(&format!(
-                "this token may not use database {db:?}"
-            ))),
-        }
+        self.0.covers(db)
     }
 
     /// The databases its queries may read.
     pub(crate) fn read_scope(&self) -> chingest::ReadScope {
-        match &self.databases {
-            None => chingest::ReadScope::All,
-            Some(list) => chingest::ReadScope::Databases(list.to_vec()),
-        }
+        self.0.scope.clone()
     }
-}
 
-fn forbidden(message: &str) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, message)
+    /// What it may do, for InfluxQL's statements.
+    pub(crate) fn access(&self) -> &Access {
+        &self.0
+    }
 }
 
 /// Compares two secrets without stopping at the first difference, so the
@@ -128,11 +97,14 @@ impl AppState {
         };
         let full = config.auth_tokens.iter().map(|t| (t.as_str(), Grant::ALL));
         let scoped = config.tokens.iter().map(|t| {
-            let grant = Grant {
+            let grant = Grant(Access {
                 read: t.read,
                 write: t.write,
-                databases: (!t.databases.is_empty()).then(|| Arc::from(t.databases.clone())),
-            };
+                scope: match t.databases.is_empty() {
+                    true => ReadScope::All,
+                    false => ReadScope::Databases(t.databases.clone()),
+                },
+            });
             (t.token.as_str(), grant)
         });
         // No early exit: the time taken does not tell which token matched.

@@ -109,7 +109,10 @@ fn crates_depend_only_on_crates_below_them() {
             }
         }
     }
-    assert!(wrong.is_empty(), "dependencies that point up or sideways: {wrong:#?}");
+    assert!(
+        wrong.is_empty(),
+        "dependencies that point up or sideways: {wrong:#?}"
+    );
 }
 
 #[test]
@@ -135,7 +138,10 @@ fn query_language_and_codec_crates_know_no_server() {
             }
         }
     }
-    assert!(found.is_empty(), "server types in a query-language or codec crate: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "server types in a query-language or codec crate: {found:#?}"
+    );
 }
 
 #[test]
@@ -151,7 +157,10 @@ fn no_two_modules_of_a_crate_import_each_other() {
             cycles.push(format!("{dir}: {}", cycle.join(" → ")));
         }
     }
-    assert!(cycles.is_empty(), "modules that import each other: {cycles:#?}");
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other: {cycles:#?}"
+    );
 }
 
 #[test]
@@ -174,7 +183,10 @@ fn library_modules_import_only_layers_below_them() {
             }
         }
     }
-    assert!(upward.is_empty(), "imports of a layer not below: {upward:#?}");
+    assert!(
+        upward.is_empty(),
+        "imports of a layer not below: {upward:#?}"
+    );
 }
 
 /// The module graph's own rules, on small sources.
@@ -254,7 +266,10 @@ fn dependencies(manifest: &str) -> Vec<String> {
         }
         if let Some((key, _)) = line.split_once('=') {
             let key = key.trim();
-            let name = key.strip_suffix(".workspace").unwrap_or(key).trim_matches('"');
+            let name = key
+                .strip_suffix(".workspace")
+                .unwrap_or(key)
+                .trim_matches('"');
             names.push(name.to_owned());
         }
     }
@@ -303,7 +318,9 @@ fn code_of(source: &str) -> String {
                 }
             }
             'r' if matches!(chars.get(i + 1).copied(), Some('"' | '#'))
-                && !chars[..i].last().is_some_and(|c| c.is_alphanumeric() || *c == '_') =>
+                && !chars[..i]
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || *c == '_') =>
             {
                 let mut hashes = 0;
                 let mut j = i + 1;
@@ -338,8 +355,15 @@ fn code_of(source: &str) -> String {
                 i += 1;
                 out.push_str("\"\"");
             }
-            '\'' if chars.get(i + 2).copied() == Some('\'') || (chars.get(i + 1).copied() == Some('\\') && chars.get(i + 3).copied() == Some('\'')) => {
-                i += if chars.get(i + 1).copied() == Some('\\') { 4 } else { 3 };
+            '\'' if chars.get(i + 2).copied() == Some('\'')
+                || (chars.get(i + 1).copied() == Some('\\')
+                    && chars.get(i + 3).copied() == Some('\'')) =>
+            {
+                i += if chars.get(i + 1).copied() == Some('\\') {
+                    4
+                } else {
+                    3
+                };
                 out.push_str("' '");
             }
             c => {

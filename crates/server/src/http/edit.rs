@@ -16,9 +16,9 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use chingest::{FieldValue, PointFilter};
+use chingest_influxql::condition::{self, Dialect};
 use serde::Deserialize;
 
-use super::condition::{self, Dialect};
 use super::{influx, read_body, AppState};
 use crate::error::{ApiError, Flavor};
 

@@ -3,7 +3,6 @@
 //! responses; every error goes through [`ApiError`].
 
 pub mod clickhouse;
-pub(crate) mod condition;
 mod edit;
 mod health;
 mod influx;

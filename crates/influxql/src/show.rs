@@ -7,25 +7,29 @@ use chingest::names::quote_literal;
 use chingest::schema::FieldType;
 use chingest::TagPredicate;
 
-use super::output::{Series, Value};
-use super::parse::{KeyFilter, Name, Show, Source, Statement};
-use super::{page, rows, text, Context, Failure};
+use crate::answer::{Series, Value};
+use crate::error::Error;
+use crate::parse::{KeyFilter, Name, Show, Source, Statement};
+use crate::plan::{page, rows, text, Context};
 
-pub(super) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<Series>, Failure> {
+/// Answers a `SHOW` of series metadata.
+pub(crate) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<Series>, Error> {
     match statement {
         Statement::ShowMeasurements { show, with } => measurements(ctx, show, with.as_ref()).await,
         Statement::ShowTagKeys(show) => tag_keys(ctx, show).await,
         Statement::ShowTagValues { show, keys } => tag_values(ctx, show, keys).await,
         Statement::ShowFieldKeys(show) => field_keys(ctx, show),
         Statement::ShowSeries(show) => series(ctx, show).await,
-        Statement::Select(_) => unreachable!("SELECT is answered by select::run"),
+        Statement::Select(_) | Statement::Admin(_) => {
+            unreachable!("answered by select::run and admin::run")
+        }
     }
 }
 
 /// The database of a `SHOW`: `ON db`, else the one its `FROM` names,
 /// else the request's; `None` if it does not exist (an empty answer, as
 /// InfluxDB gives).
-fn database(ctx: &Context<'_>, show: &Show) -> Result<Option<String>, Failure> {
+fn database(ctx: &Context<'_>, show: &Show) -> Result<Option<String>, Error> {
     let named = show
         .database
         .as_deref()
@@ -79,7 +83,7 @@ async fn measurements(
     ctx: &Context<'_>,
     show: &Show,
     with: Option<&Name>,
-) -> Result<Vec<Series>, Failure> {
+) -> Result<Vec<Series>, Error> {
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
@@ -106,12 +110,7 @@ fn one_series(name: Option<&str>, columns: &[&str], values: Vec<Vec<Value>>) -> 
     if values.is_empty() {
         return Vec::new();
     }
-    vec![Series {
-        name: name.map(str::to_owned),
-        tags: None,
-        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-        values,
-    }]
+    vec![Series::new(name, columns, values)]
 }
 
 /// Rows `(measurement, …)` sorted by measurement, as one series per
@@ -124,18 +123,13 @@ fn per_measurement(rows: Vec<Vec<Value>>, columns: &[&str]) -> Vec<Series> {
             Some(last) if last.name.as_deref() == Some(measurement.as_str()) => {
                 last.values.push(row)
             }
-            _ => series.push(Series {
-                name: Some(measurement),
-                tags: None,
-                columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-                values: vec![row],
-            }),
+            _ => series.push(Series::new(Some(&measurement), columns, vec![row])),
         }
     }
     series
 }
 
-async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Error> {
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
@@ -157,7 +151,7 @@ async fn tag_values(
     ctx: &Context<'_>,
     show: &Show,
     keys: &KeyFilter,
-) -> Result<Vec<Series>, Failure> {
+) -> Result<Vec<Series>, Error> {
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
@@ -191,7 +185,7 @@ async fn tag_values(
 
 /// InfluxDB's name for a field type; `None` for arrays, which InfluxQL
 /// cannot read.
-pub(super) fn field_type_name(ty: FieldType) -> Option<&'static str> {
+pub(crate) fn field_type_name(ty: FieldType) -> Option<&'static str> {
     Some(match ty {
         FieldType::Float => "float",
         FieldType::Integer => "integer",
@@ -202,7 +196,7 @@ pub(super) fn field_type_name(ty: FieldType) -> Option<&'static str> {
     })
 }
 
-fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Error> {
     if database(ctx, show)?.is_none() {
         return Ok(Vec::new());
     }
@@ -268,7 +262,7 @@ fn series_key(measurement: &str, tags: &[(String, String)]) -> String {
     key
 }
 
-async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Failure> {
+async fn series(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Error> {
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };

@@ -1,98 +1,101 @@
-//! InfluxQL queries (InfluxDB 1.x's `/query`): statements parsed with no
-//! I/O (`lex`, `parse`), translated to SQL over a database's series table
-//! and fact tables, run on the engine's read-only connections under the
-//! query limits, and shaped into InfluxDB's answer (`output`).
+//! What every statement's plan shares: the [`Context`] a request gives
+//! (the ingestor, what the caller may do, the request's database and
+//! retention policy, what `now()` means), the measurements a statement
+//! reads ([`Target`]), the SQL that reads a measurement's facts narrowed to
+//! its series, and the engine's answer read back as answer values.
 //!
-//! What SQL cannot say the way InfluxDB means it is done here, on the
-//! engine's (small) grouped result: empty `GROUP BY time` intervals and
-//! `fill()`, `derivative`/`difference` over the intervals or points,
-//! `LIMIT`/`SLIMIT` per series, `tz()`. `last()` with no time condition is
-//! answered from the ingestor's last-value cache when the measurement is
-//! cached. docs/influxql.md lists what is supported and where answers
-//! differ from InfluxDB's on purpose.
-
-mod lex;
-mod output;
-mod parse;
-mod select;
-mod show;
+//! The planner works over chingest's public read API only: SQL over the
+//! storage layout on the read-only connections (`query_translated`), the
+//! catalog (`measurements`), and the last-value cache (`last_values`),
+//! whose series are matched in memory here ([`TagMatcher`]).
 
 use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use chingest::names::TableNames;
-use chingest::{Ingestor, MeasurementSchema, TagPredicate};
+use chingest::{DuplicatePolicy, Ingestor, MeasurementSchema, ReadScope, TagPredicate};
 
-use crate::error::ApiError;
-use crate::state::Grant;
+use crate::answer::Value;
+use crate::error::{Denied, Error};
+use crate::parse;
 
-pub(crate) use lex::bind;
-pub(crate) use output::{epoch_unit, Series, TimeFormat, Value};
-pub(crate) use parse::{parse, split_statements, ParseError, Statement};
-
-/// What a statement's answer needs besides the statement.
-pub(crate) struct Context<'a> {
-    pub(crate) ingestor: &'a Ingestor,
-    pub(crate) grant: &'a Grant,
-    /// The request's `db=`.
-    pub(crate) database: Option<&'a str>,
-    /// The retention policy of sources that name none (the request's `rp=`
-    /// or the server's default).
-    pub(crate) retention_policy: &'a str,
-    /// The server's default retention policy, which every database has.
-    pub(crate) default_retention_policy: &'a str,
-    /// What `now()` means, ns since the epoch.
-    pub(crate) now: i64,
+/// What a caller may do: plain data its front end derives from its
+/// credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// It may read, in the databases of `scope`.
+    pub read: bool,
+    /// It may write (and create databases and policies, and delete), in
+    /// the databases of `scope`.
+    pub write: bool,
+    /// The databases it may use.
+    pub scope: ReadScope,
 }
 
-/// Why a statement has no answer.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// The statement's `error` in the answer (InfluxDB answers 200).
-    Statement(String),
-    /// The request fails as a whole (credentials, the engine closed).
-    Request(ApiError),
-}
+impl Access {
+    /// Everything, everywhere.
+    pub const ALL: Access = Access {
+        read: true,
+        write: true,
+        scope: ReadScope::All,
+    };
 
-impl From<String> for Failure {
-    fn from(message: String) -> Self {
-        Failure::Statement(message)
+    /// Whether `db` is one of its databases.
+    pub fn covers(&self, db: &str) -> bool {
+        match &self.scope {
+            ReadScope::All => true,
+            ReadScope::Databases(list) => list.iter().any(|d| d == db),
+        }
     }
-}
 
-impl From<ApiError> for Failure {
-    fn from(err: ApiError) -> Self {
-        Failure::Request(err)
+    /// It may read (in its databases).
+    pub fn require_read(&self) -> Result<(), Denied> {
+        match self.read {
+            true => Ok(()),
+            false => Err(Denied::Read),
+        }
     }
-}
 
-impl From<chingest::Error> for Failure {
-    fn from(err: chingest::Error) -> Self {
-        match err {
-            // The statement, not the server: its error.
-            chingest::Error::Engine(message) => Failure::Statement(message),
-            limit @ chingest::Error::QueryLimit { .. } => Failure::Statement(limit.to_string()),
-            other => Failure::Request(other.into()),
+    /// It may read `db`.
+    pub fn require_read_of(&self, db: &str) -> Result<(), Denied> {
+        self.require_read()?;
+        self.require_database(db)
+    }
+
+    /// It may write `db` (and create it, and its retention policies).
+    pub fn require_write(&self, db: &str) -> Result<(), Denied> {
+        if !self.write {
+            return Err(Denied::Write);
+        }
+        self.require_database(db)
+    }
+
+    fn require_database(&self, db: &str) -> Result<(), Denied> {
+        match self.covers(db) {
+            true => Ok(()),
+            false => Err(Denied::Database(db.to_owned())),
         }
     }
 }
 
-/// A statement's answer: its series and the time zone its times are
-/// written in.
-pub(crate) struct Answer {
-    pub(crate) series: Vec<Series>,
-    pub(crate) zone: Option<chrono_tz::Tz>,
-}
-
-/// Answers one query statement.
-pub(crate) async fn execute(ctx: &Context<'_>, statement: &Statement) -> Result<Answer, Failure> {
-    match statement {
-        Statement::Select(select) => select::run(ctx, select).await,
-        other => Ok(Answer {
-            series: show::run(ctx, other).await?,
-            zone: None,
-        }),
-    }
+/// What a statement's answer needs besides the statement.
+pub struct Context<'a> {
+    /// What the statements read and change.
+    pub ingestor: &'a Ingestor,
+    /// What the caller may do.
+    pub access: &'a Access,
+    /// The request's `db=`, as given.
+    pub database: Option<&'a str>,
+    /// The retention policy of sources that name none (the request's `rp=`
+    /// or the default).
+    pub retention_policy: &'a str,
+    /// The default retention policy, which every database has.
+    pub default_retention_policy: &'a str,
+    /// The duplicate policy of tables that were given none
+    /// (`SHOW DUPLICATE POLICIES` lists it).
+    pub default_duplicate_policy: DuplicatePolicy,
+    /// What `now()` means, ns since the epoch.
+    pub now: i64,
 }
 
 /// One measurement a statement reads.
@@ -106,7 +109,7 @@ pub(crate) struct Target {
 impl Context<'_> {
     /// The database a statement reads: its own (`ON db`, `db.rp.m`) or the
     /// request's; it must exist and the caller may read it.
-    fn database(&self, named: Option<&str>) -> Result<String, Failure> {
+    pub(crate) fn database(&self, named: Option<&str>) -> Result<String, Error> {
         let db = self.readable_database(named)?;
         if !self.exists(&db) {
             return Err(format!("database not found: {db}").into());
@@ -116,22 +119,22 @@ impl Context<'_> {
 
     /// The database a statement names, or the request's, which the caller
     /// may read (whether or not it exists).
-    fn readable_database(&self, named: Option<&str>) -> Result<String, Failure> {
+    pub(crate) fn readable_database(&self, named: Option<&str>) -> Result<String, Error> {
         let db = named
             .or(self.database)
             .filter(|db| !db.is_empty())
             .ok_or_else(|| "database name required".to_owned())?;
-        self.grant.require_read_of(db)?;
+        self.access.require_read_of(db)?;
         Ok(db.to_owned())
     }
 
-    fn exists(&self, db: &str) -> bool {
+    pub(crate) fn exists(&self, db: &str) -> bool {
         self.ingestor.databases().iter().any(|d| d == db)
     }
 
     /// The measurements `sources` name that exist, sorted by name, each
     /// once.
-    fn targets(&self, sources: &[parse::Source]) -> Result<Vec<Target>, Failure> {
+    pub(crate) fn targets(&self, sources: &[parse::Source]) -> Result<Vec<Target>, Error> {
         let mut targets: Vec<Target> = Vec::new();
         for source in sources {
             let database = self.database(source.database.as_deref())?;
@@ -184,7 +187,7 @@ impl Context<'_> {
 
 /// `OFFSET offset LIMIT limit` (`None`: no limit) of `items`: series, or
 /// one series' rows.
-fn page<T>(items: Vec<T>, offset: u64, limit: Option<u64>) -> Vec<T> {
+pub(crate) fn page<T>(items: Vec<T>, offset: u64, limit: Option<u64>) -> Vec<T> {
     let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let take = limit.map_or(usize::MAX, count);
     items.into_iter().skip(count(offset)).take(take).collect()
@@ -192,17 +195,17 @@ fn page<T>(items: Vec<T>, offset: u64, limit: Option<u64>) -> Vec<T> {
 
 /// A `/regex/` as InfluxDB reads it (Go's RE2 syntax; Rust's regex crate
 /// takes the same).
-fn compile(pattern: &str) -> Result<regex::Regex, Failure> {
+pub(crate) fn compile(pattern: &str) -> Result<regex::Regex, Error> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-        .map_err(|err| Failure::Statement(format!("invalid regex /{pattern}/: {err}")))
+        .map_err(|err| Error::Statement(format!("invalid regex /{pattern}/: {err}")))
 }
 
 /// A [`TagPredicate`] with its regexes compiled, to test series in
 /// memory (the last-value cache's). A missing tag reads as `""`, as in SQL
 /// over the series table.
-enum TagMatcher {
+pub(crate) enum TagMatcher {
     Any,
     /// `key = value` (`!=` when not wanted).
     Equals(TagKey, String, bool),
@@ -216,7 +219,7 @@ enum TagMatcher {
 /// the last series: a measurement's series mostly have the same keys, so
 /// the next one has it at the same place (one comparison instead of a
 /// binary search's several).
-struct TagKey {
+pub(crate) struct TagKey {
     key: String,
     at: std::cell::Cell<usize>,
 }
@@ -247,7 +250,7 @@ impl TagKey {
 }
 
 impl TagMatcher {
-    fn new(predicate: &TagPredicate) -> Result<TagMatcher, Failure> {
+    pub(crate) fn new(predicate: &TagPredicate) -> Result<TagMatcher, Error> {
         let all = |parts: &[TagPredicate]| {
             parts
                 .iter()
@@ -268,7 +271,7 @@ impl TagMatcher {
     }
 
     /// Whether a series' tags, sorted by key, match.
-    fn matches(&self, tags: &[(String, String)]) -> bool {
+    pub(crate) fn matches(&self, tags: &[(String, String)]) -> bool {
         match self {
             TagMatcher::Any => true,
             TagMatcher::Equals(k, v, wanted) => (k.value(tags) == v) == *wanted,
@@ -280,8 +283,7 @@ impl TagMatcher {
 }
 
 /// Cell `row` of an engine result column as an answer value.
-fn cell(column: &dyn Array, row: usize) -> output::Value {
-    use output::Value;
+fn cell(column: &dyn Array, row: usize) -> Value {
     if column.is_null(row) || *column.data_type() == DataType::Null {
         return Value::Null;
     }
@@ -339,7 +341,7 @@ fn cell(column: &dyn Array, row: usize) -> output::Value {
 }
 
 /// Every row of `batches` as answer values, column by column.
-fn rows(batches: &[RecordBatch]) -> Vec<Vec<output::Value>> {
+pub(crate) fn rows(batches: &[RecordBatch]) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     for batch in batches {
         for row in 0..batch.num_rows() {
@@ -356,9 +358,9 @@ fn rows(batches: &[RecordBatch]) -> Vec<Vec<output::Value>> {
 }
 
 /// A string cell's text (`""` for anything else).
-fn text(value: &output::Value) -> String {
+pub(crate) fn text(value: &Value) -> String {
     match value {
-        output::Value::String(s) => s.clone(),
+        Value::String(s) => s.clone(),
         _ => String::new(),
     }
 }
@@ -368,7 +370,7 @@ fn text(value: &output::Value) -> String {
 /// `tags` selects — by their ids when `ids` has them (from the last-value
 /// cache), else by a subquery on the series table; and the matching
 /// condition to put in its `WHERE`.
-fn fact_source(
+pub(crate) fn fact_source(
     target: &Target,
     tags: &TagPredicate,
     ids: Option<&[u64]>,

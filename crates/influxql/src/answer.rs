@@ -1,20 +1,27 @@
-//! What a statement answers, in InfluxDB 1.x's JSON shape: series with
-//! `name`, `tags`, `columns` and `values`, times as RFC 3339 (in the
-//! statement's `tz()`) or as integers in the request's `epoch` unit.
+//! What a statement answers, as InfluxDB 1.x models it: series with a
+//! `name`, `tags`, `columns` and rows of `values`, and how times are
+//! written (RFC 3339 in the statement's `tz()`, or integers in the
+//! request's `epoch` unit). Writing the model out (JSON, chunks) is the
+//! front end's: InfluxDB's own HTTP service does it too.
 
 use chrono::{Offset as _, TimeZone as _};
-use serde_json::{json, Map, Value as Json};
 
 /// One cell of a result row.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
+pub enum Value {
+    /// No value.
     Null,
-    /// ns since the epoch.
+    /// A time, ns since the epoch.
     Time(i64),
+    /// A float.
     Float(f64),
+    /// An integer.
     Integer(i64),
+    /// An unsigned integer.
     Unsigned(u64),
+    /// A string.
     String(String),
+    /// A boolean.
     Boolean(bool),
 }
 
@@ -36,26 +43,63 @@ impl Value {
 
 /// One series of a statement's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Series {
+pub struct Series {
     /// The measurement (absent for some `SHOW`s).
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
     /// The `GROUP BY` tag set, sorted by key; `None` when not grouped.
-    pub(crate) tags: Option<Vec<(String, String)>>,
-    pub(crate) columns: Vec<String>,
-    pub(crate) values: Vec<Vec<Value>>,
+    pub tags: Option<Vec<(String, String)>>,
+    /// The columns' names.
+    pub columns: Vec<String>,
+    /// The rows, a value per column.
+    pub values: Vec<Vec<Value>>,
+}
+
+impl Series {
+    /// A series of no tag set.
+    pub(crate) fn new(name: Option<&str>, columns: &[&str], values: Vec<Vec<Value>>) -> Series {
+        Series {
+            name: name.map(str::to_owned),
+            tags: None,
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            values,
+        }
+    }
+}
+
+/// A statement's answer: its series and the time zone its times are
+/// written in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The series, in the order InfluxDB gives them.
+    pub series: Vec<Series>,
+    /// The statement's `tz()`.
+    pub zone: Option<chrono_tz::Tz>,
 }
 
 /// How times are written.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TimeFormat {
+pub struct TimeFormat {
     /// `epoch=`: ns per unit; `None`: RFC 3339.
-    pub(crate) epoch: Option<i64>,
-    pub(crate) zone: Option<chrono_tz::Tz>,
+    pub epoch: Option<i64>,
+    /// The zone of RFC 3339 times (the statement's `tz()`); `None`: UTC.
+    pub zone: Option<chrono_tz::Tz>,
+}
+
+impl TimeFormat {
+    /// A time as the answer writes it: an integer of `epoch` units, or
+    /// RFC 3339 text.
+    pub fn time(&self, ns: i64) -> Value {
+        match self.epoch {
+            // Go's integer division: toward zero, also before 1970.
+            Some(unit) => Value::Integer(ns / unit),
+            None => Value::String(rfc3339(ns, self.zone)),
+        }
+    }
 }
 
 /// The `epoch` parameter's unit in ns: the units of a write's `precision`
 /// (`None` for an unknown unit, which InfluxDB treats as absent).
-pub(crate) fn epoch_unit(epoch: &str) -> Option<i64> {
+pub fn epoch_unit(epoch: &str) -> Option<i64> {
     chingest::Precision::parse(epoch)
         .ok()
         .map(chingest::Precision::nanos_per_unit)
@@ -63,7 +107,7 @@ pub(crate) fn epoch_unit(epoch: &str) -> Option<i64> {
 
 /// A time as Go's RFC3339Nano writes it: no trailing zeros in the
 /// fraction, `Z` for a zero offset.
-pub(crate) fn rfc3339(ns: i64, zone: Option<chrono_tz::Tz>) -> String {
+fn rfc3339(ns: i64, zone: Option<chrono_tz::Tz>) -> String {
     let utc = chrono::Utc.timestamp_nanos(ns);
     let (local, offset) = match zone {
         Some(zone) => {
@@ -93,50 +137,6 @@ pub(crate) fn rfc3339(ns: i64, zone: Option<chrono_tz::Tz>) -> String {
     text
 }
 
-fn cell(value: &Value, format: TimeFormat) -> Json {
-    match value {
-        Value::Null => Json::Null,
-        Value::Time(ns) => match format.epoch {
-            // Go's integer division: toward zero, also before 1970.
-            Some(unit) => json!(ns / unit),
-            None => json!(rfc3339(*ns, format.zone)),
-        },
-        Value::Float(v) if v.is_finite() => json!(v),
-        Value::Float(_) => Json::Null,
-        Value::Integer(v) => json!(v),
-        Value::Unsigned(v) => json!(v),
-        Value::String(v) => json!(v),
-        Value::Boolean(v) => json!(v),
-    }
-}
-
-impl Series {
-    /// The series as InfluxDB writes it; `partial` when more of its rows
-    /// follow in the next chunk.
-    pub(crate) fn to_json(&self, rows: &[Vec<Value>], format: TimeFormat, partial: bool) -> Json {
-        let mut object = Map::new();
-        if let Some(name) = &self.name {
-            object.insert("name".into(), json!(name));
-        }
-        if let Some(tags) = &self.tags {
-            let tags: Map<String, Json> = tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-            object.insert("tags".into(), Json::Object(tags));
-        }
-        object.insert("columns".into(), json!(self.columns));
-        if !rows.is_empty() {
-            let values: Vec<Json> = rows
-                .iter()
-                .map(|row| Json::Array(row.iter().map(|v| cell(v, format)).collect()))
-                .collect();
-            object.insert("values".into(), Json::Array(values));
-        }
-        if partial {
-            object.insert("partial".into(), json!(true));
-        }
-        Json::Object(object)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,8 +158,13 @@ mod tests {
             epoch: epoch_unit("ms"),
             zone: None,
         };
-        assert_eq!(cell(&Value::Time(1_999_999), format), json!(1));
+        assert_eq!(format.time(1_999_999), Value::Integer(1));
+        assert_eq!(format.time(-1_999_999), Value::Integer(-1));
         assert_eq!(epoch_unit("x"), None);
-        assert_eq!(cell(&Value::Float(f64::NAN), format), Json::Null);
+        let rfc = TimeFormat {
+            epoch: None,
+            zone: None,
+        };
+        assert_eq!(rfc.time(0), Value::String("1970-01-01T00:00:00Z".into()));
     }
 }

@@ -1,8 +1,14 @@
 //! InfluxQL's tokens: names bare or `"quoted"`, `'strings'`, `/regexes/`,
 //! numbers and durations, operators and punctuation, each with where it
-//! starts in the text (so a clause can be handed on as the text it is).
+//! starts and ends in the text (so a clause can be handed on as the text it
+//! is); and `$name` parameters bound before a query is parsed. Every
+//! statement is split and parsed from these tokens; conditions, whose words
+//! are laxer, are read by their own scanner (`condition`) with the quoting
+//! and duration rules defined here.
 
-use crate::http::condition::unit_nanos;
+use std::collections::HashMap;
+
+use crate::error::Error;
 
 /// One token.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,11 +57,12 @@ impl Token {
     }
 }
 
-/// A token and the byte offset where it starts.
+/// A token and the byte offsets where it starts and ends.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Spanned {
     pub(crate) token: Token,
     pub(crate) at: usize,
+    pub(crate) end: usize,
 }
 
 const PUNCTUATION: [&str; 19] = [
@@ -139,32 +146,48 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Spanned>, String> {
                 }
             },
         };
-        tokens.push(Spanned { token, at: start });
+        tokens.push(Spanned {
+            token,
+            at: start,
+            end: at,
+        });
     }
     Ok(tokens)
 }
 
+/// A value for `$name` (a request's `params`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A string: bound as a quoted `'string'`.
+    String(String),
+    /// A number or a boolean, bound as written.
+    Literal(String),
+    /// A value InfluxQL has no literal for (null, a list, an object), as
+    /// written: binding it is an error.
+    Unsupported(String),
+}
+
 /// `q` with each `$name` replaced by the InfluxQL text of `params`'
-/// value of that name (the request's `params=`, a JSON object): a string
-/// becomes a quoted string, numbers and booleans stay as they are. A name
-/// `params` lacks is an error.
-pub(crate) fn bind(
-    q: &str,
-    params: &serde_json::Map<String, serde_json::Value>,
-) -> Result<String, String> {
+/// value of that name: a string becomes a quoted string, numbers and
+/// booleans stay as they are. A name `params` lacks is an error.
+pub fn bind(q: &str, params: &HashMap<String, Param>) -> Result<String, Error> {
     let mut bound = String::with_capacity(q.len());
     let mut copied = 0;
-    for token in tokenize(q)? {
+    for token in tokenize(q).map_err(Error::Parse)? {
         let Token::Param(name) = &token.token else {
             continue;
         };
         let literal = match params.get(name) {
-            Some(serde_json::Value::String(s)) => {
+            Some(Param::String(s)) => {
                 format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
             }
-            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v.to_string(),
-            Some(other) => return Err(format!("unable to bind parameter {name}: {other}")),
-            None => return Err(format!("missing parameter: {name}")),
+            Some(Param::Literal(text)) => text.clone(),
+            Some(Param::Unsupported(text)) => {
+                return Err(Error::Parse(format!(
+                    "unable to bind parameter {name}: {text}"
+                )))
+            }
+            None => return Err(Error::Parse(format!("missing parameter: {name}"))),
         };
         bound.push_str(&q[copied..token.at]);
         bound.push_str(&literal);
@@ -200,7 +223,7 @@ fn is_clause_keyword(token: &Token) -> bool {
 /// The body of a token quoted by `quote` at the start of `text`, and the
 /// token's length. A backslash escapes the next character; in a regex
 /// only `\/` loses its backslash (the others mean something there).
-fn quoted(text: &str, quote: char, regex: bool) -> Option<(String, usize)> {
+pub(crate) fn quoted(text: &str, quote: char, regex: bool) -> Option<(String, usize)> {
     let mut body = String::new();
     let mut chars = text.char_indices().skip(1);
     while let Some((i, c)) = chars.next() {
@@ -226,25 +249,10 @@ fn number(text: &str) -> Option<(Token, usize)> {
     let rest = &text[len..];
     // A duration: digits and units, repeated (`1h30m`).
     if rest.starts_with(|c: char| c.is_alphabetic()) && !rest.starts_with(['e', 'E']) {
-        let mut total: i64 = 0;
-        let mut at = 0;
-        loop {
-            let n = digits(&text[at..]);
-            if n == 0 {
-                break;
-            }
-            let value: i64 = text[at..at + n].parse().ok()?;
-            let unit_len = text[at + n..]
-                .find(|c: char| !c.is_alphabetic() && c != 'µ')
-                .unwrap_or(text.len() - at - n);
-            let unit = unit_nanos(&text[at + n..at + n + unit_len])?;
-            total = total.checked_add(value.checked_mul(unit)?)?;
-            at += n + unit_len;
-            if unit_len == 0 {
-                return None;
-            }
-        }
-        return Some((Token::Duration(total), at));
+        let len = text
+            .find(|c: char| !(c.is_ascii_digit() || c.is_alphabetic()))
+            .unwrap_or(text.len());
+        return Some((Token::Duration(parse_duration(&text[..len]).ok()?), len));
     }
     let mut float = false;
     if text[len..].starts_with('.') {
@@ -268,6 +276,49 @@ fn number(text: &str) -> Option<(Token, usize)> {
             Err(_) => Some((Token::Number(literal.parse().ok()?), len)),
         }
     }
+}
+
+/// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
+pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
+    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w)");
+    if text.is_empty() {
+        return Err(bad());
+    }
+    let mut total: i64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let value: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = unit_nanos(&rest[..unit_len]).ok_or_else(bad)?;
+        rest = &rest[unit_len..];
+        total = value
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+/// Nanoseconds in one InfluxQL duration unit (`ns`, `u`/`µ`/`us`, `ms`,
+/// `s`, `m`, `h`, `d`, `w`).
+fn unit_nanos(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "ns" => 1,
+        "u" | "µ" | "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "w" => 604_800_000_000_000,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -317,19 +368,30 @@ mod tests {
 
     #[test]
     fn parameters_bind_as_literals() {
-        let params = serde_json::json!({"h": "it's", "n": 5, "b": true});
-        let params = params.as_object().unwrap();
+        let params: HashMap<String, Param> = [
+            ("h", Param::String("it's".into())),
+            ("n", Param::Literal("5".into())),
+            ("b", Param::Literal("true".into())),
+            ("z", Param::Unsupported("null".into())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
         assert_eq!(
             bind(
                 "SELECT a FROM m WHERE h = $h AND n > $n AND ok = $b AND s = '$h'",
-                params
+                &params
             )
             .unwrap(),
             r"SELECT a FROM m WHERE h = 'it\'s' AND n > 5 AND ok = true AND s = '$h'"
         );
         assert_eq!(
-            bind("SELECT $x", params).unwrap_err(),
-            "missing parameter: x"
+            bind("SELECT $x", &params).unwrap_err().to_string(),
+            "error parsing query: missing parameter: x"
+        );
+        assert_eq!(
+            bind("SELECT $z", &params).unwrap_err().to_string(),
+            "error parsing query: unable to bind parameter z: null"
         );
     }
 

@@ -1,16 +1,20 @@
-//! InfluxQL query statements (`SELECT`, `SHOW MEASUREMENTS | TAG KEYS |
-//! TAG VALUES | FIELD KEYS | SERIES`) parsed into what the planner needs.
-//! No I/O; `WHERE` clauses go through [`condition`], which also parses
-//! `DELETE`'s.
+//! InfluxQL statements parsed into what the planner needs: queries
+//! (`SELECT`, `SHOW MEASUREMENTS | TAG KEYS | TAG VALUES | FIELD KEYS |
+//! SERIES`) and administrative statements ([`Admin`]); a request's `q`
+//! split into its statements, all parsed before any runs. No I/O; `WHERE`
+//! clauses go through [`condition`], which also parses `DELETE`'s.
+
+use std::time::Duration;
 
 use chingest::TagPredicate;
 
-use super::lex::{tokenize, Spanned, Token};
-use crate::http::condition::{self, Dialect, Selection};
+use crate::condition::{self, Dialect, Selection};
+use crate::error::Error;
+use crate::lex::{parse_duration, tokenize, Spanned, Token};
 
 /// Why a statement cannot be answered.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ParseError {
+enum ParseError {
     /// Not InfluxQL: the whole request is refused (400), as InfluxDB does.
     Invalid(String),
     /// InfluxQL that chingest does not answer: the statement's result
@@ -28,9 +32,9 @@ fn unsupported<T>(message: impl Into<String>) -> Parsed<T> {
     Err(ParseError::Unsupported(message.into()))
 }
 
-/// A query statement.
+/// A statement.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Statement {
+pub enum Statement {
     /// `SELECT …`.
     Select(Box<Select>),
     /// `SHOW MEASUREMENTS`.
@@ -53,11 +57,61 @@ pub(crate) enum Statement {
     ShowFieldKeys(Show),
     /// `SHOW SERIES`.
     ShowSeries(Show),
+    /// Everything else chingest answers.
+    Admin(Admin),
+}
+
+impl Statement {
+    /// Whether it is an administrative statement (not a query).
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Statement::Admin(_))
+    }
+}
+
+/// The administrative statements: what agents send on startup, deletes,
+/// and chingest's duplicate policies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admin {
+    /// `CREATE DATABASE name`.
+    CreateDatabase(String),
+    /// `SHOW DATABASES`.
+    ShowDatabases,
+    /// `SHOW RETENTION POLICIES [ON db]`.
+    ShowRetentionPolicies(Option<String>),
+    /// `CREATE|ALTER RETENTION POLICY name ON db DURATION d …`.
+    CreateRetentionPolicy {
+        /// The policy.
+        name: String,
+        /// Its database.
+        database: String,
+        /// The TTL of its tables; `None`: kept forever.
+        duration: Option<Duration>,
+    },
+    /// `SET DUPLICATE POLICY last [ON db [MEASUREMENT m]]` (chingest's).
+    SetDuplicatePolicy {
+        /// The policy.
+        policy: chingest::DuplicatePolicy,
+        /// `ON db`, else the request's.
+        database: Option<String>,
+        /// `MEASUREMENT m`, else the database's own policy.
+        measurement: Option<String>,
+    },
+    /// `SHOW DUPLICATE POLICIES [ON db]` (chingest's).
+    ShowDuplicatePolicies(Option<String>),
+    /// `DELETE FROM m WHERE …`: points; `DROP SERIES`: points and series.
+    Delete {
+        /// Whether the series go too.
+        drop_series: bool,
+        /// `FROM m`; `None`: every measurement.
+        measurement: Option<String>,
+        /// The `WHERE` clause's text (parsed when the statement runs).
+        condition: String,
+    },
 }
 
 /// The parts every `SHOW` of series metadata has.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Show {
+pub struct Show {
     /// `ON db`.
     pub(crate) database: Option<String>,
     /// `FROM …`; empty: every measurement.
@@ -72,7 +126,7 @@ pub(crate) struct Show {
 
 /// `WITH KEY …` of `SHOW TAG VALUES`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum KeyFilter {
+pub enum KeyFilter {
     /// `= k`.
     Equals(String),
     /// `!= k`.
@@ -87,7 +141,7 @@ pub(crate) enum KeyFilter {
 
 /// A measurement name or pattern.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Name {
+pub enum Name {
     /// A name.
     Exact(String),
     /// `/regex/`.
@@ -104,7 +158,7 @@ pub(crate) struct Source {
 
 /// `SELECT`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Select {
+pub struct Select {
     pub(crate) fields: Vec<Field>,
     pub(crate) sources: Vec<Source>,
     /// Tags, and the time range `[start, stop)` in ns.
@@ -189,17 +243,40 @@ pub(crate) enum Expr {
     Str(String),
 }
 
-/// Parses one statement; `None` if it is not a query statement (the
-/// caller's other statements). `now`: what `now()` means, ns since the
-/// epoch.
-pub(crate) fn parse(text: &str, now: i64) -> Option<Parsed<Statement>> {
-    let tokens = match tokenize(text) {
-        Ok(tokens) => tokens,
-        Err(err) => return Some(invalid(err)),
-    };
+/// A request's statements, split at `;` and each parsed before any runs:
+/// a statement that is not InfluxQL refuses the whole request
+/// ([`Error::Parse`], as InfluxDB refuses it); one chingest does not answer
+/// is kept as the error its result carries. `now`: what `now()` means, ns
+/// since the epoch.
+pub fn parse_query(q: &str, now: i64) -> Result<Vec<Result<Statement, String>>, Error> {
+    let mut statements = Vec::new();
+    for text in split_statements(q).map_err(Error::Parse)? {
+        statements.push(match parse(text, now) {
+            Ok(statement) => Ok(statement),
+            Err(ParseError::Unsupported(message)) => Err(message),
+            Err(ParseError::Invalid(message)) => return Err(Error::Parse(message)),
+        });
+    }
+    Ok(statements)
+}
+
+/// Parses one statement.
+fn parse(text: &str, now: i64) -> Parsed<Statement> {
+    let tokens = tokenize(text).map_err(ParseError::Invalid)?;
+    match query(text, &tokens, now) {
+        Some(parsed) => parsed,
+        None => admin(text, &tokens)
+            .map(Statement::Admin)
+            .map_err(ParseError::Invalid),
+    }
+}
+
+/// Parses one query statement; `None` if it is not one (an
+/// administrative statement, or not InfluxQL chingest knows).
+fn query(text: &str, tokens: &[Spanned], now: i64) -> Option<Parsed<Statement>> {
     let mut parser = Parser {
         text,
-        tokens: &tokens,
+        tokens,
         at: 0,
         now,
         depth: 0,
@@ -223,7 +300,7 @@ pub(crate) fn parse(text: &str, now: i64) -> Option<Parsed<Statement>> {
 /// Splits a request's `q` at the semicolons between statements (not those
 /// in strings, names or regexes). Each part is trimmed; empty parts are
 /// dropped.
-pub(crate) fn split_statements(q: &str) -> Result<Vec<&str>, String> {
+fn split_statements(q: &str) -> Result<Vec<&str>, String> {
     let tokens = tokenize(q)?;
     let mut statements = Vec::new();
     let mut start = 0;
@@ -773,6 +850,160 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A retention policy's duration: `INF`, or units like `1h30m`, `7d`, `52w`.
+fn retention_duration(text: &str) -> Result<Option<Duration>, String> {
+    if text.eq_ignore_ascii_case("inf") {
+        return Ok(None);
+    }
+    let nanos = parse_duration(text)
+        .map_err(|_| format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w, INF)"))?;
+    // InfluxDB treats a zero duration as infinite.
+    Ok((nanos != 0).then(|| Duration::from_nanos(nanos.unsigned_abs())))
+}
+
+/// The words of an administrative statement: a `"quoted name"` is one,
+/// unquoted; other tokens written together are one, as written (so a bare
+/// name may hold `-` or `.`, `CREATE DATABASE my-db`, where InfluxDB wants
+/// it quoted).
+fn words(text: &str, tokens: &[Spanned]) -> Vec<String> {
+    let mut words = Vec::new();
+    // The bare word being read, and where the last token ended.
+    let mut bare: Option<(usize, usize)> = None;
+    for token in tokens {
+        if let Token::Quoted(name) = &token.token {
+            words.extend(bare.take().map(|(at, end)| text[at..end].to_owned()));
+            words.push(name.clone());
+            continue;
+        }
+        bare = match bare {
+            Some((at, end)) if end == token.at => Some((at, token.end)),
+            other => {
+                words.extend(other.map(|(at, end)| text[at..end].to_owned()));
+                Some((token.at, token.end))
+            }
+        };
+    }
+    words.extend(bare.map(|(at, end)| text[at..end].to_owned()));
+    words
+}
+
+/// Where an administrative statement's `WHERE` is: the first that stands
+/// as a word with a condition after it, a token's index.
+fn where_clause(text: &str, tokens: &[Spanned]) -> Option<usize> {
+    tokens.iter().position(|t| {
+        t.token.is("WHERE")
+            && text[..t.at]
+                .chars()
+                .next_back()
+                .is_none_or(char::is_whitespace)
+            && text[t.end..].starts_with(char::is_whitespace)
+    })
+}
+
+/// Parses an administrative statement.
+fn admin(statement: &str, tokens: &[Spanned]) -> Result<Admin, String> {
+    // The statement before its `WHERE` (text and tokens), and the condition.
+    let (head, condition) = match where_clause(statement, tokens) {
+        Some(i) => (
+            (&statement[..tokens[i].at], &tokens[..i]),
+            Some(&statement[tokens[i].end..]),
+        ),
+        None => ((statement, tokens), None),
+    };
+    if let Some(delete) = delete(head, condition)? {
+        return Ok(delete);
+    }
+    let words = words(statement, tokens);
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    match upper.as_slice() {
+        ["CREATE", "DATABASE", _, ..] => Ok(Admin::CreateDatabase(words[2].clone())),
+        ["SHOW", "DATABASES"] => Ok(Admin::ShowDatabases),
+        ["SET", "DUPLICATE", "POLICY", _, rest @ ..] => {
+            let policy = words[3].parse()?;
+            let (database, measurement) = match rest {
+                [] => (None, None),
+                ["ON", _] => (Some(words[5].clone()), None),
+                ["ON", _, "MEASUREMENT", _] => (Some(words[5].clone()), Some(words[7].clone())),
+                _ => {
+                    return Err(
+                        "expected SET DUPLICATE POLICY append|last [ON db [MEASUREMENT m]]".into(),
+                    )
+                }
+            };
+            Ok(Admin::SetDuplicatePolicy {
+                policy,
+                database,
+                measurement,
+            })
+        }
+        ["SHOW", "DUPLICATE", "POLICIES"] => Ok(Admin::ShowDuplicatePolicies(None)),
+        ["SHOW", "DUPLICATE", "POLICIES", "ON", _] => {
+            Ok(Admin::ShowDuplicatePolicies(Some(words[4].clone())))
+        }
+        ["SHOW", "RETENTION", "POLICIES"] => Ok(Admin::ShowRetentionPolicies(None)),
+        ["SHOW", "RETENTION", "POLICIES", "ON", _] => {
+            Ok(Admin::ShowRetentionPolicies(Some(words[4].clone())))
+        }
+        ["CREATE" | "ALTER", "RETENTION", "POLICY", _, "ON", _, rest @ ..] => {
+            let duration = match rest.iter().position(|w| *w == "DURATION") {
+                Some(i) => {
+                    retention_duration(words.get(6 + i + 1).ok_or("DURATION needs a value")?)?
+                }
+                None if upper[0] == "CREATE" => {
+                    return Err("CREATE RETENTION POLICY needs a DURATION".into())
+                }
+                None => None,
+            };
+            Ok(Admin::CreateRetentionPolicy {
+                name: words[3].clone(),
+                database: words[5].clone(),
+                duration,
+            })
+        }
+        _ => Err(format!(
+            "statement not supported: {statement:?}. /query answers SELECT, SHOW MEASUREMENTS, \
+             SHOW TAG KEYS, SHOW TAG VALUES, SHOW FIELD KEYS, SHOW SERIES, CREATE DATABASE, \
+             SHOW DATABASES, SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP \
+             SERIES, DROP MEASUREMENT, SET DUPLICATE POLICY and SHOW DUPLICATE POLICIES; SQL \
+             goes to /sql"
+        )),
+    }
+}
+
+/// `DELETE`, `DROP SERIES` and `DROP MEASUREMENT`; `None` for other
+/// statements.
+fn delete(
+    (head, tokens): (&str, &[Spanned]),
+    condition: Option<&str>,
+) -> Result<Option<Admin>, String> {
+    let words = words(head, tokens);
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    let (drop_series, measurement) = match upper.as_slice() {
+        ["DELETE"] if condition.is_some() => (false, None),
+        ["DELETE", "FROM", _] => (false, Some(words[2].clone())),
+        ["DROP", "SERIES"] if condition.is_some() => (true, None),
+        ["DROP", "SERIES", "FROM", _] => (true, Some(words[3].clone())),
+        ["DROP", "MEASUREMENT", _] if condition.is_none() => (true, Some(words[2].clone())),
+        ["DELETE" | "DROP", ..] if upper.get(1) != Some(&"DATABASE") => {
+            return Err(format!(
+                "expected DELETE FROM m [WHERE …], DELETE WHERE …, DROP SERIES [FROM m] [WHERE …] \
+                 or DROP MEASUREMENT m, got {head:?}"
+            ))
+        }
+        _ => return Ok(None),
+    };
+    if measurement.as_deref().is_some_and(|m| m.starts_with('/')) {
+        return Err("a measurement given as /regex/ is not supported; name it".into());
+    }
+    Ok(Some(Admin::Delete {
+        drop_series,
+        measurement,
+        condition: condition.unwrap_or_default().to_owned(),
+    }))
+}
+
 /// Keywords that cannot stand bare as names.
 fn is_reserved(word: &str) -> bool {
     const RESERVED: [&str; 22] = [
@@ -796,7 +1027,7 @@ mod tests {
 
     fn select(text: &str) -> Select {
         match parse(text, 1_000_000_000_000) {
-            Some(Ok(Statement::Select(select))) => *select,
+            Ok(Statement::Select(select)) => *select,
             other => panic!("{text}: {other:?}"),
         }
     }
@@ -847,7 +1078,7 @@ mod tests {
 
     #[test]
     fn show_statements() {
-        let parsed = |t| parse(t, 0).unwrap().unwrap();
+        let parsed = |t| parse(t, 0).unwrap();
         assert_eq!(
             parsed("SHOW TAG VALUES FROM cpu WITH KEY IN (\"a\", b) WHERE c = 'd'"),
             Statement::ShowTagValues {
@@ -874,13 +1105,18 @@ mod tests {
             parsed("show field keys from /x/"),
             Statement::ShowFieldKeys(_)
         ));
-        assert!(parse("SHOW DATABASES", 0).is_none());
-        assert!(parse("CREATE DATABASE x", 0).is_none());
+        let query = |t| query(t, &tokenize(t).unwrap(), 0);
+        assert!(query("SHOW DATABASES").is_none());
+        assert!(query("CREATE DATABASE x").is_none());
+        assert_eq!(
+            parsed("SHOW DATABASES"),
+            Statement::Admin(Admin::ShowDatabases)
+        );
     }
 
     #[test]
     fn errors_say_what_and_where() {
-        let err = |t| parse(t, 0).unwrap().unwrap_err();
+        let err = |t| parse(t, 0).unwrap_err();
         assert_eq!(
             err("SELECT FROM cpu"),
             ParseError::Invalid(
@@ -905,6 +1141,99 @@ mod tests {
         assert!(matches!(err(&deep), ParseError::Invalid(m) if m.contains("deeper")));
         let deep = format!("SELECT a FROM cpu WHERE {}", "(".repeat(100_000));
         assert!(matches!(err(&deep), ParseError::Unsupported(m) if m.contains("deeper")));
+    }
+
+    fn admin(text: &str) -> Result<Admin, String> {
+        super::admin(text, &tokenize(text)?)
+    }
+
+    #[test]
+    fn statements_parse_with_bare_and_quoted_names() {
+        let cases = [
+            ("CREATE DATABASE telegraf", Ok(Admin::CreateDatabase("telegraf".into()))),
+            ("create database \"my db\"", Ok(Admin::CreateDatabase("my db".into()))),
+            ("SHOW DATABASES", Ok(Admin::ShowDatabases)),
+            // Bare names run to the next space, as they always have here.
+            ("CREATE DATABASE my-db.x", Ok(Admin::CreateDatabase("my-db.x".into()))),
+            ("show retention policies on \"a\\\"b\"", Ok(Admin::ShowRetentionPolicies(Some("a\"b".into())))),
+            (
+                "CREATE RETENTION POLICY \"week\" ON \"telegraf\" DURATION 7d REPLICATION 1 DEFAULT",
+                Ok(Admin::CreateRetentionPolicy {
+                    name: "week".into(),
+                    database: "telegraf".into(),
+                    duration: Some(Duration::from_secs(7 * 86_400)),
+                }),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                admin(text).map_err(|_| ()),
+                expected.map_err(|_: ()| ()),
+                "{text}"
+            );
+        }
+        let delete = |drop_series, m: Option<&str>, condition: &str| Admin::Delete {
+            drop_series,
+            measurement: m.map(str::to_owned),
+            condition: condition.to_owned(),
+        };
+        for (text, expected) in [
+            ("DELETE FROM cpu", delete(false, Some("cpu"), "")),
+            (
+                "delete from \"my where\" where host = 'where'",
+                delete(false, Some("my where"), " host = 'where'"),
+            ),
+            (
+                "DELETE WHERE time < now()",
+                delete(false, None, " time < now()"),
+            ),
+            ("DROP SERIES FROM cpu", delete(true, Some("cpu"), "")),
+            ("DROP SERIES WHERE a='b'", delete(true, None, " a='b'")),
+            (
+                "DROP MEASUREMENT \"c p u\"",
+                delete(true, Some("c p u"), ""),
+            ),
+        ] {
+            assert_eq!(admin(text), Ok(expected), "{text}");
+        }
+        for bad in [
+            "DELETE",
+            "DROP SERIES",
+            "DROP MEASUREMENT m WHERE a='b'",
+            "DELETE FROM /c/",
+            "DELETE FROM m WHERE",
+        ] {
+            assert!(admin(bad).is_err(), "{bad}");
+        }
+        let err = admin("GRANT ALL TO someone").unwrap_err();
+        assert!(err.contains("/sql"), "{err}");
+        assert!(admin("CREATE DATABASE \"open").is_err());
+    }
+
+    #[test]
+    fn retention_durations_parse_like_influxdb() {
+        assert_eq!(
+            retention_duration("1h30m"),
+            Ok(Some(Duration::from_secs(5400)))
+        );
+        assert_eq!(
+            retention_duration("52w"),
+            Ok(Some(Duration::from_secs(52 * 604_800)))
+        );
+        assert_eq!(retention_duration("INF"), Ok(None));
+        assert_eq!(retention_duration("0s"), Ok(None));
+        assert!(retention_duration("7x").is_err());
+        assert!(retention_duration("d").is_err());
+    }
+
+    #[test]
+    fn requests_parse_whole_before_any_statement_runs() {
+        let parsed = parse_query("SHOW DATABASES; SELECT a + b FROM cpu", 0).unwrap();
+        assert_eq!(parsed[0], Ok(Statement::Admin(Admin::ShowDatabases)));
+        assert!(parsed[1].as_ref().unwrap_err().contains("arithmetic"));
+        let refused = parse_query("SHOW DATABASES; SELECT FROM cpu", 0).unwrap_err();
+        assert!(matches!(refused, Error::Parse(m) if m.contains("found FROM")));
+        assert!(matches!(parse_query("'open", 0), Err(Error::Parse(_))));
     }
 
     #[test]

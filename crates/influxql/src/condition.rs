@@ -1,5 +1,6 @@
 //! Conditions on series and time, as two APIs write them, parsed into the
-//! library's [`PointFilter`] parts:
+//! library's [`PointFilter`] parts (InfluxQL's `WHERE` and `DELETE`, and
+//! the front end's InfluxDB 2 delete endpoint):
 //!
 //! - InfluxQL `WHERE` clauses: `host = 'a' AND (dc =~ /^eu/ OR rack != '')
 //!   AND time >= '2026-01-01T00:00:00Z' AND time < now() - 1h` (strings in
@@ -12,9 +13,11 @@
 
 use chingest::{PointFilter, TagPredicate};
 
+use crate::lex::{parse_duration, quoted};
+
 /// Which syntax a condition is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
+pub enum Dialect {
     /// InfluxQL's `WHERE`.
     InfluxQl,
     /// InfluxDB 2's delete predicate.
@@ -48,7 +51,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
             '(' => (Token::Open, 1),
             ')' => (Token::Close, 1),
             '"' | '\'' | '/' => {
-                let (body, len) = quoted(rest, c)?;
+                let (body, len) = quoted(rest, c, c == '/')
+                    .ok_or_else(|| format!("unterminated {c}…{c} in the condition"))?;
                 let token = match c {
                     '"' => Token::DoubleQuoted(body),
                     '\'' => Token::SingleQuoted(body),
@@ -86,29 +90,6 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
         rest = rest[len..].trim_start();
     }
     Ok(tokens)
-}
-
-/// The body of a token quoted by `quote` at the start of `text` (a
-/// backslash escapes the next character), and the token's length.
-fn quoted(text: &str, quote: char) -> Result<(String, usize), String> {
-    let mut body = String::new();
-    let mut chars = text.char_indices().skip(1);
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                // In a regex the escape stays: it means something there.
-                Some((_, next)) if quote == '/' && next != '/' => {
-                    body.push('\\');
-                    body.push(next);
-                }
-                Some((_, next)) => body.push(next),
-                None => break,
-            },
-            c if c == quote => return Ok((body, i + 1)),
-            c => body.push(c),
-        }
-    }
-    Err(format!("unterminated {quote}…{quote} in the condition"))
 }
 
 /// A parsed condition.
@@ -316,7 +297,7 @@ fn describe(token: &Option<Token>) -> String {
 
 /// An RFC 3339 time, or `YYYY-MM-DD[ HH:MM:SS[.f]]` in UTC (InfluxQL takes
 /// both), in ns since the epoch.
-pub(crate) fn parse_time(text: &str) -> Result<i64, String> {
+pub fn parse_time(text: &str) -> Result<i64, String> {
     let parsed = chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.to_utc())
         .or_else(|_| {
@@ -342,52 +323,9 @@ fn parse_duration_or_ns(text: &str) -> Result<i64, String> {
     })
 }
 
-/// An InfluxQL duration (`1h30m`, `7d`, `52w`, units `ns` to `w`), in ns.
-pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
-    let bad = || format!("invalid duration {text:?} (e.g. 1h30m, 7d, 52w)");
-    if text.is_empty() {
-        return Err(bad());
-    }
-    let mut total: i64 = 0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let value: i64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = unit_nanos(&rest[..unit_len]).ok_or_else(bad)?;
-        rest = &rest[unit_len..];
-        total = value
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-    }
-    Ok(total)
-}
-
-/// Nanoseconds in one InfluxQL duration unit (`ns`, `u`/`µ`/`us`, `ms`,
-/// `s`, `m`, `h`, `d`, `w`).
-pub(crate) fn unit_nanos(unit: &str) -> Option<i64> {
-    Some(match unit {
-        "ns" => 1,
-        "u" | "µ" | "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        "w" => 604_800_000_000_000,
-        _ => return None,
-    })
-}
-
 /// What a condition selects.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Selection {
+pub struct Selection {
     /// The measurement a delete predicate names (`_measurement="m"`).
     pub(crate) measurement: Option<String>,
     pub(crate) tags: TagPredicate,
@@ -411,7 +349,7 @@ impl Selection {
 
     /// Applies the selection to `filter` (whose other parts stay). Deletes
     /// select whole points: conditions on field values are refused.
-    pub(crate) fn apply(self, filter: &mut PointFilter) -> Result<(), String> {
+    pub fn apply(self, filter: &mut PointFilter) -> Result<(), String> {
         if let Some(condition) = self.fields.first() {
             return Err(format!(
                 "{} {} …: deletes select points by tags and time, not by field values",
@@ -430,7 +368,7 @@ impl Selection {
 
 /// Parses `text` (empty: everything) in `dialect`; `now` is what `now()`
 /// means, in ns since the epoch.
-pub(crate) fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection, String> {
+pub fn parse(text: &str, dialect: Dialect, now: i64) -> Result<Selection, String> {
     let mut selection = Selection::everything();
     let tokens = tokenize(text)?;
     if tokens.is_empty() {

@@ -10,10 +10,12 @@ use chingest::names::{quote_ident, quote_literal};
 use chingest::schema::FieldType;
 use chingest::TagPredicate;
 
-use super::output::{Series, Value};
-use super::parse::{Expr, Fill, GroupBy, Interval, Select};
-use super::{fact_source, page, rows, text, Answer, Context, Failure, TagMatcher, Target};
-use crate::http::condition::{FieldCondition, FieldLiteral};
+use crate::answer::{Answer, Series, Value};
+use crate::condition::{FieldCondition, FieldLiteral};
+use crate::error::Error;
+use crate::parse::{Expr, Fill, GroupBy, Interval, Select};
+use crate::plan::{fact_source, page, rows, text, Context, TagMatcher, Target};
+use crate::show::field_type_name;
 
 /// Most intervals × series a `GROUP BY time` answer may have: a bound on
 /// what a one-line query (`GROUP BY time(1ns)` over a year) can make the
@@ -457,7 +459,8 @@ fn shape(select: &Select) -> Result<Shape, String> {
     Ok(Shape { columns, aggregate })
 }
 
-pub(super) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Failure> {
+/// Answers a `SELECT`.
+pub(crate) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Error> {
     let zone = select.time_zone;
     let shape = shape(select)?;
     let targets = ctx.targets(&select.sources)?;
@@ -520,7 +523,7 @@ async fn measurement(
     target: &Target,
     wildcard: &[(String, Option<String>)],
     zone: Option<chrono_tz::Tz>,
-) -> Result<Vec<Series>, Failure> {
+) -> Result<Vec<Series>, Error> {
     let group_keys = group_keys(select, target);
     let mut outputs = Vec::new();
     for (name, column) in &shape.columns {
@@ -565,7 +568,7 @@ async fn measurement(
                     if numeric && matches!(ty, FieldType::String | FieldType::Boolean) {
                         return Err(format!(
                             "{name}() of {f:?}, a {} field, is not supported",
-                            super::show::field_type_name(*ty).unwrap_or("non-numeric")
+                            field_type_name(*ty).unwrap_or("non-numeric")
                         )
                         .into());
                     }
@@ -615,7 +618,7 @@ fn from_cache(
     filter: &Filter,
     outputs: &[Output],
     keys: &[String],
-) -> Result<Option<Vec<Series>>, Failure> {
+) -> Result<Option<Vec<Series>>, Error> {
     let only_last = outputs.iter().all(|o| {
         matches!(
             o.column,
@@ -768,7 +771,7 @@ struct Filter {
 const MAX_LISTED_SERIES: usize = 1_000;
 
 impl Filter {
-    fn new(select: &Select, target: &Target) -> Result<Filter, Failure> {
+    fn new(select: &Select, target: &Target) -> Result<Filter, Error> {
         let mut points: Vec<String> = select
             .condition
             .fields
@@ -837,7 +840,7 @@ impl Filter {
 
     /// Finds the ids of the series the tags select in the last-value cache,
     /// when it knows the measurement and they are few.
-    fn list_series(&mut self, ctx: &Context<'_>, target: &Target) -> Result<(), Failure> {
+    fn list_series(&mut self, ctx: &Context<'_>, target: &Target) -> Result<(), Error> {
         if self.tags == TagPredicate::Any {
             return Ok(());
         }
@@ -1017,7 +1020,7 @@ async fn raw(
     filter: &Filter,
     outputs: &[Output],
     keys: &[String],
-) -> Result<Vec<Series>, Failure> {
+) -> Result<Vec<Series>, Error> {
     let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
     let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
     let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
@@ -1192,7 +1195,7 @@ async fn aggregated(
     outputs: &[Output],
     keys: &[String],
     zone: Option<chrono_tz::Tz>,
-) -> Result<Vec<Series>, Failure> {
+) -> Result<Vec<Series>, Error> {
     // The selector that fields and tags selected beside it are read at.
     let selector = outputs.iter().find_map(|o| match (&o.column, &o.operand) {
         (Column::Aggregate { func, .. }, Operand::Field(..)) => {
@@ -1535,8 +1538,8 @@ mod tests {
 
     #[test]
     fn statements_that_cannot_be_answered_say_why() {
-        let shape_of = |q: &str| match super::super::parse::parse(q, 0) {
-            Some(Ok(super::super::parse::Statement::Select(s))) => shape(&s).map(|_| ()),
+        let shape_of = |q: &str| match crate::parse::parse_query(q, 0).unwrap().remove(0) {
+            Ok(crate::parse::Statement::Select(s)) => shape(&s).map(|_| ()),
             other => panic!("{other:?}"),
         };
         for (query, says) in [
