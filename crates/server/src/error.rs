@@ -1,11 +1,44 @@
-//! One error type for every endpoint, and the one place errors become
-//! status codes. The body's shape follows the API the client speaks:
+//! The server's errors in one place: [`ServerError`], why it could not
+//! start or stopped; and [`ApiError`], one error type for every endpoint,
+//! and the one place errors become status codes. The body's shape follows the API the client speaks:
 //! InfluxDB 1.x clients read `{"error": "..."}`, 2.x clients
 //! `{"code": "...", "message": "..."}`; both get the same status.
+
+use std::net::SocketAddr;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+use crate::config::ConfigError;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving HTTP failed.
+    #[error("http server: {0}")]
+    Serve(std::io::Error),
+    /// Serving gRPC failed.
+    #[error("grpc server: {0}")]
+    Grpc(#[from] tonic::transport::Error),
+    /// The engine failed to open or to close.
+    #[error("engine: {0}")]
+    Engine(#[from] chingest::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("tls: {0}")]
+    Tls(String),
+}
 
 /// Which response shape a client expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

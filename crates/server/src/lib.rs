@@ -28,36 +28,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch, OnceCell};
 use tokio::task::JoinHandle;
 
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::ServerConfig;
+pub use crate::error::ServerError;
 use crate::state::AppState;
-
-/// Why the server could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServerError {
-    /// The configuration is unusable.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// An address could not be bound.
-    #[error("binding {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Serving HTTP failed.
-    #[error("http server: {0}")]
-    Serve(std::io::Error),
-    /// Serving gRPC failed.
-    #[error("grpc server: {0}")]
-    Grpc(#[from] tonic::transport::Error),
-    /// The engine failed to open or to close.
-    #[error("engine: {0}")]
-    Engine(#[from] chingest::Error),
-    /// The TLS certificate or key could not be used.
-    #[error("tls: {0}")]
-    Tls(String),
-}
 
 /// HTTP/2 flow-control windows of the gRPC server: how many bytes a client
 /// may send on one stream, and on one connection, before the server

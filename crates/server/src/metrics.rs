@@ -1,7 +1,7 @@
-//! `/metrics`: Prometheus text exposition of the server's own counters
-//! (HTTP requests by endpoint and status, gRPC calls by method and code,
-//! their latency, bytes in) and the ingestor's (lines, flushes, series, pool
-//! waits, engine errors, memory).
+//! The server's own counters (HTTP requests by endpoint and status, gRPC
+//! calls by method and code, their latency, bytes in) and their Prometheus
+//! text exposition together with the ingestor's (lines, flushes, series,
+//! pool waits, engine errors, memory). `http/metrics.rs` serves it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,13 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use chingest::stats::Histogram;
-
-use crate::http::AppState;
+use chingest::Ingestor;
 
 const LATENCY_BOUNDS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
@@ -37,6 +32,284 @@ pub struct ServerMetrics {
 }
 
 impl ServerMetrics {
+    /// Counts one HTTP request to `endpoint` answered with `status` after
+    /// `started`, whose body was `bytes` long as sent.
+    pub(crate) fn observe_http(&self, endpoint: String, status: u16, bytes: u64, started: Instant) {
+        self.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        *self
+            .requests
+            .lock()
+            .unwrap()
+            .entry((endpoint.clone(), status))
+            .or_default() += 1;
+        self.latency
+            .lock()
+            .unwrap()
+            .entry(endpoint)
+            .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// The Prometheus text exposition of these counters and, once it is
+    /// open, the ingestor's.
+    pub(crate) fn exposition(&self, ingestor: Option<&Ingestor>) -> String {
+        let mut out = String::new();
+        let m = self;
+        header(
+            &mut out,
+            "chingest_http_requests_total",
+            "counter",
+            "HTTP requests by endpoint and status.",
+        );
+        for ((endpoint, status), count) in m.requests.lock().unwrap().iter() {
+            let _ = writeln!(
+            out,
+            "chingest_http_requests_total{{endpoint=\"{endpoint}\",status=\"{status}\"}} {count}"
+        );
+        }
+        header(
+            &mut out,
+            "chingest_http_request_duration_seconds",
+            "histogram",
+            "HTTP request latency by endpoint.",
+        );
+        for (endpoint, h) in m.latency.lock().unwrap().iter() {
+            histogram(
+                &mut out,
+                "chingest_http_request_duration_seconds",
+                &format!("endpoint=\"{endpoint}\""),
+                h,
+            );
+        }
+        header(
+            &mut out,
+            "chingest_http_request_bytes_total",
+            "counter",
+            "Request body bytes as sent.",
+        );
+        let _ = writeln!(
+            out,
+            "chingest_http_request_bytes_total {}",
+            m.bytes_in.load(Ordering::Relaxed)
+        );
+
+        header(
+            &mut out,
+            "chingest_grpc_calls_total",
+            "counter",
+            "gRPC calls by method and status code.",
+        );
+        for ((method, code), count) in m.grpc_calls.lock().unwrap().iter() {
+            let _ = writeln!(
+                out,
+                "chingest_grpc_calls_total{{method=\"{method}\",code=\"{code}\"}} {count}"
+            );
+        }
+        header(
+            &mut out,
+            "chingest_grpc_call_duration_seconds",
+            "histogram",
+            "gRPC call latency by method.",
+        );
+        for (method, h) in m.grpc_latency.lock().unwrap().iter() {
+            histogram(
+                &mut out,
+                "chingest_grpc_call_duration_seconds",
+                &format!("method=\"{method}\""),
+                h,
+            );
+        }
+
+        if let Some(ingestor) = ingestor {
+            let s = ingestor.stats();
+            let counters = [
+                (
+                    "chingest_lines_accepted_total",
+                    "Line-protocol lines stored.",
+                    &s.lines_accepted,
+                ),
+                (
+                    "chingest_lines_rejected_total",
+                    "Line-protocol lines rejected.",
+                    &s.lines_rejected,
+                ),
+                (
+                    "chingest_lines_refused_by_limits_total",
+                    "Lines (and Arrow rows) refused for a series or tag-value limit.",
+                    &s.lines_refused_by_limits,
+                ),
+                ("chingest_flushes_total", "Flushes committed.", &s.flushes),
+                (
+                    "chingest_flush_errors_total",
+                    "Insert attempts that failed (retried; the rows stay in the log).",
+                    &s.flush_errors,
+                ),
+                (
+                    "chingest_engine_broken_parts_total",
+                    "Parts the engine found broken and set aside when it opened (see /health).",
+                    &s.engine_broken_parts,
+                ),
+                (
+                    "chingest_wal_bytes_total",
+                    "Bytes appended to the write-ahead log.",
+                    &s.wal_bytes,
+                ),
+                (
+                    "chingest_wal_syncs_total",
+                    "Syncs (fdatasync) of the write-ahead log.",
+                    &s.wal_syncs,
+                ),
+                (
+                    "chingest_wal_errors_total",
+                    "Groups of writes the log failed to write or sync.",
+                    &s.wal_errors,
+                ),
+                (
+                    "chingest_wal_cut_bytes_total",
+                    "Bytes of torn segment tails cut when the log was opened.",
+                    &s.wal_cut_bytes,
+                ),
+                (
+                    "chingest_replay_records_total",
+                    "Log records replayed on open.",
+                    &s.replay_records,
+                ),
+                (
+                    "chingest_replay_rows_total",
+                    "Rows inserted by the replay on open.",
+                    &s.replay_rows,
+                ),
+                (
+                    "chingest_replay_skipped_rows_total",
+                    "Rows the replay skipped because the log showed them inserted.",
+                    &s.replay_skipped_rows,
+                ),
+                (
+                    "chingest_series_created_total",
+                    "Series rows committed.",
+                    &s.series_created,
+                ),
+                (
+                    "chingest_engine_errors_total",
+                    "Engine errors.",
+                    &s.engine_errors,
+                ),
+                (
+                    "chingest_last_value_evictions_total",
+                    "Measurements evicted from the last-value cache for its memory bound.",
+                    &s.last_value_evictions,
+                ),
+                (
+                    "chingest_last_value_rebuilds_total",
+                    "Measurements the last-value cache rebuilt from the engine (open, edits).",
+                    &s.last_value_rebuilds,
+                ),
+            ];
+            for (name, help, counter) in counters {
+                header(&mut out, name, "counter", help);
+                let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
+            }
+            let gauges = [
+                (
+                    "chingest_wal_size_bytes",
+                    "Bytes in the write-ahead log's segments.",
+                    &s.wal_size_bytes,
+                ),
+                (
+                    "chingest_wal_segments",
+                    "Segment files of the write-ahead log.",
+                    &s.wal_segments,
+                ),
+                (
+                    "chingest_wal_checkpoint_lsn",
+                    "Every log record up to this number is in the engine.",
+                    &s.wal_checkpoint_lsn,
+                ),
+                (
+                    "chingest_replay_duration_milliseconds",
+                    "How long the replay on open took.",
+                    &s.replay_millis,
+                ),
+                (
+                    "chingest_last_value_series",
+                    "Series in the last-value cache.",
+                    &s.last_value_series,
+                ),
+                (
+                    "chingest_last_value_bytes",
+                    "Bytes the last-value cache holds (an estimate).",
+                    &s.last_value_bytes,
+                ),
+            ];
+            for (name, help, gauge) in gauges {
+                header(&mut out, name, "gauge", help);
+                let _ = writeln!(out, "{name} {}", gauge.load(Ordering::Relaxed));
+            }
+            header(
+                &mut out,
+                "chingest_wal_sync_duration_seconds",
+                "histogram",
+                "Write-ahead log sync latency.",
+            );
+            histogram(
+                &mut out,
+                "chingest_wal_sync_duration_seconds",
+                "",
+                &s.wal_sync_seconds,
+            );
+            header(
+                &mut out,
+                "chingest_flush_rows",
+                "histogram",
+                "Rows per flush.",
+            );
+            histogram(&mut out, "chingest_flush_rows", "", &s.flush_rows);
+            header(
+                &mut out,
+                "chingest_flush_duration_seconds",
+                "histogram",
+                "Flush latency (series and insert).",
+            );
+            histogram(
+                &mut out,
+                "chingest_flush_duration_seconds",
+                "",
+                &s.flush_seconds,
+            );
+            header(
+                &mut out,
+                "chingest_connection_wait_seconds",
+                "histogram",
+                "Waits for an engine connection.",
+            );
+            histogram(
+                &mut out,
+                "chingest_connection_wait_seconds",
+                "",
+                &s.connection_wait_seconds,
+            );
+            header(
+                &mut out,
+                "chingest_buffered_bytes",
+                "gauge",
+                "Bytes held in the memory budget: request bodies and rows waiting to be inserted.",
+            );
+            let _ = writeln!(out, "chingest_buffered_bytes {}", ingestor.buffered_bytes());
+            header(
+                &mut out,
+                "chingest_buffered_bytes_limit",
+                "gauge",
+                "The memory budget.",
+            );
+            let _ = writeln!(
+                out,
+                "chingest_buffered_bytes_limit {}",
+                ingestor.config().max_buffered_bytes
+            );
+        }
+        out
+    }
+
     /// Counts one gRPC call of `method` that ended with `code` after
     /// `started`. Calls refused by authentication count under method `*`.
     pub(crate) fn observe_grpc(&self, method: &'static str, code: tonic::Code, started: Instant) {
@@ -53,48 +326,6 @@ impl ServerMetrics {
             .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
             .observe(started.elapsed().as_secs_f64());
     }
-}
-
-/// A request extension naming the listener of a router other than the main
-/// HTTP API's, so that its routes count apart (`clickhouse /ping` is not
-/// `/ping`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ListenerName(pub(crate) &'static str);
-
-/// Middleware: counts each request under its route (and listener, when not
-/// the main one) and status, and times it.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str);
-    let endpoint = match request.extensions().get::<ListenerName>() {
-        Some(ListenerName(listener)) => format!("{listener} {route}"),
-        None => route.to_owned(),
-    };
-    let bytes = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let metrics = &state.metrics;
-    metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-    *metrics
-        .requests
-        .lock()
-        .unwrap()
-        .entry((endpoint.clone(), response.status().as_u16()))
-        .or_default() += 1;
-    metrics
-        .latency
-        .lock()
-        .unwrap()
-        .entry(endpoint)
-        .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
-        .observe(started.elapsed().as_secs_f64());
-    response
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -118,273 +349,4 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     };
     let _ = writeln!(out, "{name}_sum{braces} {}", h.sum());
     let _ = writeln!(out, "{name}_count{braces} {}", h.count());
-}
-
-/// `GET /metrics`.
-pub async fn render(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if state.config.metrics_require_token {
-        if let Err(err) = state.authorize(&headers, None, crate::error::Flavor::V1) {
-            return err.into_response();
-        }
-    }
-    let mut out = String::new();
-    let m = &state.metrics;
-    header(
-        &mut out,
-        "chingest_http_requests_total",
-        "counter",
-        "HTTP requests by endpoint and status.",
-    );
-    for ((endpoint, status), count) in m.requests.lock().unwrap().iter() {
-        let _ = writeln!(
-            out,
-            "chingest_http_requests_total{{endpoint=\"{endpoint}\",status=\"{status}\"}} {count}"
-        );
-    }
-    header(
-        &mut out,
-        "chingest_http_request_duration_seconds",
-        "histogram",
-        "HTTP request latency by endpoint.",
-    );
-    for (endpoint, h) in m.latency.lock().unwrap().iter() {
-        histogram(
-            &mut out,
-            "chingest_http_request_duration_seconds",
-            &format!("endpoint=\"{endpoint}\""),
-            h,
-        );
-    }
-    header(
-        &mut out,
-        "chingest_http_request_bytes_total",
-        "counter",
-        "Request body bytes as sent.",
-    );
-    let _ = writeln!(
-        out,
-        "chingest_http_request_bytes_total {}",
-        m.bytes_in.load(Ordering::Relaxed)
-    );
-
-    header(
-        &mut out,
-        "chingest_grpc_calls_total",
-        "counter",
-        "gRPC calls by method and status code.",
-    );
-    for ((method, code), count) in m.grpc_calls.lock().unwrap().iter() {
-        let _ = writeln!(
-            out,
-            "chingest_grpc_calls_total{{method=\"{method}\",code=\"{code}\"}} {count}"
-        );
-    }
-    header(
-        &mut out,
-        "chingest_grpc_call_duration_seconds",
-        "histogram",
-        "gRPC call latency by method.",
-    );
-    for (method, h) in m.grpc_latency.lock().unwrap().iter() {
-        histogram(
-            &mut out,
-            "chingest_grpc_call_duration_seconds",
-            &format!("method=\"{method}\""),
-            h,
-        );
-    }
-
-    if let Some(ingestor) = state.ingestor.get() {
-        let s = ingestor.stats();
-        let counters = [
-            (
-                "chingest_lines_accepted_total",
-                "Line-protocol lines stored.",
-                &s.lines_accepted,
-            ),
-            (
-                "chingest_lines_rejected_total",
-                "Line-protocol lines rejected.",
-                &s.lines_rejected,
-            ),
-            (
-                "chingest_lines_refused_by_limits_total",
-                "Lines (and Arrow rows) refused for a series or tag-value limit.",
-                &s.lines_refused_by_limits,
-            ),
-            ("chingest_flushes_total", "Flushes committed.", &s.flushes),
-            (
-                "chingest_flush_errors_total",
-                "Insert attempts that failed (retried; the rows stay in the log).",
-                &s.flush_errors,
-            ),
-            (
-                "chingest_engine_broken_parts_total",
-                "Parts the engine found broken and set aside when it opened (see /health).",
-                &s.engine_broken_parts,
-            ),
-            (
-                "chingest_wal_bytes_total",
-                "Bytes appended to the write-ahead log.",
-                &s.wal_bytes,
-            ),
-            (
-                "chingest_wal_syncs_total",
-                "Syncs (fdatasync) of the write-ahead log.",
-                &s.wal_syncs,
-            ),
-            (
-                "chingest_wal_errors_total",
-                "Groups of writes the log failed to write or sync.",
-                &s.wal_errors,
-            ),
-            (
-                "chingest_wal_cut_bytes_total",
-                "Bytes of torn segment tails cut when the log was opened.",
-                &s.wal_cut_bytes,
-            ),
-            (
-                "chingest_replay_records_total",
-                "Log records replayed on open.",
-                &s.replay_records,
-            ),
-            (
-                "chingest_replay_rows_total",
-                "Rows inserted by the replay on open.",
-                &s.replay_rows,
-            ),
-            (
-                "chingest_replay_skipped_rows_total",
-                "Rows the replay skipped because the log showed them inserted.",
-                &s.replay_skipped_rows,
-            ),
-            (
-                "chingest_series_created_total",
-                "Series rows committed.",
-                &s.series_created,
-            ),
-            (
-                "chingest_engine_errors_total",
-                "Engine errors.",
-                &s.engine_errors,
-            ),
-            (
-                "chingest_last_value_evictions_total",
-                "Measurements evicted from the last-value cache for its memory bound.",
-                &s.last_value_evictions,
-            ),
-            (
-                "chingest_last_value_rebuilds_total",
-                "Measurements the last-value cache rebuilt from the engine (open, edits).",
-                &s.last_value_rebuilds,
-            ),
-        ];
-        for (name, help, counter) in counters {
-            header(&mut out, name, "counter", help);
-            let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
-        }
-        let gauges = [
-            (
-                "chingest_wal_size_bytes",
-                "Bytes in the write-ahead log's segments.",
-                &s.wal_size_bytes,
-            ),
-            (
-                "chingest_wal_segments",
-                "Segment files of the write-ahead log.",
-                &s.wal_segments,
-            ),
-            (
-                "chingest_wal_checkpoint_lsn",
-                "Every log record up to this number is in the engine.",
-                &s.wal_checkpoint_lsn,
-            ),
-            (
-                "chingest_replay_duration_milliseconds",
-                "How long the replay on open took.",
-                &s.replay_millis,
-            ),
-            (
-                "chingest_last_value_series",
-                "Series in the last-value cache.",
-                &s.last_value_series,
-            ),
-            (
-                "chingest_last_value_bytes",
-                "Bytes the last-value cache holds (an estimate).",
-                &s.last_value_bytes,
-            ),
-        ];
-        for (name, help, gauge) in gauges {
-            header(&mut out, name, "gauge", help);
-            let _ = writeln!(out, "{name} {}", gauge.load(Ordering::Relaxed));
-        }
-        header(
-            &mut out,
-            "chingest_wal_sync_duration_seconds",
-            "histogram",
-            "Write-ahead log sync latency.",
-        );
-        histogram(
-            &mut out,
-            "chingest_wal_sync_duration_seconds",
-            "",
-            &s.wal_sync_seconds,
-        );
-        header(
-            &mut out,
-            "chingest_flush_rows",
-            "histogram",
-            "Rows per flush.",
-        );
-        histogram(&mut out, "chingest_flush_rows", "", &s.flush_rows);
-        header(
-            &mut out,
-            "chingest_flush_duration_seconds",
-            "histogram",
-            "Flush latency (series and insert).",
-        );
-        histogram(
-            &mut out,
-            "chingest_flush_duration_seconds",
-            "",
-            &s.flush_seconds,
-        );
-        header(
-            &mut out,
-            "chingest_connection_wait_seconds",
-            "histogram",
-            "Waits for an engine connection.",
-        );
-        histogram(
-            &mut out,
-            "chingest_connection_wait_seconds",
-            "",
-            &s.connection_wait_seconds,
-        );
-        header(
-            &mut out,
-            "chingest_buffered_bytes",
-            "gauge",
-            "Bytes held in the memory budget: request bodies and rows waiting to be inserted.",
-        );
-        let _ = writeln!(out, "chingest_buffered_bytes {}", ingestor.buffered_bytes());
-        header(
-            &mut out,
-            "chingest_buffered_bytes_limit",
-            "gauge",
-            "The memory budget.",
-        );
-        let _ = writeln!(
-            out,
-            "chingest_buffered_bytes_limit {}",
-            ingestor.config().max_buffered_bytes
-        );
-    }
-    let mut response = out.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    response
 }

@@ -15,7 +15,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::ServerError;
+use crate::error::ServerError;
 
 /// A handshake not done by then is dropped: a client that connects and
 /// says nothing holds nothing for long.

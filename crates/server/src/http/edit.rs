@@ -19,7 +19,8 @@ use chingest::{FieldValue, PointFilter};
 use chingest_influxql::condition::{self, Dialect};
 use serde::Deserialize;
 
-use super::{influx, read_body, AppState};
+use super::extract::{Api, WriteTarget};
+use super::AppState;
 use crate::error::{ApiError, Flavor};
 
 /// The body of a delete or an update.
@@ -94,11 +95,8 @@ async fn edit_request(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(String, EditRequest, PointFilter), ApiError> {
-    let grant = state.authorize(headers, None, Flavor::V2)?;
-    let (db, rp) = influx::bucket(params)?;
-    grant.require_write(db).map_err(v2)?;
-    let limit = state.config.limits.max_body_bytes;
-    let body = read_body(state, headers, body, limit, Flavor::V2).await?;
+    let target = WriteTarget::of(Api::Edit, state, params, headers)?;
+    let body = target.body(state, headers, body).await?;
     let request: EditRequest = serde_json::from_slice(&body)
         .map_err(|e| bad(format!("the body is not a delete or update request: {e}")))?;
     let time = |t: &Option<String>| {
@@ -109,7 +107,7 @@ async fn edit_request(
     };
     let (start, stop) = (time(&request.start)?, time(&request.stop)?);
     let mut filter = PointFilter {
-        retention_policy: rp.map(str::to_owned),
+        retention_policy: target.rp.clone(),
         ..PointFilter::all()
     };
     condition::parse(&request.predicate, Dialect::DeletePredicate, 0)
@@ -119,7 +117,7 @@ async fn edit_request(
     // InfluxDB's stop is inclusive.
     filter.start = start;
     filter.stop = stop.map(|t| t.saturating_add(1));
-    Ok((db.to_owned(), request, filter))
+    Ok((target.db, request, filter))
 }
 
 /// A JSON value as the new value of `field` (its exact type is checked

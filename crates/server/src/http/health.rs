@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::AppState;
+use crate::state::AppState;
 
 /// `GET /health`: 200 and `"status": "pass"` when nothing is wrong; 503,
 /// `"fail"` and one check per problem while the log cannot be written,

@@ -10,12 +10,13 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chingest::{Durability, Precision, WriteOutcome};
+use chingest::{Precision, WriteOutcome};
 use serde_json::json;
 use tracing::Instrument;
 
-use super::{read_body, AppState};
-use crate::error::{ApiError, Flavor};
+use super::extract::{Api, WriteTarget};
+use super::AppState;
+use crate::error::ApiError;
 use crate::state::MAX_LISTED_REJECTIONS;
 
 /// Rejections spelled out in the error message; all of them (up to
@@ -43,24 +44,8 @@ pub(super) async fn write_v1(
     headers: HeaderMap,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
-    let flavor = Flavor::V1;
-    let grant = state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
-    let db = params
-        .get("db")
-        .filter(|db| !db.is_empty())
-        .ok_or_else(|| ApiError::bad_request("database is required (db=...)"))?;
-    grant.require_write(db)?;
-    let rp = params.get("rp").filter(|rp| !rp.is_empty());
-    write(
-        &state,
-        db,
-        rp.map(String::as_str),
-        &params,
-        &headers,
-        body,
-        flavor,
-    )
-    .await
+    let target = WriteTarget::of(Api::InfluxV1, &state, &params, &headers)?;
+    write(&state, target, &params, &headers, body).await
 }
 
 /// `POST /api/v2/write?bucket=db[/rp]&org=&precision=`.
@@ -70,58 +55,18 @@ pub(super) async fn write_v2(
     headers: HeaderMap,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
-    let flavor = Flavor::V2;
-    let grant = state.authorize(&headers, None, flavor)?;
-    let (db, rp) = bucket(&params)?;
-    grant.require_write(db).map_err(|e| e.flavor(flavor))?;
-    write(&state, db, rp, &params, &headers, body, flavor).await
-}
-
-/// The database and retention policy an InfluxDB 2 request's
-/// `bucket=db[/rp]` names.
-pub(super) fn bucket(params: &HashMap<String, String>) -> Result<(&str, Option<&str>), ApiError> {
-    let bucket = params
-        .get("bucket")
-        .filter(|bucket| !bucket.is_empty())
-        .ok_or_else(|| {
-            ApiError::bad_request("bucket is required (bucket=db or db/rp)").flavor(Flavor::V2)
-        })?;
-    Ok(match bucket.split_once('/') {
-        Some((db, rp)) => (db, Some(rp)),
-        None => (bucket.as_str(), None),
-    })
-}
-
-/// Header naming a write's durability; the `durability` query parameter
-/// wins over it.
-const DURABILITY_HEADER: &str = "x-chingest-durability";
-
-/// The durability a write request asks for, if any.
-pub(super) fn durability(
-    params: &HashMap<String, String>,
-    headers: &HeaderMap,
-    flavor: Flavor,
-) -> Result<Option<Durability>, ApiError> {
-    params
-        .get("durability")
-        .map(String::as_str)
-        .or_else(|| headers.get(DURABILITY_HEADER)?.to_str().ok())
-        .filter(|d| !d.is_empty())
-        .map(str::parse::<Durability>)
-        .transpose()
-        .map_err(|e| ApiError::bad_request(e).flavor(flavor))
+    let target = WriteTarget::of(Api::InfluxV2, &state, &params, &headers)?;
+    write(&state, target, &params, &headers, body).await
 }
 
 async fn write(
     state: &AppState,
-    db: &str,
-    rp: Option<&str>,
+    target: WriteTarget,
     params: &HashMap<String, String>,
     headers: &HeaderMap,
     body: Body,
-    flavor: Flavor,
 ) -> Result<StatusCode, ApiError> {
-    let durability = durability(params, headers, flavor)?;
+    let flavor = target.flavor;
     let precision = match params.get("precision").map(String::as_str) {
         None | Some("") => Precision::Nanoseconds,
         Some(p) => {
@@ -129,10 +74,9 @@ async fn write(
         }
     };
     let ingestor = state.ingestor().map_err(|e| e.flavor(flavor))?;
-    let config = &state.config;
-    let body = read_body(state, headers, body, config.limits.max_body_bytes, flavor).await?;
-    let rp = rp.unwrap_or(&config.write.default_retention_policy);
-    let options = state.write_options(precision, durability);
+    let body = target.body(state, headers, body).await?;
+    let (db, rp) = (target.db.as_str(), target.rp_or_default(state));
+    let options = target.options(state, precision);
     let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
     let outcome = async {
         let prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;

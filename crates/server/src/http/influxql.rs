@@ -14,8 +14,8 @@ use axum::Json;
 use chingest_influxql::{self as influxql, Answer, Param, Series, TimeFormat};
 use serde_json::{json, Map, Value};
 
-use super::AppState;
 use crate::error::{ApiError, Flavor};
+use crate::state::AppState;
 
 /// Now, in ns since the epoch: what `now()` means in the statements.
 fn now_ns() -> i64 {
@@ -46,7 +46,7 @@ pub(super) async fn query(
     let grant = state.authorize(&headers, params.get("p").map(String::as_str), Flavor::V1)?;
     let ingestor = state.ingestor()?;
     // Clients also send q as a form field in a POST body.
-    let form = super::read_body(
+    let form = super::extract::read_body(
         &state,
         &headers,
         body,

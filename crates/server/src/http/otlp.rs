@@ -21,9 +21,10 @@ use axum::response::{IntoResponse, Response};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use prost::Message;
 
-use super::{influx, read_body, AppState};
-use crate::error::{ApiError, Flavor};
-use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
+use super::extract::{Api, WriteTarget};
+use super::AppState;
+use crate::error::ApiError;
+use crate::write::export_otlp;
 
 /// The two encodings OTLP/HTTP defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,24 +74,14 @@ async fn export(
     body: Body,
     encoding: Option<Encoding>,
 ) -> Result<Response, ApiError> {
-    let flavor = Flavor::V1;
-    let grant = state.authorize(headers, None, flavor)?;
-    let db = params
-        .get("db")
-        .map(String::as_str)
-        .or_else(|| headers.get(OTLP_DATABASE_HEADER)?.to_str().ok())
-        .filter(|db| !db.is_empty())
-        .unwrap_or(OTLP_DEFAULT_DATABASE);
-    grant.require_write(db)?;
+    let target = WriteTarget::of(Api::Otlp, state, params, headers)?;
     let encoding = encoding.ok_or_else(|| {
         ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "OTLP/HTTP bodies are application/x-protobuf or application/json",
         )
     })?;
-    let durability = influx::durability(params, headers, flavor)?;
-    let limit = state.config.limits.max_body_bytes;
-    let body = read_body(state, headers, body, limit, flavor).await?;
+    let body = target.body(state, headers, body).await?;
     let request = match encoding {
         Encoding::Protobuf => ExportMetricsServiceRequest::decode(&body[..]).map_err(|e| {
             ApiError::bad_request(format!("not an ExportMetricsServiceRequest: {e}"))
@@ -99,7 +90,7 @@ async fn export(
             .map_err(|e| ApiError::bad_request(format!("not an OTLP JSON metrics request: {e}")))?,
     };
     drop(body);
-    let response = export_otlp(state, db, &request, durability).await?;
+    let response = export_otlp(state, &target.db, &request, target.durability).await?;
     let bytes = match encoding {
         Encoding::Protobuf => response.encode_to_vec(),
         Encoding::Json => serde_json::to_vec(&response).expect("responses serialize"),

@@ -25,12 +25,10 @@ use chingest_codecs::prometheus::{self as codec, Decoded};
 use chingest_proto::prometheus::{v2, WriteRequest};
 use prost::Message;
 
-use super::{influx, read_body, AppState};
-use crate::error::{ApiError, Flavor};
+use super::extract::{Api, WriteTarget};
+use super::AppState;
+use crate::error::ApiError;
 use crate::write;
-
-/// The database of requests that name none.
-const DEFAULT_DATABASE: &str = "prometheus";
 
 /// The two messages a sender may post.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,13 +46,7 @@ pub(super) async fn write(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let flavor = Flavor::V1;
-    let grant = state.authorize(&headers, params.get("p").map(String::as_str), flavor)?;
-    let db = params
-        .get("db")
-        .filter(|db| !db.is_empty())
-        .map_or(DEFAULT_DATABASE, String::as_str);
-    grant.require_write(db)?;
+    let target = WriteTarget::of(Api::RemoteWrite, &state, &params, &headers)?;
     let version = version(&headers)?;
     if !headers
         .get(header::CONTENT_ENCODING)
@@ -66,8 +58,7 @@ pub(super) async fn write(
             "remote write bodies are snappy-compressed: Content-Encoding: snappy",
         ));
     }
-    let limit = state.config.limits.max_body_bytes;
-    let body = read_body(&state, &headers, body, limit, flavor).await?;
+    let body = target.body(&state, &headers, body).await?;
     // Decoded from the shared buffer: labels and symbols are slices of it.
     let invalid = |e: prost::DecodeError, what: &str| {
         ApiError::bad_request(format!("not a remote write {what}: {e}"))
@@ -90,12 +81,8 @@ pub(super) async fn write(
     // gives way to theirs.
     drop(body);
     let ingestor = state.ingestor()?;
-    let rp = params
-        .get("rp")
-        .filter(|rp| !rp.is_empty())
-        .unwrap_or(&state.config.write.default_retention_policy);
-    let durability = influx::durability(&params, &headers, flavor)?;
-    let options = state.write_options(chingest::Precision::Nanoseconds, durability);
+    let (db, rp) = (&target.db, target.rp_or_default(&state));
+    let options = target.options(&state, chingest::Precision::Nanoseconds);
     write::tables(ingestor, db, rp, &tables, &options).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {

@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use tracing::Instrument as _;
 
-use super::AppState;
 use crate::error::{ApiError, Flavor};
+use crate::state::AppState;
 use crate::state::Grant;
 
 /// `GET /sql?query=...&format=...`.
@@ -40,7 +40,7 @@ pub(super) async fn sql_post(
     // Before the body is read: an unknown caller costs nothing.
     let grant = authorize(&state, &params, &headers)?;
     let limit = state.config.limits.max_body_bytes;
-    let body = super::read_body(&state, &headers, body, limit, Flavor::V1).await?;
+    let body = super::extract::read_body(&state, &headers, body, limit, Flavor::V1).await?;
     let query = match params.get("query") {
         Some(query) => query.clone(),
         None => String::from_utf8(body.to_vec())

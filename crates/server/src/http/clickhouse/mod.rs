@@ -36,9 +36,10 @@ use tracing::Instrument as _;
 
 use self::error::{code, ClickHouseError};
 use self::request::{trailing_format, ClickHouseRequest};
+use super::extract::read_body;
 use super::sql::{content_type, stream_output};
-use super::{read_body, AppState};
 use crate::error::Flavor;
+use crate::state::AppState;
 
 /// The longest statement taken, in bytes: the engine's own parser limit
 /// (`max_query_size`), so a longer one is refused before it is read whole.
@@ -71,9 +72,11 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::map_request(without_compression))
         .layer(axum::middleware::from_fn_with_state(
             state,
-            crate::metrics::track,
+            crate::http::metrics::track,
         ))
-        .layer(axum::Extension(crate::metrics::ListenerName("clickhouse")))
+        .layer(axum::Extension(crate::http::metrics::ListenerName(
+            "clickhouse",
+        )))
         // Bodies are read with the configured limit by the handler.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(clickhouse)
