@@ -141,8 +141,18 @@ impl Default for CardinalityLimits {
 /// statement past one fails with [`Error::QueryLimit`](crate::Error::QueryLimit); `0` means no limit
 /// (the engine's convention).
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct QueryLimits {
-    /// Wall-clock time of a statement (`max_execution_time`).
+    /// Wall-clock time of a statement (`max_execution_time`); in a file,
+    /// `max_execution_time_ms`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "max_execution_time_ms", with = "millis")
+    )]
     pub max_execution_time: Duration,
     /// Memory of a statement (`max_memory_usage`).
     pub max_memory_bytes: u64,
@@ -209,8 +219,15 @@ impl QueryLimits {
 /// The write-ahead log: where it lives, how large it may grow, how often
 /// its checkpoint advances.
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct WalConfig {
-    /// Its directory. Default: `wal` in the data directory.
+    /// Its directory. Default: `wal` in the data directory (in a file, also
+    /// `""`).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "empty_is_none"))]
     pub dir: Option<PathBuf>,
     /// A segment file is closed and a new one started past this size.
     pub segment_bytes: u64,
@@ -219,7 +236,11 @@ pub struct WalConfig {
     /// [`Error::LogFull`](crate::Error::LogFull).
     pub max_bytes: u64,
     /// How often the checkpoint advances and segments whose rows are all
-    /// in the engine are deleted.
+    /// in the engine are deleted; in a file, `checkpoint_interval_ms`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "checkpoint_interval_ms", with = "millis")
+    )]
     pub checkpoint_interval: Duration,
 }
 
@@ -310,6 +331,11 @@ impl IngestConfig {
 /// Which measurements the last-value cache keeps, and how much memory it
 /// may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct LastValueConfig {
     /// Patterns of the measurements cached: `*` (every measurement),
     /// `db.*` (every measurement of a database), `db.measurement`, or a
@@ -344,6 +370,29 @@ impl LastValueConfig {
                     .is_some_and(|rest| rest == "*" || rest == measurement)
         })
     }
+}
+
+/// A duration written in a file as whole milliseconds.
+#[cfg(feature = "serde")]
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        u64::deserialize(deserializer).map(Duration::from_millis)
+    }
+}
+
+/// A path where `""` means none (the default).
+#[cfg(feature = "serde")]
+fn empty_is_none<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<PathBuf>, D::Error> {
+    let path = <PathBuf as serde::Deserialize>::deserialize(deserializer)?;
+    Ok((!path.as_os_str().is_empty()).then_some(path))
 }
 
 #[cfg(test)]

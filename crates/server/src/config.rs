@@ -38,37 +38,15 @@ pub struct ServerConfig {
     pub write: WriteConfig,
     /// Engine and batching.
     pub ingest: IngestSection,
-    /// The write-ahead log.
-    pub wal: WalSection,
-    /// Limits on `/sql` statements.
-    pub query: QuerySection,
+    /// The write-ahead log (the library's own section).
+    pub wal: chingest::WalConfig,
+    /// Limits on `/sql` statements (the library's own section; 0: no
+    /// limit).
+    pub query: chingest::QueryLimits,
     /// TLS for both listeners.
     pub tls: TlsSection,
-    /// The last-value cache.
-    pub last_values: LastValuesSection,
-}
-
-/// The last-value cache (`chingest::LastValueConfig`): the newest value of
-/// each field of each series of the measurements it covers, in memory.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LastValuesSection {
-    /// Measurements cached: `*`, `db.*`, `db.measurement` or `measurement`
-    /// (in every database). Empty: off.
-    pub measurements: Vec<String>,
-    /// Memory bound over all measurements, in bytes: a measurement whose
-    /// growth passes it is evicted whole (reads of it go to the engine).
-    pub max_bytes: usize,
-}
-
-impl Default for LastValuesSection {
-    fn default() -> Self {
-        let library = chingest::LastValueConfig::default();
-        LastValuesSection {
-            measurements: library.measurements,
-            max_bytes: library.max_bytes,
-        }
-    }
+    /// The last-value cache (the library's own section).
+    pub last_values: chingest::LastValueConfig,
 }
 
 /// TLS for HTTP and gRPC: both files, or neither (plain TCP).
@@ -121,20 +99,6 @@ pub struct WriteConfig {
     pub duplicate_policy: String,
 }
 
-/// The write-ahead log (`chingest::WalConfig`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WalSection {
-    /// Its directory; empty: `wal` in the data directory.
-    pub dir: PathBuf,
-    /// Bytes per segment file.
-    pub segment_bytes: u64,
-    /// Bytes the log may hold before writes are refused (503).
-    pub max_bytes: u64,
-    /// How often the checkpoint advances and old segments are deleted, in ms.
-    pub checkpoint_interval_ms: u64,
-}
-
 /// A token and what it may do.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,44 +118,6 @@ pub struct TokenConfig {
 
 fn yes() -> bool {
     true
-}
-
-/// Limits on untrusted SQL (`chingest::QueryLimits`); 0: no limit.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct QuerySection {
-    /// Wall-clock time of a statement, in milliseconds.
-    pub max_execution_time_ms: u64,
-    /// Memory of a statement.
-    pub max_memory_bytes: u64,
-    /// Rows read from tables.
-    pub max_rows_to_read: u64,
-    /// Bytes read from tables (uncompressed).
-    pub max_bytes_to_read: u64,
-    /// Rows in a result.
-    pub max_result_rows: u64,
-    /// Bytes in a result (uncompressed).
-    pub max_result_bytes: u64,
-    /// Threads of one statement.
-    pub max_threads: u64,
-    /// Statements at once; more are refused (429).
-    pub max_concurrent: usize,
-}
-
-impl Default for QuerySection {
-    fn default() -> Self {
-        let library = chingest::QueryLimits::default();
-        QuerySection {
-            max_execution_time_ms: library.max_execution_time.as_millis() as u64,
-            max_memory_bytes: library.max_memory_bytes,
-            max_rows_to_read: library.max_rows_to_read,
-            max_bytes_to_read: library.max_bytes_to_read,
-            max_result_rows: library.max_result_rows,
-            max_result_bytes: library.max_result_bytes,
-            max_threads: library.max_threads,
-            max_concurrent: library.max_concurrent,
-        }
-    }
 }
 
 /// The engine and batching knobs of `chingest::IngestConfig`.
@@ -229,10 +155,10 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             write: WriteConfig::default(),
             ingest: IngestSection::default(),
-            wal: WalSection::default(),
-            query: QuerySection::default(),
+            wal: chingest::WalConfig::default(),
+            query: chingest::QueryLimits::default(),
             tls: TlsSection::default(),
-            last_values: LastValuesSection::default(),
+            last_values: chingest::LastValueConfig::default(),
         }
     }
 }
@@ -259,18 +185,6 @@ impl Default for WriteConfig {
             default_retention_policy: "autogen".to_owned(),
             durability: chingest::Durability::default().to_string(),
             duplicate_policy: chingest::DuplicatePolicy::default().to_string(),
-        }
-    }
-}
-
-impl Default for WalSection {
-    fn default() -> Self {
-        let library = chingest::WalConfig::default();
-        WalSection {
-            dir: PathBuf::new(),
-            segment_bytes: library.segment_bytes,
-            max_bytes: library.max_bytes,
-            checkpoint_interval_ms: library.checkpoint_interval.as_millis() as u64,
         }
     }
 }
@@ -399,33 +313,16 @@ impl ServerConfig {
         config.flush.max_bytes = ingest.flush_max_bytes;
         config.flush.max_age = Duration::from_millis(ingest.flush_max_age_ms);
         config.flush.concurrency = ingest.flush_concurrency;
-        let wal = &self.wal;
-        config.wal.dir = (!wal.dir.as_os_str().is_empty()).then(|| wal.dir.clone());
-        config.wal.segment_bytes = wal.segment_bytes;
-        config.wal.max_bytes = wal.max_bytes;
-        config.wal.checkpoint_interval = Duration::from_millis(wal.checkpoint_interval_ms);
+        config.wal = self.wal.clone();
         config.max_buffered_bytes = ingest.max_buffered_bytes;
         config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
         config.duplicate_policy = self.write.duplicate_policy.parse().unwrap_or_default();
-        config.last_values = chingest::LastValueConfig {
-            measurements: self.last_values.measurements.clone(),
-            max_bytes: self.last_values.max_bytes,
-        };
+        config.last_values = self.last_values.clone();
         config.cardinality = chingest::CardinalityLimits {
             max_series: self.limits.max_series_per_database,
             max_values_per_tag: self.limits.max_values_per_tag,
         };
-        let query = &self.query;
-        config.query = chingest::QueryLimits {
-            max_execution_time: Duration::from_millis(query.max_execution_time_ms),
-            max_memory_bytes: query.max_memory_bytes,
-            max_rows_to_read: query.max_rows_to_read,
-            max_bytes_to_read: query.max_bytes_to_read,
-            max_result_rows: query.max_result_rows,
-            max_result_bytes: query.max_result_bytes,
-            max_threads: query.max_threads,
-            max_concurrent: query.max_concurrent,
-        };
+        config.query = self.query.clone();
         config
     }
 }

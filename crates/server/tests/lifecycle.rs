@@ -369,7 +369,7 @@ async fn sql(base: &str, statement: &str) -> (StatusCode, String) {
 async fn query_limits_answer_422_naming_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
-    config.query.max_execution_time_ms = 500;
+    config.query.max_execution_time = Duration::from_millis(500);
     config.query.max_memory_bytes = 32 << 20;
     config.query.max_rows_to_read = 1_000_000;
     config.query.max_result_rows = 1_000;
