@@ -71,9 +71,13 @@ def query(server, text):
         pytest.fail(f"/sql {text!r}: {e.code} {e.read().decode(errors='replace')}")
 
 
-def table_exists(server, table):
+def table_exists(server, table, column=None):
+    """Whether `table` (with `column`, if named) is in the catalog yet. A
+    view is made with its table, then remade with the tag columns a write's
+    new series bring, before any of its rows are queryable."""
+    named = f"AND name = '{column}' " if column else ""
     return bool(query(server, f"SELECT 1 FROM system.columns WHERE database = '{PROM_DB}' "
-                              f"AND table = '{table}' LIMIT 1"))
+                              f"AND table = '{table}' {named}LIMIT 1"))
 
 
 def remote_write_errors(log_path):
