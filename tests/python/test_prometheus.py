@@ -234,9 +234,10 @@ def test_real_prometheus_remote_write_matches_its_own_api(server, prometheus):
 
     # chingest receives `up` from both jobs, several scrapes' worth.
     def up_received():
-        # The view exists from the first write on.
-        if not table_exists(server, "prometheus"):
-            return f"no {PROM_DB}.prometheus yet"
+        # The view exists from the first write on, its `job` column from
+        # the first series that has the label.
+        if not table_exists(server, "prometheus", "job"):
+            return f"no {PROM_DB}.prometheus with a job column yet"
         rows = query(server, "SELECT job, count() AS n FROM {}.prometheus "
                              "WHERE __name__ = 'up' GROUP BY job".format(PROM_DB))
         jobs = {r["job"]: r["n"] for r in rows}
