@@ -27,7 +27,7 @@ use crate::write::flusher::FlushContext;
 use crate::write::points::Point;
 use crate::write::replay;
 use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
-use crate::write::{PreparedWrite, Writer};
+use crate::write::{Handoff, PreparedWrite, Writer};
 
 /// An open ingest engine. Cheap to clone; all clones share one engine.
 ///
@@ -104,7 +104,8 @@ impl Ingestor {
         let (last_values, rebuilds) =
             LastValues::new(config.last_values.clone(), Arc::clone(&engine.stats));
         let last_values = Arc::new(last_values);
-        let appender = Appender::start(files, Arc::clone(&engine.stats), Arc::clone(&last_values))?;
+        let handoff = Arc::new(Handoff::new(Arc::clone(&last_values)));
+        let appender = Appender::start(files, Arc::clone(&engine.stats), handoff)?;
         let flush = FlushContext::new(Arc::clone(&engine), appender, config.flush.clone());
         let writer = Arc::new(Writer::new(
             Arc::clone(&config),

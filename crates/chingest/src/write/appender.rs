@@ -7,9 +7,10 @@
 //! being written form the next group, so a sync covers more writes as the
 //! load grows (group commit).
 //!
-//! After a group is in the log, the thread hands each write's rows to its
-//! tables' batchers, in log order — which is what lets a flush name its
-//! rows by a range of lsns — and answers the writers.
+//! After a group is in the log, the thread hands each write's rows on
+//! through its [`WriteNotifier`] (the last-value cache, then the tables'
+//! batchers), in log order — which is what lets a flush name its rows by a
+//! range of lsns — and answers the writers.
 //!
 //! Series are registered here too, in log order: a record carries the
 //! series rows that no earlier record carries, so a fact row in the log is
@@ -25,11 +26,23 @@ use tokio::sync::oneshot;
 
 use crate::catalog::{Admission, Database};
 use crate::error::{Error, Result};
-use crate::last_value::LastValues;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, LogFiles, Lsn};
 use crate::write::batcher::TablePart;
+
+/// What the appender hands each write to, on its thread and in log order:
+/// the layers that take a write's rows once it is logged (InfluxDB 3's
+/// WAL notifier, in shape). The appender knows nothing of them.
+pub(crate) trait WriteNotifier: Send + Sync {
+    /// Before the write's record is encoded: the series `tables` bring that
+    /// are new to their database (a series' tags are the same whether the
+    /// write lands or not).
+    fn registering(&self, tables: &[TablePart], series: &[(u64, SeriesKey)]);
+    /// The write numbered `lsn` is in the log (acknowledged): its rows go
+    /// on. Its writer is answered after this returns.
+    fn logged(&self, lsn: Lsn, tables: Vec<TablePart>);
+}
 
 /// A write waiting to be logged.
 #[derive(Debug)]
@@ -152,7 +165,7 @@ impl Appender {
     pub(crate) fn start(
         files: LogFiles,
         stats: Arc<IngestStats>,
-        last_values: Arc<LastValues>,
+        notifier: Arc<dyn WriteNotifier>,
     ) -> Result<Appender> {
         let queue = Arc::new(Queue::default());
         let progress = Arc::new(Progress::new(files.next_lsn()));
@@ -176,7 +189,7 @@ impl Appender {
                         stats,
                         buffer: Vec::new(),
                         carried_series: Vec::new(),
-                        last_values,
+                        notifier,
                     };
                     while let Some(group) = queue.take() {
                         worker.write_group(group);
@@ -307,7 +320,7 @@ struct Worker {
     /// writes may already rely on them, so the next group logs them first.
     carried_series: Vec<DatabaseSeries>,
     /// Takes each write's rows once it is in the log.
-    last_values: Arc<LastValues>,
+    notifier: Arc<dyn WriteNotifier>,
 }
 
 /// Series rows (id, key) of one database, to be logged.
@@ -349,8 +362,7 @@ impl Worker {
                 Entry::Write(mut write) => {
                     let lsn = self.next_lsn(write.tables.len() as u32);
                     first_lsn.get_or_insert(lsn);
-                    self.last_values
-                        .note_series(write.tables.iter().map(|part| &*part.table), &write.series);
+                    self.notifier.registering(&write.tables, &write.series);
                     let series = write
                         .db
                         .series
@@ -419,7 +431,7 @@ impl Worker {
         }
         for entry in encoded {
             match (entry, &written) {
-                (Encoded::Write(lsn, write), Ok(())) => hand_on(lsn, write, &self.last_values),
+                (Encoded::Write(lsn, write), Ok(())) => hand_on(lsn, write, &*self.notifier),
                 (Encoded::Write(lsn, write), Err(err)) => {
                     self.fail_write(lsn, write, log_error(err));
                 }
@@ -491,10 +503,9 @@ impl Worker {
     }
 }
 
-/// A write is in the log (acknowledged): its rows go to the last-value
-/// cache and their batchers, its series to the lookup cache, and the
-/// writer is answered.
-fn hand_on(lsn: Lsn, write: PendingWrite, last_values: &LastValues) {
+/// A write is in the log (acknowledged): its series go to the lookup
+/// cache, its rows to the notifier, and the writer is answered.
+fn hand_on(lsn: Lsn, write: PendingWrite, notifier: &dyn WriteNotifier) {
     let PendingWrite {
         db,
         tables,
@@ -503,10 +514,7 @@ fn hand_on(lsn: Lsn, write: PendingWrite, last_values: &LastValues) {
         ..
     } = write;
     db.series.cache_raw_keys(raw_keys);
-    for part in tables {
-        last_values.apply(&part.table, &part.chunks);
-        Arc::clone(&part.batcher).append(lsn, part);
-    }
+    notifier.logged(lsn, tables);
     if let Some(logged) = logged {
         let _ = logged.send(Ok(()));
     }

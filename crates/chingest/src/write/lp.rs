@@ -559,10 +559,12 @@ impl<'b> LineBatch<'b> {
         let raw_keys = self.local_ids.into_iter().collect();
         Finished {
             outcome: self.outcome,
-            chunks,
-            series: self.new_series,
-            raw_keys,
-            admission: self.admission,
+            rows: NewRows {
+                chunks,
+                series: self.new_series,
+                raw_keys,
+                admission: self.admission,
+            },
             refused_by_limits: self.refused_by_limits,
         }
     }
@@ -649,15 +651,23 @@ fn split_at_lines(body: &[u8], n: usize) -> Vec<Range<usize>> {
     pieces
 }
 
+/// The one shape a write's rows take from prepare to the log: rows per
+/// table, and the series and raw series keys it met that the database did
+/// not know (both paths, line protocol and Arrow, build it).
+#[derive(Debug)]
+pub(crate) struct NewRows {
+    pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,
+    pub(crate) series: Vec<(u64, SeriesKey)>,
+    pub(crate) raw_keys: Vec<(u128, u64)>,
+    pub(crate) admission: Admission,
+}
+
 /// What a finished request hands to the ingestor.
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub(crate) outcome: WriteOutcome,
-    pub(crate) chunks: Vec<(Arc<Table>, RecordBatch)>,
-    pub(crate) series: Vec<(u64, SeriesKey)>,
-    pub(crate) raw_keys: Vec<(u128, u64)>,
-    /// Held until the write is logged.
-    pub(crate) admission: Admission,
+    /// The rows; their admission is held until the write is logged.
+    pub(crate) rows: NewRows,
     /// Lines refused by a cardinality limit.
     pub(crate) refused_by_limits: usize,
 }

@@ -37,10 +37,11 @@ use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, TableRef};
-use crate::write::appender::PendingWrite;
+use crate::write::appender::{PendingWrite, WriteNotifier};
 use crate::write::batcher::{Batcher, TablePart};
 use crate::write::budget::MemoryBudget;
 use crate::write::flusher::FlushContext;
+use crate::write::lp::NewRows;
 use crate::write::points::{Point, PointLines};
 use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
 
@@ -85,6 +86,7 @@ impl PreparedWrite {
     /// Rows built, over all tables.
     pub fn rows(&self) -> usize {
         self.finished
+            .rows
             .chunks
             .iter()
             .map(|(_, chunk)| chunk.num_rows())
@@ -92,13 +94,31 @@ impl PreparedWrite {
     }
 }
 
-/// What a write adds: rows per table, and the series and raw series keys
-/// it met that the database did not know.
-struct NewRows {
-    chunks: Vec<(Arc<Table>, RecordBatch)>,
-    series: Vec<(u64, SeriesKey)>,
-    raw_keys: Vec<(u128, u64)>,
-    admission: Admission,
+/// Where logged rows go: each table's rows to the last-value cache, then
+/// to the table's batcher.
+#[derive(Debug)]
+pub(crate) struct Handoff {
+    last_values: Arc<LastValues>,
+}
+
+impl Handoff {
+    pub(crate) fn new(last_values: Arc<LastValues>) -> Handoff {
+        Handoff { last_values }
+    }
+}
+
+impl WriteNotifier for Handoff {
+    fn registering(&self, tables: &[TablePart], series: &[(u64, SeriesKey)]) {
+        let tables = tables.iter().map(|part| &*part.table);
+        self.last_values.note_series(tables, series);
+    }
+
+    fn logged(&self, lsn: wal::Lsn, tables: Vec<TablePart>) {
+        for part in tables {
+            self.last_values.apply(&part.table, &part.chunks);
+            Arc::clone(&part.batcher).append(lsn, part);
+        }
+    }
 }
 
 fn now_ns() -> i64 {
@@ -245,13 +265,8 @@ impl Writer {
             finished,
         } = prepared;
         let refused_by_limits = finished.refused_by_limits as u64;
-        let write = NewRows {
-            chunks: finished.chunks,
-            series: finished.series,
-            raw_keys: finished.raw_keys,
-            admission: finished.admission,
-        };
-        self.log_write(database, rp, write, durability).await?;
+        self.log_write(database, rp, finished.rows, durability)
+            .await?;
         let stats = &self.engine().stats;
         IngestStats::add(&stats.lines_refused_by_limits, refused_by_limits);
         IngestStats::add(&stats.lines_accepted, finished.outcome.accepted as u64);
