@@ -104,6 +104,13 @@ impl Ingestor {
         let (last_values, rebuilds) =
             LastValues::new(config.last_values.clone(), Arc::clone(&engine.stats));
         let last_values = Arc::new(last_values);
+        // Before the appender starts: nothing to stop if this fails.
+        let reader = Reader::open(
+            Arc::clone(&engine),
+            Arc::clone(&catalog),
+            Arc::clone(&last_values),
+        )
+        .await?;
         let handoff = Arc::new(Handoff::new(Arc::clone(&last_values)));
         let appender = Appender::start(files, Arc::clone(&engine.stats), handoff)?;
         let flush = FlushContext::new(Arc::clone(&engine), appender, config.flush.clone());
@@ -114,12 +121,6 @@ impl Ingestor {
             flush,
             runtime.clone(),
         ));
-        let reader = Reader::open(
-            Arc::clone(&engine),
-            Arc::clone(&catalog),
-            Arc::clone(&last_values),
-        )
-        .await?;
         let ingestor = Ingestor {
             shared: Arc::new(Shared {
                 config,
