@@ -70,6 +70,7 @@ pub use error::{Error, Result};
 pub use ingestor::Ingestor;
 pub use last_value::{LastField, LastSeries, LastValue};
 pub use layout::{names, schema, series};
+pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;

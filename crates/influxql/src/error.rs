@@ -3,6 +3,8 @@
 //! error is part of the answer ([`Error::Statement`]) while the others
 //! refuse the request.
 
+use chingest::Denied;
+
 /// Why a statement, or the whole request, has no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -46,19 +48,4 @@ impl From<String> for Error {
     fn from(message: String) -> Self {
         Error::Statement(message)
     }
-}
-
-/// What the caller lacks; the front end says who "the caller" is (`this
-/// token may not read`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Denied {
-    /// It may not read.
-    #[error("may not read")]
-    Read,
-    /// It may not write (nor create databases and policies, nor delete).
-    #[error("may not write")]
-    Write,
-    /// The database is not one of its own.
-    #[error("may not use database {0:?}")]
-    Database(String),
 }

@@ -31,10 +31,10 @@ mod select;
 mod show;
 
 pub use answer::{epoch_unit, Answer, Series, TimeFormat, Value};
-pub use error::{Denied, Error};
+pub use error::Error;
 pub use lex::{bind, Param};
 pub use parse::{parse_query, Admin, KeyFilter, Name, Select, Show, Statement};
-pub use plan::{Access, Context};
+pub use plan::Context;
 
 /// Answers one parsed statement.
 pub async fn execute(ctx: &Context<'_>, statement: &Statement) -> Result<Answer, Error> {

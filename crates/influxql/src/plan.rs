@@ -13,70 +13,11 @@ use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use chingest::names::TableNames;
-use chingest::{DuplicatePolicy, Ingestor, MeasurementSchema, ReadScope, TagPredicate};
+use chingest::{Access, DuplicatePolicy, Ingestor, MeasurementSchema, TagPredicate};
 
 use crate::answer::Value;
-use crate::error::{Denied, Error};
+use crate::error::Error;
 use crate::parse;
-
-/// What a caller may do: plain data its front end derives from its
-/// credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
-    /// It may read, in the databases of `scope`.
-    pub read: bool,
-    /// It may write (and create databases and policies, and delete), in
-    /// the databases of `scope`.
-    pub write: bool,
-    /// The databases it may use.
-    pub scope: ReadScope,
-}
-
-impl Access {
-    /// Everything, everywhere.
-    pub const ALL: Access = Access {
-        read: true,
-        write: true,
-        scope: ReadScope::All,
-    };
-
-    /// Whether `db` is one of its databases.
-    pub fn covers(&self, db: &str) -> bool {
-        match &self.scope {
-            ReadScope::All => true,
-            ReadScope::Databases(list) => list.iter().any(|d| d == db),
-        }
-    }
-
-    /// It may read (in its databases).
-    pub fn require_read(&self) -> Result<(), Denied> {
-        match self.read {
-            true => Ok(()),
-            false => Err(Denied::Read),
-        }
-    }
-
-    /// It may read `db`.
-    pub fn require_read_of(&self, db: &str) -> Result<(), Denied> {
-        self.require_read()?;
-        self.require_database(db)
-    }
-
-    /// It may write `db` (and create it, and its retention policies).
-    pub fn require_write(&self, db: &str) -> Result<(), Denied> {
-        if !self.write {
-            return Err(Denied::Write);
-        }
-        self.require_database(db)
-    }
-
-    fn require_database(&self, db: &str) -> Result<(), Denied> {
-        match self.covers(db) {
-            true => Ok(()),
-            false => Err(Denied::Database(db.to_owned())),
-        }
-    }
-}
 
 /// What a statement's answer needs besides the statement.
 pub struct Context<'a> {

@@ -153,8 +153,8 @@ impl From<chingest_codecs::Error> for ApiError {
 }
 
 /// What a caller lacks: 403, said of its token.
-impl From<chingest_influxql::Denied> for ApiError {
-    fn from(denied: chingest_influxql::Denied) -> Self {
+impl From<chingest::Denied> for ApiError {
+    fn from(denied: chingest::Denied) -> Self {
         ApiError::new(StatusCode::FORBIDDEN, format!("this token {denied}"))
     }
 }

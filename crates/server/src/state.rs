@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use base64::Engine as _;
+use chingest::Access;
 use chingest::{Durability, Ingestor, Precision, ReadScope, WriteOptions};
-use chingest_influxql::Access;
 use tokio::sync::OnceCell;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
 /// What a request's token lets it do. 403 (PERMISSION_DENIED) otherwise.
-/// The rules are InfluxQL's [`Access`], which `/query` hands its
+/// The rules are the library's [`Access`], which `/query` hands its
 /// statements; the other endpoints ask here.
 #[derive(Debug, Clone)]
 pub(crate) struct Grant(Access);

@@ -2,6 +2,7 @@
 //! [`Reader`], which answers queries (trusted, untrusted, translated) and
 //! what the catalog and the last-value cache know, from memory.
 
+pub mod access;
 pub mod sandbox;
 pub(crate) mod stream;
 
