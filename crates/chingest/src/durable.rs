@@ -13,9 +13,9 @@
 //!
 //! File-system work only: no engine calls.
 
-use std::fs::File;
+use std::fs::{File, FileType};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The engine's configuration, read at boot: every MergeTree fsyncs the
 /// files of a part it inserts (`fsync_after_insert`) or writes by a merge
@@ -83,12 +83,8 @@ pub(crate) fn write(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// directory the new part was renamed into.
 pub(crate) fn sync_table_dir(dir: &Path) -> io::Result<()> {
     let dedup = dir.join("deduplication_logs");
-    if dedup.is_dir() {
-        for entry in std::fs::read_dir(&dedup)? {
-            unless_vanished(sync(&entry?.path()))?;
-        }
-        sync(&dedup)?;
-    }
+    sync_entries(&dedup, |_| true)?;
+    unless_vanished(sync(&dedup))?;
     sync(dir)
 }
 
@@ -101,17 +97,14 @@ pub(crate) fn sync_catalog(root: &Path) -> io::Result<()> {
     let store = root.join("store");
     for prefix in subdirs(&store)? {
         for dir in subdirs(&prefix)? {
-            unless_vanished(sync_files_in(&dir))?;
+            sync_entries(&dir, FileType::is_file)?;
             unless_vanished(sync_table_dir(&dir))?;
         }
         unless_vanished(sync(&prefix))?;
     }
     for dir in ["metadata", "metadata_dropped", "data"] {
         let dir = root.join(dir);
-        unless_vanished(sync_files_in(&dir))?;
-        for sub in subdirs(&dir)? {
-            unless_vanished(sync(&sub))?;
-        }
+        sync_entries(&dir, |kind| kind.is_file() || kind.is_dir())?;
         unless_vanished(sync(&dir))?;
     }
     if store.is_dir() {
@@ -130,31 +123,34 @@ fn unless_vanished(result: io::Result<()>) -> io::Result<()> {
     }
 }
 
-/// The directories in `dir` (none if it does not exist), symbolic links
-/// not followed.
-fn subdirs(dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
+/// The entries of `dir` whose type `keep` accepts (none if `dir` does
+/// not exist), symbolic links not followed.
+fn entries(dir: &Path, keep: impl Fn(&FileType) -> bool) -> io::Result<Vec<PathBuf>> {
+    let listed = match std::fs::read_dir(dir) {
+        Ok(listed) => listed,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut dirs = Vec::new();
-    for entry in entries {
+    let mut kept = Vec::new();
+    for entry in listed {
         let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            dirs.push(entry.path());
+        if keep(&entry.file_type()?) {
+            kept.push(entry.path());
         }
     }
-    Ok(dirs)
+    Ok(kept)
 }
 
-/// Syncs the regular files directly in `dir`.
-fn sync_files_in(dir: &Path) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            unless_vanished(sync(&entry.path()))?;
-        }
+/// The directories in `dir`.
+fn subdirs(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    entries(dir, FileType::is_dir)
+}
+
+/// Syncs the entries of `dir` that `keep` accepts; those gone since
+/// listed are skipped.
+fn sync_entries(dir: &Path, keep: impl Fn(&FileType) -> bool) -> io::Result<()> {
+    for entry in entries(dir, keep)? {
+        unless_vanished(sync(&entry))?;
     }
     Ok(())
 }
