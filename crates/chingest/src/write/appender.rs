@@ -370,7 +370,7 @@ impl Worker {
                     let tables = write
                         .tables
                         .iter()
-                        .map(|part| (part.measurement.as_str(), part.chunks.as_slice()));
+                        .map(|part| (part.table.id.measurement.as_str(), part.chunks.as_slice()));
                     let result = wal::encode_write(
                         &mut self.buffer,
                         lsn,

@@ -30,7 +30,6 @@ pub(crate) struct TablePart {
     pub(crate) table: Arc<Table>,
     /// The table's batcher, which takes the rows once they are logged.
     pub(crate) batcher: Arc<Batcher>,
-    pub(crate) measurement: String,
     pub(crate) chunks: Vec<RecordBatch>,
     pub(crate) bytes: usize,
     /// Memory reserved for the chunks, released once they are inserted.

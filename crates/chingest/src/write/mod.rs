@@ -33,7 +33,6 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{BoxFuture, LastValues, RebuildSource};
 use crate::layout::names::{self, NameKind};
-use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, TableRef};
@@ -372,23 +371,11 @@ impl Writer {
         batch: &mut lp::LineBatch<'_>,
     ) -> Result<()> {
         for (measurement, fields) in batch.take_schema_needs() {
-            self.ensure_table(database, rp, &measurement, &fields)
+            self.catalog
+                .ensure_table(self.engine(), database, rp, &measurement, &fields)
                 .await?;
         }
         Ok(())
-    }
-
-    /// The table, created or extended to hold `fields` first if needed.
-    pub(crate) async fn ensure_table(
-        &self,
-        db: &Database,
-        rp: &str,
-        measurement: &str,
-        fields: &[(String, FieldType)],
-    ) -> Result<Arc<Table>> {
-        self.catalog
-            .ensure_table(self.engine(), db, rp, measurement, fields)
-            .await
     }
 
     /// The per-line limits of a write with `options`.
@@ -466,7 +453,6 @@ impl Writer {
                 sender
             });
             tables.push(TablePart {
-                measurement: table.id.measurement.clone(),
                 batcher: self.batcher(&db, &table),
                 table,
                 chunks,
