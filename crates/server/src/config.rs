@@ -47,6 +47,39 @@ pub struct ServerConfig {
     pub tls: TlsSection,
     /// The last-value cache (the library's own section).
     pub last_values: chingest::LastValueConfig,
+    /// PromQL and the Prometheus HTTP API.
+    pub promql: PromqlSection,
+}
+
+/// How PromQL queries are evaluated and bounded.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromqlSection {
+    /// The database read when a request names none (`?db=`, `/db/<name>/`).
+    pub default_database: String,
+    /// How far back an instant selector looks for a sample, in ms
+    /// (Prometheus's `--query.lookback-delta`).
+    pub lookback_delta_ms: u64,
+    /// Longest a query may take, in ms; a request's `timeout` may shorten it.
+    pub timeout_ms: u64,
+    /// Most series one query (or lookup) may select.
+    pub max_series: usize,
+    /// Most samples one query may read.
+    pub max_samples: usize,
+}
+
+impl Default for PromqlSection {
+    fn default() -> Self {
+        let limits = chingest_promql::Limits::default();
+        let options = chingest_promql::Options::default();
+        PromqlSection {
+            default_database: "prometheus".to_owned(),
+            lookback_delta_ms: options.lookback.as_millis() as u64,
+            timeout_ms: options.timeout.as_millis() as u64,
+            max_series: limits.max_series,
+            max_samples: limits.max_samples,
+        }
+    }
 }
 
 /// TLS for HTTP and gRPC: both files, or neither (plain TCP).
@@ -159,6 +192,7 @@ impl Default for ServerConfig {
             query: chingest::QueryLimits::default(),
             tls: TlsSection::default(),
             last_values: chingest::LastValueConfig::default(),
+            promql: PromqlSection::default(),
         }
     }
 }
@@ -288,6 +322,13 @@ impl ServerConfig {
         }
         if self.write.default_retention_policy.is_empty() {
             return invalid("write.default_retention_policy must not be empty");
+        }
+        let p = &self.promql;
+        if p.default_database.is_empty() {
+            return invalid("promql.default_database must not be empty");
+        }
+        if p.lookback_delta_ms == 0 || p.timeout_ms == 0 || p.max_series == 0 || p.max_samples == 0 {
+            return invalid("promql limits must be positive");
         }
         self.write
             .durability

@@ -47,6 +47,9 @@ pub enum Flavor {
     V1,
     /// InfluxDB 2.x: `{"code": code, "message": message}`.
     V2,
+    /// Prometheus's HTTP API: `{"status": "error", "errorType": type,
+    /// "error": message}`.
+    Prometheus,
 }
 
 /// An error answered to a client.
@@ -175,6 +178,37 @@ impl From<chingest_influxql::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+/// PromQL's errors, with Prometheus's `errorType` and status.
+impl From<chingest_promql::Error> for ApiError {
+    fn from(err: chingest_promql::Error) -> Self {
+        use chingest_promql::Error as E;
+        let error_type = err.error_type();
+        let api = match err {
+            E::Forbidden(denied) => denied.into(),
+            E::Engine(err) => err.into(),
+            E::BadData(_) => ApiError::bad_request(err.to_string()),
+            E::Execution(_) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, err.to_string()),
+            E::Timeout(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()),
+        };
+        api.flavor(Flavor::Prometheus)
+            .with("errorType", serde_json::Value::from(error_type))
+    }
+}
+
+impl ApiError {
+    /// Prometheus's `errorType` for a status this server answers.
+    fn prometheus_error_type(&self) -> &'static str {
+        match self.status {
+            StatusCode::BAD_REQUEST => "bad_data",
+            StatusCode::UNPROCESSABLE_ENTITY => "execution",
+            StatusCode::NOT_FOUND => "not_found",
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => "unauthorized",
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            _ => "internal",
+        }
+    }
+}
+
         if self.status.is_server_error() {
             tracing::error!(status = %self.status, message = %self.message, "request failed");
         } else {
@@ -185,6 +219,11 @@ impl IntoResponse for ApiError {
             Flavor::V2 => json!({ "code": self.v2_code(), "message": self.message }),
         };
         if let Some(object) = body.as_object_mut() {
+            Flavor::Prometheus => json!({
+                "status": "error",
+                "errorType": self.prometheus_error_type(),
+                "error": self.message,
+            }),
             object.extend(self.extra);
         }
         let mut response = (self.status, axum::Json(body)).into_response();

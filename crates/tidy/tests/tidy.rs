@@ -26,6 +26,7 @@ const CRATE_RANKS: &[(&str, &str, u32)] = &[
     ("crates/codecs", "chingest-codecs", 1),
     ("crates/chingest", "chingest", 2),
     ("crates/influxql", "chingest-influxql", 3),
+    ("crates/promql", "chingest-promql", 3),
     ("crates/server", "chingest-server", 4),
     ("crates/pushit", "pushit", 5),
     ("crates/tidy", "tidy", 5),
@@ -55,7 +56,7 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
 
 /// Query-language and codec crates: protocols in, plans or tables out,
 /// no server.
-const FRONT_END_FREE: &[&str] = &["crates/codecs", "crates/influxql"];
+const FRONT_END_FREE: &[&str] = &["crates/codecs", "crates/influxql", "crates/promql"];
 
 /// What a query-language or codec crate must not name.
 const SERVER_NAMES: &[&str] = &["chingest_server", "axum", "tonic", "hyper", "tower"];

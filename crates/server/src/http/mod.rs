@@ -12,12 +12,46 @@ mod influxql;
 pub(crate) mod metrics;
 mod otlp;
 mod prometheus;
+mod promql;
 mod sql;
 
 use axum::routing::{get, post};
 use axum::Router;
 
 pub use crate::state::AppState;
+
+/// Prometheus's query API under `prefix`.
+fn prometheus_api(prefix: &str) -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{prefix}/query"),
+            get(promql::query).post(promql::query),
+        )
+        .route(
+            &format!("{prefix}/query_range"),
+            get(promql::query_range).post(promql::query_range),
+        )
+        .route(
+            &format!("{prefix}/series"),
+            get(promql::series).post(promql::series),
+        )
+        .route(
+            &format!("{prefix}/labels"),
+            get(promql::labels).post(promql::labels),
+        )
+        .route(
+            &format!("{prefix}/label/{{name}}/values"),
+            get(promql::label_values),
+        )
+        .route(
+            &format!("{prefix}/format_query"),
+            get(promql::format_query).post(promql::format_query),
+        )
+        .route(
+            &format!("{prefix}/status/buildinfo"),
+            get(promql::buildinfo),
+        )
+}
 
 /// The router for `state`.
 pub fn router(state: AppState) -> Router {
@@ -35,6 +69,8 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(health::ready))
         .route("/sql", get(sql::sql_get).post(sql::sql_post))
         .route("/metrics", get(metrics::render))
+        .merge(prometheus_api("/api/v1"))
+        .merge(prometheus_api("/db/{db}/api/v1"))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

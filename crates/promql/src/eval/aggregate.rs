@@ -1,0 +1,208 @@
+//! Aggregation operators (`sum`, `avg`, `topk`, `count_values`, …) over
+//! the groups `by`/`without` make, as Prometheus 2.x computes them.
+
+use std::collections::HashMap;
+
+use promql_parser::parser::{AggregateExpr, LabelModifier};
+
+use super::functions::{average, quantile, vector};
+use super::{Evaluator, Val};
+use crate::error::Error;
+use crate::value::{format_value, Labels, Sample, METRIC_NAME};
+
+/// One group: its labels and its samples, in order.
+struct Group {
+    labels: Labels,
+    members: Vec<Sample>,
+}
+
+impl Group {
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.members.iter().map(|s| s.value)
+    }
+}
+
+pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result<Val<'d>, Error> {
+    let op = agg.op.to_string();
+    let samples = vector(ev, &agg.expr, ts)?;
+    let param = match &agg.param {
+        Some(p) => Some(ev.eval(p, ts)?),
+        None => None,
+    };
+    let scalar_param = || match &param {
+        Some(Val::Scalar(v)) => Ok(*v),
+        _ => Err(Error::BadData(format!(
+            "expected a scalar parameter for {op}"
+        ))),
+    };
+    let group_labels = |labels: &Labels| -> Labels {
+        match &agg.modifier {
+            None => Labels::default(),
+            Some(LabelModifier::Include(by)) => labels.filter(|n| by.labels.iter().any(|l| l == n)),
+            Some(LabelModifier::Exclude(without)) => {
+                labels.filter(|n| n != METRIC_NAME && !without.labels.iter().any(|l| l == n))
+            }
+        }
+    };
+    let mut samples = samples;
+    if op == "count_values" {
+        let Some(Val::String(label)) = &param else {
+            return Err(Error::BadData(
+                "expected a string parameter for count_values".into(),
+            ));
+        };
+        if !crate::naming::is_label_name(label) {
+            return Err(Error::Execution(format!("invalid label name {label:?}")));
+        }
+        for s in &mut samples {
+            s.labels = s.labels.with(label, &format_value(s.value));
+        }
+        // The value's label is a grouping label too.
+        let label = label.clone();
+        let by_value = |labels: &Labels| {
+            let group = group_labels(labels);
+            group.with(&label, labels.get(&label))
+        };
+        return Ok(Val::Vector(finish_groups(
+            group(&samples, by_value),
+            |g| g.members.len() as f64,
+            ts,
+        )));
+    }
+    let k = if op == "topk" || op == "bottomk" {
+        let k = scalar_param()?;
+        if k < 1.0 || k.is_nan() {
+            return Ok(Val::Vector(Vec::new()));
+        }
+        Some(if k >= 9.2e18 { usize::MAX } else { k as usize })
+    } else {
+        None
+    };
+    let groups = group(&samples, group_labels);
+    let out = match op.as_str() {
+        "sum" => finish_groups(
+            groups,
+            |g| g.values().skip(1).fold(g.members[0].value, |a, v| a + v),
+            ts,
+        ),
+        "avg" => finish_groups(groups, |g| average(g.values()), ts),
+        "count" => finish_groups(groups, |g| g.members.len() as f64, ts),
+        "group" => finish_groups(groups, |_| 1.0, ts),
+        "min" => finish_groups(
+            groups,
+            |g| {
+                g.members.iter().skip(1).fold(g.members[0].value, |m, s| {
+                    if m > s.value || m.is_nan() {
+                        s.value
+                    } else {
+                        m
+                    }
+                })
+            },
+            ts,
+        ),
+        "max" => finish_groups(
+            groups,
+            |g| {
+                g.members.iter().skip(1).fold(g.members[0].value, |m, s| {
+                    if m < s.value || m.is_nan() {
+                        s.value
+                    } else {
+                        m
+                    }
+                })
+            },
+            ts,
+        ),
+        "stdvar" => finish_groups(groups, variance, ts),
+        "stddev" => finish_groups(groups, |g| variance(g).sqrt(), ts),
+        "quantile" => {
+            let q = scalar_param()?;
+            finish_groups(groups, |g| quantile(q, g.values().collect()), ts)
+        }
+        "topk" | "bottomk" => {
+            let k = k.unwrap_or(0);
+            let top = op == "topk";
+            let mut out = Vec::new();
+            for g in groups {
+                out.extend(
+                    select_k(g.members, k, top)
+                        .into_iter()
+                        .map(|s| Sample { time: ts, ..s }),
+                );
+            }
+            out
+        }
+        other => {
+            return Err(Error::BadData(format!(
+                "aggregation {other:?} is not supported"
+            )))
+        }
+    };
+    Ok(Val::Vector(out))
+}
+
+/// The groups of `samples`, in order of first appearance.
+fn group(samples: &[Sample], key: impl Fn(&Labels) -> Labels) -> Vec<Group> {
+    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    for s in samples {
+        let labels = key(&s.labels);
+        match index.get(&labels) {
+            Some(&i) => groups[i].members.push(s.clone()),
+            None => {
+                index.insert(labels.clone(), groups.len());
+                groups.push(Group {
+                    labels,
+                    members: vec![s.clone()],
+                });
+            }
+        }
+    }
+    groups
+}
+
+/// The population variance as Prometheus computes it (Welford's method,
+/// from the first value).
+fn variance(g: &Group) -> f64 {
+    let mut values = g.values();
+    let Some(first) = values.next() else {
+        return f64::NAN;
+    };
+    let (mut count, mut mean, mut aux) = (1.0, first, 0.0);
+    for v in values {
+        count += 1.0;
+        let delta = v - mean;
+        mean += delta / count;
+        aux += delta * (v - mean);
+    }
+    aux / count
+}
+
+fn finish_groups(groups: Vec<Group>, value: impl Fn(&Group) -> f64, ts: i64) -> Vec<Sample> {
+    groups
+        .iter()
+        .map(|g| Sample {
+            labels: g.labels.clone(),
+            time: ts,
+            value: value(g),
+        })
+        .collect()
+}
+
+/// The `k` largest (`top`) or smallest samples, largest (smallest) first;
+/// NaN counts as the least wanted.
+fn select_k(mut members: Vec<Sample>, k: usize, top: bool) -> Vec<Sample> {
+    members.sort_by(|a, b| {
+        let order = match (a.value.is_nan(), b.value.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            _ if top => b.value.total_cmp(&a.value),
+            _ => a.value.total_cmp(&b.value),
+        };
+        order
+    });
+    members.truncate(k);
+    members
+}

@@ -1,0 +1,263 @@
+//! Binary operators: arithmetic, comparisons (filters or `bool`), and the
+//! set operators, between scalars and vectors, with Prometheus's vector
+//! matching (`on`, `ignoring`, `group_left`, `group_right`).
+
+use std::collections::{HashMap, HashSet};
+
+use promql_parser::parser::{BinModifier, BinaryExpr, LabelModifier, VectorMatchCardinality};
+
+use super::{Evaluator, Val};
+use crate::error::Error;
+use crate::value::{Labels, Sample, METRIC_NAME};
+
+pub(super) fn run<'d>(ev: &'d Evaluator, b: &BinaryExpr, ts: i64) -> Result<Val<'d>, Error> {
+    let op = b.op.to_string();
+    let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+    let lhs = ev.eval(&b.lhs, ts)?;
+    let rhs = ev.eval(&b.rhs, ts)?;
+    Ok(match (lhs, rhs) {
+        (Val::Scalar(l), Val::Scalar(r)) => {
+            let (value, keep) = apply(&op, l, r)?;
+            Val::Scalar(if is_comparison(&op) {
+                f64::from(u8::from(keep))
+            } else {
+                value
+            })
+        }
+        (Val::Vector(v), Val::Scalar(s)) => {
+            Val::Vector(with_scalar(&op, v, s, false, return_bool, ts)?)
+        }
+        (Val::Scalar(s), Val::Vector(v)) => {
+            Val::Vector(with_scalar(&op, v, s, true, return_bool, ts)?)
+        }
+        (Val::Vector(l), Val::Vector(r)) => {
+            let default = BinModifier::default();
+            let modifier = b.modifier.as_ref().unwrap_or(&default);
+            Val::Vector(match op.as_str() {
+                "and" | "or" | "unless" => set_operation(&op, l, r, modifier, ts),
+                _ => vector_match(&op, l, r, modifier, return_bool, ts)?,
+            })
+        }
+        (l, r) => {
+            return Err(Error::BadData(format!(
+                "binary operator {op} between a {} and a {}",
+                l.kind(),
+                r.kind()
+            )))
+        }
+    })
+}
+
+fn is_comparison(op: &str) -> bool {
+    matches!(op, "==" | "!=" | ">" | "<" | ">=" | "<=")
+}
+
+/// The value of `l op r`, and for comparisons whether it holds (the value
+/// is then `l`).
+fn apply(op: &str, l: f64, r: f64) -> Result<(f64, bool), Error> {
+    Ok(match op {
+        "+" => (l + r, true),
+        "-" => (l - r, true),
+        "*" => (l * r, true),
+        "/" => (l / r, true),
+        "%" => (go_mod(l, r), true),
+        "^" => (l.powf(r), true),
+        "atan2" => (l.atan2(r), true),
+        "==" => (l, l == r),
+        "!=" => (l, l != r),
+        ">" => (l, l > r),
+        "<" => (l, l < r),
+        ">=" => (l, l >= r),
+        "<=" => (l, l <= r),
+        other => {
+            return Err(Error::BadData(format!(
+                "operator {other:?} is not supported"
+            )))
+        }
+    })
+}
+
+/// Go's `math.Mod`: the sign of the dividend, NaN for a zero divisor.
+fn go_mod(l: f64, r: f64) -> f64 {
+    if r == 0.0 || l.is_infinite() || l.is_nan() || r.is_nan() {
+        return f64::NAN;
+    }
+    l % r
+}
+
+fn with_scalar(
+    op: &str,
+    v: Vec<Sample>,
+    scalar: f64,
+    scalar_first: bool,
+    return_bool: bool,
+    ts: i64,
+) -> Result<Vec<Sample>, Error> {
+    let mut out = Vec::with_capacity(v.len());
+    let drop_name = !is_comparison(op) || return_bool;
+    for s in v {
+        let (l, r) = if scalar_first {
+            (scalar, s.value)
+        } else {
+            (s.value, scalar)
+        };
+        let (mut value, mut keep) = apply(op, l, r)?;
+        if is_comparison(op) && scalar_first {
+            // The vector's value is kept, whichever side it is on.
+            value = r;
+        }
+        if return_bool {
+            value = f64::from(u8::from(keep));
+            keep = true;
+        }
+        if keep {
+            let labels = if drop_name {
+                s.labels.without_name()
+            } else {
+                s.labels
+            };
+            out.push(Sample {
+                labels,
+                time: ts,
+                value,
+            });
+        }
+    }
+    super::unique(&out)?;
+    Ok(out)
+}
+
+/// The labels two samples are matched by.
+fn signature(labels: &Labels, modifier: &BinModifier) -> Labels {
+    match &modifier.matching {
+        Some(LabelModifier::Include(on)) => labels.filter(|n| on.labels.iter().any(|l| l == n)),
+        Some(LabelModifier::Exclude(ignoring)) => {
+            labels.filter(|n| n != METRIC_NAME && !ignoring.labels.iter().any(|l| l == n))
+        }
+        None => labels.without_name(),
+    }
+}
+
+fn set_operation(
+    op: &str,
+    l: Vec<Sample>,
+    r: Vec<Sample>,
+    modifier: &BinModifier,
+    ts: i64,
+) -> Vec<Sample> {
+    let right: HashSet<Labels> = r.iter().map(|s| signature(&s.labels, modifier)).collect();
+    let at = |s: Sample| Sample { time: ts, ..s };
+    match op {
+        "and" => l
+            .into_iter()
+            .filter(|s| right.contains(&signature(&s.labels, modifier)))
+            .map(at)
+            .collect(),
+        "unless" => l
+            .into_iter()
+            .filter(|s| !right.contains(&signature(&s.labels, modifier)))
+            .map(at)
+            .collect(),
+        _ => {
+            let left: HashSet<Labels> = l.iter().map(|s| signature(&s.labels, modifier)).collect();
+            let mut out: Vec<Sample> = l.into_iter().map(at).collect();
+            out.extend(
+                r.into_iter()
+                    .filter(|s| !left.contains(&signature(&s.labels, modifier)))
+                    .map(at),
+            );
+            out
+        }
+    }
+}
+
+fn vector_match(
+    op: &str,
+    lhs: Vec<Sample>,
+    rhs: Vec<Sample>,
+    modifier: &BinModifier,
+    return_bool: bool,
+    ts: i64,
+) -> Result<Vec<Sample>, Error> {
+    let one_to_many = matches!(modifier.card, VectorMatchCardinality::OneToMany(_));
+    let include: &[String] = match &modifier.card {
+        VectorMatchCardinality::ManyToOne(labels) | VectorMatchCardinality::OneToMany(labels) => {
+            &labels.labels
+        }
+        _ => &[],
+    };
+    let one_to_one = matches!(modifier.card, VectorMatchCardinality::OneToOne);
+    // The "many" side is iterated, the "one" side looked up.
+    let (many, one) = if one_to_many { (rhs, lhs) } else { (lhs, rhs) };
+    let mut one_side: HashMap<Labels, Sample> = HashMap::new();
+    for s in one {
+        let sig = signature(&s.labels, modifier);
+        if let Some(duplicate) = one_side.get(&sig) {
+            let side = if one_to_many { "left" } else { "right" };
+            return Err(Error::Execution(format!(
+                "found duplicate series for the match group {sig} on the {side} hand-side of the operation: \
+                 [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
+                s.labels, duplicate.labels
+            )));
+        }
+        one_side.insert(sig, s);
+    }
+    let drop_name = !is_comparison(op) || return_bool;
+    let mut matched: HashMap<Labels, HashSet<Labels>> = HashMap::new();
+    let mut out = Vec::new();
+    for s in many {
+        let sig = signature(&s.labels, modifier);
+        let Some(other) = one_side.get(&sig) else {
+            continue;
+        };
+        let (l, r) = if one_to_many {
+            (other.value, s.value)
+        } else {
+            (s.value, other.value)
+        };
+        let (mut value, keep) = apply(op, l, r)?;
+        if return_bool {
+            value = f64::from(u8::from(keep));
+        } else if !keep {
+            continue;
+        }
+        let mut labels = if drop_name {
+            s.labels.without_name()
+        } else {
+            s.labels.clone()
+        };
+        if one_to_one {
+            labels = match &modifier.matching {
+                Some(LabelModifier::Include(on)) => {
+                    labels.filter(|n| on.labels.iter().any(|l| l == n))
+                }
+                Some(LabelModifier::Exclude(ignoring)) => {
+                    labels.filter(|n| !ignoring.labels.iter().any(|l| l == n))
+                }
+                None => labels,
+            };
+        }
+        for name in include {
+            labels = labels.with(name, other.labels.get(name));
+        }
+        let seen = matched.entry(sig).or_default();
+        if one_to_one {
+            if !seen.is_empty() {
+                return Err(Error::Execution(
+                    "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)".into(),
+                ));
+            }
+            seen.insert(Labels::default());
+        } else if !seen.insert(labels.clone()) {
+            return Err(Error::Execution(
+                "multiple matches for labels: grouping labels must ensure unique matches".into(),
+            ));
+        }
+        out.push(Sample {
+            labels,
+            time: ts,
+            value,
+        });
+    }
+    Ok(out)
+}

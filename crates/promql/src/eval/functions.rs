@@ -1,0 +1,798 @@
+//! PromQL's functions, as Prometheus 2.x computes them: range-vector
+//! functions per series over its window, instant-vector functions per
+//! sample, and the few that see a whole vector.
+
+use chrono::{Datelike as _, Timelike as _};
+use promql_parser::parser::{Call, Expr};
+
+use super::{duration_ms, unique, Evaluator, Val, Window};
+use crate::error::Error;
+use crate::value::{Labels, Sample, METRIC_NAME};
+
+pub(super) fn call<'d>(ev: &'d Evaluator, call: &Call, ts: i64) -> Result<Val<'d>, Error> {
+    let name = call.func.name;
+    let args: Vec<&Expr> = call.args.args.iter().map(|a| a.as_ref()).collect();
+    let out = match name {
+        "time" => return Ok(Val::Scalar(ts as f64 / 1000.0)),
+        "pi" => return Ok(Val::Scalar(std::f64::consts::PI)),
+        "scalar" => {
+            let v = vector(ev, args[0], ts)?;
+            return Ok(Val::Scalar(if v.len() == 1 {
+                v[0].value
+            } else {
+                f64::NAN
+            }));
+        }
+        "vector" => vec![Sample {
+            labels: Labels::default(),
+            time: ts,
+            value: scalar(ev, args[0], ts)?,
+        }],
+        "absent" => {
+            if vector(ev, args[0], ts)?.is_empty() {
+                vec![Sample {
+                    labels: absent_labels(args[0]),
+                    time: ts,
+                    value: 1.0,
+                }]
+            } else {
+                Vec::new()
+            }
+        }
+        "absent_over_time" => {
+            if matrix(ev, args[0], ts)?.windows.is_empty() {
+                vec![Sample {
+                    labels: absent_labels(args[0]),
+                    time: ts,
+                    value: 1.0,
+                }]
+            } else {
+                Vec::new()
+            }
+        }
+        "sort" | "sort_desc" => {
+            let mut v = vector(ev, args[0], ts)?;
+            let descending = name == "sort_desc";
+            // NaN sorts last either way.
+            v.sort_by(|a, b| match (a.value.is_nan(), b.value.is_nan()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ if descending => b.value.total_cmp(&a.value),
+                _ => a.value.total_cmp(&b.value),
+            });
+            v.into_iter().map(|s| Sample { time: ts, ..s }).collect()
+        }
+        "timestamp" => vector(ev, args[0], ts)?
+            .into_iter()
+            .map(|s| Sample {
+                labels: s.labels.without_name(),
+                time: ts,
+                value: s.time as f64 / 1000.0,
+            })
+            .collect(),
+        "label_replace" => label_replace(ev, &args, ts)?,
+        "label_join" => label_join(ev, &args, ts)?,
+        "histogram_quantile" => {
+            let q = scalar(ev, args[0], ts)?;
+            histogram_quantile(q, vector(ev, args[1], ts)?, ts)
+        }
+        // Native histograms are not read yet: float samples have none.
+        "histogram_count" | "histogram_sum" | "histogram_fraction" => Vec::new(),
+        "round" => {
+            let to_nearest = match args.get(1) {
+                Some(arg) => scalar(ev, arg, ts)?,
+                None => 1.0,
+            };
+            let inverse = 1.0 / to_nearest;
+            map_values(ev, args[0], ts, |v| (v * inverse + 0.5).floor() / inverse)?
+        }
+        "clamp" => {
+            let (min, max) = (scalar(ev, args[1], ts)?, scalar(ev, args[2], ts)?);
+            if max < min {
+                Vec::new()
+            } else {
+                map_values(ev, args[0], ts, |v| go_max(min, go_min(max, v)))?
+            }
+        }
+        "clamp_max" => {
+            let max = scalar(ev, args[1], ts)?;
+            map_values(ev, args[0], ts, |v| go_min(v, max))?
+        }
+        "clamp_min" => {
+            let min = scalar(ev, args[1], ts)?;
+            map_values(ev, args[0], ts, |v| go_max(v, min))?
+        }
+        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute"
+        | "month" | "year" => {
+            let part = date_part(name);
+            match args.first() {
+                None => vec![Sample {
+                    labels: Labels::default(),
+                    time: ts,
+                    value: part(ts as f64 / 1000.0),
+                }],
+                Some(arg) => map_values(ev, arg, ts, part)?,
+            }
+        }
+        _ => {
+            if let Some(f) = math(name) {
+                map_values(ev, args[0], ts, f)?
+            } else {
+                range_function(ev, name, &args, ts)?
+            }
+        }
+    };
+    if matches!(name, "label_replace" | "label_join")
+        || out
+            .first()
+            .is_some_and(|s| s.labels.get(METRIC_NAME).is_empty())
+    {
+        unique(&out)?;
+    }
+    Ok(Val::Vector(out))
+}
+
+/// Go's `math.Max`: NaN if either is.
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+/// Go's `math.Min`: NaN if either is.
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+fn scalar(ev: &Evaluator, expr: &Expr, ts: i64) -> Result<f64, Error> {
+    match ev.eval(expr, ts)? {
+        Val::Scalar(v) => Ok(v),
+        other => Err(Error::BadData(format!(
+            "expected a scalar, got a {}",
+            other.kind()
+        ))),
+    }
+}
+
+fn string(ev: &Evaluator, expr: &Expr, ts: i64) -> Result<String, Error> {
+    match ev.eval(expr, ts)? {
+        Val::String(s) => Ok(s),
+        other => Err(Error::BadData(format!(
+            "expected a string, got a {}",
+            other.kind()
+        ))),
+    }
+}
+
+pub(super) fn vector(ev: &Evaluator, expr: &Expr, ts: i64) -> Result<Vec<Sample>, Error> {
+    match ev.eval(expr, ts)? {
+        Val::Vector(v) => Ok(v),
+        other => Err(Error::BadData(format!(
+            "expected an instant vector, got a {}",
+            other.kind()
+        ))),
+    }
+}
+
+/// A range-vector argument's windows and the range they cover.
+struct Matrix<'d> {
+    windows: Vec<Window<'d>>,
+    /// The window's start and end (ms) and its length in seconds.
+    start: i64,
+    end: i64,
+    range_seconds: f64,
+}
+
+fn matrix<'d>(ev: &'d Evaluator, expr: &Expr, ts: i64) -> Result<Matrix<'d>, Error> {
+    let (reference, range) = match unparen(expr) {
+        Expr::MatrixSelector(ms) => (
+            ev.reference(&ms.vs.at, &ms.vs.offset, ts),
+            duration_ms(&ms.range),
+        ),
+        Expr::Subquery(sq) => (ev.reference(&sq.at, &sq.offset, ts), duration_ms(&sq.range)),
+        _ => (ts, 0),
+    };
+    match ev.eval(expr, ts)? {
+        Val::Matrix(windows) => Ok(Matrix {
+            windows,
+            start: reference - range,
+            end: reference,
+            range_seconds: range as f64 / 1000.0,
+        }),
+        other => Err(Error::BadData(format!(
+            "expected a range vector, got a {}",
+            other.kind()
+        ))),
+    }
+}
+
+fn unparen(mut expr: &Expr) -> &Expr {
+    while let Expr::Paren(p) = expr {
+        expr = &p.expr;
+    }
+    expr
+}
+
+/// `f` of each sample's value; the metric name is dropped.
+fn map_values(
+    ev: &Evaluator,
+    expr: &Expr,
+    ts: i64,
+    f: impl Fn(f64) -> f64,
+) -> Result<Vec<Sample>, Error> {
+    Ok(vector(ev, expr, ts)?
+        .into_iter()
+        .map(|s| Sample {
+            labels: s.labels.without_name(),
+            time: ts,
+            value: f(s.value),
+        })
+        .collect())
+}
+
+fn math(name: &str) -> Option<fn(f64) -> f64> {
+    Some(match name {
+        "abs" => f64::abs,
+        "ceil" => f64::ceil,
+        "floor" => f64::floor,
+        "exp" => f64::exp,
+        "sqrt" => f64::sqrt,
+        "ln" => f64::ln,
+        "log2" => f64::log2,
+        "log10" => f64::log10,
+        "sgn" => |v| {
+            if v < 0.0 {
+                -1.0
+            } else if v > 0.0 {
+                1.0
+            } else {
+                v
+            }
+        },
+        "deg" => |v| v * 180.0 / std::f64::consts::PI,
+        "rad" => |v| v * std::f64::consts::PI / 180.0,
+        "acos" => f64::acos,
+        "acosh" => f64::acosh,
+        "asin" => f64::asin,
+        "asinh" => f64::asinh,
+        "atan" => f64::atan,
+        "atanh" => f64::atanh,
+        "cos" => f64::cos,
+        "cosh" => f64::cosh,
+        "sin" => f64::sin,
+        "sinh" => f64::sinh,
+        "tan" => f64::tan,
+        "tanh" => f64::tanh,
+        _ => return None,
+    })
+}
+
+/// A date function of Unix seconds, in UTC.
+fn date_part(name: &str) -> fn(f64) -> f64 {
+    fn at(seconds: f64) -> Option<chrono::DateTime<chrono::Utc>> {
+        if !seconds.is_finite() {
+            return None;
+        }
+        chrono::DateTime::from_timestamp(seconds as i64, 0)
+    }
+    match name {
+        "day_of_month" => |s| at(s).map_or(f64::NAN, |t| f64::from(t.day())),
+        "day_of_week" => {
+            |s| at(s).map_or(f64::NAN, |t| f64::from(t.weekday().num_days_from_sunday()))
+        }
+        "day_of_year" => |s| at(s).map_or(f64::NAN, |t| f64::from(t.ordinal())),
+        "days_in_month" => |s| {
+            at(s).map_or(f64::NAN, |t| {
+                let (y, m) = (t.year(), t.month());
+                let next = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+                let first = chrono::NaiveDate::from_ymd_opt(y, m, 1);
+                let following = chrono::NaiveDate::from_ymd_opt(next.0, next.1, 1);
+                match (first, following) {
+                    (Some(a), Some(b)) => (b - a).num_days() as f64,
+                    _ => f64::NAN,
+                }
+            })
+        },
+        "hour" => |s| at(s).map_or(f64::NAN, |t| f64::from(t.hour())),
+        "minute" => |s| at(s).map_or(f64::NAN, |t| f64::from(t.minute())),
+        "month" => |s| at(s).map_or(f64::NAN, |t| f64::from(t.month())),
+        _ => |s| at(s).map_or(f64::NAN, |t| f64::from(t.year())),
+    }
+}
+
+/// The labels `absent()` answers with: those its selector fixes with `=`
+/// (a label matched twice or otherwise is left out).
+fn absent_labels(expr: &Expr) -> Labels {
+    let vs = match unparen(expr) {
+        Expr::VectorSelector(vs) => vs,
+        Expr::MatrixSelector(ms) => &ms.vs,
+        _ => return Labels::default(),
+    };
+    let mut fixed: Vec<(String, String)> = Vec::new();
+    let mut dropped: Vec<&str> = Vec::new();
+    for m in &vs.matchers.matchers {
+        if m.name == METRIC_NAME {
+            continue;
+        }
+        let equal = matches!(m.op, promql_parser::label::MatchOp::Equal);
+        if equal && !fixed.iter().any(|(n, _)| *n == m.name) {
+            fixed.push((m.name.clone(), m.value.clone()));
+        } else {
+            dropped.push(&m.name);
+        }
+    }
+    fixed.retain(|(n, _)| !dropped.contains(&n.as_str()));
+    Labels::new(fixed)
+}
+
+fn label_replace(ev: &Evaluator, args: &[&Expr], ts: i64) -> Result<Vec<Sample>, Error> {
+    let v = vector(ev, args[0], ts)?;
+    let dst = string(ev, args[1], ts)?;
+    let replacement = string(ev, args[2], ts)?;
+    let src = string(ev, args[3], ts)?;
+    let pattern = string(ev, args[4], ts)?;
+    let regex = regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|err| {
+            Error::Execution(format!(
+                "invalid regular expression in label_replace(): {err}"
+            ))
+        })?;
+    if !crate::naming::is_label_name(&dst) {
+        return Err(Error::Execution(format!(
+            "invalid destination label name in label_replace(): {dst}"
+        )));
+    }
+    Ok(v.into_iter()
+        .map(|s| {
+            let value = s.labels.get(&src);
+            let labels = match regex.captures(value) {
+                Some(caps) => {
+                    let mut out = String::new();
+                    caps.expand(&replacement, &mut out);
+                    s.labels.with(&dst, &out)
+                }
+                None => s.labels.clone(),
+            };
+            Sample {
+                labels,
+                time: ts,
+                value: s.value,
+            }
+        })
+        .collect())
+}
+
+fn label_join(ev: &Evaluator, args: &[&Expr], ts: i64) -> Result<Vec<Sample>, Error> {
+    let v = vector(ev, args[0], ts)?;
+    let dst = string(ev, args[1], ts)?;
+    let separator = string(ev, args[2], ts)?;
+    let mut sources = Vec::new();
+    for arg in &args[3..] {
+        let src = string(ev, arg, ts)?;
+        if !crate::naming::is_label_name(&src) {
+            return Err(Error::Execution(format!(
+                "invalid source label name in label_join(): {src}"
+            )));
+        }
+        sources.push(src);
+    }
+    if !crate::naming::is_label_name(&dst) {
+        return Err(Error::Execution(format!(
+            "invalid destination label name in label_join(): {dst}"
+        )));
+    }
+    Ok(v.into_iter()
+        .map(|s| {
+            let joined: Vec<&str> = sources.iter().map(|src| s.labels.get(src)).collect();
+            Sample {
+                labels: s.labels.with(&dst, &joined.join(&separator)),
+                time: ts,
+                value: s.value,
+            }
+        })
+        .collect())
+}
+
+/// `histogram_quantile` over classic buckets: the series of a histogram
+/// (same labels but `le`, same metric name) are its buckets.
+fn histogram_quantile(q: f64, samples: Vec<Sample>, ts: i64) -> Vec<Sample> {
+    let mut groups: Vec<(Labels, Labels, Vec<(f64, f64)>)> = Vec::new();
+    for s in samples {
+        let Ok(bound) = parse_go_float(s.labels.get("le")) else {
+            continue;
+        };
+        let key = s.labels.filter(|n| n != "le");
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(group) => group.2.push((bound, s.value)),
+            None => {
+                let labels = s.labels.filter(|n| n != "le" && n != METRIC_NAME);
+                groups.push((key, labels, vec![(bound, s.value)]));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, labels, buckets)| Sample {
+            labels,
+            time: ts,
+            value: bucket_quantile(q, buckets),
+        })
+        .collect()
+}
+
+/// Go's `strconv.ParseFloat` for a bucket bound (`+Inf`, `1e3`, `0.5`).
+fn parse_go_float(text: &str) -> Result<f64, ()> {
+    match text.to_ascii_lowercase().as_str() {
+        "+inf" | "inf" | "+infinity" | "infinity" => Ok(f64::INFINITY),
+        "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+        "nan" => Ok(f64::NAN),
+        _ => text.parse().map_err(|_| ()),
+    }
+}
+
+fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
+        return f64::NAN;
+    }
+    // Buckets of the same bound add up (a series with `le="1"` and
+    // another with `le="1.0"`).
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(buckets.len());
+    for b in buckets {
+        match merged.last_mut() {
+            Some(last) if last.0 == b.0 => last.1 += b.1,
+            _ => merged.push(b),
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for b in &mut merged {
+        if b.1 > max {
+            max = b.1;
+        } else if b.1 < max {
+            b.1 = max;
+        }
+    }
+    if merged.len() < 2 {
+        return f64::NAN;
+    }
+    let observations = merged[merged.len() - 1].1;
+    if observations == 0.0 {
+        return f64::NAN;
+    }
+    let mut rank = q * observations;
+    let b = merged[..merged.len() - 1].partition_point(|b| b.1 < rank);
+    if b == merged.len() - 1 {
+        return merged[merged.len() - 2].0;
+    }
+    if b == 0 && merged[0].0 <= 0.0 {
+        return merged[0].0;
+    }
+    let (mut start, end, mut count) = (0.0, merged[b].0, merged[b].1);
+    if b > 0 {
+        start = merged[b - 1].0;
+        count -= merged[b - 1].1;
+        rank -= merged[b - 1].1;
+    }
+    start + (end - start) * (rank / count)
+}
+
+/// Prometheus's `quantile` of a set of values (φ-quantile, linear between
+/// the two nearest ranks).
+pub(super) fn quantile(q: f64, mut values: Vec<f64>) -> f64 {
+    if values.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    values.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.total_cmp(b),
+    });
+    let n = values.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let weight = rank - rank.floor();
+    values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
+}
+
+/// A function of a range vector: one value per series with samples in the
+/// window, the metric name dropped (but by `last_over_time`).
+fn range_function(
+    ev: &Evaluator,
+    name: &str,
+    args: &[&Expr],
+    ts: i64,
+) -> Result<Vec<Sample>, Error> {
+    let matrix_at = if matches!(name, "quantile_over_time") {
+        1
+    } else {
+        0
+    };
+    let m = matrix(ev, args[matrix_at], ts)?;
+    let param = |i: usize| -> Result<f64, Error> { scalar(ev, args[i], ts) };
+    let f: Box<dyn Fn(&[(i64, f64)]) -> Option<f64>> = match name {
+        "rate" => Box::new(|p| extrapolated_rate(p, &m, true, true)),
+        "increase" => Box::new(|p| extrapolated_rate(p, &m, true, false)),
+        "delta" => Box::new(|p| extrapolated_rate(p, &m, false, false)),
+        "irate" => Box::new(|p| instant_value(p, true)),
+        "idelta" => Box::new(|p| instant_value(p, false)),
+        "deriv" => Box::new(|p| (p.len() >= 2).then(|| linear_regression(p, p[0].0).0)),
+        "predict_linear" => {
+            let seconds = param(1)?;
+            Box::new(move |p| {
+                (p.len() >= 2).then(|| {
+                    let (slope, intercept) = linear_regression(p, ts);
+                    slope * seconds + intercept
+                })
+            })
+        }
+        "changes" => Box::new(|p| {
+            Some(
+                p.windows(2)
+                    .filter(|w| w[1].1 != w[0].1 && !(w[1].1.is_nan() && w[0].1.is_nan()))
+                    .count() as f64,
+            )
+        }),
+        "resets" => Box::new(|p| Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64)),
+        "avg_over_time" => Box::new(|p| Some(average(p.iter().map(|x| x.1)))),
+        "sum_over_time" => Box::new(|p| Some(p.iter().map(|x| x.1).sum())),
+        "count_over_time" => Box::new(|p| Some(p.len() as f64)),
+        "min_over_time" => Box::new(|p| {
+            Some(p[1..].iter().fold(
+                p[0].1,
+                |min, x| if x.1 < min || min.is_nan() { x.1 } else { min },
+            ))
+        }),
+        "max_over_time" => Box::new(|p| {
+            Some(p[1..].iter().fold(
+                p[0].1,
+                |max, x| if x.1 > max || max.is_nan() { x.1 } else { max },
+            ))
+        }),
+        "last_over_time" => Box::new(|p| p.last().map(|x| x.1)),
+        "present_over_time" => Box::new(|_| Some(1.0)),
+        "stddev_over_time" => Box::new(|p| Some(variance(p).sqrt())),
+        "stdvar_over_time" => Box::new(|p| Some(variance(p))),
+        "quantile_over_time" => {
+            let q = param(0)?;
+            Box::new(move |p| Some(quantile(q, p.iter().map(|x| x.1).collect())))
+        }
+        "holt_winters" => {
+            let (smoothing, trend) = (param(1)?, param(2)?);
+            if smoothing <= 0.0 || smoothing >= 1.0 {
+                return Err(Error::Execution(format!(
+                    "invalid smoothing factor. Expected: 0 < sf < 1, got: {smoothing:.6}"
+                )));
+            }
+            if trend <= 0.0 || trend >= 1.0 {
+                return Err(Error::Execution(format!(
+                    "invalid trend factor. Expected: 0 < tf < 1, got: {trend:.6}"
+                )));
+            }
+            Box::new(move |p| holt_winters(p, smoothing, trend))
+        }
+        other => {
+            return Err(Error::BadData(format!(
+                "function {other:?} is not supported"
+            )))
+        }
+    };
+    let keep_name = name == "last_over_time";
+    Ok(m.windows
+        .iter()
+        .filter_map(|w| {
+            let value = f(&w.points)?;
+            let labels = if keep_name {
+                w.labels.clone()
+            } else {
+                w.labels.without_name()
+            };
+            Some(Sample {
+                labels,
+                time: ts,
+                value,
+            })
+        })
+        .collect())
+}
+
+/// `rate`, `increase` and `delta`: the change over the window,
+/// extrapolated to its ends (counters: resets added back, not below zero).
+fn extrapolated_rate(points: &[(i64, f64)], m: &Matrix, counter: bool, rate: bool) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let (first, last) = (points[0], points[points.len() - 1]);
+    let mut result = last.1 - first.1;
+    if counter {
+        for w in points.windows(2) {
+            if w[1].1 < w[0].1 {
+                result += w[0].1;
+            }
+        }
+    }
+    let mut to_start = (first.0 - m.start) as f64 / 1000.0;
+    let to_end = (m.end - last.0) as f64 / 1000.0;
+    let sampled = (last.0 - first.0) as f64 / 1000.0;
+    let average = sampled / (points.len() - 1) as f64;
+    if counter && result > 0.0 && first.1 >= 0.0 {
+        let to_zero = sampled * (first.1 / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    let threshold = average * 1.1;
+    let mut interval = sampled;
+    interval += if to_start < threshold {
+        to_start
+    } else {
+        average / 2.0
+    };
+    interval += if to_end < threshold {
+        to_end
+    } else {
+        average / 2.0
+    };
+    let mut factor = interval / sampled;
+    if rate {
+        factor /= m.range_seconds;
+    }
+    Some(result * factor)
+}
+
+/// `irate` and `idelta`: from the last two samples.
+fn instant_value(points: &[(i64, f64)], rate: bool) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let (previous, last) = (points[points.len() - 2], points[points.len() - 1]);
+    let mut result = if rate && last.1 < previous.1 {
+        last.1
+    } else {
+        last.1 - previous.1
+    };
+    let interval = last.0 - previous.0;
+    if interval == 0 {
+        return None;
+    }
+    if rate {
+        result /= interval as f64 / 1000.0;
+    }
+    Some(result)
+}
+
+/// Least squares over `(seconds since intercept_time, value)`: the slope
+/// and the value at `intercept_time`.
+fn linear_regression(points: &[(i64, f64)], intercept_time: i64) -> (f64, f64) {
+    let (mut n, mut sum_x, mut sum_y, mut sum_xy, mut sum_x2) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let first = points[0].1;
+    let mut constant = true;
+    for &(t, v) in points {
+        if v != first {
+            constant = false;
+        }
+        n += 1.0;
+        let x = (t - intercept_time) as f64 / 1000.0;
+        sum_x += x;
+        sum_y += v;
+        sum_xy += x * v;
+        sum_x2 += x * x;
+    }
+    if constant {
+        if first.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, first);
+    }
+    let cov_xy = sum_xy - sum_x * sum_y / n;
+    let var_x = sum_x2 - sum_x * sum_x / n;
+    let slope = cov_xy / var_x;
+    (slope, sum_y / n - slope * sum_x / n)
+}
+
+/// The mean as Prometheus computes it: incrementally (no overflow to
+/// infinity on large values), infinities kept.
+pub(super) fn average(values: impl Iterator<Item = f64>) -> f64 {
+    let (mut mean, mut count) = (0.0f64, 0.0f64);
+    for v in values {
+        count += 1.0;
+        if mean.is_infinite() {
+            if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
+                continue;
+            }
+            if !v.is_infinite() && !v.is_nan() {
+                continue;
+            }
+        }
+        mean += v / count - mean / count;
+    }
+    mean
+}
+
+/// The population variance (Welford's method).
+fn variance(points: &[(i64, f64)]) -> f64 {
+    let (mut count, mut mean, mut aux) = (0.0, 0.0, 0.0);
+    for &(_, v) in points {
+        count += 1.0;
+        let delta = v - mean;
+        mean += delta / count;
+        aux += delta * (v - mean);
+    }
+    aux / count
+}
+
+fn holt_winters(points: &[(i64, f64)], smoothing: f64, trend: f64) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let (mut s0, mut s1, mut b) = (0.0, points[0].1, points[1].1 - points[0].1);
+    for (i, &(_, v)) in points.iter().enumerate().skip(1) {
+        let x = smoothing * v;
+        if i > 1 {
+            b = trend * (s1 - s0) + (1.0 - trend) * b;
+        }
+        let y = (1.0 - smoothing) * (s1 + b);
+        s0 = s1;
+        s1 = x + y;
+    }
+    Some(s1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_quantiles_follow_prometheus() {
+        let buckets = vec![(0.1, 10.0), (0.5, 30.0), (1.0, 40.0), (f64::INFINITY, 40.0)];
+        assert_eq!(bucket_quantile(0.5, buckets.clone()), 0.3);
+        assert_eq!(bucket_quantile(1.0, buckets.clone()), 1.0);
+        assert_eq!(bucket_quantile(2.0, buckets.clone()), f64::INFINITY);
+        assert!(bucket_quantile(0.5, vec![(1.0, 1.0)]).is_nan());
+        assert_eq!(quantile(0.5, vec![1.0, 3.0, 2.0, 4.0]), 2.5);
+    }
+
+    #[test]
+    fn counter_increase_adds_resets_back() {
+        let m = Matrix {
+            windows: Vec::new(),
+            start: 0,
+            end: 60_000,
+            range_seconds: 60.0,
+        };
+        let points = [
+            (0, 1.0),
+            (15_000, 5.0),
+            (30_000, 2.0),
+            (45_000, 6.0),
+            (60_000, 10.0),
+        ];
+        // 4 + (2 after a reset from 5) + 4 + 4 = 14 over the whole window.
+        assert_eq!(extrapolated_rate(&points, &m, true, false), Some(14.0));
+    }
+}

@@ -1,0 +1,420 @@
+//! Evaluation of a parsed query over the samples its selectors selected,
+//! in memory, with Prometheus 2.x's semantics: an instant query is one
+//! evaluation, a range query one per step (a step's answer does not
+//! depend on the others', so this is what Prometheus's range evaluation
+//! computes). The samples are read beforehand ([`selectors`] says which
+//! and over what times), so nothing here waits on the engine.
+//!
+//! The submodules: `functions` (calls), `aggregate` (`sum by`, `topk`, …),
+//! `binary` (operators and vector matching).
+
+mod aggregate;
+mod binary;
+mod functions;
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
+
+use crate::error::Error;
+use crate::value::{is_stale, Labels, Sample, Series, Value};
+
+/// A subquery's step when it names none (Prometheus's default evaluation
+/// interval).
+const DEFAULT_SUBQUERY_STEP_MS: i64 = 60_000;
+
+/// One selector of a query and the times its samples are needed over.
+pub(crate) struct Selection<'e> {
+    pub(crate) selector: &'e VectorSelector,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+}
+
+/// The selectors of `expr` evaluated at times in `[start, end]` (ms) and
+/// the samples each needs: a lookback or range before its evaluation
+/// times, moved by `offset`, pinned by `@`, widened by subqueries.
+pub(crate) fn selectors(
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    query: (i64, i64),
+    lookback: i64,
+) -> Vec<Selection<'_>> {
+    let mut out = Vec::new();
+    collect(expr, start, end, query, lookback, &mut out);
+    out
+}
+
+fn collect<'e>(
+    expr: &'e Expr,
+    start: i64,
+    end: i64,
+    query: (i64, i64),
+    lookback: i64,
+    out: &mut Vec<Selection<'e>>,
+) {
+    let pinned = |at: &Option<AtModifier>, offset: &Option<Offset>| {
+        let (lo, hi) = match at_ms(at, query) {
+            Some(t) => (t, t),
+            None => (start, end),
+        };
+        (lo - offset_ms(offset), hi - offset_ms(offset))
+    };
+    match expr {
+        Expr::VectorSelector(vs) => {
+            let (lo, hi) = pinned(&vs.at, &vs.offset);
+            out.push(Selection {
+                selector: vs,
+                start: lo - lookback,
+                end: hi,
+            });
+        }
+        Expr::MatrixSelector(ms) => {
+            let (lo, hi) = pinned(&ms.vs.at, &ms.vs.offset);
+            let range = duration_ms(&ms.range);
+            out.push(Selection {
+                selector: &ms.vs,
+                start: lo - range,
+                end: hi,
+            });
+        }
+        Expr::Subquery(sq) => {
+            let (lo, hi) = pinned(&sq.at, &sq.offset);
+            collect(
+                &sq.expr,
+                lo - duration_ms(&sq.range),
+                hi,
+                query,
+                lookback,
+                out,
+            );
+        }
+        Expr::Aggregate(agg) => {
+            if let Some(param) = &agg.param {
+                collect(param, start, end, query, lookback, out);
+            }
+            collect(&agg.expr, start, end, query, lookback, out);
+        }
+        Expr::Unary(u) => collect(&u.expr, start, end, query, lookback, out),
+        Expr::Binary(b) => {
+            collect(&b.lhs, start, end, query, lookback, out);
+            collect(&b.rhs, start, end, query, lookback, out);
+        }
+        Expr::Paren(p) => collect(&p.expr, start, end, query, lookback, out),
+        Expr::Call(call) => {
+            for arg in &call.args.args {
+                collect(arg, start, end, query, lookback, out);
+            }
+        }
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
+}
+
+fn duration_ms(d: &std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+fn offset_ms(offset: &Option<Offset>) -> i64 {
+    match offset {
+        None => 0,
+        Some(Offset::Pos(d)) => duration_ms(d),
+        Some(Offset::Neg(d)) => -duration_ms(d),
+    }
+}
+
+fn at_ms(at: &Option<AtModifier>, (start, end): (i64, i64)) -> Option<i64> {
+    Some(match at.as_ref()? {
+        AtModifier::Start => start,
+        AtModifier::End => end,
+        AtModifier::At(t) => match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => duration_ms(&d),
+            Err(before) => -duration_ms(&before.duration()),
+        },
+    })
+}
+
+/// A series' samples within a range selector's window: borrowed from what
+/// was read when no stale marker had to be left out.
+#[derive(Debug, Clone)]
+pub(crate) struct Window<'d> {
+    pub(crate) labels: Labels,
+    pub(crate) points: Cow<'d, [(i64, f64)]>,
+}
+
+/// What an expression evaluates to at one time.
+pub(crate) enum Val<'d> {
+    Scalar(f64),
+    String(String),
+    Vector(Vec<Sample>),
+    Matrix(Vec<Window<'d>>),
+}
+
+impl Val<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Val::Scalar(_) => "scalar",
+            Val::String(_) => "string",
+            Val::Vector(_) => "instant vector",
+            Val::Matrix(_) => "range vector",
+        }
+    }
+}
+
+/// The samples each selector read (by the selector's address in the
+/// query's tree) and how to evaluate.
+pub(crate) struct Evaluator {
+    pub(crate) data: HashMap<usize, Vec<Series>>,
+    pub(crate) lookback: i64,
+    /// The query's start and end (what `@ start()` and `@ end()` mean).
+    pub(crate) query: (i64, i64),
+    pub(crate) deadline: Instant,
+    /// Set when the caller went away.
+    pub(crate) cancelled: Arc<AtomicBool>,
+}
+
+/// The key of a selector's samples.
+pub(crate) fn key(selector: &VectorSelector) -> usize {
+    selector as *const VectorSelector as usize
+}
+
+impl Evaluator {
+    /// `expr` at each of `times`: one value for an instant query, a matrix
+    /// of every step's samples for a range query.
+    pub(crate) fn run(&self, expr: &Expr, start: i64, end: i64, step: i64) -> Result<Value, Error> {
+        if start == end && step == 0 {
+            return Ok(match self.eval(expr, start)? {
+                Val::Scalar(v) => Value::Scalar(start, v),
+                Val::String(s) => Value::String(start, s),
+                Val::Vector(samples) => {
+                    unique(&samples)?;
+                    Value::Vector(start, samples)
+                }
+                Val::Matrix(windows) => Value::Matrix(
+                    windows
+                        .into_iter()
+                        .map(|w| Series {
+                            labels: w.labels,
+                            points: w.points.into_owned(),
+                        })
+                        .collect(),
+                ),
+            });
+        }
+        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+        let mut ts = start;
+        while ts <= end {
+            self.check_time()?;
+            match self.eval(expr, ts)? {
+                Val::Scalar(v) => series.entry(Labels::default()).or_default().push((ts, v)),
+                Val::Vector(samples) => {
+                    for sample in samples {
+                        let points = series.entry(sample.labels).or_default();
+                        if points.last().is_some_and(|p| p.0 == ts) {
+                            return Err(same_labelset());
+                        }
+                        points.push((ts, sample.value));
+                    }
+                }
+                other => {
+                    return Err(Error::BadData(format!(
+                        "invalid expression type {:?} for range query, must be Scalar or instant Vector",
+                        other.kind()
+                    )))
+                }
+            }
+            ts += step;
+        }
+        let mut out: Vec<Series> = series
+            .into_iter()
+            .map(|(labels, points)| Series { labels, points })
+            .collect();
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(Value::Matrix(out))
+    }
+
+    fn check_time(&self) -> Result<(), Error> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Err(Error::Timeout(
+                "query cancelled: the client went away".into(),
+            ));
+        }
+        if Instant::now() > self.deadline {
+            return Err(Error::Timeout(
+                "query timed out in expression evaluation".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The time a selector or subquery is evaluated at for `ts`.
+    fn reference(&self, at: &Option<AtModifier>, offset: &Option<Offset>, ts: i64) -> i64 {
+        at_ms(at, self.query).unwrap_or(ts) - offset_ms(offset)
+    }
+
+    pub(crate) fn eval<'d>(&'d self, expr: &Expr, ts: i64) -> Result<Val<'d>, Error> {
+        Ok(match expr {
+            Expr::NumberLiteral(n) => Val::Scalar(n.val),
+            Expr::StringLiteral(s) => Val::String(s.val.clone()),
+            Expr::Paren(p) => self.eval(&p.expr, ts)?,
+            Expr::Unary(u) => match self.eval(&u.expr, ts)? {
+                Val::Scalar(v) => Val::Scalar(-v),
+                Val::Vector(samples) => Val::Vector(
+                    samples
+                        .into_iter()
+                        .map(|s| Sample {
+                            labels: s.labels.without_name(),
+                            time: ts,
+                            value: -s.value,
+                        })
+                        .collect(),
+                ),
+                other => return Err(Error::BadData(format!("unary minus of a {}", other.kind()))),
+            },
+            Expr::VectorSelector(vs) => Val::Vector(self.instant(vs, ts)),
+            Expr::MatrixSelector(ms) => {
+                Val::Matrix(self.windows(&ms.vs, duration_ms(&ms.range), ts))
+            }
+            Expr::Subquery(sq) => {
+                let reference = self.reference(&sq.at, &sq.offset, ts);
+                let step = sq
+                    .step
+                    .as_ref()
+                    .map_or(DEFAULT_SUBQUERY_STEP_MS, duration_ms);
+                Val::Matrix(self.subquery(&sq.expr, reference, duration_ms(&sq.range), step)?)
+            }
+            Expr::Call(call) => functions::call(self, call, ts)?,
+            Expr::Aggregate(agg) => aggregate::run(self, agg, ts)?,
+            Expr::Binary(b) => binary::run(self, b, ts)?,
+            Expr::Extension(_) => {
+                return Err(Error::BadData(
+                    "extension expressions are not supported".into(),
+                ))
+            }
+        })
+    }
+
+    /// An instant selector at `ts`: each series' newest sample within the
+    /// lookback (both ends included), unless it is a stale marker.
+    fn instant(&self, vs: &VectorSelector, ts: i64) -> Vec<Sample> {
+        let reference = self.reference(&vs.at, &vs.offset, ts);
+        let Some(series) = self.data.get(&key(vs)) else {
+            return Vec::new();
+        };
+        series
+            .iter()
+            .filter_map(|s| {
+                let i = s.points.partition_point(|p| p.0 <= reference);
+                let (time, value) = *s.points.get(i.checked_sub(1)?)?;
+                (time >= reference - self.lookback && !is_stale(value)).then(|| Sample {
+                    labels: s.labels.clone(),
+                    time,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    /// A range selector at `ts`: each series' samples within `range`
+    /// before it (both ends included), stale markers left out; series
+    /// without any are left out.
+    fn windows<'d>(&'d self, vs: &VectorSelector, range: i64, ts: i64) -> Vec<Window<'d>> {
+        let reference = self.reference(&vs.at, &vs.offset, ts);
+        let Some(series) = self.data.get(&key(vs)) else {
+            return Vec::new();
+        };
+        series
+            .iter()
+            .filter_map(|s| {
+                let from = s.points.partition_point(|p| p.0 < reference - range);
+                let to = s.points.partition_point(|p| p.0 <= reference);
+                let points = &s.points[from..to];
+                let points = if points.iter().any(|p| is_stale(p.1)) {
+                    Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect())
+                } else {
+                    Cow::Borrowed(points)
+                };
+                (!points.is_empty()).then(|| Window {
+                    labels: s.labels.clone(),
+                    points,
+                })
+            })
+            .collect()
+    }
+
+    /// A subquery ending at `reference`: `expr` at the multiples of `step`
+    /// within `range` before it (both ends included).
+    fn subquery<'d>(
+        &'d self,
+        expr: &Expr,
+        reference: i64,
+        range: i64,
+        step: i64,
+    ) -> Result<Vec<Window<'d>>, Error> {
+        let first = reference - range;
+        let mut ts = step * (first / step);
+        if ts < first {
+            ts += step;
+        }
+        let mut order: Vec<Labels> = Vec::new();
+        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+        while ts <= reference {
+            self.check_time()?;
+            match self.eval(expr, ts)? {
+                Val::Vector(samples) => {
+                    for s in samples {
+                        let points = series.entry(s.labels.clone()).or_insert_with(|| {
+                            order.push(s.labels);
+                            Vec::new()
+                        });
+                        points.push((ts, s.value));
+                    }
+                }
+                Val::Scalar(v) => {
+                    let labels = Labels::default();
+                    let points = series.entry(labels.clone()).or_insert_with(|| {
+                        order.push(labels);
+                        Vec::new()
+                    });
+                    points.push((ts, v));
+                }
+                other => {
+                    return Err(Error::BadData(format!("subquery of a {}", other.kind())));
+                }
+            }
+            ts += step;
+        }
+        Ok(order
+            .into_iter()
+            .map(|labels| {
+                let points = series.remove(&labels).unwrap_or_default();
+                Window {
+                    labels,
+                    points: Cow::Owned(points),
+                }
+            })
+            .collect())
+    }
+}
+
+fn same_labelset() -> Error {
+    Error::Execution("vector cannot contain metrics with the same labelset".into())
+}
+
+/// Refuses a vector in which two samples have the same labels (after a
+/// function dropped the metric name or rewrote labels).
+pub(crate) fn unique(samples: &[Sample]) -> Result<(), Error> {
+    if samples.len() < 2 {
+        return Ok(());
+    }
+    let mut seen = HashSet::with_capacity(samples.len());
+    for s in samples {
+        if !seen.insert(&s.labels) {
+            return Err(same_labelset());
+        }
+    }
+    Ok(())
+}

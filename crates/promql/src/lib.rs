@@ -1,0 +1,237 @@
+//! PromQL over chingest's public read API: queries parsed by
+//! `promql-parser` and held to Prometheus 2.x's language, the series and
+//! samples their selectors name read from the engine (label matchers as
+//! SQL over the series table, samples by series and time from the fact
+//! tables, on the read-only connections under the query limits), and
+//! evaluated in memory with Prometheus's semantics. The series and label
+//! lookups of Prometheus's HTTP API and remote read use the same selection.
+//! A front end (the server's `/api/v1/…`) reads the request, hands over a
+//! [`Source`], and writes the [`Value`] out; it maps [`Error`] by its
+//! `error_type`.
+//!
+//! Which data is read: remote write's measurement as Prometheus stores it
+//! (`__name__` a tag), and every other measurement's numeric fields as
+//! metrics `<measurement>_<field>` ([`naming`]). docs/promql.md lists what
+//! is supported and where answers differ from Prometheus's on purpose.
+//!
+//! The modules, each importing only those listed before it: `error`,
+//! `value` (the model), `parse` (queries, times, durations), `naming`,
+//! `select` (the engine), `eval` (in memory).
+
+mod error;
+mod eval;
+pub mod naming;
+mod parse;
+mod select;
+mod value;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use promql_parser::parser::Expr;
+
+pub use error::Error;
+pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
+pub use select::{LabelMatcher, Limits, MatchKind, Source};
+pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Value, METRIC_NAME};
+
+/// The most points a range query may answer per series (Prometheus's).
+pub const MAX_POINTS: i64 = 11_000;
+
+/// How a query is evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// How far back an instant selector looks for a sample.
+    pub lookback: Duration,
+    /// How long the query may take.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            lookback: Duration::from_secs(300),
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The query at one time (ms).
+pub async fn instant_query(
+    source: &Source<'_>,
+    query: &str,
+    time: i64,
+    options: Options,
+) -> Result<Value, Error> {
+    evaluate(source, query, (time, time, 0), options).await
+}
+
+/// The query at every step from `start` to `end` (ms, both included when
+/// they fall on a step).
+pub async fn range_query(
+    source: &Source<'_>,
+    query: &str,
+    start: i64,
+    end: i64,
+    step: Duration,
+    options: Options,
+) -> Result<Value, Error> {
+    if end < start {
+        return Err(Error::BadData(
+            "invalid parameter \"end\": end timestamp must not be before start time".into(),
+        ));
+    }
+    let step = i64::try_from(step.as_millis()).unwrap_or(i64::MAX);
+    if step <= 0 {
+        return Err(Error::BadData(
+            "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
+        ));
+    }
+    if (end - start) / step > MAX_POINTS {
+        return Err(Error::BadData(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into(),
+        ));
+    }
+    let expr = parse_query(query)?;
+    if !matches!(
+        expr.value_type(),
+        promql_parser::parser::value::ValueType::Scalar
+            | promql_parser::parser::value::ValueType::Vector
+    ) {
+        return Err(Error::BadData(format!(
+            "invalid expression type {:?} for range query, must be Scalar or instant Vector",
+            type_name(&expr)
+        )));
+    }
+    evaluate(source, query, (start, end, step), options).await
+}
+
+fn type_name(expr: &Expr) -> &'static str {
+    match expr.value_type() {
+        promql_parser::parser::value::ValueType::Vector => "instant vector",
+        promql_parser::parser::value::ValueType::Scalar => "scalar",
+        promql_parser::parser::value::ValueType::Matrix => "range vector",
+        promql_parser::parser::value::ValueType::String => "string",
+    }
+}
+
+/// Sets its flag when dropped: a query whose caller went away stops at its
+/// next step.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+async fn evaluate(
+    source: &Source<'_>,
+    query: &str,
+    (start, end, step): (i64, i64, i64),
+    options: Options,
+) -> Result<Value, Error> {
+    let deadline = Instant::now() + options.timeout;
+    // Boxed: the samples are keyed by their selector's address in the tree.
+    let expr = Box::new(parse_query(query)?);
+    let lookback = i64::try_from(options.lookback.as_millis()).unwrap_or(i64::MAX / 4);
+    let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
+    let (mut series_budget, mut sample_budget) =
+        (source.limits.max_series, source.limits.max_samples);
+    for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
+        let vs = selection.selector;
+        let matchers = LabelMatcher::of_selector(vs.name.as_deref(), &vs.matchers.matchers)?;
+        let work = source.select(
+            &matchers,
+            selection.start,
+            selection.end,
+            &mut series_budget,
+            &mut sample_budget,
+        );
+        let series = tokio::time::timeout_at(deadline.into(), work)
+            .await
+            .map_err(|_| timed_out())??;
+        data.insert(eval::key(vs), series);
+    }
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let _cancel = CancelOnDrop(Arc::clone(&cancelled));
+    let evaluator = eval::Evaluator {
+        data,
+        lookback,
+        query: (start, end),
+        deadline,
+        cancelled,
+    };
+    tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))
+        .await
+        .map_err(|err| {
+            Error::Engine(chingest::Error::Internal(format!(
+                "query evaluation failed: {err}"
+            )))
+        })?
+}
+
+fn timed_out() -> Error {
+    Error::Timeout("query timed out in query execution".into())
+}
+
+/// The series any of the `match[]` selectors select (every series when
+/// none is given), with a sample in `[start, end]` (ms) when given.
+pub async fn series(
+    source: &Source<'_>,
+    selectors: &[String],
+    range: Option<(i64, i64)>,
+) -> Result<Vec<Labels>, Error> {
+    let mut matcher_sets = Vec::new();
+    for text in selectors {
+        let expr = parse_query(text)
+            .map_err(|err| Error::BadData(format!("invalid parameter \"match[]\": {err}")))?;
+        let Expr::VectorSelector(vs) = expr else {
+            return Err(Error::BadData(format!(
+                "invalid parameter \"match[]\": {text:?} is not a series selector"
+            )));
+        };
+        matcher_sets.push(LabelMatcher::of_selector(
+            vs.name.as_deref(),
+            &vs.matchers.matchers,
+        )?);
+    }
+    source.series(&matcher_sets, range).await
+}
+
+/// The label names of [`series`]' answer, sorted.
+pub async fn label_names(
+    source: &Source<'_>,
+    selectors: &[String],
+    range: Option<(i64, i64)>,
+) -> Result<Vec<String>, Error> {
+    let names: BTreeSet<String> = series(source, selectors, range)
+        .await?
+        .iter()
+        .flat_map(|labels| labels.pairs().iter().map(|(n, _)| n.clone()))
+        .collect();
+    Ok(names.into_iter().collect())
+}
+
+/// The values of label `name` in [`series`]' answer, sorted.
+pub async fn label_values(
+    source: &Source<'_>,
+    name: &str,
+    selectors: &[String],
+    range: Option<(i64, i64)>,
+) -> Result<Vec<String>, Error> {
+    let values: BTreeSet<String> = series(source, selectors, range)
+        .await?
+        .iter()
+        .map(|labels| labels.get(name).to_owned())
+        .filter(|v| !v.is_empty())
+        .collect();
+    Ok(values.into_iter().collect())
+}
+
+/// The query in Prometheus's canonical layout (`/api/v1/format_query`).
+pub fn format_query(query: &str) -> Result<String, Error> {
+    Ok(parse_query(query)?.prettify())
+}

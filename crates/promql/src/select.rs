@@ -1,0 +1,482 @@
+//! Series and samples out of the engine: label matchers pushed down to SQL
+//! over a database's series table and fact tables (read-only connections,
+//! the query limits), checked again in memory, the answer bounded by
+//! [`Limits`]. What PromQL, the series and label lookups and remote read
+//! all read.
+
+use std::collections::HashMap;
+
+use arrow::array::{Array, AsArray as _};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+use arrow::record_batch::RecordBatch;
+use chingest::names::{quote_ident, quote_literal, TableNames};
+use chingest::schema::FieldType;
+use chingest::{Access, Ingestor};
+use promql_parser::label::{MatchOp, Matcher};
+
+use crate::error::Error;
+use crate::naming;
+use crate::value::{Labels, Series, METRIC_NAME};
+
+/// How much one query may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Series selected, over all of the query's selectors.
+    pub max_series: usize,
+    /// Samples read, over all of the query's selectors.
+    pub max_samples: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_series: 100_000,
+            max_samples: 50_000_000,
+        }
+    }
+}
+
+/// Where a request reads: the database and retention policy, with what
+/// the caller may do checked.
+pub struct Source<'a> {
+    /// What is read.
+    pub ingestor: &'a Ingestor,
+    /// The database.
+    pub database: String,
+    /// Its retention policy read.
+    pub retention_policy: String,
+    /// The bounds of one query.
+    pub limits: Limits,
+}
+
+impl<'a> Source<'a> {
+    /// The source of `database` (its `retention_policy`), if the caller
+    /// may read it.
+    pub fn new(
+        ingestor: &'a Ingestor,
+        access: &Access,
+        database: &str,
+        retention_policy: &str,
+        limits: Limits,
+    ) -> Result<Source<'a>, Error> {
+        access.require_read_of(database)?;
+        Ok(Source {
+            ingestor,
+            database: database.to_owned(),
+            retention_policy: retention_policy.to_owned(),
+            limits,
+        })
+    }
+}
+
+/// A label matcher, from a query's selector or a remote-read request.
+#[derive(Debug, Clone)]
+pub struct LabelMatcher {
+    /// The label.
+    pub name: String,
+    /// How the value is compared.
+    pub kind: MatchKind,
+    /// The value or the pattern, as given.
+    pub value: String,
+    regex: Option<regex::Regex>,
+}
+
+/// The four matchers of PromQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// `=`
+    Equal,
+    /// `!=`
+    NotEqual,
+    /// `=~` (anchored at both ends)
+    Regex,
+    /// `!~`
+    NotRegex,
+}
+
+impl LabelMatcher {
+    /// A matcher; patterns are compiled anchored, as Prometheus's.
+    pub fn new(name: &str, kind: MatchKind, value: &str) -> Result<LabelMatcher, Error> {
+        let regex = match kind {
+            MatchKind::Regex | MatchKind::NotRegex => Some(
+                regex::RegexBuilder::new(&format!("^(?:{value})$"))
+                    .size_limit(1 << 20)
+                    .build()
+                    .map_err(|err| {
+                        Error::BadData(format!("invalid regular expression {value:?}: {err}"))
+                    })?,
+            ),
+            _ => None,
+        };
+        Ok(LabelMatcher {
+            name: name.to_owned(),
+            kind,
+            value: value.to_owned(),
+            regex,
+        })
+    }
+
+    /// The matchers of a parsed selector, its metric name included.
+    pub fn of_selector(
+        name: Option<&str>,
+        matchers: &[Matcher],
+    ) -> Result<Vec<LabelMatcher>, Error> {
+        let mut out: Vec<LabelMatcher> = name
+            .map(|n| LabelMatcher::new(METRIC_NAME, MatchKind::Equal, n))
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        for m in matchers {
+            let kind = match m.op {
+                MatchOp::Equal => MatchKind::Equal,
+                MatchOp::NotEqual => MatchKind::NotEqual,
+                MatchOp::Re(_) => MatchKind::Regex,
+                MatchOp::NotRe(_) => MatchKind::NotRegex,
+            };
+            out.push(LabelMatcher::new(&m.name, kind, &m.value)?);
+        }
+        Ok(out)
+    }
+
+    /// Whether a label's value (`""` when absent) matches.
+    pub fn matches(&self, value: &str) -> bool {
+        match (self.kind, &self.regex) {
+            (MatchKind::Equal, _) => value == self.value,
+            (MatchKind::NotEqual, _) => value != self.value,
+            (MatchKind::Regex, Some(re)) => re.is_match(value),
+            (MatchKind::NotRegex, Some(re)) => !re.is_match(value),
+            _ => false,
+        }
+    }
+
+    /// The condition over the series table's `tags` that selects what this
+    /// matcher selects, or `None` when it cannot say it there.
+    fn sql(&self, tag: &str) -> String {
+        let value = format!("tags[{}]", quote_literal(tag));
+        let literal = quote_literal(&self.value);
+        match self.kind {
+            MatchKind::Equal => format!("{value} = {literal}"),
+            MatchKind::NotEqual => format!("{value} != {literal}"),
+            // Go's RE2, as the engine's: `.` does not match a newline there
+            // unless asked (`(?s)`), and patterns are anchored.
+            MatchKind::Regex | MatchKind::NotRegex => {
+                let pattern = quote_literal(&format!("^(?-s:{})$", self.value));
+                let negate = if self.kind == MatchKind::NotRegex {
+                    "NOT "
+                } else {
+                    ""
+                };
+                format!("{negate}match({value}, {pattern})")
+            }
+        }
+    }
+}
+
+/// Where one metric's samples are: a numeric field of a measurement, and
+/// the name its series carry (`None`: their `__name__` tag).
+struct Candidate {
+    names: TableNames,
+    measurement: String,
+    field: String,
+    metric: Option<String>,
+    tag_keys: Vec<String>,
+}
+
+impl Source<'_> {
+    /// The metric sources whose name the matchers may select.
+    fn candidates(&self, matchers: &[LabelMatcher]) -> Vec<Candidate> {
+        let schemas = self
+            .ingestor
+            .measurements(&self.database, &self.retention_policy);
+        let mut out = Vec::new();
+        for schema in schemas {
+            let names = || TableNames::new(&self.database, &self.retention_policy, &schema.name);
+            if schema.name == naming::PROMETHEUS_MEASUREMENT {
+                out.push(Candidate {
+                    names: names(),
+                    measurement: schema.name.clone(),
+                    field: naming::PROMETHEUS_FIELD.to_owned(),
+                    metric: None,
+                    tag_keys: schema.tag_keys.clone(),
+                });
+                continue;
+            }
+            if !naming::is_plain_measurement(&schema.name) {
+                continue;
+            }
+            for (field, kind) in &schema.fields {
+                let numeric = matches!(
+                    kind,
+                    FieldType::Float
+                        | FieldType::Integer
+                        | FieldType::UInteger
+                        | FieldType::Boolean
+                );
+                let metric = naming::metric_name(&schema.name, field);
+                let named = matchers
+                    .iter()
+                    .filter(|m| m.name == METRIC_NAME)
+                    .all(|m| m.matches(&metric));
+                if numeric && named {
+                    out.push(Candidate {
+                        names: names(),
+                        measurement: schema.name.clone(),
+                        field: field.clone(),
+                        metric: Some(metric),
+                        tag_keys: schema.tag_keys.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The series table's condition for a candidate's series: the
+    /// matchers it can say in SQL (the rest are checked in memory).
+    fn series_condition(&self, candidate: &Candidate, matchers: &[LabelMatcher]) -> String {
+        let mut conditions = vec![format!(
+            "measurement = {}",
+            quote_literal(&candidate.measurement)
+        )];
+        for m in matchers {
+            let is_tag = candidate.tag_keys.iter().any(|k| *k == m.name);
+            let named_by_tag = m.name != METRIC_NAME || candidate.metric.is_none();
+            // A label no tag key is named after reads as "" in SQL and in
+            // memory alike; one that is a renamed key is left to memory.
+            let renamed = !is_tag
+                && candidate
+                    .tag_keys
+                    .iter()
+                    .any(|k| naming::label_name(k) == m.name);
+            if named_by_tag && !renamed {
+                conditions.push(m.sql(&m.name));
+            }
+        }
+        conditions.join(" AND ")
+    }
+
+    /// The series of `candidate` the matchers select, by id; bounded by
+    /// `budget` (series left for the query).
+    async fn candidate_series(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        range: Option<(i64, i64)>,
+        budget: &mut usize,
+    ) -> Result<HashMap<u64, Labels>, Error> {
+        let mut sql = format!(
+            "SELECT series_id, mapKeys(tags), mapValues(tags) FROM {} FINAL WHERE {}",
+            candidate.names.series_table,
+            self.series_condition(candidate, matchers)
+        );
+        if let Some((start, end)) = range {
+            sql.push_str(&format!(
+                " AND series_id IN (SELECT series_id FROM {} WHERE {})",
+                candidate.names.storage_table,
+                time_condition(start, end)
+            ));
+        }
+        sql.push_str(&format!(" LIMIT {}", *budget + 1));
+        let batches = self.ingestor.query_translated(&sql).await?;
+        let mut out = HashMap::new();
+        for batch in &batches {
+            let ids = batch.column(0).as_primitive::<UInt64Type>();
+            let keys = batch.column(1).as_list::<i32>();
+            let values = batch.column(2).as_list::<i32>();
+            for row in 0..batch.num_rows() {
+                let keys = strings(&keys.value(row));
+                let values = strings(&values.value(row));
+                let mut pairs: Vec<(String, String)> = keys
+                    .into_iter()
+                    .map(|k| naming::label_name(&k))
+                    .zip(values)
+                    .collect();
+                if let Some(metric) = &candidate.metric {
+                    pairs.push((METRIC_NAME.to_owned(), metric.clone()));
+                }
+                let labels = Labels::new(pairs);
+                if matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
+                    if *budget == 0 {
+                        return Err(too_many_series(self.limits.max_series));
+                    }
+                    *budget -= 1;
+                    out.insert(ids.value(row), labels);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The label sets of the series any of `selectors` selects (all series
+    /// when there are none), with a sample in `range` if given; sorted,
+    /// each once.
+    pub async fn series(
+        &self,
+        selectors: &[Vec<LabelMatcher>],
+        range: Option<(i64, i64)>,
+    ) -> Result<Vec<Labels>, Error> {
+        let everything = [Vec::new()];
+        let selectors = if selectors.is_empty() {
+            &everything[..]
+        } else {
+            selectors
+        };
+        let mut budget = self.limits.max_series;
+        let mut out = Vec::new();
+        for matchers in selectors {
+            for candidate in self.candidates(matchers) {
+                let found = self
+                    .candidate_series(&candidate, matchers, range, &mut budget)
+                    .await?;
+                out.extend(found.into_values());
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The series the matchers select with their samples in `[start, end]`
+    /// (ms, both ends included), stale markers included; sorted by labels.
+    /// `series_budget` and `sample_budget` are what the query has left.
+    pub async fn select(
+        &self,
+        matchers: &[LabelMatcher],
+        start: i64,
+        end: i64,
+        series_budget: &mut usize,
+        sample_budget: &mut usize,
+    ) -> Result<Vec<Series>, Error> {
+        let mut out = Vec::new();
+        for candidate in self.candidates(matchers) {
+            let found = self
+                .candidate_series(&candidate, matchers, None, series_budget)
+                .await?;
+            if found.is_empty() {
+                continue;
+            }
+            let sql = format!(
+                "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
+                 WHERE series_id IN (SELECT series_id FROM {series} FINAL WHERE {condition}) \
+                 AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
+                field = quote_ident(&candidate.field),
+                facts = candidate.names.storage_table,
+                series = candidate.names.series_table,
+                condition = self.series_condition(&candidate, matchers),
+                time = time_condition(start, end),
+                limit = *sample_budget + 1,
+            );
+            let batches = self.ingestor.query_translated(&sql).await?;
+            let mut points: HashMap<u64, Vec<(i64, f64)>> = HashMap::new();
+            for batch in &batches {
+                read_samples(
+                    batch,
+                    &found,
+                    &mut points,
+                    sample_budget,
+                    self.limits.max_samples,
+                )?;
+            }
+            for (id, mut points) in points {
+                // One sample per ms: the engine may hold several (retried
+                // writes under the `append` policy, ns times); the last read wins.
+                points.dedup_by(|later, earlier| {
+                    let same = later.0 == earlier.0;
+                    if same {
+                        *earlier = *later;
+                    }
+                    same
+                });
+                out.push(Series {
+                    labels: found[&id].clone(),
+                    points,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
+    }
+}
+
+fn read_samples(
+    batch: &RecordBatch,
+    wanted: &HashMap<u64, Labels>,
+    points: &mut HashMap<u64, Vec<(i64, f64)>>,
+    budget: &mut usize,
+    limit: usize,
+) -> Result<(), Error> {
+    let ids = batch.column(0).as_primitive::<UInt64Type>();
+    let times = batch.column(1).as_primitive::<Int64Type>();
+    let values = batch.column(2).as_primitive::<Float64Type>();
+    let mut current: Option<(u64, &mut Vec<(i64, f64)>)> = None;
+    for row in 0..batch.num_rows() {
+        let id = ids.value(row);
+        if !wanted.contains_key(&id) {
+            continue;
+        }
+        if *budget == 0 {
+            return Err(Error::Execution(format!(
+                "query processing would load too many samples into memory in query execution \
+                 (more than query.max_samples = {limit})"
+            )));
+        }
+        *budget -= 1;
+        let sample = (times.value(row), values.value(row));
+        match &mut current {
+            Some((at, list)) if *at == id => list.push(sample),
+            _ => {
+                let list = points.entry(id).or_default();
+                list.push(sample);
+                current = Some((id, list));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn too_many_series(limit: usize) -> Error {
+    Error::Execution(format!(
+        "the query selects more than query.max_series = {limit} series"
+    ))
+}
+
+/// `time` in `[start, end]` ms: a time with digits past the ms counts as
+/// its ms, as it is read.
+fn time_condition(start: i64, end: i64) -> String {
+    // The span of the `time` column (DateTime64(9): 1900 to 2262).
+    const FIRST: i64 = -2_208_988_800_000;
+    const LAST: i64 = 9_214_646_400_000;
+    let (start, end) = (start.clamp(FIRST, LAST), end.clamp(FIRST - 1, LAST));
+    format!(
+        "time >= fromUnixTimestamp64Milli(toInt64({start})) AND time < fromUnixTimestamp64Milli(toInt64({}))",
+        end.saturating_add(1)
+    )
+}
+
+/// The strings of an engine list element (`String` columns arrive as
+/// binary or UTF-8, depending on the engine's settings).
+fn strings(array: &dyn Array) -> Vec<String> {
+    let n = array.len();
+    match array.data_type() {
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            (0..n).map(|i| a.value(i).to_owned()).collect()
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            (0..n).map(|i| a.value(i).to_owned()).collect()
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            (0..n)
+                .map(|i| String::from_utf8_lossy(a.value(i)).into_owned())
+                .collect()
+        }
+        DataType::LargeBinary => {
+            let a = array.as_binary::<i64>();
+            (0..n)
+                .map(|i| String::from_utf8_lossy(a.value(i)).into_owned())
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}

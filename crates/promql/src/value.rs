@@ -1,0 +1,204 @@
+//! PromQL's values: label sets, samples, and the four result types, with
+//! Prometheus's number formats.
+
+use std::sync::Arc;
+
+/// The metric name's label.
+pub const METRIC_NAME: &str = "__name__";
+
+/// Prometheus's stale marker: the NaN a sender writes when a series ends.
+const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
+
+/// Whether `value` is a stale marker (not any NaN: only that one).
+pub fn is_stale(value: f64) -> bool {
+    value.to_bits() == STALE_NAN_BITS
+}
+
+/// A label set: pairs sorted by name, names unique, values never empty (a
+/// label with an empty value is no label). Shared: evaluation copies a
+/// series' labels into every step's sample.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Labels(Arc<[(String, String)]>);
+
+impl Labels {
+    /// The label set of `pairs`, in any order; empty values are dropped
+    /// and of repeated names the last wins.
+    pub fn new(mut pairs: Vec<(String, String)>) -> Labels {
+        pairs.retain(|(_, v)| !v.is_empty());
+        pairs.reverse();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|a, b| a.0 == b.0);
+        Labels(pairs.into())
+    }
+
+    /// The pairs, sorted by name.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
+    /// The value of `name`, `""` when absent (as PromQL reads it).
+    pub fn get(&self, name: &str) -> &str {
+        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => &self.0[i].1,
+            Err(_) => "",
+        }
+    }
+
+    /// Whether the set has no labels.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The same set without the metric name.
+    pub fn without_name(&self) -> Labels {
+        if self.get(METRIC_NAME).is_empty() {
+            return self.clone();
+        }
+        Labels(
+            self.0
+                .iter()
+                .filter(|(n, _)| n != METRIC_NAME)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The set with `name` set to `value` (removed when `value` is empty).
+    pub fn with(&self, name: &str, value: &str) -> Labels {
+        let mut pairs: Vec<(String, String)> =
+            self.0.iter().filter(|(n, _)| n != name).cloned().collect();
+        if !value.is_empty() {
+            pairs.push((name.to_owned(), value.to_owned()));
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        Labels(pairs.into())
+    }
+
+    /// The labels `keep` accepts.
+    pub fn filter(&self, mut keep: impl FnMut(&str) -> bool) -> Labels {
+        Labels(self.0.iter().filter(|(n, _)| keep(n)).cloned().collect())
+    }
+}
+
+impl std::fmt::Display for Labels {
+    /// Prometheus's form: `{a="1", b="2"}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{")?;
+        for (i, (name, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{name}={value:?}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// One element of an instant vector: a series' labels, its value at the
+/// evaluation time, and the time of the sample it came from (what
+/// `timestamp()` reports; the evaluation time for computed samples).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The series' labels.
+    pub labels: Labels,
+    /// The sample's time, ms since the epoch.
+    pub time: i64,
+    /// The value.
+    pub value: f64,
+}
+
+/// A series with its points: an element of a range vector or of a range
+/// query's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The series' labels.
+    pub labels: Labels,
+    /// `(time in ms, value)`, in time order.
+    pub points: Vec<(i64, f64)>,
+}
+
+/// A query's answer, in Prometheus's result types.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `scalar`: a time (ms) and a number.
+    Scalar(i64, f64),
+    /// `string`: a time (ms) and a string.
+    String(i64, String),
+    /// `vector`: one sample per series, at the evaluation time (ms).
+    Vector(i64, Vec<Sample>),
+    /// `matrix`: series with their points.
+    Matrix(Vec<Series>),
+}
+
+impl Value {
+    /// Prometheus's `resultType`.
+    pub fn result_type(&self) -> &'static str {
+        match self {
+            Value::Scalar(..) => "scalar",
+            Value::String(..) => "string",
+            Value::Vector(..) => "vector",
+            Value::Matrix(_) => "matrix",
+        }
+    }
+}
+
+/// A value as Prometheus writes it (Go's `strconv.FormatFloat(v, 'f', -1,
+/// 64)`): the shortest decimal that reads back the same, never an
+/// exponent; `NaN`, `+Inf`, `-Inf`.
+pub fn format_value(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".to_owned()
+    } else if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.to_owned()
+    } else {
+        // Rust's `Display` of f64 is the shortest round-trip form without
+        // an exponent, as Go's 'f' with precision -1; `-0` too.
+        format!("{value}")
+    }
+}
+
+/// A time in ms as Prometheus writes it: seconds, with up to three
+/// decimals (a JSON number).
+pub fn format_time(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    if millis == 0 {
+        format!("{seconds}")
+    } else {
+        format!("{seconds}.{millis:03}")
+            .trim_end_matches('0')
+            .to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_written_as_prometheus_writes_them() {
+        assert_eq!(format_value(1e21), "1000000000000000000000");
+        assert_eq!(format_value(1e-7), "0.0000001");
+        assert_eq!(format_value(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_value(-0.0), "-0");
+        assert_eq!(format_value(f64::NAN), "NaN");
+        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(format_value(2.0), "2");
+        assert_eq!(format_time(1_700_000_000_500), "1700000000.5");
+        assert_eq!(format_time(1_700_000_000_000), "1700000000");
+        assert_eq!(format_time(1_700_000_000_012), "1700000000.012");
+    }
+
+    #[test]
+    fn label_sets_are_sorted_and_drop_empty_values() {
+        let labels = Labels::new(vec![
+            ("b".into(), "2".into()),
+            ("a".into(), "1".into()),
+            ("c".into(), "".into()),
+        ]);
+        assert_eq!(labels.to_string(), r#"{a="1", b="2"}"#);
+        assert_eq!(labels.get("c"), "");
+        assert_eq!(labels.with("a", "").to_string(), r#"{b="2"}"#);
+        assert_eq!(labels.with("__name__", "x").without_name(), labels);
+    }
+}

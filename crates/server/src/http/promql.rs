@@ -1,0 +1,325 @@
+//! Prometheus's HTTP API (`/api/v1/query`, `query_range`, `series`,
+//! `labels`, `label/<name>/values`, `format_query`, `status/buildinfo`):
+//! the request's parameters (query string and form body alike, `match[]`
+//! repeated) handed to [`chingest_promql`], the answer written in
+//! Prometheus's JSON shapes. The database is `?db=`, a `/db/<name>` path
+//! prefix, or `[promql] default_database`.
+
+use std::time::Duration;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::{IntoResponse as _, Response};
+use axum::Json;
+use chingest_promql::{self as promql, Labels, Options, Source, Value};
+use serde_json::{json, Map};
+
+use crate::error::{ApiError, Flavor};
+use crate::state::AppState;
+
+/// The version reported to clients, which pick features by it (Grafana):
+/// the Prometheus whose language and answers PromQL here follows.
+pub(super) const PROMETHEUS_VERSION: &str = "2.42.0";
+
+/// A request's parameters, from the query string and a form body.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    async fn read(
+        state: &AppState,
+        headers: &HeaderMap,
+        query: Option<String>,
+        body: axum::body::Body,
+    ) -> Result<Params, ApiError> {
+        let mut pairs: Vec<(String, String)> = query
+            .map(|q| serde_urlencoded::from_str(&q).unwrap_or_default())
+            .unwrap_or_default();
+        let form = super::extract::read_body(
+            state,
+            headers,
+            body,
+            state.config.limits.max_body_bytes,
+            Flavor::Prometheus,
+        )
+        .await?;
+        if !form.is_empty() {
+            let decoded: Vec<(String, String)> = serde_urlencoded::from_bytes(&form)
+                .map_err(|err| bad_data(format!("invalid form body: {err}")))?;
+            pairs.extend(decoded);
+        }
+        Ok(Params(pairs))
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn time(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        self.get(name)
+            .map(|t| promql::parse_time(name, t))
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// `start`/`end` of a lookup: `None` when neither is given (all time).
+    fn range(&self) -> Result<Option<(i64, i64)>, ApiError> {
+        let (start, end) = (self.time("start")?, self.time("end")?);
+        Ok(match (start, end) {
+            (None, None) => None,
+            (s, e) => Some((s.unwrap_or(i64::MIN / 4), e.unwrap_or(i64::MAX / 4))),
+        })
+    }
+
+    /// `limit`: at most this many results (0 or none: all).
+    fn limit(&self) -> Result<usize, ApiError> {
+        match self.get("limit") {
+            None => Ok(usize::MAX),
+            Some(text) => match text.parse::<usize>() {
+                Ok(0) => Ok(usize::MAX),
+                Ok(n) => Ok(n),
+                Err(_) => Err(bad_data(format!(
+                    "invalid parameter \"limit\": cannot parse {text:?} to a valid limit"
+                ))),
+            },
+        }
+    }
+}
+
+fn bad_data(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message).flavor(Flavor::Prometheus)
+}
+
+fn success(data: serde_json::Value) -> Response {
+    Json(json!({ "status": "success", "data": data })).into_response()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What every PromQL request starts with: the caller checked, the
+/// database chosen, the limits.
+async fn prepare<'s>(
+    state: &'s AppState,
+    uri: &Uri,
+    headers: &HeaderMap,
+    query: Option<String>,
+    body: axum::body::Body,
+) -> Result<(Params, Source<'s>, Options), ApiError> {
+    let grant = state.authorize(headers, None, Flavor::Prometheus)?;
+    let params = Params::read(state, headers, query, body).await?;
+    let ingestor = state.ingestor().map_err(|e| e.flavor(Flavor::Prometheus))?;
+    let config = &state.config.promql;
+    let from_path = uri
+        .path()
+        .strip_prefix("/db/")
+        .and_then(|rest| rest.split('/').next());
+    let database = params
+        .get("db")
+        .or(from_path)
+        .unwrap_or(&config.default_database);
+    let limits = promql::Limits {
+        max_series: config.max_series,
+        max_samples: config.max_samples,
+    };
+    let source = Source::new(
+        ingestor,
+        grant.access(),
+        database,
+        &state.config.write.default_retention_policy,
+        limits,
+    )?;
+    let mut options = Options {
+        lookback: Duration::from_millis(config.lookback_delta_ms),
+        timeout: Duration::from_millis(config.timeout_ms),
+    };
+    if let Some(timeout) = params.get("timeout") {
+        options.timeout = options
+            .timeout
+            .min(promql::parse_duration("timeout", timeout)?);
+    }
+    Ok((params, source, options))
+}
+
+fn required<'p>(params: &'p Params, name: &str) -> Result<&'p str, ApiError> {
+    params.get(name).ok_or_else(|| {
+        bad_data(format!(
+            "invalid parameter {name:?}: cannot parse \"\" to a valid {}",
+            if name == "step" {
+                "duration"
+            } else {
+                "timestamp"
+            }
+        ))
+    })
+}
+
+/// `GET|POST /api/v1/query`: the query at `time` (default now).
+pub(super) async fn query(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, options) = prepare(&state, &uri, &headers, raw, body).await?;
+    let query = params.get("query").unwrap_or_default();
+    let time = params.time("time")?.unwrap_or_else(now_ms);
+    let value = promql::instant_query(&source, query, time, options).await?;
+    Ok(success(value_json(&value)))
+}
+
+/// `GET|POST /api/v1/query_range`: the query at every `step` from `start`
+/// to `end`.
+pub(super) async fn query_range(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, options) = prepare(&state, &uri, &headers, raw, body).await?;
+    let query = params.get("query").unwrap_or_default();
+    let start = promql::parse_time("start", required(&params, "start")?)?;
+    let end = promql::parse_time("end", required(&params, "end")?)?;
+    let step = promql::parse_duration("step", required(&params, "step")?)?;
+    let value = promql::range_query(&source, query, start, end, step, options).await?;
+    Ok(success(value_json(&value)))
+}
+
+/// `GET|POST /api/v1/series?match[]=…`.
+pub(super) async fn series(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let selectors = params.all("match[]");
+    if selectors.is_empty() {
+        return Err(bad_data("no match[] parameter provided"));
+    }
+    let limit = params.limit()?;
+    let series = promql::series(&source, &selectors, params.range()?).await?;
+    let data: Vec<serde_json::Value> = series.iter().take(limit).map(labels_json).collect();
+    Ok(success(json!(data)))
+}
+
+/// `GET|POST /api/v1/labels`.
+pub(super) async fn labels(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let limit = params.limit()?;
+    let names = promql::label_names(&source, &params.all("match[]"), params.range()?).await?;
+    Ok(success(json!(names
+        .into_iter()
+        .take(limit)
+        .collect::<Vec<_>>())))
+}
+
+/// `GET /api/v1/label/<name>/values`.
+pub(super) async fn label_values(
+    State(state): State<AppState>,
+    Path(path): Path<Vec<(String, String)>>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let name = path
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    if !promql::naming::is_label_name(&name) {
+        return Err(bad_data(format!("invalid label name: {name:?}")));
+    }
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let limit = params.limit()?;
+    let values =
+        promql::label_values(&source, &name, &params.all("match[]"), params.range()?).await?;
+    Ok(success(json!(values
+        .into_iter()
+        .take(limit)
+        .collect::<Vec<_>>())))
+}
+
+/// `GET|POST /api/v1/format_query?query=…`.
+pub(super) async fn format_query(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, _, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let formatted = promql::format_query(params.get("query").unwrap_or_default())?;
+    Ok(success(json!(formatted)))
+}
+
+/// `GET /api/v1/status/buildinfo`: what Grafana asks first.
+pub(super) async fn buildinfo() -> Response {
+    success(json!({
+        "version": PROMETHEUS_VERSION,
+        "revision": env!("CARGO_PKG_VERSION"),
+        "branch": "chingest",
+        "buildUser": "chingest",
+        "buildDate": "",
+        "goVersion": "",
+    }))
+}
+
+fn labels_json(labels: &Labels) -> serde_json::Value {
+    let map: Map<String, serde_json::Value> = labels
+        .pairs()
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    serde_json::Value::Object(map)
+}
+
+/// `[time, "value"]`: the time a JSON number of seconds.
+fn point_json(time: i64, value: &str) -> serde_json::Value {
+    let time: serde_json::Value =
+        serde_json::from_str(&promql::format_time(time)).unwrap_or(json!(0));
+    json!([time, value])
+}
+
+fn value_json(value: &Value) -> serde_json::Value {
+    let result = match value {
+        Value::Scalar(t, v) => point_json(*t, &promql::format_value(*v)),
+        Value::String(t, s) => point_json(*t, s),
+        Value::Vector(t, samples) => json!(samples
+            .iter()
+            .map(|s| json!({ "metric": labels_json(&s.labels), "value": point_json(*t, &promql::format_value(s.value)) }))
+            .collect::<Vec<_>>()),
+        Value::Matrix(series) => json!(series
+            .iter()
+            .map(|s| json!({
+                "metric": labels_json(&s.labels),
+                "values": s.points.iter().map(|(t, v)| point_json(*t, &promql::format_value(*v))).collect::<Vec<_>>(),
+            }))
+            .collect::<Vec<_>>()),
+    };
+    json!({ "resultType": value.result_type(), "result": result })
+}
