@@ -2,8 +2,10 @@
 //! from the specification's field numbers
 //! (<https://prometheus.io/docs/specs/prw/remote_write_spec/>). Fields a
 //! receiver of 1.0 does not use (exemplars, native histograms) are left out:
-//! protobuf decoding skips them. Remote write 2.0's messages are in [`v2`].
+//! protobuf decoding skips them. Remote write 2.0's messages are in [`v2`],
+//! remote read's in [`read`].
 
+pub mod read;
 pub mod v2;
 
 /// A batch of series, and the metadata of metric families.

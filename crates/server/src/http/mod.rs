@@ -13,6 +13,7 @@ pub(crate) mod metrics;
 mod otlp;
 mod prometheus;
 mod promql;
+mod remote_read;
 mod sql;
 
 use axum::routing::{get, post};
@@ -51,6 +52,7 @@ fn prometheus_api(prefix: &str) -> Router<AppState> {
             &format!("{prefix}/status/buildinfo"),
             get(promql::buildinfo),
         )
+        .route(&format!("{prefix}/read"), post(remote_read::read))
 }
 
 /// The router for `state`.

@@ -112,7 +112,7 @@ fn now_ms() -> i64 {
 }
 
 /// What every PromQL request starts with: the caller checked, the
-/// database chosen, the limits.
+/// parameters read, the database chosen, the limits.
 async fn prepare<'s>(
     state: &'s AppState,
     uri: &Uri,
@@ -122,27 +122,8 @@ async fn prepare<'s>(
 ) -> Result<(Params, Source<'s>, Options), ApiError> {
     let grant = state.authorize(headers, None, Flavor::Prometheus)?;
     let params = Params::read(state, headers, query, body).await?;
-    let ingestor = state.ingestor().map_err(|e| e.flavor(Flavor::Prometheus))?;
+    let source = source(state, grant.access(), uri, params.get("db"))?;
     let config = &state.config.promql;
-    let from_path = uri
-        .path()
-        .strip_prefix("/db/")
-        .and_then(|rest| rest.split('/').next());
-    let database = params
-        .get("db")
-        .or(from_path)
-        .unwrap_or(&config.default_database);
-    let limits = promql::Limits {
-        max_series: config.max_series,
-        max_samples: config.max_samples,
-    };
-    let source = Source::new(
-        ingestor,
-        grant.access(),
-        database,
-        &state.config.write.default_retention_policy,
-        limits,
-    )?;
     let mut options = Options {
         lookback: Duration::from_millis(config.lookback_delta_ms),
         timeout: Duration::from_millis(config.timeout_ms),
@@ -153,6 +134,35 @@ async fn prepare<'s>(
             .min(promql::parse_duration("timeout", timeout)?);
     }
     Ok((params, source, options))
+}
+
+/// The database a Prometheus API request reads (`?db=`, the `/db/<name>`
+/// prefix, or the default) under the `[promql]` limits, if the caller may.
+pub(super) fn source<'s>(
+    state: &'s AppState,
+    access: &chingest::Access,
+    uri: &Uri,
+    db_param: Option<&str>,
+) -> Result<Source<'s>, ApiError> {
+    let ingestor = state.ingestor().map_err(|e| e.flavor(Flavor::Prometheus))?;
+    let config = &state.config.promql;
+    let from_path = uri
+        .path()
+        .strip_prefix("/db/")
+        .and_then(|rest| rest.split('/').next());
+    let database = db_param.or(from_path).unwrap_or(&config.default_database);
+    let limits = promql::Limits {
+        max_series: config.max_series,
+        max_samples: config.max_samples,
+    };
+    let retention_policy = &state.config.write.default_retention_policy;
+    Ok(Source::new(
+        ingestor,
+        access,
+        database,
+        retention_policy,
+        limits,
+    )?)
 }
 
 fn required<'p>(params: &'p Params, name: &str) -> Result<&'p str, ApiError> {
