@@ -139,7 +139,9 @@ impl Default for CardinalityLimits {
 /// server's `/sql`). They are settings of read-only connections, where a
 /// statement cannot change settings, so a caller cannot raise them. A
 /// statement past one fails with [`Error::QueryLimit`](crate::Error::QueryLimit); `0` means no limit
-/// (the engine's convention).
+/// (the engine's convention). The last three say how many such statements
+/// (and [`query_translated`](crate::Ingestor::query_translated)'s) run at
+/// once and how many wait, and how long, for a slot.
 #[derive(Debug, Clone)]
 #[cfg_attr(
     feature = "serde",
@@ -167,9 +169,19 @@ pub struct QueryLimits {
     /// Threads one statement may use (`max_threads`): 1 leaves the other
     /// cores to ingestion.
     pub max_threads: u64,
-    /// Statements running at once; more fail at once with
-    /// [`Error::TooManyQueries`](crate::Error::TooManyQueries).
+    /// Statements running at once; more wait in a queue for a slot.
     pub max_concurrent: usize,
+    /// Statements that may wait for a slot, in arrival order, while
+    /// `max_concurrent` run: enough for a dashboard's panels, which ask at
+    /// once. One more fails at once with
+    /// [`Error::TooManyQueries`](crate::Error::TooManyQueries); `0`
+    /// refuses every statement that finds no free slot.
+    pub max_queued: usize,
+    /// How long a statement waits in the queue before it fails with
+    /// [`Error::QueryQueueTimeout`](crate::Error::QueryQueueTimeout); in
+    /// a file, `queue_timeout_ms`.
+    #[cfg_attr(feature = "serde", serde(rename = "queue_timeout_ms", with = "millis"))]
+    pub queue_timeout: Duration,
 }
 
 impl Default for QueryLimits {
@@ -183,6 +195,8 @@ impl Default for QueryLimits {
             max_result_bytes: 1 << 30,
             max_threads: 1,
             max_concurrent: 4,
+            max_queued: 64,
+            queue_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -317,6 +331,9 @@ impl IngestConfig {
         }
         if self.query.max_concurrent == 0 || self.query.max_threads == 0 {
             return fail("query.max_concurrent and query.max_threads must be at least 1");
+        }
+        if self.query.max_queued > 0 && self.query.queue_timeout.is_zero() {
+            return fail("query.queue_timeout must be positive when query.max_queued is");
         }
         if self.wal.checkpoint_interval.is_zero() {
             return fail("wal.checkpoint_interval must be positive");

@@ -5,6 +5,9 @@
 //! here runs on tokio's blocking pool ([`Engine::run`]), never on an async
 //! worker. A connection runs one statement at a time; the pool hands each
 //! concurrent caller its own connection, which is what lets inserts overlap.
+//! Untrusted statements take a slot of their [`queue`] first.
+
+mod queue;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +21,10 @@ use arrow::record_batch::RecordBatch;
 use chdb_rust::admin::QueryClass;
 use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use deadpool::managed::{self, Metrics, RecycleResult};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::QueryLimits;
 use crate::durable;
+use crate::engine::queue::{QueryQueue, QuerySlot};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::stats::IngestStats;
@@ -70,8 +73,9 @@ pub(crate) struct Engine {
     /// queries from untrusted callers, together with the sandbox
     /// (`read::sandbox`).
     read_only: managed::Pool<ConnectionManager>,
-    /// At most `QueryLimits::max_concurrent` untrusted statements at once.
-    read_only_slots: Arc<Semaphore>,
+    /// At most `QueryLimits::max_concurrent` untrusted statements at once
+    /// (the read-only pool's size), more waiting their turn.
+    queries: QueryQueue,
     /// Counters, shared with the ingestor.
     pub(crate) stats: Arc<IngestStats>,
     /// What the engine keeps on disk, synced where it does not sync itself.
@@ -207,11 +211,12 @@ impl Engine {
             root: data_dir.to_owned(),
             tables: Mutex::default(),
         });
+        let stats = Arc::<IngestStats>::default();
         let engine = Engine {
             pool,
             read_only: connection_pool(read_only_args, limits.max_concurrent)?,
-            read_only_slots: Arc::new(Semaphore::new(limits.max_concurrent)),
-            stats: Arc::default(),
+            queries: QueryQueue::new(limits, Arc::clone(&stats)),
+            stats,
             disk: Arc::clone(&disk),
         };
         engine
@@ -290,14 +295,12 @@ impl Engine {
         self.run(move |conn| query(conn, &sql, format)).await
     }
 
-    /// A slot among the untrusted statements and a connection of the
-    /// read-only pool, for one such statement; [`Error::TooManyQueries`]
-    /// when every slot is taken.
-    pub(crate) async fn read_only_connection(&self) -> Result<(Pooled, OwnedSemaphorePermit)> {
-        let limit = self.read_only.status().max_size;
-        let slot = Arc::clone(&self.read_only_slots)
-            .try_acquire_owned()
-            .map_err(|_| Error::TooManyQueries { limit })?;
+    /// A slot among the untrusted statements, waited for in their queue
+    /// ([`Error::TooManyQueries`], [`Error::QueryQueueTimeout`]), and a
+    /// connection of the read-only pool, for one such statement. Its
+    /// caller gives the connection back before the slot ([`release`]).
+    pub(crate) async fn read_only_connection(&self) -> Result<(Pooled, QuerySlot)> {
+        let slot = self.queries.enter().await?;
         let conn = self.read_only.get().await.map_err(pool_error)?;
         Ok((conn, slot))
     }
@@ -322,11 +325,8 @@ impl Engine {
     pub(crate) async fn query_read_only_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
         let (conn, slot) = self.read_only_connection().await?;
         tokio::task::spawn_blocking(move || {
-            let _slot = slot;
             let batches = query_arrow(&conn, &sql);
-            if batches.is_err() {
-                discard(conn);
-            }
+            release(conn, slot, batches.is_ok());
             batches.map_err(limit_error)
         })
         .await
@@ -342,7 +342,21 @@ impl Engine {
     pub(crate) fn close(&self) {
         self.pool.close();
         self.read_only.close();
+        self.queries.close();
     }
+}
+
+/// Ends an untrusted statement: its read-only connection back to the pool
+/// (or closed if the statement did not run to its end, see [`discard`]),
+/// then its slot to the next statement, which so finds a connection too.
+/// Called before the statement's caller is answered: a client that asks
+/// again as soon as it has the answer finds the slot free.
+pub(crate) fn release(conn: Pooled, slot: QuerySlot, whole: bool) {
+    match whole {
+        true => drop(conn),
+        false => discard(conn),
+    }
+    drop(slot);
 }
 
 /// Closes a pooled connection instead of returning it to its pool. A

@@ -60,11 +60,36 @@ pub enum Error {
         /// The measurement named.
         measurement: String,
     },
-    /// `QueryLimits::max_concurrent` statements are already running.
-    #[error("too many queries: {limit} are already running; retry later")]
+    /// Every query slot is busy and the queue for them is full
+    /// ([`QueryLimits::max_concurrent`](crate::QueryLimits::max_concurrent),
+    /// [`max_queued`](crate::QueryLimits::max_queued)). Retry after the
+    /// given delay.
+    #[error(
+        "too many queries: {running} running and {queued} waiting for a slot, the most allowed \
+         (query.max_concurrent, query.max_queued); retry later"
+    )]
     TooManyQueries {
-        /// The configured limit.
-        limit: usize,
+        /// Statements that may run at once.
+        running: usize,
+        /// Statements that may wait.
+        queued: usize,
+        /// A suggested delay before retrying.
+        retry_after: Duration,
+    },
+    /// The statement waited its [`QueryLimits::queue_timeout`](crate::QueryLimits::queue_timeout)
+    /// in the queue and no slot came free: the statements ahead of it are
+    /// slow. Retry after the given delay.
+    #[error(
+        "no query slot came free within {waited:?} (query.queue_timeout): the {running} \
+         statements running and those queued before this one take too long; retry later"
+    )]
+    QueryQueueTimeout {
+        /// Statements that may run at once.
+        running: usize,
+        /// How long it waited.
+        waited: Duration,
+        /// A suggested delay before retrying.
+        retry_after: Duration,
     },
     /// The database does not exist and the write did not ask to create it.
     #[error("database not found: {0:?}")]

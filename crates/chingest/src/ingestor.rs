@@ -315,6 +315,13 @@ impl Ingestor {
     /// DDL, settings changes, several statements, `INTO OUTFILE` and table
     /// functions that reach outside the engine (`file`, `url`, `remote`, …)
     /// are refused ([`Error::NotReadOnly`], or the engine's own error).
+    ///
+    /// At most [`QueryLimits::max_concurrent`](crate::QueryLimits::max_concurrent)
+    /// such statements (with those of [`query_translated`](Self::query_translated))
+    /// run at once; the next wait for a slot in arrival order, up to
+    /// `max_queued` of them for up to `queue_timeout` each: past those,
+    /// [`Error::TooManyQueries`] or [`Error::QueryQueueTimeout`]. Dropping
+    /// the future while it waits leaves the queue.
     pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         let mut chunks = self
             .query_read_only_stream(sql, format, &ReadScope::All, None)
@@ -448,6 +455,7 @@ impl Ingestor {
     /// under the query limits, without the sandbox's parses; its result as
     /// Arrow batches. For translators such as InfluxQL's, never for SQL
     /// text that a caller sent (that is [`query_read_only`](Self::query_read_only)).
+    /// It waits for a slot in the same queue.
     pub async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.reader.query_translated(sql).await
     }

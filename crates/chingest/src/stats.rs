@@ -130,6 +130,21 @@ pub struct IngestStats {
     /// Measurements the last-value cache rebuilt from the engine (on open,
     /// after edits).
     pub last_value_rebuilds: AtomicU64,
+    /// Untrusted statements running now (at most `query.max_concurrent`).
+    pub queries_running: AtomicU64,
+    /// Statements waiting for a slot now.
+    pub queries_waiting: AtomicU64,
+    /// Statements that found every slot busy and waited for one.
+    pub queries_queued: AtomicU64,
+    /// Statements refused because the queue was full.
+    pub queries_refused_queue_full: AtomicU64,
+    /// Statements refused after waiting `query.queue_timeout`.
+    pub queries_refused_queue_timeout: AtomicU64,
+    /// Statements whose caller went away while they waited.
+    pub queries_abandoned_in_queue: AtomicU64,
+    /// Seconds statements waited in the queue (whether they got a slot or
+    /// not; those that found one free are not counted).
+    pub query_queue_wait_seconds: Histogram,
 }
 
 impl Default for IngestStats {
@@ -176,6 +191,13 @@ impl Default for IngestStats {
             last_value_bytes: AtomicU64::new(0),
             last_value_evictions: AtomicU64::new(0),
             last_value_rebuilds: AtomicU64::new(0),
+            queries_running: AtomicU64::new(0),
+            queries_waiting: AtomicU64::new(0),
+            queries_queued: AtomicU64::new(0),
+            queries_refused_queue_full: AtomicU64::new(0),
+            queries_refused_queue_timeout: AtomicU64::new(0),
+            queries_abandoned_in_queue: AtomicU64::new(0),
+            query_queue_wait_seconds: Histogram::new(&[0.001, 0.01, 0.1, 0.5, 1.0, 5.0, 10.0]),
         }
     }
 }

@@ -399,6 +399,8 @@ mod tests {
             config.ingest.flush_max_age_ms,
             defaults.ingest.flush_max_age_ms
         );
+        assert_eq!(config.query.max_queued, defaults.query.max_queued);
+        assert_eq!(config.query.queue_timeout, defaults.query.queue_timeout);
     }
 
     #[test]

@@ -124,6 +124,8 @@ impl From<chingest::Error> for ApiError {
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
             E::QueryLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             E::TooManyQueries { .. } => StatusCode::TOO_MANY_REQUESTS,
+            // It waited its turn and the server could not serve it.
+            E::QueryQueueTimeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
             E::DatabaseNotFound(_) | E::NotCached { .. } => StatusCode::NOT_FOUND,
             E::Conflict(_) => StatusCode::CONFLICT,
             E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -133,10 +135,10 @@ impl From<chingest::Error> for ApiError {
         };
         let mut api = ApiError::new(status, err.to_string());
         api.retry_after = match &err {
-            E::Overloaded { retry_after, .. } | E::LogFull { retry_after, .. } => {
-                Some(retry_after.as_secs().max(1))
-            }
-            E::TooManyQueries { .. } => Some(1),
+            E::Overloaded { retry_after, .. }
+            | E::LogFull { retry_after, .. }
+            | E::TooManyQueries { retry_after, .. }
+            | E::QueryQueueTimeout { retry_after, .. } => Some(retry_after.as_secs().max(1)),
             _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(1),
             _ => None,
         };
@@ -176,8 +178,6 @@ impl From<chingest_influxql::Error> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
 /// PromQL's errors, with Prometheus's `errorType` and status.
 impl From<chingest_promql::Error> for ApiError {
     fn from(err: chingest_promql::Error) -> Self {
@@ -209,6 +209,8 @@ impl ApiError {
     }
 }
 
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
         if self.status.is_server_error() {
             tracing::error!(status = %self.status, message = %self.message, "request failed");
         } else {
@@ -217,13 +219,13 @@ impl ApiError {
         let mut body = match self.flavor {
             Flavor::V1 => json!({ "error": self.message }),
             Flavor::V2 => json!({ "code": self.v2_code(), "message": self.message }),
-        };
-        if let Some(object) = body.as_object_mut() {
             Flavor::Prometheus => json!({
                 "status": "error",
                 "errorType": self.prometheus_error_type(),
                 "error": self.message,
             }),
+        };
+        if let Some(object) = body.as_object_mut() {
             object.extend(self.extra);
         }
         let mut response = (self.status, axum::Json(body)).into_response();

@@ -1,7 +1,8 @@
 //! The server's own counters (HTTP requests by endpoint and status, gRPC
 //! calls by method and code, their latency, bytes in) and their Prometheus
 //! text exposition together with the ingestor's (lines, flushes, series,
-//! pool waits, engine errors, memory). `http/metrics.rs` serves it.
+//! pool waits, engine errors, memory, the read queue). `http/metrics.rs`
+//! serves it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -204,10 +205,36 @@ impl ServerMetrics {
                     "Measurements the last-value cache rebuilt from the engine (open, edits).",
                     &s.last_value_rebuilds,
                 ),
+                (
+                    "chingest_queries_queued_total",
+                    "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
+                    &s.queries_queued,
+                ),
+                (
+                    "chingest_queries_abandoned_in_queue_total",
+                    "Read statements whose client went away while they waited for a slot.",
+                    &s.queries_abandoned_in_queue,
+                ),
             ];
             for (name, help, counter) in counters {
                 header(&mut out, name, "counter", help);
                 let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
+            }
+            header(
+                &mut out,
+                "chingest_queries_refused_total",
+                "counter",
+                "Read statements refused: the queue full (429) or no slot within the queue timeout (503).",
+            );
+            for (reason, counter) in [
+                ("queue_full", &s.queries_refused_queue_full),
+                ("queue_timeout", &s.queries_refused_queue_timeout),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "chingest_queries_refused_total{{reason=\"{reason}\"}} {}",
+                    counter.load(Ordering::Relaxed)
+                );
             }
             let gauges = [
                 (
@@ -239,6 +266,16 @@ impl ServerMetrics {
                     "chingest_last_value_bytes",
                     "Bytes the last-value cache holds (an estimate).",
                     &s.last_value_bytes,
+                ),
+                (
+                    "chingest_queries_running",
+                    "Read statements running (at most query.max_concurrent).",
+                    &s.queries_running,
+                ),
+                (
+                    "chingest_queries_waiting",
+                    "Read statements waiting for a slot (at most query.max_queued).",
+                    &s.queries_waiting,
                 ),
             ];
             for (name, help, gauge) in gauges {
@@ -287,6 +324,18 @@ impl ServerMetrics {
                 "chingest_connection_wait_seconds",
                 "",
                 &s.connection_wait_seconds,
+            );
+            header(
+                &mut out,
+                "chingest_query_queue_wait_seconds",
+                "histogram",
+                "How long read statements that found every slot busy waited.",
+            );
+            histogram(
+                &mut out,
+                "chingest_query_queue_wait_seconds",
+                "",
+                &s.query_queue_wait_seconds,
             );
             header(
                 &mut out,

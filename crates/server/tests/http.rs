@@ -47,6 +47,8 @@ fn main() {
         hostile_input_gets_its_error_and_the_server_keeps_serving,
         per_line_limits_reject_only_their_line,
         large_sql_results_stream,
+        a_sequential_client_is_never_refused,
+        a_burst_past_the_slots_waits_its_turn,
     ]);
 }
 
@@ -419,12 +421,7 @@ fn metrics_count_requests_lines_and_flushes() {
     run(async {
         write_v1("db=h_metrics", "m v=1i 1\nm v=x 2\n").await;
         let text = support::metrics().await;
-        let value = |name: &str| -> f64 {
-            text.lines()
-                .find(|line| line.starts_with(name) && line[name.len()..].starts_with(' '))
-                .and_then(|line| line.rsplit(' ').next()?.parse().ok())
-                .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
-        };
+        let value = |name: &str| support::metric(&text, name);
         assert!(value("chingest_http_requests_total{endpoint=\"/write\",status=\"400\"}") >= 1.0);
         assert!(value("chingest_lines_accepted_total") >= 1.0);
         assert!(value("chingest_lines_rejected_total") >= 1.0);
@@ -562,5 +559,81 @@ fn large_sql_results_stream() {
         assert!(chunks > 1, "{chunks} chunk(s)");
         assert_eq!(lines, 3_000_000);
         assert!(last.ends_with(b"2999999\n"));
+    })
+}
+
+/// One keep-alive client asking one-series lookups back to back, as fast
+/// as it can, is never refused: a statement's slot is free again before
+/// its answer ends, and one that found the slots busy would wait its turn.
+fn a_sequential_client_is_never_refused() {
+    run(async {
+        let (status, text) = write_v1(
+            "db=h_sequential&precision=s",
+            "cpu,host=a usage=0.5 1700000000\n",
+        )
+        .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
+        let (_, id) = sql("SELECT series_id FROM h_sequential._series").await;
+        let lookup = format!(
+            "SELECT usage FROM h_sequential.`cpu.autogen` WHERE series_id = {} \
+             ORDER BY time DESC LIMIT 1",
+            id.trim()
+        );
+        let client = client();
+        let mut statuses = std::collections::BTreeMap::new();
+        for _ in 0..500 {
+            let r = client
+                .post(format!("{}/sql?format=TabSeparated", base()))
+                .bearer_auth(TOKEN)
+                .body(lookup.clone())
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let text = r.text().await.unwrap();
+            if status == 200 {
+                assert_eq!(text, "0.5\n");
+            }
+            *statuses.entry(status).or_insert(0) += 1;
+        }
+        assert_eq!(statuses, [(200, 500)].into());
+    })
+}
+
+/// A burst of statements past `query.max_concurrent` (4) and within
+/// `query.max_queued` (64), as a dashboard's panels ask at once: those
+/// that find every slot busy wait, and every one is answered.
+fn a_burst_past_the_slots_waits_its_turn() {
+    run(async {
+        wait_ready().await;
+        let queued = || async {
+            support::metric(&support::metrics().await, "chingest_queries_queued_total")
+        };
+        let before = queued().await;
+        let burst: Vec<_> = (0..24)
+            .map(|i| {
+                tokio::spawn(async move {
+                    let r = client()
+                        .post(format!("{}/sql?format=TabSeparated", base()))
+                        .bearer_auth(TOKEN)
+                        .body(format!("SELECT {i}, sleepEachRow(0.1) FROM numbers(2)"))
+                        .send()
+                        .await
+                        .unwrap();
+                    (i, r.status(), r.text().await.unwrap())
+                })
+            })
+            .collect();
+        for panel in burst {
+            let (i, status, text) = panel.await.unwrap();
+            assert_eq!(
+                (status, text),
+                (StatusCode::OK, format!("{i}\t0\n{i}\t0\n"))
+            );
+        }
+        assert!(
+            queued().await > before,
+            "some of the burst waited for a slot"
+        );
     })
 }

@@ -13,6 +13,8 @@ use chingest_server::config::ServerConfig;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
+mod support;
+
 fn client() -> Client {
     Client::builder().no_proxy().build().unwrap()
 }
@@ -82,7 +84,8 @@ fn main() {
         concurrent_bodies_past_the_memory_budget_get_429,
         durability_is_chosen_per_request,
         query_limits_answer_422_naming_the_limit,
-        concurrent_queries_past_the_limit_get_429,
+        queries_past_the_queue_get_429_and_past_its_timeout_503,
+        a_client_that_goes_away_leaves_the_queue,
         a_client_that_goes_away_cancels_its_query,
         scoped_tokens_on_every_endpoint,
         last_values_are_read_through_sql_within_the_token_s_scope,
@@ -402,30 +405,182 @@ async fn query_limits_answer_422_naming_the_limit() {
     server.shutdown().await.unwrap();
 }
 
-/// Past `query.max_concurrent` statements at once: 429 with Retry-After.
-async fn concurrent_queries_past_the_limit_get_429() {
+/// A request of each read API, on a server with one slot and room for one
+/// statement in the queue.
+#[derive(Debug, Clone, Copy)]
+enum ReadApi {
+    Sql,
+    ClickHouse,
+    InfluxQl,
+}
+
+impl ReadApi {
+    fn request(self, base: &str, clickhouse: &str) -> reqwest::RequestBuilder {
+        match self {
+            ReadApi::Sql => client().post(format!("{base}/sql")).body("SELECT 1"),
+            ReadApi::ClickHouse => client().post(format!("{clickhouse}/")).body("SELECT 1"),
+            ReadApi::InfluxQl => client()
+                .get(format!("{base}/query"))
+                .query(&[("db", "queue"), ("q", "SELECT v FROM m")]),
+        }
+    }
+
+    /// Checks a refusal: its status, Retry-After, and the message in the
+    /// API's own shape (InfluxDB's JSON, ClickHouse's exception text).
+    async fn check_refusal(self, response: reqwest::Response, status: StatusCode, says: &str) {
+        assert_eq!(response.status(), status, "{self:?}");
+        assert_eq!(response.headers()["retry-after"], "1", "{self:?}");
+        let code = response
+            .headers()
+            .get("x-clickhouse-exception-code")
+            .cloned();
+        let text = response.text().await.unwrap();
+        match self {
+            ReadApi::Sql | ReadApi::InfluxQl => {
+                let json: Value = serde_json::from_str(&text).unwrap();
+                let message = json["error"].as_str().unwrap();
+                assert!(message.starts_with(says), "{self:?}: {message}");
+            }
+            ReadApi::ClickHouse => {
+                assert_eq!(code.unwrap(), "202");
+                let text = text.trim_end();
+                assert!(
+                    text.starts_with(&format!("Code: 202. DB::Exception: {says}")),
+                    "{text}"
+                );
+                assert!(text.ends_with("(TOO_MANY_SIMULTANEOUS_QUERIES)"), "{text}");
+            }
+        }
+    }
+}
+
+/// Waits until the gauge or counter `name` of `/metrics` is `value`.
+async fn metric_reaches(base: &str, name: &str, value: f64) {
+    let mut last = 0.0;
+    for _ in 0..200 {
+        let text = client()
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        last = support::metric(&text, name);
+        if last == value {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{name} is {last}, not {value}");
+}
+
+/// Holds the one slot with a statement of 1.5 s, once it runs.
+async fn hold_the_slot(base: &str) -> tokio::task::JoinHandle<(StatusCode, String)> {
+    let slow = {
+        let base = base.to_owned();
+        tokio::spawn(async move { sql(&base, "SELECT sleepEachRow(0.5) FROM numbers(3)").await })
+    };
+    metric_reaches(base, "chingest_queries_running", 1.0).await;
+    slow
+}
+
+/// Past the slots and the queue, a statement is refused at once with 429;
+/// one that waited past `query.queue_timeout` gets 503; both with
+/// Retry-After, on `/sql`, the ClickHouse interface and InfluxQL alike.
+async fn queries_past_the_queue_get_429_and_past_its_timeout_503() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
+    config.clickhouse_http_addr = Some("127.0.0.1:0".parse().unwrap());
     config.query.max_concurrent = 1;
+    config.query.max_queued = 1;
+    config.query.queue_timeout = Duration::from_millis(500);
     let (server, base) = serve(config).await;
-    let slow = {
-        let base = base.clone();
-        tokio::spawn(async move { sql(&base, "SELECT sleepEachRow(0.5) FROM numbers(2)").await })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let clickhouse = format!("http://{}", server.clickhouse_addr.unwrap());
     let r = client()
-        .post(format!("{base}/sql"))
-        .body("SELECT 1")
+        .post(format!("{base}/write?db=queue&durability=visible"))
+        .body("m v=1i 1\n")
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert!(r.headers().contains_key("retry-after"));
-    assert_eq!(slow.await.unwrap().0, StatusCode::OK);
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    for api in [ReadApi::Sql, ReadApi::ClickHouse, ReadApi::InfluxQl] {
+        let slow = hold_the_slot(&base).await;
+        let waiting = tokio::spawn(api.request(&base, &clickhouse).send());
+        metric_reaches(&base, "chingest_queries_waiting", 1.0).await;
+        let full = api.request(&base, &clickhouse).send().await.unwrap();
+        api.check_refusal(
+            full,
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many queries: 1 running and 1 waiting",
+        )
+        .await;
+        let timed_out = waiting.await.unwrap().unwrap();
+        api.check_refusal(
+            timed_out,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no query slot came free within 500ms",
+        )
+        .await;
+        assert_eq!(slow.await.unwrap().0, StatusCode::OK);
+    }
+    let metrics = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let refused = |reason: &str| {
+        support::metric(
+            &metrics,
+            &format!("chingest_queries_refused_total{{reason=\"{reason}\"}}"),
+        )
+    };
+    assert_eq!(
+        (refused("queue_full"), refused("queue_timeout")),
+        (3.0, 3.0)
+    );
+    assert_eq!(
+        support::metric(&metrics, "chingest_queries_queued_total"),
+        3.0
+    );
+    // Free again: a statement runs at once.
     assert_eq!(
         sql(&base, "SELECT 1").await,
         (StatusCode::OK, "1\n".to_owned())
     );
+    server.shutdown().await.unwrap();
+}
+
+/// A client that gives up while its statement waits for a slot takes it
+/// out of the queue: the next statement finds room, waits, and is answered.
+async fn a_client_that_goes_away_leaves_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.query.max_concurrent = 1;
+    config.query.max_queued = 1;
+    let (server, base) = serve(config).await;
+    let slow = hold_the_slot(&base).await;
+    let impatient = Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let sent = impatient
+        .post(format!("{base}/sql"))
+        .body("SELECT 1")
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    metric_reaches(&base, "chingest_queries_abandoned_in_queue_total", 1.0).await;
+    metric_reaches(&base, "chingest_queries_waiting", 0.0).await;
+    assert_eq!(
+        sql(&base, "SELECT 1").await,
+        (StatusCode::OK, "1\n".to_owned())
+    );
+    assert_eq!(slow.await.unwrap().0, StatusCode::OK);
     server.shutdown().await.unwrap();
 }
 

@@ -72,7 +72,6 @@ where
     let marker = canceller.marker.clone();
     let (engine, sandbox) = (Arc::clone(engine), Arc::clone(sandbox));
     tokio::task::spawn_blocking(move || {
-        let _slot = slot;
         let database = statement.database.clone();
         let mut snapshots = Snapshots {
             engine,
@@ -105,13 +104,16 @@ where
             }
             (other, _) => other,
         };
-        match streamed {
-            Ok(Streamed::Whole | Streamed::Empty) => {}
-            Ok(Streamed::Abandoned) => engine::discard(conn),
-            Err(err) => {
-                engine::discard(conn);
-                let _ = sender.blocking_send(Err(engine::limit_error(err)));
-            }
+        // Connection and slot go back before the answer ends (an error
+        // sent, the sender dropped), so the caller's next statement finds
+        // them free.
+        engine::release(
+            conn,
+            slot,
+            matches!(streamed, Ok(Streamed::Whole | Streamed::Empty)),
+        );
+        if let Err(err) = streamed {
+            let _ = sender.blocking_send(Err(engine::limit_error(err)));
         }
     });
     Ok(QueryChunks {

@@ -250,8 +250,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     };
     let mut groups: Vec<BarGroup> = Vec::new();
     let runtime = tokio::runtime::Runtime::new()?;
-    // Room for every connection's statement (a running server needs
-    // `query.max_concurrent` at least `--connections`).
+    // Every connection's statement runs at once, as the engine side runs
+    // one per thread; a server at `--url` queues those past its
+    // `query.max_concurrent`, which shows in the latencies.
     let admit_all = |config: &mut chingest_server::config::ServerConfig| {
         config.query.max_concurrent = config.query.max_concurrent.max(args.connections);
     };

@@ -122,6 +122,16 @@ pub(crate) async fn metrics() -> String {
         .unwrap()
 }
 
+/// The value of the sample `name` (with its labels, if any) in the
+/// Prometheus text `exposition`.
+pub(crate) fn metric(exposition: &str, name: &str) -> f64 {
+    exposition
+        .lines()
+        .find(|line| line.starts_with(name) && line[name.len()..].starts_with(' '))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from:\n{exposition}"))
+}
+
 /// Each test function, by name (stringify keeps the two in step).
 #[macro_export]
 macro_rules! tests {

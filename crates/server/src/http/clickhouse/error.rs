@@ -76,6 +76,16 @@ impl ClickHouseError {
         )
     }
 
+    /// `err`'s message under `code`, with `err`'s status and Retry-After
+    /// (503 while the engine starts, 429 over budget) rather than the
+    /// code's.
+    fn keeping_status(code: u32, err: ApiError) -> ClickHouseError {
+        let mut converted = ClickHouseError::new(code, &err.message);
+        converted.status = err.status;
+        converted.retry_after = err.retry_after;
+        converted
+    }
+
     /// An engine message, already `Code: N. DB::Exception: …`, with its code
     /// read from it (the engine repeats the prefix; once is enough).
     fn from_engine(message: String) -> ClickHouseError {
@@ -151,10 +161,15 @@ impl From<chingest::Error> for ClickHouseError {
             E::UnknownFormat(format) => {
                 ClickHouseError::new(code::UNKNOWN_FORMAT, format!("Unknown format {format}"))
             }
-            E::TooManyQueries { limit } => ClickHouseError::new(
-                code::TOO_MANY_SIMULTANEOUS_QUERIES,
-                format!("Too many simultaneous queries. Maximum: {limit}"),
-            ),
+            // ClickHouse's code for both (its own queue wait,
+            // `queue_max_wait_ms`, ends in it too); `/sql`'s status and
+            // Retry-After.
+            refused @ (E::TooManyQueries { .. } | E::QueryQueueTimeout { .. }) => {
+                ClickHouseError::keeping_status(
+                    code::TOO_MANY_SIMULTANEOUS_QUERIES,
+                    ApiError::from(refused),
+                )
+            }
             other => ClickHouseError::from(ApiError::from(other)),
         }
     }
@@ -172,11 +187,7 @@ impl From<ApiError> for ClickHouseError {
             status if status.is_client_error() => code::BAD_ARGUMENTS,
             _ => code::STD_EXCEPTION,
         };
-        let mut converted = ClickHouseError::new(code, &err.message);
-        // Keep the status: 503 while the engine starts, 429 over budget.
-        converted.status = err.status;
-        converted.retry_after = err.retry_after;
-        converted
+        ClickHouseError::keeping_status(code, err)
     }
 }
 
@@ -234,5 +245,39 @@ mod tests {
         let err = ClickHouseError::from(chingest::Error::NotReadOnly("a insert statement".into()));
         assert_eq!((err.code, err.status), (164, StatusCode::FORBIDDEN));
         assert!(err.text.ends_with("(READONLY)"), "{}", err.text);
+    }
+
+    #[test]
+    fn refused_queries_keep_their_status_and_retry_after() {
+        let second = std::time::Duration::from_secs(1);
+        for (refused, status) in [
+            (
+                chingest::Error::TooManyQueries {
+                    running: 4,
+                    queued: 64,
+                    retry_after: second,
+                },
+                StatusCode::TOO_MANY_REQUESTS,
+            ),
+            (
+                chingest::Error::QueryQueueTimeout {
+                    running: 4,
+                    waited: 10 * second,
+                    retry_after: second,
+                },
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+        ] {
+            let err = ClickHouseError::from(refused);
+            assert_eq!(
+                (err.code, err.status, err.retry_after),
+                (202, status, Some(1))
+            );
+            assert!(
+                err.text.ends_with("(TOO_MANY_SIMULTANEOUS_QUERIES)"),
+                "{}",
+                err.text
+            );
+        }
     }
 }
