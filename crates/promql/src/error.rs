@@ -44,9 +44,10 @@ impl Error {
 impl From<chingest::Error> for Error {
     fn from(err: chingest::Error) -> Self {
         match err {
-            chingest::Error::QueryLimit { limit, .. } if limit == "max_execution_time" => {
-                Error::Timeout(format!("query timed out in query execution: {err}"))
-            }
+            chingest::Error::QueryLimit {
+                limit: "max_execution_time",
+                ..
+            } => Error::Timeout(format!("query timed out in query execution: {err}")),
             chingest::Error::QueryLimit { .. } => Error::Execution(err.to_string()),
             other => Error::Engine(other),
         }

@@ -16,16 +16,18 @@
 //!
 //! The modules, each importing only those listed before it: `error`,
 //! `value` (the model), `parse` (queries, times, durations), `naming`,
-//! `select` (the engine), `eval` (in memory).
+//! `select` (the engine), `eval` (in memory), `lookup` (series, labels,
+//! metadata, exemplars, cardinality).
 
 mod error;
 mod eval;
+mod lookup;
 pub mod naming;
 mod parse;
 mod select;
 mod value;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,8 +35,9 @@ use std::time::{Duration, Instant};
 use promql_parser::parser::Expr;
 
 pub use error::Error;
+pub use lookup::{exemplars, label_names, label_values, metadata, series, tsdb_status, TsdbStatus};
 pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
-pub use select::{LabelMatcher, Limits, MatchKind, Source};
+pub use select::{Exemplar, LabelMatcher, Limits, MatchKind, Metadata, Source};
 pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Value, METRIC_NAME};
 
 /// The most points a range query may answer per series (Prometheus's).
@@ -175,60 +178,6 @@ async fn evaluate(
 
 fn timed_out() -> Error {
     Error::Timeout("query timed out in query execution".into())
-}
-
-/// The series any of the `match[]` selectors select (every series when
-/// none is given), with a sample in `[start, end]` (ms) when given.
-pub async fn series(
-    source: &Source<'_>,
-    selectors: &[String],
-    range: Option<(i64, i64)>,
-) -> Result<Vec<Labels>, Error> {
-    let mut matcher_sets = Vec::new();
-    for text in selectors {
-        let expr = parse_query(text)
-            .map_err(|err| Error::BadData(format!("invalid parameter \"match[]\": {err}")))?;
-        let Expr::VectorSelector(vs) = expr else {
-            return Err(Error::BadData(format!(
-                "invalid parameter \"match[]\": {text:?} is not a series selector"
-            )));
-        };
-        matcher_sets.push(LabelMatcher::of_selector(
-            vs.name.as_deref(),
-            &vs.matchers.matchers,
-        )?);
-    }
-    source.series(&matcher_sets, range).await
-}
-
-/// The label names of [`series`]' answer, sorted.
-pub async fn label_names(
-    source: &Source<'_>,
-    selectors: &[String],
-    range: Option<(i64, i64)>,
-) -> Result<Vec<String>, Error> {
-    let names: BTreeSet<String> = series(source, selectors, range)
-        .await?
-        .iter()
-        .flat_map(|labels| labels.pairs().iter().map(|(n, _)| n.clone()))
-        .collect();
-    Ok(names.into_iter().collect())
-}
-
-/// The values of label `name` in [`series`]' answer, sorted.
-pub async fn label_values(
-    source: &Source<'_>,
-    name: &str,
-    selectors: &[String],
-    range: Option<(i64, i64)>,
-) -> Result<Vec<String>, Error> {
-    let values: BTreeSet<String> = series(source, selectors, range)
-        .await?
-        .iter()
-        .map(|labels| labels.get(name).to_owned())
-        .filter(|v| !v.is_empty())
-        .collect();
-    Ok(values.into_iter().collect())
 }
 
 /// The query in Prometheus's canonical layout (`/api/v1/format_query`).

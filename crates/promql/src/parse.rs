@@ -254,7 +254,7 @@ pub fn parse_duration(name: &str, text: &str) -> Result<Duration, Error> {
         ))
     };
     if let Ok(seconds) = text.parse::<f64>() {
-        if !seconds.is_finite() || seconds < 0.0 || seconds > 9.2e9 {
+        if !seconds.is_finite() || !(0.0..=9.2e9).contains(&seconds) {
             return Err(bad());
         }
         return Ok(Duration::from_millis((seconds * 1000.0).round() as u64));
@@ -318,11 +318,9 @@ mod tests {
             let err = parse_query(query).unwrap_err();
             assert_eq!(err.error_type(), "bad_data", "{query}");
         }
-        let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
-        assert!(parse_query(&deep)
-            .unwrap_err()
-            .to_string()
-            .contains("nests"));
+        let deep = format!("{}1{}", "(".repeat(20_000), ")".repeat(20_000));
+        let err = parse_query(&deep).unwrap_err().to_string();
+        assert!(err.contains("nests"), "{err}");
         let chain = vec!["1"; 30_000].join("+");
         assert!(parse_query(&chain)
             .unwrap_err()

@@ -179,9 +179,204 @@ struct Candidate {
     field: String,
     metric: Option<String>,
     tag_keys: Vec<String>,
+    /// Whether some of its rows leave the field empty (a measurement of
+    /// several fields): a series is the metric's only where it has a value.
+    sparse: bool,
 }
 
+/// An exemplar: its own labels (`trace_id`, …), value and time (ms).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exemplar {
+    /// The exemplar's labels.
+    pub labels: Labels,
+    /// Its value.
+    pub value: f64,
+    /// Its time, ms since the epoch.
+    pub time: i64,
+}
+
+/// A metric family's metadata, as remote write sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// The family's name.
+    pub metric: String,
+    /// `counter`, `gauge`, …
+    pub kind: String,
+    /// Its help text.
+    pub help: String,
+    /// Its unit.
+    pub unit: String,
+}
+
+/// The measurements of remote write's exemplars and metadata.
+const EXEMPLARS_MEASUREMENT: &str = "prometheus_exemplars";
+const METADATA_MEASUREMENT: &str = "prometheus_metadata";
+
 impl Source<'_> {
+    /// A measurement of remote write's shape (labels as tags, `__name__`
+    /// among them), if the database has it.
+    fn prometheus_shaped(
+        &self,
+        measurement: &str,
+        field: &str,
+    ) -> Option<(Candidate, chingest::MeasurementSchema)> {
+        let schema =
+            self.ingestor
+                .measurement(&self.database, &self.retention_policy, measurement)?;
+        let candidate = Candidate {
+            names: TableNames::new(&self.database, &self.retention_policy, measurement),
+            measurement: measurement.to_owned(),
+            field: field.to_owned(),
+            metric: None,
+            tag_keys: schema.tag_keys.clone(),
+            sparse: false,
+        };
+        Some((candidate, schema))
+    }
+
+    /// The exemplars of the series the matchers select, in `[start, end]`
+    /// (ms), by series; each series' in time order.
+    pub async fn exemplars(
+        &self,
+        matchers: &[LabelMatcher],
+        start: i64,
+        end: i64,
+        series_budget: &mut usize,
+    ) -> Result<Vec<(Labels, Vec<Exemplar>)>, Error> {
+        let Some((candidate, schema)) =
+            self.prometheus_shaped(EXEMPLARS_MEASUREMENT, naming::PROMETHEUS_FIELD)
+        else {
+            return Ok(Vec::new());
+        };
+        let found = self
+            .candidate_series(&candidate, matchers, None, series_budget)
+            .await?;
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let label_fields: Vec<&String> = schema
+            .fields
+            .iter()
+            .filter(|(_, kind)| *kind == FieldType::String)
+            .map(|(name, _)| name)
+            .collect();
+        let columns: String = label_fields
+            .iter()
+            .map(|f| format!(", toString(ifNull({}, ''))", quote_ident(f)))
+            .collect();
+        let sql = format!(
+            "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64(value){columns} FROM {facts} \
+             WHERE series_id IN (SELECT series_id FROM {series} FINAL WHERE {condition}) AND {time} \
+             ORDER BY series_id, time LIMIT {limit}",
+            facts = candidate.names.storage_table,
+            series = candidate.names.series_table,
+            condition = self.series_condition(&candidate, matchers),
+            time = time_condition(start, end),
+            limit = self.limits.max_samples,
+        );
+        let batches = self.ingestor.query_translated(&sql).await?;
+        let mut by_series: HashMap<u64, Vec<Exemplar>> = HashMap::new();
+        for batch in &batches {
+            let ids = batch.column(0).as_primitive::<UInt64Type>();
+            let times = batch.column(1).as_primitive::<Int64Type>();
+            let values = batch.column(2).as_primitive::<Float64Type>();
+            let texts: Vec<Vec<String>> = (3..batch.num_columns())
+                .map(|c| strings(batch.column(c).as_ref()))
+                .collect();
+            for row in 0..batch.num_rows() {
+                let id = ids.value(row);
+                if !found.contains_key(&id) {
+                    continue;
+                }
+                let labels = label_fields
+                    .iter()
+                    .zip(&texts)
+                    .map(|(name, column)| ((*name).clone(), column[row].clone()))
+                    .collect();
+                by_series.entry(id).or_default().push(Exemplar {
+                    labels: Labels::new(labels),
+                    value: values.value(row),
+                    time: times.value(row),
+                });
+            }
+        }
+        let mut out: Vec<(Labels, Vec<Exemplar>)> = by_series
+            .into_iter()
+            .map(|(id, exemplars)| (found[&id].clone(), exemplars))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// The metadata of each metric family (the newest of each), sorted by
+    /// name; of `metric` only when given.
+    pub async fn metadata(&self, metric: Option<&str>) -> Result<Vec<Metadata>, Error> {
+        let Some((candidate, schema)) = self.prometheus_shaped(METADATA_MEASUREMENT, "type") else {
+            return Ok(Vec::new());
+        };
+        let column = |name: &str| {
+            if schema.fields.iter().any(|(f, _)| f == name) {
+                format!(
+                    "toString(argMax(ifNull({}, ''), f.time))",
+                    quote_ident(name)
+                )
+            } else {
+                "''".to_owned()
+            }
+        };
+        let filter = metric.map_or(String::new(), |m| {
+            format!(" AND tags['metric'] = {}", quote_literal(m))
+        });
+        let sql = format!(
+            "SELECT s.tags['metric'] AS metric, {kind}, {help}, {unit} FROM {facts} AS f \
+             INNER JOIN (SELECT series_id, tags FROM {series} FINAL WHERE measurement = {measurement}{filter}) AS s \
+             USING series_id GROUP BY metric ORDER BY metric",
+            kind = column("type"),
+            help = column("help"),
+            unit = column("unit"),
+            facts = candidate.names.storage_table,
+            series = candidate.names.series_table,
+            measurement = quote_literal(METADATA_MEASUREMENT),
+        );
+        let batches = self.ingestor.query_translated(&sql).await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let [metric, kind, help, unit] =
+                [0, 1, 2, 3].map(|c| strings(batch.column(c).as_ref()));
+            for (((metric, kind), help), unit) in metric.into_iter().zip(kind).zip(help).zip(unit) {
+                out.push(Metadata {
+                    metric,
+                    kind,
+                    help,
+                    unit,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first and last sample times (ms) of remote write's samples, if
+    /// there are any.
+    pub async fn time_bounds(&self) -> Result<Option<(i64, i64)>, Error> {
+        let Some((candidate, _)) =
+            self.prometheus_shaped(naming::PROMETHEUS_MEASUREMENT, naming::PROMETHEUS_FIELD)
+        else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "SELECT toUnixTimestamp64Milli(min(time)), toUnixTimestamp64Milli(max(time)), count() FROM {}",
+            candidate.names.storage_table
+        );
+        let batches = self.ingestor.query_translated(&sql).await?;
+        let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Ok(None);
+        };
+        let count = batch.column(2).as_primitive::<UInt64Type>().value(0);
+        let min = batch.column(0).as_primitive::<Int64Type>().value(0);
+        let max = batch.column(1).as_primitive::<Int64Type>().value(0);
+        Ok((count > 0).then_some((min, max)))
+    }
+
     /// The metric sources whose name the matchers may select.
     fn candidates(&self, matchers: &[LabelMatcher]) -> Vec<Candidate> {
         let schemas = self
@@ -197,6 +392,7 @@ impl Source<'_> {
                     field: naming::PROMETHEUS_FIELD.to_owned(),
                     metric: None,
                     tag_keys: schema.tag_keys.clone(),
+                    sparse: false,
                 });
                 continue;
             }
@@ -223,6 +419,7 @@ impl Source<'_> {
                         field: field.clone(),
                         metric: Some(metric),
                         tag_keys: schema.tag_keys.clone(),
+                        sparse: schema.fields.len() > 1,
                     });
                 }
             }
@@ -238,7 +435,7 @@ impl Source<'_> {
             quote_literal(&candidate.measurement)
         )];
         for m in matchers {
-            let is_tag = candidate.tag_keys.iter().any(|k| *k == m.name);
+            let is_tag = candidate.tag_keys.contains(&m.name);
             let named_by_tag = m.name != METRIC_NAME || candidate.metric.is_none();
             // A label no tag key is named after reads as "" in SQL and in
             // memory alike; one that is a renamed key is left to memory.
@@ -268,11 +465,18 @@ impl Source<'_> {
             candidate.names.series_table,
             self.series_condition(candidate, matchers)
         );
+        let mut facts = Vec::new();
         if let Some((start, end)) = range {
+            facts.push(time_condition(start, end));
+        }
+        if candidate.sparse {
+            facts.push(format!("{} IS NOT NULL", quote_ident(&candidate.field)));
+        }
+        if !facts.is_empty() {
             sql.push_str(&format!(
                 " AND series_id IN (SELECT series_id FROM {} WHERE {})",
                 candidate.names.storage_table,
-                time_condition(start, end)
+                facts.join(" AND ")
             ));
         }
         sql.push_str(&format!(" LIMIT {}", *budget + 1));

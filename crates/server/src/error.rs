@@ -178,14 +178,15 @@ impl From<chingest_influxql::Error> for ApiError {
     }
 }
 
-/// PromQL's errors, with Prometheus's `errorType` and status.
+/// PromQL's errors, with Prometheus's `errorType` and status (the
+/// library's refusals keep theirs: 429/503 with `Retry-After`).
 impl From<chingest_promql::Error> for ApiError {
     fn from(err: chingest_promql::Error) -> Self {
         use chingest_promql::Error as E;
         let error_type = err.error_type();
         let api = match err {
-            E::Forbidden(denied) => denied.into(),
-            E::Engine(err) => err.into(),
+            E::Forbidden(denied) => return ApiError::from(denied).flavor(Flavor::Prometheus),
+            E::Engine(err) => return ApiError::from(err).flavor(Flavor::Prometheus),
             E::BadData(_) => ApiError::bad_request(err.to_string()),
             E::Execution(_) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, err.to_string()),
             E::Timeout(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string()),

@@ -193,15 +193,12 @@ fn finish_groups(groups: Vec<Group>, value: impl Fn(&Group) -> f64, ts: i64) -> 
 /// The `k` largest (`top`) or smallest samples, largest (smallest) first;
 /// NaN counts as the least wanted.
 fn select_k(mut members: Vec<Sample>, k: usize, top: bool) -> Vec<Sample> {
-    members.sort_by(|a, b| {
-        let order = match (a.value.is_nan(), b.value.is_nan()) {
-            (true, true) => std::cmp::Ordering::Equal,
-            (true, false) => std::cmp::Ordering::Greater,
-            (false, true) => std::cmp::Ordering::Less,
-            _ if top => b.value.total_cmp(&a.value),
-            _ => a.value.total_cmp(&b.value),
-        };
-        order
+    members.sort_by(|a, b| match (a.value.is_nan(), b.value.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ if top => b.value.total_cmp(&a.value),
+        _ => a.value.total_cmp(&b.value),
     });
     members.truncate(k);
     members

@@ -402,10 +402,14 @@ fn label_join(ev: &Evaluator, args: &[&Expr], ts: i64) -> Result<Vec<Sample>, Er
         .collect())
 }
 
+/// A classic histogram's buckets: (upper bound, cumulative count).
+type Buckets = Vec<(f64, f64)>;
+
 /// `histogram_quantile` over classic buckets: the series of a histogram
 /// (same labels but `le`, same metric name) are its buckets.
 fn histogram_quantile(q: f64, samples: Vec<Sample>, ts: i64) -> Vec<Sample> {
-    let mut groups: Vec<(Labels, Labels, Vec<(f64, f64)>)> = Vec::new();
+    // (labels but `le`, the answer's labels, the buckets' (bound, count))
+    let mut groups: Vec<(Labels, Labels, Buckets)> = Vec::new();
     for s in samples {
         let Ok(bound) = parse_go_float(s.labels.get("le")) else {
             continue;
@@ -520,6 +524,9 @@ pub(super) fn quantile(q: f64, mut values: Vec<f64>) -> f64 {
     values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
 }
 
+/// A range-vector function's value of one series' window, if it has one.
+type WindowFunction<'a> = dyn Fn(&[(i64, f64)]) -> Option<f64> + 'a;
+
 /// A function of a range vector: one value per series with samples in the
 /// window, the metric name dropped (but by `last_over_time`).
 fn range_function(
@@ -535,7 +542,7 @@ fn range_function(
     };
     let m = matrix(ev, args[matrix_at], ts)?;
     let param = |i: usize| -> Result<f64, Error> { scalar(ev, args[i], ts) };
-    let f: Box<dyn Fn(&[(i64, f64)]) -> Option<f64>> = match name {
+    let f: Box<WindowFunction> = match name {
         "rate" => Box::new(|p| extrapolated_rate(p, &m, true, true)),
         "increase" => Box::new(|p| extrapolated_rate(p, &m, true, false)),
         "delta" => Box::new(|p| extrapolated_rate(p, &m, false, false)),
@@ -770,7 +777,7 @@ mod tests {
     #[test]
     fn bucket_quantiles_follow_prometheus() {
         let buckets = vec![(0.1, 10.0), (0.5, 30.0), (1.0, 40.0), (f64::INFINITY, 40.0)];
-        assert_eq!(bucket_quantile(0.5, buckets.clone()), 0.3);
+        assert_eq!(bucket_quantile(0.5, buckets.clone()), 0.1 + 0.4 * 0.5);
         assert_eq!(bucket_quantile(1.0, buckets.clone()), 1.0);
         assert_eq!(bucket_quantile(2.0, buckets.clone()), f64::INFINITY);
         assert!(bucket_quantile(0.5, vec![(1.0, 1.0)]).is_nan());

@@ -52,6 +52,12 @@ fn prometheus_api(prefix: &str) -> Router<AppState> {
             &format!("{prefix}/status/buildinfo"),
             get(promql::buildinfo),
         )
+        .route(&format!("{prefix}/metadata"), get(promql::metadata))
+        .route(
+            &format!("{prefix}/query_exemplars"),
+            get(promql::query_exemplars).post(promql::query_exemplars),
+        )
+        .route(&format!("{prefix}/status/tsdb"), get(promql::tsdb_status))
         .route(&format!("{prefix}/read"), post(remote_read::read))
 }
 

@@ -287,6 +287,96 @@ pub(super) async fn format_query(
     Ok(success(json!(formatted)))
 }
 
+/// `GET /api/v1/metadata[?metric=&limit=]`: each family's type, help and
+/// unit, from what remote write sent.
+pub(super) async fn metadata(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let families = promql::metadata(&source, params.get("metric"), params.limit()?).await?;
+    let data: Map<String, serde_json::Value> = families
+        .into_iter()
+        .map(|m| {
+            (
+                m.metric,
+                json!([{ "type": m.kind, "help": m.help, "unit": m.unit }]),
+            )
+        })
+        .collect();
+    Ok(success(serde_json::Value::Object(data)))
+}
+
+/// `GET|POST /api/v1/query_exemplars?query=&start=&end=`.
+pub(super) async fn query_exemplars(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let query = params.get("query").unwrap_or_default();
+    let now = now_ms();
+    let start = params.time("start")?.unwrap_or(i64::MIN / 4);
+    let end = params.time("end")?.unwrap_or(now);
+    let found = promql::exemplars(&source, query, start, end).await?;
+    let data: Vec<serde_json::Value> = found
+        .iter()
+        .map(|(labels, exemplars)| {
+            json!({
+                "seriesLabels": labels_json(labels),
+                "exemplars": exemplars.iter().map(|e| json!({
+                    "labels": labels_json(&e.labels),
+                    "value": promql::format_value(e.value),
+                    "timestamp": time_json(e.time),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(success(json!(data)))
+}
+
+/// `GET /api/v1/status/tsdb[?limit=]`: series and label cardinality, the
+/// top 10 (or `limit`) of each list.
+pub(super) async fn tsdb_status(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    let limit = match params.limit()? {
+        usize::MAX => 10,
+        n => n,
+    };
+    let status = promql::tsdb_status(&source, limit).await?;
+    let list = |counts: &[(String, usize)]| -> serde_json::Value {
+        json!(counts
+            .iter()
+            .map(|(name, value)| json!({ "name": name, "value": value }))
+            .collect::<Vec<_>>())
+    };
+    let (min_time, max_time) = status.time_bounds.unwrap_or((0, 0));
+    Ok(success(json!({
+        "headStats": {
+            "numSeries": status.series,
+            "numLabelPairs": status.label_pairs,
+            "chunkCount": 0,
+            "minTime": min_time,
+            "maxTime": max_time,
+        },
+        "seriesCountByMetricName": list(&status.series_by_metric),
+        "labelValueCountByLabelName": list(&status.values_by_label),
+        "memoryInBytesByLabelName": list(&status.bytes_by_label),
+        "seriesCountByLabelValuePair": list(&status.series_by_pair),
+    })))
+}
+
 /// `GET /api/v1/status/buildinfo`: what Grafana asks first.
 pub(super) async fn buildinfo() -> Response {
     success(json!({
@@ -308,11 +398,14 @@ fn labels_json(labels: &Labels) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
-/// `[time, "value"]`: the time a JSON number of seconds.
+/// A time as a JSON number of seconds (ms digits).
+fn time_json(time: i64) -> serde_json::Value {
+    serde_json::from_str(&promql::format_time(time)).unwrap_or(json!(0))
+}
+
+/// `[time, "value"]`.
 fn point_json(time: i64, value: &str) -> serde_json::Value {
-    let time: serde_json::Value =
-        serde_json::from_str(&promql::format_time(time)).unwrap_or(json!(0));
-    json!([time, value])
+    json!([time_json(time), value])
 }
 
 fn value_json(value: &Value) -> serde_json::Value {
