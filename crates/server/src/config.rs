@@ -401,6 +401,12 @@ mod tests {
         );
         assert_eq!(config.query.max_queued, defaults.query.max_queued);
         assert_eq!(config.query.queue_timeout, defaults.query.queue_timeout);
+        let (p, d) = (&config.promql, &defaults.promql);
+        assert_eq!(p.default_database, d.default_database);
+        assert_eq!(p.lookback_delta_ms, d.lookback_delta_ms);
+        assert_eq!(p.timeout_ms, d.timeout_ms);
+        assert_eq!(p.max_series, d.max_series);
+        assert_eq!(p.max_samples, d.max_samples);
     }
 
     #[test]
