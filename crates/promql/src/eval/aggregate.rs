@@ -190,16 +190,75 @@ fn finish_groups(groups: Vec<Group>, value: impl Fn(&Group) -> f64, ts: i64) -> 
         .collect()
 }
 
-/// The `k` largest (`top`) or smallest samples, largest (smallest) first;
-/// NaN counts as the least wanted.
-fn select_k(mut members: Vec<Sample>, k: usize, top: bool) -> Vec<Sample> {
-    members.sort_by(|a, b| match (a.value.is_nan(), b.value.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Greater,
-        (false, true) => std::cmp::Ordering::Less,
-        _ if top => b.value.total_cmp(&a.value),
-        _ => a.value.total_cmp(&b.value),
+/// The `k` largest (`top`) or smallest samples, largest (smallest) first,
+/// chosen as Prometheus 2.x chooses them: a binary heap of the `k` kept so
+/// far with the least wanted on top (NaN least of all), whose top a later
+/// sample replaces when it is wanted more — or when the top is NaN. Which of
+/// equal values is kept therefore depends on the order samples arrive in.
+fn select_k(members: Vec<Sample>, k: usize, top: bool) -> Vec<Sample> {
+    // Whether `a` belongs above `b` in the heap (is less wanted).
+    let less = |a: &Sample, b: &Sample| {
+        a.value.is_nan()
+            || if top {
+                a.value < b.value
+            } else {
+                a.value > b.value
+            }
+    };
+    let mut heap: Vec<Sample> = Vec::with_capacity(k.min(members.len()));
+    for s in members {
+        if heap.len() < k {
+            heap.push(s);
+            let mut j = heap.len() - 1;
+            while j > 0 {
+                let i = (j - 1) / 2;
+                if !less(&heap[j], &heap[i]) {
+                    break;
+                }
+                heap.swap(i, j);
+                j = i;
+            }
+        } else {
+            let replace = heap[0].value.is_nan()
+                || if top {
+                    heap[0].value < s.value
+                } else {
+                    heap[0].value > s.value
+                };
+            if replace {
+                heap[0] = s;
+                sift_down(&mut heap, &less);
+            }
+        }
+    }
+    heap.sort_by(|a, b| {
+        if less(b, a) {
+            std::cmp::Ordering::Less
+        } else if less(a, b) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
     });
-    members.truncate(k);
-    members
+    heap
+}
+
+/// Moves the heap's top down to its place (Go's `heap.Fix(h, 0)`).
+fn sift_down(heap: &mut [Sample], less: &impl Fn(&Sample, &Sample) -> bool) {
+    let mut i = 0;
+    loop {
+        let left = 2 * i + 1;
+        if left >= heap.len() {
+            break;
+        }
+        let mut j = left;
+        if left + 1 < heap.len() && less(&heap[left + 1], &heap[left]) {
+            j = left + 1;
+        }
+        if !less(&heap[j], &heap[i]) {
+            break;
+        }
+        heap.swap(i, j);
+        i = j;
+    }
 }
