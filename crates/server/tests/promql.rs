@@ -49,12 +49,15 @@ const SCRAPES_PER_REQUEST: i64 = 20;
 const CONCURRENCY: usize = 3;
 
 fn main() {
-    support::main(tests![answers_match_prometheus_2_42]);
+    support::main(tests![
+        answers_match_prometheus_2_42,
+        prometheus_reads_chingest_through_remote_read,
+    ]);
 }
 
 fn answers_match_prometheus_2_42() {
     let dir = tempfile::tempdir().unwrap();
-    let prometheus = Prometheus::start(dir.path());
+    let prometheus = Prometheus::start(dir.path(), "scrape_configs: []\n");
     let end_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -78,6 +81,75 @@ fn answers_match_prometheus_2_42() {
         load(end_ms, &data, &prometheus.url).await;
         let answers = ask_all(&prometheus.url, &entries, &jobs).await;
         judge(end_ms, &entries, &jobs, &answers, &listed);
+    });
+}
+
+/// A Prometheus whose `remote_read` points at chingest answers queries
+/// for data only chingest holds, as chingest answers them itself.
+fn prometheus_reads_chingest_through_remote_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "remote_read:\n  - url: {}/api/v1/read?db=promql_remote_read\n    read_recent: true\n    \
+         authorization: {{ credentials: {TOKEN} }}\n",
+        base()
+    );
+    let prometheus = Prometheus::start(dir.path(), &config);
+    let end_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        / 60_000
+        * 60_000;
+    let counter = |instance: &str, step: f64| {
+        series(
+            &[
+                ("__name__", "rr_requests_total"),
+                ("instance", instance),
+                ("job", "api"),
+            ],
+            (0..40)
+                .map(|i| (end_ms - (39 - i) * SCRAPE_MS, step * i as f64))
+                .collect(),
+        )
+    };
+    let data = [counter("a", 3.0), counter("b", 5.0)];
+    run(async {
+        wait_ready().await;
+        prometheus.wait_ready().await;
+        post_write(
+            &base(),
+            "promql_remote_read",
+            remote_write_body(&data, i64::MIN, i64::MAX),
+        )
+        .await;
+        let at = format!("{}", end_ms / 1000);
+        for query in [
+            "rr_requests_total",
+            "sum by (job) (rate(rr_requests_total[5m]))",
+            "rr_requests_total{instance!=\"a\"}[1m]",
+        ] {
+            let form = [("query", query), ("time", at.as_str())];
+            let ask = |url: String| async move {
+                let r = client()
+                    .post(url)
+                    .header("Authorization", format!("Token {TOKEN}"))
+                    .form(&form)
+                    .send()
+                    .await
+                    .unwrap();
+                r.json::<serde_json::Value>().await.unwrap()
+            };
+            let theirs = ask(format!("{}/api/v1/query", prometheus.url)).await;
+            let ours = ask(format!("{}/api/v1/query?db=promql_remote_read", base())).await;
+            assert_eq!(theirs["status"], "success", "{query}: {theirs}");
+            assert!(theirs.get("warnings").is_none(), "{query}: {theirs}");
+            let result = theirs["data"]["result"].as_array().unwrap();
+            assert!(
+                !result.is_empty(),
+                "{query}: Prometheus read nothing: {theirs}"
+            );
+            assert_eq!(theirs["data"], ours["data"], "{query}");
+        }
     });
 }
 
@@ -412,7 +484,8 @@ struct Prometheus {
 }
 
 impl Prometheus {
-    fn start(dir: &Path) -> Prometheus {
+    /// Started with `config` as its configuration file.
+    fn start(dir: &Path, config: &str) -> Prometheus {
         assert!(
             Path::new(PROMETHEUS).exists(),
             "{PROMETHEUS} is missing: `make test-setup` installs Debian's prometheus package"
@@ -422,11 +495,11 @@ impl Prometheus {
             .local_addr()
             .unwrap()
             .port();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(&config, "scrape_configs: []\n").unwrap();
+        let config_file = dir.join("prometheus.yml");
+        std::fs::write(&config_file, config).unwrap();
         let log = dir.join("prometheus.log");
         let child = Command::new(PROMETHEUS)
-            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--config.file={}", config_file.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
                 dir.join("data").display()
@@ -476,58 +549,68 @@ fn client() -> Client {
         .unwrap()
 }
 
+/// The snappy remote-write body of `data`'s samples in `[from, to)` (ms).
+fn remote_write_body(data: &[Series], from: i64, to: i64) -> Vec<u8> {
+    let request = WriteRequest {
+        timeseries: data
+            .iter()
+            .map(|s| TimeSeries {
+                labels: s
+                    .labels
+                    .iter()
+                    .map(|(n, v)| Label {
+                        name: n.clone().into(),
+                        value: v.clone().into(),
+                    })
+                    .collect(),
+                samples: s
+                    .samples
+                    .iter()
+                    .filter(|&&(t, _)| (from..to).contains(&t))
+                    .map(|&(timestamp, value)| Sample { value, timestamp })
+                    .collect(),
+            })
+            .filter(|s| !s.samples.is_empty())
+            .collect(),
+        metadata: vec![],
+    };
+    snap::raw::Encoder::new()
+        .compress_vec(&request.encode_to_vec())
+        .unwrap()
+}
+
+/// Posts a remote-write `body` to the server at `url`, into database `db`
+/// (chingest's parameters), visible when answered.
+async fn post_write(url: &str, db: &str, body: Vec<u8>) {
+    let url = format!("{url}/api/v1/write?db={db}&durability=visible");
+    let r = client()
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("Content-Encoding", "snappy")
+        .header("Content-Type", "application/x-protobuf")
+        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    assert_eq!(
+        status,
+        StatusCode::NO_CONTENT,
+        "{url}: {}",
+        r.text().await.unwrap()
+    );
+}
+
 /// Sends `data` (ending at `end`, ms) to both servers in time-ordered
 /// remote-write requests and checks that both hold all of it.
 async fn load(end: i64, data: &[Series], prometheus: &str) {
     for first in (0..SCRAPES).step_by(SCRAPES_PER_REQUEST as usize) {
         let from = end - (SCRAPES - 1 - first) * SCRAPE_MS;
-        let to = from + SCRAPES_PER_REQUEST * SCRAPE_MS;
-        let request = WriteRequest {
-            timeseries: data
-                .iter()
-                .map(|s| TimeSeries {
-                    labels: s
-                        .labels
-                        .iter()
-                        .map(|(n, v)| Label {
-                            name: n.clone().into(),
-                            value: v.clone().into(),
-                        })
-                        .collect(),
-                    samples: s
-                        .samples
-                        .iter()
-                        .filter(|&&(t, _)| (from..to).contains(&t))
-                        .map(|&(timestamp, value)| Sample { value, timestamp })
-                        .collect(),
-                })
-                .filter(|s| !s.samples.is_empty())
-                .collect(),
-            metadata: vec![],
-        };
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&request.encode_to_vec())
-            .unwrap();
+        let body = remote_write_body(data, from, from + SCRAPES_PER_REQUEST * SCRAPE_MS);
         // Prometheus ignores the parameters chingest reads.
-        for url in [prometheus.to_owned(), base()] {
-            let url = format!("{url}/api/v1/write?db=prometheus&durability=visible");
-            let r = client()
-                .post(&url)
-                .bearer_auth(TOKEN)
-                .header("Content-Encoding", "snappy")
-                .header("Content-Type", "application/x-protobuf")
-                .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-                .body(body.clone())
-                .send()
-                .await
-                .unwrap();
-            let status = r.status();
-            assert_eq!(
-                status,
-                StatusCode::NO_CONTENT,
-                "{url}: {}",
-                r.text().await.unwrap()
-            );
+        for url in [prometheus, &base()] {
+            post_write(url, "prometheus", body.clone()).await;
         }
     }
 
