@@ -171,13 +171,27 @@ impl LabelMatcher {
     }
 }
 
+/// How a measurement's series are named in PromQL.
+enum Naming {
+    /// By their `__name__` tag (remote write's shape).
+    Tag,
+    /// All alike: `<measurement>_<field>`.
+    Fixed(String),
+    /// OTLP's: by their `metric_name` tag, its unit and (sums) whether it
+    /// is monotonic ([`naming::otlp_metric_name`]).
+    Otlp {
+        /// Gauges (else sums).
+        gauge: bool,
+    },
+}
+
 /// Where one metric's samples are: a numeric field of a measurement, and
-/// the name its series carry (`None`: their `__name__` tag).
+/// how its series are named.
 struct Candidate {
     names: TableNames,
     measurement: String,
     field: String,
-    metric: Option<String>,
+    naming: Naming,
     tag_keys: Vec<String>,
     /// Whether some of its rows leave the field empty (a measurement of
     /// several fields): a series is the metric's only where it has a value.
@@ -227,7 +241,7 @@ impl Source<'_> {
             names: TableNames::new(&self.database, &self.retention_policy, measurement),
             measurement: measurement.to_owned(),
             field: field.to_owned(),
-            metric: None,
+            naming: Naming::Tag,
             tag_keys: schema.tag_keys.clone(),
             sparse: false,
         };
@@ -390,7 +404,20 @@ impl Source<'_> {
                     names: names(),
                     measurement: schema.name.clone(),
                     field: naming::PROMETHEUS_FIELD.to_owned(),
-                    metric: None,
+                    naming: Naming::Tag,
+                    tag_keys: schema.tag_keys.clone(),
+                    sparse: false,
+                });
+                continue;
+            }
+            if schema.name == naming::OTLP_GAUGES || schema.name == naming::OTLP_SUMS {
+                out.push(Candidate {
+                    names: names(),
+                    measurement: schema.name.clone(),
+                    field: naming::PROMETHEUS_FIELD.to_owned(),
+                    naming: Naming::Otlp {
+                        gauge: schema.name == naming::OTLP_GAUGES,
+                    },
                     tag_keys: schema.tag_keys.clone(),
                     sparse: false,
                 });
@@ -417,7 +444,7 @@ impl Source<'_> {
                         names: names(),
                         measurement: schema.name.clone(),
                         field: field.clone(),
-                        metric: Some(metric),
+                        naming: Naming::Fixed(metric),
                         tag_keys: schema.tag_keys.clone(),
                         sparse: schema.fields.len() > 1,
                     });
@@ -436,7 +463,12 @@ impl Source<'_> {
         )];
         for m in matchers {
             let is_tag = candidate.tag_keys.contains(&m.name);
-            let named_by_tag = m.name != METRIC_NAME || candidate.metric.is_none();
+            let named_by_tag = match candidate.naming {
+                Naming::Tag => true,
+                Naming::Fixed(_) => m.name != METRIC_NAME,
+                // Its labels are made from its tags: all checked in memory.
+                Naming::Otlp { .. } => false,
+            };
             // A label no tag key is named after reads as "" in SQL and in
             // memory alike; one that is a renamed key is left to memory.
             let renamed = !is_tag
@@ -481,33 +513,87 @@ impl Source<'_> {
         }
         sql.push_str(&format!(" LIMIT {}", *budget + 1));
         let batches = self.ingestor.query_translated(&sql).await?;
+        let otlp = match candidate.naming {
+            Naming::Otlp { gauge } => Some((gauge, self.otlp_names(candidate, gauge).await?)),
+            _ => None,
+        };
         let mut out = HashMap::new();
         for batch in &batches {
             let ids = batch.column(0).as_primitive::<UInt64Type>();
             let keys = batch.column(1).as_list::<i32>();
             let values = batch.column(2).as_list::<i32>();
             for row in 0..batch.num_rows() {
+                let id = ids.value(row);
                 let keys = strings(&keys.value(row));
                 let values = strings(&values.value(row));
-                let mut pairs: Vec<(String, String)> = keys
-                    .into_iter()
-                    .map(|k| naming::label_name(&k))
-                    .zip(values)
-                    .collect();
-                if let Some(metric) = &candidate.metric {
-                    pairs.push((METRIC_NAME.to_owned(), metric.clone()));
-                }
-                let labels = Labels::new(pairs);
+                let labels = match (&candidate.naming, &otlp) {
+                    (Naming::Otlp { .. }, Some((gauge, names))) => {
+                        otlp_labels(keys, values, *gauge, names, id)
+                    }
+                    (naming, _) => {
+                        let mut pairs: Vec<(String, String)> = keys
+                            .into_iter()
+                            .map(|k| naming::label_name(&k))
+                            .zip(values)
+                            .collect();
+                        if let Naming::Fixed(metric) = naming {
+                            pairs.push((METRIC_NAME.to_owned(), metric.clone()));
+                        }
+                        Labels::new(pairs)
+                    }
+                };
                 if matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
                     if *budget == 0 {
                         return Err(too_many_series(self.limits.max_series));
                     }
                     *budget -= 1;
-                    out.insert(ids.value(row), labels);
+                    out.insert(id, labels);
                 }
             }
         }
         Ok(out)
+    }
+
+    /// What OTLP's names need beside a series' tags: each metric's unit
+    /// (its newest metadata), and for sums the series that are monotonic
+    /// (their newest point says).
+    async fn otlp_names(&self, candidate: &Candidate, gauge: bool) -> Result<OtlpNames, Error> {
+        let mut names = OtlpNames::default();
+        if let Some(schema) = self
+            .ingestor
+            .measurement(
+                &self.database,
+                &self.retention_policy,
+                naming::OTLP_METADATA,
+            )
+            .filter(|s| s.fields.iter().any(|(f, _)| f == "unit"))
+        {
+            let metadata = TableNames::new(&self.database, &self.retention_policy, &schema.name);
+            let sql = format!(
+                "SELECT s.tags[{tag}], toString(argMax(ifNull(f.unit, ''), f.time)) FROM {facts} AS f \
+                 INNER JOIN (SELECT series_id, tags FROM {series} FINAL WHERE measurement = {measurement}) AS s \
+                 USING series_id GROUP BY s.tags[{tag}]",
+                tag = quote_literal(naming::OTLP_METRIC_NAME),
+                facts = metadata.storage_table,
+                series = metadata.series_table,
+                measurement = quote_literal(naming::OTLP_METADATA),
+            );
+            for batch in &self.ingestor.query_translated(&sql).await? {
+                let [metric, unit] = [0, 1].map(|c| strings(batch.column(c).as_ref()));
+                names.units.extend(metric.into_iter().zip(unit));
+            }
+        }
+        if !gauge {
+            let sql = format!(
+                "SELECT series_id FROM {} GROUP BY series_id HAVING argMax(is_monotonic, time)",
+                candidate.names.storage_table
+            );
+            for batch in &self.ingestor.query_translated(&sql).await? {
+                let ids = batch.column(0).as_primitive::<UInt64Type>();
+                names.monotonic.extend(ids.values().iter().copied());
+            }
+        }
+        Ok(names)
     }
 
     /// The label sets of the series any of `selectors` selects (all series
@@ -599,6 +685,52 @@ impl Source<'_> {
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
+}
+
+/// What OTLP's Prometheus names need beside a series' tags.
+#[derive(Default)]
+struct OtlpNames {
+    /// Each metric's unit.
+    units: HashMap<String, String>,
+    /// The monotonic sums' series.
+    monotonic: std::collections::HashSet<u64>,
+}
+
+/// An OTLP series' labels: its metric's Prometheus name, its tags as
+/// labels, and `job` and `instance` from the service (as OpenTelemetry's
+/// Prometheus exporters set them).
+fn otlp_labels(
+    keys: Vec<String>,
+    values: Vec<String>,
+    gauge: bool,
+    names: &OtlpNames,
+    id: u64,
+) -> Labels {
+    let tags: HashMap<String, String> = keys.into_iter().zip(values).collect();
+    let tag = |key: &str| tags.get(key).map_or("", String::as_str);
+    let metric = tag(naming::OTLP_METRIC_NAME);
+    let unit = names.units.get(metric).map_or("", String::as_str);
+    let name = naming::otlp_metric_name(metric, unit, gauge, names.monotonic.contains(&id));
+    let mut pairs: Vec<(String, String)> = tags
+        .iter()
+        .filter(|(k, _)| *k != naming::OTLP_METRIC_NAME)
+        .map(|(k, v)| (naming::label_name(k), v.clone()))
+        .collect();
+    let service = tag("resource.service.name");
+    let job = match tag("resource.service.namespace") {
+        "" => service.to_owned(),
+        namespace => format!("{namespace}/{service}"),
+    };
+    // An attribute of the point named so is overridden only by a service.
+    if !service.is_empty() {
+        pairs.push(("job".to_owned(), job));
+    }
+    let instance = tag("resource.service.instance.id");
+    if !instance.is_empty() {
+        pairs.push(("instance".to_owned(), instance.to_owned()));
+    }
+    pairs.push((METRIC_NAME.to_owned(), name));
+    Labels::new(pairs)
 }
 
 fn read_samples(

@@ -1,7 +1,8 @@
 //! OTLP metrics end to end: requests of every metric kind over OTLP/HTTP
 //! (protobuf, gzip and JSON) and OTLP/gRPC, read back through `/sql`;
-//! partial success for the points that cannot be stored; and the errors,
-//! in the request's encoding.
+//! partial success for the points that cannot be stored; the errors, in
+//! the request's encoding; and gauges and sums read by PromQL under
+//! OpenTelemetry's Prometheus names.
 //!
 //! The server comes from `support` (one per binary, token `secret`); every
 //! test uses databases of its own.
@@ -33,6 +34,7 @@ fn main() {
         json_requests_take_strings_and_numbers,
         grpc_export_is_stored_in_the_named_database,
         errors_answer_in_the_request_encoding,
+        gauges_and_sums_are_promql_metrics,
     ]);
 }
 
@@ -456,4 +458,73 @@ fn errors_answer_in_the_request_encoding() {
             "0\n"
         );
     })
+}
+
+/// Gauges and sums read by PromQL: the metric's Prometheus name (unit
+/// suffix, `_total` for a monotonic sum), tags as valid labels, `job` from
+/// the service.
+fn gauges_and_sums_are_promql_metrics() {
+    run(async {
+        wait_ready().await;
+        let r = client()
+            .post(format!(
+                "{}/v1/metrics?db=otlp_promql&durability=visible",
+                base()
+            ))
+            .bearer_auth(TOKEN)
+            .header("Content-Type", "application/x-protobuf")
+            .body(every_kind().encode_to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let get = |path: String| async move {
+            let r = client()
+                .get(format!("{}{path}", base()))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            r.json::<serde_json::Value>().await.unwrap()
+        };
+        let series = get("/api/v1/series?db=otlp_promql&match[]={__name__=~\".%2B\"}".into()).await;
+        let shared = serde_json::json!({
+            "job": "checkout",
+            "resource_host_cores": "8",
+            "resource_service_name": "checkout",
+            "scope_name": "shop",
+            "scope_version": "1.2",
+        });
+        let with = |extra: serde_json::Value| {
+            let mut labels = shared.clone();
+            labels
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            labels
+        };
+        assert_eq!(
+            series["data"],
+            serde_json::json!([
+                with(serde_json::json!({"__name__": "cpu_temp_celsius", "core": "0"})),
+                with(serde_json::json!({"__name__": "cpu_temp_celsius", "core": "1"})),
+                with(serde_json::json!({"__name__": "requests_total", "method": "GET"})),
+            ])
+        );
+        let at = T1 / 1_000_000_000;
+        let total = get(format!(
+            "/api/v1/query?db=otlp_promql&query=sum(requests_total)&time={at}"
+        ))
+        .await;
+        assert_eq!(total["data"]["result"][0]["value"][1], "10");
+        let hot = get(format!(
+            "/api/v1/query?db=otlp_promql&query=max%20by%20(job)%20(cpu_temp_celsius)&time={at}"
+        ))
+        .await;
+        assert_eq!(
+            hot["data"]["result"],
+            serde_json::json!([{"metric": {"job": "checkout"}, "value": [at, "41.5"]}])
+        );
+    });
 }

@@ -37,13 +37,12 @@ fn origin() -> i64 {
     now / 60_000 * 60_000 - 3_600_000
 }
 
+/// A series to write: its labels and its samples as (ms, value).
+type SeriesData<'a> = (&'a [(&'a str, &'a str)], Vec<(i64, f64)>);
+
 /// Remote-writes `series` (labels, samples as (ms, value)) and `metadata`
 /// (family, type, help) into `db`, visible when answered.
-async fn remote_write(
-    db: &str,
-    series: &[(&[(&str, &str)], Vec<(i64, f64)>)],
-    metadata: &[(&str, i32, &str)],
-) {
+async fn remote_write(db: &str, series: &[SeriesData<'_>], metadata: &[(&str, i32, &str)]) {
     use chingest_proto::prometheus::{Label, MetricMetadata, Sample, TimeSeries, WriteRequest};
     wait_ready().await;
     let request = WriteRequest {
