@@ -166,6 +166,7 @@ async fn evaluate(
         query: (start, end),
         deadline,
         cancelled,
+        derived: Default::default(),
     };
     tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))
         .await

@@ -1,7 +1,7 @@
 //! PromQL's values: label sets, samples, and the four result types, with
 //! Prometheus's number formats.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The metric name's label.
 pub const METRIC_NAME: &str = "__name__";
@@ -16,9 +16,43 @@ pub fn is_stale(value: f64) -> bool {
 
 /// A label set: pairs sorted by name, names unique, values never empty (a
 /// label with an empty value is no label). Shared: evaluation copies a
-/// series' labels into every step's sample.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Labels(Arc<[(String, String)]>);
+/// series' labels into every step's sample, and the set without its
+/// metric name — what most functions answer with — is made once per set.
+#[derive(Debug, Clone, Default)]
+pub struct Labels(Arc<LabelSet>);
+
+#[derive(Debug, Default)]
+struct LabelSet {
+    pairs: Box<[(String, String)]>,
+    /// The set without `__name__`, once asked for.
+    unnamed: OnceLock<Labels>,
+}
+
+impl PartialEq for Labels {
+    fn eq(&self, other: &Labels) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.pairs == other.0.pairs
+    }
+}
+
+impl Eq for Labels {}
+
+impl std::hash::Hash for Labels {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.pairs.hash(state);
+    }
+}
+
+impl PartialOrd for Labels {
+    fn partial_cmp(&self, other: &Labels) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Labels {
+    fn cmp(&self, other: &Labels) -> std::cmp::Ordering {
+        self.0.pairs.cmp(&other.0.pairs)
+    }
+}
 
 impl Labels {
     /// The label set of `pairs`, in any order; empty values are dropped
@@ -28,25 +62,39 @@ impl Labels {
         pairs.reverse();
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         pairs.dedup_by(|a, b| a.0 == b.0);
-        Labels(pairs.into())
+        Labels::sorted(pairs)
+    }
+
+    /// The label set of `pairs`, already sorted, unique and non-empty.
+    fn sorted(pairs: Vec<(String, String)>) -> Labels {
+        Labels(Arc::new(LabelSet {
+            pairs: pairs.into_boxed_slice(),
+            unnamed: OnceLock::new(),
+        }))
     }
 
     /// The pairs, sorted by name.
     pub fn pairs(&self) -> &[(String, String)] {
-        &self.0
+        &self.0.pairs
     }
 
     /// The value of `name`, `""` when absent (as PromQL reads it).
     pub fn get(&self, name: &str) -> &str {
-        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
-            Ok(i) => &self.0[i].1,
+        match self.0.pairs.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => &self.0.pairs[i].1,
             Err(_) => "",
         }
     }
 
+    /// Where the set lives: the same for every copy of one set (a key for
+    /// what is derived from it while a copy is held).
+    pub(crate) fn address(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Whether the set has no labels.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.pairs.is_empty()
     }
 
     /// The same set without the metric name.
@@ -54,29 +102,36 @@ impl Labels {
         if self.get(METRIC_NAME).is_empty() {
             return self.clone();
         }
-        Labels(
-            self.0
-                .iter()
-                .filter(|(n, _)| n != METRIC_NAME)
-                .cloned()
-                .collect(),
-        )
+        self.0
+            .unnamed
+            .get_or_init(|| self.filter(|n| n != METRIC_NAME))
+            .clone()
     }
 
     /// The set with `name` set to `value` (removed when `value` is empty).
     pub fn with(&self, name: &str, value: &str) -> Labels {
-        let mut pairs: Vec<(String, String)> =
-            self.0.iter().filter(|(n, _)| n != name).cloned().collect();
+        let mut pairs: Vec<(String, String)> = self
+            .pairs()
+            .iter()
+            .filter(|(n, _)| n != name)
+            .cloned()
+            .collect();
         if !value.is_empty() {
             pairs.push((name.to_owned(), value.to_owned()));
             pairs.sort_by(|a, b| a.0.cmp(&b.0));
         }
-        Labels(pairs.into())
+        Labels::sorted(pairs)
     }
 
     /// The labels `keep` accepts.
     pub fn filter(&self, mut keep: impl FnMut(&str) -> bool) -> Labels {
-        Labels(self.0.iter().filter(|(n, _)| keep(n)).cloned().collect())
+        Labels::sorted(
+            self.pairs()
+                .iter()
+                .filter(|(n, _)| keep(n))
+                .cloned()
+                .collect(),
+        )
     }
 }
 
@@ -84,7 +139,7 @@ impl std::fmt::Display for Labels {
     /// Prometheus's form: `{a="1", b="2"}`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("{")?;
-        for (i, (name, value)) in self.0.iter().enumerate() {
+        for (i, (name, value)) in self.pairs().iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }

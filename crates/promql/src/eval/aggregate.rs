@@ -35,7 +35,7 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
             "expected a scalar parameter for {op}"
         ))),
     };
-    let group_labels = |labels: &Labels| -> Labels {
+    let group_of = |labels: &Labels| -> Labels {
         match &agg.modifier {
             None => Labels::default(),
             Some(LabelModifier::Include(by)) => labels.filter(|n| by.labels.iter().any(|l| l == n)),
@@ -44,6 +44,8 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
             }
         }
     };
+    let node = agg as *const AggregateExpr as usize;
+    let group_labels = |labels: &Labels| ev.derive(node, labels, group_of);
     let mut samples = samples;
     if op == "count_values" {
         let Some(Val::String(label)) = &param else {
@@ -60,7 +62,7 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
         // The value's label is a grouping label too.
         let label = label.clone();
         let by_value = |labels: &Labels| {
-            let group = group_labels(labels);
+            let group = group_of(labels);
             group.with(&label, labels.get(&label))
         };
         return Ok(Val::Vector(finish_groups(

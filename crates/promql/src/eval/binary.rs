@@ -32,10 +32,14 @@ pub(super) fn run<'d>(ev: &'d Evaluator, b: &BinaryExpr, ts: i64) -> Result<Val<
         }
         (Val::Vector(l), Val::Vector(r)) => {
             let default = BinModifier::default();
-            let modifier = b.modifier.as_ref().unwrap_or(&default);
+            let matching = Matching {
+                ev,
+                node: b as *const BinaryExpr as usize,
+                modifier: b.modifier.as_ref().unwrap_or(&default),
+            };
             Val::Vector(match op.as_str() {
-                "and" | "or" | "unless" => set_operation(&op, l, r, modifier, ts),
-                _ => vector_match(&op, l, r, modifier, return_bool, ts)?,
+                "and" | "or" | "unless" => set_operation(&matching, &op, l, r, ts),
+                _ => vector_match(&matching, &op, l, r, return_bool, ts)?,
             })
         }
         (l, r) => {
@@ -127,8 +131,23 @@ fn with_scalar(
     Ok(out)
 }
 
-/// The labels two samples are matched by.
-fn signature(labels: &Labels, modifier: &BinModifier) -> Labels {
+/// How one operator matches the samples of its two sides.
+struct Matching<'a> {
+    ev: &'a Evaluator,
+    /// The operator's node (what its signatures are cached under).
+    node: usize,
+    modifier: &'a BinModifier,
+}
+
+impl Matching<'_> {
+    /// The labels two samples are matched by, derived once per label set.
+    fn signature(&self, labels: &Labels) -> Labels {
+        self.ev
+            .derive(self.node, labels, |l| matching_labels(l, self.modifier))
+    }
+}
+
+fn matching_labels(labels: &Labels, modifier: &BinModifier) -> Labels {
     match &modifier.matching {
         Some(LabelModifier::Include(on)) => labels.filter(|n| on.labels.iter().any(|l| l == n)),
         Some(LabelModifier::Exclude(ignoring)) => {
@@ -139,31 +158,31 @@ fn signature(labels: &Labels, modifier: &BinModifier) -> Labels {
 }
 
 fn set_operation(
+    matching: &Matching<'_>,
     op: &str,
     l: Vec<Sample>,
     r: Vec<Sample>,
-    modifier: &BinModifier,
     ts: i64,
 ) -> Vec<Sample> {
-    let right: HashSet<Labels> = r.iter().map(|s| signature(&s.labels, modifier)).collect();
+    let right: HashSet<Labels> = r.iter().map(|s| matching.signature(&s.labels)).collect();
     let at = |s: Sample| Sample { time: ts, ..s };
     match op {
         "and" => l
             .into_iter()
-            .filter(|s| right.contains(&signature(&s.labels, modifier)))
+            .filter(|s| right.contains(&matching.signature(&s.labels)))
             .map(at)
             .collect(),
         "unless" => l
             .into_iter()
-            .filter(|s| !right.contains(&signature(&s.labels, modifier)))
+            .filter(|s| !right.contains(&matching.signature(&s.labels)))
             .map(at)
             .collect(),
         _ => {
-            let left: HashSet<Labels> = l.iter().map(|s| signature(&s.labels, modifier)).collect();
+            let left: HashSet<Labels> = l.iter().map(|s| matching.signature(&s.labels)).collect();
             let mut out: Vec<Sample> = l.into_iter().map(at).collect();
             out.extend(
                 r.into_iter()
-                    .filter(|s| !left.contains(&signature(&s.labels, modifier)))
+                    .filter(|s| !left.contains(&matching.signature(&s.labels)))
                     .map(at),
             );
             out
@@ -172,13 +191,14 @@ fn set_operation(
 }
 
 fn vector_match(
+    matching: &Matching<'_>,
     op: &str,
     lhs: Vec<Sample>,
     rhs: Vec<Sample>,
-    modifier: &BinModifier,
     return_bool: bool,
     ts: i64,
 ) -> Result<Vec<Sample>, Error> {
+    let modifier = matching.modifier;
     let one_to_many = matches!(modifier.card, VectorMatchCardinality::OneToMany(_));
     let include: &[String] = match &modifier.card {
         VectorMatchCardinality::ManyToOne(labels) | VectorMatchCardinality::OneToMany(labels) => {
@@ -191,7 +211,7 @@ fn vector_match(
     let (many, one) = if one_to_many { (rhs, lhs) } else { (lhs, rhs) };
     let mut one_side: HashMap<Labels, Sample> = HashMap::new();
     for s in one {
-        let sig = signature(&s.labels, modifier);
+        let sig = matching.signature(&s.labels);
         if let Some(duplicate) = one_side.get(&sig) {
             let side = if one_to_many { "left" } else { "right" };
             return Err(Error::Execution(format!(
@@ -206,7 +226,7 @@ fn vector_match(
     let mut matched: HashMap<Labels, HashSet<Labels>> = HashMap::new();
     let mut out = Vec::new();
     for s in many {
-        let sig = signature(&s.labels, modifier);
+        let sig = matching.signature(&s.labels);
         let Some(other) = one_side.get(&sig) else {
             continue;
         };

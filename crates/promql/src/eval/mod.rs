@@ -13,6 +13,7 @@ mod binary;
 mod functions;
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,9 @@ use crate::value::{is_stale, Labels, Sample, Series, Value};
 /// A subquery's step when it names none (Prometheus's default evaluation
 /// interval).
 const DEFAULT_SUBQUERY_STEP_MS: i64 = 60_000;
+
+/// How many derived label sets the evaluator keeps.
+const MAX_DERIVED: usize = 1 << 16;
 
 /// One selector of a query and the times its samples are needed over.
 pub(crate) struct Selection<'e> {
@@ -174,6 +178,10 @@ pub(crate) struct Evaluator {
     pub(crate) deadline: Instant,
     /// Set when the caller went away.
     pub(crate) cancelled: Arc<AtomicBool>,
+    /// Label sets derived from others by a node (an aggregation's group, a
+    /// binary operator's match), by node and input set: a series' sets are
+    /// the same at every step, so each is derived once.
+    pub(crate) derived: RefCell<HashMap<(usize, usize), (Labels, Labels)>>,
 }
 
 /// The key of a selector's samples.
@@ -234,6 +242,28 @@ impl Evaluator {
             .collect();
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(Value::Matrix(out))
+    }
+
+    /// `derive(labels)` for the expression node at `node`, made once per
+    /// input set (which the cache holds, so its address stays its own).
+    pub(crate) fn derive(
+        &self,
+        node: usize,
+        labels: &Labels,
+        derive: impl FnOnce(&Labels) -> Labels,
+    ) -> Labels {
+        let key = (node, labels.address());
+        if let Some((_, derived)) = self.derived.borrow().get(&key) {
+            return derived.clone();
+        }
+        let derived = derive(labels);
+        let mut cache = self.derived.borrow_mut();
+        // Sets made anew at every step (by label_replace, say) would fill it.
+        if cache.len() >= MAX_DERIVED {
+            cache.clear();
+        }
+        cache.insert(key, (labels.clone(), derived.clone()));
+        derived
     }
 
     fn check_time(&self) -> Result<(), Error> {
