@@ -321,16 +321,21 @@ impl Engine {
     /// Runs a read statement chingest wrote itself from an untrusted query
     /// (InfluxQL: every name and literal quoted by the translator) on a
     /// read-only connection, under the query limits; its result as Arrow
-    /// batches. The sandbox's parses are skipped: the statement is ours.
+    /// batches. The sandbox's parses are skipped: the statement is ours. A
+    /// caller that drops the future before the answer (a client that went
+    /// away) kills the statement.
     pub(crate) async fn query_read_only_arrow(&self, sql: String) -> Result<Vec<RecordBatch>> {
         let (conn, slot) = self.read_only_connection().await?;
-        tokio::task::spawn_blocking(move || {
-            let batches = query_arrow(&conn, &sql);
+        let mut canceller = self.canceller();
+        let marked = format!("{sql}\n{}", canceller.marker);
+        let answer = tokio::task::spawn_blocking(move || {
+            let batches = query_arrow(&conn, &marked);
             release(conn, slot, batches.is_ok());
             batches.map_err(limit_error)
         })
-        .await
-        .map_err(|e| Error::Internal(format!("engine task failed: {e}")))?
+        .await;
+        canceller.finished = true;
+        answer.map_err(|e| Error::Internal(format!("engine task failed: {e}")))?
     }
 
     /// Runs a query and returns its result as Arrow record batches.

@@ -28,6 +28,7 @@ test_main!(
     queries_answer_in_any_format_and_report_engine_errors,
     a_failed_statement_leaves_nothing_in_the_next_answer,
     read_only_queries_refuse_everything_but_one_read,
+    a_translated_query_whose_caller_goes_away_is_killed,
     writes_to_unknown_databases_can_be_refused,
     typed_points_follow_the_line_protocol_rules,
 );
@@ -734,6 +735,43 @@ fn read_only_queries_refuse_everything_but_one_read() {
             matches!(&err, Error::Engine(m) if m.contains("Syntax")),
             "{err:?}"
         );
+    })
+}
+
+/// A query-language translator's statement (InfluxQL, PromQL) is killed
+/// when its caller drops it: a client that hangs up frees the engine.
+fn a_translated_query_whose_caller_goes_away_is_killed() {
+    run(async {
+        let ing = ingestor().await;
+        // Seconds of work, read block by block (where a KILL is seen).
+        let slow = "SELECT count() FROM numbers(3000000000) WHERE sipHash64(number) = 12345";
+        let running = "SELECT count() FROM system.processes \
+                       WHERE query LIKE '%sipHash64(number) = 12345%' AND query NOT LIKE '%system.processes%'";
+        let started = std::time::Instant::now();
+        let dropped = tokio::time::timeout(
+            std::time::Duration::from_millis(500),
+            ing.query_translated(slow),
+        )
+        .await;
+        assert!(
+            dropped.is_err(),
+            "the statement takes many seconds: {dropped:?}"
+        );
+        // Killed within moments, long before it would have ended.
+        loop {
+            let count = tsv(&ing, running).await;
+            if count == "0\n" {
+                break;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(2500),
+                "still running: {count}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // The slot and a connection are free again.
+        let batches = ing.query_translated("SELECT 1").await.unwrap();
+        assert_eq!(batches[0].num_rows(), 1);
     })
 }
 
