@@ -731,6 +731,35 @@ async fn scoped_tokens_on_every_endpoint() {
         let (got, text) = status(influxql(token, q)).await;
         assert_eq!(got, expected, "{token}: {q}: {text}");
     }
+    // PromQL, its lookups and remote read.
+    for (token, path, expected) in [
+        ("one", "/api/v1/query?db=db1&query=m_v", StatusCode::OK),
+        ("one", "/api/v1/query?db=db2&query=m_v", FORBIDDEN),
+        (
+            "one",
+            "/db/db2/api/v1/query_range?query=m_v&start=0&end=1&step=1",
+            FORBIDDEN,
+        ),
+        ("one", "/api/v1/labels?db=db2", FORBIDDEN),
+        ("one", "/api/v1/series?db=db2&match[]=m_v", FORBIDDEN),
+        ("writer", "/api/v1/query?db=db1&query=m_v", FORBIDDEN),
+        ("reader", "/api/v1/query?db=db2&query=m_v", StatusCode::OK),
+        (
+            "nope",
+            "/api/v1/query?db=db1&query=m_v",
+            StatusCode::UNAUTHORIZED,
+        ),
+    ] {
+        let request = client().get(format!("{base}{path}")).bearer_auth(token);
+        let (got, text) = status(request).await;
+        assert_eq!(got, expected, "{token}: {path}: {text}");
+        if got != StatusCode::OK {
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(body["status"], "error", "{text}");
+        }
+    }
+    let (got, _) = status(post("/api/v1/read?db=db2", "one", "")).await;
+    assert_eq!(got, FORBIDDEN, "remote read of another database");
     let (_, text) = status(influxql("one", "SHOW DATABASES")).await;
     let listed: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
