@@ -27,6 +27,7 @@ use crate::write::flusher::FlushContext;
 use crate::write::points::Point;
 use crate::write::replay;
 use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
+use crate::write::sink::EmbeddedSink;
 use crate::write::{Handoff, PreparedWrite, Writer};
 
 /// An open ingest engine. Cheap to clone; all clones share one engine.
@@ -113,7 +114,8 @@ impl Ingestor {
         .await?;
         let handoff = Arc::new(Handoff::new(Arc::clone(&last_values)));
         let appender = Appender::start(files, Arc::clone(&engine.stats), handoff)?;
-        let flush = FlushContext::new(Arc::clone(&engine), appender, config.flush.clone());
+        let sink = Box::new(EmbeddedSink::new(Arc::clone(&engine)));
+        let flush = FlushContext::new(Arc::clone(&engine), sink, appender, config.flush.clone());
         let writer = Arc::new(Writer::new(
             Arc::clone(&config),
             Arc::clone(&catalog),

@@ -10,7 +10,6 @@ use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
 
 use crate::config::CardinalityLimits;
-use crate::engine::{self, Connection, DataDir};
 use crate::error::Result;
 use crate::layout::series::{FingerprintMap, SeriesIdMap, SeriesIdSet, SeriesKey};
 use crate::wal::Lsn;
@@ -34,7 +33,7 @@ pub(crate) struct SeriesState {
     registry: Mutex<Registry>,
     /// Held while pending rows are being committed, so a flush never inserts
     /// facts while the series they use are still in flight.
-    committing: Mutex<()>,
+    committing: tokio::sync::Mutex<()>,
     /// Tag keys seen per measurement: the columns of its view.
     tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
     /// Hashes of the values seen per (measurement, tag key), kept while
@@ -270,19 +269,23 @@ impl SeriesState {
         registry.pending.iter().map(|(lsn, _, _)| *lsn).min()
     }
 
-    /// Inserts the pending series rows into `table` and returns how many.
-    /// On failure they stay pending for the next flush.
-    pub(crate) fn commit(&self, conn: &Connection, disk: &DataDir, table: &str) -> Result<usize> {
-        let _committing = self.committing.lock().unwrap();
+    /// Stores the pending series rows with `insert` and returns how many;
+    /// one commit at a time, so a flush that finds nothing pending knows
+    /// every series logged before it is stored. On failure they stay
+    /// pending for the next flush.
+    pub(crate) async fn commit<F, Fut>(&self, insert: F) -> Result<usize>
+    where
+        F: FnOnce(RecordBatch) -> Fut,
+        Fut: std::future::Future<Output = Result<()>>,
+    {
+        let _committing = self.committing.lock().await;
         let rows = std::mem::take(&mut self.registry.lock().unwrap().pending);
         if rows.is_empty() {
             return Ok(0);
         }
         let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, key)));
-        let inserted = engine::insert_batch(conn, table, batch, None)
-            .and_then(|_| disk.sync_table(conn, table));
-        match inserted {
-            Ok(_) => Ok(rows.len()),
+        match insert(batch).await {
+            Ok(()) => Ok(rows.len()),
             Err(err) => {
                 let mut registry = self.registry.lock().unwrap();
                 let later = std::mem::replace(&mut registry.pending, rows);

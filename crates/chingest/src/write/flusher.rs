@@ -1,5 +1,5 @@
-//! Flushers: one task per table, inserting its batcher's flushes into the
-//! engine exactly once.
+//! Flushers: one task per table, inserting its batcher's flushes through
+//! the [sink](crate::write::sink) exactly once.
 //!
 //! Each insert is announced in the log first (`FlushStarted`, synced) and
 //! carries the deduplication token of its lsn range; once it commits,
@@ -19,32 +19,40 @@ use tracing::Instrument;
 
 use crate::catalog::{Database, Table};
 use crate::config::FlushPolicy;
-use crate::engine::{self, Engine};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::stats::IngestStats;
 use crate::wal::FlushRange;
 use crate::write::appender::Appender;
 use crate::write::batcher::{Batcher, Flush, FlushOutcome};
-use crate::write::chunk;
+use crate::write::sink::{Facts, Sink};
 
 /// First wait before retrying a failed insert; it doubles up to the max.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
-/// What every flush needs: the engine it inserts into, the log it marks
-/// flushes in, the policy, and whether the ingestor is closing.
+/// What every flush needs: the engine (its catalog's tables, the stats),
+/// where rows land, the log it marks flushes in, the policy, and whether
+/// the ingestor is closing.
 #[derive(Debug)]
 pub(crate) struct FlushContext {
     pub(crate) engine: Arc<Engine>,
+    pub(crate) sink: Box<dyn Sink>,
     pub(crate) appender: Appender,
     pub(crate) policy: FlushPolicy,
     closed: AtomicBool,
 }
 
 impl FlushContext {
-    pub(crate) fn new(engine: Arc<Engine>, appender: Appender, policy: FlushPolicy) -> Self {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        sink: Box<dyn Sink>,
+        appender: Appender,
+        policy: FlushPolicy,
+    ) -> Self {
         FlushContext {
             engine,
+            sink,
             appender,
             policy,
             closed: AtomicBool::new(false),
@@ -67,8 +75,19 @@ pub(crate) fn dedup_token(log_id: u64, range: &FlushRange) -> String {
     format!("{log_id:016x}:{}:{}", range.first, range.last)
 }
 
-/// Commits the database's pending series, then inserts `chunks` into the
-/// table's MergeTree under the token of `range`; both durable when this
+/// Stores the database's pending series rows through the sink; counted.
+pub(crate) async fn commit_series(ctx: &FlushContext, db: &Database) -> Result<()> {
+    let series_table = db.series_table.clone();
+    let stored = db
+        .series
+        .commit(|batch| ctx.sink.insert_series(series_table, batch))
+        .await?;
+    IngestStats::add(&ctx.engine.stats.series_created, stored as u64);
+    Ok(())
+}
+
+/// Stores the database's pending series, then `chunks` into the table
+/// under the token of `range`, through the sink; both durable when this
 /// returns.
 pub(crate) async fn insert(
     ctx: &FlushContext,
@@ -77,25 +96,16 @@ pub(crate) async fn insert(
     range: &FlushRange,
     chunks: Vec<RecordBatch>,
 ) -> Result<()> {
-    let schema = table.schema();
+    commit_series(ctx, db).await?;
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let facts = Facts {
+        schema: table.schema(),
+        chunks,
+    };
     let token = dedup_token(ctx.appender.log_id(), range);
-    let db = Arc::clone(db);
-    let stats = Arc::clone(&ctx.engine.stats);
-    let disk = Arc::clone(&ctx.engine.disk);
-    ctx.engine
-        .run(move |conn| {
-            let series = db.series.commit(conn, &disk, &db.series_table)?;
-            IngestStats::add(&stats.series_created, series as u64);
-            if chunks.is_empty() {
-                return Ok(());
-            }
-            let batch = chunk::merge(&schema, chunks);
-            let table = &schema.names.storage_table;
-            engine::insert_batch(conn, table, batch, Some(&token))?;
-            // Durable before the caller logs it committed.
-            disk.sync_table(conn, table)
-        })
-        .await
+    ctx.sink.insert_facts(facts, token).await
 }
 
 /// One table's flusher: takes each due flush of its batcher and inserts

@@ -3,7 +3,8 @@
 //! built into Arrow chunks by [`chunk`], tables and columns created first),
 //! reserves memory in the [`budget`], and is logged by the [`appender`],
 //! which hands its rows to each table's [`batcher`]; the table's
-//! [`flusher`] inserts them into the engine exactly once. [`replay`] runs
+//! [`flusher`] inserts them exactly once through the [`sink`] (the
+//! embedded engine). [`replay`] runs
 //! the same rules on open. [`Writer`] owns the stages and is what the
 //! [`Ingestor`](crate::Ingestor) writes through.
 
@@ -17,6 +18,7 @@ pub(crate) mod lp;
 pub(crate) mod points;
 pub(crate) mod replay;
 pub(crate) mod request;
+pub(crate) mod sink;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};

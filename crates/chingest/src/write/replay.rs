@@ -122,16 +122,7 @@ pub(crate) async fn run(
         let db = catalog.ensure_database(engine, name).await?;
         let grown = db.series.note_tag_keys(rows);
         db.series.register(0, rows.clone());
-        let committing = Arc::clone(&db);
-        let disk = Arc::clone(&engine.disk);
-        let committed = engine
-            .run(move |conn| {
-                committing
-                    .series
-                    .commit(conn, &disk, &committing.series_table)
-            })
-            .await?;
-        IngestStats::add(&stats.series_created, committed as u64);
+        flusher::commit_series(ctx, &db).await?;
         catalog.refresh_views(engine, &db, &grown).await?;
     }
 
