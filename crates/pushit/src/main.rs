@@ -91,6 +91,11 @@ enum Mode {
     /// Prometheus remote write 1.0 as Prometheus sends it: a scrape load in
     /// snappy-compressed requests of 500 samples, samples/s end to end.
     Prom(modes::prom::Args),
+    /// PromQL and Prometheus's HTTP API against Prometheus 2.42 and
+    /// VictoriaMetrics 1.79 on the same day of node-exporter scrapes: a
+    /// dashboard panel's QPS, a wide aggregation's, series' and label
+    /// values' latency, each as a ratio to the faster peer.
+    Promql(modes::promql::Args),
     /// OTLP gauges as an OpenTelemetry Collector sends them: host metrics
     /// in requests of ~8,192 points over OTLP/gRPC (or HTTP), points/s end
     /// to end.
@@ -255,6 +260,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),
+        Mode::Promql(args) => modes::promql::run(&ctx, &args),
         Mode::Otlp(args) => modes::otlp::run(&ctx, &args),
     }
 }

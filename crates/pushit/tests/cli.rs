@@ -380,6 +380,50 @@ fn prom_sends_remote_write_requests_and_counts_every_sample() {
 }
 
 #[test]
+fn promql_asks_every_query_of_chingest_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "promql",
+        "--jobs",
+        "1",
+        "--instances",
+        "2",
+        "--cpus",
+        "1",
+        "--hours",
+        "1",
+        "--seconds",
+        "0.3",
+        "--repeat",
+        "2",
+    ];
+    let rows = pushit(dir.path(), &args);
+    let sizes: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["series"].as_u64().unwrap(),
+                row["points"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The panel's hour at 15 s steps and the whole hour at 1 m steps, less
+    // the steps with fewer than two samples in their window (the data
+    // starts 15 s after the hour); 16 series; 2 instances; 1 name.
+    assert_eq!(sizes, [(1, 239), (1, 60), (16, 0), (2, 0), (1, 0)]);
+    for row in &rows {
+        assert_eq!(row["server"], "chingest");
+        assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
+        // No peer: nothing to compare with.
+        assert!(
+            row.get("chingest_over").is_none() && row.get("met").is_none(),
+            "{row}"
+        );
+    }
+    assert_eq!(rows[1]["queries"], 2);
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

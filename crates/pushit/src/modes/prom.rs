@@ -85,38 +85,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         &args.server,
         |_| {},
         async |endpoints| {
-            let url = format!("{}/api/v1/write?db={DATABASE}", endpoints.http);
-            let client = http_client()?;
-            let endpoints_for_send = Endpoints {
-                http: endpoints.http.clone(),
-                grpc: None,
-                clickhouse: None,
-                token: endpoints.token.clone(),
-            };
-            let send = move |_: usize, (body, _): (Vec<u8>, usize)| {
-                let request = authorized(
-                    &endpoints_for_send,
-                    client
-                        .post(&url)
-                        .header("Content-Encoding", "snappy")
-                        .header("Content-Type", "application/x-protobuf")
-                        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-                        .body(body),
-                );
-                async move {
-                    let response = request.send().await?;
-                    if response.status() != reqwest::StatusCode::NO_CONTENT {
-                        let status = response.status();
-                        bail!(
-                            "remote write answered {status}: {}",
-                            response.text().await.unwrap_or_default()
-                        );
-                    }
-                    Ok(())
-                }
-            };
-            let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
-            let sent = drive(ctx, "prom", requests, args.connections, sizes, send).await?;
+            let write = format!("/api/v1/write?db={DATABASE}");
+            let sent =
+                write_all(ctx, "prom", endpoints, &write, requests, args.connections).await?;
             let visible = wait_visible(endpoints, DATABASE, "prometheus", samples as u64)
                 .await?
                 .duration_since(sent.started);
@@ -149,59 +120,114 @@ async fn victoriametrics(
     samples: usize,
 ) -> anyhow::Result<serde_json::Value> {
     let client = http_client()?;
-    let write = format!("{url}/api/v1/write");
-    let send_client = client.clone();
-    let send = move |_: usize, (body, _): (Vec<u8>, usize)| {
-        let request = send_client
-            .post(&write)
-            .header("Content-Encoding", "snappy")
-            .header("Content-Type", "application/x-protobuf")
-            .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-            .body(body);
-        async move {
-            let response = request.send().await?;
-            if !response.status().is_success() {
-                bail!("VictoriaMetrics answered {}", response.status());
-            }
-            Ok(())
-        }
+    let victoriametrics = Endpoints {
+        http: url.to_owned(),
+        grpc: None,
+        clickhouse: None,
+        token: None,
     };
-    let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
-    let sent = drive(
+    let sent = write_all(
         ctx,
         "prom/victoriametrics",
+        &victoriametrics,
+        "/api/v1/write",
         requests,
         args.connections,
-        sizes,
-        send,
     )
     .await?;
     // Every sample of the load, counted at its last scrape.
     let end_ms = START_MS + (args.scrapes as i64 - 1) * SCRAPE_INTERVAL_MS;
-    let query = format!(
-        "{url}/api/v1/query?query=sum(count_over_time(%7Bjob%3D%22node%22%7D%5B1h%5D))&time={}",
-        end_ms as f64 / 1000.0
-    );
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let stored = loop {
-        client
-            .get(format!("{url}/internal/force_flush"))
-            .send()
-            .await?;
-        let answer: serde_json::Value = client.get(&query).send().await?.json().await?;
-        let stored = answer["data"]["result"][0]["value"][1]
-            .as_str()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0) as u64;
-        if stored >= samples as u64 || std::time::Instant::now() > give_up {
-            break stored;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let stored = flush_victoriametrics(
+        &client,
+        url,
+        "sum(count_over_time({job=\"node\"}[1h]))",
+        end_ms,
+        samples as u64,
+    )
+    .await?;
     let visible = sent.started.elapsed();
     // The warm-up request counts too: every sample must be there.
     check_stored("VictoriaMetrics", samples as u64, stored)?;
     Ok(row("victoriametrics", args, &sent, visible, None))
+}
+
+/// Remote-writes `requests` (bodies and their sample counts) to `path` of
+/// `endpoints` over `connections` connections, through [`drive`].
+pub(super) async fn write_all(
+    ctx: &Context,
+    name: &str,
+    endpoints: &Endpoints,
+    path: &str,
+    requests: Vec<(Vec<u8>, usize)>,
+    connections: usize,
+) -> anyhow::Result<Sent> {
+    let client = http_client()?;
+    let url = format!("{}{path}", endpoints.http);
+    let endpoints = endpoints.clone();
+    let send = move |_: usize, (body, _): (Vec<u8>, usize)| {
+        remote_write(authorized(&endpoints, client.post(&url)), body)
+    };
+    let sizes = |(body, samples): &(Vec<u8>, usize)| (*samples, body.len());
+    drive(ctx, name, requests, connections, sizes, send).await
+}
+
+/// Posts one remote write 1.0 body as Prometheus does; fails unless the
+/// receiver answers 2xx.
+async fn remote_write(
+    request: reqwest::RequestBuilder,
+    body: Vec<u8>,
+) -> anyhow::Result<()> {
+    let response = request
+        .header("Content-Encoding", "snappy")
+        .header("Content-Type", "application/x-protobuf")
+        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+        .body(body)
+        .send()
+        .await?;
+    let status = response.status();
+    if !status.is_success() {
+        bail!(
+            "remote write answered {status}: {}",
+            response.text().await.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Has the VictoriaMetrics at `url` flush its in-memory buffers until
+/// `count` (an instant query of one number, at `time_ms`) reaches
+/// `expected`, for up to two minutes; returns the last count.
+pub(super) async fn flush_victoriametrics(
+    client: &reqwest::Client,
+    url: &str,
+    count: &str,
+    time_ms: i64,
+    expected: u64,
+) -> anyhow::Result<u64> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let time = (time_ms as f64 / 1000.0).to_string();
+    loop {
+        client
+            .get(format!("{url}/internal/force_flush"))
+            .send()
+            .await?;
+        // `nocache`: a count cached before the flush would stay short.
+        let answer: serde_json::Value = client
+            .get(format!("{url}/api/v1/query"))
+            .query(&[("query", count), ("time", &time), ("nocache", "1")])
+            .send()
+            .await?
+            .json()
+            .await?;
+        let stored = answer["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64;
+        if stored >= expected || std::time::Instant::now() > give_up {
+            return Ok(stored);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// A report row: `sent`'s rates, queryable after `visible`.

@@ -175,20 +175,20 @@ impl Path {
 }
 
 /// What one side measured for one query.
-struct Measured {
-    queries: usize,
-    rows: usize,
-    bytes: usize,
-    elapsed: Duration,
+pub(super) struct Measured {
+    pub(super) queries: usize,
+    pub(super) rows: usize,
+    pub(super) bytes: usize,
+    pub(super) elapsed: Duration,
     /// Sorted.
-    latencies: Vec<Duration>,
+    pub(super) latencies: Vec<Duration>,
 }
 
 /// What one connection or thread measured: latencies, result rows, bytes.
 type Part = (Vec<Duration>, usize, usize);
 
 impl Measured {
-    fn gather(parts: Vec<Part>, elapsed: Duration) -> Measured {
+    pub(super) fn gather(parts: Vec<Part>, elapsed: Duration) -> Measured {
         let mut all = Measured {
             queries: 0,
             rows: 0,
@@ -380,15 +380,32 @@ async fn over_http(
     path: Path,
     query: &Query,
 ) -> anyhow::Result<Option<Measured>> {
-    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let request = |client: &reqwest::Client| path.request(client, endpoints, query);
+    hammer(args.connections, args.seconds, request, move |body| {
+        path.rows(body)
+    })
+    .await
+}
+
+/// Sends `request` over and over on `connections` keep-alive connections
+/// (one client each) for `seconds`, each connection waiting for its answer
+/// before it asks again; `rows` counts an answer's rows. `None` when
+/// `request` has none to send.
+pub(super) async fn hammer(
+    connections: usize,
+    seconds: f64,
+    request: impl Fn(&reqwest::Client) -> Option<reqwest::RequestBuilder>,
+    rows: impl Fn(&[u8]) -> usize + Copy + Send + 'static,
+) -> anyhow::Result<Option<Measured>> {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
     let mut workers = Vec::new();
-    for _ in 0..args.connections {
+    for _ in 0..connections {
         let client = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(1)
             .build()?;
-        let Some(request) = path.request(&client, endpoints, query) else {
+        let Some(request) = request(&client) else {
             return Ok(None);
         };
         workers.push(tokio::spawn(async move {
@@ -405,7 +422,7 @@ async fn over_http(
                     bail!("{status}: {}", String::from_utf8_lossy(&body));
                 }
                 measured.0.push(sent.elapsed());
-                measured.1 += path.rows(&body);
+                measured.1 += rows(&body);
                 measured.2 += body.len();
             }
             anyhow::Ok(measured)

@@ -33,6 +33,7 @@ pub(crate) struct ServerArgs {
 }
 
 /// Where the server answers.
+#[derive(Clone)]
 pub(super) struct Endpoints {
     pub(super) http: String,
     pub(super) grpc: Option<String>,

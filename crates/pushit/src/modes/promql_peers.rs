@@ -1,0 +1,324 @@
+//! The peers `pushit promql` compares chingest with, each a child process
+//! on a free loopback port with a temporary data directory, killed when
+//! dropped: a Prometheus whose TSDB blocks `promtool` backfilled from
+//! OpenMetrics files of the scrapes, and a VictoriaMetrics loaded by the
+//! same remote-write requests chingest was. Both are measured only once
+//! they are idle: Prometheus after its first compaction (a minute after
+//! it starts, as a Prometheus holding a day has compacted its blocks),
+//! VictoriaMetrics after its flush and merges.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+
+use super::prom::{flush_victoriametrics, write_all};
+use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC};
+use super::server::{http_client, Endpoints};
+use super::{check_stored, per_second};
+use crate::Context;
+
+/// A peer server this process started.
+pub(super) struct Peer {
+    name: &'static str,
+    child: Child,
+    pub(super) url: String,
+    log: PathBuf,
+    /// Removed after the child is killed (fields drop after `drop`).
+    _dir: tempfile::TempDir,
+}
+
+impl Peer {
+    /// Starts `binary` with the flags `flags` makes of its directory and
+    /// a free port, and waits until `ready_path` answers 200.
+    async fn start(
+        name: &'static str,
+        binary: &Path,
+        dir: tempfile::TempDir,
+        flags: impl FnOnce(&Path, u16) -> Vec<String>,
+        ready_path: &str,
+    ) -> anyhow::Result<Peer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let log = dir.path().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log)?;
+        let child = Command::new(binary)
+            .args(flags(dir.path(), port))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let peer = Peer {
+            name,
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+            _dir: dir,
+        };
+        let client = http_client()?;
+        let give_up = Instant::now() + Duration::from_secs(120);
+        loop {
+            let answer = client.get(format!("{}{ready_path}", peer.url)).send().await;
+            if answer.is_ok_and(|r| r.status().is_success()) {
+                return Ok(peer);
+            }
+            if Instant::now() > give_up {
+                bail!("{name} not ready in 2 min:\n{}", peer.log_tail());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// How the measurements reach it: no database, no token.
+    pub(super) fn endpoints(&self) -> Endpoints {
+        Endpoints {
+            http: self.url.clone(),
+            grpc: None,
+            clickhouse: None,
+            token: None,
+        }
+    }
+
+    /// The end of its log, for errors.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        log[log.len().saturating_sub(3_000)..].to_owned()
+    }
+
+    /// The sum of `metric` over its series on `/metrics`.
+    async fn metric(&self, client: &reqwest::Client, metric: &str) -> anyhow::Result<f64> {
+        let text = client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .filter_map(|line| sample_of(line, metric))
+            .sum())
+    }
+
+    /// Waits until it uses under 5% of a core for 3 s running (its
+    /// background work done), for up to 5 min, then `--pause`.
+    async fn wait_idle(&self, ctx: &Context) -> anyhow::Result<()> {
+        let client = http_client()?;
+        let give_up = Instant::now() + Duration::from_secs(300);
+        let (mut quiet, mut cpu) = (0, self.metric(&client, "process_cpu_seconds_total").await?);
+        while quiet < 3 && Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = self.metric(&client, "process_cpu_seconds_total").await?;
+            quiet = if now - cpu < 0.05 { quiet + 1 } else { 0 };
+            cpu = now;
+        }
+        if quiet < 3 {
+            ctx.progress(format!("promql: {} still busy after 5 min", self.name));
+        }
+        tokio::time::sleep(Duration::from_secs_f64(ctx.common.pause.max(0.0))).await;
+        Ok(())
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of `line` (of the text exposition format) if it is a sample
+/// of `metric`.
+fn sample_of(line: &str, metric: &str) -> Option<f64> {
+    let rest = line.strip_prefix(metric)?;
+    let rest = match rest.strip_prefix('{') {
+        Some(labels) => &labels[labels.find('}')? + 1..],
+        None if rest.starts_with(' ') => rest,
+        None => return None,
+    };
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// A Prometheus (`binary`, `promtool` beside it) on blocks backfilled from
+/// `data`, idle after its first compaction.
+pub(super) async fn prometheus(ctx: &Context, binary: &Path, data: &Data) -> anyhow::Result<Peer> {
+    let promtool = binary.with_file_name("promtool");
+    let dir = tempfile::Builder::new()
+        .prefix("pushit-prometheus-")
+        .tempdir()?;
+    let tsdb = dir.path().join("data");
+    let started = Instant::now();
+    // One file per block (promtool's blocks are 2 h, aligned): promtool
+    // reads its whole input once per block it makes.
+    let mut scrapes = 0..data.scrapes;
+    let mut blocks = 0;
+    while !scrapes.is_empty() {
+        let block = data.time_ms(scrapes.start) / BLOCK_MS;
+        let in_block: Vec<usize> = scrapes
+            .clone()
+            .take_while(|&scrape| data.time_ms(scrape) / BLOCK_MS == block)
+            .collect();
+        scrapes.start += in_block.len();
+        let file = dir.path().join("block.om");
+        write_openmetrics(&file, data, &in_block)?;
+        let status = Command::new(&promtool)
+            .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
+            .arg(&file)
+            .arg(&tsdb)
+            .status()
+            .with_context(|| format!("running {}", promtool.display()))?;
+        if !status.success() {
+            bail!(
+                "{} create-blocks-from openmetrics: {status}",
+                promtool.display()
+            );
+        }
+        std::fs::remove_file(&file)?;
+        blocks += 1;
+    }
+    ctx.progress(format!(
+        "promql: prometheus: {blocks} blocks backfilled in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    std::fs::write(dir.path().join("prometheus.yml"), "scrape_configs: []\n")?;
+    let flags = |dir: &Path, port: u16| {
+        vec![
+            format!("--config.file={}", dir.join("prometheus.yml").display()),
+            format!("--storage.tsdb.path={}", dir.join("data").display()),
+            // Blocks past the retention would be deleted on start.
+            "--storage.tsdb.retention.time=100y".to_owned(),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ]
+    };
+    let peer = Peer::start("prometheus", binary, dir, flags, "/-/ready").await?;
+    ctx.progress("promql: prometheus: waiting for its first compaction (a minute after start)");
+    let client = http_client()?;
+    let give_up = Instant::now() + Duration::from_secs(180);
+    while peer
+        .metric(&client, "prometheus_tsdb_compactions_triggered_total")
+        .await?
+        < 1.0
+    {
+        if Instant::now() > give_up {
+            bail!("prometheus did not compact in 3 min:\n{}", peer.log_tail());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    peer.wait_idle(ctx).await?;
+    let loaded = peer
+        .metric(&client, "prometheus_tsdb_blocks_loaded")
+        .await?;
+    ctx.progress(format!(
+        "promql: prometheus: {loaded} blocks after compaction"
+    ));
+    Ok(peer)
+}
+
+/// promtool's block length, ms.
+const BLOCK_MS: i64 = 2 * 3_600_000;
+
+/// `scrapes` of `data` as an OpenMetrics file, in time order.
+fn write_openmetrics(file: &Path, data: &Data, scrapes: &[usize]) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
+    for &scrape in scrapes {
+        let seconds = data.time_ms(scrape) / 1000;
+        for (series, labels) in data.series.iter().enumerate() {
+            let (name, labels) = labels.split_first().context("a series without a name")?;
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|(label, value)| format!("{label}=\"{value}\""))
+                .collect();
+            writeln!(
+                out,
+                "{}{{{}}} {} {seconds}",
+                name.1,
+                labels.join(","),
+                data.value(series, scrape)
+            )?;
+        }
+    }
+    writeln!(out, "# EOF")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A VictoriaMetrics (`binary` with `extra_flags`), called `name`, loaded
+/// with `requests`, flushed, its sample count checked, and idle.
+pub(super) async fn victoriametrics(
+    ctx: &Context,
+    name: &'static str,
+    binary: &Path,
+    extra_flags: &[&str],
+    requests: Requests,
+    data: &Data,
+) -> anyhow::Result<Peer> {
+    let dir = tempfile::Builder::new()
+        .prefix("pushit-victoriametrics-")
+        .tempdir()?;
+    let flags = |dir: &Path, port: u16| {
+        let mut flags = vec![
+            format!("-storageDataPath={}", dir.join("data").display()),
+            format!("-httpListenAddr=127.0.0.1:{port}"),
+            "-loggerLevel=WARN".to_owned(),
+        ];
+        flags.extend(extra_flags.iter().map(|flag| flag.to_string()));
+        flags
+    };
+    let peer = Peer::start(name, binary, dir, flags, "/health").await?;
+    let name_for_progress = format!("promql/{name}");
+    let sent = write_all(
+        ctx,
+        &name_for_progress,
+        &peer.endpoints(),
+        "/api/v1/write",
+        requests,
+        LOAD_CONNECTIONS,
+    )
+    .await?;
+    let client = http_client()?;
+    let samples = data.samples() as u64;
+    let count = format!(
+        "sum(count_over_time({}[{}s]))",
+        METRIC,
+        data.scrapes as i64 * INTERVAL_MS / 1000
+    );
+    let stored = flush_victoriametrics(&client, &peer.url, &count, data.end_ms(), samples).await?;
+    check_stored(name, samples, stored)?;
+    ctx.progress(format!(
+        "promql: {name}: {:.0} samples/s written, {:.1} s until queryable",
+        per_second(sent.rows, sent.elapsed),
+        sent.started.elapsed().as_secs_f64()
+    ));
+    peer.wait_idle(ctx).await?;
+    Ok(peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_of;
+
+    #[test]
+    fn samples_of_one_metric() {
+        let metric = "process_cpu_seconds_total";
+        assert_eq!(
+            sample_of("process_cpu_seconds_total 1.5", metric),
+            Some(1.5)
+        );
+        assert_eq!(
+            sample_of(
+                r#"http_requests_total{code="200"} 2"#,
+                "http_requests_total"
+            ),
+            Some(2.0)
+        );
+        assert_eq!(sample_of("process_cpu_seconds_total_x 1", metric), None);
+        assert_eq!(
+            sample_of("# TYPE process_cpu_seconds_total counter", metric),
+            None
+        );
+    }
+}
