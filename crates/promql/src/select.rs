@@ -222,6 +222,10 @@ pub struct Metadata {
     pub unit: String,
 }
 
+/// Most series ids a statement lists (about 21 bytes each, well inside
+/// the engine's statement size); more are selected by a subquery.
+const MAX_LISTED_IDS: usize = 5_000;
+
 /// The measurements of remote write's exemplars and metadata.
 const EXEMPLARS_MEASUREMENT: &str = "prometheus_exemplars";
 const METADATA_MEASUREMENT: &str = "prometheus_metadata";
@@ -492,6 +496,9 @@ impl Source<'_> {
         range: Option<(i64, i64)>,
         budget: &mut usize,
     ) -> Result<HashMap<u64, Labels>, Error> {
+        if let Some(found) = self.cached_series(candidate, matchers, range, budget)? {
+            return Ok(found);
+        }
         let mut sql = format!(
             "SELECT series_id, mapKeys(tags), mapValues(tags) FROM {} FINAL WHERE {}",
             candidate.names.series_table,
@@ -530,17 +537,7 @@ impl Source<'_> {
                     (Naming::Otlp { .. }, Some((gauge, names))) => {
                         otlp_labels(keys, values, *gauge, names, id)
                     }
-                    (naming, _) => {
-                        let mut pairs: Vec<(String, String)> = keys
-                            .into_iter()
-                            .map(|k| naming::label_name(&k))
-                            .zip(values)
-                            .collect();
-                        if let Naming::Fixed(metric) = naming {
-                            pairs.push((METRIC_NAME.to_owned(), metric.clone()));
-                        }
-                        Labels::new(pairs)
-                    }
+                    (naming, _) => plain_labels(naming, keys.into_iter().zip(values)),
                 };
                 if matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
                     if *budget == 0 {
@@ -552,6 +549,88 @@ impl Source<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The series of `candidate` the matchers select, from the ingestor's
+    /// last-value cache (no engine statement), when it holds the
+    /// measurement and can answer: with a `range`, every series' newest
+    /// value of the field must be before its end (one newer may or may not
+    /// have a sample in it: the engine is asked then). `None`: ask the
+    /// engine.
+    fn cached_series(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        range: Option<(i64, i64)>,
+        budget: &mut usize,
+    ) -> Result<Option<HashMap<u64, Labels>>, Error> {
+        if matches!(candidate.naming, Naming::Otlp { .. }) {
+            return Ok(None);
+        }
+        let label_pairs = |tags: &[(String, String)]| {
+            tags.iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        };
+        let Some(cached) = self.ingestor.last_values(
+            &self.database,
+            &self.retention_policy,
+            &candidate.measurement,
+            |tags| {
+                let labels = plain_labels(&candidate.naming, label_pairs(tags).into_iter());
+                matchers.iter().all(|m| m.matches(labels.get(&m.name)))
+            },
+        ) else {
+            return Ok(None);
+        };
+        let mut out = HashMap::new();
+        for series in cached {
+            // The newest sample of the metric's field (ns → ms).
+            let Some(newest) = series
+                .fields
+                .iter()
+                .find(|(f, _)| *f == candidate.field)
+                .map(|(_, v)| v.time_ns.div_euclid(1_000_000))
+            else {
+                continue;
+            };
+            if let Some((start, end)) = range {
+                if newest > end {
+                    return Ok(None);
+                }
+                if newest < start {
+                    continue;
+                }
+            }
+            if *budget == 0 {
+                return Err(too_many_series(self.limits.max_series));
+            }
+            *budget -= 1;
+            let labels = plain_labels(&candidate.naming, series.tags.into_iter());
+            out.insert(series.series_id, labels);
+        }
+        Ok(Some(out))
+    }
+
+    /// The series ids a samples statement reads: `found`'s, listed, when
+    /// few enough for a statement (a key lookup each); else the series
+    /// table's statement that selects them (and a few the matchers refuse
+    /// in memory, whose samples are dropped as they are read).
+    fn id_set(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        found: &HashMap<u64, Labels>,
+    ) -> String {
+        if found.len() <= MAX_LISTED_IDS {
+            let ids: Vec<String> = found.keys().map(u64::to_string).collect();
+            return ids.join(", ");
+        }
+        format!(
+            "SELECT series_id FROM {} FINAL WHERE {}",
+            candidate.names.series_table,
+            self.series_condition(candidate, matchers)
+        )
     }
 
     /// What OTLP's names need beside a series' tags: each metric's unit
@@ -646,12 +725,11 @@ impl Source<'_> {
             }
             let sql = format!(
                 "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
-                 WHERE series_id IN (SELECT series_id FROM {series} FINAL WHERE {condition}) \
+                 WHERE series_id IN ({ids}) \
                  AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
                 field = quote_ident(&candidate.field),
                 facts = candidate.names.storage_table,
-                series = candidate.names.series_table,
-                condition = self.series_condition(&candidate, matchers),
+                ids = self.id_set(&candidate, matchers, &found),
                 time = time_condition(start, end),
                 limit = *sample_budget + 1,
             );
@@ -685,6 +763,16 @@ impl Source<'_> {
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
+}
+
+/// The labels of a series named by its tags or by its measurement and
+/// field: its tags with valid label names, and the metric name.
+fn plain_labels(naming: &Naming, tags: impl Iterator<Item = (String, String)>) -> Labels {
+    let mut pairs: Vec<(String, String)> = tags.map(|(k, v)| (naming::label_name(&k), v)).collect();
+    if let Naming::Fixed(metric) = naming {
+        pairs.push((METRIC_NAME.to_owned(), metric.clone()));
+    }
+    Labels::new(pairs)
 }
 
 /// What OTLP's Prometheus names need beside a series' tags.
