@@ -123,11 +123,11 @@ pub(super) fn call<'d>(ev: &'d Evaluator, call: &Call, ts: i64) -> Result<Val<'d
             }
         }
     };
-    if matches!(name, "label_replace" | "label_join")
-        || out
-            .first()
-            .is_some_and(|s| s.labels.get(METRIC_NAME).is_empty())
-    {
+    // (`map_values` and range functions check their own answers.)
+    if matches!(
+        name,
+        "label_replace" | "label_join" | "histogram_quantile" | "timestamp"
+    ) {
         unique(&out)?;
     }
     Ok(Val::Vector(out))
@@ -227,14 +227,30 @@ fn map_values(
     ts: i64,
     f: impl Fn(f64) -> f64,
 ) -> Result<Vec<Sample>, Error> {
-    Ok(vector(ev, expr, ts)?
+    let input = vector(ev, expr, ts)?;
+    let check = names_differ(input.iter().map(|s| &s.labels));
+    let out: Vec<Sample> = input
         .into_iter()
         .map(|s| Sample {
             labels: s.labels.without_name(),
             time: ts,
             value: f(s.value),
         })
-        .collect())
+        .collect();
+    if check {
+        unique(&out)?;
+    }
+    Ok(out)
+}
+
+/// Whether the label sets carry more than one metric name: only then can
+/// dropping it make two alike (they were distinct before).
+fn names_differ<'l>(mut labels: impl Iterator<Item = &'l Labels>) -> bool {
+    let Some(first) = labels.next() else {
+        return false;
+    };
+    let name = first.get(METRIC_NAME);
+    labels.any(|l| l.get(METRIC_NAME) != name)
 }
 
 fn math(name: &str) -> Option<fn(f64) -> f64> {
@@ -610,7 +626,9 @@ fn range_function(
         }
     };
     let keep_name = name == "last_over_time";
-    Ok(m.windows
+    let check = !keep_name && names_differ(m.windows.iter().map(|w| &w.labels));
+    let out: Vec<Sample> = m
+        .windows
         .iter()
         .filter_map(|w| {
             let value = f(&w.points)?;
@@ -625,7 +643,11 @@ fn range_function(
                 value,
             })
         })
-        .collect())
+        .collect();
+    if check {
+        unique(&out)?;
+    }
+    Ok(out)
 }
 
 /// `rate`, `increase` and `delta`: the change over the window,

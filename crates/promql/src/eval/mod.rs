@@ -182,6 +182,9 @@ pub(crate) struct Evaluator {
     /// binary operator's match), by node and input set: a series' sets are
     /// the same at every step, so each is derived once.
     pub(crate) derived: RefCell<HashMap<(usize, usize), (Labels, Labels)>>,
+    /// Where each selector's series were last read (`from`, `to`): a range
+    /// query's next step reads a little further on, found from there.
+    pub(crate) cursors: RefCell<HashMap<usize, Vec<(usize, usize)>>>,
 }
 
 /// The key of a selector's samples.
@@ -334,10 +337,16 @@ impl Evaluator {
         let Some(series) = self.data.get(&key(vs)) else {
             return Vec::new();
         };
+        let mut cursors = self.cursors.borrow_mut();
+        let cursors = cursors
+            .entry(key(vs))
+            .or_insert_with(|| vec![(0, 0); series.len()]);
         series
             .iter()
-            .filter_map(|s| {
-                let i = s.points.partition_point(|p| p.0 <= reference);
+            .zip(cursors.iter_mut())
+            .filter_map(|(s, cursor)| {
+                let i = seek(&s.points, cursor.1, |t| t <= reference);
+                cursor.1 = i;
                 let (time, value) = *s.points.get(i.checked_sub(1)?)?;
                 (time >= reference - self.lookback && !is_stale(value)).then(|| Sample {
                     labels: s.labels.clone(),
@@ -356,11 +365,17 @@ impl Evaluator {
         let Some(series) = self.data.get(&key(vs)) else {
             return Vec::new();
         };
+        let mut cursors = self.cursors.borrow_mut();
+        let cursors = cursors
+            .entry(key(vs))
+            .or_insert_with(|| vec![(0, 0); series.len()]);
         series
             .iter()
-            .filter_map(|s| {
-                let from = s.points.partition_point(|p| p.0 < reference - range);
-                let to = s.points.partition_point(|p| p.0 <= reference);
+            .zip(cursors.iter_mut())
+            .filter_map(|(s, cursor)| {
+                let from = seek(&s.points, cursor.0, |t| t < reference - range);
+                let to = seek(&s.points, cursor.1, |t| t <= reference);
+                *cursor = (from, to);
                 let points = &s.points[from..to];
                 let points = if points.iter().any(|p| is_stale(p.1)) {
                     Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect())
@@ -430,6 +445,26 @@ impl Evaluator {
     }
 }
 
+/// The first index of `points` whose time `before` refuses (`before` holds
+/// for a prefix), found from `hint` (where it was for a nearby time):
+/// a few steps on from there, else by bisection.
+fn seek(points: &[(i64, f64)], hint: usize, before: impl Fn(i64) -> bool) -> usize {
+    let hint = hint.min(points.len());
+    if hint == 0 || before(points[hint - 1].0) {
+        // At or past the hint.
+        let mut i = hint;
+        for _ in 0..8 {
+            if i == points.len() || !before(points[i].0) {
+                return i;
+            }
+            i += 1;
+        }
+        i + points[i..].partition_point(|p| before(p.0))
+    } else {
+        points[..hint].partition_point(|p| before(p.0))
+    }
+}
+
 fn same_labelset() -> Error {
     Error::Execution("vector cannot contain metrics with the same labelset".into())
 }
@@ -447,4 +482,25 @@ pub(crate) fn unique(samples: &[Sample]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seek;
+
+    #[test]
+    fn seeking_from_any_hint_finds_what_bisection_finds() {
+        let points: Vec<(i64, f64)> = (0..100).map(|i| (i * 10, 0.0)).collect();
+        for bound in [-5, 0, 5, 10, 95, 500, 990, 1000, 2000] {
+            let expected = points.partition_point(|p| p.0 <= bound);
+            for hint in [0, 1, 3, 9, 10, 50, 99, 100, 150] {
+                assert_eq!(
+                    seek(&points, hint, |t| t <= bound),
+                    expected,
+                    "{bound} from {hint}"
+                );
+            }
+        }
+        assert_eq!(seek(&[], 3, |t| t < 0), 0);
+    }
 }
