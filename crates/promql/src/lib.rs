@@ -68,7 +68,7 @@ pub async fn instant_query(
     time: i64,
     options: Options,
 ) -> Result<Value, Error> {
-    evaluate(source, query, (time, time, 0), options).await
+    evaluate(source, parse_query(query)?, (time, time, 0), options).await
 }
 
 /// The query at every step from `start` to `end` (ms, both included when
@@ -108,7 +108,7 @@ pub async fn range_query(
             type_name(&expr)
         )));
     }
-    evaluate(source, query, (start, end, step), options).await
+    evaluate(source, expr, (start, end, step), options).await
 }
 
 fn type_name(expr: &Expr) -> &'static str {
@@ -132,13 +132,13 @@ impl Drop for CancelOnDrop {
 
 async fn evaluate(
     source: &Source<'_>,
-    query: &str,
+    expr: Expr,
     (start, end, step): (i64, i64, i64),
     options: Options,
 ) -> Result<Value, Error> {
     let deadline = Instant::now() + options.timeout;
     // Boxed: the samples are keyed by their selector's address in the tree.
-    let expr = Box::new(parse_query(query)?);
+    let expr = Box::new(expr);
     let lookback = i64::try_from(options.lookback.as_millis()).unwrap_or(i64::MAX / 4);
     let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
     let (mut series_budget, mut sample_budget) =

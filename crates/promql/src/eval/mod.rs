@@ -13,7 +13,7 @@ mod binary;
 mod functions;
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -184,8 +184,12 @@ pub(crate) struct Evaluator {
     pub(crate) derived: RefCell<HashMap<(usize, usize), (Labels, Labels)>>,
     /// Where each selector's series were last read (`from`, `to`): a range
     /// query's next step reads a little further on, found from there.
-    pub(crate) cursors: RefCell<HashMap<usize, Vec<(usize, usize)>>>,
+    pub(crate) cursors: RefCell<HashMap<usize, Vec<Cursor>>>,
 }
+
+/// Where a series was last read: the first and the one-past-last index
+/// of its last window (an instant selector uses the second).
+pub(crate) type Cursor = (usize, usize);
 
 /// The key of a selector's samples.
 pub(crate) fn key(selector: &VectorSelector) -> usize {
@@ -330,17 +334,25 @@ impl Evaluator {
         })
     }
 
+    /// A selector's series, and where each was last read.
+    fn selected(&self, vs: &VectorSelector) -> Option<(&[Series], RefMut<'_, [Cursor]>)> {
+        let series = self.data.get(&key(vs))?;
+        let cursors = RefMut::map(self.cursors.borrow_mut(), |cursors| {
+            cursors
+                .entry(key(vs))
+                .or_insert_with(|| vec![(0, 0); series.len()])
+                .as_mut_slice()
+        });
+        Some((series, cursors))
+    }
+
     /// An instant selector at `ts`: each series' newest sample within the
     /// lookback (both ends included), unless it is a stale marker.
     fn instant(&self, vs: &VectorSelector, ts: i64) -> Vec<Sample> {
         let reference = self.reference(&vs.at, &vs.offset, ts);
-        let Some(series) = self.data.get(&key(vs)) else {
+        let Some((series, mut cursors)) = self.selected(vs) else {
             return Vec::new();
         };
-        let mut cursors = self.cursors.borrow_mut();
-        let cursors = cursors
-            .entry(key(vs))
-            .or_insert_with(|| vec![(0, 0); series.len()]);
         series
             .iter()
             .zip(cursors.iter_mut())
@@ -362,13 +374,9 @@ impl Evaluator {
     /// without any are left out.
     fn windows<'d>(&'d self, vs: &VectorSelector, range: i64, ts: i64) -> Vec<Window<'d>> {
         let reference = self.reference(&vs.at, &vs.offset, ts);
-        let Some(series) = self.data.get(&key(vs)) else {
+        let Some((series, mut cursors)) = self.selected(vs) else {
             return Vec::new();
         };
-        let mut cursors = self.cursors.borrow_mut();
-        let cursors = cursors
-            .entry(key(vs))
-            .or_insert_with(|| vec![(0, 0); series.len()]);
         series
             .iter()
             .zip(cursors.iter_mut())
