@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequest, Path, Request};
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse as _, Response};
 use axum::Json;
@@ -15,7 +15,7 @@ use chingest_promql::{self as promql, Labels, Options, Source, Value};
 use serde_json::{json, Map};
 
 use crate::error::{ApiError, Flavor};
-use crate::state::AppState;
+use crate::state::{AppState, Grant};
 
 /// The version reported to clients, which pick features by it (Grafana):
 /// the Prometheus whose language and answers PromQL here follows.
@@ -111,29 +111,59 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// What every PromQL request starts with: the caller checked, the
-/// parameters read, the database chosen, the limits.
-async fn prepare<'s>(
-    state: &'s AppState,
-    uri: &Uri,
-    headers: &HeaderMap,
-    query: Option<String>,
-    body: axum::body::Body,
-) -> Result<(Params, Source<'s>, Options), ApiError> {
-    let grant = state.authorize(headers, None, Flavor::Prometheus)?;
-    let params = Params::read(state, headers, query, body).await?;
-    let source = source(state, grant.access(), uri, params.get("db"))?;
-    let config = &state.config.promql;
-    let mut options = Options {
-        lookback: Duration::from_millis(config.lookback_delta_ms),
-        timeout: Duration::from_millis(config.timeout_ms),
-    };
-    if let Some(timeout) = params.get("timeout") {
-        options.timeout = options
-            .timeout
-            .min(promql::parse_duration("timeout", timeout)?);
+/// A Prometheus API request as every handler takes it: the caller
+/// checked, the parameters read (query string and form body), the path
+/// (which may name the database).
+pub(super) struct PromRequest {
+    state: AppState,
+    grant: Grant,
+    uri: Uri,
+    params: Params,
+}
+
+impl FromRequest<AppState> for PromRequest {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (parts, body) = request.into_parts();
+        let grant = state.authorize(&parts.headers, None, Flavor::Prometheus)?;
+        let query = parts.uri.query().map(str::to_owned);
+        let params = Params::read(state, &parts.headers, query, body).await?;
+        Ok(PromRequest {
+            state: state.clone(),
+            grant,
+            uri: parts.uri,
+            params,
+        })
     }
-    Ok((params, source, options))
+}
+
+impl PromRequest {
+    /// The database read, under the `[promql]` limits.
+    fn source(&self) -> Result<Source<'_>, ApiError> {
+        source(
+            &self.state,
+            self.grant.access(),
+            &self.uri,
+            self.params.get("db"),
+        )
+    }
+
+    /// How its query is evaluated: `[promql]`'s lookback and timeout, the
+    /// request's `timeout` if shorter.
+    fn options(&self) -> Result<Options, ApiError> {
+        let config = &self.state.config.promql;
+        let mut options = Options {
+            lookback: Duration::from_millis(config.lookback_delta_ms),
+            timeout: Duration::from_millis(config.timeout_ms),
+        };
+        if let Some(timeout) = self.params.get("timeout") {
+            options.timeout = options
+                .timeout
+                .min(promql::parse_duration("timeout", timeout)?);
+        }
+        Ok(options)
+    }
 }
 
 /// The database a Prometheus API request reads (`?db=`, the `/db/<name>`
@@ -179,14 +209,8 @@ fn required<'p>(params: &'p Params, name: &str) -> Result<&'p str, ApiError> {
 }
 
 /// `GET|POST /api/v1/query`: the query at `time` (default now).
-pub(super) async fn query(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, options) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn query(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source, options) = (&request.params, request.source()?, request.options()?);
     let query = params.get("query").unwrap_or_default();
     let time = params.time("time")?.unwrap_or_else(now_ms);
     let value = promql::instant_query(&source, query, time, options).await?;
@@ -195,31 +219,19 @@ pub(super) async fn query(
 
 /// `GET|POST /api/v1/query_range`: the query at every `step` from `start`
 /// to `end`.
-pub(super) async fn query_range(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, options) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn query_range(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source, options) = (&request.params, request.source()?, request.options()?);
     let query = params.get("query").unwrap_or_default();
-    let start = promql::parse_time("start", required(&params, "start")?)?;
-    let end = promql::parse_time("end", required(&params, "end")?)?;
-    let step = promql::parse_duration("step", required(&params, "step")?)?;
+    let start = promql::parse_time("start", required(params, "start")?)?;
+    let end = promql::parse_time("end", required(params, "end")?)?;
+    let step = promql::parse_duration("step", required(params, "step")?)?;
     let value = promql::range_query(&source, query, start, end, step, options).await?;
     Ok(success(value_json(&value)))
 }
 
 /// `GET|POST /api/v1/series?match[]=…`.
-pub(super) async fn series(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn series(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source) = (&request.params, request.source()?);
     let selectors = params.all("match[]");
     if selectors.is_empty() {
         return Err(bad_data("no match[] parameter provided"));
@@ -231,14 +243,8 @@ pub(super) async fn series(
 }
 
 /// `GET|POST /api/v1/labels`.
-pub(super) async fn labels(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn labels(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source) = (&request.params, request.source()?);
     let limit = params.limit()?;
     let names = promql::label_names(&source, &params.all("match[]"), params.range()?).await?;
     Ok(success(json!(names
@@ -249,12 +255,8 @@ pub(super) async fn labels(
 
 /// `GET /api/v1/label/<name>/values`.
 pub(super) async fn label_values(
-    State(state): State<AppState>,
     Path(path): Path<Vec<(String, String)>>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
+    request: Result<PromRequest, ApiError>,
 ) -> Result<Response, ApiError> {
     let name = path
         .iter()
@@ -264,7 +266,9 @@ pub(super) async fn label_values(
     if !promql::naming::is_label_name(&name) {
         return Err(bad_data(format!("invalid label name: {name:?}")));
     }
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+    // The name is judged first, whatever the credentials (as it was).
+    let request = request?;
+    let (params, source) = (&request.params, request.source()?);
     let limit = params.limit()?;
     let values =
         promql::label_values(&source, &name, &params.all("match[]"), params.range()?).await?;
@@ -275,28 +279,19 @@ pub(super) async fn label_values(
 }
 
 /// `GET|POST /api/v1/format_query?query=…`.
-pub(super) async fn format_query(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, _, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn format_query(request: PromRequest) -> Result<Response, ApiError> {
+    // Refused as every other endpoint refuses the caller (a token that may
+    // not read the database, an engine not yet open).
+    request.source()?;
+    let params = &request.params;
     let formatted = promql::format_query(params.get("query").unwrap_or_default())?;
     Ok(success(json!(formatted)))
 }
 
 /// `GET /api/v1/metadata[?metric=&limit=]`: each family's type, help and
 /// unit, from what remote write sent.
-pub(super) async fn metadata(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn metadata(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source) = (&request.params, request.source()?);
     let families = promql::metadata(&source, params.get("metric"), params.limit()?).await?;
     let data: Map<String, serde_json::Value> = families
         .into_iter()
@@ -311,14 +306,8 @@ pub(super) async fn metadata(
 }
 
 /// `GET|POST /api/v1/query_exemplars?query=&start=&end=`.
-pub(super) async fn query_exemplars(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn query_exemplars(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source) = (&request.params, request.source()?);
     let query = params.get("query").unwrap_or_default();
     let now = now_ms();
     let start = params.time("start")?.unwrap_or(i64::MIN / 4);
@@ -342,14 +331,8 @@ pub(super) async fn query_exemplars(
 
 /// `GET /api/v1/status/tsdb[?limit=]`: series and label cardinality, the
 /// top 10 (or `limit`) of each list.
-pub(super) async fn tsdb_status(
-    State(state): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: axum::body::Body,
-) -> Result<Response, ApiError> {
-    let (params, source, _) = prepare(&state, &uri, &headers, raw, body).await?;
+pub(super) async fn tsdb_status(request: PromRequest) -> Result<Response, ApiError> {
+    let (params, source) = (&request.params, request.source()?);
     let limit = match params.limit()? {
         usize::MAX => 10,
         n => n,
