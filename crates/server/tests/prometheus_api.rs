@@ -15,7 +15,7 @@ use prost::Message as _;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use support::{base, client, run, wait_ready, TOKEN};
+use support::{base, client, post_snappy, run, wait_ready, TOKEN};
 
 fn main() {
     support::main(tests![
@@ -72,18 +72,8 @@ async fn remote_write(db: &str, series: &[SeriesData<'_>], metadata: &[(&str, i3
             })
             .collect(),
     };
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&request.encode_to_vec())
-        .unwrap();
-    let r = client()
-        .post(format!(
-            "{}/api/v1/write?db={db}&durability=visible",
-            base()
-        ))
-        .header("Authorization", format!("Token {TOKEN}"))
-        .header("Content-Encoding", "snappy")
-        .header("Content-Type", "application/x-protobuf")
-        .body(body)
+    let url = format!("{}/api/v1/write?db={db}&durability=visible", base());
+    let r = post_snappy(&url, "application/x-protobuf", &request)
         .send()
         .await
         .unwrap();
@@ -358,24 +348,9 @@ fn exemplars_metadata_and_cardinality() {
                 ..TimeSeries::default()
             }],
         };
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&request.encode_to_vec())
-            .unwrap();
-        let r = client()
-            .post(format!(
-                "{}/api/v1/write?db=pa_exemplars&durability=visible",
-                base()
-            ))
-            .header("Authorization", format!("Token {TOKEN}"))
-            .header("Content-Encoding", "snappy")
-            .header(
-                "Content-Type",
-                "application/x-protobuf;proto=io.prometheus.write.v2.Request",
-            )
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let url = format!("{}/api/v1/write?db=pa_exemplars&durability=visible", base());
+        let v2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+        let r = post_snappy(&url, v2, &request).send().await.unwrap();
         assert_eq!(
             r.status(),
             StatusCode::NO_CONTENT,
@@ -471,16 +446,9 @@ fn remote_read_answers_samples_by_matchers() {
             ],
             accepted_response_types: vec![],
         };
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&request.encode_to_vec())
-            .unwrap();
-        let r = client()
-            .post(format!("{}/api/v1/read?db=pa_read", base()))
-            .header("Authorization", format!("Token {TOKEN}"))
-            .header("Content-Encoding", "snappy")
-            .header("Content-Type", "application/x-protobuf")
+        let url = format!("{}/api/v1/read?db=pa_read", base());
+        let r = post_snappy(&url, "application/x-protobuf", &request)
             .header("X-Prometheus-Remote-Read-Version", "0.1.0")
-            .body(body)
             .send()
             .await
             .unwrap();
@@ -520,14 +488,7 @@ fn remote_read_answers_samples_by_matchers() {
             queries: vec![],
             accepted_response_types: vec![1],
         };
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&request.encode_to_vec())
-            .unwrap();
-        let r = client()
-            .post(format!("{}/api/v1/read?db=pa_read", base()))
-            .header("Authorization", format!("Token {TOKEN}"))
-            .header("Content-Encoding", "snappy")
-            .body(body)
+        let r = post_snappy(&url, "application/x-protobuf", &request)
             .send()
             .await
             .unwrap();

@@ -30,11 +30,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
-use prost::Message;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
-use support::{base, run, sql, wait_ready, TOKEN};
+use support::{base, post_snappy, run, sql, wait_ready, TOKEN};
 
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 /// The NaN Prometheus sends to mark a series stale (a normal NaN is a value).
@@ -119,7 +118,7 @@ fn prometheus_reads_chingest_through_remote_read() {
         post_write(
             &base(),
             "promql_remote_read",
-            remote_write_body(&data, i64::MIN, i64::MAX),
+            &write_request(&data, i64::MIN, i64::MAX),
         )
         .await;
         let at = format!("{}", end_ms / 1000);
@@ -549,9 +548,9 @@ fn client() -> Client {
         .unwrap()
 }
 
-/// The snappy remote-write body of `data`'s samples in `[from, to)` (ms).
-fn remote_write_body(data: &[Series], from: i64, to: i64) -> Vec<u8> {
-    let request = WriteRequest {
+/// The remote-write request of `data`'s samples in `[from, to)` (ms).
+fn write_request(data: &[Series], from: i64, to: i64) -> WriteRequest {
+    WriteRequest {
         timeseries: data
             .iter()
             .map(|s| TimeSeries {
@@ -573,23 +572,15 @@ fn remote_write_body(data: &[Series], from: i64, to: i64) -> Vec<u8> {
             .filter(|s| !s.samples.is_empty())
             .collect(),
         metadata: vec![],
-    };
-    snap::raw::Encoder::new()
-        .compress_vec(&request.encode_to_vec())
-        .unwrap()
+    }
 }
 
-/// Posts a remote-write `body` to the server at `url`, into database `db`
-/// (chingest's parameters), visible when answered.
-async fn post_write(url: &str, db: &str, body: Vec<u8>) {
+/// Posts a remote-write `request` to the server at `url`, into database
+/// `db` (chingest's parameters), visible when answered.
+async fn post_write(url: &str, db: &str, request: &WriteRequest) {
     let url = format!("{url}/api/v1/write?db={db}&durability=visible");
-    let r = client()
-        .post(&url)
-        .bearer_auth(TOKEN)
-        .header("Content-Encoding", "snappy")
-        .header("Content-Type", "application/x-protobuf")
+    let r = post_snappy(&url, "application/x-protobuf", request)
         .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-        .body(body)
         .send()
         .await
         .unwrap();
@@ -607,10 +598,10 @@ async fn post_write(url: &str, db: &str, body: Vec<u8>) {
 async fn load(end: i64, data: &[Series], prometheus: &str) {
     for first in (0..SCRAPES).step_by(SCRAPES_PER_REQUEST as usize) {
         let from = end - (SCRAPES - 1 - first) * SCRAPE_MS;
-        let body = remote_write_body(data, from, from + SCRAPES_PER_REQUEST * SCRAPE_MS);
+        let request = write_request(data, from, from + SCRAPES_PER_REQUEST * SCRAPE_MS);
         // Prometheus ignores the parameters chingest reads.
         for url in [prometheus, &base()] {
-            post_write(url, "prometheus", body.clone()).await;
+            post_write(url, "prometheus", &request).await;
         }
     }
 

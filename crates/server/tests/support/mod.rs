@@ -108,6 +108,25 @@ pub(crate) async fn sql(query: &str) -> (StatusCode, String) {
     (r.status(), r.text().await.unwrap())
 }
 
+/// A POST of `message` to `url` with the token, protobuf compressed with
+/// snappy as Prometheus's remote write and read send it; callers add their
+/// protocol's headers and send it.
+pub(crate) fn post_snappy(
+    url: &str,
+    content_type: &str,
+    message: &impl prost::Message,
+) -> reqwest::RequestBuilder {
+    let body = snap::raw::Encoder::new()
+        .compress_vec(&message.encode_to_vec())
+        .unwrap();
+    client()
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("Content-Encoding", "snappy")
+        .header("Content-Type", content_type)
+        .body(body)
+}
+
 /// The Prometheus text of `/metrics`.
 pub(crate) async fn metrics() -> String {
     wait_ready().await;
