@@ -567,17 +567,12 @@ impl Source<'_> {
         if matches!(candidate.naming, Naming::Otlp { .. }) {
             return Ok(None);
         }
-        let label_pairs = |tags: &[(String, String)]| {
-            tags.iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect::<Vec<_>>()
-        };
         let Some(cached) = self.ingestor.last_values(
             &self.database,
             &self.retention_policy,
             &candidate.measurement,
             |tags| {
-                let labels = plain_labels(&candidate.naming, label_pairs(tags).into_iter());
+                let labels = plain_labels(&candidate.naming, tags.iter().cloned());
                 matchers.iter().all(|m| m.matches(labels.get(&m.name)))
             },
         ) else {

@@ -28,19 +28,12 @@ pub(super) fn call<'d>(ev: &'d Evaluator, call: &Call, ts: i64) -> Result<Val<'d
             time: ts,
             value: scalar(ev, args[0], ts)?,
         }],
-        "absent" => {
-            if vector(ev, args[0], ts)?.is_empty() {
-                vec![Sample {
-                    labels: absent_labels(args[0]),
-                    time: ts,
-                    value: 1.0,
-                }]
-            } else {
-                Vec::new()
-            }
-        }
-        "absent_over_time" => {
-            if matrix(ev, args[0], ts)?.windows.is_empty() {
+        "absent" | "absent_over_time" => {
+            let absent = match name {
+                "absent" => vector(ev, args[0], ts)?.is_empty(),
+                _ => matrix(ev, args[0], ts)?.windows.is_empty(),
+            };
+            if absent {
                 vec![Sample {
                     labels: absent_labels(args[0]),
                     time: ts,
