@@ -92,8 +92,13 @@ pub(crate) fn sync_table_dir(dir: &Path) -> io::Result<()> {
 /// `store/` with the files kept beside its parts (formats, mutations,
 /// deduplication logs, a database's table definitions), the catalog's
 /// `metadata/` and `metadata_dropped/`, the `data/` links, and the data
-/// directory itself. Parts sync themselves ([`ENGINE_CONFIG`]).
-pub(crate) fn sync_catalog(root: &Path) -> io::Result<()> {
+/// directory itself. Parts sync themselves ([`ENGINE_CONFIG`]). Each
+/// table's directory is synced by `sync_table_dir` (the caller's
+/// [`sync_table_dir`] under the lock that keeps inserts out).
+pub(crate) fn sync_catalog(
+    root: &Path,
+    sync_table_dir: impl Fn(&Path) -> io::Result<()>,
+) -> io::Result<()> {
     let store = root.join("store");
     for prefix in subdirs(&store)? {
         for dir in subdirs(&prefix)? {

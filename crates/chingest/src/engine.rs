@@ -10,9 +10,10 @@
 mod queue;
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use arrow::array::StructArray;
 use arrow::datatypes::{DataType, TimeUnit};
@@ -94,38 +95,67 @@ pub(crate) struct DataDir {
     /// Each MergeTree's directory, by quoted name; emptied by DDL (a table
     /// dropped and made again has a new directory).
     tables: Mutex<HashMap<String, PathBuf>>,
+    /// Per table directory (by its name, the table's uuid): held shared by
+    /// each insert into the table, exclusively by each sync of its
+    /// deduplication log. The engine writes an insert's deduplication
+    /// record before it renames the part into the directory; a sync in
+    /// between would make the record durable without the part, and a
+    /// power cut then would make the replay of that insert a no-op: its
+    /// rows lost.
+    inserting: Mutex<HashMap<OsString, Arc<RwLock<()>>>>,
 }
 
 impl DataDir {
-    /// Makes an insert into `table` (quoted) durable: its part's name and
-    /// its deduplication record.
-    pub(crate) fn sync_table(&self, conn: &Connection, table: &str) -> Result<()> {
-        let known = self.tables.lock().unwrap().get(table).cloned();
-        let dir = match known {
-            Some(dir) => dir,
-            None => {
-                let mut tables = HashMap::new();
-                for row in query_rows(
-                    conn,
-                    "SELECT database, name, data_paths[1] FROM system.tables \
-                     WHERE engine LIKE '%MergeTree' AND notEmpty(data_paths)",
-                )? {
-                    if let [database, name, path] = &row[..] {
-                        let quoted = format!("{}.{}", quote_ident(database), quote_ident(name));
-                        tables.insert(quoted, PathBuf::from(path));
-                    }
-                }
-                let dir = tables.get(table).cloned().ok_or_else(|| {
-                    Error::Engine(format!("{table} has no data directory to sync"))
-                })?;
-                *self.tables.lock().unwrap() = tables;
-                dir
-            }
-        };
+    /// Inserts `batch` into `table` (quoted; see [`insert_batch`]) and
+    /// makes it durable: the part's name and its deduplication record.
+    pub(crate) fn insert_durably(
+        &self,
+        conn: &Connection,
+        table: &str,
+        batch: RecordBatch,
+        dedup_token: Option<&str>,
+    ) -> Result<()> {
+        let dir = self.table_dir(conn, table)?;
+        let lock = self.insert_lock(&dir);
+        {
+            let _inserting = lock.read().unwrap();
+            insert_batch(conn, table, batch, dedup_token)?;
+        }
+        let _syncing = lock.write().unwrap();
         durable::sync_table_dir(&dir).map_err(|source| Error::Io {
             context: format!("syncing {} (table {table})", dir.display()),
             source,
         })
+    }
+
+    /// The lock of the table in `dir` ([`DataDir::inserting`]).
+    fn insert_lock(&self, dir: &Path) -> Arc<RwLock<()>> {
+        let name = dir.file_name().unwrap_or(dir.as_os_str()).to_owned();
+        Arc::clone(self.inserting.lock().unwrap().entry(name).or_default())
+    }
+
+    /// The directory of MergeTree `table` (quoted).
+    fn table_dir(&self, conn: &Connection, table: &str) -> Result<PathBuf> {
+        if let Some(dir) = self.tables.lock().unwrap().get(table) {
+            return Ok(dir.clone());
+        }
+        let mut tables = HashMap::new();
+        for row in query_rows(
+            conn,
+            "SELECT database, name, data_paths[1] FROM system.tables \
+             WHERE engine LIKE '%MergeTree' AND notEmpty(data_paths)",
+        )? {
+            if let [database, name, path] = &row[..] {
+                let quoted = format!("{}.{}", quote_ident(database), quote_ident(name));
+                tables.insert(quoted, PathBuf::from(path));
+            }
+        }
+        let dir = tables
+            .get(table)
+            .cloned()
+            .ok_or_else(|| Error::Engine(format!("{table} has no data directory to sync")))?;
+        *self.tables.lock().unwrap() = tables;
+        Ok(dir)
     }
 
     /// Parts the engine found broken when it booted and set aside
@@ -167,7 +197,12 @@ impl DataDir {
     /// Makes DDL or an edit durable: every catalog file and table directory.
     pub(crate) fn sync_catalog(&self) -> Result<()> {
         self.tables.lock().unwrap().clear();
-        durable::sync_catalog(&self.root).map_err(|source| Error::Io {
+        let sync_table_dir = |dir: &Path| {
+            let lock = self.insert_lock(dir);
+            let _syncing = lock.write().unwrap();
+            durable::sync_table_dir(dir)
+        };
+        durable::sync_catalog(&self.root, sync_table_dir).map_err(|source| Error::Io {
             context: format!("syncing the engine's catalog in {}", self.root.display()),
             source,
         })
@@ -210,6 +245,7 @@ impl Engine {
         let disk = Arc::new(DataDir {
             root: data_dir.to_owned(),
             tables: Mutex::default(),
+            inserting: Mutex::default(),
         });
         let stats = Arc::<IngestStats>::default();
         let engine = Engine {
@@ -543,7 +579,7 @@ pub(crate) fn query_rows(conn: &Connection, sql: &str) -> Result<Vec<Vec<String>
 /// rows once however often the same insert is repeated with that token
 /// (replay after a crash). The batch is registered as one Arrow array
 /// (schema + array), not as a stream: the engine reads it in one go.
-pub(crate) fn insert_batch(
+fn insert_batch(
     conn: &Connection,
     table: &str,
     batch: RecordBatch,

@@ -327,7 +327,8 @@ impl ServerConfig {
         if p.default_database.is_empty() {
             return invalid("promql.default_database must not be empty");
         }
-        if p.lookback_delta_ms == 0 || p.timeout_ms == 0 || p.max_series == 0 || p.max_samples == 0 {
+        if p.lookback_delta_ms == 0 || p.timeout_ms == 0 || p.max_series == 0 || p.max_samples == 0
+        {
             return invalid("promql limits must be positive");
         }
         self.write

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 
-use crate::engine::{self, Engine};
+use crate::engine::Engine;
 use crate::error::Result;
 use crate::last_value::BoxFuture;
 use crate::layout::schema::TableSchema;
@@ -65,19 +65,18 @@ impl EmbeddedSink {
 impl Sink for EmbeddedSink {
     fn insert_series(&self, table: String, batch: RecordBatch) -> BoxFuture<'_, Result<()>> {
         let disk = Arc::clone(&self.engine.disk);
-        Box::pin(self.engine.run(move |conn| {
-            engine::insert_batch(conn, &table, batch, None)?;
-            disk.sync_table(conn, &table)
-        }))
+        Box::pin(
+            self.engine
+                .run(move |conn| disk.insert_durably(conn, &table, batch, None)),
+        )
     }
 
     fn insert_facts(&self, facts: Facts, token: String) -> BoxFuture<'_, Result<()>> {
         let disk = Arc::clone(&self.engine.disk);
+        // Durable before the caller logs it committed.
         Box::pin(self.engine.run(move |conn| {
             let table = facts.table().to_owned();
-            engine::insert_batch(conn, &table, facts.merge(), Some(&token))?;
-            // Durable before the caller logs it committed.
-            disk.sync_table(conn, &table)
+            disk.insert_durably(conn, &table, facts.merge(), Some(&token))
         }))
     }
 }

@@ -173,10 +173,7 @@ pub(super) async fn write_all(
 
 /// Posts one remote write 1.0 body as Prometheus does; fails unless the
 /// receiver answers 2xx.
-async fn remote_write(
-    request: reqwest::RequestBuilder,
-    body: Vec<u8>,
-) -> anyhow::Result<()> {
+async fn remote_write(request: reqwest::RequestBuilder, body: Vec<u8>) -> anyhow::Result<()> {
     let response = request
         .header("Content-Encoding", "snappy")
         .header("Content-Type", "application/x-protobuf")
