@@ -46,6 +46,56 @@ pub struct IngestConfig {
     /// ([`Ingestor::last_values`](crate::Ingestor::last_values)), within
     /// what memory.
     pub last_values: LastValueConfig,
+    /// Where flushed rows are stored: the embedded engine, or the shards
+    /// of a ClickHouse cluster.
+    pub storage: StorageMode,
+}
+
+/// Where flushed rows are stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StorageMode {
+    /// The embedded engine's MergeTrees, in `data_dir`.
+    #[default]
+    Embedded,
+    /// The MergeTrees of a ClickHouse cluster's shards. The embedded
+    /// engine still runs: it holds `Distributed` tables over the shards,
+    /// which every read goes through, and checks untrusted SQL.
+    ClickHouse(ClusterConfig),
+}
+
+/// The shards of a ClickHouse cluster, as [`StorageMode::ClickHouse`]
+/// reaches them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The shards, in order (a series' shard is its id modulo their
+    /// number: the list is part of the data's layout). Each is a list of
+    /// its replicas' HTTP interfaces, `http://host:8123` or `https://…`;
+    /// reads reach a replica over the native protocol, on port 9000
+    /// (9440 over https) of the same host unless the URL says
+    /// `?native_port=N`.
+    pub shards: Vec<Vec<String>>,
+    /// The user chingest signs in as, on every shard.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// A PEM file of certificates to trust for `https` shards, besides
+    /// the system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// How long one request to a shard may take.
+    pub timeout: Duration,
+}
+
+impl Default for ClusterConfig {
+    /// No shards, ClickHouse's `default` user, 60 s per request.
+    fn default() -> Self {
+        ClusterConfig {
+            shards: Vec::new(),
+            user: "default".to_owned(),
+            password: String::new(),
+            ca_file: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// What a fact table keeps when a point (series and time) is written
@@ -314,6 +364,7 @@ impl IngestConfig {
             cardinality: CardinalityLimits::default(),
             duplicate_policy: DuplicatePolicy::default(),
             last_values: LastValueConfig::default(),
+            storage: StorageMode::Embedded,
         }
     }
 
@@ -331,6 +382,11 @@ impl IngestConfig {
         }
         if self.query.max_concurrent == 0 || self.query.max_threads == 0 {
             return fail("query.max_concurrent and query.max_threads must be at least 1");
+        }
+        if let StorageMode::ClickHouse(cluster) = &self.storage {
+            if cluster.shards.is_empty() || cluster.shards.iter().any(Vec::is_empty) {
+                return fail("the clickhouse storage mode needs shards, each with a replica");
+            }
         }
         if self.query.max_queued > 0 && self.query.queue_timeout.is_zero() {
             return fail("query.queue_timeout must be positive when query.max_queued is");

@@ -23,6 +23,7 @@ use chdb_rust::admin::QueryClass;
 use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use deadpool::managed::{self, Metrics, RecycleResult};
 
+use crate::cluster::{Cluster, CLUSTER_NAME};
 use crate::config::QueryLimits;
 use crate::durable;
 use crate::engine::queue::{QueryQueue, QuerySlot};
@@ -81,6 +82,9 @@ pub(crate) struct Engine {
     pub(crate) stats: Arc<IngestStats>,
     /// What the engine keeps on disk, synced where it does not sync itself.
     pub(crate) disk: Arc<DataDir>,
+    /// In the `clickhouse` storage mode, the shards that store the rows:
+    /// the tables here are `Distributed` tables over theirs.
+    pub(crate) cluster: Option<Arc<Cluster>>,
 }
 
 /// Where the broken parts already reported are listed, in the data
@@ -220,15 +224,22 @@ impl Engine {
         data_dir: &Path,
         connections: usize,
         limits: &QueryLimits,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<Engine> {
         let path = format!("--path={}", data_dir.display());
-        // The engine's own durability settings, engine-wide.
+        // The engine's own durability settings, engine-wide, and the
+        // cluster its `Distributed` tables reach.
         let config_file = data_dir.join(durable::ENGINE_CONFIG_FILE);
-        durable::write(&config_file, durable::ENGINE_CONFIG.as_bytes()).map_err(|source| {
-            Error::Io {
-                context: format!("writing {}", config_file.display()),
-                source,
-            }
+        let mut config = durable::ENGINE_CONFIG.to_owned();
+        if let Some(cluster) = &cluster {
+            config = config.replace(
+                "</clickhouse>",
+                &(cluster.engine_config() + "</clickhouse>"),
+            );
+        }
+        durable::write(&config_file, config.as_bytes()).map_err(|source| Error::Io {
+            context: format!("writing {}", config_file.display()),
+            source,
         })?;
         let config = format!("--config-file={}", config_file.display());
         // Every query reads tables that merge points written again (the
@@ -241,7 +252,20 @@ impl Engine {
             final_reads.clone(),
         ];
         read_only_args.extend(limits.connection_args());
-        let pool = connection_pool(vec![path, config, final_reads], connections)?;
+        let mut args = vec![path, config, final_reads];
+        if cluster.is_some() {
+            // A join of two `Distributed` tables (a view's facts and
+            // series) runs on each shard against its own tables: a series
+            // and its facts share a shard.
+            let per_shard_joins = "--distributed_product_mode=local".to_owned();
+            read_only_args.push(per_shard_joins.clone());
+            args.push(per_shard_joins);
+            // Rows written through a `Distributed` table (the registries')
+            // reach their shard before the statement returns, instead of
+            // waiting in a local queue.
+            args.push("--distributed_foreground_insert=1".to_owned());
+        }
+        let pool = connection_pool(args, connections)?;
         let disk = Arc::new(DataDir {
             root: data_dir.to_owned(),
             tables: Mutex::default(),
@@ -254,6 +278,7 @@ impl Engine {
             queries: QueryQueue::new(limits, Arc::clone(&stats)),
             stats,
             disk: Arc::clone(&disk),
+            cluster,
         };
         engine
             .run(move |conn| {
@@ -324,6 +349,106 @@ impl Engine {
         let statements: Vec<String> = statements.into_iter().collect();
         self.run_durable(move |conn| statements.iter().try_for_each(|sql| execute(conn, sql)))
             .await
+    }
+
+    /// Runs DDL of tables that hold rows: `statements`, which create or
+    /// change `tables` (database and table names, unquoted). Here, or in
+    /// the `clickhouse` storage mode on every shard, after which each of
+    /// `tables` is a `Distributed` table here with the shards' columns.
+    pub(crate) async fn storage_ddl(
+        &self,
+        statements: Vec<String>,
+        tables: Vec<(String, String)>,
+    ) -> Result<()> {
+        let Some(cluster) = &self.cluster else {
+            return self.execute_all(statements).await;
+        };
+        for sql in &statements {
+            cluster.execute_everywhere(sql).await?;
+        }
+        self.mirror(cluster, tables).await
+    }
+
+    /// In the `clickhouse` storage mode: a `Distributed` table here for
+    /// every table of chingest's databases on the first shard (those other
+    /// nodes made too).
+    pub(crate) async fn mirror_shards(&self) -> Result<()> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(());
+        };
+        let tables = cluster
+            .query_rows(
+                0,
+                "SELECT database, name FROM system.tables \
+                 WHERE database IN (SELECT database FROM system.tables WHERE name = '_series') \
+                 AND endsWith(engine, 'MergeTree') ORDER BY database, name",
+            )
+            .await?
+            .into_iter()
+            .filter_map(|row| <[String; 2]>::try_from(row).ok())
+            .map(|[database, table]| (database, table))
+            .collect();
+        self.mirror(cluster, tables).await
+    }
+
+    /// Makes each of `tables` a `Distributed` table over the shards', with
+    /// the first shard's columns; its comment is the shards' table engine.
+    async fn mirror(&self, cluster: &Cluster, tables: Vec<(String, String)>) -> Result<()> {
+        let mut statements = Vec::new();
+        for (database, table) in tables {
+            let columns = cluster
+                .query_rows(
+                    0,
+                    &format!(
+                        "SELECT name, type FROM system.columns WHERE database = {0} \
+                         AND table = {1} ORDER BY position",
+                        quote_literal(&database),
+                        quote_literal(&table)
+                    ),
+                )
+                .await?;
+            let engine = cluster
+                .query_rows(
+                    0,
+                    &format!(
+                        "SELECT engine FROM system.tables WHERE database = {} AND name = {}",
+                        quote_literal(&database),
+                        quote_literal(&table)
+                    ),
+                )
+                .await?;
+            let Some(engine) = engine.first().and_then(|row| row.first()) else {
+                return Err(Error::Engine(format!(
+                    "{database}.{table} is missing on the first shard"
+                )));
+            };
+            let sharding_key = if columns.iter().any(|c| c[0] == "series_id") {
+                "series_id"
+            } else {
+                // Registries: one row per key, on the first shard.
+                "0"
+            };
+            let columns = columns
+                .iter()
+                .filter_map(|c| match c.as_slice() {
+                    [name, type_name] => Some(format!("{} {type_name}", quote_ident(name))),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let db = quote_ident(&database);
+            statements.push(format!("CREATE DATABASE IF NOT EXISTS {db}"));
+            statements.push(format!(
+                "CREATE OR REPLACE TABLE {db}.{} ({columns}) \
+                 ENGINE = Distributed({}, {}, {}, {sharding_key}) COMMENT {}",
+                quote_ident(&table),
+                quote_literal(CLUSTER_NAME),
+                quote_literal(&database),
+                quote_literal(&table),
+                quote_literal(engine),
+            ));
+        }
+        self.execute_all(statements).await
     }
 
     /// Runs a query and returns its output in `format`.

@@ -114,6 +114,17 @@ pub enum Error {
         "inserting logged rows failed (they stay in the write-ahead log and are retried): {0}"
     )]
     Flush(#[source] Arc<Error>),
+    /// A shard of the cluster (the `clickhouse` storage mode) failed a
+    /// request, on every replica tried.
+    #[error("shard {shard} ({url}): {message}")]
+    Shard {
+        /// Its index in the configured list.
+        shard: usize,
+        /// The replica that failed last.
+        url: String,
+        /// What it answered, or why no answer came.
+        message: String,
+    },
     /// Something inside chingest failed that no request caused: a task
     /// that panicked, the log's reader thread. A bug or the machine.
     #[error("internal error: {0}")]

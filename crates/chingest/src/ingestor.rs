@@ -9,7 +9,8 @@ use std::time::Duration;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::{Catalog, TableDefaults};
-use crate::config::{DuplicatePolicy, IngestConfig};
+use crate::cluster::Cluster;
+use crate::config::{DuplicatePolicy, IngestConfig, StorageMode};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
@@ -27,7 +28,7 @@ use crate::write::flusher::FlushContext;
 use crate::write::points::Point;
 use crate::write::replay;
 use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
-use crate::write::sink::EmbeddedSink;
+use crate::write::sink::{ClusterSink, EmbeddedSink, Sink};
 use crate::write::{Handoff, PreparedWrite, Writer};
 
 /// An open ingest engine. Cheap to clone; all clones share one engine.
@@ -74,8 +75,20 @@ impl Ingestor {
             source,
         })?;
         let config = Arc::new(IngestConfig { data_dir, ..config });
-        let engine =
-            Arc::new(Engine::open(&config.data_dir, config.connections, &config.query).await?);
+        let cluster = match &config.storage {
+            StorageMode::Embedded => None,
+            StorageMode::ClickHouse(cluster) => Some(Arc::new(Cluster::new(cluster)?)),
+        };
+        let engine = Engine::open(
+            &config.data_dir,
+            config.connections,
+            &config.query,
+            cluster.clone(),
+        )
+        .await?;
+        let engine = Arc::new(engine);
+        // Tables other nodes made on the shards become readable here.
+        engine.mirror_shards().await?;
         let defaults = TableDefaults {
             view_rp: config.view_retention_policy.clone(),
             duplicates: config.duplicate_policy,
@@ -114,7 +127,10 @@ impl Ingestor {
         .await?;
         let handoff = Arc::new(Handoff::new(Arc::clone(&last_values)));
         let appender = Appender::start(files, Arc::clone(&engine.stats), handoff)?;
-        let sink = Box::new(EmbeddedSink::new(Arc::clone(&engine)));
+        let sink: Box<dyn Sink> = match cluster {
+            None => Box::new(EmbeddedSink::new(Arc::clone(&engine))),
+            Some(cluster) => Box::new(ClusterSink::new(cluster)),
+        };
         let flush = FlushContext::new(Arc::clone(&engine), sink, appender, config.flush.clone());
         let writer = Arc::new(Writer::new(
             Arc::clone(&config),

@@ -44,6 +44,7 @@
 //! until the first is closed).
 
 mod catalog;
+mod cluster;
 mod config;
 mod durable;
 mod edit;
@@ -61,8 +62,8 @@ pub use arrow;
 pub use lineproto::Precision;
 
 pub use config::{
-    CardinalityLimits, DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig,
-    QueryLimits, WalConfig,
+    CardinalityLimits, ClusterConfig, DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig,
+    LastValueConfig, QueryLimits, StorageMode, WalConfig,
 };
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};

@@ -49,6 +49,91 @@ pub struct ServerConfig {
     pub last_values: chingest::LastValueConfig,
     /// PromQL and the Prometheus HTTP API.
     pub promql: PromqlSection,
+    /// Where rows are stored: this machine's engine, or a ClickHouse
+    /// cluster's shards.
+    pub storage: StorageSection,
+}
+
+/// Where rows are stored (docs/cluster.md).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSection {
+    /// `embedded` (the engine in this process) or `clickhouse` (the shards
+    /// below).
+    pub mode: String,
+    /// The shards, in order: each the HTTP URL of its replica, or a list of
+    /// its replicas' URLs (`?native_port=N` if reads must not use 9000).
+    pub shards: Vec<ShardEntry>,
+    /// The user chingest signs in as on the shards.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// PEM certificates to trust for `https` shards (besides the system's).
+    pub ca_file: Option<PathBuf>,
+    /// How long one request to a shard may take, in ms.
+    pub timeout_ms: u64,
+}
+
+/// A shard in the file: one replica's URL, or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ShardEntry {
+    /// A shard with one replica.
+    One(String),
+    /// A shard's replicas, tried in order.
+    Replicas(Vec<String>),
+}
+
+impl ShardEntry {
+    /// A shard from the command line or environment: replicas separated by
+    /// `|`.
+    pub fn parse(text: &str) -> ShardEntry {
+        ShardEntry::Replicas(text.split('|').map(|r| r.trim().to_owned()).collect())
+    }
+
+    fn replicas(&self) -> Vec<String> {
+        match self {
+            ShardEntry::One(url) => vec![url.clone()],
+            ShardEntry::Replicas(urls) => urls.clone(),
+        }
+    }
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        let cluster = chingest::ClusterConfig::default();
+        StorageSection {
+            mode: "embedded".to_owned(),
+            shards: Vec::new(),
+            user: cluster.user,
+            password: cluster.password,
+            ca_file: cluster.ca_file,
+            timeout_ms: cluster.timeout.as_millis() as u64,
+        }
+    }
+}
+
+impl StorageSection {
+    /// The library's storage mode.
+    fn storage_mode(&self) -> Result<chingest::StorageMode, ConfigError> {
+        match self.mode.as_str() {
+            "embedded" if self.shards.is_empty() => Ok(chingest::StorageMode::Embedded),
+            "embedded" => Err(ConfigError::Invalid(
+                "storage.shards are set but storage.mode is embedded (set mode = \"clickhouse\")"
+                    .into(),
+            )),
+            "clickhouse" => Ok(chingest::StorageMode::ClickHouse(chingest::ClusterConfig {
+                shards: self.shards.iter().map(ShardEntry::replicas).collect(),
+                user: self.user.clone(),
+                password: self.password.clone(),
+                ca_file: self.ca_file.clone(),
+                timeout: Duration::from_millis(self.timeout_ms),
+            })),
+            other => Err(ConfigError::Invalid(format!(
+                "storage.mode: {other:?} (embedded or clickhouse)"
+            ))),
+        }
+    }
 }
 
 /// How PromQL queries are evaluated and bounded.
@@ -193,6 +278,7 @@ impl Default for ServerConfig {
             tls: TlsSection::default(),
             last_values: chingest::LastValueConfig::default(),
             promql: PromqlSection::default(),
+            storage: StorageSection::default(),
         }
     }
 }
@@ -339,6 +425,7 @@ impl ServerConfig {
             .duplicate_policy
             .parse::<chingest::DuplicatePolicy>()
             .map_err(|e| ConfigError::Invalid(format!("write.duplicate_policy: {e}")))?;
+        self.storage.storage_mode()?;
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -365,6 +452,8 @@ impl ServerConfig {
             max_values_per_tag: self.limits.max_values_per_tag,
         };
         config.query = self.query.clone();
+        // Checked by `validate`.
+        config.storage = self.storage.storage_mode().unwrap_or_default();
         config
     }
 }
@@ -408,6 +497,42 @@ mod tests {
         assert_eq!(p.timeout_ms, d.timeout_ms);
         assert_eq!(p.max_series, d.max_series);
         assert_eq!(p.max_samples, d.max_samples);
+        let (s, d) = (&config.storage, &defaults.storage);
+        assert_eq!((s.mode.as_str(), s.shards.len()), (d.mode.as_str(), 0));
+        assert_eq!((&s.user, &s.password), (&d.user, &d.password));
+        assert_eq!(s.timeout_ms, d.timeout_ms);
+    }
+
+    #[test]
+    fn shards_are_urls_or_lists_of_replicas() {
+        let config: ServerConfig = toml::from_str(
+            "[storage]\nmode = 'clickhouse'\n\
+             shards = ['http://a:8123', ['http://b1:8123', 'http://b2:8123?native_port=9001']]",
+        )
+        .unwrap();
+        config.validate().unwrap();
+        let chingest::StorageMode::ClickHouse(cluster) = config.ingest_config().storage else {
+            panic!("not the clickhouse mode");
+        };
+        assert_eq!(
+            cluster.shards,
+            [
+                vec!["http://a:8123".to_owned()],
+                vec![
+                    "http://b1:8123".to_owned(),
+                    "http://b2:8123?native_port=9001".to_owned()
+                ]
+            ]
+        );
+        for (bad, why) in [
+            ("[storage]\nshards = ['http://a:8123']", "mode is embedded"),
+            ("[storage]\nmode = 'clickhouse'", "needs shards"),
+            ("[storage]\nmode = 'remote'", "embedded or clickhouse"),
+        ] {
+            let config: ServerConfig = toml::from_str(bad).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -131,6 +131,8 @@ impl From<chingest::Error> for ApiError {
             E::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
             // The log is full or cannot be written (a full disk): retry later.
             E::Closed | E::LogFull { .. } | E::Io { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            // A shard of the cluster is down or failing: retry later.
+            E::Shard { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let mut api = ApiError::new(status, err.to_string());

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use chingest_server::config::{parse_optional_addr, ServerConfig};
+use chingest_server::config::{parse_optional_addr, ServerConfig, ShardEntry};
 use clap::{Parser, Subcommand};
 
 /// chingest: InfluxDB-compatible metrics ingest into embedded ClickHouse (chDB).
@@ -70,6 +70,16 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     last_values: Vec<String>,
+    /// Store rows on a ClickHouse cluster: a shard's HTTP URL, its
+    /// replicas separated by `|` (repeat per shard, in order; comma-separated
+    /// in the environment variable). Sets storage.mode = clickhouse and
+    /// replaces the file's storage.shards.
+    #[arg(
+        long = "clickhouse-shard",
+        env = "CHINGEST_CLICKHOUSE_SHARDS",
+        value_delimiter = ','
+    )]
+    clickhouse_shards: Vec<String>,
 }
 
 impl ServeArgs {
@@ -107,6 +117,14 @@ impl ServeArgs {
         if !self.last_values.is_empty() {
             config.last_values.measurements =
                 self.last_values.into_iter().filter(|m| m != "-").collect();
+        }
+        if !self.clickhouse_shards.is_empty() {
+            config.storage.mode = "clickhouse".to_owned();
+            config.storage.shards = self
+                .clickhouse_shards
+                .iter()
+                .map(|shard| ShardEntry::parse(shard))
+                .collect();
         }
         config.validate()?;
         Ok(config)

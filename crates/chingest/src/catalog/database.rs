@@ -212,12 +212,12 @@ impl Database {
     ) -> Result<()> {
         let _ddl = self.ddl.lock().await;
         let names = TableNames::new(&self.name, rp, "");
-        let mut statements = vec![format!(
+        let record = format!(
             "INSERT INTO {} (name, duration_seconds, updated) SETTINGS async_insert = 0 \
              VALUES ({}, {seconds}, now64(3))",
             names.retention_table,
             quote_literal(rp),
-        )];
+        );
         let tables = self
             .tables
             .read()
@@ -225,12 +225,12 @@ impl Database {
             .get(rp)
             .cloned()
             .unwrap_or_default();
-        statements.extend(
-            tables
-                .values()
-                .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds)),
-        );
-        engine.execute_all(statements).await?;
+        let alters = tables
+            .values()
+            .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds))
+            .collect();
+        engine.storage_ddl(alters, Vec::new()).await?;
+        engine.execute(record).await?;
         self.retention
             .write()
             .unwrap()
@@ -278,7 +278,10 @@ impl Database {
                 .collect();
             if !added.is_empty() {
                 engine
-                    .execute(schema::add_columns_sql(&current.names, &added))
+                    .storage_ddl(
+                        vec![schema::add_columns_sql(&current.names, &added)],
+                        vec![stored_name(&current.names)],
+                    )
                     .await?;
                 *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
             }
@@ -289,11 +292,18 @@ impl Database {
             fields.to_vec(),
         );
         let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
-        engine.execute(statement).await?;
+        engine
+            .storage_ddl(vec![statement], vec![stored_name(&schema.names)])
+            .await?;
         let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));
         Ok(table)
     }
+}
+
+/// A fact table's database and name, unquoted.
+fn stored_name(names: &TableNames) -> (String, String) {
+    (names.database_name.clone(), names.storage_name.clone())
 }
 
 /// The series a write admitted under the limits; dropping it (once the

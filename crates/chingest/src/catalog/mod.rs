@@ -17,7 +17,10 @@ use arrow::array::{AsArray, UInt64Array};
 use crate::config::{CardinalityLimits, DuplicatePolicy};
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::layout::names::{self, quote_literal, TableNames, SERIES_TABLE};
+use crate::layout::names::{
+    self, quote_literal, TableNames, DUPLICATE_POLICIES_TABLE, RETENTION_POLICIES_TABLE,
+    SERIES_TABLE,
+};
 use crate::layout::schema::{self, FieldType, TableSchema};
 
 mod database;
@@ -30,6 +33,11 @@ pub(crate) use database::Database;
 pub(crate) use table::Table;
 
 use migrate::migrate_legacy_fact_tables;
+
+/// Tables that hold rows: the engine's MergeTrees, or in the `clickhouse`
+/// storage mode the `Distributed` tables over the shards' (whose comment
+/// names the shards' engine).
+const STORED: &str = "(endsWith(engine, 'MergeTree') OR engine = 'Distributed')";
 
 /// All databases this process manages.
 #[derive(Debug, Default)]
@@ -142,7 +150,14 @@ impl Catalog {
             return Ok(db);
         }
         let statements = schema::create_database_sql(&TableNames::new(name, "", ""));
-        engine.execute_all(statements).await?;
+        let encoded = names::encode(name);
+        let tables = [
+            SERIES_TABLE,
+            RETENTION_POLICIES_TABLE,
+            DUPLICATE_POLICIES_TABLE,
+        ]
+        .map(|table| (encoded.clone(), table.to_owned()));
+        engine.storage_ddl(statements.into(), tables.into()).await?;
         let db = Arc::new(Database::new(name));
         self.databases
             .write()
@@ -288,7 +303,7 @@ impl Catalog {
                         "SELECT database, table, name, type FROM system.columns \
                          WHERE database IN (SELECT database FROM system.tables WHERE name = {0}) \
                          AND (database, table) IN (SELECT database, name FROM system.tables \
-                         WHERE endsWith(engine, 'MergeTree') AND name != {0}) \
+                         WHERE {STORED} AND name != {0}) \
                          ORDER BY database, table, position",
                         quote_literal(SERIES_TABLE)
                     ),
@@ -300,8 +315,10 @@ impl Catalog {
                 let mut duplicates = Vec::new();
                 let engines = engine::query_rows(
                     conn,
-                    "SELECT database, name, engine FROM system.tables \
-                     WHERE endsWith(engine, 'MergeTree')",
+                    &format!(
+                        "SELECT database, name, if(engine = 'Distributed', comment, engine) \
+                         FROM system.tables WHERE {STORED}"
+                    ),
                 )?;
                 for row in &databases {
                     let db = &row[0];

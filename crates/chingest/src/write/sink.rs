@@ -3,14 +3,16 @@
 //! their log range; the sink stores each exactly once per token and
 //! durably before it answers. [`EmbeddedSink`] is the embedded engine's
 //! MergeTrees on this machine; the log, the batchers, the tokens and the
-//! replay do not depend on which sink it is.
+//! replay do not depend on which sink it is. [`ClusterSink`] is the
+//! shards of a ClickHouse cluster (the `clickhouse` storage mode).
 
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 
+use crate::cluster::{self, Cluster};
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::last_value::BoxFuture;
 use crate::layout::schema::TableSchema;
 use crate::write::chunk;
@@ -78,5 +80,69 @@ impl Sink for EmbeddedSink {
             let table = facts.table().to_owned();
             disk.insert_durably(conn, &table, facts.merge(), Some(&token))
         }))
+    }
+}
+
+/// The shards of a ClickHouse cluster: each batch is split by the shard of
+/// its series ([`cluster::shard_of`]) and sent to every shard that gets
+/// rows, at once. A fact insert carries the flush's token plus the shard's
+/// index, so each shard stores its share once however often the flush is
+/// repeated; it is stored when every shard has answered, and a failure on
+/// any shard fails the whole insert (to be repeated, whole, under the same
+/// tokens).
+#[derive(Debug)]
+pub(crate) struct ClusterSink {
+    cluster: Arc<Cluster>,
+}
+
+impl ClusterSink {
+    pub(crate) fn new(cluster: Arc<Cluster>) -> ClusterSink {
+        ClusterSink { cluster }
+    }
+
+    /// Sends each shard its share of `batch`, with `token` plus the
+    /// shard's index if given.
+    async fn insert(&self, table: &str, batch: RecordBatch, token: Option<&str>) -> Result<()> {
+        let shards = self.cluster.shards();
+        let split = tokio::task::spawn_blocking(move || cluster::split_by_shard(&batch, shards))
+            .await
+            .map_err(|e| Error::Internal(format!("splitting task failed: {e}")))??;
+        let mut inserts = tokio::task::JoinSet::new();
+        for (shard, part) in split.into_iter().enumerate() {
+            let Some(part) = part else { continue };
+            let cluster = Arc::clone(&self.cluster);
+            let (table, token) = (table.to_owned(), token.map(|t| format!("{t}:{shard}")));
+            inserts
+                .spawn(async move { cluster.insert(shard, &table, &part, token.as_deref()).await });
+        }
+        let mut first_error = None;
+        while let Some(result) = inserts.join_next().await {
+            let result = result
+                .map_err(|e| Error::Internal(format!("shard insert failed: {e}")))
+                .and_then(|inserted| inserted);
+            if let Err(err) = result {
+                first_error.get_or_insert(err);
+            }
+        }
+        if let Some(err) = first_error {
+            return Err(err);
+        }
+        Ok(())
+    }
+}
+
+impl Sink for ClusterSink {
+    fn insert_series(&self, table: String, batch: RecordBatch) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.insert(&table, batch, None).await })
+    }
+
+    fn insert_facts(&self, facts: Facts, token: String) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let table = facts.table().to_owned();
+            let batch = tokio::task::spawn_blocking(move || facts.merge())
+                .await
+                .map_err(|e| Error::Internal(format!("merging task failed: {e}")))?;
+            self.insert(&table, batch, Some(&token)).await
+        })
     }
 }

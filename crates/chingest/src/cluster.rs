@@ -1,0 +1,362 @@
+//! The shards of a ClickHouse cluster, for the `clickhouse` storage mode
+//! ([`StorageMode::ClickHouse`](crate::StorageMode::ClickHouse)): where a
+//! series lives ([`shard_of`]), and the requests chingest sends a shard
+//! over its HTTP interface — DDL, small queries, and inserts of Arrow
+//! batches (`FORMAT ArrowStream`) under a deduplication token.
+//!
+//! Reads do not come here: the embedded engine's `Distributed` tables
+//! reach the shards over the native protocol, through the cluster this
+//! module describes in the engine's configuration ([`Cluster::engine_config`]).
+
+use std::time::Duration;
+
+use arrow::array::{Array, UInt32Array, UInt64Array};
+use arrow::record_batch::RecordBatch;
+
+use crate::config::ClusterConfig;
+use crate::error::{Error, Result};
+use crate::layout::names::{quote_ident, quote_literal};
+
+/// The cluster's name in the engine's `remote_servers`, as `Distributed`
+/// tables name it.
+pub(crate) const CLUSTER_NAME: &str = "chingest";
+
+/// The shard, of `shards`, that stores series `series_id`: its series
+/// row and every fact row of it. The id modulo the number of shards: ids
+/// are hashes, so shards get equal shares, and it is what a `Distributed`
+/// table with sharding key `series_id` and equal weights computes, so rows
+/// inserted through one land where chingest puts them. A storage format:
+/// changing it, or the number of shards, moves series.
+pub(crate) fn shard_of(series_id: u64, shards: usize) -> usize {
+    (series_id % shards as u64) as usize
+}
+
+/// Splits `batch` by the shard of its `series_id` column: one batch per
+/// shard (`None` where no row goes), rows in their order.
+pub(crate) fn split_by_shard(
+    batch: &RecordBatch,
+    shards: usize,
+) -> Result<Vec<Option<RecordBatch>>> {
+    if shards == 1 {
+        return Ok(vec![(batch.num_rows() > 0).then(|| batch.clone())]);
+    }
+    let ids = batch
+        .column_by_name("series_id")
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+        .ok_or_else(|| Error::Internal("a sharded batch has no UInt64 series_id".into()))?;
+    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); shards];
+    for (row, id) in ids.values().iter().enumerate() {
+        rows[shard_of(*id, shards)].push(row as u32);
+    }
+    rows.into_iter()
+        .map(|rows| {
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            let indices = UInt32Array::from(rows);
+            let columns = batch
+                .columns()
+                .iter()
+                .map(|column| arrow::compute::take(column.as_ref(), &indices, None))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::Internal(format!("splitting a batch by shard: {e}")))?;
+            RecordBatch::try_new(batch.schema(), columns)
+                .map(Some)
+                .map_err(|e| Error::Internal(format!("splitting a batch by shard: {e}")))
+        })
+        .collect()
+}
+
+/// One replica of a shard.
+#[derive(Debug)]
+struct Replica {
+    /// Its HTTP interface, without the `native_port` parameter.
+    url: reqwest::Url,
+    host: String,
+    native_port: u16,
+    secure: bool,
+}
+
+impl Replica {
+    fn parse(text: &str) -> Result<Replica> {
+        let invalid = |why: &str| Error::Config(format!("shard replica {text:?}: {why}"));
+        let mut url = reqwest::Url::parse(text).map_err(|e| invalid(&e.to_string()))?;
+        let secure = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(invalid("the scheme must be http or https")),
+        };
+        let host = url.host_str().ok_or_else(|| invalid("no host"))?.to_owned();
+        let mut native_port = if secure { 9440 } else { 9000 };
+        let mut rest = Vec::new();
+        for (key, value) in url.query_pairs() {
+            if key == "native_port" {
+                native_port = value
+                    .parse()
+                    .map_err(|_| invalid("native_port is not a port number"))?;
+            } else {
+                rest.push((key.into_owned(), value.into_owned()));
+            }
+        }
+        if !rest.is_empty() {
+            return Err(invalid(
+                "the only query parameter understood is native_port",
+            ));
+        }
+        url.set_query(None);
+        Ok(Replica {
+            url,
+            host,
+            native_port,
+            secure,
+        })
+    }
+}
+
+/// The cluster's shards and an HTTP client for them.
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    shards: Vec<Vec<Replica>>,
+    user: String,
+    password: String,
+    client: reqwest::Client,
+}
+
+impl Cluster {
+    /// The cluster `config` describes; nothing is contacted yet.
+    pub(crate) fn new(config: &ClusterConfig) -> Result<Cluster> {
+        let shards = config
+            .shards
+            .iter()
+            .map(|replicas| replicas.iter().map(|r| Replica::parse(r)).collect())
+            .collect::<Result<Vec<Vec<Replica>>>>()?;
+        let mut client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(config.timeout)
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(file) = &config.ca_file {
+            let pem = std::fs::read(file).map_err(|source| Error::Io {
+                context: format!("reading {}", file.display()),
+                source,
+            })?;
+            for certificate in reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| Error::Config(format!("{}: {e}", file.display())))?
+            {
+                client = client.add_root_certificate(certificate);
+            }
+        }
+        let client = client
+            .build()
+            .map_err(|e| Error::Config(format!("the shards' HTTP client: {e}")))?;
+        Ok(Cluster {
+            shards,
+            user: config.user.clone(),
+            password: config.password.clone(),
+            client,
+        })
+    }
+
+    /// How many shards there are.
+    pub(crate) fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The engine configuration that defines the cluster for
+    /// `Distributed` tables (`remote_servers`).
+    pub(crate) fn engine_config(&self) -> String {
+        let escape = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        };
+        let mut xml = format!("    <remote_servers>\n        <{CLUSTER_NAME}>\n");
+        for replicas in &self.shards {
+            xml.push_str("            <shard>\n");
+            for replica in replicas {
+                xml.push_str(&format!(
+                    "                <replica><host>{}</host><port>{}</port><secure>{}</secure>\
+                     <user>{}</user><password>{}</password></replica>\n",
+                    escape(&replica.host),
+                    replica.native_port,
+                    u8::from(replica.secure),
+                    escape(&self.user),
+                    escape(&self.password),
+                ));
+            }
+            xml.push_str("            </shard>\n");
+        }
+        xml.push_str(&format!(
+            "        </{CLUSTER_NAME}>\n    </remote_servers>\n"
+        ));
+        xml
+    }
+
+    /// Sends `body` to shard `shard` with `query` (the statement, when the
+    /// body is its data); the first replica that answers 200 wins, the
+    /// last failure is the error.
+    async fn post(&self, shard: usize, query: Option<&str>, body: Vec<u8>) -> Result<String> {
+        let mut failure = None;
+        for replica in &self.shards[shard] {
+            let mut request = self
+                .client
+                .post(replica.url.clone())
+                .header("X-ClickHouse-User", &self.user)
+                .header("X-ClickHouse-Key", &self.password)
+                .body(body.clone());
+            if let Some(query) = query {
+                request = request.query(&[("query", query)]);
+            }
+            let answer = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    match response.text().await {
+                        Ok(text) if status.is_success() => return Ok(text),
+                        Ok(text) => format!("{status}: {}", text.trim()),
+                        Err(e) => e.to_string(),
+                    }
+                }
+                Err(e) => e.to_string(),
+            };
+            failure = Some(Error::Shard {
+                shard,
+                url: replica.url.to_string(),
+                message: answer,
+            });
+        }
+        Err(failure.expect("every shard has a replica"))
+    }
+
+    /// Runs `sql` on every shard, in order.
+    pub(crate) async fn execute_everywhere(&self, sql: &str) -> Result<()> {
+        for shard in 0..self.shards() {
+            self.post(shard, None, sql.as_bytes().to_vec()).await?;
+        }
+        Ok(())
+    }
+
+    /// The rows `sql` returns on shard `shard`, as text fields (unescaped:
+    /// for names and types, which hold no tabs or newlines).
+    pub(crate) async fn query_rows(&self, shard: usize, sql: &str) -> Result<Vec<Vec<String>>> {
+        let text = self
+            .post(shard, None, format!("{sql} FORMAT TSVRaw").into_bytes())
+            .await?;
+        Ok(text
+            .lines()
+            .map(|line| line.split('\t').map(str::to_owned).collect())
+            .collect())
+    }
+
+    /// Inserts `batch` into `table` (quoted) on shard `shard`, once per
+    /// `dedup_token` (the table's deduplication window remembers it).
+    pub(crate) async fn insert(
+        &self,
+        shard: usize,
+        table: &str,
+        batch: &RecordBatch,
+        dedup_token: Option<&str>,
+    ) -> Result<()> {
+        let columns = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|field| quote_ident(field.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let token = dedup_token.map_or(String::new(), |token| {
+            format!(", insert_deduplication_token = {}", quote_literal(token))
+        });
+        let statement = format!(
+            "INSERT INTO {table} ({columns}) SETTINGS async_insert = 0{token} FORMAT ArrowStream"
+        );
+        let mut body = Vec::new();
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut body, &batch.schema())
+            .and_then(|mut writer| {
+                writer.write(batch)?;
+                writer.finish()?;
+                Ok(())
+            });
+        if let Err(e) = writer.as_mut() {
+            return Err(Error::Internal(format!(
+                "encoding an insert for {table}: {e}"
+            )));
+        }
+        self.post(shard, Some(&statement), body).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// The placement of series is a storage format: these ids must stay
+    /// on these shards.
+    #[test]
+    fn shards_of_fixed_ids() {
+        let cases: [(u64, usize, usize); 8] = [
+            (0, 1, 0),
+            (u64::MAX, 1, 0),
+            (0, 2, 0),
+            (1, 2, 1),
+            (0x9e37_79b9_7f4a_7c15, 2, 1),
+            (0x9e37_79b9_7f4a_7c15, 3, 1),
+            (u64::MAX, 3, 0),
+            (12_345_678_901_234_567_890, 5, 0),
+        ];
+        for (id, shards, shard) in cases {
+            assert_eq!(
+                shard_of(id, shards),
+                shard,
+                "series {id:#x} of {shards} shards"
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_splits_by_the_shard_of_each_row() {
+        let ids = UInt64Array::from(vec![4, 7, 10, 2, 5]);
+        let values = arrow::array::Float64Array::from(vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        let batch = RecordBatch::try_from_iter([
+            ("series_id", Arc::new(ids) as _),
+            ("value", Arc::new(values) as _),
+        ])
+        .unwrap();
+        let split = split_by_shard(&batch, 3).unwrap();
+        let ids_of = |b: &Option<RecordBatch>| -> Vec<u64> {
+            b.as_ref().map_or(Vec::new(), |b| {
+                let ids = b.column(0).as_any().downcast_ref::<UInt64Array>().unwrap();
+                ids.values().to_vec()
+            })
+        };
+        assert_eq!(ids_of(&split[0]), Vec::<u64>::new());
+        assert_eq!(ids_of(&split[1]), vec![4, 7, 10]);
+        assert_eq!(ids_of(&split[2]), vec![2, 5]);
+        let values = split[2].as_ref().unwrap().column(1);
+        let values = values
+            .as_any()
+            .downcast_ref::<arrow::array::Float64Array>()
+            .unwrap();
+        assert_eq!(values.values().to_vec(), vec![3.0, 4.0]);
+    }
+
+    #[test]
+    fn replicas_parse_with_their_native_ports() {
+        let replica = Replica::parse("http://ch-1:8123?native_port=19000").unwrap();
+        assert_eq!(replica.url.as_str(), "http://ch-1:8123/");
+        assert_eq!(
+            (replica.host.as_str(), replica.native_port),
+            ("ch-1", 19000)
+        );
+        let replica = Replica::parse("https://ch-2").unwrap();
+        assert_eq!((replica.native_port, replica.secure), (9440, true));
+        for bad in [
+            "ftp://x",
+            "http://x?user=a",
+            "http://x?native_port=none",
+            "x",
+        ] {
+            assert!(Replica::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
