@@ -269,7 +269,10 @@ pub(crate) async fn update(
         )));
     }
     let tables = statements.len();
-    let updated = writer.engine().execute_all(statements).await;
+    let updated = writer
+        .engine()
+        .execute_on_storage(statements, Vec::new())
+        .await;
     forget_last_values(writer, &database, filter);
     updated.map(|()| tables)
 }
@@ -302,11 +305,11 @@ async fn drop_matching(
     let delete = delete_series_sql(&names, filter);
     let ids = writer
         .engine()
-        .run_durable(move |conn| {
-            let ids = engine::query_rows(conn, &ids_sql)?;
-            engine::execute(conn, &delete)?;
-            Ok(ids)
-        })
+        .run(move |conn| engine::query_rows(conn, &ids_sql))
+        .await?;
+    writer
+        .engine()
+        .execute_on_storage(vec![delete], Vec::new())
         .await?;
     let ids = ids
         .iter()
@@ -340,7 +343,10 @@ async fn delete_points(
         .map(|((_, m), table)| delete_sql(&table.schema().names, &m, filter))
         .collect();
     let tables = statements.len();
-    writer.engine().execute_all(statements).await?;
+    writer
+        .engine()
+        .execute_on_storage(statements, Vec::new())
+        .await?;
     Ok(tables)
 }
 

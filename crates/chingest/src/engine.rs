@@ -351,11 +351,12 @@ impl Engine {
             .await
     }
 
-    /// Runs DDL of tables that hold rows: `statements`, which create or
-    /// change `tables` (database and table names, unquoted). Here, or in
-    /// the `clickhouse` storage mode on every shard, after which each of
-    /// `tables` is a `Distributed` table here with the shards' columns.
-    pub(crate) async fn storage_ddl(
+    /// Runs statements on the tables that hold rows (DDL, edits):
+    /// `statements`, which create or change the columns of `tables`
+    /// (database and table names, unquoted). Here, or in the `clickhouse`
+    /// storage mode on every shard, after which each of `tables` is a
+    /// `Distributed` table here with the shards' columns.
+    pub(crate) async fn execute_on_storage(
         &self,
         statements: Vec<String>,
         tables: Vec<(String, String)>,

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,8 @@ fn main() {
     println!("test a_token_stores_an_arrow_insert_once_across_a_restart ... ok");
     runtime.block_on(each_series_lives_on_its_shard_with_its_facts());
     println!("test each_series_lives_on_its_shard_with_its_facts ... ok");
+    runtime.block_on(acknowledged_rows_land_once_across_kill_9_and_a_dead_shard());
+    println!("test acknowledged_rows_land_once_across_kill_9_and_a_dead_shard ... ok");
 }
 
 /// The real `chingest` binary in the clickhouse storage mode, killed (-9)
@@ -33,6 +36,11 @@ impl Chingest {
     /// Starts a node on `data_dir` storing into `shards`; ready when this
     /// returns.
     async fn start(data_dir: &Path, shards: &[&ClickHouseNode]) -> Chingest {
+        Chingest::start_with(data_dir, shards, &[]).await
+    }
+
+    /// [`start`](Self::start) with more arguments.
+    async fn start_with(data_dir: &Path, shards: &[&ClickHouseNode], args: &[&str]) -> Chingest {
         let http = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_chingest"));
         command
@@ -44,6 +52,7 @@ impl Chingest {
         for shard in shards {
             command.args(["--clickhouse-shard", &shard.shard_url()]);
         }
+        command.args(args);
         let node = Chingest {
             child: command.stdout(Stdio::null()).spawn().unwrap(),
             url: format!("http://127.0.0.1:{http}"),
@@ -164,6 +173,201 @@ async fn each_series_lives_on_its_shard_with_its_facts() {
         answer["results"][0]["series"][0]["values"][0][1], 25,
         "{answer}"
     );
+    // A delete runs on every shard.
+    let deleted = client()
+        .post(format!("{}/api/v2/delete?bucket=metrics", node.url))
+        .body(
+            r#"{"start": "1970-01-01T00:00:00Z", "stop": "1970-01-02T00:00:00Z",
+                "predicate": "host=\"h3\""}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(
+        node.sql("SELECT count(), countIf(host = 'h3') FROM metrics.cpu")
+            .await,
+        "975\t0\n"
+    );
+}
+
+/// Lines per request of the load below.
+const LINES: u64 = 50;
+
+/// Request `id`: `LINES` lines over 10 series of its own writer, its id
+/// in field `req`.
+fn request(writer: u64, id: u64) -> String {
+    (0..LINES)
+        .map(|line| {
+            format!(
+                "load,w={writer},s={} req={id}i,line={line}i {}\n",
+                line % 10,
+                id * LINES + line
+            )
+        })
+        .collect()
+}
+
+/// Posts requests (fsync acknowledgements) until the node dies or
+/// `stop` is set; the ids answered 204. Any other answer must be 503
+/// (the log full while a shard is down): then it waits and goes on.
+async fn writer(
+    url: String,
+    writer: u64,
+    next: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
+) -> Vec<u64> {
+    let mut acked = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let id = next.fetch_add(1, Ordering::Relaxed);
+        let sent = client()
+            .post(format!("{url}/write?db=metrics"))
+            .body(request(writer, id))
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status() == reqwest::StatusCode::NO_CONTENT => acked.push(id),
+            Ok(r) if r.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE => {
+                refused.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok(r) => panic!("request {id}: {} {:?}", r.status(), r.text().await),
+            Err(_) => break,
+        }
+    }
+    acked
+}
+
+/// Rows per `req` across the shards.
+async fn stored_per_request(shards: &[&ClickHouseNode]) -> std::collections::BTreeMap<u64, u64> {
+    let mut stored = std::collections::BTreeMap::new();
+    for shard in shards {
+        let answer = shard
+            .query("SELECT req, count() FROM metrics.`load.autogen` GROUP BY req")
+            .await
+            .unwrap();
+        for line in answer.lines() {
+            let [req, rows] = numbers(line);
+            *stored.entry(req).or_default() += rows;
+        }
+    }
+    stored
+}
+
+/// Two writers against a node over two shards. Five times the node is
+/// killed (-9) mid-load and restarted; then a shard dies: writes are
+/// acknowledged until the log is full, then refused with 503, and
+/// `/metrics` counts the failing inserts; the shard comes back and
+/// everything lands. Every acknowledged request is stored exactly once
+/// across the shards.
+async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard_dirs = [dir.path().join("shard0"), dir.path().join("shard1")];
+    let shard0 = ClickHouseNode::start_new(&shard_dirs[0]).await;
+    let mut shard1 = ClickHouseNode::start_new(&shard_dirs[1]).await;
+    let data_dir = dir.path().join("chingest");
+    let config = dir.path().join("chingest.toml");
+    // A small log, so that it fills while a shard is down.
+    std::fs::write(
+        &config,
+        "[wal]\nmax_bytes = 8388608\nsegment_bytes = 1048576\n",
+    )
+    .unwrap();
+    let args = ["--config", config.to_str().unwrap()];
+    let next = Arc::new(AtomicU64::new(1));
+    let refused = Arc::new(AtomicU64::new(0));
+    let mut acked = Vec::new();
+    let load = |node: &Chingest, stop: &Arc<AtomicBool>| {
+        (0..2)
+            .map(|w| {
+                tokio::spawn(writer(
+                    node.url.clone(),
+                    w,
+                    Arc::clone(&next),
+                    Arc::clone(stop),
+                    Arc::clone(&refused),
+                ))
+            })
+            .collect::<Vec<_>>()
+    };
+    for trial in 0..5u64 {
+        let node = Chingest::start_with(&data_dir, &[&shard0, &shard1], &args).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers = load(&node, &stop);
+        tokio::time::sleep(Duration::from_millis(400 + trial * 250)).await;
+        drop(node);
+        for writer in writers {
+            acked.extend(writer.await.unwrap());
+        }
+    }
+    // A shard dies under load.
+    let node = Chingest::start_with(&data_dir, &[&shard0, &shard1], &args).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = load(&node, &stop);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let shard1_ports = (shard1.http.clone(), shard1.tcp_port);
+    drop(shard1);
+    let started = std::time::Instant::now();
+    while refused.load(Ordering::Relaxed) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the log never filled while a shard was down"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let metrics = client()
+        .get(format!("{}/metrics", node.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let failing = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("chingest_flush_errors_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(failing > 0, "no failing insert counted:\n{metrics}");
+    let http_port: u16 = shard1_ports.0.rsplit(':').next().unwrap().parse().unwrap();
+    shard1 = ClickHouseNode::start(&shard_dirs[1], http_port, shard1_ports.1).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        acked.extend(writer.await.unwrap());
+    }
+    // Everything acknowledged lands, once.
+    let started = std::time::Instant::now();
+    loop {
+        // A request lands shard by shard: in part until the last shard's
+        // insert succeeds, never more than whole.
+        let stored = stored_per_request(&[&shard0, &shard1]).await;
+        let doubled: Vec<_> = stored.iter().filter(|(_, rows)| **rows > LINES).collect();
+        assert!(doubled.is_empty(), "requests stored twice: {doubled:?}");
+        let missing: Vec<_> = acked
+            .iter()
+            .filter(|id| stored.get(id) != Some(&LINES))
+            .collect();
+        let torn: Vec<_> = stored.iter().filter(|(_, rows)| **rows != LINES).collect();
+        if missing.is_empty() && torn.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{} acknowledged requests never landed whole: {:?}…; in part: {:?}",
+            missing.len(),
+            &missing[..missing.len().min(10)],
+            &torn[..torn.len().min(10)]
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(
+        acked.len() >= 20,
+        "only {} requests acknowledged",
+        acked.len()
+    );
+    drop(node);
 }
 
 /// The numbers of a one-row TSV answer.

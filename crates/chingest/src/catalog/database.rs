@@ -229,7 +229,7 @@ impl Database {
             .values()
             .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds))
             .collect();
-        engine.storage_ddl(alters, Vec::new()).await?;
+        engine.execute_on_storage(alters, Vec::new()).await?;
         engine.execute(record).await?;
         self.retention
             .write()
@@ -278,7 +278,7 @@ impl Database {
                 .collect();
             if !added.is_empty() {
                 engine
-                    .storage_ddl(
+                    .execute_on_storage(
                         vec![schema::add_columns_sql(&current.names, &added)],
                         vec![stored_name(&current.names)],
                     )
@@ -293,7 +293,7 @@ impl Database {
         );
         let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
         engine
-            .storage_ddl(vec![statement], vec![stored_name(&schema.names)])
+            .execute_on_storage(vec![statement], vec![stored_name(&schema.names)])
             .await?;
         let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));

@@ -157,7 +157,9 @@ impl Catalog {
             DUPLICATE_POLICIES_TABLE,
         ]
         .map(|table| (encoded.clone(), table.to_owned()));
-        engine.storage_ddl(statements.into(), tables.into()).await?;
+        engine
+            .execute_on_storage(statements.into(), tables.into())
+            .await?;
         let db = Arc::new(Database::new(name));
         self.databases
             .write()
