@@ -8,6 +8,7 @@
 //! reach the shards over the native protocol, through the cluster this
 //! module describes in the engine's configuration ([`Cluster::engine_config`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{Array, UInt32Array, UInt64Array};
@@ -16,6 +17,7 @@ use arrow::record_batch::RecordBatch;
 use crate::config::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal};
+use crate::stats::{IngestStats, ShardStats};
 
 /// The cluster's name in the engine's `remote_servers`, as `Distributed`
 /// tables name it.
@@ -120,11 +122,14 @@ pub(crate) struct Cluster {
     user: String,
     password: String,
     client: reqwest::Client,
+    /// Where each shard's requests are counted (`IngestStats::shards`).
+    stats: Arc<IngestStats>,
 }
 
 impl Cluster {
-    /// The cluster `config` describes; nothing is contacted yet.
-    pub(crate) fn new(config: &ClusterConfig) -> Result<Cluster> {
+    /// The cluster `config` describes, counting into `stats`; nothing is
+    /// contacted yet.
+    pub(crate) fn new(config: &ClusterConfig, stats: Arc<IngestStats>) -> Result<Cluster> {
         let shards = config
             .shards
             .iter()
@@ -148,11 +153,20 @@ impl Cluster {
         let client = client
             .build()
             .map_err(|e| Error::Config(format!("the shards' HTTP client: {e}")))?;
+        *stats.shards.lock().unwrap() = config
+            .shards
+            .iter()
+            .map(|replicas| ShardStats {
+                url: replicas.join(" | "),
+                ..ShardStats::default()
+            })
+            .collect();
         Ok(Cluster {
             shards,
             user: config.user.clone(),
             password: config.password.clone(),
             client,
+            stats,
         })
     }
 
@@ -195,6 +209,26 @@ impl Cluster {
     /// body is its data); the first replica that answers 200 wins, the
     /// last failure is the error.
     async fn post(&self, shard: usize, query: Option<&str>, body: Vec<u8>) -> Result<String> {
+        let answer = self.post_to_replicas(shard, query, body).await;
+        let mut stats = self.stats.shards.lock().unwrap();
+        let shard = &mut stats[shard];
+        match &answer {
+            Ok(_) => shard.failing = 0,
+            Err(err) => {
+                shard.errors += 1;
+                shard.failing += 1;
+                shard.last_error = Some(err.to_string());
+            }
+        }
+        answer
+    }
+
+    async fn post_to_replicas(
+        &self,
+        shard: usize,
+        query: Option<&str>,
+        body: Vec<u8>,
+    ) -> Result<String> {
         let mut failure = None;
         for replica in &self.shards[shard] {
             let mut request = self
@@ -280,14 +314,16 @@ impl Cluster {
                 "encoding an insert for {table}: {e}"
             )));
         }
-        self.post(shard, Some(&statement), body).await.map(|_| ())
+        self.post(shard, Some(&statement), body).await?;
+        let mut stats = self.stats.shards.lock().unwrap();
+        stats[shard].inserts += 1;
+        stats[shard].rows += batch.num_rows() as u64;
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
 
     /// The placement of series is a storage format: these ids must stay

@@ -225,6 +225,7 @@ impl Engine {
         connections: usize,
         limits: &QueryLimits,
         cluster: Option<Arc<Cluster>>,
+        stats: Arc<IngestStats>,
     ) -> Result<Engine> {
         let path = format!("--path={}", data_dir.display());
         // The engine's own durability settings, engine-wide, and the
@@ -271,7 +272,6 @@ impl Engine {
             tables: Mutex::default(),
             inserting: Mutex::default(),
         });
-        let stats = Arc::<IngestStats>::default();
         let engine = Engine {
             pool,
             read_only: connection_pool(read_only_args, limits.max_concurrent)?,

@@ -75,15 +75,19 @@ impl Ingestor {
             source,
         })?;
         let config = Arc::new(IngestConfig { data_dir, ..config });
+        let stats = Arc::<IngestStats>::default();
         let cluster = match &config.storage {
             StorageMode::Embedded => None,
-            StorageMode::ClickHouse(cluster) => Some(Arc::new(Cluster::new(cluster)?)),
+            StorageMode::ClickHouse(cluster) => {
+                Some(Arc::new(Cluster::new(cluster, Arc::clone(&stats))?))
+            }
         };
         let engine = Engine::open(
             &config.data_dir,
             config.connections,
             &config.query,
             cluster.clone(),
+            stats,
         )
         .await?;
         let engine = Arc::new(engine);

@@ -75,7 +75,7 @@ pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
-pub use stats::IngestStats;
+pub use stats::{IngestStats, ShardStats};
 pub use write::budget::MemoryReservation;
 pub use write::chunk;
 pub use write::points::{Point, PointValue};

@@ -61,6 +61,25 @@ impl Histogram {
     }
 }
 
+/// One shard of the cluster (the `clickhouse` storage mode), as chingest's
+/// requests to it went.
+#[derive(Debug, Clone, Default)]
+pub struct ShardStats {
+    /// Its replicas' URLs.
+    pub url: String,
+    /// Inserts it stored (series rows and facts).
+    pub inserts: u64,
+    /// Rows those carried.
+    pub rows: u64,
+    /// Requests that failed on every replica.
+    pub errors: u64,
+    /// Failed requests since the last that succeeded: above 0 while the
+    /// shard is down or failing, and its rows wait in the log.
+    pub failing: u64,
+    /// What the last failure said.
+    pub last_error: Option<String>,
+}
+
 /// Everything counted by an [`Ingestor`](crate::Ingestor).
 #[derive(Debug)]
 pub struct IngestStats {
@@ -87,6 +106,9 @@ pub struct IngestStats {
     pub engine_broken_parts: AtomicU64,
     /// Their names (`database.table/part: reason`).
     pub broken_parts: std::sync::Mutex<Vec<String>>,
+    /// In the `clickhouse` storage mode, each shard's requests, in the
+    /// configured order.
+    pub shards: std::sync::Mutex<Vec<ShardStats>>,
     /// Rows per flush.
     pub flush_rows: Histogram,
     /// Seconds per flush, series commit and insert.
@@ -159,6 +181,7 @@ impl Default for IngestStats {
             wal_failing: Default::default(),
             engine_broken_parts: AtomicU64::new(0),
             broken_parts: Default::default(),
+            shards: Default::default(),
             flush_rows: Histogram::new(&[
                 100.0,
                 1_000.0,
@@ -219,6 +242,17 @@ impl IngestStats {
                 "inserts into the engine keep failing ({failing} attempts since the last that \
                  succeeded); their rows stay in the write-ahead log"
             ));
+        }
+        for (index, shard) in self.shards.lock().unwrap().iter().enumerate() {
+            if shard.failing > 0 {
+                problems.push(format!(
+                    "shard {index} ({}) is failing: {} requests since the last that succeeded, \
+                     the last: {}; rows for it stay in the write-ahead log",
+                    shard.url,
+                    shard.failing,
+                    shard.last_error.as_deref().unwrap_or("?")
+                ));
+            }
         }
         let broken = self.broken_parts.lock().unwrap();
         if !broken.is_empty() {

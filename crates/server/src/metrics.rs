@@ -282,6 +282,7 @@ impl ServerMetrics {
                 header(&mut out, name, "gauge", help);
                 let _ = writeln!(out, "{name} {}", gauge.load(Ordering::Relaxed));
             }
+            shard_metrics(&mut out, &s.shards.lock().unwrap());
             header(
                 &mut out,
                 "chingest_wal_sync_duration_seconds",
@@ -398,4 +399,44 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     };
     let _ = writeln!(out, "{name}_sum{braces} {}", h.sum());
     let _ = writeln!(out, "{name}_count{braces} {}", h.count());
+}
+
+/// Each shard's requests (the `clickhouse` storage mode; nothing in the
+/// embedded one).
+fn shard_metrics(out: &mut String, shards: &[chingest::ShardStats]) {
+    if shards.is_empty() {
+        return;
+    }
+    let series: [(&str, &str, &str, fn(&chingest::ShardStats) -> u64); 4] = [
+        (
+            "chingest_shard_inserts_total",
+            "counter",
+            "Inserts the shard stored.",
+            |s| s.inserts,
+        ),
+        (
+            "chingest_shard_rows_total",
+            "counter",
+            "Rows the shard stored.",
+            |s| s.rows,
+        ),
+        (
+            "chingest_shard_errors_total",
+            "counter",
+            "Requests to the shard that failed on every replica.",
+            |s| s.errors,
+        ),
+        (
+            "chingest_shard_failing",
+            "gauge",
+            "Failed requests since the last that succeeded (above 0: the shard is behind).",
+            |s| s.failing,
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        header(out, name, kind, help);
+        for (index, shard) in shards.iter().enumerate() {
+            let _ = writeln!(out, "{name}{{shard=\"{index}\"}} {}", value(shard));
+        }
+    }
 }

@@ -324,12 +324,31 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
         .text()
         .await
         .unwrap();
-    let failing = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("chingest_flush_errors_total "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    assert!(failing > 0, "no failing insert counted:\n{metrics}");
+    let metric = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+    };
+    assert!(
+        metric("chingest_flush_errors_total ") > 0,
+        "no failing insert counted"
+    );
+    assert!(
+        metric("chingest_shard_failing{shard=\"1\"} ") > 0,
+        "shard 1 not shown behind"
+    );
+    assert_eq!(metric("chingest_shard_failing{shard=\"0\"} "), 0);
+    assert!(metric("chingest_shard_rows_total{shard=\"0\"} ") > 0);
+    let health = client()
+        .get(format!("{}/health", node.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let health = health.text().await.unwrap();
+    assert!(health.contains("shard 1"), "{health}");
     let http_port: u16 = shard1_ports.0.rsplit(':').next().unwrap().parse().unwrap();
     shard1 = ClickHouseNode::start(&shard_dirs[1], http_port, shard1_ports.1).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -366,6 +385,17 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
         acked.len() >= 20,
         "only {} requests acknowledged",
         acked.len()
+    );
+    let health = client()
+        .get(format!("{}/health", node.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        health.status(),
+        reqwest::StatusCode::OK,
+        "{:?}",
+        health.text().await
     );
     drop(node);
 }

@@ -317,7 +317,9 @@ async fn check(server: &Server, acked: &Acked, trial: usize) {
             }
             for (id, (rows, _)) in &stored {
                 if *rows != lines {
-                    wrong.push(format!("request {id} in {table} is torn or duplicated: {rows} rows"));
+                    wrong.push(format!(
+                        "request {id} in {table} is torn or duplicated: {rows} rows"
+                    ));
                 }
             }
         }
