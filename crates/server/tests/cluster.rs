@@ -75,6 +75,55 @@ impl Chingest {
         (r.status(), r.text().await.unwrap())
     }
 
+    /// Remote-writes `series` series `up{job="j", instance="i<n>"}` of
+    /// `samples` samples each into `db`, answered once queryable.
+    async fn remote_write(
+        &self,
+        db: &str,
+        series: usize,
+        samples: i64,
+    ) -> (reqwest::StatusCode, String) {
+        use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
+        use prost::Message;
+        let label = |name: &str, value: String| Label {
+            name: name.to_owned().into(),
+            value: value.into(),
+        };
+        let request = WriteRequest {
+            timeseries: (0..series)
+                .map(|n| TimeSeries {
+                    labels: vec![
+                        label("__name__", "up".to_owned()),
+                        label("instance", format!("i{n}")),
+                        label("job", "j".to_owned()),
+                    ],
+                    samples: (0..samples)
+                        .map(|t| Sample {
+                            value: 1.0,
+                            timestamp: 1_700_000_000_000 + t * 1000,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            metadata: Vec::new(),
+        };
+        let body = snap::raw::Encoder::new()
+            .compress_vec(&request.encode_to_vec())
+            .unwrap();
+        let r = client()
+            .post(format!(
+                "{}/api/v1/write?db={db}&durability=visible",
+                self.url
+            ))
+            .header("Content-Encoding", "snappy")
+            .header("Content-Type", "application/x-protobuf")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+
     /// `/sql`'s answer (TSV).
     async fn sql(&self, query: &str) -> String {
         let url = format!("{}/sql?format=TabSeparated", self.url);
@@ -122,6 +171,8 @@ fn client() -> reqwest::Client {
 /// One chingest node over two shards: every series row and every fact row
 /// of it on the series' shard (its id modulo 2), none lost or doubled; the
 /// node's SQL (the view joins per shard) and InfluxQL read them all back.
+/// Then a second node joins, both write at once (line protocol, remote
+/// write), and both read everything; a delete runs on every shard.
 async fn each_series_lives_on_its_shard_with_its_facts() {
     let dir = tempfile::tempdir().unwrap();
     let shard0 = ClickHouseNode::start_new(&dir.path().join("shard0")).await;
@@ -173,6 +224,51 @@ async fn each_series_lives_on_its_shard_with_its_facts() {
         answer["results"][0]["series"][0]["values"][0][1], 25,
         "{answer}"
     );
+    // A second node over the same shards (it finds the first node's
+    // tables there), both writing at once: line protocol into the same
+    // measurement, and remote write.
+    let node2 = Chingest::start(&dir.path().join("chingest2"), &[&shard0, &shard1]).await;
+    let more: String = (0..500i64)
+        .map(|i| format!("cpu,host=n2-{} value={i}i {}\n", i % 10, 2_000_000_000 + i))
+        .collect();
+    let again: String = (0..500i64)
+        .map(|i| format!("cpu,host=n1-{} value={i}i {}\n", i % 10, 3_000_000_000 + i))
+        .collect();
+    let (first, second, third) = tokio::join!(
+        node.write("metrics", again),
+        node2.write("metrics", more),
+        node2.remote_write("metrics", 20, 10),
+    );
+    for (status, text) in [first, second, third] {
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    }
+    for n in [&node, &node2] {
+        assert_eq!(
+            n.sql("SELECT count(), uniqExact(host), sum(value) FROM metrics.cpu")
+                .await,
+            format!("2000\t60\t{}\n", 499_500 + 2 * 124_750)
+        );
+    }
+    assert_eq!(
+        node2
+            .sql(
+                "SELECT count(), uniqExact(instance) FROM metrics.prometheus WHERE __name__ = 'up'"
+            )
+            .await,
+        "200\t20\n"
+    );
+    for (index, shard) in [&shard0, &shard1].into_iter().enumerate() {
+        let misplaced = shard
+            .query(&format!(
+                "SELECT (SELECT countIf(series_id % 2 != {index}) FROM metrics.`cpu.autogen`) \
+                 + (SELECT countIf(series_id % 2 != {index}) FROM metrics.`prometheus.autogen`) \
+                 + (SELECT countIf(series_id % 2 != {index}) FROM metrics._series)"
+            ))
+            .await
+            .unwrap();
+        assert_eq!(misplaced, "0\n", "shard {index}");
+    }
+    drop(node2);
     // A delete runs on every shard.
     let deleted = client()
         .post(format!("{}/api/v2/delete?bucket=metrics", node.url))
@@ -187,7 +283,7 @@ async fn each_series_lives_on_its_shard_with_its_facts() {
     assert_eq!(
         node.sql("SELECT count(), countIf(host = 'h3') FROM metrics.cpu")
             .await,
-        "975\t0\n"
+        "1975\t0\n"
     );
 }
 
