@@ -407,7 +407,12 @@ fn shard_metrics(out: &mut String, shards: &[chingest::ShardStats]) {
     if shards.is_empty() {
         return;
     }
-    type Series = (&'static str, &'static str, &'static str, fn(&chingest::ShardStats) -> u64);
+    type Series = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&chingest::ShardStats) -> u64,
+    );
     let series: [Series; 4] = [
         (
             "chingest_shard_inserts_total",
