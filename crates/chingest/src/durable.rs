@@ -88,6 +88,51 @@ pub(crate) fn sync_table_dir(dir: &Path) -> io::Result<()> {
     sync(dir)
 }
 
+/// The part named by the newest entry still live in a table's
+/// deduplication log (`dir`, the engine's `deduplication_logs`): the part
+/// the table's last deduplicated insert created. The log is the engine's
+/// text format, one `<op>\t<part>\t<block id>` line per entry, op 1 adding
+/// and op 2 dropping a block id, in files numbered in write order.
+pub(crate) fn last_deduplicated_part(dir: &Path) -> io::Result<Option<String>> {
+    let mut files: Vec<(u64, PathBuf)> = entries(dir, FileType::is_file)?
+        .into_iter()
+        .filter_map(|path| {
+            let number = path
+                .file_stem()?
+                .to_str()?
+                .strip_prefix("deduplication_log_")?
+                .parse()
+                .ok()?;
+            Some((number, path))
+        })
+        .collect();
+    files.sort();
+    // Block id → (order added, part), for the ids added and not dropped.
+    let mut live: std::collections::HashMap<String, (usize, String)> = Default::default();
+    let mut order = 0;
+    for (_, path) in files {
+        for line in std::fs::read_to_string(&path)?.lines() {
+            let mut fields = line.splitn(3, '\t');
+            let (Some(op), Some(part), Some(block_id)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            match op {
+                "1" => {
+                    order += 1;
+                    live.insert(block_id.to_owned(), (order, part.to_owned()));
+                }
+                "2" => {
+                    live.remove(block_id);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(live.into_values().max().map(|(_, part)| part))
+}
+
 /// After DDL or an edit: every table's and database's directory under
 /// `store/` with the files kept beside its parts (formats, mutations,
 /// deduplication logs, a database's table definitions), the catalog's
@@ -158,4 +203,30 @@ fn sync_entries(dir: &Path, keep: impl Fn(&FileType) -> bool) -> io::Result<()> 
         unless_vanished(sync(&entry))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_live_deduplication_entry_names_the_last_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = |n: u32, lines: &str| {
+            std::fs::write(dir.path().join(format!("deduplication_log_{n}.txt")), lines).unwrap()
+        };
+        assert_eq!(last_deduplicated_part(dir.path()).unwrap(), None);
+        log(1, "1\tp_1_1_0\ta\n1\tp_2_2_0\tb\n");
+        log(10, "1\tp_3_3_0\tc\n2\tp_3_3_0\tc\n");
+        log(2, "1\tp_4_4_0\td\n");
+        // Files in number order (2 before 10); the entry dropped does not count.
+        assert_eq!(
+            last_deduplicated_part(dir.path()).unwrap().as_deref(),
+            Some("p_4_4_0")
+        );
+        assert_eq!(
+            last_deduplicated_part(&dir.path().join("missing")).unwrap(),
+            None
+        );
+    }
 }

@@ -28,7 +28,7 @@ use crate::config::QueryLimits;
 use crate::durable;
 use crate::engine::queue::{QueryQueue, QuerySlot};
 use crate::error::{Error, Result};
-use crate::layout::names::{quote_ident, quote_literal};
+use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::stats::IngestStats;
 
 /// The engine's connection and output formats, named here so that the
@@ -132,6 +132,37 @@ impl DataDir {
         })
     }
 
+    /// Whether the newest insert into the table `names` names was lost in
+    /// a power cut although the engine would ignore its repetition: its
+    /// deduplication record is durable, its part is not. A cut between
+    /// the two syncs of [`insert_durably`](Self::insert_durably) (the
+    /// record first, so that a part never outlives its record) leaves
+    /// that. The record names a new part (`<partition>_<b>_<b>_0`); it was
+    /// lost if no active part of the table holds block `b`.
+    pub(crate) fn last_insert_lost(&self, conn: &Connection, names: &TableNames) -> Result<bool> {
+        let dir = self.table_dir(conn, &names.storage_table)?;
+        let logs = dir.join("deduplication_logs");
+        let part = durable::last_deduplicated_part(&logs).map_err(|source| Error::Io {
+            context: format!("reading {}", logs.display()),
+            source,
+        })?;
+        let Some((partition, block)) = part.as_deref().and_then(new_part_block) else {
+            return Ok(false);
+        };
+        let held = query_rows(
+            conn,
+            &format!(
+                "SELECT count() FROM system.parts WHERE database = {} AND table = {} AND active \
+                 AND partition_id = {} AND min_block_number <= {block} \
+                 AND max_block_number >= {block}",
+                quote_literal(&names.database_name),
+                quote_literal(&names.storage_name),
+                quote_literal(partition),
+            ),
+        )?;
+        Ok(held.first().and_then(|row| row.first()).map(String::as_str) == Some("0"))
+    }
+
     /// The lock of the table in `dir` ([`DataDir::inserting`]).
     fn insert_lock(&self, dir: &Path) -> Arc<RwLock<()>> {
         let name = dir.file_name().unwrap_or(dir.as_os_str()).to_owned();
@@ -211,6 +242,16 @@ impl DataDir {
             source,
         })
     }
+}
+
+/// The partition and block number of a part an insert created
+/// (`<partition>_<b>_<b>_0`); `None` for any other name.
+fn new_part_block(part: &str) -> Option<(&str, u64)> {
+    let rest = part.strip_suffix("_0")?;
+    let (rest, max) = rest.rsplit_once('_')?;
+    let (partition, min) = rest.rsplit_once('_')?;
+    let block = min.parse().ok()?;
+    (max.parse::<u64>().ok()? == block && !partition.is_empty()).then_some((partition, block))
 }
 
 /// Names under which Arrow data is registered with the engine. Registrations
@@ -995,5 +1036,20 @@ mod tests {
             output_format("Nope"),
             Err(Error::UnknownFormat(_))
         ));
+    }
+
+    #[test]
+    fn only_the_names_of_parts_inserts_create_give_their_block() {
+        assert_eq!(new_part_block("197001_135_135_0"), Some(("197001", 135)));
+        assert_eq!(new_part_block("a_b_7_7_0"), Some(("a_b", 7)));
+        for other in [
+            "197001_1_126_11_123",
+            "197001_1_8_1",
+            "197001_3_4_0",
+            "_5_5_0",
+            "x",
+        ] {
+            assert_eq!(new_part_block(other), None, "{other}");
+        }
     }
 }

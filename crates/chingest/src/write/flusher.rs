@@ -87,13 +87,13 @@ pub(crate) async fn commit_series(ctx: &FlushContext, db: &Database) -> Result<(
 }
 
 /// Stores the database's pending series, then `chunks` into the table
-/// under the token of `range`, through the sink; both durable when this
-/// returns.
+/// under `token` (see [`dedup_token`]), through the sink; both durable when
+/// this returns.
 pub(crate) async fn insert(
     ctx: &FlushContext,
     db: &Arc<Database>,
     table: &Table,
-    range: &FlushRange,
+    token: String,
     chunks: Vec<RecordBatch>,
 ) -> Result<()> {
     commit_series(ctx, db).await?;
@@ -104,7 +104,6 @@ pub(crate) async fn insert(
         schema: table.schema(),
         chunks,
     };
-    let token = dedup_token(ctx.appender.log_id(), range);
     ctx.sink.insert_facts(facts, token).await
 }
 
@@ -183,7 +182,8 @@ async fn flush_once(ctx: &FlushContext, db: &Arc<Database>, table: &Table, flush
                 ctx.appender.flush_started(range.clone()).await?;
                 announced = true;
             }
-            insert(ctx, db, table, &range, chunks.clone()).await
+            let token = dedup_token(ctx.appender.log_id(), &range);
+            insert(ctx, db, table, token, chunks.clone()).await
         }
         .instrument(span.clone())
         .await;

@@ -72,6 +72,23 @@ impl Scan {
         }
     }
 
+    /// Per table, the last flush announced without a commit: the insert
+    /// a crash may have cut between its two syncs.
+    fn newest_uncommitted(&self) -> HashMap<TableRef, (Lsn, Lsn)> {
+        self.started
+            .iter()
+            .filter_map(|(table, ranges)| {
+                let newest = ranges
+                    .iter()
+                    .filter(|(first, last)| {
+                        !self.committed.contains(&(table.clone(), *first, *last))
+                    })
+                    .max()?;
+                Some((table.clone(), *newest))
+            })
+            .collect()
+    }
+
     /// The announced flush whose range holds `lsn` for `table`, and whether
     /// it committed.
     fn flush_of(&self, table: &TableRef, lsn: Lsn) -> Option<((Lsn, Lsn), bool)> {
@@ -137,6 +154,7 @@ pub(crate) async fn run(
             _ => true,
         })
     });
+    let newest_uncommitted = scan.newest_uncommitted();
     let max_rows = ctx.policy.max_rows;
     let mut groups: HashMap<(TableRef, Target), Group> = HashMap::new();
     let (mut records, mut rows, mut skipped) = (0u64, 0u64, 0u64);
@@ -171,7 +189,7 @@ pub(crate) async fn run(
             group.rows += chunk_rows;
             if target == Target::Fresh && group.rows >= max_rows {
                 let group = groups.remove(&key).expect("just added");
-                insert(ctx, catalog, key, group).await?;
+                insert(ctx, catalog, key, group, &newest_uncommitted).await?;
             }
         }
         // Announced flushes whose range is behind us are complete.
@@ -182,14 +200,14 @@ pub(crate) async fn run(
             .collect();
         for key in done {
             let group = groups.remove(&key).expect("listed");
-            insert(ctx, catalog, key, group).await?;
+            insert(ctx, catalog, key, group, &newest_uncommitted).await?;
         }
     }
     reader
         .await
         .map_err(|e| Error::Internal(format!("log reader failed: {e}")))??;
     for (key, group) in groups {
-        insert(ctx, catalog, key, group).await?;
+        insert(ctx, catalog, key, group, &newest_uncommitted).await?;
     }
 
     let committed = ctx.appender.progress.committed();
@@ -214,12 +232,15 @@ pub(crate) async fn run(
 }
 
 /// Inserts one group into its table (created or extended first), under the
-/// token of its announced range or of a newly announced one.
+/// token of its announced range or of a newly announced one. The table's
+/// newest uncommitted flush is repeated under a new token if the sink says
+/// its insert was lost although the engine kept its token.
 async fn insert(
     ctx: &FlushContext,
     catalog: &Catalog,
     (id, target): (TableRef, Target),
     group: Group,
+    newest_uncommitted: &HashMap<TableRef, (Lsn, Lsn)>,
 ) -> Result<()> {
     let db = catalog.ensure_database(&ctx.engine, &id.database).await?;
     let mut fields: Vec<(String, FieldType)> = Vec::new();
@@ -253,7 +274,23 @@ async fn insert(
     if target == Target::Fresh {
         ctx.appender.flush_started(range.clone()).await?;
     }
-    flusher::insert(ctx, &db, &table, &range, group.chunks).await?;
+    let mut token = flusher::dedup_token(ctx.appender.log_id(), &range);
+    let newest = newest_uncommitted.get(&range.table) == Some(&(first, last));
+    if newest
+        && ctx
+            .sink
+            .last_insert_lost(table.schema().names.clone())
+            .await?
+    {
+        tracing::warn!(table = %table.schema().names.storage_table, first, last,
+            "the last insert before the crash was lost after its deduplication record was \
+             synced; it is inserted again under a new token");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        token = format!("{token}:again:{nanos}");
+    }
+    flusher::insert(ctx, &db, &table, token, group.chunks).await?;
     ctx.appender.flush_committed(range);
     Ok(())
 }

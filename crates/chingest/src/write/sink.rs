@@ -14,6 +14,7 @@ use crate::cluster::{self, Cluster};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::BoxFuture;
+use crate::layout::names::TableNames;
 use crate::layout::schema::TableSchema;
 use crate::write::chunk;
 
@@ -49,6 +50,11 @@ pub(crate) trait Sink: Send + Sync + std::fmt::Debug {
     /// token (a retry, a replay after a crash) stores nothing again.
     /// Durable when it answers.
     fn insert_facts(&self, facts: Facts, token: String) -> BoxFuture<'_, Result<()>>;
+
+    /// On replay: whether the newest insert into the table `names` names
+    /// was lost by a crash although its token would make its repetition
+    /// a no-op (then it is repeated under a new token).
+    fn last_insert_lost(&self, names: TableNames) -> BoxFuture<'_, Result<bool>>;
 }
 
 /// The embedded engine: inserts on a pooled connection, each followed by
@@ -80,6 +86,14 @@ impl Sink for EmbeddedSink {
             let table = facts.table().to_owned();
             disk.insert_durably(conn, &table, facts.merge(), Some(&token))
         }))
+    }
+
+    fn last_insert_lost(&self, names: TableNames) -> BoxFuture<'_, Result<bool>> {
+        let disk = Arc::clone(&self.engine.disk);
+        Box::pin(
+            self.engine
+                .run(move |conn| disk.last_insert_lost(conn, &names)),
+        )
     }
 }
 
@@ -144,5 +158,11 @@ impl Sink for ClusterSink {
                 .map_err(|e| Error::Internal(format!("merging task failed: {e}")))?;
             self.insert(&table, batch, Some(&token)).await
         })
+    }
+
+    /// The shards' durability is their servers' (their own fsync
+    /// settings): an insert they acknowledged is taken as kept.
+    fn last_insert_lost(&self, _names: TableNames) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async { Ok(false) })
     }
 }
