@@ -30,6 +30,8 @@ fn main() {
 struct Chingest {
     child: Child,
     url: String,
+    /// Its ClickHouse HTTP interface.
+    clickhouse: String,
 }
 
 impl Chingest {
@@ -41,14 +43,14 @@ impl Chingest {
 
     /// [`start`](Self::start) with more arguments.
     async fn start_with(data_dir: &Path, shards: &[&ClickHouseNode], args: &[&str]) -> Chingest {
-        let http = free_port();
+        let (http, clickhouse) = (free_port(), free_port());
         let mut command = Command::new(env!("CARGO_BIN_EXE_chingest"));
         command
             .args(["serve", "--log", "warn", "--data-dir"])
             .arg(data_dir)
             .args(["--http-addr", &format!("127.0.0.1:{http}")])
             .args(["--grpc-addr", &format!("127.0.0.1:{}", free_port())])
-            .args(["--clickhouse-http-addr", "off"]);
+            .args(["--clickhouse-http-addr", &format!("127.0.0.1:{clickhouse}")]);
         for shard in shards {
             command.args(["--clickhouse-shard", &shard.shard_url()]);
         }
@@ -56,6 +58,7 @@ impl Chingest {
         let node = Chingest {
             child: command.stdout(Stdio::null()).spawn().unwrap(),
             url: format!("http://127.0.0.1:{http}"),
+            clickhouse: format!("http://127.0.0.1:{clickhouse}"),
         };
         for _ in 0..1200 {
             let ready = client().get(format!("{}/ready", node.url)).send().await;
@@ -126,6 +129,13 @@ impl Chingest {
 
     /// `/sql`'s answer (TSV).
     async fn sql(&self, query: &str) -> String {
+        let (status, text) = self.try_sql(query).await;
+        assert!(status.is_success(), "{query}: {status} {text}");
+        text
+    }
+
+    /// `/sql`'s status and answer.
+    async fn try_sql(&self, query: &str) -> (reqwest::StatusCode, String) {
         let url = format!("{}/sql?format=TabSeparated", self.url);
         let r = client()
             .post(url)
@@ -133,10 +143,7 @@ impl Chingest {
             .send()
             .await
             .unwrap();
-        let status = r.status();
-        let text = r.text().await.unwrap();
-        assert!(status.is_success(), "{query}: {status} {text}");
-        text
+        (r.status(), r.text().await.unwrap())
     }
 
     /// An InfluxQL statement's JSON answer.
@@ -268,6 +275,50 @@ async fn each_series_lives_on_its_shard_with_its_facts() {
             .unwrap();
         assert_eq!(misplaced, "0\n", "shard {index}");
     }
+    // PromQL and the ClickHouse interface read through the shards too.
+    let r = client()
+        .get(format!("{}/api/v1/query", node2.url))
+        .query(&[
+            ("db", "metrics"),
+            ("query", "count(up)"),
+            ("time", "1700000009"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let answer: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(answer["data"]["result"][0]["value"][1], "20", "{answer}");
+    let r = client()
+        .get(&node.clickhouse)
+        .query(&[("query", "SELECT count() FROM metrics.cpu")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.text().await.unwrap(), "2000\n");
+    // Untrusted SQL reaches the server's data only: not the cluster the
+    // engine is configured with, nor the shards' other tables.
+    let shard_tcp = format!("127.0.0.1:{}", shard0.tcp_port);
+    for statement in [
+        format!("SELECT * FROM remote('{shard_tcp}', system.one)"),
+        format!("SELECT * FROM remote('{shard_tcp}', metrics, `cpu.autogen`)"),
+        "SELECT * FROM cluster('chingest', system.one)".to_owned(),
+        "SELECT * FROM clusterAllReplicas('chingest', system.tables)".to_owned(),
+        "SELECT * FROM cluster('chingest', metrics, `cpu.autogen`)".to_owned(),
+        "SELECT * FROM system.clusters".to_owned(),
+        "SELECT * FROM system.distribution_queue".to_owned(),
+        "INSERT INTO metrics.`cpu.autogen` (series_id) VALUES (1)".to_owned(),
+    ] {
+        let (status, text) = node.try_sql(&statement).await;
+        assert_eq!(
+            status,
+            reqwest::StatusCode::FORBIDDEN,
+            "{statement}: {text}"
+        );
+    }
+    let (status, text) = node
+        .try_sql("SELECT count() FROM metrics.cpu SETTINGS max_execution_time = 1000")
+        .await;
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
     drop(node2);
     // A delete runs on every shard.
     let deleted = client()
