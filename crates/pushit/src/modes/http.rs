@@ -37,7 +37,9 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::load;
-use super::server::{authorized, http_client, sql, with_server, Endpoints, ServerArgs};
+use super::server::{
+    authorized, http_client, shard_inserts, sql, with_server, Endpoints, ServerArgs,
+};
 use super::{check_stored, insert_layout, millis_at, per_second, settle};
 use crate::Context;
 
@@ -178,6 +180,8 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     let mut results: Vec<(Path, f64, f64, f64)> = Vec::new();
     // (path, rows/s under the bomb ÷ its plain rows/s).
     let mut bombed: Vec<(Path, f64)> = Vec::new();
+    // Cluster mode: (rows, inserts) per shard.
+    let mut shards = Vec::new();
     runtime.block_on(with_server(
         ctx,
         &args.server,
@@ -210,6 +214,7 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
                     report.push(row);
                 }
             }
+            shards = shard_inserts(endpoints).await?;
             Ok(())
         },
     ))?;
@@ -235,6 +240,15 @@ pub(crate) fn run(ctx: &Context, args: &Args, mode: &'static str) -> anyhow::Res
     }
     for &(path, ratio) in &bombed {
         summary[format!("{}_bomb_over_plain", path.key())] = ratio.into();
+    }
+    if !shards.is_empty() {
+        summary["shards"] = shards.len().into();
+        summary["shard_rows"] = shards.iter().map(|s| s.0).collect::<Vec<_>>().into();
+        summary["shard_rows_per_insert"] = shards
+            .iter()
+            .map(|&(rows, inserts)| rows as f64 / inserts.max(1) as f64)
+            .collect::<Vec<_>>()
+            .into();
     }
     report.summary(summary);
     Ok(())
@@ -279,9 +293,11 @@ async fn measure_path(
     let lags = probe.finish().await?;
     let stored = count(endpoints, db, "cpu").await?;
     check_stored(&format!("{db}.cpu"), rows as u64, stored)?;
-    let bytes_per_value = match args.server.url {
-        None => Some(bytes_per_value(ctx, db, "cpu", rows * tsbs::FIELDS.len())?),
-        Some(_) => None,
+    // Only where the rows are in this process's engine: not behind --url
+    // or on a --cluster's shards.
+    let bytes_per_value = match (&args.server.url, args.server.cluster) {
+        (None, 0) => Some(bytes_per_value(ctx, db, "cpu", rows * tsbs::FIELDS.len())?),
+        _ => None,
     };
     let rate = per_second(sent.rows, sent.elapsed);
     let visible_seconds = (visible - sent.started).as_secs_f64();

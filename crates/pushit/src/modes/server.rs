@@ -1,10 +1,12 @@
 //! The chingest server the end-to-end modes talk to: their own, in this
-//! process on its data directory, or a running one at `--url`.
+//! process on its data directory (storing into its embedded engine, or
+//! with `--cluster N` into N ClickHouse nodes started beside it), or a
+//! running one at `--url`.
 
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use chingest_server::config::ServerConfig;
+use chingest_server::config::{ServerConfig, ShardEntry};
 
 use crate::Context;
 
@@ -30,6 +32,93 @@ pub(crate) struct ServerArgs {
     /// Token for a server that requires one.
     #[arg(long, env = "CHINGEST_AUTH_TOKEN")]
     pub(super) token: Option<String>,
+    /// The in-process server stores into a ClickHouse cluster of this many
+    /// shards (the cluster mode), each a ClickHouse node started here on
+    /// loopback from the engine library (the cluster tests' fixture,
+    /// `crates/server/tests/support/clickhouse_node.py`; needs python3).
+    /// 0: the embedded engine.
+    #[arg(long, default_value_t = 0, conflicts_with = "url")]
+    pub(super) cluster: usize,
+}
+
+/// ClickHouse nodes started for `--cluster`, killed when dropped.
+struct Nodes(Vec<std::process::Child>);
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for node in &mut self.0 {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+    }
+}
+
+/// Starts `count` ClickHouse nodes beside `data_dir`; their shard URLs.
+async fn start_nodes(
+    data_dir: &std::path::Path,
+    count: usize,
+) -> anyhow::Result<(Nodes, Vec<String>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut nodes = Nodes(Vec::new());
+    let mut shards = Vec::new();
+    let free_port = || -> anyhow::Result<u16> {
+        Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port())
+    };
+    for n in 0..count {
+        let dir = data_dir.with_extension(format!("shard{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let (tcp, http) = (free_port()?, free_port()?);
+        nodes.0.push(
+            std::process::Command::new("python3")
+                .arg(root.join("crates/server/tests/support/clickhouse_node.py"))
+                .arg(root.join("engine/lib/libchdb.so"))
+                .arg(&dir)
+                .args([tcp.to_string(), http.to_string()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()?,
+        );
+        let url = format!("http://127.0.0.1:{http}");
+        let client = http_client()?;
+        let up_by = Instant::now() + Duration::from_secs(60);
+        while !client
+            .post(&url)
+            .body("SELECT 1")
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            if Instant::now() > up_by {
+                bail!("ClickHouse node {n} did not answer on {url} within 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        shards.push(format!("{url}?native_port={tcp}"));
+    }
+    Ok((nodes, shards))
+}
+
+/// Rows and inserts each shard stored, from `/metrics` (cluster mode;
+/// empty otherwise).
+pub(super) async fn shard_inserts(endpoints: &Endpoints) -> anyhow::Result<Vec<(u64, u64)>> {
+    let request = http_client()?.get(format!("{}/metrics", endpoints.http));
+    let text = authorized(endpoints, request).send().await?.text().await?;
+    let value = |name: &str, shard: usize| {
+        let prefix = format!("{name}{{shard=\"{shard}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.trim().parse::<u64>().ok())
+    };
+    Ok((0..)
+        .map_while(|shard| {
+            Some((
+                value("chingest_shard_rows_total", shard)?,
+                value("chingest_shard_inserts_total", shard)?,
+            ))
+        })
+        .collect())
 }
 
 /// Where the server answers.
@@ -51,7 +140,18 @@ pub(super) async fn with_server<T>(
     adjust: impl FnOnce(&mut ServerConfig),
     work: impl AsyncFnOnce(&Endpoints) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let (server, endpoints) = start(ctx, args, adjust).await?;
+    let (nodes, shards) = match args.cluster {
+        0 => (Nodes(Vec::new()), Vec::new()),
+        count => start_nodes(&ctx.data_dir, count).await?,
+    };
+    let cluster = |config: &mut ServerConfig| {
+        if !shards.is_empty() {
+            config.storage.mode = "clickhouse".to_owned();
+            config.storage.shards = shards.iter().map(|s| ShardEntry::One(s.clone())).collect();
+        }
+        adjust(config);
+    };
+    let (server, endpoints) = start(ctx, args, cluster).await?;
     let result = match wait_ready(&endpoints).await {
         Ok(()) => work(&endpoints).await,
         Err(err) => Err(err),
@@ -59,6 +159,7 @@ pub(super) async fn with_server<T>(
     if let Some(server) = server {
         server.shutdown().await?;
     }
+    drop(nodes);
     result
 }
 
