@@ -52,14 +52,38 @@ struct Server {
 /// test's output pipe open).
 impl Drop for Server {
     fn drop(&mut self) {
-        self.kill();
+        let _ = self.child.kill();
+        let _ = self.exited_within(Duration::from_secs(60));
     }
 }
 
 impl Server {
+    /// kill -9, and the process gone. A process on forgetfs whose file
+    /// system stopped answering cannot finish dying (its threads wait in
+    /// the kernel for the answer), and neither could this test: it aborts,
+    /// which ends the file system's connection, instead of hanging.
     fn kill(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        if !self.exited_within(Duration::from_secs(60)) {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "the server did not exit within 60 s of kill -9: its file system \
+                 stopped answering; aborting"
+            );
+            std::process::abort();
+        }
+    }
+
+    fn exited_within(&mut self, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 }
 
