@@ -16,7 +16,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::config::ClusterConfig;
 use crate::error::{Error, Result};
-use crate::layout::names::{quote_ident, quote_literal};
+use crate::layout::names::{column_list, dedup_setting};
 use crate::stats::{IngestStats, ShardStats};
 
 /// The cluster's name in the engine's `remote_servers`, as `Distributed`
@@ -289,16 +289,9 @@ impl Cluster {
         batch: &RecordBatch,
         dedup_token: Option<&str>,
     ) -> Result<()> {
-        let columns = batch
-            .schema()
-            .fields()
-            .iter()
-            .map(|field| quote_ident(field.name()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let token = dedup_token.map_or(String::new(), |token| {
-            format!(", insert_deduplication_token = {}", quote_literal(token))
-        });
+        let columns = column_list(&batch.schema());
+        let token =
+            dedup_token.map_or(String::new(), |token| format!(", {}", dedup_setting(token)));
         let statement = format!(
             "INSERT INTO {table} ({columns}) SETTINGS async_insert = 0{token} FORMAT ArrowStream"
         );

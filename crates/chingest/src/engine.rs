@@ -28,7 +28,7 @@ use crate::config::QueryLimits;
 use crate::durable;
 use crate::engine::queue::{QueryQueue, QuerySlot};
 use crate::error::{Error, Result};
-use crate::layout::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::names::{column_list, dedup_setting, quote_ident, quote_literal, TableNames};
 use crate::stats::IngestStats;
 
 /// The engine's connection and output formats, named here so that the
@@ -756,18 +756,9 @@ fn insert_batch(
     if rows == 0 {
         return Ok(0);
     }
-    let columns = batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|field| quote_ident(field.name()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let columns = column_list(&batch.schema());
     let settings = dedup_token.map_or(String::new(), |token| {
-        format!(
-            " SETTINGS insert_deduplication_token = {}",
-            quote_literal(token)
-        )
+        format!(" SETTINGS {}", dedup_setting(token))
     });
     with_registered(conn, batch, |name| {
         let sql = format!(

@@ -143,6 +143,22 @@ pub fn quote_literal(value: &str) -> String {
     out
 }
 
+/// An insert's column list: the quoted names of `schema`'s columns.
+pub fn column_list(schema: &arrow::datatypes::Schema) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|field| quote_ident(field.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The setting that makes an insert count once per `token` in a table
+/// with a deduplication window.
+pub fn dedup_setting(token: &str) -> String {
+    format!("insert_deduplication_token = {}", quote_literal(token))
+}
+
 /// Length of `name` once the engine turns it into a file name: bytes outside
 /// `[A-Za-z0-9_]` become `%XX`.
 fn file_name_len(name: &str) -> usize {
