@@ -38,6 +38,24 @@ fn main() {
             },
         ),
         phases::trial(
+            "an_insert_whose_part_was_lost_after_its_deduplication_record_is_stored_again",
+            || {
+                // A power cut between the sync of an insert's deduplication
+                // record and the sync of its part leaves the record and not
+                // the part. Made here by hand: the inserts land (merges
+                // stopped, so each flush is a part of its own), the log
+                // forgets their commits, and the newest part of each table
+                // goes while its record stays.
+                let dir = tempfile::tempdir().unwrap();
+                phases::run(dir.path(), &["inserted-unmerged-crash"]);
+                assert!(strip_commit_markers(&dir.path().join("wal")) > 0);
+                for table in ["cpu%2Eautogen", "mem%2Eautogen"] {
+                    remove_newest_part(&dir.path().join("data").join(DB).join(table));
+                }
+                phases::run(dir.path(), &["deduplicated"]);
+            },
+        ),
+        phases::trial(
             "a_failing_insert_keeps_its_rows_in_the_log_until_the_fault_clears",
             || {
                 let dir = tempfile::tempdir().unwrap();
@@ -82,6 +100,32 @@ fn main() {
 /// Removes every `FlushCommitted` frame (kind 3) from the log's segments:
 /// the log of a crash after inserts landed but before they were marked.
 /// Returns how many were removed.
+/// Removes the part the table's deduplication log names last (the newest
+/// insert's), keeping its record.
+fn remove_newest_part(table_dir: &Path) {
+    let logs = table_dir.join("deduplication_logs");
+    let mut files: Vec<_> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort_by_key(|path| {
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        stem.rsplit('_').next().unwrap().parse::<u64>().unwrap()
+    });
+    let last = std::fs::read_to_string(files.last().unwrap()).unwrap();
+    let part = last
+        .lines()
+        .last()
+        .unwrap()
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let path = table_dir.join(&part);
+    assert!(path.is_dir(), "part {part} is not on disk");
+    std::fs::remove_dir_all(path).unwrap();
+}
+
 fn strip_commit_markers(wal: &Path) -> usize {
     const MAGIC_LEN: usize = 8;
     const KIND_FLUSH_COMMITTED: u8 = 3;
@@ -297,6 +341,19 @@ async fn child(phase: &str, dir: &Path) {
         }
         "inserted-crash" => {
             for n in 0..WRITES {
+                write(&ing, n, Durability::Visible).await.unwrap();
+            }
+            assert_stored_once(&ing, WRITES).await;
+            crash();
+        }
+        "inserted-unmerged-crash" => {
+            write(&ing, 0, Durability::Visible).await.unwrap();
+            for table in ["cpu.autogen", "mem.autogen"] {
+                ing.query(&format!("SYSTEM STOP MERGES {DB}.`{table}`"), "TSV")
+                    .await
+                    .unwrap();
+            }
+            for n in 1..WRITES {
                 write(&ing, n, Durability::Visible).await.unwrap();
             }
             assert_stored_once(&ing, WRITES).await;
