@@ -69,6 +69,46 @@ pub(crate) fn split_by_shard(
         .collect()
 }
 
+/// One shard's share of a batch, ready to send: its rows as an Arrow IPC
+/// stream and the insert's column list.
+#[derive(Debug)]
+pub(crate) struct ShardInsert {
+    pub(crate) shard: usize,
+    columns: String,
+    rows: usize,
+    /// Shared, not copied, by an attempt at each replica.
+    body: bytes::Bytes,
+}
+
+/// Splits `batch` by the shard of its series ([`split_by_shard`]) and
+/// encodes each shard's share: work for the blocking pool.
+pub(crate) fn encode_by_shard(batch: &RecordBatch, shards: usize) -> Result<Vec<ShardInsert>> {
+    let columns = column_list(&batch.schema());
+    let mut inserts = Vec::new();
+    for (shard, part) in split_by_shard(batch, shards)?.into_iter().enumerate() {
+        let Some(part) = part else { continue };
+        let body = arrow_stream(&part)
+            .map_err(|e| Error::Internal(format!("encoding an insert for shard {shard}: {e}")))?;
+        inserts.push(ShardInsert {
+            shard,
+            columns: columns.clone(),
+            rows: part.num_rows(),
+            body: body.into(),
+        });
+    }
+    Ok(inserts)
+}
+
+/// `batch` as an Arrow IPC stream.
+fn arrow_stream(batch: &RecordBatch) -> std::result::Result<Vec<u8>, arrow::error::ArrowError> {
+    let mut body = Vec::new();
+    let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut body, &batch.schema())?;
+    writer.write(batch)?;
+    writer.finish()?;
+    drop(writer);
+    Ok(body)
+}
+
 /// One replica of a shard.
 #[derive(Debug)]
 struct Replica {
@@ -208,7 +248,7 @@ impl Cluster {
     /// Sends `body` to shard `shard` with `query` (the statement, when the
     /// body is its data); the first replica that answers 200 wins, the
     /// last failure is the error.
-    async fn post(&self, shard: usize, query: Option<&str>, body: Vec<u8>) -> Result<String> {
+    async fn post(&self, shard: usize, query: Option<&str>, body: bytes::Bytes) -> Result<String> {
         let answer = self.post_to_replicas(shard, query, body).await;
         let mut stats = self.stats.shards.lock().unwrap();
         let shard = &mut stats[shard];
@@ -227,7 +267,7 @@ impl Cluster {
         &self,
         shard: usize,
         query: Option<&str>,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> Result<String> {
         let mut failure = None;
         for replica in &self.shards[shard] {
@@ -263,7 +303,7 @@ impl Cluster {
     /// Runs `sql` on every shard, in order.
     pub(crate) async fn execute_everywhere(&self, sql: &str) -> Result<()> {
         for shard in 0..self.shards() {
-            self.post(shard, None, sql.as_bytes().to_vec()).await?;
+            self.post(shard, None, sql.to_owned().into()).await?;
         }
         Ok(())
     }
@@ -272,7 +312,7 @@ impl Cluster {
     /// for names and types, which hold no tabs or newlines).
     pub(crate) async fn query_rows(&self, shard: usize, sql: &str) -> Result<Vec<Vec<String>>> {
         let text = self
-            .post(shard, None, format!("{sql} FORMAT TSVRaw").into_bytes())
+            .post(shard, None, format!("{sql} FORMAT TSVRaw").into())
             .await?;
         Ok(text
             .lines()
@@ -280,37 +320,26 @@ impl Cluster {
             .collect())
     }
 
-    /// Inserts `batch` into `table` (quoted) on shard `shard`, once per
-    /// `dedup_token` (the table's deduplication window remembers it).
+    /// Inserts one shard's share of a batch into `table` (quoted), once
+    /// per `dedup_token` (the table's deduplication window remembers it).
     pub(crate) async fn insert(
         &self,
-        shard: usize,
         table: &str,
-        batch: &RecordBatch,
+        insert: &ShardInsert,
         dedup_token: Option<&str>,
     ) -> Result<()> {
-        let columns = column_list(&batch.schema());
         let token =
             dedup_token.map_or(String::new(), |token| format!(", {}", dedup_setting(token)));
         let statement = format!(
-            "INSERT INTO {table} ({columns}) SETTINGS async_insert = 0{token} FORMAT ArrowStream"
+            "INSERT INTO {table} ({}) SETTINGS async_insert = 0{token} FORMAT ArrowStream",
+            insert.columns
         );
-        let mut body = Vec::new();
-        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut body, &batch.schema())
-            .and_then(|mut writer| {
-                writer.write(batch)?;
-                writer.finish()?;
-                Ok(())
-            });
-        if let Err(e) = writer.as_mut() {
-            return Err(Error::Internal(format!(
-                "encoding an insert for {table}: {e}"
-            )));
-        }
-        self.post(shard, Some(&statement), body).await?;
+        let shard = insert.shard;
+        self.post(shard, Some(&statement), insert.body.clone())
+            .await?;
         let mut stats = self.stats.shards.lock().unwrap();
         stats[shard].inserts += 1;
-        stats[shard].rows += batch.num_rows() as u64;
+        stats[shard].rows += insert.rows as u64;
         Ok(())
     }
 }

@@ -118,16 +118,15 @@ impl ClusterSink {
     /// shard's index if given.
     async fn insert(&self, table: &str, batch: RecordBatch, token: Option<&str>) -> Result<()> {
         let shards = self.cluster.shards();
-        let split = tokio::task::spawn_blocking(move || cluster::split_by_shard(&batch, shards))
+        let encoded = tokio::task::spawn_blocking(move || cluster::encode_by_shard(&batch, shards))
             .await
-            .map_err(|e| Error::Internal(format!("splitting task failed: {e}")))??;
+            .map_err(|e| Error::Internal(format!("encoding task failed: {e}")))??;
         let mut inserts = tokio::task::JoinSet::new();
-        for (shard, part) in split.into_iter().enumerate() {
-            let Some(part) = part else { continue };
+        for insert in encoded {
             let cluster = Arc::clone(&self.cluster);
-            let (table, token) = (table.to_owned(), token.map(|t| format!("{t}:{shard}")));
-            inserts
-                .spawn(async move { cluster.insert(shard, &table, &part, token.as_deref()).await });
+            let table = table.to_owned();
+            let token = token.map(|t| format!("{t}:{}", insert.shard));
+            inserts.spawn(async move { cluster.insert(&table, &insert, token.as_deref()).await });
         }
         let mut first_error = None;
         while let Some(result) = inserts.join_next().await {
@@ -138,10 +137,7 @@ impl ClusterSink {
                 first_error.get_or_insert(err);
             }
         }
-        if let Some(err) = first_error {
-            return Err(err);
-        }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 }
 
