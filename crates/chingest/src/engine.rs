@@ -244,6 +244,15 @@ impl DataDir {
     }
 }
 
+/// A table on the first shard, as [`Engine::mirror`] reads it: its engine
+/// and its columns (name, type) in order.
+struct ShardTable {
+    database: String,
+    table: String,
+    engine: String,
+    columns: Vec<(String, String)>,
+}
+
 /// The partition and block number of a part an insert created
 /// (`<partition>_<b>_<b>_0`); `None` for any other name.
 fn new_part_block(part: &str) -> Option<(&str, u64)> {
@@ -408,7 +417,7 @@ impl Engine {
         for sql in &statements {
             cluster.execute_everywhere(sql).await?;
         }
-        self.mirror(cluster, tables).await
+        self.mirror(cluster, Some(tables)).await
     }
 
     /// In the `clickhouse` storage mode: a `Distributed` table here for
@@ -418,53 +427,75 @@ impl Engine {
         let Some(cluster) = &self.cluster else {
             return Ok(());
         };
-        let tables = cluster
-            .query_rows(
-                0,
-                "SELECT database, name FROM system.tables \
-                 WHERE database IN (SELECT database FROM system.tables WHERE name = '_series') \
-                 AND endsWith(engine, 'MergeTree') ORDER BY database, name",
-            )
-            .await?
-            .into_iter()
-            .filter_map(|row| <[String; 2]>::try_from(row).ok())
-            .map(|[database, table]| (database, table))
-            .collect();
-        self.mirror(cluster, tables).await
+        self.mirror(cluster, None).await
     }
 
-    /// Makes each of `tables` a `Distributed` table over the shards', with
-    /// the first shard's columns; its comment is the shards' table engine.
-    async fn mirror(&self, cluster: &Cluster, tables: Vec<(String, String)>) -> Result<()> {
-        let mut statements = Vec::new();
-        for (database, table) in tables {
-            let columns = cluster
-                .query_rows(
-                    0,
-                    &format!(
-                        "SELECT name, type FROM system.columns WHERE database = {0} \
-                         AND table = {1} ORDER BY position",
-                        quote_literal(&database),
-                        quote_literal(&table)
-                    ),
-                )
-                .await?;
-            let engine = cluster
-                .query_rows(
-                    0,
-                    &format!(
-                        "SELECT engine FROM system.tables WHERE database = {} AND name = {}",
-                        quote_literal(&database),
-                        quote_literal(&table)
-                    ),
-                )
-                .await?;
-            let Some(engine) = engine.first().and_then(|row| row.first()) else {
+    /// Makes each of `tables` (all of chingest's MergeTrees on the first
+    /// shard if `None`) a `Distributed` table over the shards', with the
+    /// first shard's columns; its comment is the shards' table engine. One
+    /// query to the first shard reads every table's columns and engine.
+    async fn mirror(&self, cluster: &Cluster, tables: Option<Vec<(String, String)>>) -> Result<()> {
+        let selected = match &tables {
+            None => "c.database IN (SELECT database FROM system.tables WHERE name = '_series') \
+                     AND endsWith(t.engine, 'MergeTree')"
+                .to_owned(),
+            Some(tables) if tables.is_empty() => return Ok(()),
+            Some(tables) => format!(
+                "(c.database, c.table) IN ({})",
+                tables
+                    .iter()
+                    .map(|(db, table)| format!("({}, {})", quote_literal(db), quote_literal(table)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let rows = cluster
+            .query_rows(
+                0,
+                &format!(
+                    "SELECT c.database, c.table, t.engine, c.name, c.type FROM system.columns AS c \
+                     INNER JOIN system.tables AS t ON c.database = t.database AND c.table = t.name \
+                     WHERE {selected} ORDER BY c.database, c.table, c.position"
+                ),
+            )
+            .await?;
+        let mut found: Vec<ShardTable> = Vec::new();
+        for row in rows {
+            let Ok([database, table, engine, name, type_name]) = <[String; 5]>::try_from(row)
+            else {
+                continue;
+            };
+            match found.last_mut() {
+                Some(last) if last.database == database && last.table == table => {
+                    last.columns.push((name, type_name));
+                }
+                _ => found.push(ShardTable {
+                    database,
+                    table,
+                    engine,
+                    columns: vec![(name, type_name)],
+                }),
+            }
+        }
+        for (database, table) in tables.iter().flatten() {
+            if !found
+                .iter()
+                .any(|t| &t.database == database && &t.table == table)
+            {
                 return Err(Error::Engine(format!(
                     "{database}.{table} is missing on the first shard"
                 )));
-            };
-            let sharding_key = if columns.iter().any(|c| c[0] == "series_id") {
+            }
+        }
+        let mut statements = Vec::new();
+        for ShardTable {
+            database,
+            table,
+            engine,
+            columns,
+        } in found
+        {
+            let sharding_key = if columns.iter().any(|(name, _)| name == "series_id") {
                 "series_id"
             } else {
                 // Registries: one row per key, on the first shard.
@@ -472,10 +503,7 @@ impl Engine {
             };
             let columns = columns
                 .iter()
-                .filter_map(|c| match c.as_slice() {
-                    [name, type_name] => Some(format!("{} {type_name}", quote_ident(name))),
-                    _ => None,
-                })
+                .map(|(name, type_name)| format!("{} {type_name}", quote_ident(name)))
                 .collect::<Vec<_>>()
                 .join(", ");
             let db = quote_ident(&database);
@@ -487,7 +515,7 @@ impl Engine {
                 quote_literal(CLUSTER_NAME),
                 quote_literal(&database),
                 quote_literal(&table),
-                quote_literal(engine),
+                quote_literal(&engine),
             ));
         }
         self.execute_all(statements).await
