@@ -127,6 +127,16 @@ impl Chingest {
         (r.status(), r.text().await.unwrap())
     }
 
+    /// GET `path`: the status and the text.
+    async fn get(&self, path: &str) -> (reqwest::StatusCode, String) {
+        let r = client()
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+
     /// `/sql`'s answer (TSV).
     async fn sql(&self, query: &str) -> String {
         let (status, text) = self.try_sql(query).await;
@@ -463,14 +473,7 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let metrics = client()
-        .get(format!("{}/metrics", node.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, metrics) = node.get("/metrics").await;
     let metric = |name: &str| {
         metrics
             .lines()
@@ -488,13 +491,8 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
     );
     assert_eq!(metric("chingest_shard_failing{shard=\"0\"} "), 0);
     assert!(metric("chingest_shard_rows_total{shard=\"0\"} ") > 0);
-    let health = client()
-        .get(format!("{}/health", node.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
-    let health = health.text().await.unwrap();
+    let (status, health) = node.get("/health").await;
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE);
     assert!(health.contains("shard 1"), "{health}");
     let http_port: u16 = shard1_ports.0.rsplit(':').next().unwrap().parse().unwrap();
     shard1 = ClickHouseNode::start(&shard_dirs[1], http_port, shard1_ports.1).await;
@@ -533,17 +531,8 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
         "only {} requests acknowledged",
         acked.len()
     );
-    let health = client()
-        .get(format!("{}/health", node.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        health.status(),
-        reqwest::StatusCode::OK,
-        "{:?}",
-        health.text().await
-    );
+    let (status, health) = node.get("/health").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{health:?}");
     drop(node);
 }
 

@@ -140,6 +140,16 @@ async fn wait_ready(server: &Server) {
     panic!("the server did not become ready");
 }
 
+/// GET `path` of the server: its status and text.
+async fn get(server: &Server, path: &str) -> (reqwest::StatusCode, String) {
+    let r = client()
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
 async fn sql(server: &Server, query: &str) -> String {
     let r = client()
         .post(format!("{}/sql?format=TabSeparated", server.url))
@@ -349,14 +359,7 @@ async fn check(server: &Server, acked: &Acked, trial: usize) {
         }
     }
     if !wrong.is_empty() {
-        let metrics = client()
-            .get(format!("{}/metrics", server.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let (_, metrics) = get(server, "/metrics").await;
         let replay: Vec<_> = metrics
             .lines()
             .filter(|l| l.starts_with("chingest_replay") || l.starts_with("chingest_wal_cut"))
@@ -518,17 +521,8 @@ fn acknowledged_writes_edits_survive_power_cuts_exactly_once() {
                 detached.is_empty(),
                 "trial {trial}: broken parts {detached:?}"
             );
-            let health = client()
-                .get(format!("{}/health", server.url))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(
-                health.status(),
-                reqwest::StatusCode::OK,
-                "trial {trial}: {:?}",
-                health.text().await
-            );
+            let (status, health) = get(&server, "/health").await;
+            assert_eq!(status, reqwest::StatusCode::OK, "trial {trial}: {health:?}");
             let so_far = acked.lock().unwrap().clone();
             check(&server, &so_far, trial).await;
             if trial == TRIALS {
@@ -627,13 +621,6 @@ fn broken_parts_are_reported() {
     std::fs::write(&config, "[wal]\ncheckpoint_interval_ms = 3600000\n").unwrap();
     let start_configured = || start_with(&data_dir, &["--config".as_ref(), config.as_os_str()]);
     let acked = Mutex::new(Acked::default());
-    let health = |server: &Server| {
-        let url = format!("{}/health", server.url);
-        async move {
-            let r = client().get(url).send().await.unwrap();
-            (r.status(), r.text().await.unwrap())
-        }
-    };
     let mut server = start_configured();
     runtime.block_on(async {
         wait_ready(&server).await;
@@ -648,7 +635,7 @@ fn broken_parts_are_reported() {
             assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT);
             acked.lock().unwrap().writes.push(id);
         }
-        assert_eq!(health(&server).await.0, reqwest::StatusCode::OK);
+        assert_eq!(get(&server, "/health").await.0, reqwest::StatusCode::OK);
     });
     server.kill();
     assert!(
@@ -659,17 +646,10 @@ fn broken_parts_are_reported() {
     let mut server = start_configured();
     runtime.block_on(async {
         wait_ready(&server).await;
-        let (status, text) = health(&server).await;
+        let (status, text) = get(&server, "/health").await;
         assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{text}");
         assert!(text.contains("broken part"), "{text}");
-        let metrics = client()
-            .get(format!("{}/metrics", server.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let (_, metrics) = get(&server, "/metrics").await;
         let broken = metrics
             .lines()
             .find_map(|l| l.strip_prefix("chingest_engine_broken_parts_total "))
@@ -682,6 +662,6 @@ fn broken_parts_are_reported() {
     let server = start_configured();
     runtime.block_on(async {
         wait_ready(&server).await;
-        assert_eq!(health(&server).await.0, reqwest::StatusCode::OK);
+        assert_eq!(get(&server, "/health").await.0, reqwest::StatusCode::OK);
     });
 }
