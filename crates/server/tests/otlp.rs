@@ -213,6 +213,20 @@ async fn rows(query: &str) -> String {
     rows
 }
 
+/// Posts [`every_kind`] as OTLP/HTTP protobuf with the query string
+/// `query`; the status.
+async fn post_every_kind(query: &str) -> StatusCode {
+    client()
+        .post(format!("{}/v1/metrics?{query}", base()))
+        .bearer_auth(TOKEN)
+        .header("Content-Type", "application/x-protobuf")
+        .body(every_kind().encode_to_vec())
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
 fn every_kind_over_http_protobuf_is_stored() {
     run(async {
         wait_ready().await;
@@ -286,15 +300,7 @@ fn every_kind_over_http_protobuf_is_stored() {
             "cpu.temp\tgauge\tCel\nlatency\thistogram\ts\nrequests\tsum\t1\nrt\tsummary\tms\nsize\texponential_histogram\tBy\n"
         );
         // Sent again, the metadata keeps one point per metric.
-        let again = client()
-            .post(format!("{}/v1/metrics?db=otlp_pb", base()))
-            .bearer_auth(TOKEN)
-            .header("Content-Type", "application/x-protobuf")
-            .body(every_kind().encode_to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(again.status(), StatusCode::OK);
+        assert_eq!(post_every_kind("db=otlp_pb").await, StatusCode::OK);
         assert_eq!(
             rows("SELECT count() FROM otlp_pb.otel_metrics_metadata").await,
             "5\n"
@@ -466,18 +472,10 @@ fn errors_answer_in_the_request_encoding() {
 fn gauges_and_sums_are_promql_metrics() {
     run(async {
         wait_ready().await;
-        let r = client()
-            .post(format!(
-                "{}/v1/metrics?db=otlp_promql&durability=visible",
-                base()
-            ))
-            .bearer_auth(TOKEN)
-            .header("Content-Type", "application/x-protobuf")
-            .body(every_kind().encode_to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(
+            post_every_kind("db=otlp_promql&durability=visible").await,
+            StatusCode::OK
+        );
         let get = |path: String| async move {
             let r = client()
                 .get(format!("{}{path}", base()))
