@@ -1,8 +1,9 @@
 # The two commands of the README: `make run` and `make test`. Both start with
 # `make setup`, which fetches the engine and installs build prerequisites;
 # `make test` also runs `test-setup`: the Python and Node clients the tests
-# drive the server with, and the real peers some tests run beside it: Prometheus, and
-# Debian's InfluxDB 1.6 (`influxd`) for the line-protocol parity test.
+# drive the server with, and the real peers some tests run beside it: Prometheus,
+# Debian's InfluxDB 1.6 (`influxd`) for the line-protocol parity test, and Apache
+# ZooKeeper, the Keeper of the cluster test's replicated tables.
 
 CARGO ?= cargo
 
@@ -20,6 +21,7 @@ test-setup: setup
 	@test -d tests/node/node_modules/@clickhouse/client || (cd tests/node && npm ci --no-audit --no-fund)
 	@./tests/apt-install.sh /usr/bin/prometheus prometheus
 	@./tests/apt-install.sh /usr/bin/influxd influxdb
+	@./tests/apt-install.sh /usr/share/zookeeper/bin/zkServer.sh zookeeper
 
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve

@@ -109,6 +109,21 @@ fn arrow_stream(batch: &RecordBatch) -> std::result::Result<Vec<u8>, arrow::erro
     Ok(body)
 }
 
+/// What a statement on the shards' tables does, which decides the
+/// replicas it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatementKind {
+    /// Creates databases or tables: on every replica, for a table is made
+    /// replica by replica (replication carries rows and changes, not the
+    /// table itself).
+    Create,
+    /// Changes tables or their rows (`ALTER`, `DELETE`, `UPDATE`): on
+    /// every replica of unreplicated tables, each of which holds rows of
+    /// its own; on one replica (the first that answers) of replicated
+    /// ones, whose replication carries it to the others.
+    Change,
+}
+
 /// One replica of a shard.
 #[derive(Debug)]
 struct Replica {
@@ -164,6 +179,9 @@ pub(crate) struct Cluster {
     client: reqwest::Client,
     /// Where each shard's requests are counted (`IngestStats::shards`).
     stats: Arc<IngestStats>,
+    /// Set when the shards' tables are replicated
+    /// ([`ClusterConfig::keeper_path`]).
+    keeper_path: Option<String>,
 }
 
 impl Cluster {
@@ -207,7 +225,13 @@ impl Cluster {
             password: config.password.clone(),
             client,
             stats,
+            keeper_path: config.keeper_path.clone(),
         })
+    }
+
+    /// Where the shards' replicated tables are registered, if they are.
+    pub(crate) fn keeper_path(&self) -> Option<&str> {
+        self.keeper_path.as_deref()
     }
 
     /// How many shards there are.
@@ -249,7 +273,18 @@ impl Cluster {
     /// body is its data); the first replica that answers 200 wins, the
     /// last failure is the error.
     async fn post(&self, shard: usize, query: Option<&str>, body: bytes::Bytes) -> Result<String> {
-        let answer = self.post_to_replicas(shard, query, body).await;
+        self.post_to(shard, &self.shards[shard], query, body).await
+    }
+
+    /// [`post`](Self::post) to `replicas`, some of shard `shard`'s.
+    async fn post_to(
+        &self,
+        shard: usize,
+        replicas: &[Replica],
+        query: Option<&str>,
+        body: bytes::Bytes,
+    ) -> Result<String> {
+        let answer = self.post_to_replicas(shard, replicas, query, body).await;
         let mut stats = self.stats.shards.lock().unwrap();
         let shard = &mut stats[shard];
         match &answer {
@@ -266,11 +301,12 @@ impl Cluster {
     async fn post_to_replicas(
         &self,
         shard: usize,
+        replicas: &[Replica],
         query: Option<&str>,
         body: bytes::Bytes,
     ) -> Result<String> {
         let mut failure = None;
-        for replica in &self.shards[shard] {
+        for replica in replicas {
             let mut request = self
                 .client
                 .post(replica.url.clone())
@@ -300,10 +336,23 @@ impl Cluster {
         Err(failure.expect("every shard has a replica"))
     }
 
-    /// Runs `sql` on every shard, in order.
-    pub(crate) async fn execute_everywhere(&self, sql: &str) -> Result<()> {
-        for shard in 0..self.shards() {
-            self.post(shard, None, sql.to_owned().into()).await?;
+    /// Runs `sql`, a statement of the `kind`, on every shard, in order:
+    /// on each replica or on the first that answers, as `kind` says.
+    pub(crate) async fn execute_everywhere(&self, sql: &str, kind: StatementKind) -> Result<()> {
+        let every_replica = match kind {
+            StatementKind::Create => true,
+            StatementKind::Change => self.keeper_path.is_none(),
+        };
+        let body = bytes::Bytes::from(sql.to_owned());
+        for (shard, replicas) in self.shards.iter().enumerate() {
+            if every_replica {
+                for replica in replicas {
+                    self.post_to(shard, std::slice::from_ref(replica), None, body.clone())
+                        .await?;
+                }
+            } else {
+                self.post_to(shard, replicas, None, body.clone()).await?;
+            }
         }
         Ok(())
     }

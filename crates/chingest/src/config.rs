@@ -83,6 +83,11 @@ pub struct ClusterConfig {
     pub ca_file: Option<PathBuf>,
     /// How long one request to a shard may take.
     pub timeout: Duration,
+    /// Where the shards' Keeper registers replicated tables: set, chingest
+    /// creates `Replicated*MergeTree`s at `<keeper_path>/{shard}/{database}/{table}`,
+    /// each replica named `{replica}` (the macros of every replicated
+    /// ClickHouse server); unset, plain `*MergeTree`s.
+    pub keeper_path: Option<String>,
 }
 
 impl Default for ClusterConfig {
@@ -94,6 +99,7 @@ impl Default for ClusterConfig {
             password: String::new(),
             ca_file: None,
             timeout: Duration::from_secs(60),
+            keeper_path: None,
         }
     }
 }
@@ -130,9 +136,10 @@ impl DuplicatePolicy {
         }
     }
 
-    /// The policy a table engine keeps, if it is one of chingest's.
+    /// The policy a table engine keeps, if it is one of chingest's,
+    /// replicated or not.
     pub(crate) fn of_engine(engine: &str) -> Option<DuplicatePolicy> {
-        match engine {
+        match engine.strip_prefix("Replicated").unwrap_or(engine) {
             "MergeTree" => Some(DuplicatePolicy::Append),
             "CoalescingMergeTree" => Some(DuplicatePolicy::Last),
             _ => None,
@@ -387,6 +394,14 @@ impl IngestConfig {
             if cluster.shards.is_empty() || cluster.shards.iter().any(Vec::is_empty) {
                 return fail("the clickhouse storage mode needs shards, each with a replica");
             }
+            if let Some(path) = &cluster.keeper_path {
+                if !path.starts_with('/') || path.ends_with('/') || path.contains('{') {
+                    return fail(
+                        "storage.keeper_path must start with '/', not end with one, \
+                         and hold no macros (chingest adds {shard}/{database}/{table})",
+                    );
+                }
+            }
         }
         if self.query.max_queued > 0 && self.query.queue_timeout.is_zero() {
             return fail("query.queue_timeout must be positive when query.max_queued is");
@@ -486,5 +501,22 @@ mod tests {
         assert!(config(&["cpu"]).covers("any", "cpu"));
         assert!(!config(&["dbx.cpu"]).covers("db", "x.cpu"));
         assert!(!config(&[]).covers("db", "cpu"));
+    }
+
+    #[test]
+    fn a_keeper_path_is_absolute_and_free_of_macros() {
+        let config = |path: &str| {
+            let mut config = IngestConfig::new("/tmp/x");
+            config.storage = StorageMode::ClickHouse(ClusterConfig {
+                shards: vec![vec!["http://a:8123".to_owned()]],
+                keeper_path: Some(path.to_owned()),
+                ..ClusterConfig::default()
+            });
+            config.validate()
+        };
+        assert!(config("/clickhouse/tables/chingest").is_ok());
+        for bad in ["clickhouse/tables", "/clickhouse/", "/t/{shard}", ""] {
+            assert!(config(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use crate::catalog::Database;
-use crate::engine;
+use crate::engine::{self, StatementKind};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::schema::FieldType;
@@ -271,7 +271,7 @@ pub(crate) async fn update(
     let tables = statements.len();
     let updated = writer
         .engine()
-        .execute_on_storage(statements, Vec::new())
+        .execute_on_storage(statements, StatementKind::Change, Vec::new())
         .await;
     forget_last_values(writer, &database, filter);
     updated.map(|()| tables)
@@ -309,7 +309,7 @@ async fn drop_matching(
         .await?;
     writer
         .engine()
-        .execute_on_storage(vec![delete], Vec::new())
+        .execute_on_storage(vec![delete], StatementKind::Change, Vec::new())
         .await?;
     let ids = ids
         .iter()
@@ -345,7 +345,7 @@ async fn delete_points(
     let tables = statements.len();
     writer
         .engine()
-        .execute_on_storage(statements, Vec::new())
+        .execute_on_storage(statements, StatementKind::Change, Vec::new())
         .await?;
     Ok(tables)
 }

@@ -23,6 +23,7 @@ use chdb_rust::admin::QueryClass;
 use chdb_rust::arrow_stream::{ArrowArray, ArrowSchema};
 use deadpool::managed::{self, Metrics, RecycleResult};
 
+pub(crate) use crate::cluster::StatementKind;
 use crate::cluster::{Cluster, CLUSTER_NAME};
 use crate::config::QueryLimits;
 use crate::durable;
@@ -402,22 +403,30 @@ impl Engine {
     }
 
     /// Runs statements on the tables that hold rows (DDL, edits):
-    /// `statements`, which create or change the columns of `tables`
-    /// (database and table names, unquoted). Here, or in the `clickhouse`
-    /// storage mode on every shard, after which each of `tables` is a
-    /// `Distributed` table here with the shards' columns.
+    /// `statements`, of the `kind`, which create or change the columns of
+    /// `tables` (database and table names, unquoted). Here, or in the
+    /// `clickhouse` storage mode on every shard (on the replicas `kind`
+    /// says), after which each of `tables` is a `Distributed` table here
+    /// with the shards' columns.
     pub(crate) async fn execute_on_storage(
         &self,
         statements: Vec<String>,
+        kind: StatementKind,
         tables: Vec<(String, String)>,
     ) -> Result<()> {
         let Some(cluster) = &self.cluster else {
             return self.execute_all(statements).await;
         };
         for sql in &statements {
-            cluster.execute_everywhere(sql).await?;
+            cluster.execute_everywhere(sql, kind).await?;
         }
         self.mirror(cluster, Some(tables)).await
+    }
+
+    /// Where the tables that hold rows are registered in Keeper, if they
+    /// are replicated (the `clickhouse` storage mode with a Keeper path).
+    pub(crate) fn keeper_path(&self) -> Option<&str> {
+        self.cluster.as_ref()?.keeper_path()
     }
 
     /// In the `clickhouse` storage mode: a `Distributed` table here for

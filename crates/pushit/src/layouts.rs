@@ -209,6 +209,7 @@ pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
         schema,
         0,
         chingest::DuplicatePolicy::Append,
+        None,
     )]
 }
 

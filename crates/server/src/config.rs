@@ -72,6 +72,10 @@ pub struct StorageSection {
     pub ca_file: Option<PathBuf>,
     /// How long one request to a shard may take, in ms.
     pub timeout_ms: u64,
+    /// The Keeper path under which the shards' tables are replicated
+    /// (`Replicated*MergeTree`s at `<keeper_path>/{shard}/{database}/{table}`,
+    /// replica `{replica}`); unset, they are not replicated.
+    pub keeper_path: Option<String>,
 }
 
 /// A shard in the file: one replica's URL, or several.
@@ -109,6 +113,7 @@ impl Default for StorageSection {
             password: cluster.password,
             ca_file: cluster.ca_file,
             timeout_ms: cluster.timeout.as_millis() as u64,
+            keeper_path: cluster.keeper_path,
         }
     }
 }
@@ -117,9 +122,12 @@ impl StorageSection {
     /// The library's storage mode.
     fn storage_mode(&self) -> Result<chingest::StorageMode, ConfigError> {
         match self.mode.as_str() {
-            "embedded" if self.shards.is_empty() => Ok(chingest::StorageMode::Embedded),
+            "embedded" if self.shards.is_empty() && self.keeper_path.is_none() => {
+                Ok(chingest::StorageMode::Embedded)
+            }
             "embedded" => Err(ConfigError::Invalid(
-                "storage.shards are set but storage.mode is embedded (set mode = \"clickhouse\")"
+                "storage.shards or storage.keeper_path are set but storage.mode is embedded \
+                 (set mode = \"clickhouse\")"
                     .into(),
             )),
             "clickhouse" => Ok(chingest::StorageMode::ClickHouse(chingest::ClusterConfig {
@@ -128,6 +136,7 @@ impl StorageSection {
                 password: self.password.clone(),
                 ca_file: self.ca_file.clone(),
                 timeout: Duration::from_millis(self.timeout_ms),
+                keeper_path: self.keeper_path.clone(),
             })),
             other => Err(ConfigError::Invalid(format!(
                 "storage.mode: {other:?} (embedded or clickhouse)"
@@ -507,7 +516,8 @@ mod tests {
     fn shards_are_urls_or_lists_of_replicas() {
         let config: ServerConfig = toml::from_str(
             "[storage]\nmode = 'clickhouse'\n\
-             shards = ['http://a:8123', ['http://b1:8123', 'http://b2:8123?native_port=9001']]",
+             shards = ['http://a:8123', ['http://b1:8123', 'http://b2:8123?native_port=9001']]\n\
+             keeper_path = '/clickhouse/tables/chingest'",
         )
         .unwrap();
         config.validate().unwrap();
@@ -524,10 +534,18 @@ mod tests {
                 ]
             ]
         );
+        assert_eq!(
+            cluster.keeper_path.as_deref(),
+            Some("/clickhouse/tables/chingest")
+        );
         for (bad, why) in [
             ("[storage]\nshards = ['http://a:8123']", "mode is embedded"),
             ("[storage]\nmode = 'clickhouse'", "needs shards"),
             ("[storage]\nmode = 'remote'", "embedded or clickhouse"),
+            (
+                "[storage]\nmode = 'clickhouse'\nshards = ['http://a:8123']\nkeeper_path = 'x/'",
+                "keeper_path must start with '/'",
+            ),
         ] {
             let config: ServerConfig = toml::from_str(bad).unwrap();
             let err = config.validate().unwrap_err().to_string();

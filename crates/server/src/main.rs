@@ -80,6 +80,14 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     clickhouse_shards: Vec<String>,
+    /// Replicate the shards' tables: the Keeper path they are registered
+    /// under (`Replicated*MergeTree`s at `<path>/{shard}/{database}/{table}`).
+    /// Replaces the file's storage.keeper_path.
+    #[arg(
+        long = "clickhouse-keeper-path",
+        env = "CHINGEST_CLICKHOUSE_KEEPER_PATH"
+    )]
+    clickhouse_keeper_path: Option<String>,
 }
 
 impl ServeArgs {
@@ -125,6 +133,9 @@ impl ServeArgs {
                 .iter()
                 .map(|shard| ShardEntry::parse(shard))
                 .collect();
+        }
+        if let Some(path) = self.clickhouse_keeper_path {
+            config.storage.keeper_path = Some(path);
         }
         config.validate()?;
         Ok(config)

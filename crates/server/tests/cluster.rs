@@ -6,7 +6,9 @@
 //! HTTP under an `insert_deduplication_token` is stored once however often
 //! it is repeated, also after the node was killed and restarted.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,6 +16,8 @@ use std::time::Duration;
 
 use arrow::array::UInt64Array;
 use arrow::record_batch::RecordBatch;
+
+use support::clickhouse::{free_port, post, ClickHouseNode, ZooKeeper};
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -23,6 +27,8 @@ fn main() {
     println!("test each_series_lives_on_its_shard_with_its_facts ... ok");
     runtime.block_on(acknowledged_rows_land_once_across_kill_9_and_a_dead_shard());
     println!("test acknowledged_rows_land_once_across_kill_9_and_a_dead_shard ... ok");
+    runtime.block_on(replicated_tables_are_made_on_every_replica());
+    println!("test replicated_tables_are_made_on_every_replica ... ok");
 }
 
 /// The real `chingest` binary in the clickhouse storage mode, killed (-9)
@@ -412,7 +418,8 @@ async fn stored_per_request(shards: &[&ClickHouseNode]) -> std::collections::BTr
     stored
 }
 
-/// Two writers against a node over two shards. Five times the node is
+/// Two writers against a node over two shards, two more against a second
+/// node writing the same series throughout. Five times the first node is
 /// killed (-9) mid-load and restarted; then a shard dies: writes are
 /// acknowledged until the log is full, then refused with 503, and
 /// `/metrics` counts the failing inserts; the shard comes back and
@@ -448,6 +455,10 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
             })
             .collect::<Vec<_>>()
     };
+    let other_dir = dir.path().join("chingest-other");
+    let other = Chingest::start_with(&other_dir, &[&shard0, &shard1], &args).await;
+    let stop_other = Arc::new(AtomicBool::new(false));
+    let other_writers = load(&other, &stop_other);
     for trial in 0..5u64 {
         let node = Chingest::start_with(&data_dir, &[&shard0, &shard1], &args).await;
         let stop = Arc::new(AtomicBool::new(false));
@@ -457,6 +468,10 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
         for writer in writers {
             acked.extend(writer.await.unwrap());
         }
+    }
+    stop_other.store(true, Ordering::Relaxed);
+    for writer in other_writers {
+        acked.extend(writer.await.unwrap());
     }
     // A shard dies under load.
     let node = Chingest::start_with(&data_dir, &[&shard0, &shard1], &args).await;
@@ -533,10 +548,115 @@ async fn acknowledged_rows_land_once_across_kill_9_and_a_dead_shard() {
     );
     let (status, health) = node.get("/health").await;
     assert_eq!(status, reqwest::StatusCode::OK, "{health:?}");
-    drop(node);
+    drop((node, other));
 }
 
 /// The numbers of a one-row TSV answer.
+/// With a Keeper path, every table is a `Replicated*MergeTree` on every
+/// replica of every shard: the replicas of a shard registered in the real
+/// ZooKeeper under one path, each shard under its own, with the engines
+/// chingest reads back when it reopens. The test nodes cannot replicate
+/// (clickhouse-local has no interserver port, so a replicated table stays
+/// read-only there): an insert waits there until it times out, which must
+/// show as a failing shard in `/health`, the rows kept in the log.
+async fn replicated_tables_are_made_on_every_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let keeper = ZooKeeper::start(&dir.path().join("zookeeper")).await;
+    let mut replicas = Vec::new();
+    for shard in 0..2 {
+        for replica in 0..2 {
+            let config = format!(
+                "<zookeeper><node><host>127.0.0.1</host><port>{}</port></node></zookeeper>\
+                 <macros><shard>s{shard}</shard><replica>r{replica}</replica></macros>",
+                keeper.port
+            );
+            replicas.push(
+                ClickHouseNode::start_configured(
+                    &dir.path().join(format!("s{shard}r{replica}")),
+                    free_port(),
+                    free_port(),
+                    Some(&config),
+                )
+                .await,
+            );
+        }
+    }
+    let shard_args: Vec<String> = replicas
+        .chunks(2)
+        .flat_map(|shard| {
+            let urls: Vec<String> = shard.iter().map(ClickHouseNode::shard_url).collect();
+            ["--clickhouse-shard".to_owned(), urls.join("|")]
+        })
+        .collect();
+    // Short requests: the test replicas make an insert wait (below).
+    let config = dir.path().join("chingest.toml");
+    std::fs::write(&config, "[storage]\ntimeout_ms = 2000\n").unwrap();
+    let mut args: Vec<&str> = shard_args.iter().map(String::as_str).collect();
+    args.extend(["--clickhouse-keeper-path", "/chingest-test"]);
+    args.extend(["--config", config.to_str().unwrap()]);
+    let data = dir.path().join("chingest");
+    let node = Chingest::start_with(&data, &[], &args).await;
+    let url = format!("{}/write?db=metrics", node.url);
+    let body = "cpu,host=a value=1i 1000000000\ncpu,host=b value=2i 1000000000\n";
+    let r = client().post(url).body(body).send().await.unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::NO_CONTENT);
+    for (index, replica) in replicas.iter().enumerate() {
+        let (shard, name) = (index / 2, index % 2);
+        let tables = replica
+            .query(
+                "SELECT table, engine, zookeeper_path, replica_name, total_replicas \
+                 FROM system.replicas WHERE database = 'metrics' ORDER BY table",
+            )
+            .await
+            .unwrap();
+        let expected: String = [
+            ("_duplicate_policies", "ReplicatedReplacingMergeTree"),
+            ("_retention_policies", "ReplicatedReplacingMergeTree"),
+            ("_series", "ReplicatedReplacingMergeTree"),
+            ("cpu.autogen", "ReplicatedMergeTree"),
+        ]
+        .iter()
+        .map(|(table, engine)| {
+            format!("{table}\t{engine}\t/chingest-test/s{shard}/metrics/{table}\tr{name}\t2\n")
+        })
+        .collect();
+        assert_eq!(tables, expected, "shard {shard} replica {name}");
+    }
+    // An insert into the test replicas' read-only tables waits for them to
+    // become writable, until the request's timeout: the node shows the
+    // shards behind, the rows kept in its log.
+    let mut health = (reqwest::StatusCode::OK, String::new());
+    for _ in 0..300 {
+        health = node.get("/health").await;
+        if health.1.contains("is failing") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        health.0,
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        health.1
+    );
+    assert!(
+        health.1.contains("rows for it stay in the write-ahead log"),
+        "{}",
+        health.1
+    );
+    // Another node over the same shards reads the replicated tables as
+    // chingest's own.
+    let other = Chingest::start_with(&dir.path().join("chingest-other"), &[], &args).await;
+    let answer = other.influxql("metrics", "SHOW FIELD KEYS FROM cpu").await;
+    assert_eq!(
+        answer["results"][0]["series"][0]["values"],
+        serde_json::json!([["value", "integer"]]),
+        "{answer}"
+    );
+    assert_eq!(other.sql("SELECT count() FROM metrics.cpu").await, "0\n");
+    drop((node, other));
+}
+
 fn numbers<const N: usize>(answer: &str) -> [u64; N] {
     let values: Vec<u64> = answer
         .trim()
@@ -546,101 +666,6 @@ fn numbers<const N: usize>(answer: &str) -> [u64; N] {
     values
         .try_into()
         .unwrap_or_else(|_| panic!("{N} numbers expected: {answer}"))
-}
-
-/// A ClickHouse node on loopback ports over `dir`, killed (-9) when
-/// dropped.
-struct ClickHouseNode {
-    child: Child,
-    http: String,
-    tcp_port: u16,
-}
-
-impl ClickHouseNode {
-    /// A node on a free HTTP port and a free native port.
-    async fn start_new(dir: &Path) -> ClickHouseNode {
-        ClickHouseNode::start(dir, free_port(), free_port()).await
-    }
-
-    /// The node's address as chingest's shard list takes it.
-    fn shard_url(&self) -> String {
-        format!("{}?native_port={}", self.http, self.tcp_port)
-    }
-
-    async fn start(dir: &Path, http_port: u16, tcp_port: u16) -> ClickHouseNode {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let library: PathBuf = root.join("engine/lib/libchdb.so");
-        let script = root.join("crates/server/tests/support/clickhouse_node.py");
-        let log = std::fs::File::create(dir.with_extension("log")).unwrap();
-        let child = Command::new("python3")
-            .arg(&script)
-            .arg(&library)
-            .arg(dir)
-            .arg(tcp_port.to_string())
-            .arg(http_port.to_string())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let node = ClickHouseNode {
-            child,
-            http: format!("http://127.0.0.1:{http_port}"),
-            tcp_port,
-        };
-        for _ in 0..600 {
-            if node
-                .query("SELECT 1")
-                .await
-                .is_ok_and(|answer| answer == "1\n")
-            {
-                return node;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "ClickHouse node not up after 30 s: {}",
-            std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default()
-        );
-    }
-
-    /// A statement's answer (TSV), or its error.
-    async fn query(&self, sql: &str) -> Result<String, String> {
-        post(&self.http, None, sql.as_bytes().to_vec()).await
-    }
-}
-
-impl Drop for ClickHouseNode {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// POSTs `body` to the HTTP interface: the statement, or its data with
-/// the statement as `query`.
-async fn post(url: &str, query: Option<&str>, body: Vec<u8>) -> Result<String, String> {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut request = client.post(url);
-    if let Some(query) = query {
-        request = request.query(&[("query", query)]);
-    }
-    let response = request.body(body).send().await.map_err(|e| e.to_string())?;
-    let ok = response.status().is_success();
-    let text = response.text().await.map_err(|e| e.to_string())?;
-    if ok {
-        Ok(text)
-    } else {
-        Err(text)
-    }
 }
 
 /// `values` as an Arrow IPC stream of one column `a`.

@@ -2,15 +2,18 @@
 //! must refuse, by hand and generated from the engine's own catalogue (so a
 //! new engine version's functions, table functions and system tables are
 //! covered as it lists them), while the server keeps ingesting. A real
-//! server on loopback (`support`).
+//! server on loopback (`support`); the `sandbox_cluster` target runs the
+//! same suite against one in the `clickhouse` storage mode, whose reads go
+//! through `Distributed` tables to a ClickHouse node.
 
+#[macro_use]
 mod support;
 
 use reqwest::StatusCode;
 
 use support::{base, clickhouse_base, client, run, sql, wait_ready, TOKEN};
 
-fn main() {
+pub(crate) fn main() {
     support::main(tests![
         hostile_statements_are_refused,
         the_catalogue_s_table_functions_are_refused_but_generators,

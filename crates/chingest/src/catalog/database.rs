@@ -11,7 +11,7 @@ use crate::catalog::table::Table;
 use crate::catalog::TableDefaults;
 use crate::config::CardinalityLimits;
 use crate::config::DuplicatePolicy;
-use crate::engine::Engine;
+use crate::engine::{Engine, StatementKind};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_literal, TableNames};
 use crate::layout::schema::{self, FieldType, TableSchema};
@@ -229,7 +229,9 @@ impl Database {
             .values()
             .map(|t| schema::alter_ttl_sql(&t.schema().names, seconds))
             .collect();
-        engine.execute_on_storage(alters, Vec::new()).await?;
+        engine
+            .execute_on_storage(alters, StatementKind::Change, Vec::new())
+            .await?;
         engine.execute(record).await?;
         self.retention
             .write()
@@ -280,6 +282,7 @@ impl Database {
                 engine
                     .execute_on_storage(
                         vec![schema::add_columns_sql(&current.names, &added)],
+                        StatementKind::Change,
                         vec![stored_name(&current.names)],
                     )
                     .await?;
@@ -291,9 +294,18 @@ impl Database {
             TableNames::new(&self.name, rp, measurement),
             fields.to_vec(),
         );
-        let statement = schema::create_table_sql(&schema, self.retention_seconds(rp), duplicates);
+        let statement = schema::create_table_sql(
+            &schema,
+            self.retention_seconds(rp),
+            duplicates,
+            engine.keeper_path(),
+        );
         engine
-            .execute_on_storage(vec![statement], vec![stored_name(&schema.names)])
+            .execute_on_storage(
+                vec![statement],
+                StatementKind::Create,
+                vec![stored_name(&schema.names)],
+            )
             .await?;
         let table = Arc::new(Table::new(&self.name, rp, measurement, schema, duplicates));
         self.insert_table(rp, measurement, Arc::clone(&table));

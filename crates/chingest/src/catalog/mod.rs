@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use arrow::array::{AsArray, UInt64Array};
 
 use crate::config::{CardinalityLimits, DuplicatePolicy};
-use crate::engine::{self, Engine};
+use crate::engine::{self, Engine, StatementKind};
 use crate::error::{Error, Result};
 use crate::layout::names::{
     self, quote_literal, TableNames, DUPLICATE_POLICIES_TABLE, RETENTION_POLICIES_TABLE,
@@ -149,7 +149,8 @@ impl Catalog {
         if let Some(db) = self.database(name) {
             return Ok(db);
         }
-        let statements = schema::create_database_sql(&TableNames::new(name, "", ""));
+        let statements =
+            schema::create_database_sql(&TableNames::new(name, "", ""), engine.keeper_path());
         let encoded = names::encode(name);
         let tables = [
             SERIES_TABLE,
@@ -158,7 +159,7 @@ impl Catalog {
         ]
         .map(|table| (encoded.clone(), table.to_owned()));
         engine
-            .execute_on_storage(statements.into(), tables.into())
+            .execute_on_storage(statements.into(), StatementKind::Create, tables.into())
             .await?;
         let db = Arc::new(Database::new(name));
         self.databases
@@ -327,8 +328,8 @@ impl Catalog {
                     let Some(name) = names::decode(db) else { continue };
                     let names = TableNames::new(&name, "", "");
                     // Databases from before the registry existed get one now.
-                    engine::execute(conn, &schema::retention_policies_table_sql(&names))?;
-                    engine::execute(conn, &schema::duplicate_policies_table_sql(&names))?;
+                    engine::execute(conn, &schema::retention_policies_table_sql(&names, None))?;
+                    engine::execute(conn, &schema::duplicate_policies_table_sql(&names, None))?;
                     for row in engine::query_rows(
                         conn,
                         &format!(

@@ -227,12 +227,35 @@ impl TableSchema {
 
 /// The retention-policy registry of a database: one row per policy,
 /// `duration_seconds` 0 meaning forever.
-pub fn retention_policies_table_sql(names: &TableNames) -> String {
+pub fn retention_policies_table_sql(names: &TableNames, keeper_path: Option<&str>) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {} (name String, duration_seconds UInt64, \
-         updated DateTime64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY name",
-        names.retention_table
+         updated DateTime64(3)) ENGINE = {} ORDER BY name",
+        names.retention_table,
+        table_engine("ReplacingMergeTree", "updated", keeper_path)
     )
+}
+
+/// The engine clause of a table of the `family` (`MergeTree`,
+/// `ReplacingMergeTree`, …) with the engine arguments `args`: replicated
+/// when a Keeper path is given, registered at
+/// `<keeper_path>/{shard}/{database}/{table}` as replica `{replica}` —
+/// the macros of every replicated ClickHouse server, so the same statement
+/// makes every replica of every shard.
+pub fn table_engine(family: &str, args: &str, keeper_path: Option<&str>) -> String {
+    match (keeper_path, args) {
+        (None, "") => family.to_owned(),
+        (None, args) => format!("{family}({args})"),
+        (Some(path), args) => {
+            let path = quote_literal(&format!("{path}/{{shard}}/{{database}}/{{table}}"));
+            let args = if args.is_empty() {
+                String::new()
+            } else {
+                format!(", {args}")
+            };
+            format!("Replicated{family}({path}, '{{replica}}'{args})")
+        }
+    }
 }
 
 /// The longest retention that still gets daily partitions (InfluxDB's
@@ -257,11 +280,12 @@ pub fn partition_clause(ttl_seconds: u64) -> &'static str {
 
 /// The duplicate-policy registry of a database: one row per measurement
 /// with a policy of its own, `''` for the database's.
-pub fn duplicate_policies_table_sql(names: &TableNames) -> String {
+pub fn duplicate_policies_table_sql(names: &TableNames, keeper_path: Option<&str>) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {} (measurement String, policy String, \
-         updated DateTime64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY measurement",
-        names.duplicate_policies_table
+         updated DateTime64(3)) ENGINE = {} ORDER BY measurement",
+        names.duplicate_policies_table,
+        table_engine("ReplacingMergeTree", "updated", keeper_path)
     )
 }
 
@@ -287,17 +311,19 @@ pub fn alter_ttl_sql(names: &TableNames, seconds: u64) -> String {
     }
 }
 
-/// `CREATE DATABASE`, the series table and the policy registries.
-pub fn create_database_sql(names: &TableNames) -> [String; 4] {
+/// `CREATE DATABASE`, the series table and the policy registries, their
+/// tables replicated if `keeper_path` is given ([`table_engine`]).
+pub fn create_database_sql(names: &TableNames, keeper_path: Option<&str>) -> [String; 4] {
     [
         format!("CREATE DATABASE IF NOT EXISTS {}", names.database),
-        retention_policies_table_sql(names),
-        duplicate_policies_table_sql(names),
+        retention_policies_table_sql(names, keeper_path),
+        duplicate_policies_table_sql(names, keeper_path),
         format!(
             "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement String, \
-             tags Map(String, String)) ENGINE = ReplacingMergeTree ORDER BY series_id \
+             tags Map(String, String)) ENGINE = {} ORDER BY series_id \
              SETTINGS index_granularity = 256, {PATCHABLE}",
-            names.series_table
+            names.series_table,
+            table_engine("ReplacingMergeTree", "", keeper_path)
         ),
     ]
 }
@@ -359,11 +385,13 @@ pub fn dedup_window_sql(names: &TableNames) -> String {
 /// retention drops whole parts once all their rows expired
 /// (`ttl_only_drop_parts`), never rewriting a part row by row. Rows carry
 /// their block number and offset ([`PATCHABLE`]). The engine keeps what
-/// `duplicates` says of points written again.
+/// `duplicates` says of points written again; it is replicated if
+/// `keeper_path` is given ([`table_engine`]).
 pub fn create_table_sql(
     schema: &TableSchema,
     ttl_seconds: u64,
     duplicates: DuplicatePolicy,
+    keeper_path: Option<&str>,
 ) -> String {
     let names = &schema.names;
     format!(
@@ -374,7 +402,7 @@ pub fn create_table_sql(
          {PATCHABLE}",
         names.storage_table,
         column_defs(&schema.fields),
-        duplicates.engine(),
+        table_engine(duplicates.engine(), "", keeper_path),
         partition_clause(ttl_seconds),
         ttl_clause(ttl_seconds)
     )
@@ -462,4 +490,26 @@ pub fn view_sql<'a>(
         quote_literal(measurement),
         quote_literal(VIEW_VERSION),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicated_engines_name_their_keeper_path_and_replica_by_macros() {
+        assert_eq!(table_engine("MergeTree", "", None), "MergeTree");
+        assert_eq!(
+            table_engine("ReplacingMergeTree", "updated", None),
+            "ReplacingMergeTree(updated)"
+        );
+        assert_eq!(
+            table_engine("CoalescingMergeTree", "", Some("/ch/tables")),
+            "ReplicatedCoalescingMergeTree('/ch/tables/{shard}/{database}/{table}', '{replica}')"
+        );
+        assert_eq!(
+            table_engine("ReplacingMergeTree", "updated", Some("/it's")),
+            "ReplicatedReplacingMergeTree('/it\\'s/{shard}/{database}/{table}', '{replica}', updated)"
+        );
+    }
 }

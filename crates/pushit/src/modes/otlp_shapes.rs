@@ -198,11 +198,11 @@ pub(super) fn run(ctx: &Context, requests: &[ExportMetricsServiceRequest]) -> an
     );
     let names = &schema.names;
     conn.execute(&[&format!("DROP DATABASE IF EXISTS {DATABASE}")])?;
-    for statement in chingest::schema::create_database_sql(names) {
+    for statement in chingest::schema::create_database_sql(names, None) {
         conn.execute(&[&statement])?;
     }
     conn.execute(&[
-        &chingest::schema::create_table_sql(&schema, 0, chingest::DuplicatePolicy::Append),
+        &chingest::schema::create_table_sql(&schema, 0, chingest::DuplicatePolicy::Append, None),
         EXPORTER_TABLE,
     ])?;
 

@@ -7,11 +7,15 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod clickhouse;
+
 use std::sync::{LazyLock, OnceLock};
 
-use chingest_server::config::ServerConfig;
+use chingest_server::config::{ServerConfig, ShardEntry, StorageSection};
 use chingest_server::RunningServer;
 use reqwest::{Client, StatusCode};
+
+use clickhouse::ClickHouseNode;
 
 /// The token the server requires.
 pub(crate) const TOKEN: &str = "secret";
@@ -25,8 +29,29 @@ static ADDRS: OnceLock<(
     std::net::SocketAddr,
 )> = OnceLock::new();
 
-fn start_server() -> RunningServer {
+/// Whether this binary's server stores into a ClickHouse node (the
+/// `clickhouse` storage mode): the `*_cluster` test targets, which run the
+/// tests of the file of the same name without the suffix.
+fn cluster_backed() -> bool {
+    env!("CARGO_CRATE_NAME").ends_with("_cluster")
+}
+
+/// The server, and the ClickHouse node it stores into if it is
+/// [`cluster_backed`].
+fn start_server() -> (RunningServer, Option<ClickHouseNode>) {
     let dir = tempfile::tempdir().unwrap().keep();
+    let shard = cluster_backed().then(|| {
+        let shard_dir = tempfile::tempdir().unwrap().keep();
+        RUNTIME.block_on(ClickHouseNode::start_new(&shard_dir.join("shard")))
+    });
+    let storage = match &shard {
+        Some(node) => StorageSection {
+            mode: "clickhouse".to_owned(),
+            shards: vec![ShardEntry::One(node.shard_url())],
+            ..StorageSection::default()
+        },
+        None => StorageSection::default(),
+    };
     let config = ServerConfig {
         data_dir: dir,
         http_addr: "127.0.0.1:0".parse().unwrap(),
@@ -45,6 +70,7 @@ fn start_server() -> RunningServer {
             durability: "visible".to_owned(),
             ..Default::default()
         },
+        storage,
         ..ServerConfig::default()
     };
     let server = RUNTIME.block_on(chingest_server::start(config)).unwrap();
@@ -54,7 +80,7 @@ fn start_server() -> RunningServer {
     ADDRS
         .set((server.addr, server.grpc_addr, clickhouse))
         .unwrap();
-    server
+    (server, shard)
 }
 
 /// `http://<the HTTP API>`.
@@ -161,7 +187,7 @@ macro_rules! tests {
 /// server down, and exits with the tests' verdict.
 pub(crate) fn main(tests: &[(&'static str, fn())]) {
     let args = libtest_mimic::Arguments::from_args();
-    let server = start_server();
+    let (server, shard) = start_server();
     let trials = tests
         .iter()
         .map(|&(name, test)| {
@@ -173,5 +199,16 @@ pub(crate) fn main(tests: &[(&'static str, fn())]) {
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     RUNTIME.block_on(server.shutdown()).expect("clean shutdown");
+    if let Some(shard) = shard {
+        // The suite ran against the shard: the tables it wrote are there.
+        let tables = RUNTIME
+            .block_on(shard.query("SELECT count() FROM system.tables WHERE name = '_series'"))
+            .expect("the shard answers");
+        assert_ne!(
+            tables.trim(),
+            "0",
+            "the cluster-backed server stored nothing on its shard"
+        );
+    }
     conclusion.exit()
 }
