@@ -10,6 +10,7 @@ use chingest_proto::prometheus::v2::{self, BucketSpan, Count, ResetHint, ZeroCou
 use chingest_proto::prometheus::{
     Label, MetricMetadata, MetricType, Sample, TimeSeries, WriteRequest,
 };
+use prost::Message;
 use support::check;
 
 fn label(name: &'static str, value: &'static str) -> Label {
@@ -46,7 +47,8 @@ fn a_v1_request_is_one_table_of_samples_and_one_of_metadata() {
             unit: String::new(),
         }],
     };
-    let decoded = Decoded::v1(&request).unwrap();
+    let encoded = request.encode_to_vec();
+    let decoded = Decoded::v1(&encoded).unwrap();
     assert_eq!(decoded.sample_count(), 3);
     check(
         &tables(&decoded).unwrap(),
@@ -197,7 +199,7 @@ fn an_invalid_request_is_refused_whole() {
         }],
         metadata: Vec::new(),
     };
-    let err = Decoded::v1(&request).unwrap_err();
+    let err = Decoded::v1(&request.encode_to_vec()).unwrap_err();
     assert!(
         matches!(&err, Error::Invalid(m) if m == "series 0 has no __name__ label"),
         "{err:?}"
@@ -209,7 +211,8 @@ fn an_invalid_request_is_refused_whole() {
         }],
         metadata: Vec::new(),
     };
-    let decoded = Decoded::v1(&request).unwrap();
+    let encoded = request.encode_to_vec();
+    let decoded = Decoded::v1(&encoded).unwrap();
     assert_eq!(
         tables(&decoded).unwrap_err().to_string(),
         r#"label name "value" is not supported: it names a stored column"#

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use chingest_proto::prometheus::v2::{self, Histogram};
-use chingest_proto::prometheus::{MetricType, Sample, WriteRequest};
+use chingest_proto::prometheus::{MetricType, Sample};
 
+use super::wire::{wrong_type, Fields, Value};
 use crate::error::{Error, Result};
 
 /// The label that names a series' metric.
@@ -27,6 +28,9 @@ pub struct Decoded<'a> {
     pub(super) label_pairs: Vec<(&'a str, &'a str)>,
     /// The series, in request order.
     pub(super) series: Vec<Series<'a>>,
+    /// Every series' float samples, one flat list (`Series::samples`
+    /// ranges in it).
+    pub(super) samples: Vec<Sample>,
     /// Exemplar labels, one flat list (`Exemplar::labels` ranges in it).
     pub(super) exemplar_pairs: Vec<(&'a str, &'a str)>,
     /// Exemplars, each naming its series.
@@ -42,8 +46,8 @@ pub(super) struct Series<'a> {
     pub(super) index: usize,
     /// Its labels: a range of [`Decoded::label_pairs`].
     pub(super) labels: Range<usize>,
-    /// Float samples.
-    pub(super) samples: &'a [Sample],
+    /// Float samples: a range of [`Decoded::samples`].
+    pub(super) samples: Range<usize>,
     /// Native histogram samples.
     pub(super) histograms: &'a [Histogram],
     /// When the counter started, in ms (0: not sent).
@@ -81,9 +85,14 @@ impl<'a> Decoded<'a> {
         &self.label_pairs[series.labels.clone()]
     }
 
+    /// The float samples of `series`.
+    pub(super) fn samples(&self, series: &Series<'a>) -> &[Sample] {
+        &self.samples[series.samples.clone()]
+    }
+
     /// Float samples in the request.
     pub fn sample_count(&self) -> usize {
-        self.series.iter().map(|s| s.samples.len()).sum()
+        self.samples.len()
     }
 
     /// Native histogram samples in the request.
@@ -96,30 +105,87 @@ impl<'a> Decoded<'a> {
         self.exemplars.len()
     }
 
-    /// A 1.0 `WriteRequest`.
-    pub fn v1(request: &'a WriteRequest) -> Result<Decoded<'a>> {
+    /// A 1.0 `WriteRequest`, read from its encoding in place
+    /// ([`super::wire`]): labels are slices of `message`.
+    pub fn v1(message: &'a [u8]) -> Result<Decoded<'a>> {
         let mut decoded = Decoded::default();
-        for (i, series) in request.timeseries.iter().enumerate() {
-            let start = decoded.label_pairs.len();
-            for label in &series.labels {
-                decoded
-                    .label_pairs
-                    .push((utf8(&label.name, "name")?, utf8(&label.value, "value")?));
+        let mut fields = Fields::of(message);
+        while let Some((number, value)) = fields.next_field()? {
+            match (number, value) {
+                (1, Value::Bytes(series)) => decoded.push_v1_series(series)?,
+                (3, Value::Bytes(metadata)) => decoded.insert_v1_metadata(metadata)?,
+                (1 | 3, value) => return Err(wrong_type("WriteRequest", number, &value)),
+                _ => {}
             }
-            decoded.push_series(i, start, &series.samples, &[], 0)?;
-        }
-        for entry in &request.metadata {
-            let kind = MetricType::try_from(entry.r#type).map_or("unknown", MetricType::name);
-            decoded.metadata.insert(
-                &entry.metric_family_name,
-                Metadata {
-                    kind,
-                    help: &entry.help,
-                    unit: &entry.unit,
-                },
-            );
         }
         Ok(decoded)
+    }
+
+    /// Adds a 1.0 `TimeSeries`, from its encoding.
+    fn push_v1_series(&mut self, message: &'a [u8]) -> Result<()> {
+        let (labels, samples) = (self.label_pairs.len(), self.samples.len());
+        let mut fields = Fields::of(message);
+        while let Some((number, value)) = fields.next_field()? {
+            match (number, value) {
+                (1, Value::Bytes(label)) => {
+                    let (mut name, mut value) = (&[][..], &[][..]);
+                    let mut fields = Fields::of(label);
+                    while let Some(field) = fields.next_field()? {
+                        match field {
+                            (1, Value::Bytes(bytes)) => name = bytes,
+                            (2, Value::Bytes(bytes)) => value = bytes,
+                            (number @ (1 | 2), value) => {
+                                return Err(wrong_type("Label", number, &value))
+                            }
+                            _ => {}
+                        }
+                    }
+                    self.label_pairs
+                        .push((utf8(name, "name")?, utf8(value, "value")?));
+                }
+                (2, Value::Bytes(sample)) => {
+                    let mut decoded = Sample::default();
+                    let mut fields = Fields::of(sample);
+                    while let Some(field) = fields.next_field()? {
+                        match field {
+                            (1, Value::Fixed64(bits)) => decoded.value = f64::from_bits(bits),
+                            // int64: two's complement in a varint.
+                            (2, Value::Varint(ms)) => decoded.timestamp = ms as i64,
+                            (number @ (1 | 2), value) => {
+                                return Err(wrong_type("Sample", number, &value))
+                            }
+                            _ => {}
+                        }
+                    }
+                    self.samples.push(decoded);
+                }
+                (1 | 2, value) => return Err(wrong_type("TimeSeries", number, &value)),
+                _ => {}
+            }
+        }
+        let index = self.series.len();
+        self.push_series(index, labels, samples, &[], 0)?;
+        Ok(())
+    }
+
+    /// Records a 1.0 `MetricMetadata`, from its encoding.
+    fn insert_v1_metadata(&mut self, message: &'a [u8]) -> Result<()> {
+        let (mut kind, mut name, mut help, mut unit) = (0, "", "", "");
+        let mut fields = Fields::of(message);
+        while let Some((number, value)) = fields.next_field()? {
+            match (number, value) {
+                // An enum: an int32 in a varint.
+                (1, Value::Varint(number)) => kind = number as i32,
+                (2, Value::Bytes(bytes)) => name = text(bytes, "metadata", "family name")?,
+                (4, Value::Bytes(bytes)) => help = text(bytes, "metadata", "help")?,
+                (5, Value::Bytes(bytes)) => unit = text(bytes, "metadata", "unit")?,
+                (1 | 2 | 4 | 5, value) => return Err(wrong_type("MetricMetadata", number, &value)),
+                _ => {}
+            }
+        }
+        let kind = MetricType::try_from(kind).map_or("unknown", MetricType::name);
+        self.metadata.insert(name, Metadata { kind, help, unit });
+        Ok(())
     }
 
     /// A 2.0 `Request`.
@@ -172,10 +238,12 @@ impl<'a> Decoded<'a> {
                 .last()
                 .map(|s| s.timestamp)
                 .or(series.histograms.last().map(|h| h.timestamp));
+            let samples = decoded.samples.len();
+            decoded.samples.extend_from_slice(&series.samples);
             let index = decoded.push_series(
                 i,
                 start,
-                &series.samples,
+                samples,
                 &series.histograms,
                 series.created_timestamp,
             )?;
@@ -212,13 +280,14 @@ impl<'a> Decoded<'a> {
         Ok(decoded)
     }
 
-    /// Adds a series whose labels start at `start` in `label_pairs`,
-    /// after checking them; returns its index.
+    /// Adds a series whose labels start at `start` in `label_pairs`, and
+    /// its samples at `samples` in `samples`, after checking its labels;
+    /// returns its index.
     fn push_series(
         &mut self,
         i: usize,
         start: usize,
-        samples: &'a [Sample],
+        samples: usize,
         histograms: &'a [Histogram],
         created_timestamp: i64,
     ) -> Result<usize> {
@@ -243,7 +312,7 @@ impl<'a> Decoded<'a> {
         self.series.push(Series {
             index: self.series.len(),
             labels: start..self.label_pairs.len(),
-            samples,
+            samples: samples..self.samples.len(),
             histograms,
             created_timestamp,
         });
@@ -260,8 +329,14 @@ impl<'a> Decoded<'a> {
     }
 }
 
+/// A label's `what` (name, value, symbol) as text.
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|_| Error::Invalid(format!("a label {what} is not UTF-8")))
+    text(bytes, "label", what)
+}
+
+/// `bytes` as text, or the error that `what` of `whose` is not.
+fn text<'a>(bytes: &'a [u8], whose: &str, what: &str) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|_| Error::Invalid(format!("a {whose} {what} is not UTF-8")))
 }
 
 /// The schema of custom bucket bounds.
@@ -356,6 +431,9 @@ pub(super) fn bucket_counts(deltas: &[i64], counts: &[f64]) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+    use chingest_proto::prometheus::{Label, MetricMetadata, TimeSeries, WriteRequest};
+    use prost::Message;
+
     use super::*;
     use v2::BucketSpan;
 
@@ -437,5 +515,145 @@ mod tests {
             let err = check_histogram(&histogram).unwrap_err();
             assert!(err.contains(expected), "{err:?} lacks {expected:?}");
         }
+    }
+
+    fn label(name: &str, value: &str) -> Label {
+        Label {
+            name: name.to_owned().into(),
+            value: value.to_owned().into(),
+        }
+    }
+
+    /// Series and metadata with what a decoder can get wrong: empty and
+    /// non-ASCII strings, negative and extreme timestamps, NaN and
+    /// infinities, a series without samples, metadata sent twice.
+    fn request() -> WriteRequest {
+        let sample = |value, timestamp| Sample { value, timestamp };
+        WriteRequest {
+            timeseries: vec![
+                TimeSeries {
+                    labels: vec![label("__name__", "up"), label("instance", "")],
+                    samples: vec![sample(1.0, 1_700_000_000_000), sample(f64::NAN, -1)],
+                },
+                TimeSeries {
+                    labels: vec![label("température", "été ☀"), label("__name__", "t")],
+                    samples: vec![sample(f64::NEG_INFINITY, i64::MIN), sample(-0.0, i64::MAX)],
+                },
+                TimeSeries {
+                    labels: vec![label("__name__", "empty")],
+                    samples: Vec::new(),
+                },
+            ],
+            metadata: vec![
+                MetricMetadata {
+                    r#type: MetricType::Gauge as i32,
+                    metric_family_name: "t".into(),
+                    help: "old".into(),
+                    unit: String::new(),
+                },
+                MetricMetadata {
+                    r#type: 42,
+                    metric_family_name: "t".into(),
+                    help: "Température ☀".into(),
+                    unit: "celsius".into(),
+                },
+            ],
+        }
+    }
+
+    /// Asserts `decoded` holds what `request` says, in its order.
+    fn assert_holds(decoded: &Decoded<'_>, request: &WriteRequest) {
+        assert_eq!(decoded.series.len(), request.timeseries.len());
+        for (series, sent) in decoded.series.iter().zip(&request.timeseries) {
+            let labels: Vec<(&[u8], &[u8])> = decoded
+                .labels(series)
+                .iter()
+                .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+                .collect();
+            let sent_labels: Vec<(&[u8], &[u8])> = sent
+                .labels
+                .iter()
+                .map(|l| (&l.name[..], &l.value[..]))
+                .collect();
+            assert_eq!(labels, sent_labels);
+            let bits = |samples: &[Sample]| -> Vec<(u64, i64)> {
+                samples
+                    .iter()
+                    .map(|s| (s.value.to_bits(), s.timestamp))
+                    .collect()
+            };
+            assert_eq!(bits(decoded.samples(series)), bits(&sent.samples));
+        }
+        let mut metadata = BTreeMap::new();
+        for m in &request.metadata {
+            let kind = MetricType::try_from(m.r#type).map_or("unknown", MetricType::name);
+            metadata.insert(
+                m.metric_family_name.as_str(),
+                (kind, &m.help[..], &m.unit[..]),
+            );
+        }
+        let decoded: BTreeMap<_, _> = decoded
+            .metadata
+            .iter()
+            .map(|(name, m)| (*name, (m.kind, m.help, m.unit)))
+            .collect();
+        assert_eq!(decoded, metadata);
+    }
+
+    #[test]
+    fn a_v1_request_reads_as_prost_reads_it() {
+        let encoded = request().encode_to_vec();
+        let decoded = Decoded::v1(&encoded).unwrap();
+        // What prost reads back (a -0.0 sample, say, is not on the wire).
+        assert_holds(&decoded, &WriteRequest::decode(&encoded[..]).unwrap());
+        assert_eq!(decoded.metadata["t"].kind, "unknown", "the newest wins");
+    }
+
+    /// Every prefix of a request: refused where `prost` refuses it, and
+    /// otherwise read as `prost` reads it (or refused for a series without
+    /// a metric name, which `prost` does not check).
+    #[test]
+    fn a_cut_request_is_refused_where_prost_refuses_it() {
+        let encoded = request().encode_to_vec();
+        for end in 0..encoded.len() {
+            let cut = &encoded[..end];
+            match (WriteRequest::decode(cut), Decoded::v1(cut)) {
+                (Err(_), Ok(_)) => panic!("{end} bytes: prost refuses, v1 reads"),
+                (Err(_), Err(_)) => {}
+                (Ok(request), Ok(decoded)) => assert_holds(&decoded, &request),
+                (Ok(request), Err(err)) => assert!(
+                    request
+                        .timeseries
+                        .iter()
+                        .any(|s| s.labels.iter().all(|l| l.name != METRIC_NAME_LABEL)),
+                    "{end} bytes: {err}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_skipped_and_wrong_wire_types_refused() {
+        // A label with an unknown fixed32 field 3 before its name.
+        let label = [
+            0x1d, 0, 0, 0, 0, 0x0a, 8, b'_', b'_', b'n', b'a', b'm', b'e', b'_', b'_', 0x12, 1,
+            b'x',
+        ];
+        // A series with that label and an unknown varint field 9.
+        let mut series = vec![0x48, 7, 0x0a, label.len() as u8];
+        series.extend(label);
+        // A request with an unknown bytes field 5 and the series.
+        let mut request = vec![0x2a, 2, 1, 2, 0x0a, series.len() as u8];
+        request.extend(&series);
+        let decoded = Decoded::v1(&request).unwrap();
+        assert_eq!(decoded.labels(&decoded.series[0]), [("__name__", "x")]);
+        // The series sent as a varint.
+        assert!(Decoded::v1(&[0x08, 1]).is_err());
+        // A sample's value sent as a varint.
+        let series = [0x0a, 4, 0x0a, 2, b'a', b'b', 0x12, 2, 0x08, 1];
+        let mut request = vec![0x0a, series.len() as u8];
+        request.extend(series);
+        let err = Decoded::v1(&request).unwrap_err().to_string();
+        assert!(err.contains("Sample field 1"), "{err}");
     }
 }

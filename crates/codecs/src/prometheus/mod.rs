@@ -17,6 +17,7 @@
 
 mod decode;
 mod tables;
+mod wire;
 
 pub use decode::Decoded;
 pub use tables::{tables, EXEMPLARS, HISTOGRAMS, METADATA, SAMPLES};

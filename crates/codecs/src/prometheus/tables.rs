@@ -93,7 +93,7 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>> {
         .filter(|(_, s)| has_samples(s))
     {
         labels.append(decoded.labels(series), series.samples.len());
-        for sample in series.samples {
+        for sample in decoded.samples(series) {
             times.append_value(nanos(i, sample.timestamp)?);
             values.append_value(sample.value);
         }

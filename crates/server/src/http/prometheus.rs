@@ -22,7 +22,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use chingest_codecs::prometheus::{self as codec, Decoded};
-use chingest_proto::prometheus::{v2, WriteRequest};
+use chingest_proto::prometheus::v2;
 use prost::Message;
 
 use super::extract::{Api, WriteTarget};
@@ -59,26 +59,36 @@ pub(super) async fn write(
         ));
     }
     let body = target.body(&state, &headers, body).await?;
-    // Decoded from the shared buffer: labels and symbols are slices of it.
-    let invalid = |e: prost::DecodeError, what: &str| {
-        ApiError::bad_request(format!("not a remote write {what}: {e}"))
-    };
-    let (v1_request, v2_request);
+    // Labels and symbols are slices of the body: 1.0 is read in place, 2.0
+    // decoded from the shared buffer.
+    let v2_request;
     let decoded = match version {
-        Version::V1 => {
-            v1_request = WriteRequest::decode(Bytes::clone(&body))
-                .map_err(|e| invalid(e, "WriteRequest"))?;
-            Decoded::v1(&v1_request)
-        }
+        Version::V1 => Decoded::v1(&body),
         Version::V2 => {
-            v2_request =
-                v2::Request::decode(Bytes::clone(&body)).map_err(|e| invalid(e, "2.0 Request"))?;
+            v2_request = v2::Request::decode(Bytes::clone(&body)).map_err(|e| {
+                ApiError::bad_request(format!("not a remote write 2.0 Request: {e}"))
+            })?;
             Decoded::v2(&v2_request)
         }
     }?;
     let tables = codec::tables(&decoded)?;
+    let written = [
+        (
+            "x-prometheus-remote-write-samples-written",
+            decoded.sample_count(),
+        ),
+        (
+            "x-prometheus-remote-write-histograms-written",
+            decoded.histogram_count(),
+        ),
+        (
+            "x-prometheus-remote-write-exemplars-written",
+            decoded.exemplar_count(),
+        ),
+    ];
     // The batches are built: the body's reservation in the memory budget
     // gives way to theirs.
+    drop(decoded);
     drop(body);
     let ingestor = state.ingestor()?;
     let (db, rp) = (&target.db, target.rp_or_default(&state));
@@ -86,18 +96,7 @@ pub(super) async fn write(
     write::tables(ingestor, db, rp, &tables, &options).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {
-        let exemplars = decoded.exemplar_count();
-        for (name, count) in [
-            (
-                "x-prometheus-remote-write-samples-written",
-                decoded.sample_count(),
-            ),
-            (
-                "x-prometheus-remote-write-histograms-written",
-                decoded.histogram_count(),
-            ),
-            ("x-prometheus-remote-write-exemplars-written", exemplars),
-        ] {
+        for (name, count) in written {
             response
                 .headers_mut()
                 .insert(name, HeaderValue::from(count));
