@@ -3,7 +3,6 @@
 //! builder that turns per-row tag lists into dictionary-encoded columns,
 //! and [`metadata_table`], a protocol's metric metadata as points.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -104,7 +103,14 @@ impl TagColumns {
         names: impl IntoIterator<Item = &'n str>,
         reserved: &[&str],
     ) -> Result<TagColumns> {
-        let names: BTreeSet<&str> = names.into_iter().collect();
+        // Distinct names are few and every series repeats them: a sorted
+        // list searched per name is cheaper than a tree or a hash.
+        let names: Vec<&str> = names.into_iter().fold(Vec::new(), |mut distinct, name| {
+            if let Err(at) = distinct.binary_search(&name) {
+                distinct.insert(at, name);
+            }
+            distinct
+        });
         if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
             return Err(Error::Invalid(format!(
                 "label name {bad:?} is not supported: it names a stored column"

@@ -292,13 +292,16 @@ impl<'a> Decoded<'a> {
         created_timestamp: i64,
     ) -> Result<usize> {
         let labels = &self.label_pairs[start..];
+        // Senders sort labels by name (both specifications say to): then
+        // no name repeats if each is greater than the one before.
+        let ascending = labels.windows(2).all(|pair| pair[0].0 < pair[1].0);
         for (k, (name, _)) in labels.iter().enumerate() {
             if name.is_empty() {
                 return Err(Error::Invalid(format!(
                     "series {i} has an empty label name"
                 )));
             }
-            if labels[..k].iter().any(|(other, _)| other == name) {
+            if !ascending && labels[..k].iter().any(|(other, _)| other == name) {
                 return Err(Error::Invalid(format!(
                     "series {i} repeats the label {name:?}"
                 )));
@@ -629,6 +632,24 @@ mod tests {
                     "{end} bytes: {err}"
                 ),
             }
+        }
+    }
+
+    #[test]
+    fn a_repeated_label_is_refused_in_any_order() {
+        for labels in [
+            vec![label("__name__", "up"), label("a", "1"), label("a", "2")],
+            vec![label("a", "1"), label("__name__", "up"), label("a", "2")],
+        ] {
+            let request = WriteRequest {
+                timeseries: vec![TimeSeries {
+                    labels,
+                    samples: Vec::new(),
+                }],
+                metadata: Vec::new(),
+            };
+            let err = Decoded::v1(&request.encode_to_vec()).unwrap_err();
+            assert_eq!(err.to_string(), r#"series 0 repeats the label "a""#);
         }
     }
 

@@ -62,6 +62,13 @@ impl<'a> Fields<'a> {
     }
 
     fn varint(&mut self) -> Result<u64> {
+        // Keys and short lengths: one byte.
+        if let Some((&byte, rest)) = self.rest.split_first() {
+            if byte < 0x80 {
+                self.rest = rest;
+                return Ok(u64::from(byte));
+            }
+        }
         let mut value = 0u64;
         for (i, byte) in self.rest.iter().take(10).enumerate() {
             value |= u64::from(byte & 0x7f) << (7 * i);
