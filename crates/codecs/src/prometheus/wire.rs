@@ -98,7 +98,7 @@ impl<'a> Fields<'a> {
 }
 
 fn invalid(why: String) -> Error {
-    Error::Invalid(format!("not a protobuf message: {why}"))
+    Error::Invalid(format!("not a remote write WriteRequest: {why}"))
 }
 
 /// The error for field `number` of `message` sent with an unexpected wire
