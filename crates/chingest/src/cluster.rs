@@ -276,7 +276,8 @@ impl Cluster {
         self.post_to(shard, &self.shards[shard], query, body).await
     }
 
-    /// [`post`](Self::post) to `replicas`, some of shard `shard`'s.
+    /// [`post`](Self::post) to `replicas`, some of shard `shard`'s, in
+    /// order; counted in the shard's stats.
     async fn post_to(
         &self,
         shard: usize,
@@ -284,7 +285,23 @@ impl Cluster {
         query: Option<&str>,
         body: bytes::Bytes,
     ) -> Result<String> {
-        let answer = self.post_to_replicas(shard, replicas, query, body).await;
+        let mut answer = None;
+        for replica in replicas {
+            let attempt = self
+                .post_to_replica(replica, query, body.clone())
+                .await
+                .map_err(|message| Error::Shard {
+                    shard,
+                    url: replica.url.to_string(),
+                    message,
+                });
+            let answered = attempt.is_ok();
+            answer = Some(attempt);
+            if answered {
+                break;
+            }
+        }
+        let answer = answer.expect("every shard has a replica");
         let mut stats = self.stats.shards.lock().unwrap();
         let shard = &mut stats[shard];
         match &answer {
@@ -298,42 +315,31 @@ impl Cluster {
         answer
     }
 
-    async fn post_to_replicas(
+    /// One attempt at `replica`: the text of its 200 answer, or what went
+    /// wrong.
+    async fn post_to_replica(
         &self,
-        shard: usize,
-        replicas: &[Replica],
+        replica: &Replica,
         query: Option<&str>,
         body: bytes::Bytes,
-    ) -> Result<String> {
-        let mut failure = None;
-        for replica in replicas {
-            let mut request = self
-                .client
-                .post(replica.url.clone())
-                .header("X-ClickHouse-User", &self.user)
-                .header("X-ClickHouse-Key", &self.password)
-                .body(body.clone());
-            if let Some(query) = query {
-                request = request.query(&[("query", query)]);
-            }
-            let answer = match request.send().await {
-                Ok(response) => {
-                    let status = response.status();
-                    match response.text().await {
-                        Ok(text) if status.is_success() => return Ok(text),
-                        Ok(text) => format!("{status}: {}", text.trim()),
-                        Err(e) => e.to_string(),
-                    }
-                }
-                Err(e) => e.to_string(),
-            };
-            failure = Some(Error::Shard {
-                shard,
-                url: replica.url.to_string(),
-                message: answer,
-            });
+    ) -> std::result::Result<String, String> {
+        let mut request = self
+            .client
+            .post(replica.url.clone())
+            .header("X-ClickHouse-User", &self.user)
+            .header("X-ClickHouse-Key", &self.password)
+            .body(body);
+        if let Some(query) = query {
+            request = request.query(&[("query", query)]);
         }
-        Err(failure.expect("every shard has a replica"))
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        if status.is_success() {
+            Ok(text)
+        } else {
+            Err(format!("{status}: {}", text.trim()))
+        }
     }
 
     /// Runs `sql`, a statement of the `kind`, on every shard, in order:
