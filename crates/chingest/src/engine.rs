@@ -12,8 +12,9 @@ mod queue;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use arrow::array::StructArray;
 use arrow::datatypes::{DataType, TimeUnit};
@@ -45,24 +46,65 @@ pub(crate) type Pooled = managed::Object<ConnectionManager>;
 #[derive(Debug)]
 pub(crate) struct ConnectionManager {
     args: Vec<String>,
+    /// The engine's connections still open, of every pool.
+    open: Arc<AtomicUsize>,
 }
 
 impl managed::Manager for ConnectionManager {
-    type Type = Connection;
+    type Type = CountedConnection;
     type Error = Error;
 
-    async fn create(&self) -> Result<Connection> {
+    async fn create(&self) -> Result<CountedConnection> {
         let args = self.args.clone();
-        tokio::task::spawn_blocking(move || {
+        let conn = tokio::task::spawn_blocking(move || {
             Connection::open(&args.iter().map(String::as_str).collect::<Vec<_>>())
         })
         .await
         .map_err(|e| Error::Engine(format!("connection task failed: {e}")))?
-        .map_err(Error::from)
+        .map_err(Error::from)?;
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Ok(CountedConnection {
+            conn: Some(conn),
+            open: Arc::clone(&self.open),
+        })
     }
 
-    async fn recycle(&self, _: &mut Connection, _: &Metrics) -> RecycleResult<Error> {
+    async fn recycle(&self, _: &mut CountedConnection, _: &Metrics) -> RecycleResult<Error> {
         Ok(())
+    }
+}
+
+/// A connection counted among its engine's open ones until it is
+/// dropped. A pool closes only the connections it holds; one lent out is
+/// dropped when its user is done, and the engine takes another data path
+/// only once every connection to this one is gone ([`Engine::close`]
+/// waits for that).
+#[derive(Debug)]
+pub(crate) struct CountedConnection {
+    /// Always `Some` until dropped.
+    conn: Option<Connection>,
+    open: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for CountedConnection {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("a connection until dropped")
+    }
+}
+
+impl std::ops::DerefMut for CountedConnection {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.conn.as_mut().expect("a connection until dropped")
+    }
+}
+
+impl Drop for CountedConnection {
+    fn drop(&mut self) {
+        // Closed first, then no longer counted.
+        drop(self.conn.take());
+        self.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -86,7 +128,12 @@ pub(crate) struct Engine {
     /// In the `clickhouse` storage mode, the shards that store the rows:
     /// the tables here are `Distributed` tables over theirs.
     pub(crate) cluster: Option<Arc<Cluster>>,
+    /// Connections of both pools still open, lent out ones included.
+    open: Arc<AtomicUsize>,
 }
+
+/// How long [`Engine::close`] waits for the connections lent out.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the broken parts already reported are listed, in the data
 /// directory.
@@ -317,7 +364,8 @@ impl Engine {
             // waiting in a local queue.
             args.push("--distributed_foreground_insert=1".to_owned());
         }
-        let pool = connection_pool(args, connections)?;
+        let open = Arc::default();
+        let pool = connection_pool(args, connections, &open)?;
         let disk = Arc::new(DataDir {
             root: data_dir.to_owned(),
             tables: Mutex::default(),
@@ -325,11 +373,12 @@ impl Engine {
         });
         let engine = Engine {
             pool,
-            read_only: connection_pool(read_only_args, limits.max_concurrent)?,
+            read_only: connection_pool(read_only_args, limits.max_concurrent, &open)?,
             queries: QueryQueue::new(limits, Arc::clone(&stats)),
             stats,
             disk: Arc::clone(&disk),
             cluster,
+            open,
         };
         engine
             .run(move |conn| {
@@ -584,10 +633,24 @@ impl Engine {
     }
 
     /// Closes every connection; later calls fail with [`Error::Closed`].
-    pub(crate) fn close(&self) {
+    /// Returns once the connections lent out are closed too (their users
+    /// done), so that the engine can be opened on another data path at
+    /// once; or after [`CLOSE_WAIT`], with a warning.
+    pub(crate) async fn close(&self) {
         self.pool.close();
         self.read_only.close();
         self.queries.close();
+        let started = std::time::Instant::now();
+        while self.open.load(Ordering::SeqCst) > 0 {
+            if started.elapsed() > CLOSE_WAIT {
+                tracing::warn!(
+                    open = self.open.load(Ordering::SeqCst),
+                    "engine connections still in use after closing"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
 
@@ -715,9 +778,15 @@ impl Drop for Canceller {
     }
 }
 
-/// A pool of up to `size` connections opened with `args`.
-fn connection_pool(args: Vec<String>, size: usize) -> Result<managed::Pool<ConnectionManager>> {
-    managed::Pool::builder(ConnectionManager { args })
+/// A pool of up to `size` connections opened with `args`, counted in
+/// `open`.
+fn connection_pool(
+    args: Vec<String>,
+    size: usize,
+    open: &Arc<AtomicUsize>,
+) -> Result<managed::Pool<ConnectionManager>> {
+    let open = Arc::clone(open);
+    managed::Pool::builder(ConnectionManager { args, open })
         .max_size(size)
         .build()
         .map_err(|e| Error::Config(format!("connection pool: {e}")))

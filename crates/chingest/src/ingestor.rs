@@ -513,7 +513,7 @@ impl Ingestor {
         let Some(checkpointed) = shared.writer.close().await else {
             return Ok(());
         };
-        shared.engine.close();
+        shared.engine.close().await;
         tracing::info!("engine closed");
         checkpointed
     }
