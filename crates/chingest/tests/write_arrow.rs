@@ -9,12 +9,13 @@ use chingest::arrow::array::{
     ListBuilder, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray, UInt8Array,
 };
 use chingest::arrow::datatypes::{Float64Type, Int32Type, UInt32Type};
-use chingest::{Error, Ingestor};
+use chingest::{ArrowTable, Error, Ingestor, Tags};
 use support::{ingestor, run, tsv, visible};
 
 test_main!(
     arrow_batches_round_trip_with_nulls_and_casts,
     arrow_and_line_protocol_agree_on_series_ids,
+    tags_given_per_series_are_series_ids_like_any_others,
     arrow_batches_that_do_not_fit_are_refused_by_column,
     arrow_arrays_round_trip_and_refuse_scalars,
 );
@@ -116,6 +117,74 @@ fn arrow_and_line_protocol_agree_on_series_ids() {
         assert_eq!(
             tsv(&ing, "SELECT count() FROM arrow_same._series").await,
             "1\n"
+        );
+    })
+}
+
+/// Tags given once per series (as remote write and OTLP decode them) name
+/// the same series as tag columns and line protocol do, in any order, an
+/// empty value being a tag the series lacks; tags that do not fit the
+/// batch refuse it whole.
+fn tags_given_per_series_are_series_ids_like_any_others() {
+    run(async {
+        let ing = ingestor().await;
+        let db = "arrow_per_series";
+        ing.write_lp(db, "autogen", b"m,host=a,region=eu v=1i 1\n", &visible())
+            .await
+            .unwrap();
+        let input = batch(vec![
+            ("time", Arc::new(Int64Array::from(vec![2, 3, 4])) as ArrayRef),
+            ("v", Arc::new(Int64Array::from(vec![2, 3, 4]))),
+        ]);
+        let write = |tags: &'static [(&'static str, &'static str)],
+                     counts: &'static [(usize, usize)]| {
+            let table = ArrowTable {
+                tags: Tags::Series { tags, counts },
+                ..ArrowTable::new("m", &input, &[])
+            };
+            let ing = &ing;
+            async move { ing.write_arrow_tables(db, "autogen", &[table], &visible()).await }
+        };
+        let tags = &[
+            ("region", "eu"),
+            ("zone", ""),
+            ("host", "a"),
+            ("host", "b"),
+        ];
+        assert_eq!(write(tags, &[(3, 2), (1, 1)]).await.unwrap(), 3);
+        assert_eq!(
+            tsv(
+                &ing,
+                &format!(
+                    "SELECT s.tags, count() FROM {db}.`m.autogen` AS f \
+                     INNER JOIN {db}._series AS s USING series_id GROUP BY s.tags ORDER BY s.tags"
+                )
+            )
+            .await,
+            "{'host':'a','region':'eu'}\t3\n{'host':'b'}\t1\n"
+        );
+        let refused: [(&[(&str, &str)], &[(usize, usize)], &str, &str); 5] = [
+            (&[("host", "a")], &[(1, 2)], "*", "the batch has 1 tags and 3 rows"),
+            (&[("host", "a")], &[(2, 3)], "*", "the series give 2 tags"),
+            (&[("host", "a"), ("host", "b")], &[(2, 3)], "host", "named twice"),
+            (&[("time", "a")], &[(1, 3)], "time", "both a tag key and a column"),
+            (&[("v", "a")], &[(1, 3)], "v", "both a tag key and a column"),
+        ];
+        for (tags, counts, column, reason) in refused {
+            match write(tags, counts).await {
+                Err(Error::InvalidBatch {
+                    column: got,
+                    reason: why,
+                }) => {
+                    assert_eq!(got, column, "{why}");
+                    assert!(why.contains(reason), "{why:?} lacks {reason:?}");
+                }
+                other => panic!("{tags:?} {counts:?}: expected InvalidBatch, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            tsv(&ing, &format!("SELECT count() FROM {db}.`m.autogen`")).await,
+            "4\n"
         );
     })
 }

@@ -25,9 +25,8 @@
 //! and counted in the response's `partial_success`; the rest are stored.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -42,7 +41,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 };
 
 use crate::error::Result;
-use crate::table::{metadata_table, Table, TagColumns};
+use crate::table::{metadata_table, SeriesTags, Table};
 
 /// Measurement of gauge points.
 pub const GAUGE: &str = "otel_metrics_gauge";
@@ -62,39 +61,54 @@ const METRIC_NAME: &str = "metric_name";
 
 /// A request as batches, and what of it was refused.
 #[derive(Debug, Default)]
-pub struct Converted {
+pub struct Converted<'a> {
     /// One batch per measurement with points, metadata first.
-    pub tables: Vec<Table>,
+    pub tables: Vec<Table<'a>>,
     /// Data points refused.
     pub rejected: i64,
     /// Why the first refused point was refused, and how many were.
     pub message: String,
 }
 
-/// Converts `request`: every valid data point becomes a row of its kind's
-/// measurement; the others are counted in [`Converted::rejected`].
-pub fn convert(request: &ExportMetricsServiceRequest) -> Result<Converted> {
-    // Resource and scope tags first: the rows borrow them.
-    let resources: Vec<Vec<(String, String)>> = request
-        .resource_metrics
-        .iter()
-        .map(|rm| {
-            let attributes = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
-            attributes
-                .iter()
-                .map(|kv| {
-                    (
-                        format!("resource.{}", kv.key),
-                        any_text(kv.value.as_ref()).into_owned(),
-                    )
-                })
-                .collect()
-        })
-        .collect();
+/// Every resource's attributes of a request as tags (`resource.<key>`),
+/// made before [`convert`]: every point of the resource borrows them.
+#[derive(Debug)]
+pub struct ResourceTags(Vec<Vec<(String, String)>>);
+
+impl ResourceTags {
+    /// The tags of `request`'s resources.
+    pub fn of(request: &ExportMetricsServiceRequest) -> ResourceTags {
+        let tags = request
+            .resource_metrics
+            .iter()
+            .map(|rm| {
+                let attributes = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
+                attributes
+                    .iter()
+                    .map(|kv| {
+                        (
+                            format!("resource.{}", kv.key),
+                            any_text(kv.value.as_ref()).into_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        ResourceTags(tags)
+    }
+}
+
+/// Converts `request`, whose resources' tags are `resources`: every valid
+/// data point becomes a row of its kind's measurement; the others are
+/// counted in [`Converted::rejected`].
+pub fn convert<'a>(
+    request: &'a ExportMetricsServiceRequest,
+    resources: &'a ResourceTags,
+) -> Result<Converted<'a>> {
     let mut kinds = Kinds::default();
     let mut rejected = Rejected::default();
     let mut metadata: BTreeMap<&str, (&'static str, &str, &str)> = BTreeMap::new();
-    for (rm, resource_tags) in request.resource_metrics.iter().zip(&resources) {
+    for (rm, resource_tags) in request.resource_metrics.iter().zip(&resources.0) {
         for sm in &rm.scope_metrics {
             let mut context: Vec<(&str, Cow<'_, str>)> = resource_tags
                 .iter()
@@ -229,11 +243,11 @@ trait Fields<P>: Default {
     fn finish(self) -> Vec<ArrayRef>;
 }
 
-/// Rows of one kind: times, tags (a flat list, a range per row) and fields.
+/// Rows of one kind: times, tags (a flat list, a count per row) and fields.
 struct Rows<'a, P, F: Fields<P>> {
     times: Vec<i64>,
     tags: Vec<(&'a str, Cow<'a, str>)>,
-    row_tags: Vec<Range<usize>>,
+    row_tags: Vec<usize>,
     fields: F,
     /// Common to every kind: start time, flags.
     start: Int64Builder,
@@ -311,7 +325,7 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
             let reason = format!("attribute {name:?} names one of its columns or another tag");
             return rejected.add(base.metric_name, &reason);
         }
-        self.row_tags.push(start..self.tags.len());
+        self.row_tags.push(self.tags.len() - start);
         self.times.push(time);
         let start_time = i64::try_from(point.start_time_unix_nano()).unwrap_or(0);
         self.start
@@ -321,21 +335,16 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
     }
 
     /// The rows as a table of `measurement` (none without rows).
-    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table>) -> Result<()> {
+    fn finish(mut self, measurement: &'static str, tables: &mut Vec<Table<'a>>) -> Result<()> {
         if self.times.is_empty() {
             return Ok(());
         }
-        let names: BTreeSet<&str> = self.tags.iter().map(|(name, _)| *name).collect();
-        let mut tags = TagColumns::new(names, &[])?;
-        let mut row: Vec<(&str, &str)> = Vec::new();
-        for range in &self.row_tags {
-            row.clear();
-            row.extend(
-                self.tags[range.clone()]
-                    .iter()
-                    .map(|(n, v)| (*n, v.as_ref())),
-            );
-            tags.append(&row, 1);
+        // Each point is a series of one row (its clashing names were
+        // refused in `push`): the library hashes a series' tags once.
+        let mut tags = SeriesTags::new(&[]);
+        let mut all = self.tags.into_iter();
+        for &count in &self.row_tags {
+            tags.push(all.by_ref().take(count), 1)?;
         }
         let mut times = Int64Builder::with_capacity(self.times.len());
         times.append_slice(&self.times);
@@ -357,7 +366,7 @@ struct Kinds<'a> {
     summary: Rows<'a, SummaryDataPoint, SummaryFields>,
 }
 
-impl Kinds<'_> {
+impl<'a> Kinds<'a> {
     fn rows(&self) -> usize {
         self.gauge.times.len()
             + self.sum.times.len()
@@ -366,7 +375,7 @@ impl Kinds<'_> {
             + self.summary.times.len()
     }
 
-    fn finish(self, tables: &mut Vec<Table>) -> Result<()> {
+    fn finish(self, tables: &mut Vec<Table<'a>>) -> Result<()> {
         self.gauge.finish(GAUGE, tables)?;
         self.sum.finish(SUM, tables)?;
         self.histogram.finish(HISTOGRAM, tables)?;

@@ -1,48 +1,51 @@
 //! What the protocols that decode straight into Arrow share: a [`Table`]
-//! (one measurement's batch and its tag columns), the [`TagColumns`]
-//! builder that turns per-row tag lists into dictionary-encoded columns,
-//! and [`metadata_table`], a protocol's metric metadata as points.
+//! (one measurement's rows, series after series, each series' tags given
+//! once), the [`SeriesTags`] builder of those tags, and [`metadata_table`],
+//! a protocol's metric metadata as points.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use arrow::array::{
-    ArrayRef, Int64Array, Int64Builder, RecordBatch, StringBuilder, StringDictionaryBuilder,
-};
-use arrow::datatypes::Int32Type;
+use arrow::array::{ArrayRef, Int64Array, Int64Builder, RecordBatch, StringBuilder};
 
 use crate::error::{Error, Result};
 
-/// One measurement's batch and its tag columns.
+/// One measurement's rows, series after series, and each series' tags.
 #[derive(Debug)]
-pub struct Table {
+pub struct Table<'a> {
     /// The measurement.
     pub measurement: &'static str,
-    /// The rows: `time`, the tag columns, fields in the rest.
+    /// The rows: `time`, then the fields.
     pub batch: RecordBatch,
-    /// The names of the tag columns.
-    pub tags: Vec<String>,
+    /// Every series' tags (name, value), series after series; a series
+    /// lacks a tag whose value is empty.
+    pub tags: Vec<(&'a str, Cow<'a, str>)>,
+    /// Per series: how many of the next `tags` are its, and how many of
+    /// the batch's next rows.
+    pub series: Vec<(usize, usize)>,
     /// Whether a point replaces the one stored for its series and time
     /// (the `last` duplicate policy): true for metric metadata, which
     /// senders repeat every minute and in retries.
     pub newest_wins: bool,
 }
 
-impl Table {
-    /// A table of `time` (ns), the tag columns and `fields`, in that order.
+impl<'a> Table<'a> {
+    /// A table of `time` (ns) and `fields`, in that order, whose series
+    /// are `tags`'.
     pub(crate) fn new(
         measurement: &'static str,
         mut times: Int64Builder,
-        tags: TagColumns,
+        tags: SeriesTags<'a, '_>,
         fields: Vec<(&str, ArrayRef)>,
-    ) -> Result<Table> {
-        let mut columns: Vec<(String, ArrayRef)> = vec![("time".into(), Arc::new(times.finish()))];
-        let tags = tags.finish(&mut columns);
-        columns.extend(fields.into_iter().map(|(n, a)| (n.to_owned(), a)));
+    ) -> Result<Table<'a>> {
+        let mut columns: Vec<(&str, ArrayRef)> = vec![("time", Arc::new(times.finish()))];
+        columns.extend(fields);
         let batch = RecordBatch::try_from_iter(columns)?;
         Ok(Table {
             measurement,
             batch,
-            tags,
+            tags: tags.tags,
+            series: tags.series,
             newest_wins: false,
         })
     }
@@ -55,100 +58,69 @@ impl Table {
 /// older.
 pub(crate) fn metadata_table<'r, const N: usize>(
     measurement: &'static str,
-    tag: &str,
+    tag: &'static str,
     fields: [&str; N],
     rows: impl IntoIterator<Item = (&'r str, [&'r str; N])>,
-) -> Result<Table> {
-    let mut names = StringDictionaryBuilder::<Int32Type>::new();
+) -> Result<Table<'r>> {
+    let mut tags = Vec::new();
     let mut values: [StringBuilder; N] = std::array::from_fn(|_| StringBuilder::new());
-    let mut count = 0;
     for (name, row) in rows {
-        names.append_value(name);
+        tags.push((tag, Cow::Borrowed(name)));
         for (builder, value) in values.iter_mut().zip(row) {
             builder.append_value(value);
         }
-        count += 1;
     }
-    let mut columns: Vec<(&str, ArrayRef)> = vec![
-        ("time", Arc::new(Int64Array::from(vec![0; count]))),
-        (tag, Arc::new(names.finish())),
-    ];
+    let count = tags.len();
+    let mut columns: Vec<(&str, ArrayRef)> =
+        vec![("time", Arc::new(Int64Array::from(vec![0; count])))];
     for (field, mut builder) in fields.into_iter().zip(values) {
         columns.push((field, Arc::new(builder.finish())));
     }
     Ok(Table {
         measurement,
         batch: RecordBatch::try_from_iter(columns)?,
-        tags: vec![tag.to_owned()],
+        tags,
+        series: vec![(1, 1); count],
         newest_wins: true,
     })
 }
 
-/// One dictionary-encoded string column per tag name, filled row by row
-/// from each row's (name, value) list. The names are collected first (a
-/// batch's columns are fixed), so a row lacking a tag stores NULL.
-pub(crate) struct TagColumns {
-    /// Sorted: a row's tags find their column by binary search, cheaper
-    /// than hashing short strings.
-    names: Vec<String>,
-    builders: Vec<StringDictionaryBuilder<Int32Type>>,
-    /// The values of the row being appended (None: it lacks the tag).
-    row: Vec<Option<usize>>,
+/// The tags of a table's series, series after series, in the order their
+/// rows are added. A tag named like one of the table's columns is refused.
+pub(crate) struct SeriesTags<'a, 'r> {
+    tags: Vec<(&'a str, Cow<'a, str>)>,
+    series: Vec<(usize, usize)>,
+    /// The table's column names.
+    reserved: &'r [&'r str],
 }
 
-impl TagColumns {
-    /// Columns for every tag name in `names`; a name in `reserved` (the
-    /// measurement's other columns) is refused.
-    pub(crate) fn new<'n>(
-        names: impl IntoIterator<Item = &'n str>,
-        reserved: &[&str],
-    ) -> Result<TagColumns> {
-        // Distinct names are few and every series repeats them: a sorted
-        // list searched per name is cheaper than a tree or a hash.
-        let names: Vec<&str> = names.into_iter().fold(Vec::new(), |mut distinct, name| {
-            if let Err(at) = distinct.binary_search(&name) {
-                distinct.insert(at, name);
-            }
-            distinct
-        });
-        if let Some(bad) = names.iter().find(|n| reserved.contains(n)) {
+impl<'a, 'r> SeriesTags<'a, 'r> {
+    /// Tags of a table whose columns are `reserved`.
+    pub(crate) fn new(reserved: &'r [&'r str]) -> SeriesTags<'a, 'r> {
+        SeriesTags {
+            tags: Vec::new(),
+            series: Vec::new(),
+            reserved,
+        }
+    }
+
+    /// Adds a series of `rows` rows carrying `tags`.
+    pub(crate) fn push(
+        &mut self,
+        tags: impl IntoIterator<Item = (&'a str, Cow<'a, str>)>,
+        rows: usize,
+    ) -> Result<()> {
+        let start = self.tags.len();
+        self.tags.extend(tags);
+        if let Some((bad, _)) = self.tags[start..]
+            .iter()
+            .find(|(name, _)| self.reserved.contains(name))
+        {
             return Err(Error::Invalid(format!(
                 "label name {bad:?} is not supported: it names a stored column"
             )));
         }
-        Ok(TagColumns {
-            builders: names
-                .iter()
-                .map(|_| StringDictionaryBuilder::new())
-                .collect(),
-            row: vec![None; names.len()],
-            names: names.into_iter().map(str::to_owned).collect(),
-        })
-    }
-
-    /// Appends `rows` rows carrying `tags` (each name one of the columns').
-    pub(crate) fn append(&mut self, tags: &[(&str, &str)], rows: usize) {
-        self.row.iter_mut().for_each(|v| *v = None);
-        for (i, (name, _)) in tags.iter().enumerate() {
-            let column = self
-                .names
-                .binary_search_by(|n| n.as_str().cmp(name))
-                .expect("the columns cover every tag name");
-            self.row[column] = Some(i);
-        }
-        for (builder, value) in self.builders.iter_mut().zip(&self.row) {
-            let value = value.map(|i| tags[i].1);
-            for _ in 0..rows {
-                builder.append_option(value);
-            }
-        }
-    }
-
-    /// Moves the columns into `columns`; returns the tag names.
-    fn finish(self, columns: &mut Vec<(String, ArrayRef)>) -> Vec<String> {
-        for (name, mut builder) in self.names.iter().zip(self.builders) {
-            columns.push((name.clone(), Arc::new(builder.finish())));
-        }
-        self.names
+        self.series.push((self.tags.len() - start, rows));
+        Ok(())
     }
 }

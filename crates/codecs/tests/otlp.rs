@@ -5,7 +5,7 @@
 
 mod support;
 
-use chingest_codecs::otlp::convert;
+use chingest_codecs::otlp::{convert, ResourceTags};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -99,7 +99,8 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
             ..ResourceMetrics::default()
         }],
     };
-    let converted = convert(&request).unwrap();
+    let resources = ResourceTags::of(&request);
+    let converted = convert(&request, &resources).unwrap();
     assert_eq!(converted.rejected, 1);
     assert_eq!(
         converted.message,
@@ -109,33 +110,27 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
         &converted.tables,
         &[
             &[
-                r#"otel_metrics_metadata ["metric_name"] newest wins"#,
+                "otel_metrics_metadata newest wins",
+                "series metric_name=latency × 1",
+                "series metric_name=requests × 1",
+                "series metric_name=temperature × 1",
                 "time: Int64 = [0, 0, 0]",
-                "metric_name: Dictionary(Int32, Utf8) = [latency, requests, temperature]",
                 "type: Utf8 = [histogram, sum, gauge]",
                 "description: Utf8 = [, , Room temperature.]",
                 "unit: Utf8 = [s, 1, Cel]",
             ],
             &[
-                r#"otel_metrics_gauge ["metric_name", "resource.service.name", "room", "scope.name", "scope.version"]"#,
+                "otel_metrics_gauge",
+                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=temperature,room=a × 1",
                 "time: Int64 = [1000]",
-                "metric_name: Dictionary(Int32, Utf8) = [temperature]",
-                "resource.service.name: Dictionary(Int32, Utf8) = [api]",
-                "room: Dictionary(Int32, Utf8) = [a]",
-                "scope.name: Dictionary(Int32, Utf8) = [meter]",
-                "scope.version: Dictionary(Int32, Utf8) = [1.0]",
                 "value: Float64 = [21.5]",
                 "start_time_unix_nano: Int64 = [null]",
                 "flags: UInt64 = [0]",
             ],
             &[
-                r#"otel_metrics_sum ["code", "metric_name", "resource.service.name", "scope.name", "scope.version"]"#,
+                "otel_metrics_sum",
+                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=requests,code=200 × 1",
                 "time: Int64 = [1000]",
-                "code: Dictionary(Int32, Utf8) = [200]",
-                "metric_name: Dictionary(Int32, Utf8) = [requests]",
-                "resource.service.name: Dictionary(Int32, Utf8) = [api]",
-                "scope.name: Dictionary(Int32, Utf8) = [meter]",
-                "scope.version: Dictionary(Int32, Utf8) = [1.0]",
                 "value: Float64 = [7.0]",
                 "aggregation_temporality: Utf8 = [cumulative]",
                 "is_monotonic: Boolean = [true]",
@@ -143,12 +138,9 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
                 "flags: UInt64 = [0]",
             ],
             &[
-                r#"otel_metrics_histogram ["metric_name", "resource.service.name", "scope.name", "scope.version"]"#,
+                "otel_metrics_histogram",
+                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=latency × 1",
                 "time: Int64 = [2000]",
-                "metric_name: Dictionary(Int32, Utf8) = [latency]",
-                "resource.service.name: Dictionary(Int32, Utf8) = [api]",
-                "scope.name: Dictionary(Int32, Utf8) = [meter]",
-                "scope.version: Dictionary(Int32, Utf8) = [1.0]",
                 "count: UInt64 = [3]",
                 "sum: Float64 = [0.6]",
                 "min: Float64 = [0.1]",
@@ -177,7 +169,8 @@ fn a_request_of_refused_points_is_no_table() {
             ..ResourceMetrics::default()
         }],
     };
-    let converted = convert(&request).unwrap();
+    let resources = ResourceTags::of(&request);
+    let converted = convert(&request, &resources).unwrap();
     assert!(converted.tables.is_empty());
     assert_eq!(converted.rejected, 1);
     assert_eq!(

@@ -7,7 +7,7 @@
 //! header that names its database. The codecs build the tables without
 //! I/O; storing them is the server's, here.
 
-use chingest::{ArrowTable, DuplicatePolicy, Ingestor, WriteOptions};
+use chingest::{ArrowTable, DuplicatePolicy, Ingestor, Tags, WriteOptions};
 use chingest_codecs::{otlp, Table};
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
@@ -27,12 +27,12 @@ pub(crate) async fn tables(
     ingestor: &Ingestor,
     db: &str,
     rp: &str,
-    tables: &[Table],
+    tables: &[Table<'_>],
     options: &WriteOptions,
 ) -> chingest::Result<usize> {
-    let tags: Vec<Vec<&str>> = tables
+    let tags: Vec<Vec<(&str, &str)>> = tables
         .iter()
-        .map(|t| t.tags.iter().map(String::as_str).collect())
+        .map(|t| t.tags.iter().map(|(k, v)| (*k, v.as_ref())).collect())
         .collect();
     let tables: Vec<ArrowTable<'_>> = tables
         .iter()
@@ -40,7 +40,10 @@ pub(crate) async fn tables(
         .map(|(table, tags)| ArrowTable {
             measurement: table.measurement,
             batch: &table.batch,
-            tag_columns: tags,
+            tags: Tags::Series {
+                tags,
+                counts: &table.series,
+            },
             duplicates: table.newest_wins.then_some(DuplicatePolicy::Last),
         })
         .collect();
@@ -55,7 +58,8 @@ pub(crate) async fn export_otlp(
     request: &ExportMetricsServiceRequest,
     durability: Option<chingest::Durability>,
 ) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let converted = otlp::convert(request)?;
+    let resources = otlp::ResourceTags::of(request);
+    let converted = otlp::convert(request, &resources)?;
     let ingestor = state.ingestor()?;
     if !converted.tables.is_empty() {
         let rp = &state.config.write.default_retention_policy;

@@ -1,13 +1,16 @@
 //! Turning a caller's Arrow batch into a fact-table chunk, column by column.
 //!
-//! The batch carries a `time` column, the tag columns the caller names, and
-//! fields in every other column. Tag columns are dictionary-encoded (as
-//! columnar producers usually send them already), so a row's tag set is a
-//! tuple of small integers: each distinct tuple is hashed to its `series_id`
-//! once per batch, and every other row costs one lookup. Fields are cast to
-//! the fact table's types without ever becoming rows. Problems are reported
-//! per column: a batch is taken whole or not at all.
+//! The batch carries a `time` column, fields in every other column, and its
+//! tags in one of two forms ([`Tags`]). Tag columns are dictionary-encoded
+//! (as columnar producers usually send them already), so a row's tag set is
+//! a tuple of small integers: each distinct tuple is hashed to its
+//! `series_id` once per batch, and every other row costs one lookup. Tags
+//! given per series (as remote write and OTLP decode them) are hashed once
+//! per series, with no column built. Fields are cast to the fact table's
+//! types without ever becoming rows. Problems are reported per column: a
+//! batch is taken whole or not at all.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use crate::layout::names::{self, NameKind};
 use crate::layout::schema::{FieldType, TableSchema};
 use crate::layout::series::{encode_canonical, series_id_of_canonical, SeriesIdSet, SeriesKey};
 use crate::write::lp::MIN_TIME_NS;
+use crate::write::request::Tags;
 
 fn invalid(column: &str, reason: impl Into<String>) -> Error {
     Error::InvalidBatch {
@@ -67,19 +71,34 @@ fn tag_type() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
-/// A validated input batch: its time column in nanoseconds, tag columns as
-/// dictionary-encoded strings (sorted by name), and field columns with
-/// their types.
-pub(crate) struct ArrowInput {
+/// A validated input batch: its time column in nanoseconds, its tags, and
+/// field columns with their types.
+pub(crate) struct ArrowInput<'a> {
     time: TimestampNanosecondArray,
-    tags: Vec<(String, ArrayRef)>,
+    tags: InputTags<'a>,
     /// (name, type, column cast to the type's Arrow type)
     fields: Vec<(String, FieldType, ArrayRef)>,
 }
 
-impl ArrowInput {
-    /// Checks `batch`'s columns and converts them.
-    pub(crate) fn new(batch: &RecordBatch, tag_columns: &[&str]) -> Result<ArrowInput> {
+/// [`Tags`], checked.
+enum InputTags<'a> {
+    /// Tag columns as dictionary-encoded strings, sorted by name.
+    Columns(Vec<(String, ArrayRef)>),
+    /// Every series' tags, each series' sorted by key (copied only if some
+    /// were not), and each series' (tag count, row count).
+    Series {
+        tags: Cow<'a, [(&'a str, &'a str)]>,
+        counts: &'a [(usize, usize)],
+    },
+}
+
+impl<'a> ArrowInput<'a> {
+    /// Checks `batch`'s columns and `tags`, and converts them.
+    pub(crate) fn new(batch: &RecordBatch, tags: Tags<'a>) -> Result<ArrowInput<'a>> {
+        let tag_columns = match tags {
+            Tags::Columns(names) => names,
+            Tags::Series { .. } => &[],
+        };
         let schema = batch.schema();
         let time_index = schema
             .index_of("time")
@@ -108,7 +127,7 @@ impl ArrowInput {
             return Err(invalid("time", "has a time before 1900-01-01T00:00:00Z"));
         }
 
-        let mut tags = Vec::with_capacity(tag_columns.len());
+        let mut columns = Vec::with_capacity(tag_columns.len());
         for &name in tag_columns {
             let index = schema
                 .index_of(name)
@@ -124,10 +143,10 @@ impl ArrowInput {
                 ));
             }
             let encoded = cast(name, column, &tag_type())?;
-            tags.push((name.to_owned(), encoded));
+            columns.push((name.to_owned(), encoded));
         }
-        tags.sort_by(|a, b| a.0.cmp(&b.0));
-        if let Some(pair) = tags.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        columns.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(pair) = columns.windows(2).find(|pair| pair[0].0 == pair[1].0) {
             return Err(invalid(&pair[0].0, "named twice as a tag"));
         }
 
@@ -154,6 +173,13 @@ impl ArrowInput {
         if fields.is_empty() {
             return Err(invalid("*", "a batch needs at least one field column"));
         }
+        let tags = match tags {
+            Tags::Columns(_) => InputTags::Columns(columns),
+            Tags::Series { tags, counts } => {
+                let tags = series_tags(tags, counts, batch.num_rows(), &fields)?;
+                InputTags::Series { tags, counts }
+            }
+        };
         Ok(ArrowInput { time, tags, fields })
     }
 
@@ -165,12 +191,41 @@ impl ArrowInput {
             .collect()
     }
 
-    /// Hashes every row's tags into series ids, returning the new series.
-    /// Rows are told apart by their tuple of dictionary keys; the canonical
-    /// key is built and hashed once per distinct tuple.
+    /// Every row's series id, and the new series among them.
     fn series_ids(&self, measurement: &str, db: &Database) -> (UInt64Array, Vec<(u64, SeriesKey)>) {
-        let tags: Vec<(&str, &DictionaryArray<Int32Type>, &StringArray)> = self
-            .tags
+        match &self.tags {
+            InputTags::Columns(columns) => self.column_series_ids(columns, measurement, db),
+            InputTags::Series { tags, counts } => {
+                let series = per_series(tags, counts);
+                let mut buffer = Vec::new();
+                let mut ids = Vec::with_capacity(self.time.len());
+                let mut seen = SeriesIdSet::default();
+                // The first of each series in the batch.
+                let mut firsts = Vec::new();
+                for (tags, rows) in series {
+                    encode_canonical(measurement, present(tags), &mut buffer);
+                    let id = series_id_of_canonical(&buffer);
+                    ids.extend(std::iter::repeat_n(id, rows));
+                    if seen.insert(id) {
+                        firsts.push((id, tags));
+                    }
+                }
+                let new_series = new_series(db, measurement, firsts, |tags| present(tags));
+                (UInt64Array::from(ids), new_series)
+            }
+        }
+    }
+
+    /// Hashes every row's tag columns into series ids, returning the new
+    /// series. Rows are told apart by their tuple of dictionary keys; the
+    /// canonical key is built and hashed once per distinct tuple.
+    fn column_series_ids(
+        &self,
+        columns: &[(String, ArrayRef)],
+        measurement: &str,
+        db: &Database,
+    ) -> (UInt64Array, Vec<(u64, SeriesKey)>) {
+        let tags: Vec<(&str, &DictionaryArray<Int32Type>, &StringArray)> = columns
             .iter()
             .map(|(name, column)| {
                 let column = column.as_dictionary::<Int32Type>();
@@ -216,25 +271,7 @@ impl ArrowInput {
             ids_by_keys.insert(keys.clone().into_boxed_slice(), id);
             ids.push(id);
         }
-        // Which series are new: one lock for the whole batch (a lock per
-        // series contended with the other writers), and only the new ones
-        // are spelled out as keys.
-        let known = db.series.known_mask(first_rows.iter().map(|(id, _)| *id));
-        let new_series = first_rows
-            .into_iter()
-            .zip(known)
-            .filter(|(_, known)| !known)
-            .map(|((id, row), _)| {
-                let tags = present(row)
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect();
-                let key = SeriesKey {
-                    measurement: measurement.to_owned(),
-                    tags,
-                };
-                (id, key)
-            })
-            .collect();
+        let new_series = new_series(db, measurement, first_rows, present);
         (UInt64Array::from(ids), new_series)
     }
 
@@ -273,6 +310,103 @@ impl ArrowInput {
             .map_err(|e| invalid("*", e.to_string()))?;
         Ok((chunk, new_series))
     }
+}
+
+/// Checks tags given per series against the batch (`rows` rows, `fields`
+/// its field columns): the counts add up, no key is `time`, a field's name
+/// or twice in a series. Each series' tags sorted by key, as the series id
+/// hashes them (borrowed when they already were, as remote write sends
+/// them).
+fn series_tags<'a>(
+    tags: &'a [(&'a str, &'a str)],
+    counts: &[(usize, usize)],
+    rows: usize,
+    fields: &[(String, FieldType, ArrayRef)],
+) -> Result<Cow<'a, [(&'a str, &'a str)]>> {
+    let (tag_total, row_total) = counts
+        .iter()
+        .fold((0usize, 0usize), |(t, r), &(tags, rows)| {
+            (t.saturating_add(tags), r.saturating_add(rows))
+        });
+    if tag_total != tags.len() || row_total != rows {
+        return Err(invalid(
+            "*",
+            format!(
+                "the series give {tag_total} tags and {row_total} rows; \
+                 the batch has {} tags and {rows} rows",
+                tags.len()
+            ),
+        ));
+    }
+    if let Some((key, _)) = tags
+        .iter()
+        .find(|(key, _)| *key == "time" || fields.iter().any(|(name, _, _)| name == key))
+    {
+        return Err(invalid(key, "is both a tag key and a column of the batch"));
+    }
+    let sorted = |tags: &[(&str, &str)]| tags.windows(2).all(|pair| pair[0].0 < pair[1].0);
+    if per_series(tags, counts).all(|(tags, _)| sorted(tags)) {
+        return Ok(Cow::Borrowed(tags));
+    }
+    let mut owned = tags.to_vec();
+    let mut start = 0;
+    for &(count, _) in counts {
+        let series = &mut owned[start..start + count];
+        series.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if let Some(pair) = series.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(invalid(pair[0].0, "named twice in one series' tags"));
+        }
+        start += count;
+    }
+    Ok(Cow::Owned(owned))
+}
+
+/// Each series' tags and row count, from tags given per series.
+fn per_series<'t, 's>(
+    tags: &'t [(&'s str, &'s str)],
+    counts: &'t [(usize, usize)],
+) -> impl Iterator<Item = (&'t [(&'s str, &'s str)], usize)> {
+    counts.iter().scan(0, move |start, &(count, rows)| {
+        let series = &tags[*start..*start + count];
+        *start += count;
+        Some((series, rows))
+    })
+}
+
+/// The tags a series has: an empty value means it lacks the tag.
+fn present<'t>(tags: &'t [(&'t str, &'t str)]) -> impl Iterator<Item = (&'t str, &'t str)> {
+    tags.iter().copied().filter(|(_, value)| !value.is_empty())
+}
+
+/// The new series among `firsts` (each series of a batch once: its id and
+/// where its tags are, spelled out by `tags_of`), as keys. One lock for
+/// the whole batch tells them from known ones (a lock per series contended
+/// with the other writers), and only the new ones are spelled out.
+fn new_series<'t, T, I>(
+    db: &Database,
+    measurement: &str,
+    firsts: Vec<(u64, T)>,
+    tags_of: impl Fn(T) -> I,
+) -> Vec<(u64, SeriesKey)>
+where
+    I: Iterator<Item = (&'t str, &'t str)>,
+{
+    let known = db.series.known_mask(firsts.iter().map(|(id, _)| *id));
+    firsts
+        .into_iter()
+        .zip(known)
+        .filter(|(_, known)| !known)
+        .map(|((id, at), _)| {
+            let tags = tags_of(at)
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            let key = SeriesKey {
+                measurement: measurement.to_owned(),
+                tags,
+            };
+            (id, key)
+        })
+        .collect()
 }
 
 /// Hashes tuples of dictionary keys for the per-batch series cache: a

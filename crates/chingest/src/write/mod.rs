@@ -44,7 +44,7 @@ use crate::write::budget::MemoryBudget;
 use crate::write::flusher::FlushContext;
 use crate::write::lp::NewRows;
 use crate::write::points::{Point, PointLines};
-use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
+use crate::write::request::{ArrowTable, Durability, Tags, WriteOptions, WriteOutcome};
 
 /// The write half of an open ingestor: the log, the memory budget, and a
 /// batcher and a flusher per table.
@@ -303,10 +303,7 @@ impl Writer {
                         reason: format!("measurement {:?} given twice", table.measurement),
                     });
                 }
-                inputs.push(arrow_input::ArrowInput::new(
-                    table.batch,
-                    table.tag_columns,
-                )?);
+                inputs.push(arrow_input::ArrowInput::new(table.batch, table.tags)?);
             }
             if rows == 0 {
                 return Ok(0);
@@ -349,10 +346,11 @@ impl Writer {
                     .admit_all(&database, series, self.config.cardinality)
                     .map_err(|reason| {
                         IngestStats::add(&self.engine().stats.lines_refused_by_limits, rows as u64);
-                        Error::InvalidBatch {
-                            column: table.tag_columns.join(","),
-                            reason,
-                        }
+                        let column = match table.tags {
+                            Tags::Columns(names) => names.join(","),
+                            Tags::Series { .. } => "*".to_owned(),
+                        };
+                        Error::InvalidBatch { column, reason }
                     })?;
                 write.series.extend(series);
                 write.chunks.push((stored, chunk));

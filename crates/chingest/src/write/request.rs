@@ -130,10 +130,11 @@ pub struct WriteOutcome {
 pub struct ArrowTable<'a> {
     /// The measurement the rows belong to.
     pub measurement: &'a str,
-    /// The rows: `time`, the tag columns, fields in the rest.
+    /// The rows: `time`, the tag columns of [`Tags::Columns`], fields in
+    /// the rest.
     pub batch: &'a RecordBatch,
-    /// The names of the batch's tag columns.
-    pub tag_columns: &'a [&'a str],
+    /// Where the rows' tags are.
+    pub tags: Tags<'a>,
     /// The duplicate policy the measurement takes if it has none of its
     /// own yet (one set for its database still yields to it): for tables a
     /// protocol defines, such as metadata sent again every minute that
@@ -142,13 +143,34 @@ pub struct ArrowTable<'a> {
     pub duplicates: Option<DuplicatePolicy>,
 }
 
+/// Where an [`ArrowTable`]'s tags are. In both forms a tag whose value is
+/// empty (or NULL) is one the row lacks.
+#[derive(Debug, Clone, Copy)]
+pub enum Tags<'a> {
+    /// Columns of the batch, by name: strings, best dictionary-encoded
+    /// (as columnar producers send them), one tag set per row.
+    Columns(&'a [&'a str]),
+    /// The rows come series after series, as protocols that send a
+    /// series' labels once with its samples decode them; the batch has no
+    /// tag columns. Each series is hashed to its id once, not once per row.
+    Series {
+        /// Every series' (key, value) tags, series after series; a
+        /// series' in any order, each key once.
+        tags: &'a [(&'a str, &'a str)],
+        /// Per series: how many of the next `tags` are its, and how many
+        /// of the batch's next rows.
+        counts: &'a [(usize, usize)],
+    },
+}
+
 impl<'a> ArrowTable<'a> {
-    /// A table of `measurement` with the default duplicate policy.
+    /// A table of `measurement` whose tags are the columns `tag_columns`,
+    /// with the default duplicate policy.
     pub fn new(measurement: &'a str, batch: &'a RecordBatch, tag_columns: &'a [&'a str]) -> Self {
         ArrowTable {
             measurement,
             batch,
-            tag_columns,
+            tags: Tags::Columns(tag_columns),
             duplicates: None,
         }
     }

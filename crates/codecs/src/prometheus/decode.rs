@@ -42,8 +42,6 @@ pub struct Decoded<'a> {
 /// One series of a request.
 #[derive(Debug)]
 pub(super) struct Series<'a> {
-    /// Its position in [`Decoded::series`].
-    pub(super) index: usize,
     /// Its labels: a range of [`Decoded::label_pairs`].
     pub(super) labels: Range<usize>,
     /// Float samples: a range of [`Decoded::samples`].
@@ -313,7 +311,6 @@ impl<'a> Decoded<'a> {
             )));
         }
         self.series.push(Series {
-            index: self.series.len(),
             labels: start..self.label_pairs.len(),
             samples: samples..self.samples.len(),
             histograms,

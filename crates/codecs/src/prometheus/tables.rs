@@ -7,10 +7,11 @@
 //! | `prometheus_exemplars` | the series' labels | `value`, one string per exemplar label (`trace_id`, …) |
 //! | `prometheus_metadata` | `metric` | `type`, `help`, `unit` (time 0) |
 //!
-//! Label columns are dictionary-encoded: a label's value repeats across a
-//! series' rows and across series. A label whose name is one of its
-//! measurement's columns makes the request invalid.
+//! Rows go series after series, each series' labels given once (its
+//! tags). A label whose name is one of its measurement's columns makes the
+//! request invalid.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -19,21 +20,17 @@ use chingest_proto::prometheus::v2::{Count, ResetHint, ZeroCount};
 
 use super::decode::{bucket_counts, bucket_indices, Decoded, Series};
 use crate::error::{Error, Result};
-use crate::table::{metadata_table, Table, TagColumns};
+use crate::table::{metadata_table, SeriesTags, Table};
 
-/// The tag columns of the series `include` picks (a label named like one
-/// of `reserved` is refused).
-fn label_columns(
-    decoded: &Decoded<'_>,
-    include: impl Fn(&Series<'_>) -> bool,
-    reserved: &[&str],
-) -> Result<TagColumns> {
-    let names = decoded
-        .series
+/// `series`' labels as tags.
+fn tags<'a, 'd>(
+    decoded: &'d Decoded<'a>,
+    series: &Series<'a>,
+) -> impl Iterator<Item = (&'a str, Cow<'a, str>)> + 'd {
+    decoded
+        .labels(series)
         .iter()
-        .filter(|s| include(s))
-        .flat_map(|s| decoded.labels(s).iter().map(|(name, _)| *name));
-    TagColumns::new(names, reserved)
+        .map(|&(name, value)| (name, Cow::Borrowed(value)))
 }
 
 /// The measurement float samples are stored in.
@@ -49,7 +46,7 @@ pub const METADATA: &str = "prometheus_metadata";
 const CREATED: &str = "created_timestamp";
 
 /// The batches of every measurement `decoded` has rows for, metadata first.
-pub fn tables(decoded: &Decoded<'_>) -> Result<Vec<Table>> {
+pub fn tables<'a>(decoded: &Decoded<'a>) -> Result<Vec<Table<'a>>> {
     let mut tables = Vec::with_capacity(4);
     tables.extend(metadata(decoded)?);
     tables.extend(samples(decoded)?);
@@ -67,7 +64,7 @@ fn nanos(series: usize, ms: i64) -> Result<i64> {
     })
 }
 
-fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>> {
+fn samples<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     let rows = decoded.sample_count();
     if rows == 0 {
         return Ok(None);
@@ -82,7 +79,7 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     } else {
         &["time", "value"]
     };
-    let mut labels = label_columns(decoded, has_samples, reserved)?;
+    let mut labels = SeriesTags::new(reserved);
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut created_at = Int64Builder::with_capacity(if created { rows } else { 0 });
@@ -92,7 +89,7 @@ fn samples(decoded: &Decoded<'_>) -> Result<Option<Table>> {
         .enumerate()
         .filter(|(_, s)| has_samples(s))
     {
-        labels.append(decoded.labels(series), series.samples.len());
+        labels.push(tags(decoded, series), series.samples.len())?;
         for sample in decoded.samples(series) {
             times.append_value(nanos(i, sample.timestamp)?);
             values.append_value(sample.value);
@@ -124,7 +121,7 @@ const HISTOGRAM_FIELDS: [&str; 11] = [
     "custom_values",
 ];
 
-fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>> {
+fn histograms<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     let rows = decoded.histogram_count();
     if rows == 0 {
         return Ok(None);
@@ -132,7 +129,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     let has_histograms = |s: &Series<'_>| !s.histograms.is_empty();
     let mut reserved = vec!["time", CREATED];
     reserved.extend(HISTOGRAM_FIELDS);
-    let mut labels = label_columns(decoded, has_histograms, &reserved)?;
+    let mut labels = SeriesTags::new(&reserved);
     let mut times = Int64Builder::with_capacity(rows);
     let (mut count, mut sum, mut zero_threshold, mut zero_count) = (
         Float64Builder::with_capacity(rows),
@@ -154,7 +151,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>> {
         .enumerate()
         .filter(|(_, s)| has_histograms(s))
     {
-        labels.append(decoded.labels(series), series.histograms.len());
+        labels.push(tags(decoded, series), series.histograms.len())?;
         for h in series.histograms {
             times.append_value(nanos(i, h.timestamp)?);
             count.append_value(match h.count {
@@ -210,7 +207,7 @@ fn histograms(decoded: &Decoded<'_>) -> Result<Option<Table>> {
     Table::new(HISTOGRAMS, times, labels, fields).map(Some)
 }
 
-fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>> {
+fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     if decoded.exemplars.is_empty() {
         return Ok(None);
     }
@@ -223,23 +220,18 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>> {
             "exemplar label name {bad:?} is not supported"
         )));
     }
-    let mut with_exemplars = vec![false; decoded.series.len()];
-    decoded
-        .exemplars
-        .iter()
-        .for_each(|e| with_exemplars[e.series] = true);
-    let mut labels =
-        label_columns(decoded, |s| with_exemplars[s.index], &reserved).map_err(|e| {
-            Error::Invalid(format!(
-                "{e} (an exemplar label cannot share a series label's name)"
-            ))
-        })?;
+    let mut labels = SeriesTags::new(&reserved);
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut exemplar_labels: Vec<StringBuilder> =
         names.iter().map(|_| StringBuilder::new()).collect();
     for exemplar in &decoded.exemplars {
-        labels.append(decoded.labels(&decoded.series[exemplar.series]), 1);
+        let series = &decoded.series[exemplar.series];
+        labels.push(tags(decoded, series), 1).map_err(|e| {
+            Error::Invalid(format!(
+                "{e} (an exemplar label cannot share a series label's name)"
+            ))
+        })?;
         times.append_value(nanos(exemplar.series, exemplar.timestamp)?);
         values.append_value(exemplar.value);
         let pairs = &decoded.exemplar_pairs[exemplar.labels.clone()];
@@ -256,7 +248,7 @@ fn exemplars(decoded: &Decoded<'_>) -> Result<Option<Table>> {
 
 /// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
 /// (see [`metadata_table`]).
-fn metadata(decoded: &Decoded<'_>) -> Result<Option<Table>> {
+fn metadata<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     if decoded.metadata.is_empty() {
         return Ok(None);
     }

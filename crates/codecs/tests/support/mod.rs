@@ -1,23 +1,31 @@
 //! What the payload tests share: a decoded table written out as text, one
-//! line for the table (measurement, tag columns, whether its newest point
-//! wins) and one per column (name, Arrow type, values), so that an
-//! expected table reads as what will be stored.
+//! line for the table (measurement, whether its newest point wins), one per
+//! series (its tags, its row count) and one per column (name, Arrow type,
+//! values), so that an expected table reads as what will be stored.
 
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use chingest_codecs::Table;
 
-/// `table` as text: `measurement [tags]` (and `newest wins`), then
-/// `name: type = [values]` per column, NULL as `null`.
+/// `table` as text: `measurement` (and `newest wins`), `series k=v,… ×
+/// rows` per series, then `name: type = [values]` per column, NULL as
+/// `null`.
 fn text(table: &Table) -> Vec<String> {
     let newest_wins = if table.newest_wins {
         " newest wins"
     } else {
         ""
     };
-    let mut lines = vec![format!(
-        "{} {:?}{newest_wins}",
-        table.measurement, table.tags
-    )];
+    let mut lines = vec![format!("{}{newest_wins}", table.measurement)];
+    let mut tags = table.tags.iter();
+    for &(count, rows) in &table.series {
+        let pairs: Vec<String> = tags
+            .by_ref()
+            .take(count)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        lines.push(format!("series {} × {rows}", pairs.join(",")));
+    }
+    assert!(tags.next().is_none(), "tags past the last series");
     let options = FormatOptions::default().with_null("null");
     let schema = table.batch.schema();
     for (field, column) in schema.fields().iter().zip(table.batch.columns()) {

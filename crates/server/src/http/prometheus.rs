@@ -86,10 +86,9 @@ pub(super) async fn write(
             decoded.exemplar_count(),
         ),
     ];
-    // The batches are built: the body's reservation in the memory budget
-    // gives way to theirs.
+    // The tables' tags are slices of the body: it stays, and with it its
+    // reservation in the memory budget, until the write is logged.
     drop(decoded);
-    drop(body);
     let ingestor = state.ingestor()?;
     let (db, rp) = (&target.db, target.rp_or_default(&state));
     let options = target.options(&state, chingest::Precision::Nanoseconds);
