@@ -15,7 +15,7 @@ use std::ops::Range;
 use chingest_proto::prometheus::v2::{self, Histogram};
 use chingest_proto::prometheus::{MetricType, Sample};
 
-use super::wire::{wrong_type, Fields, Value};
+use super::wire::{common_label, common_sample, wrong_type, Fields, Value};
 use crate::error::{Error, Result};
 
 /// The label that names a series' metric.
@@ -126,6 +126,10 @@ impl<'a> Decoded<'a> {
         while let Some((number, value)) = fields.next_field()? {
             match (number, value) {
                 (1, Value::Bytes(label)) => {
+                    if let Some(pair) = common_label(label) {
+                        self.label_pairs.push(pair);
+                        continue;
+                    }
                     let (mut name, mut value) = (&[][..], &[][..]);
                     let mut fields = Fields::of(label);
                     while let Some(field) = fields.next_field()? {
@@ -142,6 +146,10 @@ impl<'a> Decoded<'a> {
                         .push((utf8(name, "name")?, utf8(value, "value")?));
                 }
                 (2, Value::Bytes(sample)) => {
+                    if let Some((value, timestamp)) = common_sample(sample) {
+                        self.samples.push(Sample { value, timestamp });
+                        continue;
+                    }
                     let mut decoded = Sample::default();
                     let mut fields = Fields::of(sample);
                     while let Some(field) = fields.next_field()? {
