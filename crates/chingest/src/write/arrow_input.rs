@@ -210,7 +210,7 @@ impl<'a> ArrowInput<'a> {
                         firsts.push((id, tags));
                     }
                 }
-                let new_series = new_series(db, measurement, firsts, |tags| present(tags));
+                let new_series = new_series(db, measurement, firsts, present);
                 (UInt64Array::from(ids), new_series)
             }
         }
