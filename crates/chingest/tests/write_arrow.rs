@@ -163,7 +163,14 @@ fn tags_given_per_series_are_series_ids_like_any_others() {
             .await,
             "{'host':'a','region':'eu'}\t3\n{'host':'b'}\t1\n"
         );
-        let refused: [(&[(&str, &str)], &[(usize, usize)], &str, &str); 5] = [
+        // (tags, counts, the column blamed, what the reason says)
+        type Refused = (
+            &'static [(&'static str, &'static str)],
+            &'static [(usize, usize)],
+            &'static str,
+            &'static str,
+        );
+        let refused: [Refused; 5] = [
             (&[("host", "a")], &[(1, 2)], "*", "the batch has 1 tags and 3 rows"),
             (&[("host", "a")], &[(2, 3)], "*", "the series give 2 tags"),
             (&[("host", "a"), ("host", "b")], &[(2, 3)], "host", "named twice"),
