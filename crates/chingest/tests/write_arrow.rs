@@ -121,6 +121,21 @@ fn arrow_and_line_protocol_agree_on_series_ids() {
     })
 }
 
+/// Checks that a write was refused as an invalid batch, blaming `column`
+/// for a reason that says `reason`.
+fn assert_refused(result: chingest::Result<usize>, column: &str, reason: &str) {
+    match result {
+        Err(Error::InvalidBatch {
+            column: got,
+            reason: why,
+        }) => {
+            assert_eq!(got, column, "{why}");
+            assert!(why.contains(reason), "{column}: {why:?} lacks {reason:?}");
+        }
+        other => panic!("{column}: expected InvalidBatch, got {other:?}"),
+    }
+}
+
 /// Tags given once per series (as remote write and OTLP decode them) name
 /// the same series as tag columns and line protocol do, in any order, an
 /// empty value being a tag the series lacks; tags that do not fit the
@@ -178,16 +193,7 @@ fn tags_given_per_series_are_series_ids_like_any_others() {
             (&[("v", "a")], &[(1, 3)], "v", "both a tag key and a column"),
         ];
         for (tags, counts, column, reason) in refused {
-            match write(tags, counts).await {
-                Err(Error::InvalidBatch {
-                    column: got,
-                    reason: why,
-                }) => {
-                    assert_eq!(got, column, "{why}");
-                    assert!(why.contains(reason), "{why:?} lacks {reason:?}");
-                }
-                other => panic!("{tags:?} {counts:?}: expected InvalidBatch, got {other:?}"),
-            }
+            assert_refused(write(tags, counts).await, column, reason);
         }
         assert_eq!(
             tsv(&ing, &format!("SELECT count() FROM {db}.`m.autogen`")).await,
@@ -278,16 +284,7 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
             (batch(vec![("time", time())]), vec![], "*", "field"),
         ];
         for (input, tags, column, reason) in cases {
-            match write(&ing, "arrow_bad", &input, &tags).await {
-                Err(Error::InvalidBatch {
-                    column: got,
-                    reason: why,
-                }) => {
-                    assert_eq!(got, column, "{why}");
-                    assert!(why.contains(reason), "{column}: {why:?} lacks {reason:?}");
-                }
-                other => panic!("{column}: expected InvalidBatch, got {other:?}"),
-            }
+            assert_refused(write(&ing, "arrow_bad", &input, &tags).await, column, reason);
         }
         // Nothing of the refused batches was stored.
         assert_eq!(
