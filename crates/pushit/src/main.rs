@@ -104,6 +104,11 @@ enum Mode {
     /// through /api/v2/delete, another's corrected through /api/v2/update,
     /// a third's deleted with InfluxQL DELETE, each timed until answered.
     Edits(modes::edits::Args),
+    /// The server's memory under a line-protocol load, in its own
+    /// process: peak resident memory against the memory budget, and how it
+    /// settles after (`--connections 128 --lines-per-body 50000 --steps
+    /// 6400`: the overload case).
+    Memory(modes::memory::Args),
     /// Replay of the write-ahead log on open: a child process logs TSBS
     /// rows and is killed before inserting any; this one opens the data
     /// directory and reports how fast the log was replayed.
@@ -244,8 +249,9 @@ fn main() -> anyhow::Result<()> {
         ctx.data_dir.display()
     ));
     // Replay's engine must not open before its child has written the log
-    // (one process per data directory), nor run an insert before the replay.
-    if !ctx.common.cold && !matches!(cli.mode, Mode::Replay(_)) {
+    // (one process per data directory), nor run an insert before the replay;
+    // memory's engine is its server's, in a process of its own.
+    if !ctx.common.cold && !matches!(cli.mode, Mode::Replay(_) | Mode::Memory(_)) {
         ctx.warm_up().context("warm-up")?;
     }
     match cli.mode {
@@ -257,6 +263,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Http(args) => modes::http::run(&ctx, &args, "http"),
         Mode::Grpc(args) => modes::http::run(&ctx, &args, "grpc"),
         Mode::Replay(args) => modes::replay::run(&ctx, &args),
+        Mode::Memory(args) => modes::memory::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),

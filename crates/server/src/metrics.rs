@@ -121,6 +121,8 @@ impl ServerMetrics {
             );
         }
 
+        process_memory(&mut out);
+
         if let Some(ingestor) = ingestor {
             let s = ingestor.stats();
             let counters = [
@@ -375,6 +377,36 @@ impl ServerMetrics {
             .entry(method)
             .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
             .observe(started.elapsed().as_secs_f64());
+    }
+}
+
+/// The process's resident memory now and at its peak (Linux's `VmRSS` and
+/// `VmHWM`), under the names Prometheus's process collectors use; nothing
+/// where `/proc` does not have them.
+fn process_memory(out: &mut String) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find_map(|line| line.strip_prefix(key))?;
+        line.trim().strip_suffix("kB")?.trim().parse().ok()
+    };
+    for (name, help, key) in [
+        (
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes.",
+            "VmRSS:",
+        ),
+        (
+            "chingest_process_resident_memory_peak_bytes",
+            "The largest resident memory size since the process started.",
+            "VmHWM:",
+        ),
+    ] {
+        if let Some(kib) = kib(key) {
+            header(out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {}", kib * 1024);
+        }
     }
 }
 

@@ -432,6 +432,10 @@ fn metrics_count_requests_lines_and_flushes() {
             "chingest_http_request_duration_seconds_bucket{endpoint=\"/write\",le=\"+Inf\"}"
         ));
         assert!(text.contains("# TYPE chingest_buffered_bytes gauge"));
+        // This test process's own memory: more than the engine's code alone.
+        let rss = value("process_resident_memory_bytes");
+        assert!(rss > 10e6, "{rss}");
+        assert!(value("chingest_process_resident_memory_peak_bytes") >= rss);
     })
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod flush;
 pub(crate) mod http;
 pub(crate) mod layouts;
 mod load;
+pub(crate) mod memory;
 pub(crate) mod otlp;
 mod otlp_shapes;
 pub(crate) mod prom;

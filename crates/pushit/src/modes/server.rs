@@ -217,7 +217,7 @@ pub(super) fn authorized(
     }
 }
 
-async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
+pub(super) async fn wait_ready(endpoints: &Endpoints) -> anyhow::Result<()> {
     let client = http_client()?;
     let ready_by = Instant::now() + Duration::from_secs(30);
     loop {
