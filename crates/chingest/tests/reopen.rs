@@ -191,6 +191,32 @@ async fn child(phase: &str, dir: &Path) {
                 query(&ing, "SELECT count() FROM limits.`m.autogen`").await,
                 "1\n"
             );
+            // With the whole budget held by the caller (a request body it has
+            // parsed), the rows cannot reserve room of their own: refused...
+            let body: String = (2..1_002).map(|i| format!("m,k=v v={i}i {i}\n")).collect();
+            let held = ing.reserve_memory(512 << 10).await.unwrap();
+            let prepared = ing
+                .prepare_lp("limits", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
+            let err = ing.commit(prepared, options.durability).await;
+            assert!(
+                matches!(err, Err(chingest::Error::Overloaded { .. })),
+                "{err:?}"
+            );
+            // ...unless the caller hands its reservation to them; what they
+            // do not need goes back to the budget once they are logged.
+            let mut prepared = ing
+                .prepare_lp("limits", "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
+            prepared.hold(held);
+            ing.commit(prepared, options.durability).await.unwrap();
+            assert!(ing.buffered_bytes() < 512 << 10, "{}", ing.buffered_bytes());
+            assert_eq!(
+                query(&ing, "SELECT count() FROM limits.`m.autogen`").await,
+                "1001\n"
+            );
         }
         "legacy" => {
             // Two databases turned into what older versions left: `old`

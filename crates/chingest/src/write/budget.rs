@@ -37,6 +37,28 @@ impl MemoryBudget {
         (self.limit_kib - self.permits.available_permits()) * 1024
     }
 
+    /// Reserves `bytes`, taking what `held` has first and waiting for the
+    /// rest like [`reserve`](Self::reserve).
+    pub(crate) async fn reserve_from(
+        &self,
+        held: Option<&mut MemoryReservation>,
+        bytes: usize,
+    ) -> Result<OwnedSemaphorePermit> {
+        let kib = bytes.div_ceil(1024).max(1);
+        // A reservation of another ingestor's budget does not cover this one.
+        let Some(held) = held.filter(|held| std::ptr::eq(&*held.budget, self)) else {
+            return self.reserve(bytes).await;
+        };
+        let taken = kib.min(held.permit.num_permits());
+        let Some(mut permit) = held.permit.split(taken) else {
+            return self.reserve(bytes).await;
+        };
+        if taken < kib {
+            permit.merge(self.reserve((kib - taken) * 1024).await?);
+        }
+        Ok(permit)
+    }
+
     /// Reserves `bytes`, waiting for room up to the configured wait.
     pub(crate) async fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit> {
         let overloaded = || Error::Overloaded {
@@ -78,6 +100,13 @@ impl MemoryReservation {
     /// Bytes reserved.
     pub fn bytes(&self) -> usize {
         self.permit.num_permits() * 1024
+    }
+
+    /// Takes over `other`'s reservation; one of another budget is released.
+    pub(crate) fn absorb(&mut self, other: MemoryReservation) {
+        if Arc::ptr_eq(&self.budget, &other.budget) {
+            self.permit.merge(other.permit);
+        }
     }
 
     /// Reserves `bytes` more, waiting for room like the first reservation.

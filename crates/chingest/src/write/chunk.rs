@@ -164,6 +164,11 @@ impl ChunkBuilder {
     pub fn finish(mut self) -> RecordBatch {
         let rows = self.time.len();
         let mut present = Vec::new();
+        // Columns grew by doubling: they give back what they did not fill,
+        // so that the memory budget, which counts what they hold, counts
+        // what they take.
+        self.time.shrink_to_fit();
+        self.series_id.shrink_to_fit();
         let mut arrays: Vec<ArrayRef> = vec![
             Arc::new(
                 TimestampNanosecondArray::from(std::mem::take(&mut self.time)).with_timezone("UTC"),
@@ -173,7 +178,11 @@ impl ChunkBuilder {
         for (position, column) in self.columns.iter_mut().enumerate() {
             if let Some(column) = column {
                 column.pad_to(rows);
-                arrays.push(column.builder.builder().finish());
+                let mut array = column.builder.builder().finish();
+                if let Some(array) = Arc::get_mut(&mut array) {
+                    array.shrink_to_fit();
+                }
+                arrays.push(array);
                 present.push(position);
             }
         }

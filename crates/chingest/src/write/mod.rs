@@ -40,7 +40,7 @@ use crate::stats::IngestStats;
 use crate::wal::{self, TableRef};
 use crate::write::appender::{PendingWrite, WriteNotifier};
 use crate::write::batcher::{Batcher, TablePart};
-use crate::write::budget::MemoryBudget;
+use crate::write::budget::{MemoryBudget, MemoryReservation};
 use crate::write::flusher::FlushContext;
 use crate::write::lp::NewRows;
 use crate::write::points::{Point, PointLines};
@@ -55,6 +55,10 @@ pub(crate) struct Writer {
     pub(crate) last_values: Arc<LastValues>,
     /// Request bodies and built rows until they are inserted.
     pub(crate) budget: Arc<MemoryBudget>,
+    /// Writes being parsed and built at once, one per core: more wait with
+    /// their bodies counted in the budget, so that the rows being built,
+    /// which the budget counts only once built, are a few requests' worth.
+    builders: tokio::sync::Semaphore,
     /// The engine, the log and the flush policy, shared with the flushers.
     flush: Arc<FlushContext>,
     /// Each table's pending rows, from its first write; its flusher starts
@@ -76,12 +80,26 @@ pub struct PreparedWrite {
     pub(crate) database: Arc<Database>,
     pub(crate) rp: String,
     pub(crate) finished: lp::Finished,
+    /// Memory the caller handed over for the rows (see [`hold`](Self::hold)).
+    pub(crate) held: Option<MemoryReservation>,
 }
 
 impl PreparedWrite {
     /// What will be stored and what was rejected.
     pub fn outcome(&self) -> &WriteOutcome {
         &self.finished.outcome
+    }
+
+    /// Hands over memory the caller reserved — the request body's, once
+    /// the body is no longer needed — for the rows to reserve first, so
+    /// that the commit does not wait for room the request already has,
+    /// holding rows the budget does not count. What the rows do not need
+    /// is released when they are logged.
+    pub fn hold(&mut self, reservation: MemoryReservation) {
+        match &mut self.held {
+            Some(held) => held.absorb(reservation),
+            None => self.held = Some(reservation),
+        }
     }
 
     /// Rows built, over all tables.
@@ -145,6 +163,9 @@ impl Writer {
                 config.max_buffered_bytes,
                 config.overload_wait,
             )),
+            builders: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
             config,
             catalog,
             last_values,
@@ -181,6 +202,11 @@ impl Writer {
         *self.checkpointer.lock().unwrap() = Some(task);
     }
 
+    /// A slot to build rows in (see `builders`).
+    async fn builder(&self) -> Result<tokio::sync::SemaphorePermit<'_>> {
+        self.builders.acquire().await.map_err(|_| Error::Closed)
+    }
+
     /// The first half of a line-protocol write: parses `body`, creates the
     /// tables and columns it needs, and builds its rows.
     pub(crate) async fn prepare_lp(
@@ -206,9 +232,12 @@ impl Writer {
                 max_line_len: options.max_line_len,
             };
             let limits = self.line_limits(options);
+            let builder = self.builder().await?;
             let mut batch = lp::parse_pieces(&database, rp, body, parse_options, limits);
             if batch.has_deferred() {
+                drop(builder);
                 self.create_needed(&database, rp, &mut batch).await?;
+                let _builder = self.builder().await?;
                 batch.parse_deferred(body, parse_options);
             }
             let finished = batch.finish();
@@ -217,6 +246,7 @@ impl Writer {
                 database,
                 rp: rp.to_owned(),
                 finished,
+                held: None,
             })
         }
         .instrument(span)
@@ -238,15 +268,19 @@ impl Writer {
             let lines = PointLines::new(points, options.precision, now_ns());
             let mut batch =
                 lp::LineBatch::new(Arc::clone(&database), rp, self.line_limits(options));
+            let builder = self.builder().await?;
             batch.add_points(&lines);
             if batch.has_deferred() {
+                drop(builder);
                 self.create_needed(&database, rp, &mut batch).await?;
+                let _builder = self.builder().await?;
                 batch.add_deferred_points(&lines);
             }
             Ok(PreparedWrite {
                 database,
                 rp: rp.to_owned(),
                 finished: batch.finish(),
+                held: None,
             })
         }
         .instrument(span)
@@ -264,9 +298,10 @@ impl Writer {
             database,
             rp,
             finished,
+            held,
         } = prepared;
         let refused_by_limits = finished.refused_by_limits as u64;
-        self.log_write(database, rp, finished.rows, durability)
+        self.log_write(database, rp, finished.rows, held, durability)
             .await?;
         let stats = &self.engine().stats;
         IngestStats::add(&stats.lines_refused_by_limits, refused_by_limits);
@@ -355,7 +390,7 @@ impl Writer {
                 write.series.extend(series);
                 write.chunks.push((stored, chunk));
             }
-            self.log_write(database, rp.to_owned(), write, options.durability)
+            self.log_write(database, rp.to_owned(), write, None, options.durability)
                 .await?;
             Ok(rows)
         }
@@ -426,12 +461,14 @@ impl Writer {
 
     /// Logs a write whole or refuses it whole, and returns when
     /// `durability` is met: memory for every table's rows is reserved
-    /// first, so a write never fails after part of it was queued.
+    /// first (from `held` as far as it goes), so a write never fails after
+    /// part of it was queued.
     async fn log_write(
         &self,
         db: Arc<Database>,
         rp: String,
         write: NewRows,
+        mut held: Option<MemoryReservation>,
         durability: Durability,
     ) -> Result<()> {
         if write.chunks.is_empty() {
@@ -446,7 +483,7 @@ impl Writer {
         let mut visible = Vec::new();
         for (table, chunks) in group_by_table(write.chunks) {
             let bytes = chunks.iter().map(chunk_bytes).sum();
-            let permit = self.budget.reserve(bytes).await?;
+            let permit = self.budget.reserve_from(held.as_mut(), bytes).await?;
             let waiter = (durability == Durability::Visible).then(|| {
                 let (sender, receiver) = oneshot::channel();
                 visible.push(receiver);

@@ -38,7 +38,15 @@ impl AppState {
 /// (held while the body is parsed, released when this is dropped).
 pub(super) struct ReceivedBody {
     bytes: Bytes,
-    _reservation: MemoryReservation,
+    reservation: MemoryReservation,
+}
+
+impl ReceivedBody {
+    /// Drops the body and keeps its reservation, for what the body became
+    /// (see `chingest::PreparedWrite::hold`).
+    pub(super) fn into_reservation(self) -> MemoryReservation {
+        self.reservation
+    }
 }
 
 impl std::ops::Deref for ReceivedBody {
@@ -131,7 +139,7 @@ pub(super) async fn read_body(
     let Some(compression) = compression else {
         return Ok(ReceivedBody {
             bytes: raw,
-            _reservation: reservation,
+            reservation,
         });
     };
     if compression == Compression::Snappy {
@@ -169,7 +177,7 @@ pub(super) async fn read_body(
         .map_err(budget_error)?;
     Ok(ReceivedBody {
         bytes: Bytes::from(decoded),
-        _reservation: reservation,
+        reservation,
     })
 }
 

@@ -79,11 +79,12 @@ async fn write(
     let options = target.options(state, precision);
     let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
     let outcome = async {
-        let prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
-        // The body and its reservation go before the rows reserve theirs:
-        // a request never holds one while waiting for the other, so bodies
-        // that fill the budget cannot keep every request from its rows.
-        drop(body);
+        let mut prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
+        // The body goes, and its reservation goes over to the rows (smaller
+        // than their text): a request never waits for room while holding
+        // memory the budget does not count, and bodies that fill the budget
+        // cannot keep every request from its rows.
+        prepared.hold(body.into_reservation());
         ingestor.commit(prepared, options.durability).await
     }
     .instrument(span)
