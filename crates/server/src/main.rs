@@ -8,7 +8,7 @@ use chingest_server::config::{parse_optional_addr, ServerConfig, ShardEntry};
 use clap::{Parser, Subcommand};
 
 /// jemalloc rather than glibc's malloc, which kept what an overload's
-/// requests took in an arena per thread long after (docs/benchmarks.md §12).
+/// requests took in an arena per thread long after (docs/benchmarks.md §15).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
