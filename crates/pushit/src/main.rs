@@ -10,6 +10,11 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use pushit::engine::RawConnection;
 use pushit::layouts::{Layout, Shape};
+
+/// The allocator of `chingest serve` (crates/server/src/main.rs), for the
+/// server started in this process.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use pushit::report::{Column, Report};
 
 mod modes;
