@@ -79,7 +79,5 @@ pub use stats::{IngestStats, ShardStats};
 pub use write::budget::MemoryReservation;
 pub use write::chunk;
 pub use write::points::{Point, PointValue};
-pub use write::request::{
-    ArrowTable, Durability, LineRejection, Tags, WriteOptions, WriteOutcome,
-};
+pub use write::request::{ArrowTable, Durability, LineRejection, Tags, WriteOptions, WriteOutcome};
 pub use write::PreparedWrite;

@@ -148,7 +148,10 @@ fn tags_given_per_series_are_series_ids_like_any_others() {
             .await
             .unwrap();
         let input = batch(vec![
-            ("time", Arc::new(Int64Array::from(vec![2, 3, 4])) as ArrayRef),
+            (
+                "time",
+                Arc::new(Int64Array::from(vec![2, 3, 4])) as ArrayRef,
+            ),
             ("v", Arc::new(Int64Array::from(vec![2, 3, 4]))),
         ]);
         let write = |tags: &'static [(&'static str, &'static str)],
@@ -158,14 +161,12 @@ fn tags_given_per_series_are_series_ids_like_any_others() {
                 ..ArrowTable::new("m", &input, &[])
             };
             let ing = &ing;
-            async move { ing.write_arrow_tables(db, "autogen", &[table], &visible()).await }
+            async move {
+                ing.write_arrow_tables(db, "autogen", &[table], &visible())
+                    .await
+            }
         };
-        let tags = &[
-            ("region", "eu"),
-            ("zone", ""),
-            ("host", "a"),
-            ("host", "b"),
-        ];
+        let tags = &[("region", "eu"), ("zone", ""), ("host", "a"), ("host", "b")];
         assert_eq!(write(tags, &[(3, 2), (1, 1)]).await.unwrap(), 3);
         assert_eq!(
             tsv(
@@ -186,10 +187,25 @@ fn tags_given_per_series_are_series_ids_like_any_others() {
             &'static str,
         );
         let refused: [Refused; 5] = [
-            (&[("host", "a")], &[(1, 2)], "*", "the batch has 1 tags and 3 rows"),
+            (
+                &[("host", "a")],
+                &[(1, 2)],
+                "*",
+                "the batch has 1 tags and 3 rows",
+            ),
             (&[("host", "a")], &[(2, 3)], "*", "the series give 2 tags"),
-            (&[("host", "a"), ("host", "b")], &[(2, 3)], "host", "named twice"),
-            (&[("time", "a")], &[(1, 3)], "time", "both a tag key and a column"),
+            (
+                &[("host", "a"), ("host", "b")],
+                &[(2, 3)],
+                "host",
+                "named twice",
+            ),
+            (
+                &[("time", "a")],
+                &[(1, 3)],
+                "time",
+                "both a tag key and a column",
+            ),
             (&[("v", "a")], &[(1, 3)], "v", "both a tag key and a column"),
         ];
         for (tags, counts, column, reason) in refused {
@@ -284,7 +300,11 @@ fn arrow_batches_that_do_not_fit_are_refused_by_column() {
             (batch(vec![("time", time())]), vec![], "*", "field"),
         ];
         for (input, tags, column, reason) in cases {
-            assert_refused(write(&ing, "arrow_bad", &input, &tags).await, column, reason);
+            assert_refused(
+                write(&ing, "arrow_bad", &input, &tags).await,
+                column,
+                reason,
+            );
         }
         // Nothing of the refused batches was stored.
         assert_eq!(

@@ -197,12 +197,12 @@ mod tests {
         assert_eq!(common_sample(&sample), Some((1.5, 1000)));
         // Anything else is left to the field loop, which reads or refuses it.
         for label in [
-            &b"\x0a\x01a"[..],                // no value
-            b"\x12\x01b\x0a\x01a",             // value first
-            b"\x0a\x01a\x12\x02b",             // value cut short
-            b"\x0a\x01a\x12\x01bc",            // something after the value
-            b"\x0a\x01\xff\x12\x01b",          // not UTF-8
-            b"\x0a\x02\xc3\x12\x01b",          // a character cut by the field key
+            &b"\x0a\x01a"[..],        // no value
+            b"\x12\x01b\x0a\x01a",    // value first
+            b"\x0a\x01a\x12\x02b",    // value cut short
+            b"\x0a\x01a\x12\x01bc",   // something after the value
+            b"\x0a\x01\xff\x12\x01b", // not UTF-8
+            b"\x0a\x02\xc3\x12\x01b", // a character cut by the field key
         ] {
             assert_eq!(common_label(label), None, "{label:?}");
         }

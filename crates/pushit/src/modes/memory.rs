@@ -26,7 +26,7 @@ use serde_json::json;
 
 use super::http::{count, drive, wait_visible};
 use super::load::{bodies, LoadArgs};
-use super::server::{authorized, http_client, wait_ready, Endpoints};
+use super::server::{authorized, free_port, http_client, wait_ready, Endpoints};
 use super::{check_stored, per_second};
 use crate::Context;
 
@@ -91,8 +91,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let send = {
             let (endpoints, refused) = (endpoints.clone(), Arc::clone(&refused));
             move |_: usize, body: Bytes| {
-                let (client, url, endpoints, refused) =
-                    (client.clone(), url.clone(), endpoints.clone(), Arc::clone(&refused));
+                let (client, url, endpoints, refused) = (
+                    client.clone(),
+                    url.clone(),
+                    endpoints.clone(),
+                    Arc::clone(&refused),
+                );
                 async move { post_until_taken(&client, &endpoints, &url, body, &refused).await }
             }
         };
@@ -153,7 +157,10 @@ async fn post_until_taken(
             return Ok(());
         }
         if status != reqwest::StatusCode::TOO_MANY_REQUESTS {
-            bail!("/write answered {status}: {}", response.text().await.unwrap_or_default());
+            bail!(
+                "/write answered {status}: {}",
+                response.text().await.unwrap_or_default()
+            );
         }
         refused.fetch_add(1, Ordering::Relaxed);
         let retry_after = response
@@ -178,7 +185,14 @@ fn memory(server: &Server) -> anyhow::Result<Memory> {
     let bytes = |key: &str| {
         status
             .lines()
-            .find_map(|line| line.strip_prefix(key)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            .find_map(|line| {
+                line.strip_prefix(key)?
+                    .trim()
+                    .strip_suffix("kB")?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
             .map(|kib| kib * 1024)
             .with_context(|| format!("{key} is not in {path}"))
     };
@@ -210,11 +224,6 @@ impl Server {
         let binary = match &args.server {
             Some(path) => path.clone(),
             None => std::env::current_exe()?.with_file_name("chingest"),
-        };
-        let free_port = || -> anyhow::Result<u16> {
-            Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-                .local_addr()?
-                .port())
         };
         let (http, grpc) = (free_port()?, free_port()?);
         let data_dir = ctx.data_dir.join("server");

@@ -61,11 +61,6 @@ async fn start_nodes(
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut nodes = Nodes(Vec::new());
     let mut shards = Vec::new();
-    let free_port = || -> anyhow::Result<u16> {
-        Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port())
-    };
     for n in 0..count {
         let dir = data_dir.with_extension(format!("shard{n}"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -99,6 +94,13 @@ async fn start_nodes(
         shards.push(format!("{url}?native_port={tcp}"));
     }
     Ok((nodes, shards))
+}
+
+/// A loopback port free now, for a server started beside this process.
+pub(super) fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// Rows and inserts each shard stored, from `/metrics` (cluster mode;
