@@ -82,6 +82,7 @@ fn main() {
         shutdown_answers_writes_in_flight_and_keeps_every_acknowledged_row,
         overload_answers_429_with_retry_after,
         concurrent_bodies_past_the_memory_budget_get_429,
+        concurrent_grpc_writes_past_the_memory_budget_are_resource_exhausted,
         durability_is_chosen_per_request,
         query_limits_answer_422_naming_the_limit,
         queries_past_the_queue_get_429_and_past_its_timeout_503,
@@ -192,12 +193,26 @@ async fn wait_for_count(base: &str, table: &str, expected: u64) {
 /// many large ones at once are refused with 429 instead of growing the
 /// process, and every one that was answered 204 is stored.
 async fn concurrent_bodies_past_the_memory_budget_get_429() {
+    bodies_past_the_memory_budget(false).await;
+}
+
+/// The same over gRPC `Write`: each message is counted in the budget as a
+/// body is, and refused with RESOURCE_EXHAUSTED.
+async fn concurrent_grpc_writes_past_the_memory_budget_are_resource_exhausted() {
+    bodies_past_the_memory_budget(true).await;
+}
+
+/// Sends 24 large line-protocol writes at once, over HTTP or gRPC, to a
+/// server with a 1 MiB budget: some are refused, some stored, and exactly
+/// the stored ones are in the table.
+async fn bodies_past_the_memory_budget(grpc: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.ingest.max_buffered_bytes = 1 << 20;
     config.ingest.flush_max_bytes = 256 << 10;
     config.ingest.overload_wait_ms = 10;
     let (server, base) = serve(config).await;
+    let grpc_url = format!("http://{}", server.grpc_addr);
     const LINES: usize = 5_000;
     let requests: Vec<_> = (0..24)
         .map(|r| {
@@ -207,22 +222,39 @@ async fn concurrent_bodies_past_the_memory_budget_get_429() {
                 .map(|l| format!("m,r={r} v={l}i,pad=\"{:08}\" {}\n", l, r * LINES + l))
                 .collect();
             let url = format!("{base}/write?db=bodies");
+            let grpc_url = grpc_url.clone();
             tokio::spawn(async move {
-                let r = client().post(url).body(body).send().await.unwrap();
-                let retry_after = r.headers().contains_key("retry-after");
-                (r.status(), retry_after)
+                if !grpc {
+                    let r = client().post(url).body(body).send().await.unwrap();
+                    let refused = r.status() == StatusCode::TOO_MANY_REQUESTS;
+                    assert!(!refused || r.headers().contains_key("retry-after"));
+                    assert!(refused || r.status() == StatusCode::NO_CONTENT, "{r:?}");
+                    return refused;
+                }
+                let mut client = IngestClient::connect(grpc_url).await.unwrap();
+                let written = client
+                    .write(WriteRequest {
+                        database: "bodies".into(),
+                        data: Some(write_request::Data::LineProtocol(body.into())),
+                        ..Default::default()
+                    })
+                    .await;
+                match written {
+                    Ok(_) => false,
+                    Err(status) => {
+                        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+                        assert!(status.message().contains("overloaded"), "{status:?}");
+                        true
+                    }
+                }
             })
         })
         .collect();
     let (mut stored, mut refused) = (0, 0);
     for request in requests {
         match request.await.unwrap() {
-            (StatusCode::NO_CONTENT, _) => stored += 1,
-            (StatusCode::TOO_MANY_REQUESTS, retry_after) => {
-                assert!(retry_after, "429 carries Retry-After");
-                refused += 1;
-            }
-            (status, _) => panic!("unexpected {status}"),
+            true => refused += 1,
+            false => stored += 1,
         }
     }
     assert!(
@@ -231,6 +263,25 @@ async fn concurrent_bodies_past_the_memory_budget_get_429() {
     );
     assert!(stored > 0, "the budget lets some through");
     wait_for_count(&base, "bodies.m", (stored * LINES) as u64).await;
+    if grpc {
+        // A message larger than the whole budget is refused before it is
+        // parsed, even when its rows would fit (its long tags are series).
+        let body: String = (0..LINES)
+            .map(|l| format!("big,t={l:0>250} v=1i {l}\n"))
+            .collect();
+        assert!(body.len() > 1 << 20);
+        let status = IngestClient::connect(grpc_url.clone())
+            .await
+            .unwrap()
+            .write(WriteRequest {
+                database: "bodies".into(),
+                data: Some(write_request::Data::LineProtocol(body.into())),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    }
     // Once the burst is over, a request alone fits again.
     let r = client()
         .post(format!("{base}/write?db=bodies"))

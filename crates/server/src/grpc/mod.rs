@@ -23,6 +23,7 @@ use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
     WriteResponse,
 };
+use prost::Message as _;
 use tokio::task::JoinHandle;
 use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status, Streaming};
@@ -230,16 +231,30 @@ impl IngestService {
             durability(request.durability)?,
         );
         let span = tracing::info_span!("write", protocol = "grpc", db, rp);
+        // tonic has decoded the message whole: it is counted in the memory
+        // budget as an HTTP body is, so that many large ones at once are
+        // refused (RESOURCE_EXHAUSTED) rather than all parsed at once.
+        let reservation = ingestor
+            .reserve_memory(request.encoded_len())
+            .await
+            .map_err(engine_status)?;
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
-                let WriteOutcome { accepted, rejected } = ingestor
-                    .write_lp(db, rp, &body, &options)
-                    .instrument(span)
-                    .await
-                    .map_err(engine_status)?;
+                let committed = async {
+                    let mut prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
+                    // The text goes and its reservation passes to its rows.
+                    drop(body);
+                    prepared.hold(reservation);
+                    ingestor.commit(prepared, options.durability).await
+                };
+                let WriteOutcome { accepted, rejected } =
+                    committed.instrument(span).await.map_err(engine_status)?;
                 Ok(Response::new(response(accepted, &rejected)))
             }
             Some(write_request::Data::Points(points)) => {
+                // The points are read until the answer (their rejections
+                // name them): their reservation is held until then too.
+                let _reservation = reservation;
                 let converted = points::convert(&points.points);
                 let outcome = ingestor
                     .write_points(db, rp, &converted.points, &options)
