@@ -192,10 +192,13 @@ impl<'a> Parser<'a> {
             line.fields.clear();
             line.same_field_keys = false;
             // Parse within a window that ends at the end of the valid region
-            // or just past the longest allowed line, whichever comes first.
+            // or just past the longest allowed line, whichever comes first
+            // (and not before the line's first character: indentation alone
+            // can be longer than the longest line).
             let mut limit = start
                 .saturating_add(self.options.max_line_len)
                 .saturating_add(2)
+                .max(first)
                 .min(region_end);
             // The window ends on a character boundary: a cut inside a
             // character (only ever in a line that is too long anyway) would

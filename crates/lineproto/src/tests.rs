@@ -1033,6 +1033,20 @@ fn max_line_len() {
         parsed.errors[0].to_string(),
         "line 2, column 9: line is longer than the limit of 8 bytes"
     );
+    // Indentation longer than the window a line may take (found by the
+    // streaming property): the line is too long, not a panic.
+    let tight = ParseOptions {
+        max_line_len: 0,
+        ..ParseOptions::default()
+    };
+    let parsed = parse(b"\t\t\t,", tight);
+    assert!(parsed.lines.is_empty());
+    let kinds: Vec<_> = parsed
+        .errors
+        .iter()
+        .map(|e| (e.line_number, &e.kind))
+        .collect();
+    assert_eq!(kinds, [(1, &ErrorKind::LineTooLong { limit: 0 })]);
 }
 
 #[test]
