@@ -10,14 +10,14 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use pushit::engine::RawConnection;
 use pushit::layouts::{Layout, Shape};
+use pushit::report::{Column, Report};
+
+mod modes;
 
 /// The allocator of `chingest serve` (crates/server/src/main.rs), for the
 /// server started in this process.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-use pushit::report::{Column, Report};
-
-mod modes;
 
 /// Sweeps every lever of embedded chDB ingest, and chingest end to end, on
 /// this machine.

@@ -50,9 +50,10 @@ impl MemoryBudget {
             return self.reserve(bytes).await;
         };
         let taken = kib.min(held.permit.num_permits());
-        let Some(mut permit) = held.permit.split(taken) else {
-            return self.reserve(bytes).await;
-        };
+        let mut permit = held
+            .permit
+            .split(taken)
+            .expect("a permit splits off no more than it holds");
         if taken < kib {
             permit.merge(self.reserve((kib - taken) * 1024).await?);
         }
