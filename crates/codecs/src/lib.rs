@@ -12,6 +12,7 @@ mod error;
 pub mod otlp;
 pub mod prometheus;
 mod table;
+mod wire;
 
 pub use error::{Error, Result};
 pub use table::Table;

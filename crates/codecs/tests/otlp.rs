@@ -5,7 +5,7 @@
 
 mod support;
 
-use chingest_codecs::otlp::{convert, ResourceTags};
+use chingest_codecs::otlp::{convert, Request, ResourceTags};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -13,6 +13,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
     Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
 use support::check;
 
 fn attribute(key: &str, value: &str) -> KeyValue {
@@ -99,6 +100,8 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
             ..ResourceMetrics::default()
         }],
     };
+    let message = request.encode_to_vec();
+    let request = Request::decode(&message).unwrap();
     let resources = ResourceTags::of(&request);
     let converted = convert(&request, &resources).unwrap();
     assert_eq!(converted.rejected, 1);
@@ -169,6 +172,8 @@ fn a_request_of_refused_points_is_no_table() {
             ..ResourceMetrics::default()
         }],
     };
+    let message = request.encode_to_vec();
+    let request = Request::decode(&message).unwrap();
     let resources = ResourceTags::of(&request);
     let converted = convert(&request, &resources).unwrap();
     assert!(converted.tables.is_empty());

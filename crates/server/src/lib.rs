@@ -279,8 +279,7 @@ async fn report_health(
 ) {
     use tonic::server::NamedService as _;
     type Ingest = chingest_proto::v1::ingest_server::IngestServer<grpc::IngestService>;
-    type Otlp = opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer<grpc::OtlpMetricsService>;
-    for service in ["", Ingest::NAME, Otlp::NAME] {
+    for service in ["", Ingest::NAME, grpc::OtlpMetricsService::NAME] {
         health.set_service_status(service, status).await;
     }
 }

@@ -10,7 +10,7 @@
 use chingest::{ArrowTable, DuplicatePolicy, Ingestor, Tags, WriteOptions};
 use chingest_codecs::{otlp, Table};
 use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+    ExportMetricsPartialSuccess, ExportMetricsServiceResponse,
 };
 
 use crate::error::ApiError;
@@ -50,16 +50,19 @@ pub(crate) async fn tables(
     ingestor.write_arrow_tables(db, rp, &tables, options).await
 }
 
-/// Stores `request` in `db` and answers it: the points that could not be
-/// stored are counted in `partial_success`, the rest are one write.
+/// Stores the `ExportMetricsServiceRequest` encoded in `message` in `db`
+/// and answers it: the points that could not be stored are counted in
+/// `partial_success`, the rest are one write.
 pub(crate) async fn export_otlp(
     state: &AppState,
     db: &str,
-    request: &ExportMetricsServiceRequest,
+    message: &[u8],
     durability: Option<chingest::Durability>,
 ) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let resources = otlp::ResourceTags::of(request);
-    let converted = otlp::convert(request, &resources)?;
+    let request = otlp::Request::decode(message)
+        .map_err(|e| ApiError::bad_request(format!("not an ExportMetricsServiceRequest: {e}")))?;
+    let resources = otlp::ResourceTags::of(&request);
+    let converted = otlp::convert(&request, &resources)?;
     let ingestor = state.ingestor()?;
     if !converted.tables.is_empty() {
         let rp = &state.config.write.default_retention_policy;

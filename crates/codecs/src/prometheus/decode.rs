@@ -15,8 +15,8 @@ use std::ops::Range;
 use chingest_proto::prometheus::v2::{self, Histogram};
 use chingest_proto::prometheus::{MetricType, Sample};
 
-use super::wire::{common_label, common_sample, wrong_type, Fields, Value};
 use crate::error::{Error, Result};
+use crate::wire::{wrong_type, Fields, Value};
 
 /// The label that names a series' metric.
 pub(super) const METRIC_NAME_LABEL: &str = "__name__";
@@ -104,7 +104,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// A 1.0 `WriteRequest`, read from its encoding in place
-    /// ([`super::wire`]): labels are slices of `message`.
+    /// ([`crate::wire`]): labels are slices of `message`.
     pub fn v1(message: &'a [u8]) -> Result<Decoded<'a>> {
         let mut decoded = Decoded::default();
         let mut fields = Fields::of(message);
@@ -437,6 +437,44 @@ pub(super) fn bucket_counts(deltas: &[i64], counts: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// A `Label` in the form senders write it, read without the field loop:
+/// the name (field 1) then the value (field 2), each non-empty and
+/// shorter than 128 bytes, nothing else. Both checked UTF-8 in one pass
+/// (the two bytes between them are ASCII). `None`: read it field by field.
+fn common_label(label: &[u8]) -> Option<(&str, &str)> {
+    let [0x0a, name_len, rest @ ..] = label else {
+        return None;
+    };
+    let name_len = usize::from(*name_len);
+    let [0x12, value_len, value @ ..] = rest.get(name_len..)? else {
+        return None;
+    };
+    if name_len >= 0x80 || *value_len >= 0x80 || usize::from(*value_len) != value.len() {
+        return None;
+    }
+    let text = std::str::from_utf8(&label[2..]).ok()?;
+    Some((text.get(..name_len)?, text.get(name_len + 2..)?))
+}
+
+/// A `Sample` in the form senders write it, read without the field loop:
+/// the value (field 1) then the timestamp (field 2), nothing else. `None`:
+/// read it field by field.
+fn common_sample(sample: &[u8]) -> Option<(f64, i64)> {
+    let [0x09, rest @ ..] = sample else {
+        return None;
+    };
+    let (bits, rest) = rest.split_first_chunk::<8>()?;
+    let [0x10, timestamp @ ..] = rest else {
+        return None;
+    };
+    let mut fields = Fields::of(timestamp);
+    let timestamp = fields.varint().ok()?;
+    // int64: two's complement in a varint.
+    fields
+        .is_empty()
+        .then_some((f64::from_bits(u64::from_le_bytes(*bits)), timestamp as i64))
+}
+
 #[cfg(test)]
 mod tests {
     use chingest_proto::prometheus::{Label, MetricMetadata, TimeSeries, WriteRequest};
@@ -444,6 +482,39 @@ mod tests {
 
     use super::*;
     use v2::BucketSpan;
+
+    #[test]
+    fn common_forms_read_as_the_field_loop_does() {
+        assert_eq!(
+            common_label(b"\x0a\x08__name__\x12\x02up"),
+            Some(("__name__", "up"))
+        );
+        let sample = [
+            &[0x09][..],
+            &1.5f64.to_le_bytes(),
+            &[0x10, 0xe8, 0x07], // 1000
+        ]
+        .concat();
+        assert_eq!(common_sample(&sample), Some((1.5, 1000)));
+        // Anything else is left to the field loop, which reads or refuses it.
+        for label in [
+            &b"\x0a\x01a"[..],        // no value
+            b"\x12\x01b\x0a\x01a",    // value first
+            b"\x0a\x01a\x12\x02b",    // value cut short
+            b"\x0a\x01a\x12\x01bc",   // something after the value
+            b"\x0a\x01\xff\x12\x01b", // not UTF-8
+            b"\x0a\x02\xc3\x12\x01b", // a character cut by the field key
+        ] {
+            assert_eq!(common_label(label), None, "{label:?}");
+        }
+        for sample in [
+            &sample[..sample.len() - 1],         // timestamp cut short
+            &[&sample[..], &[0x18, 1]].concat(), // another field after
+            &sample[9..],                        // no value
+        ] {
+            assert_eq!(common_sample(sample), None, "{sample:?}");
+        }
+    }
 
     fn span(offset: i32, length: u32) -> BucketSpan {
         BucketSpan { offset, length }

@@ -17,7 +17,6 @@
 
 mod decode;
 mod tables;
-mod wire;
 
 pub use decode::Decoded;
 pub use tables::{tables, EXEMPLARS, HISTOGRAMS, METADATA, SAMPLES};

@@ -4,26 +4,42 @@
 //! metadata (default `otel`); [`crate::write::export_otlp`] stores the
 //! request, and refused points come back in `partial_success`, as over
 //! HTTP.
+//!
+//! The service is written out here rather than generated: a generated one
+//! decodes the request into `opentelemetry-proto`'s structs before the
+//! handler runs, and the codec reads it in place from its bytes instead
+//! (`chingest_codecs::otlp::read`, docs/benchmarks.md §12). Its codec
+//! hands the handler the message's bytes and encodes the response.
 
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
-    MetricsService, MetricsServiceServer,
+use bytes::{Buf, Bytes};
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::SERVICE_NAME;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResponse;
+use prost::Message;
+use tonic::codec::{
+    Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder,
 };
-use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
-};
-use tonic::codec::CompressionEncoding;
+use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
+use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
 use super::{authenticated, granted};
 use crate::state::AppState;
 use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
+/// `Export`'s full path.
+const EXPORT_PATH: &str = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+
 /// The OTLP metrics service.
 #[derive(Debug, Clone)]
 pub struct OtlpMetricsService {
-    state: AppState,
+    state: Arc<AppState>,
+    compression: EnabledCompressionEncodings,
+    max_message_bytes: usize,
 }
 
 /// The service with its limits, compression and authentication, ready to be
@@ -31,51 +47,123 @@ pub struct OtlpMetricsService {
 pub fn otlp_metrics_service(
     state: AppState,
 ) -> tonic::service::interceptor::InterceptedService<
-    MetricsServiceServer<OtlpMetricsService>,
+    OtlpMetricsService,
     impl tonic::service::Interceptor + Clone,
 > {
-    let limit = state.config.limits.max_grpc_message_bytes;
-    let server = MetricsServiceServer::new(OtlpMetricsService {
-        state: state.clone(),
-    })
-    .max_decoding_message_size(limit)
-    .accept_compressed(CompressionEncoding::Gzip)
-    .send_compressed(CompressionEncoding::Gzip);
-    authenticated(server, state)
+    let mut compression = EnabledCompressionEncodings::default();
+    compression.enable(CompressionEncoding::Gzip);
+    let service = OtlpMetricsService {
+        max_message_bytes: state.config.limits.max_grpc_message_bytes,
+        state: Arc::new(state.clone()),
+        compression,
+    };
+    authenticated(service, state)
 }
 
-#[tonic::async_trait]
-impl MetricsService for OtlpMetricsService {
-    async fn export(
-        &self,
-        request: Request<ExportMetricsServiceRequest>,
-    ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
-        let started = Instant::now();
-        let result = self.export_inner(request).await;
-        let code = result
-            .as_ref()
-            .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.state.metrics.observe_grpc("OtlpExport", code, started);
-        result
+impl NamedService for OtlpMetricsService {
+    const NAME: &'static str = SERVICE_NAME;
+}
+
+impl<B> Service<http::Request<B>> for OtlpMetricsService
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if request.uri().path() != EXPORT_PATH {
+            return Box::pin(async { Ok(Status::unimplemented("").into_http()) });
+        }
+        let this = self.clone();
+        Box::pin(async move {
+            let mut grpc = tonic::server::Grpc::new(ExportCodec)
+                .apply_compression_config(this.compression, this.compression)
+                .apply_max_message_size_config(Some(this.max_message_bytes), None);
+            Ok(grpc.unary(Export(this.state), request).await)
+        })
     }
 }
 
-impl OtlpMetricsService {
-    async fn export_inner(
-        &self,
-        request: Request<ExportMetricsServiceRequest>,
-    ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
-        let grant = granted(&request)?;
-        let db = request
-            .metadata()
-            .get(OTLP_DATABASE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .filter(|db| !db.is_empty())
-            .unwrap_or(OTLP_DEFAULT_DATABASE)
-            .to_owned();
-        grant.require_write(&db)?;
-        let request = request.into_inner();
-        let response = export_otlp(&self.state, &db, &request, None).await?;
-        Ok(Response::new(response))
+/// `Export`, on the request's bytes.
+struct Export(Arc<AppState>);
+
+impl UnaryService<Bytes> for Export {
+    type Response = ExportMetricsServiceResponse;
+    type Future = BoxFuture<Response<ExportMetricsServiceResponse>, Status>;
+
+    fn call(&mut self, request: Request<Bytes>) -> Self::Future {
+        let state = Arc::clone(&self.0);
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = export(&state, request).await;
+            let code = result
+                .as_ref()
+                .map_or_else(Status::code, |_| tonic::Code::Ok);
+            state.metrics.observe_grpc("OtlpExport", code, started);
+            result
+        })
+    }
+}
+
+async fn export(
+    state: &AppState,
+    request: Request<Bytes>,
+) -> Result<Response<ExportMetricsServiceResponse>, Status> {
+    let grant = granted(&request)?;
+    let db = request
+        .metadata()
+        .get(OTLP_DATABASE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|db| !db.is_empty())
+        .unwrap_or(OTLP_DEFAULT_DATABASE)
+        .to_owned();
+    grant.require_write(&db)?;
+    let message = request.into_inner();
+    let response = export_otlp(state, &db, &message, None).await?;
+    Ok(Response::new(response))
+}
+
+/// Requests as their bytes, responses encoded by prost.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExportCodec;
+
+impl Codec for ExportCodec {
+    type Encode = ExportMetricsServiceResponse;
+    type Decode = Bytes;
+    type Encoder = ExportCodec;
+    type Decoder = ExportCodec;
+
+    fn encoder(&mut self) -> ExportCodec {
+        ExportCodec
+    }
+
+    fn decoder(&mut self) -> ExportCodec {
+        ExportCodec
+    }
+}
+
+impl Encoder for ExportCodec {
+    type Item = ExportMetricsServiceResponse;
+    type Error = Status;
+
+    fn encode(&mut self, item: Self::Item, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(buf)
+            .map_err(|e| Status::internal(format!("encoding the response: {e}")))
+    }
+}
+
+impl Decoder for ExportCodec {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(buf.copy_to_bytes(buf.remaining())))
     }
 }

@@ -82,15 +82,20 @@ async fn export(
         )
     })?;
     let body = target.body(state, headers, body).await?;
-    let request = match encoding {
-        Encoding::Protobuf => ExportMetricsServiceRequest::decode(&body[..]).map_err(|e| {
-            ApiError::bad_request(format!("not an ExportMetricsServiceRequest: {e}"))
-        })?,
-        Encoding::Json => serde_json::from_slice(&body)
-            .map_err(|e| ApiError::bad_request(format!("not an OTLP JSON metrics request: {e}")))?,
+    let response = match encoding {
+        Encoding::Protobuf => export_otlp(state, &target.db, &body, target.durability).await?,
+        Encoding::Json => {
+            // JSON is read into the generated structs, then encoded and read
+            // like any protobuf request: one reader for both.
+            let request: ExportMetricsServiceRequest =
+                serde_json::from_slice(&body).map_err(|e| {
+                    ApiError::bad_request(format!("not an OTLP JSON metrics request: {e}"))
+                })?;
+            drop(body);
+            let message = request.encode_to_vec();
+            export_otlp(state, &target.db, &message, target.durability).await?
+        }
     };
-    drop(body);
-    let response = export_otlp(state, &target.db, &request, target.durability).await?;
     let bytes = match encoding {
         Encoding::Protobuf => response.encode_to_vec(),
         Encoding::Json => serde_json::to_vec(&response).expect("responses serialize"),

@@ -1,9 +1,9 @@
 //! Protobuf's wire format, read in place: the fields of one message as
-//! integers and slices of the buffer. Remote write 1.0 is decoded with it
-//! straight into [`super::Decoded`], with no message structs in between:
-//! decoding into generated structs allocated a `Vec` per series and took a
-//! reference count per label string, a quarter of the server's time on a
-//! remote-write load (docs/benchmarks.md §11).
+//! integers and slices of the buffer. Remote write 1.0 and OTLP metrics
+//! are decoded with it straight into borrowed shapes, with no generated
+//! message structs in between: those allocate a `Vec` per repeated field
+//! and a `String` per string, most of a protocol's decoding time
+//! (docs/benchmarks.md §11, §12).
 //!
 //! What `prost` refuses is refused here too: a truncated or overlong
 //! varint, a length past the end, a field number 0, the group wire types;
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 
 /// A field's value, as its wire type carries it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Value<'a> {
+pub(crate) enum Value<'a> {
     /// Wire type 0.
     Varint(u64),
     /// Wire type 1: `double`, `fixed64`, `sfixed64`.
@@ -27,18 +27,19 @@ pub(super) enum Value<'a> {
 
 /// The fields of one message, in the order they were written.
 #[derive(Debug, Clone)]
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     rest: &'a [u8],
 }
 
 impl<'a> Fields<'a> {
     /// The fields of the message encoded in `message`.
-    pub(super) fn of(message: &'a [u8]) -> Fields<'a> {
+    pub(crate) fn of(message: &'a [u8]) -> Fields<'a> {
         Fields { rest: message }
     }
 
     /// The next field's number and value; `None` at the end.
-    pub(super) fn next_field(&mut self) -> Result<Option<(u32, Value<'a>)>> {
+    #[inline]
+    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Value<'a>)>> {
         if self.rest.is_empty() {
             return Ok(None);
         }
@@ -61,7 +62,9 @@ impl<'a> Fields<'a> {
         Ok(Some((number, value)))
     }
 
-    fn varint(&mut self) -> Result<u64> {
+    /// Reads a varint.
+    #[inline]
+    pub(crate) fn varint(&mut self) -> Result<u64> {
         // Keys and short lengths: one byte.
         if let Some((&byte, rest)) = self.rest.split_first() {
             if byte < 0x80 {
@@ -84,6 +87,12 @@ impl<'a> Fields<'a> {
         Err(invalid("a varint is truncated or too long".into()))
     }
 
+    /// Whether every field has been read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    #[inline]
     fn take(&mut self, len: usize) -> Result<&'a [u8]> {
         if len > self.rest.len() {
             return Err(invalid(format!(
@@ -97,52 +106,14 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A `Label` in the form senders write it, read without the field loop:
-/// the name (field 1) then the value (field 2), each non-empty and
-/// shorter than 128 bytes, nothing else. Both checked UTF-8 in one pass
-/// (the two bytes between them are ASCII). `None`: read it field by field.
-pub(super) fn common_label(label: &[u8]) -> Option<(&str, &str)> {
-    let [0x0a, name_len, rest @ ..] = label else {
-        return None;
-    };
-    let name_len = usize::from(*name_len);
-    let [0x12, value_len, value @ ..] = rest.get(name_len..)? else {
-        return None;
-    };
-    if name_len >= 0x80 || *value_len >= 0x80 || usize::from(*value_len) != value.len() {
-        return None;
-    }
-    let text = std::str::from_utf8(&label[2..]).ok()?;
-    Some((text.get(..name_len)?, text.get(name_len + 2..)?))
-}
-
-/// A `Sample` in the form senders write it, read without the field loop:
-/// the value (field 1) then the timestamp (field 2), nothing else. `None`:
-/// read it field by field.
-pub(super) fn common_sample(sample: &[u8]) -> Option<(f64, i64)> {
-    let [0x09, rest @ ..] = sample else {
-        return None;
-    };
-    let (bits, rest) = rest.split_first_chunk::<8>()?;
-    let [0x10, timestamp @ ..] = rest else {
-        return None;
-    };
-    let mut fields = Fields::of(timestamp);
-    let timestamp = fields.varint().ok()?;
-    // int64: two's complement in a varint.
-    fields
-        .rest
-        .is_empty()
-        .then_some((f64::from_bits(u64::from_le_bytes(*bits)), timestamp as i64))
-}
-
-fn invalid(why: String) -> Error {
-    Error::Invalid(format!("not a remote write WriteRequest: {why}"))
+/// A message that breaks the wire format.
+pub(crate) fn invalid(why: String) -> Error {
+    Error::Invalid(format!("malformed protobuf: {why}"))
 }
 
 /// The error for field `number` of `message` sent with an unexpected wire
 /// type.
-pub(super) fn wrong_type(message: &str, number: u32, value: &Value<'_>) -> Error {
+pub(crate) fn wrong_type(message: &str, number: u32, value: &Value<'_>) -> Error {
     invalid(format!(
         "{message} field {number} has the wrong wire type ({value:?})"
     ))
@@ -180,39 +151,6 @@ mod tests {
                 (5, Value::Varint(u64::MAX)),
             ]
         );
-    }
-
-    #[test]
-    fn common_forms_read_as_the_field_loop_does() {
-        assert_eq!(
-            common_label(b"\x0a\x08__name__\x12\x02up"),
-            Some(("__name__", "up"))
-        );
-        let sample = [
-            &[0x09][..],
-            &1.5f64.to_le_bytes(),
-            &[0x10, 0xe8, 0x07], // 1000
-        ]
-        .concat();
-        assert_eq!(common_sample(&sample), Some((1.5, 1000)));
-        // Anything else is left to the field loop, which reads or refuses it.
-        for label in [
-            &b"\x0a\x01a"[..],        // no value
-            b"\x12\x01b\x0a\x01a",    // value first
-            b"\x0a\x01a\x12\x02b",    // value cut short
-            b"\x0a\x01a\x12\x01bc",   // something after the value
-            b"\x0a\x01\xff\x12\x01b", // not UTF-8
-            b"\x0a\x02\xc3\x12\x01b", // a character cut by the field key
-        ] {
-            assert_eq!(common_label(label), None, "{label:?}");
-        }
-        for sample in [
-            &sample[..sample.len() - 1],         // timestamp cut short
-            &[&sample[..], &[0x18, 1]].concat(), // another field after
-            &sample[9..],                        // no value
-        ] {
-            assert_eq!(common_sample(sample), None, "{sample:?}");
-        }
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //! stored. A point without a time, without a value, or with an attribute
 //! named like one of its columns (or repeating another tag) is rejected
 //! and counted in the response's `partial_success`; the rest are stored.
+//!
+//! The request is read in place ([`read`]): [`Request::decode`], then
+//! [`ResourceTags::of`] and [`convert`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -33,15 +36,17 @@ use arrow::array::{
     Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
     UInt64Builder,
 };
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-use opentelemetry_proto::tonic::metrics::v1::{
-    metric::Data, number_data_point, AggregationTemporality, ExponentialHistogramDataPoint,
-    HistogramDataPoint, NumberDataPoint, SummaryDataPoint,
-};
 
 use crate::error::Result;
 use crate::table::{metadata_table, SeriesTags, Table};
+
+pub mod read;
+
+pub use read::Request;
+use read::{
+    AnyValue, Data, ExponentialHistogramDataPoint, HistogramDataPoint, NumberDataPoint,
+    PointCommon, SummaryDataPoint,
+};
 
 /// Measurement of gauge points.
 pub const GAUGE: &str = "otel_metrics_gauge";
@@ -77,18 +82,17 @@ pub struct ResourceTags(Vec<Vec<(String, String)>>);
 
 impl ResourceTags {
     /// The tags of `request`'s resources.
-    pub fn of(request: &ExportMetricsServiceRequest) -> ResourceTags {
+    pub fn of(request: &Request<'_>) -> ResourceTags {
         let tags = request
             .resource_metrics
             .iter()
             .map(|rm| {
-                let attributes = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
-                attributes
+                rm.attributes
                     .iter()
                     .map(|kv| {
                         (
                             format!("resource.{}", kv.key),
-                            any_text(kv.value.as_ref()).into_owned(),
+                            any_text(&kv.value).into_owned(),
                         )
                     })
                     .collect()
@@ -101,10 +105,7 @@ impl ResourceTags {
 /// Converts `request`, whose resources' tags are `resources`: every valid
 /// data point becomes a row of its kind's measurement; the others are
 /// counted in [`Converted::rejected`].
-pub fn convert<'a>(
-    request: &'a ExportMetricsServiceRequest,
-    resources: &'a ResourceTags,
-) -> Result<Converted<'a>> {
+pub fn convert<'a>(request: &'a Request<'a>, resources: &'a ResourceTags) -> Result<Converted<'a>> {
     let mut kinds = Kinds::default();
     let mut rejected = Rejected::default();
     let mut metadata: BTreeMap<&str, (&'static str, &str, &str)> = BTreeMap::new();
@@ -114,43 +115,36 @@ pub fn convert<'a>(
                 .iter()
                 .map(|(k, v)| (k.as_str(), Cow::Borrowed(v.as_str())))
                 .collect();
-            if let Some(scope) = &sm.scope {
-                for (key, value) in [
-                    ("scope.name", &scope.name),
-                    ("scope.version", &scope.version),
-                ] {
-                    if !value.is_empty() {
-                        context.push((key, Cow::Borrowed(value.as_str())));
-                    }
+            for (key, value) in [("scope.name", sm.name), ("scope.version", sm.version)] {
+                if !value.is_empty() {
+                    context.push((key, Cow::Borrowed(value)));
                 }
             }
             for metric in &sm.metrics {
                 let Some(data) = &metric.data else {
-                    rejected.add(&metric.name, "a metric without data (gauge, sum, …)");
+                    rejected.add(metric.name, "a metric without data (gauge, sum, …)");
                     continue;
                 };
                 let base = Base {
                     context: &context,
-                    metric_name: &metric.name,
+                    metric_name: metric.name,
                 };
                 let r = &mut rejected;
                 let kind = match data {
-                    Data::Gauge(g) => kinds.gauge.push_all(&base, &g.data_points, None, r),
-                    Data::Sum(s) => {
-                        let shared = Some((s.aggregation_temporality, s.is_monotonic));
-                        kinds.sum.push_all(&base, &s.data_points, shared, r)
+                    Data::Gauge(points) => kinds.gauge.push_all(&base, points, None, r),
+                    Data::Sum(points, temporality, monotonic) => {
+                        let shared = Some((*temporality, *monotonic));
+                        kinds.sum.push_all(&base, points, shared, r)
                     }
-                    Data::Histogram(h) => {
-                        let shared = h.aggregation_temporality;
-                        kinds.histogram.push_all(&base, &h.data_points, shared, r)
+                    Data::Histogram(points, temporality) => {
+                        kinds.histogram.push_all(&base, points, *temporality, r)
                     }
-                    Data::ExponentialHistogram(h) => {
-                        let shared = h.aggregation_temporality;
-                        kinds.exponential.push_all(&base, &h.data_points, shared, r)
+                    Data::ExponentialHistogram(points, temporality) => {
+                        kinds.exponential.push_all(&base, points, *temporality, r)
                     }
-                    Data::Summary(s) => kinds.summary.push_all(&base, &s.data_points, 0, r),
+                    Data::Summary(points) => kinds.summary.push_all(&base, points, 0, r),
                 };
-                metadata.insert(&metric.name, (kind, &metric.description, &metric.unit));
+                metadata.insert(metric.name, (kind, metric.description, metric.unit));
             }
         }
     }
@@ -203,20 +197,14 @@ struct Base<'c, 'a> {
 }
 
 /// A data point of any kind, as the rows need it.
-trait Point {
-    fn attributes(&self) -> &[KeyValue];
-    fn time_unix_nano(&self) -> u64;
-    fn start_time_unix_nano(&self) -> u64;
-    fn flags(&self) -> u32;
+trait Point<'a> {
+    fn common(&self) -> &PointCommon<'a>;
 }
 
 macro_rules! point {
-    ($($t:ty),*) => {$(
-        impl Point for $t {
-            fn attributes(&self) -> &[KeyValue] { &self.attributes }
-            fn time_unix_nano(&self) -> u64 { self.time_unix_nano }
-            fn start_time_unix_nano(&self) -> u64 { self.start_time_unix_nano }
-            fn flags(&self) -> u32 { self.flags }
+    ($($t:ident),*) => {$(
+        impl<'a> Point<'a> for $t<'a> {
+            fn common(&self) -> &PointCommon<'a> { &self.common }
         }
     )*};
 }
@@ -272,7 +260,7 @@ impl<'a, P, F: Fields<P>> Default for Rows<'a, P, F> {
 /// Columns every kind has besides its own fields.
 const COMMON_FIELDS: [&str; 2] = ["start_time_unix_nano", "flags"];
 
-impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
+impl<'a, P: Point<'a>, F: Fields<P>> Rows<'a, P, F> {
     /// Adds every point of a metric; returns the kind's name (its
     /// metadata `type`).
     fn push_all(
@@ -297,7 +285,8 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
         rejected: &mut Rejected,
     ) {
         let refuse = |rejected: &mut Rejected, reason: &str| rejected.add(base.metric_name, reason);
-        let Ok(time) = i64::try_from(point.time_unix_nano()) else {
+        let common = point.common();
+        let Ok(time) = i64::try_from(common.time_unix_nano) else {
             return refuse(rejected, "time_unix_nano is past 2262");
         };
         if time == 0 {
@@ -310,9 +299,8 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
         self.tags.extend(base.context.iter().cloned());
         self.tags
             .push((METRIC_NAME, Cow::Borrowed(base.metric_name)));
-        for kv in point.attributes() {
-            self.tags
-                .push((kv.key.as_str(), any_text(kv.value.as_ref())));
+        for kv in &common.attributes {
+            self.tags.push((kv.key, any_text(&kv.value)));
         }
         let tags = &self.tags[start..];
         let clash = tags.iter().enumerate().find_map(|(i, (name, _))| {
@@ -327,10 +315,10 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
         }
         self.row_tags.push(self.tags.len() - start);
         self.times.push(time);
-        let start_time = i64::try_from(point.start_time_unix_nano()).unwrap_or(0);
+        let start_time = i64::try_from(common.start_time_unix_nano).unwrap_or(0);
         self.start
             .append_option((start_time != 0).then_some(start_time));
-        self.flags.append_value(u64::from(point.flags()));
+        self.flags.append_value(u64::from(common.flags));
         self.fields.push(point, shared);
     }
 
@@ -359,11 +347,11 @@ impl<'a, P: Point, F: Fields<P>> Rows<'a, P, F> {
 
 #[derive(Default)]
 struct Kinds<'a> {
-    gauge: Rows<'a, NumberDataPoint, NumberFields>,
-    sum: Rows<'a, NumberDataPoint, NumberFields>,
-    histogram: Rows<'a, HistogramDataPoint, HistogramFields>,
-    exponential: Rows<'a, ExponentialHistogramDataPoint, ExponentialFields>,
-    summary: Rows<'a, SummaryDataPoint, SummaryFields>,
+    gauge: Rows<'a, NumberDataPoint<'a>, NumberFields>,
+    sum: Rows<'a, NumberDataPoint<'a>, NumberFields>,
+    histogram: Rows<'a, HistogramDataPoint<'a>, HistogramFields>,
+    exponential: Rows<'a, ExponentialHistogramDataPoint<'a>, ExponentialFields>,
+    summary: Rows<'a, SummaryDataPoint<'a>, SummaryFields>,
 }
 
 impl<'a> Kinds<'a> {
@@ -384,10 +372,11 @@ impl<'a> Kinds<'a> {
     }
 }
 
+/// An `AggregationTemporality`'s name.
 fn temporality(value: i32) -> &'static str {
-    match AggregationTemporality::try_from(value) {
-        Ok(AggregationTemporality::Delta) => "delta",
-        Ok(AggregationTemporality::Cumulative) => "cumulative",
+    match value {
+        1 => "delta",
+        2 => "cumulative",
         _ => "unspecified",
     }
 }
@@ -401,7 +390,7 @@ struct NumberFields {
     monotonic: BooleanBuilder,
 }
 
-impl Fields<NumberDataPoint> for NumberFields {
+impl Fields<NumberDataPoint<'_>> for NumberFields {
     const NAMES: &'static [&'static str] = &["value", "aggregation_temporality", "is_monotonic"];
     /// A sum's temporality and monotonicity; `None` for a gauge.
     type Shared = Option<(i32, bool)>;
@@ -413,19 +402,16 @@ impl Fields<NumberDataPoint> for NumberFields {
         }
     }
 
-    fn check(point: &NumberDataPoint) -> Option<&'static str> {
+    fn check(point: &NumberDataPoint<'_>) -> Option<&'static str> {
         point
             .value
             .is_none()
             .then_some("a number point without a value")
     }
 
-    fn push(&mut self, point: &NumberDataPoint, shared: Self::Shared) {
-        self.value.append_value(match point.value {
-            Some(number_data_point::Value::AsDouble(v)) => v,
-            Some(number_data_point::Value::AsInt(v)) => v as f64,
-            None => unreachable!("checked"),
-        });
+    fn push(&mut self, point: &NumberDataPoint<'_>, shared: Self::Shared) {
+        self.value
+            .append_value(point.value.expect("checked: a value"));
         if let Some((kind, monotonic)) = shared {
             self.temporality.append_value(temporality(kind));
             self.monotonic.append_value(monotonic);
@@ -495,7 +481,7 @@ struct HistogramFields {
     explicit_bounds: ListBuilder<Float64Builder>,
 }
 
-impl Fields<HistogramDataPoint> for HistogramFields {
+impl Fields<HistogramDataPoint<'_>> for HistogramFields {
     const NAMES: &'static [&'static str] = &[
         "count",
         "sum",
@@ -511,13 +497,13 @@ impl Fields<HistogramDataPoint> for HistogramFields {
         "histogram"
     }
 
-    fn check(point: &HistogramDataPoint) -> Option<&'static str> {
+    fn check(point: &HistogramDataPoint<'_>) -> Option<&'static str> {
         let buckets = point.bucket_counts.len();
         (buckets != 0 && buckets != point.explicit_bounds.len() + 1)
             .then_some("bucket_counts must have one more entry than explicit_bounds")
     }
 
-    fn push(&mut self, point: &HistogramDataPoint, kind: i32) {
+    fn push(&mut self, point: &HistogramDataPoint<'_>, kind: i32) {
         let p = point;
         self.observations.push(p.count, p.sum, p.min, p.max, kind);
         self.bucket_counts
@@ -547,7 +533,7 @@ struct ExponentialFields {
     negative_bucket_counts: ListBuilder<UInt64Builder>,
 }
 
-impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
+impl Fields<ExponentialHistogramDataPoint<'_>> for ExponentialFields {
     const NAMES: &'static [&'static str] = &[
         "count",
         "sum",
@@ -568,7 +554,7 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
         "exponential_histogram"
     }
 
-    fn push(&mut self, point: &ExponentialHistogramDataPoint, kind: i32) {
+    fn push(&mut self, point: &ExponentialHistogramDataPoint<'_>, kind: i32) {
         let p = point;
         self.observations.push(p.count, p.sum, p.min, p.max, kind);
         self.scale.append_value(i64::from(p.scale));
@@ -586,9 +572,8 @@ impl Fields<ExponentialHistogramDataPoint> for ExponentialFields {
                 &mut self.negative_bucket_counts,
             ),
         ] {
-            offset.append_value(buckets.as_ref().map_or(0, |b| i64::from(b.offset)));
-            let values = buckets.as_ref().map_or(&[][..], |b| &b.bucket_counts[..]);
-            counts.append_value(values.iter().copied().map(Some));
+            offset.append_value(i64::from(buckets.offset));
+            counts.append_value(buckets.bucket_counts.iter().copied().map(Some));
         }
     }
 
@@ -614,7 +599,7 @@ struct SummaryFields {
     values: ListBuilder<Float64Builder>,
 }
 
-impl Fields<SummaryDataPoint> for SummaryFields {
+impl Fields<SummaryDataPoint<'_>> for SummaryFields {
     const NAMES: &'static [&'static str] = &["count", "sum", "quantiles", "quantile_values"];
     type Shared = i32;
 
@@ -622,13 +607,14 @@ impl Fields<SummaryDataPoint> for SummaryFields {
         "summary"
     }
 
-    fn push(&mut self, point: &SummaryDataPoint, _: i32) {
+    fn push(&mut self, point: &SummaryDataPoint<'_>, _: i32) {
         self.count.append_value(point.count);
         self.sum.append_value(point.sum);
+        let quantiles = &point.quantile_values;
         self.quantiles
-            .append_value(point.quantile_values.iter().map(|q| Some(q.quantile)));
+            .append_value(quantiles.iter().map(|(q, _)| Some(*q)));
         self.values
-            .append_value(point.quantile_values.iter().map(|q| Some(q.value)));
+            .append_value(quantiles.iter().map(|(_, v)| Some(*v)));
     }
 
     fn finish(mut self) -> Vec<ArrayRef> {
@@ -643,14 +629,13 @@ impl Fields<SummaryDataPoint> for SummaryFields {
 
 /// An attribute value as a tag value: strings as they are, other scalars
 /// in their usual text form, bytes in hex, arrays and maps as JSON.
-fn any_text(value: Option<&AnyValue>) -> Cow<'_, str> {
-    use any_value::Value;
-    match value.and_then(|v| v.value.as_ref()) {
-        Some(Value::StringValue(s)) => Cow::Borrowed(s),
-        None => Cow::Borrowed(""),
-        Some(_) => {
+fn any_text<'a>(value: &AnyValue<'a>) -> Cow<'a, str> {
+    match value {
+        AnyValue::String(s) => Cow::Borrowed(s),
+        AnyValue::Empty => Cow::Borrowed(""),
+        _ => {
             let mut text = String::new();
-            write_any(value.expect("some"), &mut text, false);
+            write_any(value, &mut text, false);
             Cow::Owned(text)
         }
     }
@@ -658,24 +643,21 @@ fn any_text(value: Option<&AnyValue>) -> Cow<'_, str> {
 
 /// Writes `value` into `out`: as JSON when `json` (inside an array or a
 /// map), else as plain text.
-fn write_any(value: &AnyValue, out: &mut String, json: bool) {
-    use any_value::Value;
-    match &value.value {
-        Some(Value::StringValue(s)) if json => {
-            out.push_str(&serde_json::Value::from(s.as_str()).to_string())
-        }
-        Some(Value::StringValue(s)) => out.push_str(s),
-        Some(Value::BoolValue(b)) => {
+fn write_any(value: &AnyValue<'_>, out: &mut String, json: bool) {
+    match value {
+        AnyValue::String(s) if json => out.push_str(&serde_json::Value::from(*s).to_string()),
+        AnyValue::String(s) => out.push_str(s),
+        AnyValue::Bool(b) => {
             let _ = write!(out, "{b}");
         }
-        Some(Value::IntValue(i)) => {
+        AnyValue::Int(i) => {
             let _ = write!(out, "{i}");
         }
-        Some(Value::DoubleValue(d)) if json && !d.is_finite() => out.push_str("null"),
-        Some(Value::DoubleValue(d)) => {
+        AnyValue::Double(d) if json && !d.is_finite() => out.push_str("null"),
+        AnyValue::Double(d) => {
             let _ = write!(out, "{d}");
         }
-        Some(Value::BytesValue(bytes)) => {
+        AnyValue::Bytes(bytes) => {
             if json {
                 out.push('"');
             }
@@ -686,9 +668,9 @@ fn write_any(value: &AnyValue, out: &mut String, json: bool) {
                 out.push('"');
             }
         }
-        Some(Value::ArrayValue(array)) => {
+        AnyValue::Array(values) => {
             out.push('[');
-            for (i, item) in array.values.iter().enumerate() {
+            for (i, item) in values.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -696,23 +678,23 @@ fn write_any(value: &AnyValue, out: &mut String, json: bool) {
             }
             out.push(']');
         }
-        Some(Value::KvlistValue(map)) => {
+        AnyValue::KvList(values) => {
             out.push('{');
-            for (i, kv) in map.values.iter().enumerate() {
+            for (i, kv) in values.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&serde_json::Value::from(kv.key.as_str()).to_string());
+                out.push_str(&serde_json::Value::from(kv.key).to_string());
                 out.push(':');
                 match &kv.value {
-                    Some(v) => write_any(v, out, true),
-                    None => out.push_str("null"),
+                    AnyValue::Empty => out.push_str("null"),
+                    v => write_any(v, out, true),
                 }
             }
             out.push('}');
         }
         // A string-table index (OTLP profiles): no table to look it up in.
-        Some(Value::StringValueStrindex(_)) | None => {
+        AnyValue::StringIndex | AnyValue::Empty => {
             if json {
                 out.push_str("null");
             }
@@ -722,44 +704,32 @@ fn write_any(value: &AnyValue, out: &mut String, json: bool) {
 
 #[cfg(test)]
 mod tests {
+    use super::read::KeyValue;
     use super::*;
-    use any_value::Value;
-
-    fn any(value: Value) -> AnyValue {
-        AnyValue { value: Some(value) }
-    }
 
     #[test]
     fn attribute_values_as_text() {
         let cases = [
-            (Value::StringValue("a b".into()), "a b"),
-            (Value::BoolValue(true), "true"),
-            (Value::IntValue(-7), "-7"),
-            (Value::DoubleValue(0.5), "0.5"),
-            (Value::BytesValue(vec![0xde, 0xad]), "dead"),
+            (AnyValue::String("a b"), "a b"),
+            (AnyValue::Bool(true), "true"),
+            (AnyValue::Int(-7), "-7"),
+            (AnyValue::Double(0.5), "0.5"),
+            (AnyValue::Bytes(&[0xde, 0xad]), "dead"),
             (
-                Value::ArrayValue(opentelemetry_proto::tonic::common::v1::ArrayValue {
-                    values: vec![
-                        any(Value::StringValue("x\"".into())),
-                        any(Value::IntValue(1)),
-                    ],
-                }),
+                AnyValue::Array(vec![AnyValue::String("x\""), AnyValue::Int(1)]),
                 r#"["x\"",1]"#,
             ),
             (
-                Value::KvlistValue(opentelemetry_proto::tonic::common::v1::KeyValueList {
-                    values: vec![KeyValue {
-                        key: "k".into(),
-                        value: Some(any(Value::DoubleValue(f64::NAN))),
-                        ..KeyValue::default()
-                    }],
-                }),
+                AnyValue::KvList(vec![KeyValue {
+                    key: "k",
+                    value: AnyValue::Double(f64::NAN),
+                }]),
                 r#"{"k":null}"#,
             ),
+            (AnyValue::Empty, ""),
         ];
         for (value, text) in cases {
-            assert_eq!(any_text(Some(&any(value))), text);
+            assert_eq!(any_text(&value), text);
         }
-        assert_eq!(any_text(None), "");
     }
 }
