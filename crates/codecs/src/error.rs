@@ -13,6 +13,11 @@ pub enum Error {
     /// says what is wrong, naming the series where there is one.
     #[error("{0}")]
     Invalid(String),
+    /// The payload is not protobuf, or not the message its protocol sends
+    /// (cut short, a field of another wire type, a string not UTF-8): the
+    /// message says where it breaks.
+    #[error("malformed protobuf: {0}")]
+    Malformed(String),
     /// Arrow refused the columns built for a table.
     #[error(transparent)]
     Arrow(#[from] ArrowError),

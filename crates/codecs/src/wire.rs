@@ -108,7 +108,7 @@ impl<'a> Fields<'a> {
 
 /// A message that breaks the wire format.
 pub(crate) fn invalid(why: String) -> Error {
-    Error::Invalid(format!("malformed protobuf: {why}"))
+    Error::Malformed(why)
 }
 
 /// The error for field `number` of `message` sent with an unexpected wire
