@@ -4,12 +4,13 @@
 //! The binary (`src/main.rs`, one module per mode under `src/modes/`) runs
 //! the sweeps; this library holds what the criterion benches share with it:
 //! raw engine connections ([`engine`]), the five storage layouts and their
-//! batches ([`layouts`]), the result tables ([`report`]) and the scaling
-//! charts ([`chart`]).
+//! batches ([`layouts`]), the result tables ([`report`]), the scaling
+//! charts ([`chart`]) and the OTLP host-metrics load ([`otlp_load`]).
 
 pub mod chart;
 pub mod engine;
 pub mod layouts;
+pub mod otlp_load;
 pub mod report;
 
 /// What can go wrong in a sweep.

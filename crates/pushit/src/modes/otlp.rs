@@ -13,12 +13,8 @@
 use anyhow::{bail, Context as _};
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::metrics::v1::{
-    metric::Data, number_data_point, Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics,
-};
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
+use pushit::otlp_load::host_metrics;
 use pushit::report::{column, Format};
 use serde_json::json;
 
@@ -68,7 +64,6 @@ pub(crate) struct Args {
 
 const DATABASE: &str = "pushit_otlp";
 const MEASUREMENT: &str = "otel_metrics_gauge";
-const INTERVAL_NS: u64 = 10_000_000_000;
 
 pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let points = args.resources * args.points_per_resource * args.scrapes;
@@ -192,69 +187,18 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn text(key: &str, value: String) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::StringValue(value)),
-        }),
-        ..KeyValue::default()
-    }
-}
-
 /// Every request and its point count, in send order: collection by
 /// collection, each collection's resources in order, whole resources per
 /// request.
 fn build_requests(args: &Args) -> Vec<(ExportMetricsServiceRequest, usize)> {
-    let start = tsbs::START_NS as u64;
-    let metrics_per_resource = args.points_per_resource.div_ceil(10);
     let mut requests = Vec::new();
     let mut pending = ExportMetricsServiceRequest::default();
     let mut pending_points = 0;
     for scrape in 0..args.scrapes {
-        let time = start + scrape as u64 * INTERVAL_NS;
         for host in 0..args.resources {
-            let mut metrics = Vec::with_capacity(metrics_per_resource);
-            let mut left = args.points_per_resource;
-            for m in 0..metrics_per_resource {
-                let data_points = (0..left.min(10))
-                    .map(|cpu| NumberDataPoint {
-                        attributes: vec![text("cpu", cpu.to_string())],
-                        start_time_unix_nano: start,
-                        time_unix_nano: time,
-                        // A bounded random walk's worth of variety.
-                        value: Some(number_data_point::Value::AsDouble(
-                            ((host * 31 + m * 7 + cpu + scrape * 3) % 1000) as f64 / 10.0,
-                        )),
-                        ..NumberDataPoint::default()
-                    })
-                    .collect::<Vec<_>>();
-                left -= data_points.len();
-                metrics.push(Metric {
-                    name: format!("system.metric_{m}.utilization"),
-                    unit: "1".into(),
-                    data: Some(Data::Gauge(Gauge { data_points })),
-                    ..Metric::default()
-                });
-            }
-            pending.resource_metrics.push(ResourceMetrics {
-                resource: Some(Resource {
-                    attributes: vec![
-                        text("service.name", "hostmetrics".into()),
-                        text("host.name", format!("host-{host}")),
-                    ],
-                    ..Resource::default()
-                }),
-                scope_metrics: vec![ScopeMetrics {
-                    scope: Some(InstrumentationScope {
-                        name: "hostmetricsreceiver".into(),
-                        ..InstrumentationScope::default()
-                    }),
-                    metrics,
-                    ..ScopeMetrics::default()
-                }],
-                ..ResourceMetrics::default()
-            });
+            pending
+                .resource_metrics
+                .push(host_metrics(host, scrape, args.points_per_resource));
             pending_points += args.points_per_resource;
             if pending_points >= args.points_per_request {
                 requests.push((std::mem::take(&mut pending), pending_points));
