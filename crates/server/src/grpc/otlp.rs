@@ -12,7 +12,6 @@
 //! hands the handler the message's bytes and encodes the response.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -37,7 +36,7 @@ const EXPORT_PATH: &str = "/opentelemetry.proto.collector.metrics.v1.MetricsServ
 /// The OTLP metrics service.
 #[derive(Debug, Clone)]
 pub struct OtlpMetricsService {
-    state: Arc<AppState>,
+    state: AppState,
     compression: EnabledCompressionEncodings,
     max_message_bytes: usize,
 }
@@ -54,7 +53,7 @@ pub fn otlp_metrics_service(
     compression.enable(CompressionEncoding::Gzip);
     let service = OtlpMetricsService {
         max_message_bytes: state.config.limits.max_grpc_message_bytes,
-        state: Arc::new(state.clone()),
+        state: state.clone(),
         compression,
     };
     authenticated(service, state)
@@ -92,14 +91,14 @@ where
 }
 
 /// `Export`, on the request's bytes.
-struct Export(Arc<AppState>);
+struct Export(AppState);
 
 impl UnaryService<Bytes> for Export {
     type Response = ExportMetricsServiceResponse;
     type Future = BoxFuture<Response<ExportMetricsServiceResponse>, Status>;
 
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
-        let state = Arc::clone(&self.0);
+        let state = self.0.clone();
         Box::pin(async move {
             let started = Instant::now();
             let result = export(&state, request).await;
