@@ -14,10 +14,15 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// The payload is not protobuf, or not the message its protocol sends
-    /// (cut short, a field of another wire type, a string not UTF-8): the
-    /// message says where it breaks.
-    #[error("malformed protobuf: {0}")]
-    Malformed(String),
+    /// (cut short, a field of another wire type, a string not UTF-8).
+    #[error("not {message}: malformed protobuf: {why}")]
+    Malformed {
+        /// The message expected, with its article ("a remote write
+        /// WriteRequest").
+        message: &'static str,
+        /// Where it breaks.
+        why: String,
+    },
     /// Arrow refused the columns built for a table.
     #[error(transparent)]
     Arrow(#[from] ArrowError),

@@ -106,9 +106,21 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A message that breaks the wire format.
+/// A message that breaks the wire format ([`reading`] names the message).
 pub(crate) fn invalid(why: String) -> Error {
-    Error::Malformed(why)
+    Error::Malformed {
+        message: "a protobuf message",
+        why,
+    }
+}
+
+/// `result` of reading `message` (with its article: "a remote write
+/// WriteRequest"), whose malformed-protobuf error names it.
+pub(crate) fn reading<T>(message: &'static str, result: Result<T>) -> Result<T> {
+    result.map_err(|e| match e {
+        Error::Malformed { why, .. } => Error::Malformed { message, why },
+        e => e,
+    })
 }
 
 /// The error for field `number` of `message` sent with an unexpected wire

@@ -153,7 +153,7 @@ impl From<chingest_codecs::Error> for ApiError {
         use chingest_codecs::Error as E;
         let status = match &err {
             // Nothing of the request is stored; sending it again cannot help.
-            E::Invalid(_) | E::Malformed(_) | E::Arrow(_) => StatusCode::BAD_REQUEST,
+            E::Invalid(_) | E::Malformed { .. } | E::Arrow(_) => StatusCode::BAD_REQUEST,
         };
         ApiError::new(status, err.to_string())
     }

@@ -59,8 +59,7 @@ pub(crate) async fn export_otlp(
     message: &[u8],
     durability: Option<chingest::Durability>,
 ) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let request = otlp::Request::decode(message)
-        .map_err(|e| ApiError::bad_request(format!("not an ExportMetricsServiceRequest: {e}")))?;
+    let request = otlp::Request::decode(message)?;
     let resources = otlp::ResourceTags::of(&request);
     let converted = otlp::convert(&request, &resources)?;
     let ingestor = state.ingestor()?;

@@ -13,8 +13,8 @@
 //! last value, a message field sent twice is merged, and a metric's data
 //! of another kind replaces the earlier.
 
-use crate::error::{Error, Result};
-use crate::wire::{invalid, wrong_type, Fields, Value};
+use crate::error::Result;
+use crate::wire::{invalid, reading, wrong_type, Fields, Value};
 
 /// How deep attribute values may nest (arrays and maps in arrays and
 /// maps): prost's recursion limit.
@@ -199,14 +199,15 @@ impl<'a> Request<'a> {
     /// Reads the request encoded in `message`.
     pub fn decode(message: &'a [u8]) -> Result<Request<'a>> {
         let mut request = Request::default();
-        for_each(message, |number, value| match (number, value) {
+        let read = for_each(message, |number, value| match (number, value) {
             (1, Value::Bytes(bytes)) => {
                 request.resource_metrics.push(resource_metrics(bytes)?);
                 Ok(())
             }
             (1, value) => Err(wrong_type("ExportMetricsServiceRequest", number, &value)),
             _ => Ok(()),
-        })?;
+        });
+        reading("an ExportMetricsServiceRequest", read)?;
         Ok(request)
     }
 }
@@ -553,7 +554,7 @@ fn key_value(message: &[u8], depth: usize) -> Result<KeyValue<'_>> {
 /// there, as prost merges a message sent twice).
 fn any_value<'a>(message: &'a [u8], depth: usize, out: &mut AnyValue<'a>) -> Result<()> {
     if depth >= MAX_DEPTH {
-        return Err(Error::Invalid(format!(
+        return Err(invalid(format!(
             "an attribute value nests arrays or maps more than {MAX_DEPTH} deep"
         )));
     }

@@ -16,7 +16,7 @@ use chingest_proto::prometheus::v2::{self, Histogram};
 use chingest_proto::prometheus::{MetricType, Sample};
 
 use crate::error::{Error, Result};
-use crate::wire::{wrong_type, Fields, Value};
+use crate::wire::{reading, wrong_type, Fields, Value};
 
 /// The label that names a series' metric.
 pub(super) const METRIC_NAME_LABEL: &str = "__name__";
@@ -107,16 +107,21 @@ impl<'a> Decoded<'a> {
     /// ([`crate::wire`]): labels are slices of `message`.
     pub fn v1(message: &'a [u8]) -> Result<Decoded<'a>> {
         let mut decoded = Decoded::default();
+        reading("a remote write WriteRequest", decoded.read_v1(message))?;
+        Ok(decoded)
+    }
+
+    fn read_v1(&mut self, message: &'a [u8]) -> Result<()> {
         let mut fields = Fields::of(message);
         while let Some((number, value)) = fields.next_field()? {
             match (number, value) {
-                (1, Value::Bytes(series)) => decoded.push_v1_series(series)?,
-                (3, Value::Bytes(metadata)) => decoded.insert_v1_metadata(metadata)?,
+                (1, Value::Bytes(series)) => self.push_v1_series(series)?,
+                (3, Value::Bytes(metadata)) => self.insert_v1_metadata(metadata)?,
                 (1 | 3, value) => return Err(wrong_type("WriteRequest", number, &value)),
                 _ => {}
             }
         }
-        Ok(decoded)
+        Ok(())
     }
 
     /// Adds a 1.0 `TimeSeries`, from its encoding.

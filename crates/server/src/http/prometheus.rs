@@ -63,17 +63,12 @@ pub(super) async fn write(
     // decoded from the shared buffer.
     let v2_request;
     let decoded = match version {
-        Version::V1 => Decoded::v1(&body).map_err(|e| match e {
-            chingest_codecs::Error::Malformed(_) => {
-                ApiError::bad_request(format!("not a remote write WriteRequest: {e}"))
-            }
-            e => e.into(),
-        }),
+        Version::V1 => Decoded::v1(&body),
         Version::V2 => {
             v2_request = v2::Request::decode(Bytes::clone(&body)).map_err(|e| {
                 ApiError::bad_request(format!("not a remote write 2.0 Request: {e}"))
             })?;
-            Decoded::v2(&v2_request).map_err(ApiError::from)
+            Decoded::v2(&v2_request)
         }
     }?;
     let tables = codec::tables(&decoded)?;
