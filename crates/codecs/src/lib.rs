@@ -15,4 +15,4 @@ mod table;
 mod wire;
 
 pub use error::{Error, Result};
-pub use table::Table;
+pub use table::{Table, Tag};

@@ -10,6 +10,9 @@ use arrow::array::{ArrayRef, Int64Array, Int64Builder, RecordBatch, StringBuilde
 
 use crate::error::{Error, Result};
 
+/// A tag: its name and value.
+pub type Tag<'a> = (&'a str, Cow<'a, str>);
+
 /// One measurement's rows, series after series, and each series' tags.
 #[derive(Debug)]
 pub struct Table<'a> {
@@ -19,7 +22,7 @@ pub struct Table<'a> {
     pub batch: RecordBatch,
     /// Every series' tags (name, value), series after series; a series
     /// lacks a tag whose value is empty.
-    pub tags: Vec<(&'a str, Cow<'a, str>)>,
+    pub tags: Vec<Tag<'a>>,
     /// Per series: how many of the next `tags` are its, and how many of
     /// the batch's next rows.
     pub series: Vec<(usize, usize)>,
@@ -31,11 +34,12 @@ pub struct Table<'a> {
 
 impl<'a> Table<'a> {
     /// A table of `time` (ns) and `fields`, in that order, whose series
-    /// are `tags`'.
+    /// are `series` (see [`Table::series`]) of `tags`.
     pub(crate) fn new(
         measurement: &'static str,
         mut times: Int64Builder,
-        tags: SeriesTags<'a, '_>,
+        tags: Vec<Tag<'a>>,
+        series: Vec<(usize, usize)>,
         fields: Vec<(&str, ArrayRef)>,
     ) -> Result<Table<'a>> {
         let mut columns: Vec<(&str, ArrayRef)> = vec![("time", Arc::new(times.finish()))];
@@ -44,8 +48,8 @@ impl<'a> Table<'a> {
         Ok(Table {
             measurement,
             batch,
-            tags: tags.tags,
-            series: tags.series,
+            tags,
+            series,
             newest_wins: false,
         })
     }
@@ -88,7 +92,7 @@ pub(crate) fn metadata_table<'r, const N: usize>(
 /// The tags of a table's series, series after series, in the order their
 /// rows are added. A tag named like one of the table's columns is refused.
 pub(crate) struct SeriesTags<'a, 'r> {
-    tags: Vec<(&'a str, Cow<'a, str>)>,
+    tags: Vec<Tag<'a>>,
     series: Vec<(usize, usize)>,
     /// The table's column names.
     reserved: &'r [&'r str],
@@ -107,7 +111,7 @@ impl<'a, 'r> SeriesTags<'a, 'r> {
     /// Adds a series of `rows` rows carrying `tags`.
     pub(crate) fn push(
         &mut self,
-        tags: impl IntoIterator<Item = (&'a str, Cow<'a, str>)>,
+        tags: impl IntoIterator<Item = Tag<'a>>,
         rows: usize,
     ) -> Result<()> {
         let start = self.tags.len();
@@ -122,5 +126,10 @@ impl<'a, 'r> SeriesTags<'a, 'r> {
         }
         self.series.push((self.tags.len() - start, rows));
         Ok(())
+    }
+
+    /// The tags, and per series its tag and row counts ([`Table::new`]).
+    pub(crate) fn finish(self) -> (Vec<Tag<'a>>, Vec<(usize, usize)>) {
+        (self.tags, self.series)
     }
 }

@@ -124,7 +124,7 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
             ],
             &[
                 "otel_metrics_gauge",
-                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=temperature,room=a × 1",
+                "series metric_name=temperature,resource.service.name=api,room=a,scope.name=meter,scope.version=1.0 × 1",
                 "time: Int64 = [1000]",
                 "value: Float64 = [21.5]",
                 "start_time_unix_nano: Int64 = [null]",
@@ -132,7 +132,7 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
             ],
             &[
                 "otel_metrics_sum",
-                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=requests,code=200 × 1",
+                "series code=200,metric_name=requests,resource.service.name=api,scope.name=meter,scope.version=1.0 × 1",
                 "time: Int64 = [1000]",
                 "value: Float64 = [7.0]",
                 "aggregation_temporality: Utf8 = [cumulative]",
@@ -142,7 +142,7 @@ fn a_gauge_a_sum_and_a_histogram_are_a_table_each_after_their_metadata() {
             ],
             &[
                 "otel_metrics_histogram",
-                "series resource.service.name=api,scope.name=meter,scope.version=1.0,metric_name=latency × 1",
+                "series metric_name=latency,resource.service.name=api,scope.name=meter,scope.version=1.0 × 1",
                 "time: Int64 = [2000]",
                 "count: UInt64 = [3]",
                 "sum: Float64 = [0.6]",

@@ -38,7 +38,7 @@ use arrow::array::{
 };
 
 use crate::error::Result;
-use crate::table::{metadata_table, SeriesTags, Table};
+use crate::table::{metadata_table, Table, Tag};
 
 pub mod read;
 
@@ -120,6 +120,9 @@ pub fn convert<'a>(request: &'a Request<'a>, resources: &'a ResourceTags) -> Res
                     context.push((key, Cow::Borrowed(value)));
                 }
             }
+            // Sorted once here, so that a point's tags are sorted (as the
+            // library hashes a series' tags) by inserting its own few.
+            context.sort_by(|a, b| a.0.cmp(b.0));
             for metric in &sm.metrics {
                 let Some(data) = &metric.data else {
                     rejected.add(metric.name, "a metric without data (gauge, sum, …)");
@@ -192,7 +195,7 @@ impl Rejected {
 /// What every point of a metric shares: its resource's and scope's tags
 /// and its name.
 struct Base<'c, 'a> {
-    context: &'c [(&'a str, Cow<'a, str>)],
+    context: &'c [Tag<'a>],
     metric_name: &'a str,
 }
 
@@ -231,11 +234,13 @@ trait Fields<P>: Default {
     fn finish(self) -> Vec<ArrayRef>;
 }
 
-/// Rows of one kind: times, tags (a flat list, a count per row) and fields.
+/// Rows of one kind: times, tags (a flat list, each row a series of its
+/// own) and fields.
 struct Rows<'a, P, F: Fields<P>> {
     times: Vec<i64>,
-    tags: Vec<(&'a str, Cow<'a, str>)>,
-    row_tags: Vec<usize>,
+    tags: Vec<Tag<'a>>,
+    /// Per row: its tag count, and 1 (its row count as a series).
+    series: Vec<(usize, usize)>,
     fields: F,
     /// Common to every kind: start time, flags.
     start: Int64Builder,
@@ -248,7 +253,7 @@ impl<'a, P, F: Fields<P>> Default for Rows<'a, P, F> {
         Rows {
             times: Vec::new(),
             tags: Vec::new(),
-            row_tags: Vec::new(),
+            series: Vec::new(),
             fields: F::default(),
             start: Int64Builder::new(),
             flags: UInt64Builder::new(),
@@ -302,18 +307,19 @@ impl<'a, P: Point<'a>, F: Fields<P>> Rows<'a, P, F> {
         for kv in &common.attributes {
             self.tags.push((kv.key, any_text(&kv.value)));
         }
-        let tags = &self.tags[start..];
-        let clash = tags.iter().enumerate().find_map(|(i, (name, _))| {
-            let reserved =
-                *name == "time" || F::NAMES.contains(name) || COMMON_FIELDS.contains(name);
-            (reserved || tags[..i].iter().any(|(other, _)| other == name)).then_some(*name)
+        let tags = &mut self.tags[start..];
+        tags.sort_by(|a, b| a.0.cmp(b.0));
+        // Only attributes can name a column: the context's keys have a dot.
+        let reserved = common.attributes.iter().map(|kv| kv.key).find(|name| {
+            *name == "time" || F::NAMES.contains(name) || COMMON_FIELDS.contains(name)
         });
-        if let Some(name) = clash {
+        let repeated = tags.windows(2).find(|pair| pair[0].0 == pair[1].0);
+        if let Some(name) = reserved.or(repeated.map(|pair| pair[0].0)) {
             self.tags.truncate(start);
             let reason = format!("attribute {name:?} names one of its columns or another tag");
             return rejected.add(base.metric_name, &reason);
         }
-        self.row_tags.push(self.tags.len() - start);
+        self.series.push((self.tags.len() - start, 1));
         self.times.push(time);
         let start_time = i64::try_from(common.start_time_unix_nano).unwrap_or(0);
         self.start
@@ -327,20 +333,19 @@ impl<'a, P: Point<'a>, F: Fields<P>> Rows<'a, P, F> {
         if self.times.is_empty() {
             return Ok(());
         }
-        // Each point is a series of one row (its clashing names were
-        // refused in `push`): the library hashes a series' tags once.
-        let mut tags = SeriesTags::new(&[]);
-        let mut all = self.tags.into_iter();
-        for &count in &self.row_tags {
-            tags.push(all.by_ref().take(count), 1)?;
-        }
         let mut times = Int64Builder::with_capacity(self.times.len());
         times.append_slice(&self.times);
         let mut fields: Vec<(&str, ArrayRef)> =
             F::NAMES.iter().copied().zip(self.fields.finish()).collect();
         fields.push(("start_time_unix_nano", Arc::new(self.start.finish())));
         fields.push(("flags", Arc::new(self.flags.finish())));
-        tables.push(Table::new(measurement, times, tags, fields)?);
+        tables.push(Table::new(
+            measurement,
+            times,
+            self.tags,
+            self.series,
+            fields,
+        )?);
         Ok(())
     }
 }

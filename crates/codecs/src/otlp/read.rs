@@ -385,6 +385,58 @@ fn common_field<'a>(
 }
 
 fn number_point(message: &[u8]) -> Result<NumberDataPoint<'_>> {
+    match common_number_point(message) {
+        Some(point) => Ok(point),
+        None => number_point_fields(message),
+    }
+}
+
+/// A gauge's or a sum's point in the form senders write it, read without
+/// the field loop: in field order, the start time if any, the time, the
+/// value (a double or an integer), attributes of the form
+/// [`common_attribute`] reads, the flags if any; nothing else. `None`:
+/// read it field by field.
+fn common_number_point(message: &[u8]) -> Option<NumberDataPoint<'_>> {
+    fn fixed64(bytes: &[u8]) -> Option<(u64, &[u8])> {
+        let (value, rest) = bytes.split_first_chunk::<8>()?;
+        Some((u64::from_le_bytes(*value), rest))
+    }
+    let mut p = NumberDataPoint::default();
+    let mut rest = message;
+    if let [0x11, after @ ..] = rest {
+        (p.common.start_time_unix_nano, rest) = fixed64(after)?;
+    }
+    let [0x19, after @ ..] = rest else {
+        return None;
+    };
+    (p.common.time_unix_nano, rest) = fixed64(after)?;
+    let (value, after) = match rest {
+        [0x21, after @ ..] => fixed64(after).map(|(bits, rest)| (f64::from_bits(bits), rest))?,
+        // sfixed64.
+        [0x31, after @ ..] => fixed64(after).map(|(bits, rest)| (bits as i64 as f64, rest))?,
+        _ => return None,
+    };
+    p.value = Some(value);
+    rest = after;
+    while let [0x3a, len, after @ ..] = rest {
+        let len = usize::from(*len);
+        if len >= 0x80 {
+            return None;
+        }
+        p.common
+            .attributes
+            .push(common_attribute(after.get(..len)?)?);
+        rest = &after[len..];
+    }
+    if let [0x40, after @ ..] = rest {
+        let mut flags = Fields::of(after);
+        p.common.flags = flags.varint().ok()? as u32;
+        return flags.is_empty().then_some(p);
+    }
+    rest.is_empty().then_some(p)
+}
+
+fn number_point_fields(message: &[u8]) -> Result<NumberDataPoint<'_>> {
     const NAME: &str = "NumberDataPoint";
     let mut p = NumberDataPoint::default();
     for_each(message, |number, value| {
@@ -534,6 +586,40 @@ fn zigzag32(v: u64) -> i32 {
 }
 
 fn key_value(message: &[u8], depth: usize) -> Result<KeyValue<'_>> {
+    match common_attribute(message) {
+        Some(kv) => Ok(kv),
+        None => key_value_fields(message, depth),
+    }
+}
+
+/// An attribute in the form senders write it, read without the field
+/// loop: the key (field 1), then a value (field 2) that is a string (its
+/// field 1), each shorter than 128 bytes; nothing else. Both strings are
+/// checked UTF-8 in one pass (the four bytes between them are ASCII).
+/// `None`: read it field by field.
+fn common_attribute(kv: &[u8]) -> Option<KeyValue<'_>> {
+    let [0x0a, key_len, rest @ ..] = kv else {
+        return None;
+    };
+    let key_len = usize::from(*key_len);
+    let [0x12, value_len, 0x0a, string_len, string @ ..] = rest.get(key_len..)? else {
+        return None;
+    };
+    let (value_len, string_len) = (usize::from(*value_len), usize::from(*string_len));
+    if key_len >= 0x80 || value_len >= 0x80 || value_len != string_len + 2 {
+        return None;
+    }
+    if string_len != string.len() {
+        return None;
+    }
+    let text = std::str::from_utf8(&kv[2..]).ok()?;
+    Some(KeyValue {
+        key: text.get(..key_len)?,
+        value: AnyValue::String(text.get(key_len + 4..)?),
+    })
+}
+
+fn key_value_fields(message: &[u8], depth: usize) -> Result<KeyValue<'_>> {
     let mut kv = KeyValue {
         key: "",
         value: AnyValue::Empty,
@@ -904,6 +990,58 @@ mod tests {
             panic!("a gauge")
         };
         assert_eq!(points.len(), theirs.data_points.len());
+    }
+
+    #[test]
+    fn common_forms_read_as_the_field_loop_does() {
+        use common::any_value::Value::{IntValue, StringValue};
+        use metrics::number_data_point::Value::{AsDouble, AsInt};
+        let attributes = vec![
+            kv("cpu", StringValue("cpu0".into())),
+            kv("state", StringValue(String::new())),
+        ];
+        let point = |value, start, flags, attributes| metrics::NumberDataPoint {
+            attributes,
+            start_time_unix_nano: start,
+            time_unix_nano: 7,
+            value: Some(value),
+            exemplars: vec![],
+            flags,
+        };
+        for sent in [
+            point(AsDouble(1.5), 0, 0, vec![]),
+            point(AsInt(-3), 5, 1, attributes.clone()),
+            point(AsDouble(2.0), 0, 0, attributes),
+        ] {
+            let bytes = sent.encode_to_vec();
+            let common = common_number_point(&bytes);
+            assert!(common.is_some(), "{sent:?} is in the common form");
+            assert_eq!(common, number_point_fields(&bytes).ok());
+            // Cut short, it is left to the field loop or read as the loop reads it.
+            for cut in 0..bytes.len() {
+                if let Some(point) = common_number_point(&bytes[..cut]) {
+                    assert_eq!(Some(point), number_point_fields(&bytes[..cut]).ok());
+                }
+            }
+        }
+        // Anything else is left to the field loop, which reads or refuses it.
+        let long = "k".repeat(128);
+        for other in [
+            kv(&long, StringValue("v".into())),
+            kv("k", StringValue(long.clone())),
+            kv("k", IntValue(1)),
+        ] {
+            assert_eq!(common_attribute(&other.encode_to_vec()), None, "{other:?}");
+        }
+        assert_eq!(common_attribute(b"\x0a\x01k\x12\x03\x0a\x01\xff"), None); // not UTF-8
+        assert_eq!(common_attribute(b"\x12\x03\x0a\x01v\x0a\x01k"), None); // value first
+        let mut time_first = metrics::NumberDataPoint {
+            time_unix_nano: 7,
+            ..Default::default()
+        }
+        .encode_to_vec();
+        time_first.extend(b"\x11\x01\0\0\0\0\0\0\0"); // the start time after it
+        assert_eq!(common_number_point(&time_first), None);
     }
 
     #[test]

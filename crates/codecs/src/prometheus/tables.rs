@@ -103,7 +103,8 @@ fn samples<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     if created {
         fields.push((CREATED, Arc::new(created_at.finish())));
     }
-    Table::new(SAMPLES, times, labels, fields).map(Some)
+    let (tags, series) = labels.finish();
+    Table::new(SAMPLES, times, tags, series, fields).map(Some)
 }
 
 /// The fields of a histogram row, in column order.
@@ -204,7 +205,8 @@ fn histograms<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     if created.null_count() < created.len() {
         fields.push((CREATED, Arc::new(created)));
     }
-    Table::new(HISTOGRAMS, times, labels, fields).map(Some)
+    let (tags, series) = labels.finish();
+    Table::new(HISTOGRAMS, times, tags, series, fields).map(Some)
 }
 
 fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
@@ -243,7 +245,8 @@ fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     for (name, mut builder) in names.iter().zip(exemplar_labels) {
         fields.push((name, Arc::new(builder.finish())));
     }
-    Table::new(EXEMPLARS, times, labels, fields).map(Some)
+    let (tags, series) = labels.finish();
+    Table::new(EXEMPLARS, times, tags, series, fields).map(Some)
 }
 
 /// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
