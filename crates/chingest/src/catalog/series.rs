@@ -36,9 +36,9 @@ pub(crate) struct SeriesState {
     committing: tokio::sync::Mutex<()>,
     /// Tag keys seen per measurement: the columns of its view.
     tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
-    /// Hashes of the values seen per (measurement, tag key), kept while
+    /// Hashes of the values seen per measurement and tag key, kept while
     /// the values-per-tag limit is set.
-    tag_values: Mutex<HashMap<(String, String), HashSet<u64>>>,
+    tag_values: Mutex<HashMap<String, HashMap<String, HashSet<u64>>>>,
 }
 
 /// Entries of a database's raw-key cache: two spellings for each of the
@@ -46,6 +46,15 @@ pub(crate) struct SeriesState {
 /// bytes per entry, so at most ~140 MB; plus 38 bytes per known series
 /// (the id set) and 19 bytes per tag value tracked for its limit.
 pub(crate) const RAW_KEY_CACHE_MAX: usize = 2_000_000;
+
+/// `map`'s value for `key`, added if missing; `key` is copied only then
+/// (most series bring names the maps have).
+fn entry<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
+}
 
 /// A tag value's hash, as the values-per-tag limit counts it.
 fn value_hash(value: &str) -> u64 {
@@ -55,8 +64,9 @@ fn value_hash(value: &str) -> u64 {
 #[derive(Debug, Default)]
 struct Registry {
     known: SeriesIdSet,
-    /// Rows to commit, with the lsn of the record that logged them.
-    pending: Vec<(Lsn, u64, SeriesKey)>,
+    /// Rows to commit, with the lsn of the record that logged them (the
+    /// record's encoding shares the keys).
+    pending: Vec<(Lsn, u64, Arc<SeriesKey>)>,
     /// Series admitted under the series limit by writes not yet logged,
     /// with how many writes hold each: they count against the limit until
     /// known (then `admitted_known` keeps them from counting twice) or
@@ -90,15 +100,20 @@ impl SeriesState {
 
     /// Registers the series of the record numbered `lsn`: returns those not
     /// known yet, which the record must carry, and queues their rows.
-    pub(crate) fn register(&self, lsn: Lsn, rows: Vec<(u64, SeriesKey)>) -> Vec<(u64, SeriesKey)> {
+    pub(crate) fn register(
+        &self,
+        lsn: Lsn,
+        rows: Vec<(u64, SeriesKey)>,
+    ) -> Vec<(u64, Arc<SeriesKey>)> {
         if rows.is_empty() {
-            return rows;
+            return Vec::new();
         }
         let mut registry = self.registry.lock().unwrap();
         let registry = &mut *registry;
         let fresh: Vec<_> = rows
             .into_iter()
             .filter(|(id, _)| registry.known.insert(*id))
+            .map(|(id, key)| (id, Arc::new(key)))
             .collect();
         registry.admitted_known += fresh
             .iter()
@@ -106,7 +121,7 @@ impl SeriesState {
             .count();
         registry
             .pending
-            .extend(fresh.iter().map(|(id, key)| (lsn, *id, key.clone())));
+            .extend(fresh.iter().map(|(id, key)| (lsn, *id, Arc::clone(key))));
         fresh
     }
 
@@ -159,9 +174,11 @@ impl SeriesState {
         }
         if limits.max_values_per_tag > 0 {
             let mut tag_values = self.tag_values.lock().unwrap();
-            let key_of = |tag: &str| (key.measurement.clone(), tag.to_owned());
-            for (tag, value) in &key.tags {
-                if let Some(values) = tag_values.get(&key_of(tag)) {
+            if let Some(measurement) = tag_values.get(&key.measurement) {
+                for (tag, value) in &key.tags {
+                    let Some(values) = measurement.get(tag) else {
+                        continue;
+                    };
                     if values.len() >= limits.max_values_per_tag
                         && !values.contains(&value_hash(value))
                     {
@@ -175,11 +192,9 @@ impl SeriesState {
                     }
                 }
             }
+            let measurement = entry(&mut tag_values, &key.measurement);
             for (tag, value) in &key.tags {
-                tag_values
-                    .entry(key_of(tag))
-                    .or_default()
-                    .insert(value_hash(value));
+                entry(measurement, tag).insert(value_hash(value));
             }
         }
         registry.admitted.insert(id, 1);
@@ -210,10 +225,7 @@ impl SeriesState {
     ) {
         let mut tag_values = self.tag_values.lock().unwrap();
         for (measurement, tag, value) in values {
-            tag_values
-                .entry((measurement.to_owned(), tag.to_owned()))
-                .or_default()
-                .insert(value_hash(value));
+            entry(entry(&mut tag_values, measurement), tag).insert(value_hash(value));
         }
     }
 
@@ -237,9 +249,13 @@ impl SeriesState {
         let mut grown = Vec::new();
         let mut tag_keys = self.tag_keys.lock().unwrap();
         for (_, key) in rows {
-            let keys = tag_keys.entry(key.measurement.clone()).or_default();
+            let keys = entry(&mut tag_keys, &key.measurement);
             let before = keys.len();
-            keys.extend(key.tags.iter().map(|(k, _)| k.clone()));
+            for (tag, _) in &key.tags {
+                if !keys.contains(tag) {
+                    keys.insert(tag.clone());
+                }
+            }
             if keys.len() > before && !grown.contains(&key.measurement) {
                 grown.push(key.measurement.clone());
             }
@@ -283,7 +299,7 @@ impl SeriesState {
         if rows.is_empty() {
             return Ok(0);
         }
-        let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, key)));
+        let batch = series_batch(rows.iter().map(|(_, id, key)| (*id, &**key)));
         match insert(batch).await {
             Ok(()) => Ok(rows.len()),
             Err(err) => {

@@ -22,6 +22,7 @@
 //! UTC)`, `series_id`, fields), timestamps of lines that had none included:
 //! replay inserts exactly what was acknowledged, without parsing again.
 
+use std::borrow::Borrow;
 use std::io::Cursor;
 
 use arrow::ipc::reader::StreamReader;
@@ -199,7 +200,7 @@ pub(crate) fn encode_write<'t>(
     lsn: Lsn,
     database: &str,
     retention_policy: &str,
-    series: &[(u64, SeriesKey)],
+    series: &[(u64, impl Borrow<SeriesKey>)],
     tables: impl ExactSizeIterator<Item = (&'t str, &'t [RecordBatch])>,
 ) -> Result<(), RecordError> {
     let mut frame = FrameWriter::begin(out, KIND_WRITE, lsn);
@@ -207,6 +208,7 @@ pub(crate) fn encode_write<'t>(
     frame.str(retention_policy)?;
     frame.u32(series.len())?;
     for (id, key) in series {
+        let key = key.borrow();
         frame.u64(*id);
         frame.str(&key.measurement)?;
         frame.u32(key.tags.len())?;

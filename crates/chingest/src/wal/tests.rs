@@ -222,7 +222,7 @@ fn segments_roll_and_the_checkpoint_deletes_the_ones_below_it() {
             lsn,
             "db",
             "rp",
-            &[],
+            &[] as &[(u64, SeriesKey)],
             [("m", &chunks[..])].into_iter(),
         )
         .unwrap();

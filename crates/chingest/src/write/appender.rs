@@ -324,7 +324,7 @@ struct Worker {
 }
 
 /// Series rows (id, key) of one database, to be logged.
-type DatabaseSeries = (Arc<Database>, Vec<(u64, SeriesKey)>);
+type DatabaseSeries = (Arc<Database>, Vec<(u64, Arc<SeriesKey>)>);
 
 /// A group entry, encoded, waiting for the write to answer it.
 enum Encoded {
