@@ -281,6 +281,9 @@ async fn bodies_past_the_memory_budget(grpc: bool) {
             .await
             .unwrap_err();
         assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+        // So is an OTLP export larger than the budget.
+        let status = otlp_export_past_the_budget(&grpc_url).await;
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
     }
     // Once the burst is over, a request alone fits again.
     let r = client()
@@ -291,6 +294,50 @@ async fn bodies_past_the_memory_budget(grpc: bool) {
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     server.shutdown().await.unwrap();
+}
+
+/// Exports one gauge point whose attribute makes the message 2 MiB; the
+/// refusal.
+async fn otlp_export_past_the_budget(grpc_url: &str) -> tonic::Status {
+    use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::metrics::v1::{
+        metric, number_data_point, Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics,
+    };
+    let point = NumberDataPoint {
+        attributes: vec![KeyValue {
+            key: "pad".into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue("x".repeat(2 << 20))),
+            }),
+            ..KeyValue::default()
+        }],
+        time_unix_nano: 1,
+        value: Some(number_data_point::Value::AsDouble(1.0)),
+        ..NumberDataPoint::default()
+    };
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            scope_metrics: vec![ScopeMetrics {
+                metrics: vec![Metric {
+                    name: "big".into(),
+                    data: Some(metric::Data::Gauge(Gauge {
+                        data_points: vec![point],
+                    })),
+                    ..Metric::default()
+                }],
+                ..ScopeMetrics::default()
+            }],
+            ..ResourceMetrics::default()
+        }],
+    };
+    MetricsServiceClient::connect(grpc_url.to_owned())
+        .await
+        .unwrap()
+        .export(request)
+        .await
+        .unwrap_err()
 }
 
 /// The `durability` parameter and `X-Chingest-Durability` header of both

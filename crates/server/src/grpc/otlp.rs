@@ -26,7 +26,7 @@ use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
 use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
-use super::{authenticated, granted};
+use super::{authenticated, engine_status, granted};
 use crate::state::AppState;
 use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
@@ -125,6 +125,13 @@ async fn export(
         .to_owned();
     grant.require_write(&db)?;
     let message = request.into_inner();
+    // tonic has read the message whole: it is counted in the memory budget
+    // as an HTTP body is, until its rows are written (they borrow from it).
+    let _reservation = state
+        .ingestor()?
+        .reserve_memory(message.len())
+        .await
+        .map_err(engine_status)?;
     let response = export_otlp(state, &db, &message, None).await?;
     Ok(Response::new(response))
 }
