@@ -1159,6 +1159,22 @@ async fn prometheus_remote_write_stores_samples_metadata_and_stale_markers() {
             400,
             "WriteRequest",
         ),
+        // A block cut short of the length it states.
+        (
+            body[..body.len() / 2].to_vec(),
+            "snappy",
+            "application/x-protobuf",
+            400,
+            "invalid snappy body",
+        ),
+        // A block stating 100 MiB, past the body limit: refused unread.
+        (
+            b"\x80\x80\x80\x32".to_vec(),
+            "snappy",
+            "application/x-protobuf",
+            413,
+            "",
+        ),
     ] {
         let r = post(body, encoding, content_type).await.unwrap();
         assert_eq!(r.status().as_u16(), status);

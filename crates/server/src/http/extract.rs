@@ -142,16 +142,20 @@ pub(super) async fn read_body(
             reservation,
         });
     };
-    if compression == Compression::Snappy {
-        // The block format states its length first: refuse before decoding.
-        let length = snap::raw::decompress_len(&raw).map_err(|err| {
-            ApiError::bad_request(format!("invalid snappy body: {err}")).flavor(flavor)
-        })?;
-        if length > limit {
-            return Err(too_large());
+    // The block format states its length first: refuse before decoding.
+    let snappy_length = match compression {
+        Compression::Snappy => {
+            let length = snap::raw::decompress_len(&raw).map_err(|err| {
+                ApiError::bad_request(format!("invalid snappy body: {err}")).flavor(flavor)
+            })?;
+            if length > limit {
+                return Err(too_large());
+            }
+            Some(length)
         }
-    }
-    let decoded = tokio::task::spawn_blocking(move || match compression {
+        Compression::Gzip => None,
+    };
+    let decode = move || match compression {
         Compression::Gzip => {
             use std::io::Read;
             let mut out = Vec::new();
@@ -161,12 +165,14 @@ pub(super) async fn read_body(
             read.map(|_| out)
                 .map_err(|err| format!("invalid gzip body: {err}"))
         }
-        Compression::Snappy => snap::raw::Decoder::new()
-            .decompress_vec(&raw)
-            .map_err(|err| format!("invalid snappy body: {err}")),
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        Compression::Snappy => unsnappy(&raw, snappy_length.unwrap_or(0)),
+    };
+    let decoded = match snappy_length {
+        Some(length) if length <= INLINE_DECOMPRESS_MAX => decode(),
+        _ => tokio::task::spawn_blocking(decode)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
+    }
     .map_err(|err| ApiError::bad_request(err).flavor(flavor))?;
     if decoded.len() > limit {
         return Err(too_large());
@@ -179,6 +185,27 @@ pub(super) async fn read_body(
         bytes: Bytes::from(decoded),
         reservation,
     })
+}
+
+/// Snappy bodies that decompress to at most this many bytes (remote write
+/// sends ~20–100 KB) are decompressed where they were read: well under a
+/// millisecond, less than handing them to a blocking thread and back.
+const INLINE_DECOMPRESS_MAX: usize = 256 << 10;
+
+/// Decompresses a snappy block of `length` bytes. Not `decompress_vec`: its
+/// zeroed buffer made jemalloc purge and fault in fresh pages for every
+/// body (2.5% of the server's CPU under remote write, docs/benchmarks.md
+/// §11); the decoder overwrites every byte anyway.
+fn unsnappy(raw: &[u8], length: usize) -> Result<Vec<u8>, String> {
+    // `vec![0; length]` is the zeroed allocation this avoids.
+    #[allow(clippy::slow_vector_initialization)]
+    let mut out = Vec::with_capacity(length);
+    out.resize(length, 0);
+    let written = snap::raw::Decoder::new()
+        .decompress(raw, &mut out)
+        .map_err(|err| format!("invalid snappy body: {err}"))?;
+    out.truncate(written);
+    Ok(out)
 }
 
 /// The APIs that write (or edit) a database, by where they name it.
