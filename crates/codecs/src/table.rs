@@ -101,9 +101,19 @@ pub(crate) struct SeriesTags<'a, 'r> {
 impl<'a, 'r> SeriesTags<'a, 'r> {
     /// Tags of a table whose columns are `reserved`.
     pub(crate) fn new(reserved: &'r [&'r str]) -> SeriesTags<'a, 'r> {
+        SeriesTags::with_capacity(reserved, 0, 0)
+    }
+
+    /// Tags of a table whose columns are `reserved`, with room for
+    /// `series` series of `tags` tags in all.
+    pub(crate) fn with_capacity(
+        reserved: &'r [&'r str],
+        series: usize,
+        tags: usize,
+    ) -> SeriesTags<'a, 'r> {
         SeriesTags {
-            tags: Vec::new(),
-            series: Vec::new(),
+            tags: Vec::with_capacity(tags),
+            series: Vec::with_capacity(series),
             reserved,
         }
     }

@@ -199,9 +199,10 @@ impl<'a> ArrowInput<'a> {
                 let series = per_series(tags, counts);
                 let mut buffer = Vec::new();
                 let mut ids = Vec::with_capacity(self.time.len());
-                let mut seen = SeriesIdSet::default();
+                let mut seen =
+                    SeriesIdSet::with_capacity_and_hasher(counts.len(), Default::default());
                 // The first of each series in the batch.
-                let mut firsts = Vec::new();
+                let mut firsts = Vec::with_capacity(counts.len());
                 for (tags, rows) in series {
                     encode_canonical(measurement, present(tags), &mut buffer);
                     let id = series_id_of_canonical(&buffer);

@@ -79,7 +79,8 @@ fn samples<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     } else {
         &["time", "value"]
     };
-    let mut labels = SeriesTags::new(reserved);
+    let mut labels =
+        SeriesTags::with_capacity(reserved, decoded.series.len(), decoded.label_pairs.len());
     let mut times = Int64Builder::with_capacity(rows);
     let mut values = Float64Builder::with_capacity(rows);
     let mut created_at = Int64Builder::with_capacity(if created { rows } else { 0 });
