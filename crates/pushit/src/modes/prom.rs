@@ -5,7 +5,9 @@
 //! samples from as many series, each a snappy-compressed `WriteRequest`
 //! built before the clock starts, and posted to `/api/v1/write` over
 //! `--connections` keep-alive connections. Reports samples/s until the last
-//! request is answered and until every sample is queryable, and (with the
+//! request is answered and until every sample is queryable (after asking
+//! the receiver to flush: one sample more written `visible` to chingest,
+//! `/internal/force_flush` to VictoriaMetrics), and (with the
 //! in-process server) bytes per sample on disk once merged. With
 //! `--victoriametrics URL` the same requests then go to a VictoriaMetrics,
 //! over as many connections, for a second row measured the same way.
@@ -88,11 +90,17 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             let write = format!("/api/v1/write?db={DATABASE}");
             let sent =
                 write_all(ctx, "prom", endpoints, &write, requests, args.connections).await?;
-            let visible = wait_visible(endpoints, DATABASE, "prometheus", samples as u64)
+            // VictoriaMetrics is asked to flush (`flush_victoriametrics`);
+            // chingest is too, by one more sample written `visible`.
+            let flush = format!("{}{write}&durability=visible", endpoints.http);
+            let (body, flushed) = flush_request();
+            remote_write(authorized(endpoints, http_client()?.post(flush)), body).await?;
+            let expected = (samples + flushed) as u64;
+            let visible = wait_visible(endpoints, DATABASE, "prometheus", expected)
                 .await?
                 .duration_since(sent.started);
             let stored = count(endpoints, DATABASE, "prometheus").await?;
-            check_stored(&format!("{DATABASE}.prometheus"), samples as u64, stored)?;
+            check_stored(&format!("{DATABASE}.prometheus"), expected, stored)?;
             let bytes_per_sample = match in_process {
                 true => Some(bytes_per_value(ctx, DATABASE, "prometheus", samples)?),
                 false => None,
@@ -252,6 +260,29 @@ fn row(
 
 /// Every request's snappy-compressed body and sample count, in send order:
 /// scrape by scrape, each scrape's samples in series order.
+/// A request of one sample of its own series (`pushit_flush`): written
+/// `visible`, it has every row pending for the table inserted before it is
+/// answered. Its body and sample count.
+fn flush_request() -> (Vec<u8>, usize) {
+    let request = WriteRequest {
+        timeseries: vec![TimeSeries {
+            labels: vec![Label {
+                name: "__name__".into(),
+                value: "pushit_flush".into(),
+            }],
+            samples: vec![Sample {
+                value: 1.0,
+                timestamp: START_MS,
+            }],
+        }],
+        metadata: Vec::new(),
+    };
+    let body = snap::raw::Encoder::new()
+        .compress_vec(&request.encode_to_vec())
+        .expect("snappy compresses any input");
+    (body, 1)
+}
+
 fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
     let families = args.series_per_target.div_ceil(10);
     let mut requests = Vec::new();
