@@ -106,6 +106,27 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// A message of two strings in the form senders write them, read without
+/// the field loop: field 1 then field 2, each shorter than 128 bytes,
+/// nothing else. Both are checked UTF-8 in one pass (the two bytes between
+/// them are ASCII). `None`: read it field by field, which reads or refuses
+/// what this leaves. A remote write `Label`; an OTLP `KeyValue`, whose
+/// field 2 is an `AnyValue` message.
+pub(crate) fn string_pair(message: &[u8]) -> Option<(&str, &str)> {
+    let [0x0a, first_len, rest @ ..] = message else {
+        return None;
+    };
+    let first_len = usize::from(*first_len);
+    let [0x12, second_len, second @ ..] = rest.get(first_len..)? else {
+        return None;
+    };
+    if first_len >= 0x80 || *second_len >= 0x80 || usize::from(*second_len) != second.len() {
+        return None;
+    }
+    let text = std::str::from_utf8(&message[2..]).ok()?;
+    Some((text.get(..first_len)?, text.get(first_len + 2..)?))
+}
+
 /// A message that breaks the wire format ([`reading`] names the message).
 pub(crate) fn invalid(why: String) -> Error {
     Error::Malformed {

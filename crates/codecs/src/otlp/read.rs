@@ -14,7 +14,7 @@
 //! of another kind replaces the earlier.
 
 use crate::error::Result;
-use crate::wire::{invalid, reading, wrong_type, Fields, Value};
+use crate::wire::{invalid, reading, string_pair, wrong_type, Fields, Value};
 
 /// How deep attribute values may nest (arrays and maps in arrays and
 /// maps): prost's recursion limit.
@@ -593,29 +593,17 @@ fn key_value(message: &[u8], depth: usize) -> Result<KeyValue<'_>> {
 }
 
 /// An attribute in the form senders write it, read without the field
-/// loop: the key (field 1), then a value (field 2) that is a string (its
-/// field 1), each shorter than 128 bytes; nothing else. Both strings are
-/// checked UTF-8 in one pass (the four bytes between them are ASCII).
-/// `None`: read it field by field.
+/// loop: a [`string_pair`] whose second string is an `AnyValue` holding a
+/// string (its field 1), nothing else. `None`: read it field by field.
 fn common_attribute(kv: &[u8]) -> Option<KeyValue<'_>> {
-    let [0x0a, key_len, rest @ ..] = kv else {
+    let (key, value) = string_pair(kv)?;
+    let [0x0a, string_len, string @ ..] = value.as_bytes() else {
         return None;
     };
-    let key_len = usize::from(*key_len);
-    let [0x12, value_len, 0x0a, string_len, string @ ..] = rest.get(key_len..)? else {
-        return None;
-    };
-    let (value_len, string_len) = (usize::from(*value_len), usize::from(*string_len));
-    if key_len >= 0x80 || value_len >= 0x80 || value_len != string_len + 2 {
-        return None;
-    }
-    if string_len != string.len() {
-        return None;
-    }
-    let text = std::str::from_utf8(&kv[2..]).ok()?;
-    Some(KeyValue {
-        key: text.get(..key_len)?,
-        value: AnyValue::String(text.get(key_len + 4..)?),
+    // The two bytes before the string are ASCII: it starts on a character.
+    (usize::from(*string_len) == string.len()).then(|| KeyValue {
+        key,
+        value: AnyValue::String(&value[2..]),
     })
 }
 

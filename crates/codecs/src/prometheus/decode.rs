@@ -16,7 +16,7 @@ use chingest_proto::prometheus::v2::{self, Histogram};
 use chingest_proto::prometheus::{MetricType, Sample};
 
 use crate::error::{Error, Result};
-use crate::wire::{reading, wrong_type, Fields, Value};
+use crate::wire::{reading, string_pair, wrong_type, Fields, Value};
 
 /// The label that names a series' metric.
 pub(super) const METRIC_NAME_LABEL: &str = "__name__";
@@ -131,7 +131,7 @@ impl<'a> Decoded<'a> {
         while let Some((number, value)) = fields.next_field()? {
             match (number, value) {
                 (1, Value::Bytes(label)) => {
-                    if let Some(pair) = common_label(label) {
+                    if let Some(pair) = string_pair(label) {
                         self.label_pairs.push(pair);
                         continue;
                     }
@@ -442,25 +442,6 @@ pub(super) fn bucket_counts(deltas: &[i64], counts: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// A `Label` in the form senders write it, read without the field loop:
-/// the name (field 1) then the value (field 2), each non-empty and
-/// shorter than 128 bytes, nothing else. Both checked UTF-8 in one pass
-/// (the two bytes between them are ASCII). `None`: read it field by field.
-fn common_label(label: &[u8]) -> Option<(&str, &str)> {
-    let [0x0a, name_len, rest @ ..] = label else {
-        return None;
-    };
-    let name_len = usize::from(*name_len);
-    let [0x12, value_len, value @ ..] = rest.get(name_len..)? else {
-        return None;
-    };
-    if name_len >= 0x80 || *value_len >= 0x80 || usize::from(*value_len) != value.len() {
-        return None;
-    }
-    let text = std::str::from_utf8(&label[2..]).ok()?;
-    Some((text.get(..name_len)?, text.get(name_len + 2..)?))
-}
-
 /// A `Sample` in the form senders write it, read without the field loop:
 /// the value (field 1) then the timestamp (field 2), nothing else. `None`:
 /// read it field by field.
@@ -491,7 +472,7 @@ mod tests {
     #[test]
     fn common_forms_read_as_the_field_loop_does() {
         assert_eq!(
-            common_label(b"\x0a\x08__name__\x12\x02up"),
+            string_pair(b"\x0a\x08__name__\x12\x02up"),
             Some(("__name__", "up"))
         );
         let sample = [
@@ -510,7 +491,7 @@ mod tests {
             b"\x0a\x01\xff\x12\x01b", // not UTF-8
             b"\x0a\x02\xc3\x12\x01b", // a character cut by the field key
         ] {
-            assert_eq!(common_label(label), None, "{label:?}");
+            assert_eq!(string_pair(label), None, "{label:?}");
         }
         for sample in [
             &sample[..sample.len() - 1],         // timestamp cut short
