@@ -143,6 +143,7 @@ pub(super) async fn read_body(
         });
     };
     // The block format states its length first: refuse before decoding.
+    // `None`: a gzip body, whose length is known once it is decoded.
     let snappy_length = match compression {
         Compression::Snappy => {
             let length = snap::raw::decompress_len(&raw).map_err(|err| {
@@ -155,8 +156,9 @@ pub(super) async fn read_body(
         }
         Compression::Gzip => None,
     };
-    let decode = move || match compression {
-        Compression::Gzip => {
+    let decode = move || match snappy_length {
+        Some(length) => unsnappy(&raw, length),
+        None => {
             use std::io::Read;
             let mut out = Vec::new();
             let read = flate2::read::MultiGzDecoder::new(&raw[..])
@@ -165,7 +167,6 @@ pub(super) async fn read_body(
             read.map(|_| out)
                 .map_err(|err| format!("invalid gzip body: {err}"))
         }
-        Compression::Snappy => unsnappy(&raw, snappy_length.unwrap_or(0)),
     };
     let decoded = match snappy_length {
         Some(length) if length <= INLINE_DECOMPRESS_MAX => decode(),
