@@ -93,9 +93,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             // VictoriaMetrics is asked to flush (`flush_victoriametrics`);
             // chingest is too, by one more sample written `visible`.
             let flush = format!("{}{write}&durability=visible", endpoints.http);
-            let (body, flushed) = flush_request();
-            remote_write(authorized(endpoints, http_client()?.post(flush)), body).await?;
-            let expected = (samples + flushed) as u64;
+            let flushing = authorized(endpoints, http_client()?.post(flush));
+            remote_write(flushing, flush_request()).await?;
+            let expected = samples as u64 + 1;
             let visible = wait_visible(endpoints, DATABASE, "prometheus", expected)
                 .await?
                 .duration_since(sent.started);
@@ -258,12 +258,17 @@ fn row(
     })
 }
 
-/// Every request's snappy-compressed body and sample count, in send order:
-/// scrape by scrape, each scrape's samples in series order.
-/// A request of one sample of its own series (`pushit_flush`): written
-/// `visible`, it has every row pending for the table inserted before it is
-/// answered. Its body and sample count.
-fn flush_request() -> (Vec<u8>, usize) {
+/// `request` as Prometheus sends it: encoded, snappy-compressed.
+fn body(encoder: &mut snap::raw::Encoder, request: &WriteRequest) -> Vec<u8> {
+    encoder
+        .compress_vec(&request.encode_to_vec())
+        .expect("snappy compresses any input")
+}
+
+/// The body of a request of one sample of its own series (`pushit_flush`):
+/// written `visible`, it has every row pending for the table inserted
+/// before it is answered.
+fn flush_request() -> Vec<u8> {
     let request = WriteRequest {
         timeseries: vec![TimeSeries {
             labels: vec![Label {
@@ -277,12 +282,11 @@ fn flush_request() -> (Vec<u8>, usize) {
         }],
         metadata: Vec::new(),
     };
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&request.encode_to_vec())
-        .expect("snappy compresses any input");
-    (body, 1)
+    body(&mut snap::raw::Encoder::new(), &request)
 }
 
+/// Every request's snappy-compressed body and sample count, in send order:
+/// scrape by scrape, each scrape's samples in series order.
 fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
     let families = args.series_per_target.div_ceil(10);
     let mut requests = Vec::new();
@@ -293,11 +297,7 @@ fn build_requests(args: &Args) -> Vec<(Vec<u8>, usize)> {
             timeseries: std::mem::take(series),
             metadata: Vec::new(),
         };
-        let samples = request.timeseries.len();
-        let body = encoder
-            .compress_vec(&request.encode_to_vec())
-            .expect("snappy compresses any input");
-        requests.push((body, samples));
+        requests.push((body(&mut encoder, &request), request.timeseries.len()));
     };
     for scrape in 0..args.scrapes {
         let timestamp = START_MS + scrape as i64 * SCRAPE_INTERVAL_MS;
