@@ -28,13 +28,14 @@ enum ColumnBuilder {
 }
 
 impl ColumnBuilder {
-    fn new(ty: FieldType) -> Self {
+    /// A builder with room for `rows` values (string bytes still grow).
+    fn with_capacity(ty: FieldType, rows: usize) -> Self {
         match ty {
-            FieldType::Float => ColumnBuilder::Float(Float64Builder::new()),
-            FieldType::Integer => ColumnBuilder::Integer(Int64Builder::new()),
-            FieldType::UInteger => ColumnBuilder::UInteger(UInt64Builder::new()),
-            FieldType::String => ColumnBuilder::String(StringBuilder::new()),
-            FieldType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::new()),
+            FieldType::Float => ColumnBuilder::Float(Float64Builder::with_capacity(rows)),
+            FieldType::Integer => ColumnBuilder::Integer(Int64Builder::with_capacity(rows)),
+            FieldType::UInteger => ColumnBuilder::UInteger(UInt64Builder::with_capacity(rows)),
+            FieldType::String => ColumnBuilder::String(StringBuilder::with_capacity(rows, 0)),
+            FieldType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::with_capacity(rows)),
             // lp.rs refuses a line value for an array column as a type
             // conflict before it reaches a builder.
             FieldType::FloatArray | FieldType::IntegerArray | FieldType::UIntegerArray => {
@@ -108,17 +109,27 @@ pub struct ChunkBuilder {
     series_id: Vec<u64>,
     /// One slot per field of `schema`, filled when the field first occurs.
     columns: Vec<Option<Column>>,
+    /// Rows each column makes room for when it is created.
+    capacity: usize,
 }
 
 impl ChunkBuilder {
     /// An empty chunk for a table with `schema`.
     pub fn new(schema: Arc<TableSchema>) -> Self {
+        Self::with_capacity(schema, 0)
+    }
+
+    /// An empty chunk whose columns make room for `rows` rows up front: a
+    /// write that knows how many rows it brings builds them without
+    /// growing (and copying) each column as it fills.
+    pub fn with_capacity(schema: Arc<TableSchema>, rows: usize) -> Self {
         let columns = schema.fields.iter().map(|_| None).collect();
         ChunkBuilder {
             schema,
-            time: Vec::new(),
-            series_id: Vec::new(),
+            time: Vec::with_capacity(rows),
+            series_id: Vec::with_capacity(rows),
             columns,
+            capacity: rows,
         }
     }
 
@@ -148,8 +159,9 @@ impl ChunkBuilder {
         let row = self.time.len();
         for (position, value) in fields {
             let ty = self.schema.fields[position].1;
+            let capacity = self.capacity;
             let column = self.columns[position].get_or_insert_with(|| Column {
-                builder: ColumnBuilder::new(ty),
+                builder: ColumnBuilder::with_capacity(ty, capacity),
                 len: 0,
             });
             column.pad_to(row);
@@ -164,9 +176,9 @@ impl ChunkBuilder {
     pub fn finish(mut self) -> RecordBatch {
         let rows = self.time.len();
         let mut present = Vec::new();
-        // Columns grew by doubling: they give back what they did not fill,
-        // so that the memory budget, which counts what they hold, counts
-        // what they take.
+        // Columns grew by doubling or were made room for rows that went
+        // elsewhere: they give back what they did not fill, so that the
+        // memory budget, which counts what they hold, counts what they take.
         self.time.shrink_to_fit();
         self.series_id.shrink_to_fit();
         let mut arrays: Vec<ArrayRef> = vec![
