@@ -87,6 +87,9 @@ pub(crate) struct LineBatch<'b> {
     tables: Vec<TableRows<'b>>,
     /// Raw measurement → position in `tables`.
     table_index: HashMap<&'b str, usize>,
+    /// The last line's raw measurement and its position in `tables`: lines
+    /// of one measurement come in runs, and a run skips the hash lookup.
+    last_table: Option<(&'b str, usize)>,
     /// Series resolved by this request that the database's map lacked, by
     /// raw-key fingerprint.
     local_ids: FingerprintMap<u64>,
@@ -125,6 +128,7 @@ impl<'b> LineBatch<'b> {
             limits,
             tables: Vec::new(),
             table_index: HashMap::new(),
+            last_table: None,
             local_ids: FingerprintMap::default(),
             new_series: Vec::new(),
             admission: Admission::default(),
@@ -310,7 +314,13 @@ impl<'b> LineBatch<'b> {
     /// Position in `tables` of the line's table, or why there is none.
     fn table_for(&mut self, line: &Line<'b>) -> Result<usize, Outcome> {
         let raw = line.measurement.raw();
+        if let Some((last, i)) = self.last_table {
+            if last == raw {
+                return Ok(i);
+            }
+        }
         if let Some(&i) = self.table_index.get(raw) {
+            self.last_table = Some((raw, i));
             return Ok(i);
         }
         let measurement = line.measurement.unescape();
@@ -333,6 +343,7 @@ impl<'b> LineBatch<'b> {
         });
         let i = self.tables.len() - 1;
         self.table_index.insert(raw, i);
+        self.last_table = Some((raw, i));
         Ok(i)
     }
 
