@@ -9,6 +9,7 @@ use support::{ingestor, run, tsv, visible};
 test_main!(
     every_field_type_round_trips_exactly,
     missing_fields_are_null_not_zero,
+    interleaved_measurements_each_keep_their_rows,
     timestamps_honour_every_precision_and_the_storable_range,
     missing_timestamp_uses_the_server_time,
     bad_lines_are_reported_and_good_lines_kept,
@@ -88,6 +89,31 @@ fn missing_fields_are_null_not_zero() {
             rows(&ing, "lp_nulls", "m", "a, b, isNull(a), isNull(b)").await,
             "1\t\\N\t0\t1\n\\N\t2.5\t1\t0\n3\t4.5\t0\t0\n"
         );
+    })
+}
+
+fn interleaved_measurements_each_keep_their_rows() {
+    run(async {
+        let ing = ingestor().await;
+        // The tables exist, then lines switch between them, back and forth
+        // and in runs, in one body.
+        write(&ing, "lp_interleaved", "a v=1i 1\nb w=1.5 1\n").await;
+        let out = write(
+            &ing,
+            "lp_interleaved",
+            "a v=2i 2\nb w=2.5 2\na v=3i 3\na v=4i 4\nb w=3.5 3\nc x=true 1\na v=5i 5\n",
+        )
+        .await;
+        assert_eq!((out.accepted, out.rejected.len()), (7, 0), "{out:?}");
+        assert_eq!(
+            rows(&ing, "lp_interleaved", "a", "v").await,
+            "1\n2\n3\n4\n5\n"
+        );
+        assert_eq!(
+            rows(&ing, "lp_interleaved", "b", "w").await,
+            "1.5\n2.5\n3.5\n"
+        );
+        assert_eq!(rows(&ing, "lp_interleaved", "c", "x").await, "true\n");
     })
 }
 
