@@ -114,9 +114,10 @@ pub(crate) struct LineBatch<'b> {
     lines_seen: usize,
     /// Whether the piece's last line ran to its end inside a string value.
     ended_in_string: bool,
-    /// Rows the next table met makes room for: the lines still to come
-    /// when the first table is met (most writes have one table), none after.
-    rows_hint: usize,
+    /// The text the first table met may make room for all the rows of (see
+    /// [`rows_to_make_room_for`]): the piece being parsed; later tables,
+    /// and typed points, grow their columns as they fill.
+    hint_text: &'b [u8],
     scratch: Vec<(usize, FieldType)>,
 }
 
@@ -141,7 +142,7 @@ impl<'b> LineBatch<'b> {
             memo_owner: None,
             lines_seen: 0,
             ended_in_string: false,
-            rows_hint: 0,
+            hint_text: &[],
             scratch: Vec::new(),
         }
     }
@@ -150,7 +151,7 @@ impl<'b> LineBatch<'b> {
     /// or recording why not. Line numbers count from the piece's start; see
     /// [`shift_lines`](Self::shift_lines).
     pub(crate) fn parse(&mut self, body: &'b [u8], piece: Range<usize>, options: ParseOptions) {
-        self.rows_hint = line_count(&body[piece.clone()]);
+        self.hint_text = &body[piece.clone()];
         (self.lines_seen, self.ended_in_string) = self.parse_range(body, piece, 0, options, true);
     }
 
@@ -202,7 +203,6 @@ impl<'b> LineBatch<'b> {
     /// Parses the deferred lines again, after the DDL they needed has run.
     pub(crate) fn parse_deferred(&mut self, body: &'b [u8], options: ParseOptions) {
         self.refresh_schemas();
-        self.rows_hint = self.deferred.len();
         for (range, line_number) in std::mem::take(&mut self.deferred) {
             self.parse_range(body, range, line_number - 1, options, false);
         }
@@ -220,7 +220,6 @@ impl<'b> LineBatch<'b> {
     /// Adds typed points as lines (point `i` is line `i + 1`); those that
     /// need DDL wait for [`add_deferred_points`](Self::add_deferred_points).
     pub(crate) fn add_points(&mut self, points: &'b PointLines<'b>) {
-        self.rows_hint = points.len();
         self.add_points_at(points, 0..points.len(), true);
     }
 
@@ -229,7 +228,6 @@ impl<'b> LineBatch<'b> {
     pub(crate) fn add_deferred_points(&mut self, points: &'b PointLines<'b>) {
         self.refresh_schemas();
         let deferred = std::mem::take(&mut self.deferred_points);
-        self.rows_hint = deferred.len();
         self.add_points_at(points, deferred, false);
     }
 
@@ -333,9 +331,9 @@ impl<'b> LineBatch<'b> {
             return Err(Outcome::Deferred);
         };
         let schema = table.schema();
-        let rows_hint = std::mem::take(&mut self.rows_hint);
+        let rows = rows_to_make_room_for(std::mem::take(&mut self.hint_text), &schema);
         self.tables.push(TableRows {
-            chunk: ChunkBuilder::with_capacity(Arc::clone(&schema), rows_hint),
+            chunk: ChunkBuilder::with_capacity(Arc::clone(&schema), rows),
             table,
             schema,
             memo_keys: Vec::new(),
@@ -590,6 +588,18 @@ impl<'b> LineBatch<'b> {
     }
 }
 
+/// Rows a table's chunk makes room for up front when `text` is what may
+/// fill it: its lines (most bodies hold one table), but no more than keeps
+/// the room its columns take, were every field of `schema` to occur, within
+/// twice the text's size. Realistic lines fit many times over (a TSBS line:
+/// 330 bytes of text, 96 in columns); the shortest (`m f=1`) get room for
+/// half and grow. Without the cap, line feeds after one wide line would
+/// have the server reserve lines × fields × 8 bytes.
+fn rows_to_make_room_for(text: &[u8], schema: &TableSchema) -> usize {
+    let row_bytes = 8 * (schema.fields.len() + 2);
+    line_count(text).min(2 * text.len() / row_bytes)
+}
+
 /// Lines in `text`, the last one counted whether or not a line feed ends it
 /// (an upper bound on its rows: blank and comment lines count too).
 fn line_count(text: &[u8]) -> usize {
@@ -718,7 +728,40 @@ pub(crate) struct Finished {
 
 #[cfg(test)]
 mod tests {
-    use super::line_count;
+    use super::{line_count, rows_to_make_room_for};
+    use crate::layout::names::TableNames;
+    use crate::layout::schema::{FieldType, TableSchema};
+
+    fn schema(fields: usize) -> TableSchema {
+        let fields = (0..fields)
+            .map(|i| (format!("f{i}"), FieldType::Float))
+            .collect();
+        TableSchema::new(TableNames::new("db", "rp", "m"), fields)
+    }
+
+    #[test]
+    fn room_is_made_for_every_line_of_realistic_text() {
+        let line = "cpu,hostname=host_1,region=eu-west-1 usage_user=58i,usage_system=2i,\
+                    usage_idle=24i,usage_nice=61i,usage_iowait=22i 1451606400000000000\n";
+        let text = line.repeat(5000);
+        assert_eq!(rows_to_make_room_for(text.as_bytes(), &schema(5)), 5000);
+        assert_eq!(rows_to_make_room_for(b"", &schema(5)), 0);
+    }
+
+    #[test]
+    fn room_stays_within_twice_the_text() {
+        // One line with 1,024 fields, then a million empty lines: room for
+        // every line would be 8 GB; the cap keeps it to twice the text.
+        let fields = 1024;
+        let mut text = b"m ".to_vec();
+        for i in 0..fields {
+            text.extend_from_slice(format!("f{i}=1,").as_bytes());
+        }
+        text.extend(std::iter::repeat_n(b'\n', 1_000_000));
+        let rows = rows_to_make_room_for(&text, &schema(fields));
+        assert!(rows * 8 * (fields + 2) <= 2 * text.len(), "{rows} rows");
+        assert!(rows < line_count(&text) / 100, "{rows} rows");
+    }
 
     #[test]
     fn line_count_counts_every_line_once() {
