@@ -141,7 +141,7 @@ mod precision;
 pub use error::{ErrorKind, LineError};
 pub use escape::{escape_measurement, escape_string_field, escape_tag, Escaped};
 pub use line::{FieldValue, Line};
-pub use parser::{parse, ParseOptions, Parsed, Parser};
+pub use parser::{count_line_feeds, parse, ParseOptions, Parsed, Parser};
 pub use precision::{Precision, UnknownPrecision};
 
 #[cfg(test)]

@@ -603,18 +603,7 @@ fn rows_to_make_room_for(text: &[u8], schema: &TableSchema) -> usize {
 /// Lines in `text`, the last one counted whether or not a line feed ends it
 /// (an upper bound on its rows: blank and comment lines count too).
 fn line_count(text: &[u8]) -> usize {
-    // Counted per 255 bytes into a byte: the compiler vectorizes that, not
-    // a count into a usize (which cost as much as a third of parsing).
-    let feeds: usize = text
-        .chunks(255)
-        .map(|chunk| {
-            let feeds = chunk
-                .iter()
-                .fold(0u8, |n, &byte| n + u8::from(byte == b'\n'));
-            usize::from(feeds)
-        })
-        .sum();
-    feeds + usize::from(text.last().is_some_and(|&byte| byte != b'\n'))
+    lineproto::count_line_feeds(text) + usize::from(text.last().is_some_and(|&byte| byte != b'\n'))
 }
 
 /// Bodies at least this large are parsed in parallel pieces.
