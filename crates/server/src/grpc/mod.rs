@@ -17,7 +17,7 @@ use std::time::Instant;
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
-use chingest::{Durability, LineRejection, Precision, WriteOutcome};
+use chingest::{Durability, Ingestor, LineRejection, MemoryReservation, Precision, WriteOutcome};
 use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
 use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
@@ -112,6 +112,13 @@ impl From<ApiError> for Status {
 
 fn engine_status(err: chingest::Error) -> Status {
     ApiError::from(err).into()
+}
+
+/// Counts a message tonic has decoded whole in the memory budget, as an
+/// HTTP body is, so that many large ones at once are refused
+/// (RESOURCE_EXHAUSTED) rather than all handled at once.
+async fn reserve_message(ingestor: &Ingestor, bytes: usize) -> Result<MemoryReservation, Status> {
+    ingestor.reserve_memory(bytes).await.map_err(engine_status)
 }
 
 /// The retention policy a request names, or the configured default.
@@ -231,13 +238,7 @@ impl IngestService {
             durability(request.durability)?,
         );
         let span = tracing::info_span!("write", protocol = "grpc", db, rp);
-        // tonic has decoded the message whole: it is counted in the memory
-        // budget as an HTTP body is, so that many large ones at once are
-        // refused (RESOURCE_EXHAUSTED) rather than all parsed at once.
-        let reservation = ingestor
-            .reserve_memory(request.encoded_len())
-            .await
-            .map_err(engine_status)?;
+        let reservation = reserve_message(ingestor, request.encoded_len()).await?;
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
                 let committed = async {

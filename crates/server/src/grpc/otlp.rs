@@ -26,7 +26,7 @@ use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
 use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
-use super::{authenticated, engine_status, granted};
+use super::{authenticated, granted, reserve_message};
 use crate::state::AppState;
 use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
@@ -125,13 +125,8 @@ async fn export(
         .to_owned();
     grant.require_write(&db)?;
     let message = request.into_inner();
-    // tonic has read the message whole: it is counted in the memory budget
-    // as an HTTP body is, until its rows are written (they borrow from it).
-    let _reservation = state
-        .ingestor()?
-        .reserve_memory(message.len())
-        .await
-        .map_err(engine_status)?;
+    // Held until the rows, which borrow from the message, are written.
+    let _reservation = reserve_message(state.ingestor()?, message.len()).await?;
     let response = export_otlp(state, &db, &message, None).await?;
     Ok(Response::new(response))
 }
