@@ -5,7 +5,9 @@
 mod phases;
 
 use std::path::Path;
+use std::sync::Arc;
 
+use chingest::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use chingest::{
     CardinalityLimits, Durability, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate,
     WriteOptions,
@@ -418,6 +420,66 @@ async fn child(phase: &str, dir: &Path) {
                     .lines_refused_by_limits
                     .load(std::sync::atomic::Ordering::Relaxed),
                 2
+            );
+            // Arrow batches are taken whole or not at all: a batch with one
+            // series past a limit stores nothing and holds no admission.
+            let hosts = |names: &[&str]| {
+                let rows = names.len() as i64;
+                RecordBatch::try_from_iter([
+                    (
+                        "time",
+                        Arc::new(Int64Array::from_iter_values(1..=rows)) as ArrayRef,
+                    ),
+                    (
+                        "host",
+                        Arc::new(StringArray::from(names.to_vec())) as ArrayRef,
+                    ),
+                    (
+                        "v",
+                        Arc::new(Int64Array::from_iter_values(1..=rows)) as ArrayRef,
+                    ),
+                ])
+                .unwrap()
+            };
+            let arrow = |measurement: &'static str, names: &'static [&'static str]| {
+                let ing = ing.clone();
+                async move {
+                    ing.write_arrow(
+                        "card_arrow",
+                        "autogen",
+                        measurement,
+                        &hosts(names),
+                        &["host"],
+                        &options,
+                    )
+                    .await
+                }
+            };
+            assert_eq!(arrow("m", &["a1", "a2", "a3"]).await.unwrap(), 3);
+            let refused = |result: chingest::Result<usize>, limit: &str| match result {
+                Err(chingest::Error::InvalidBatch { column, reason }) => {
+                    assert_eq!(column, "host");
+                    assert!(reason.contains(limit), "{reason}");
+                }
+                other => panic!("expected a refusal naming {limit:?}, got {other:?}"),
+            };
+            refused(
+                arrow("m", &["a1", "a4", "a5"]).await,
+                "tag \"host\" of measurement \"m\" has 4 values (limit 4)",
+            );
+            assert_eq!(arrow("m", &["a4", "a1"]).await.unwrap(), 2);
+            refused(
+                arrow("n", &["b1", "b2", "b3"]).await,
+                "has 6 series (limit 6)",
+            );
+            assert_eq!(arrow("n", &["b1", "b2"]).await.unwrap(), 2);
+            assert_eq!(
+                query(&ing, "SELECT count() FROM card_arrow._series").await,
+                "6\n"
+            );
+            assert_eq!(
+                query(&ing, "SELECT count() FROM card_arrow.`m.autogen`").await,
+                "5\n"
             );
             // Twenty writers, each with a series of its own: six get in.
             let writers: Vec<_> = (0..20)

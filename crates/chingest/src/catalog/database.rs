@@ -336,31 +336,38 @@ impl Admission {
         key: &SeriesKey,
         limits: CardinalityLimits,
     ) -> Result<bool, String> {
-        let admitted = db.series.admit(id, key, limits)?;
+        let admitted = db.series.admitting(limits).admit(id, key)?;
         if admitted {
-            let (_, ids) = self
-                .held
-                .get_or_insert_with(|| (Arc::clone(db), Vec::new()));
-            ids.push(id);
+            self.hold(db, id);
         }
         Ok(admitted)
     }
 
-    /// Admits every series of `series` (an Arrow write's), keeping those
-    /// new to the database; the first refusal fails them all.
+    /// Admits every series of `series` (an Arrow write's) under one lock,
+    /// keeping those new to the database; the first refusal fails them all.
     pub(crate) fn admit_all(
         &mut self,
         db: &Arc<Database>,
         series: Vec<(u64, SeriesKey)>,
         limits: CardinalityLimits,
     ) -> Result<Vec<(u64, SeriesKey)>, String> {
+        let mut admitter = db.series.admitting(limits);
         let mut new = Vec::with_capacity(series.len());
         for (id, key) in series {
-            if self.admit(db, id, &key, limits)? {
+            if admitter.admit(id, &key)? {
+                self.hold(db, id);
                 new.push((id, key));
             }
         }
         Ok(new)
+    }
+
+    /// Keeps `id`'s admission until this write is logged or fails.
+    fn hold(&mut self, db: &Arc<Database>, id: u64) {
+        let (_, ids) = self
+            .held
+            .get_or_insert_with(|| (Arc::clone(db), Vec::new()));
+        ids.push(id);
     }
 
     /// Adds the admissions of `other` to this one (same database).

@@ -4,7 +4,7 @@
 //! bookkeeping.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use arrow::array::{MapBuilder, StringBuilder, UInt64Array};
 use arrow::record_batch::RecordBatch;
@@ -38,8 +38,11 @@ pub(crate) struct SeriesState {
     tag_keys: Mutex<HashMap<String, BTreeSet<String>>>,
     /// Hashes of the values seen per measurement and tag key, kept while
     /// the values-per-tag limit is set.
-    tag_values: Mutex<HashMap<String, HashMap<String, HashSet<u64>>>>,
+    tag_values: Mutex<TagValues>,
 }
+
+/// Hashes of the tag values seen, per measurement and tag key.
+type TagValues = HashMap<String, HashMap<String, HashSet<u64>>>;
 
 /// Entries of a database's raw-key cache: two spellings for each of the
 /// default limit's million series. Measured (`HashMap`, 1 M entries): 69
@@ -145,63 +148,23 @@ impl SeriesState {
         }
     }
 
-    /// Admits a series the database does not know under `limits`, for a
-    /// write that will log it, or says which limit it would pass. `Ok(true)`:
-    /// admitted, to be released with [`Admission`]; `Ok(false)`: known.
-    /// Checks, counts and admits under one lock, so concurrent writers
-    /// cannot pass a limit together.
-    pub(crate) fn admit(
-        &self,
-        id: u64,
-        key: &SeriesKey,
-        limits: CardinalityLimits,
-    ) -> Result<bool, String> {
-        let mut registry = self.registry.lock().unwrap();
-        if registry.known.contains(&id) {
-            return Ok(false);
+    /// Locks the series bookkeeping to admit a write's new series under
+    /// `limits` (see [`Admitter::admit`]). Checks, counts and admits under
+    /// one lock, so concurrent writers cannot pass a limit together; a
+    /// write with many series takes it once for all of them.
+    pub(crate) fn admitting(&self, limits: CardinalityLimits) -> Admitter<'_> {
+        let registry = self.registry.lock().unwrap();
+        // Taken after `registry`, as everywhere both are held.
+        let tag_values = (limits.max_values_per_tag > 0).then(|| self.tag_values.lock().unwrap());
+        Admitter {
+            registry,
+            tag_values,
+            limits,
+            value_hashes: Vec::new(),
         }
-        if let Some(holders) = registry.admitted.get_mut(&id) {
-            *holders += 1;
-            return Ok(true);
-        }
-        let count = registry.count();
-        if limits.max_series > 0 && count >= limits.max_series {
-            return Err(format!(
-                "series limit reached: the database has {count} series (limit {}); \
-                 a new series is refused",
-                limits.max_series
-            ));
-        }
-        if limits.max_values_per_tag > 0 {
-            let mut tag_values = self.tag_values.lock().unwrap();
-            if let Some(measurement) = tag_values.get(&key.measurement) {
-                for (tag, value) in &key.tags {
-                    let Some(values) = measurement.get(tag) else {
-                        continue;
-                    };
-                    if values.len() >= limits.max_values_per_tag
-                        && !values.contains(&value_hash(value))
-                    {
-                        return Err(format!(
-                            "tag value limit reached: tag {tag:?} of measurement {:?} has {} \
-                             values (limit {}); a new value is refused",
-                            key.measurement,
-                            values.len(),
-                            limits.max_values_per_tag
-                        ));
-                    }
-                }
-            }
-            let measurement = entry(&mut tag_values, &key.measurement);
-            for (tag, value) in &key.tags {
-                entry(measurement, tag).insert(value_hash(value));
-            }
-        }
-        registry.admitted.insert(id, 1);
-        Ok(true)
     }
 
-    /// Releases admissions (see [`admit`](Self::admit)).
+    /// Releases admissions (see [`Admitter::admit`]).
     pub(super) fn release(&self, ids: &[u64]) {
         let mut registry = self.registry.lock().unwrap();
         for id in ids {
@@ -309,6 +272,80 @@ impl SeriesState {
                 Err(err)
             }
         }
+    }
+}
+
+/// The series bookkeeping of one database, locked to admit series
+/// ([`SeriesState::admitting`]).
+pub(crate) struct Admitter<'s> {
+    registry: MutexGuard<'s, Registry>,
+    /// Held only while the values-per-tag limit is set.
+    tag_values: Option<MutexGuard<'s, TagValues>>,
+    limits: CardinalityLimits,
+    /// The hashes of the tag values of the series being admitted.
+    value_hashes: Vec<u64>,
+}
+
+impl Admitter<'_> {
+    /// Admits series `id` (with `key`) for a write that will log it, or
+    /// says which limit it would pass. `Ok(true)`: new to the database and
+    /// admitted, to be released with [`Admission`](super::Admission);
+    /// `Ok(false)`: known.
+    pub(crate) fn admit(&mut self, id: u64, key: &SeriesKey) -> Result<bool, String> {
+        let registry = &mut *self.registry;
+        if registry.known.contains(&id) {
+            return Ok(false);
+        }
+        if let Some(holders) = registry.admitted.get_mut(&id) {
+            *holders += 1;
+            return Ok(true);
+        }
+        let count = registry.count();
+        let limits = self.limits;
+        if limits.max_series > 0 && count >= limits.max_series {
+            return Err(format!(
+                "series limit reached: the database has {count} series (limit {}); \
+                 a new series is refused",
+                limits.max_series
+            ));
+        }
+        if let Some(tag_values) = &mut self.tag_values {
+            // Each value hashed once: checked against every tag first (a
+            // refused series records none of its values), then recorded.
+            self.value_hashes.clear();
+            self.value_hashes
+                .extend(key.tags.iter().map(|(_, value)| value_hash(value)));
+            let tags = key.tags.iter().zip(&self.value_hashes);
+            if let Some(measurement) = tag_values.get(&key.measurement) {
+                for ((tag, _), hash) in tags.clone() {
+                    let Some(values) = measurement.get(tag) else {
+                        continue;
+                    };
+                    if values.len() >= limits.max_values_per_tag && !values.contains(hash) {
+                        return Err(format!(
+                            "tag value limit reached: tag {tag:?} of measurement {:?} has {} \
+                             values (limit {}); a new value is refused",
+                            key.measurement,
+                            values.len(),
+                            limits.max_values_per_tag
+                        ));
+                    }
+                }
+            }
+            let measurement = entry(tag_values, &key.measurement);
+            for ((tag, _), &hash) in tags {
+                match measurement.get_mut(tag) {
+                    Some(values) => {
+                        values.insert(hash);
+                    }
+                    None => {
+                        measurement.insert(tag.clone(), HashSet::from([hash]));
+                    }
+                }
+            }
+        }
+        registry.admitted.insert(id, 1);
+        Ok(true)
     }
 }
 
