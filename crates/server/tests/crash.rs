@@ -173,7 +173,10 @@ fn body(writer: usize, id: u64) -> String {
             let ts = id * LINES as u64 + line as u64;
             body.push_str(&format!(
                 "{m},w={writer},s={} req={id}i,line={line}i {ts}\n",
-                (id / 3) * 10 + (line % 10) as u64
+                // New series every third request, within the default
+                // limit of 100,000 values per tag however many requests a
+                // fast machine gets through (they wrap after 27,000).
+                (id / 3 % 9_000) * 10 + (line % 10) as u64
             ));
         }
     }
@@ -218,7 +221,11 @@ async fn writer(
             Ok(r) if r.status() == reqwest::StatusCode::NO_CONTENT => {
                 acked.lock().unwrap().writes.push(id)
             }
-            Ok(r) => panic!("request {id}: {}", r.status()),
+            Ok(r) => {
+                let status = r.status();
+                let text = r.text().await.unwrap_or_default();
+                panic!("request {id}: {status} {}", &text[..text.floor_char_boundary(500)])
+            }
             // The server was killed.
             Err(_) => return,
         }

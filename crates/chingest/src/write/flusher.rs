@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use arrow::record_batch::RecordBatch;
 use tokio::sync::{oneshot, Semaphore};
 use tracing::Instrument;
 
@@ -86,25 +85,20 @@ pub(crate) async fn commit_series(ctx: &FlushContext, db: &Database) -> Result<(
     Ok(())
 }
 
-/// Stores the database's pending series, then `chunks` into the table
-/// under `token` (see [`dedup_token`]), through the sink; both durable when
-/// this returns.
+/// Stores the database's pending series, then `facts` (if any) under
+/// `token` (see [`dedup_token`]), through the sink; both durable when this
+/// returns.
 pub(crate) async fn insert(
     ctx: &FlushContext,
-    db: &Arc<Database>,
-    table: &Table,
+    db: &Database,
     token: String,
-    chunks: Vec<RecordBatch>,
+    facts: Option<Facts>,
 ) -> Result<()> {
     commit_series(ctx, db).await?;
-    if chunks.is_empty() {
-        return Ok(());
+    match facts {
+        Some(facts) => ctx.sink.insert_facts(facts, token).await,
+        None => Ok(()),
     }
-    let facts = Facts {
-        schema: table.schema(),
-        chunks,
-    };
-    ctx.sink.insert_facts(facts, token).await
 }
 
 /// One table's flusher: takes each due flush of its batcher and inserts
@@ -174,6 +168,21 @@ async fn flush_once(ctx: &FlushContext, db: &Arc<Database>, table: &Table, flush
     };
     let span = tracing::debug_span!("flush", table = %table.schema().names.storage_table, rows, first, last);
     let started = Instant::now();
+    let facts = match Facts::merge(table.schema(), chunks).await {
+        Ok(facts) => facts,
+        Err(err) => {
+            // Only a panic while merging gets here: the rows stay in the
+            // log (their lsns never complete) for the next open.
+            tracing::error!(db = %db.name, table = %range.table.measurement, %err,
+                "merging a flush failed; its rows stay in the write-ahead log");
+            IngestStats::add(&stats.flush_errors, 1);
+            let err = Arc::new(err);
+            for waiter in waiters {
+                let _ = waiter.send(Err(Arc::clone(&err)));
+            }
+            return;
+        }
+    };
     let mut announced = false;
     let mut backoff = RETRY_FIRST;
     loop {
@@ -183,7 +192,7 @@ async fn flush_once(ctx: &FlushContext, db: &Arc<Database>, table: &Table, flush
                 announced = true;
             }
             let token = dedup_token(ctx.appender.log_id(), &range);
-            insert(ctx, db, table, token, chunks.clone()).await
+            insert(ctx, db, token, facts.clone()).await
         }
         .instrument(span.clone())
         .await;
@@ -212,7 +221,7 @@ async fn flush_once(ctx: &FlushContext, db: &Arc<Database>, table: &Table, flush
     for lsn in lsns {
         ctx.appender.progress.complete(lsn);
     }
-    drop(permits);
+    drop((facts, permits));
     let elapsed = started.elapsed();
     IngestStats::add(&stats.flushes, 1);
     stats.flush_rows.observe(rows as f64);

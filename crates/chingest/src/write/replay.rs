@@ -31,6 +31,7 @@ use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, FlushRange, Lsn, Opened, Record, TableRef, WriteRecord};
 use crate::write::flusher::{self, FlushContext};
+use crate::write::sink::Facts;
 
 /// What the first pass over the log found past the checkpoint.
 #[derive(Debug, Default)]
@@ -290,7 +291,8 @@ async fn insert(
             .map_or(0, |d| d.as_nanos());
         token = format!("{token}:again:{nanos}");
     }
-    flusher::insert(ctx, &db, &table, token, group.chunks).await?;
+    let facts = Facts::merge(table.schema(), group.chunks).await?;
+    flusher::insert(ctx, &db, token, facts).await?;
     ctx.appender.flush_committed(range);
     Ok(())
 }

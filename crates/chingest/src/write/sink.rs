@@ -18,24 +18,32 @@ use crate::layout::names::TableNames;
 use crate::layout::schema::TableSchema;
 use crate::write::chunk;
 
-/// One table's flushed facts: the chunks of its log range, merged into
-/// one batch of the table's schema where the sink stores them (merging is
-/// work for the blocking pool, not for a runtime worker).
-#[derive(Debug)]
+/// One table's flushed facts: the chunks of its log range merged into one
+/// batch of the table's columns. A flush keeps this batch for its retries,
+/// not the chunks, so while it inserts it holds its rows once (beside the
+/// engine's copy).
+#[derive(Debug, Clone)]
 pub(crate) struct Facts {
-    pub(crate) schema: Arc<TableSchema>,
-    pub(crate) chunks: Vec<RecordBatch>,
+    /// The storage table they go to.
+    pub(crate) table: String,
+    pub(crate) batch: RecordBatch,
 }
 
 impl Facts {
-    /// The storage table they go to.
-    pub(crate) fn table(&self) -> &str {
-        &self.schema.names.storage_table
-    }
-
-    /// The chunks as one batch of the table's columns.
-    pub(crate) fn merge(self) -> RecordBatch {
-        chunk::merge(&self.schema, self.chunks)
+    /// Merges `chunks` for the table `schema` describes, in the blocking
+    /// pool (it copies every row); `None` without chunks.
+    pub(crate) async fn merge(
+        schema: Arc<TableSchema>,
+        chunks: Vec<RecordBatch>,
+    ) -> Result<Option<Facts>> {
+        if chunks.is_empty() {
+            return Ok(None);
+        }
+        let table = schema.names.storage_table.clone();
+        let batch = tokio::task::spawn_blocking(move || chunk::merge(&schema, chunks))
+            .await
+            .map_err(|e| Error::Internal(format!("merging task failed: {e}")))?;
+        Ok(Some(Facts { table, batch }))
     }
 }
 
@@ -83,8 +91,7 @@ impl Sink for EmbeddedSink {
         let disk = Arc::clone(&self.engine.disk);
         // Durable before the caller logs it committed.
         Box::pin(self.engine.run(move |conn| {
-            let table = facts.table().to_owned();
-            disk.insert_durably(conn, &table, facts.merge(), Some(&token))
+            disk.insert_durably(conn, &facts.table, facts.batch, Some(&token))
         }))
     }
 
@@ -147,13 +154,7 @@ impl Sink for ClusterSink {
     }
 
     fn insert_facts(&self, facts: Facts, token: String) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async move {
-            let table = facts.table().to_owned();
-            let batch = tokio::task::spawn_blocking(move || facts.merge())
-                .await
-                .map_err(|e| Error::Internal(format!("merging task failed: {e}")))?;
-            self.insert(&table, batch, Some(&token)).await
-        })
+        Box::pin(async move { self.insert(&facts.table, facts.batch, Some(&token)).await })
     }
 
     /// The shards' durability is their servers' (their own fsync
