@@ -6,10 +6,16 @@
 //! Throughput is in input bytes. `known series` is the steady state (every
 //! series already seen, so each costs one hash lookup); `new series` is a
 //! body whose series are all new to the database (canonicalized and hashed).
+//!
+//! The allocator is the server's (jemalloc), so allocation costs what it
+//! costs there.
 
 use criterion::{Criterion, Throughput};
 
 use chingest::{IngestConfig, Ingestor, WriteOptions};
+
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -5,11 +5,17 @@
 //! each, 4 labels, sorted by name (`pushit prom`'s load).
 //!
 //! Throughput is in samples.
+//!
+//! The allocator is the server's (jemalloc), so allocation costs what it
+//! costs there.
 
 use chingest_codecs::prometheus::{tables, Decoded};
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
 use criterion::{Criterion, Throughput};
 use prost::Message;
+
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let series = 500;
