@@ -224,7 +224,10 @@ async fn writer(
             Ok(r) => {
                 let status = r.status();
                 let text = r.text().await.unwrap_or_default();
-                panic!("request {id}: {status} {}", &text[..text.floor_char_boundary(500)])
+                panic!(
+                    "request {id}: {status} {}",
+                    &text[..text.floor_char_boundary(500)]
+                )
             }
             // The server was killed.
             Err(_) => return,

@@ -90,9 +90,11 @@ impl Sink for EmbeddedSink {
     fn insert_facts(&self, facts: Facts, token: String) -> BoxFuture<'_, Result<()>> {
         let disk = Arc::clone(&self.engine.disk);
         // Durable before the caller logs it committed.
-        Box::pin(self.engine.run(move |conn| {
-            disk.insert_durably(conn, &facts.table, facts.batch, Some(&token))
-        }))
+        Box::pin(
+            self.engine.run(move |conn| {
+                disk.insert_durably(conn, &facts.table, facts.batch, Some(&token))
+            }),
+        )
     }
 
     fn last_insert_lost(&self, names: TableNames) -> BoxFuture<'_, Result<bool>> {
