@@ -153,12 +153,10 @@ impl SeriesState {
     /// one lock, so concurrent writers cannot pass a limit together; a
     /// write with many series takes it once for all of them.
     pub(crate) fn admitting(&self, limits: CardinalityLimits) -> Admitter<'_> {
-        let registry = self.registry.lock().unwrap();
-        // Taken after `registry`, as everywhere both are held.
-        let tag_values = (limits.max_values_per_tag > 0).then(|| self.tag_values.lock().unwrap());
         Admitter {
-            registry,
-            tag_values,
+            state: self,
+            registry: self.registry.lock().unwrap(),
+            tag_values: None,
             limits,
             value_hashes: Vec::new(),
         }
@@ -278,8 +276,10 @@ impl SeriesState {
 /// The series bookkeeping of one database, locked to admit series
 /// ([`SeriesState::admitting`]).
 pub(crate) struct Admitter<'s> {
+    state: &'s SeriesState,
     registry: MutexGuard<'s, Registry>,
-    /// Held only while the values-per-tag limit is set.
+    /// Taken (after `registry`, as everywhere both are held) once a new
+    /// series meets the values-per-tag limit, if it is set.
     tag_values: Option<MutexGuard<'s, TagValues>>,
     limits: CardinalityLimits,
     /// The hashes of the tag values of the series being admitted.
@@ -309,7 +309,10 @@ impl Admitter<'_> {
                 limits.max_series
             ));
         }
-        if let Some(tag_values) = &mut self.tag_values {
+        if limits.max_values_per_tag > 0 {
+            let tag_values = self
+                .tag_values
+                .get_or_insert_with(|| self.state.tag_values.lock().unwrap());
             // Each value hashed once: checked against every tag first (a
             // refused series records none of its values), then recorded.
             self.value_hashes.clear();
