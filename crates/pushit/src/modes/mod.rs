@@ -20,6 +20,7 @@ pub(crate) mod otlp;
 mod otlp_shapes;
 pub(crate) mod prom;
 pub(crate) mod promql;
+mod promql_dashboard;
 mod promql_data;
 mod promql_peers;
 pub(crate) mod query;

@@ -15,8 +15,15 @@
 //! once untimed first; its answers must be of the same size (series and
 //! points) on every server. Each query's row on chingest is its speed ÷
 //! the faster peer's, and whether its target is met.
+//!
+//! `--dashboard` asks instead what a refreshing Grafana node-exporter
+//! dashboard does, on `--hosts` hosts' node-exporter metrics: its panels
+//! and variables one by one, all of them mixed, and whole refreshes
+//! (promql_dashboard.rs makes the data and the requests). Every query is a
+//! list of requests built before any clock starts and asked in turn, so
+//! a moving range costs the clients nothing.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use pushit::report::{column, Format};
@@ -24,9 +31,10 @@ use serde_json::json;
 
 use super::http::{count, wait_visible};
 use super::prom::write_all;
+use super::promql_dashboard;
 use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC, MODES};
 use super::promql_peers::{prometheus, victoriametrics};
-use super::query::{hammer, Measured};
+use super::query::{ask, hammer, rounds, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second, settle};
 use crate::Context;
@@ -35,25 +43,35 @@ use crate::Context;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Jobs (`job` label: web, api, db, cache, batch, queue, auth, search).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8), conflicts_with = "dashboard")]
     jobs: u8,
     /// Instances of each job.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, conflicts_with = "dashboard")]
     instances: usize,
     /// CPUs of each instance, a series per CPU and mode (8 modes).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, conflicts_with = "dashboard")]
     cpus: usize,
+    /// What a refreshing Grafana node-exporter dashboard asks instead, on
+    /// `--hosts` hosts' node-exporter metrics: each panel and variable
+    /// (a moving range, a host in turn), all of them mixed, and whole
+    /// refreshes.
+    #[arg(long)]
+    dashboard: bool,
+    /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
+    #[arg(long, default_value_t = 20, requires = "dashboard")]
+    hosts: usize,
     /// Hours of scrapes, 15 s apart, ending on the last full hour.
     #[arg(long, default_value_t = 24)]
     hours: usize,
-    /// Concurrent clients asking the panel query.
+    /// Concurrent clients asking the panel queries (with --dashboard, also
+    /// the requests a refresh has in flight at once).
     #[arg(long, default_value_t = 4)]
     connections: usize,
-    /// Seconds the panel query is asked on each server.
+    /// Seconds each panel query is asked on each server.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// Times each other query is asked, one at a time (median reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, conflicts_with = "dashboard")]
     repeat: usize,
     /// Compare with a Prometheus: its binary (`promtool` beside it), by
     /// default /usr/bin/prometheus.
@@ -74,62 +92,136 @@ pub(crate) struct Args {
 
 /// What a query's speed on chingest must be.
 #[derive(Debug, Clone, Copy)]
-enum Target {
+pub(super) enum Target {
     /// QPS ≥ 0.5× the faster peer's, and p99 ≤ 20 ms.
     Panel,
+    /// QPS ≥ 1× the faster peer without a response cache's (prometheus,
+    /// victoriametrics-uncached), and p99 ≤ 10 ms.
+    UncachedPanel,
     /// Speed ≥ 1× the faster peer's.
     FasterPeer,
     /// Speed ≥ 1× Prometheus's.
     Prometheus,
+    /// Speed ≥ 1× VictoriaMetrics', its response cache on.
+    VictoriaMetrics,
+    /// Speed ≥ 1× VictoriaMetrics' without its response cache.
+    VictoriaMetricsUncached,
 }
 
 impl Target {
     fn text(self) -> &'static str {
         match self {
             Target::Panel => "≥ 0.5× faster peer, p99 ≤ 20 ms",
+            Target::UncachedPanel => "≥ 1× faster peer with cache off, p99 ≤ 10 ms",
             Target::FasterPeer => "≥ 1× faster peer",
             Target::Prometheus => "≥ 1× prometheus",
+            Target::VictoriaMetrics => "≥ 1× victoriametrics (cached)",
+            Target::VictoriaMetricsUncached => "≥ 1× victoriametrics-uncached",
+        }
+    }
+
+    /// The peers whose speed it is measured against (the faster one
+    /// present counts); `None`: every peer.
+    fn peers(self) -> Option<&'static [&'static str]> {
+        match self {
+            Target::Panel | Target::FasterPeer => None,
+            Target::UncachedPanel => Some(&["prometheus", "victoriametrics-uncached"]),
+            Target::Prometheus => Some(&["prometheus"]),
+            Target::VictoriaMetrics => Some(&["victoriametrics"]),
+            Target::VictoriaMetricsUncached => Some(&["victoriametrics-uncached"]),
+        }
+    }
+
+    /// Whether chingest's `ratio` to those peers' speed and its `p99` meet
+    /// it.
+    fn met(self, ratio: f64, p99_ms: f64) -> bool {
+        match self {
+            Target::Panel => ratio >= 0.5 && p99_ms <= 20.0,
+            Target::UncachedPanel => ratio >= 1.0 && p99_ms <= 10.0,
+            _ => ratio >= 1.0,
         }
     }
 }
 
-/// One query of the set, as an HTTP GET.
-struct Query {
-    name: String,
-    /// Under the server's root, e.g. `/api/v1/query_range`.
-    path: String,
-    params: Vec<(&'static str, String)>,
-    /// Asked by `--connections` clients for `--seconds` (QPS); otherwise
-    /// `--repeat` times one at a time (latency).
-    concurrent: bool,
-    target: Target,
+/// How a query is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Load {
+    /// By `--connections` clients for `--seconds`, each taking the query's
+    /// next request (QPS).
+    Concurrent,
+    /// `--repeat` times one at a time (median latency).
+    Repeated,
+    /// Rounds of its requests one after another for `--seconds`, a round's
+    /// at once on up to `--connections` connections (rounds per second,
+    /// and each round's latency).
+    Rounds,
 }
 
-impl Query {
-    /// Its request to `endpoints`, in chingest's database `db` if given.
-    fn request(
-        &self,
-        client: &reqwest::Client,
-        endpoints: &Endpoints,
-        db: Option<&str>,
-    ) -> reqwest::RequestBuilder {
-        let request = client
-            .get(format!("{}{}", endpoints.http, self.path))
-            .query(&self.params);
-        let request = match db {
-            Some(db) => request.query(&[("db", db)]),
-            None => request,
-        };
-        authorized(endpoints, request)
+/// One HTTP GET of a query.
+pub(super) struct Request {
+    /// Under the server's root, e.g. `/api/v1/query_range`.
+    pub(super) path: &'static str,
+    pub(super) params: Vec<(&'static str, String)>,
+}
+
+impl Request {
+    /// Its URL on `endpoints`, in chingest's database `db` if given.
+    fn url(&self, endpoints: &Endpoints, db: Option<&str>) -> anyhow::Result<reqwest::Url> {
+        let params = self
+            .params
+            .iter()
+            .map(|(name, value)| (*name, value.as_str()));
+        let url = format!("{}{}", endpoints.http, self.path);
+        Ok(reqwest::Url::parse_with_params(
+            &url,
+            params.chain(db.map(|db| ("db", db))),
+        )?)
     }
 
-    /// Its PromQL or selector, for the JSON rows.
-    fn text(&self) -> String {
-        let mut text = self.path.clone();
+    /// Its path and parameters, for the JSON rows.
+    pub(super) fn text(&self) -> String {
+        let mut text = self.path.to_owned();
         for (name, value) in &self.params {
             text.push_str(&format!(" {name}={value}"));
         }
         text
+    }
+}
+
+/// One query of the set: requests asked in turn.
+pub(super) struct Query {
+    pub(super) name: String,
+    /// Request k of a measurement is `requests[k % len]`.
+    pub(super) requests: Vec<Request>,
+    /// Requests whose answers' sizes are checked before it is measured
+    /// (the first ones), and under [`Load::Rounds`] the requests of a round.
+    pub(super) round: usize,
+    pub(super) load: Load,
+    /// `None`: compared with the peers, with no target.
+    pub(super) target: Option<Target>,
+}
+
+impl Query {
+    /// One query of a single request, asked the way `load` says.
+    fn single(name: String, request: Request, load: Load, target: Target) -> Query {
+        Query {
+            name,
+            requests: vec![request],
+            round: 1,
+            load,
+            target: Some(target),
+        }
+    }
+
+    /// The requests of its first round, for the JSON rows.
+    fn text(&self) -> String {
+        let texts: Vec<String> = self
+            .requests
+            .iter()
+            .take(self.round)
+            .map(Request::text)
+            .collect();
+        texts.join(" ; ")
     }
 }
 
@@ -143,21 +235,24 @@ fn queries(data: &Data) -> Vec<Query> {
             .find(|(label, _)| *label == name)
             .map_or_else(String::new, |(_, value)| value.clone())
     };
-    let range = |query: String, seconds: i64, step: &str| {
-        vec![
+    let range = |query: String, seconds: i64, step: &str| Request {
+        path: "/api/v1/query_range",
+        params: vec![
             ("query", query),
             ("start", (end - seconds).to_string()),
             ("end", end.to_string()),
             ("step", step.to_owned()),
-        ]
+        ],
+    };
+    let all_time = |path| Request {
+        path,
+        params: Vec::new(),
     };
     let day = data.scrapes as i64 * INTERVAL_MS / 1000;
-    let query_range = "/api/v1/query_range".to_owned();
     vec![
-        Query {
-            name: "panel: rate of 1 series, 1 h @ 15 s".to_owned(),
-            path: query_range.clone(),
-            params: range(
+        Query::single(
+            "panel: rate of 1 series, 1 h @ 15 s".to_owned(),
+            range(
                 format!(
                     "rate({METRIC}{{instance=\"{}\",cpu=\"{}\",mode=\"{}\"}}[5m])",
                     label("instance"),
@@ -167,37 +262,36 @@ fn queries(data: &Data) -> Vec<Query> {
                 3_600,
                 "15s",
             ),
-            concurrent: true,
-            target: Target::Panel,
-        },
-        Query {
-            name: format!("sum by (job) (rate) of all, {} h @ 1 m", day / 3_600),
-            path: query_range,
-            params: range(format!("sum by (job) (rate({METRIC}[5m]))"), day, "60s"),
-            concurrent: false,
-            target: Target::FasterPeer,
-        },
-        Query {
-            name: "series: all".to_owned(),
-            path: "/api/v1/series".to_owned(),
-            params: vec![("match[]", "{__name__=~\".+\"}".to_owned())],
-            concurrent: false,
-            target: Target::Prometheus,
-        },
-        Query {
-            name: "label values: instance".to_owned(),
-            path: "/api/v1/label/instance/values".to_owned(),
-            params: Vec::new(),
-            concurrent: false,
-            target: Target::Prometheus,
-        },
-        Query {
-            name: "label values: __name__".to_owned(),
-            path: "/api/v1/label/__name__/values".to_owned(),
-            params: Vec::new(),
-            concurrent: false,
-            target: Target::Prometheus,
-        },
+            Load::Concurrent,
+            Target::Panel,
+        ),
+        Query::single(
+            format!("sum by (job) (rate) of all, {} h @ 1 m", day / 3_600),
+            range(format!("sum by (job) (rate({METRIC}[5m]))"), day, "60s"),
+            Load::Repeated,
+            Target::FasterPeer,
+        ),
+        Query::single(
+            "series: all".to_owned(),
+            Request {
+                path: "/api/v1/series",
+                params: vec![("match[]", "{__name__=~\".+\"}".to_owned())],
+            },
+            Load::Repeated,
+            Target::Prometheus,
+        ),
+        Query::single(
+            "label values: instance".to_owned(),
+            all_time("/api/v1/label/instance/values"),
+            Load::Repeated,
+            Target::Prometheus,
+        ),
+        Query::single(
+            "label values: __name__".to_owned(),
+            all_time("/api/v1/label/__name__/values"),
+            Load::Repeated,
+            Target::Prometheus,
+        ),
     ]
 }
 
@@ -214,19 +308,20 @@ impl Answered {
         per_second(self.measured.queries, self.measured.elapsed)
     }
 
-    /// What the targets compare: QPS of a concurrent query, 1 ÷ the median
-    /// latency of the others.
+    /// What the targets compare: QPS (or rounds per second) under
+    /// `--connections`, 1 ÷ the median latency of a query asked one at a
+    /// time.
     fn speed(&self, query: &Query) -> f64 {
-        match query.concurrent {
-            true => self.qps(),
-            false => 1e3 / millis_at(&self.measured.latencies, 0.5).max(1e-6),
+        match query.load {
+            Load::Concurrent | Load::Rounds => self.qps(),
+            Load::Repeated => 1e3 / millis_at(&self.measured.latencies, 0.5).max(1e-6),
         }
     }
 }
 
 pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
-    if args.instances == 0 || args.cpus == 0 || args.hours == 0 {
-        bail!("--instances, --cpus and --hours must be positive");
+    if args.instances == 0 || args.cpus == 0 || args.hosts == 0 || args.hours == 0 {
+        bail!("--instances, --cpus, --hosts and --hours must be positive");
     }
     if args.connections == 0 || args.seconds <= 0.0 || args.repeat == 0 {
         bail!("--connections, --seconds and --repeat must be positive");
@@ -235,13 +330,16 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
     // On the hour, a minute back: VictoriaMetrics hides the last 30 s.
-    let data = Data::generate(
-        usize::from(args.jobs),
-        args.instances,
-        args.cpus,
-        args.hours,
-        now_ms - 60_000,
-    );
+    let data = match args.dashboard {
+        true => promql_dashboard::generate(args.hosts, args.hours, now_ms - 60_000),
+        false => Data::generate(
+            usize::from(args.jobs),
+            args.instances,
+            args.cpus,
+            args.hours,
+            now_ms - 60_000,
+        ),
+    };
     ctx.progress(format!(
         "promql: {} series × {} scrapes = {} samples, ending {}",
         data.series.len(),
@@ -249,7 +347,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         data.samples(),
         data.end_ms() / 1000
     ));
-    let queries = queries(&data);
+    let queries = match args.dashboard {
+        true => promql_dashboard::queries(&data, args.hosts),
+        false => queries(&data),
+    };
     let runtime = tokio::runtime::Runtime::new()?;
     // (server, its answers in query order)
     let mut servers: Vec<(&str, Vec<Answered>)> = Vec::new();
@@ -323,8 +424,8 @@ async fn load_chingest(
     Ok(())
 }
 
-/// Every query on one server: once untimed (its answer's size), then
-/// measured.
+/// Every query on one server: its first round untimed (the size of its
+/// answers), then measured.
 async fn ask_all(
     ctx: &Context,
     args: &Args,
@@ -337,23 +438,37 @@ async fn ask_all(
     let mut answers = Vec::new();
     for query in queries {
         ctx.progress(format!("promql: {server}: {}", query.name));
-        let (_, body) = ask(query.request(&client, endpoints, db))
-            .await
-            .with_context(|| format!("{server}: {}", query.text()))?;
-        let size = answer_size(&body).with_context(|| format!("{server}: {}", query.text()))?;
-        let measured = match query.concurrent {
-            true => {
-                let request = |client: &reqwest::Client| Some(query.request(client, endpoints, db));
-                hammer(args.connections, args.seconds, request, |_| 0)
-                    .await?
-                    .context("no request")?
-            }
-            false => {
+        let urls = query
+            .requests
+            .iter()
+            .map(|request| request.url(endpoints, db))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let get = |client: &reqwest::Client, url: &reqwest::Url| {
+            authorized(endpoints, client.get(url.clone()))
+        };
+        let all = |client: &reqwest::Client| urls.iter().map(|url| get(client, url)).collect();
+        let mut size = (0, 0);
+        for (request, url) in query.requests.iter().zip(&urls).take(query.round) {
+            let asked = async {
+                let (_, body) = ask(get(&client, url)).await?;
+                answer_size(&body)
+            };
+            let (series, points) = asked
+                .await
+                .with_context(|| format!("{server}: {}", request.text()))?;
+            size = (size.0 + series, size.1 + points);
+        }
+        let measured = match query.load {
+            Load::Concurrent => hammer(args.connections, args.seconds, |c| Some(all(c)), |_| 0)
+                .await?
+                .context("no request")?,
+            Load::Rounds => rounds(args.connections, args.seconds, query.round, all).await?,
+            Load::Repeated => {
                 let started = Instant::now();
                 let mut latencies = Vec::new();
                 let mut bytes = 0;
-                for _ in 0..args.repeat {
-                    let (took, body) = ask(query.request(&client, endpoints, db)).await?;
+                for k in 0..args.repeat {
+                    let (took, body) = ask(get(&client, &urls[k % urls.len()])).await?;
                     latencies.push(took);
                     bytes += body.len();
                 }
@@ -363,18 +478,6 @@ async fn ask_all(
         answers.push(Answered { size, measured });
     }
     Ok(answers)
-}
-
-/// Sends `request`; its time until the whole answer is in, and the answer.
-async fn ask(request: reqwest::RequestBuilder) -> anyhow::Result<(Duration, bytes::Bytes)> {
-    let sent = Instant::now();
-    let response = request.send().await?;
-    let status = response.status();
-    let body = response.bytes().await?;
-    if !status.is_success() {
-        bail!("{status}: {}", String::from_utf8_lossy(&body));
-    }
-    Ok((sent.elapsed(), body))
 }
 
 /// Series (or label values) and points in a successful answer of
@@ -431,24 +534,23 @@ fn report(
             continue;
         };
         let speed = chingest.speed(query);
-        let peers: Vec<(&str, &Answered)> = servers
-            .iter()
-            .filter(|(server, _)| *server != "chingest")
-            .map(|(server, answers)| (*server, &answers[i]))
-            .collect();
-        let faster_peer = peers
-            .iter()
-            .map(|(_, answered)| answered.speed(query))
-            .fold(None, |best: Option<f64>, s| {
-                Some(best.map_or(s, |b| b.max(s)))
-            });
-        let over_faster = faster_peer.map(|peer| speed / peer);
-        let p99 = millis_at(&chingest.measured.latencies, 0.99);
-        let met = match query.target {
-            Target::Panel => over_faster.map(|ratio| ratio >= 0.5 && p99 <= 20.0),
-            Target::FasterPeer => over_faster.map(|ratio| ratio >= 1.0),
-            Target::Prometheus => answered("prometheus").map(|p| speed / p.speed(query) >= 1.0),
+        // chingest's speed over the fastest of `peers` that ran (`None`:
+        // every peer).
+        let over_peers = |peers: Option<&[&str]>| {
+            servers
+                .iter()
+                .filter(|(server, _)| {
+                    *server != "chingest" && peers.is_none_or(|peers| peers.contains(server))
+                })
+                .map(|(_, answers)| answers[i].speed(query))
+                .reduce(f64::max)
+                .map(|peer| speed / peer)
         };
+        let over_faster = over_peers(None);
+        let p99 = millis_at(&chingest.measured.latencies, 0.99);
+        let met = query
+            .target
+            .and_then(|target| Some(target.met(over_peers(target.peers())?, p99)));
         for (server, answers) in servers {
             let answer = &answers[i];
             if answer.size != chingest.size {
@@ -469,14 +571,17 @@ fn report(
                 "points": answer.size.1,
                 "qps": answer.qps(),
                 "queries": answer.measured.queries,
-                "connections": if query.concurrent { args.connections } else { 1 },
+                "connections": match query.load {
+                    Load::Repeated => 1,
+                    Load::Concurrent | Load::Rounds => args.connections,
+                },
                 "p50_ms": millis_at(&answer.measured.latencies, 0.5),
                 "p99_ms": millis_at(&answer.measured.latencies, 0.99),
                 "chingest_over": over,
                 "request": query.text(),
             });
-            if is_chingest {
-                row["target"] = query.target.text().into();
+            if let (true, Some(target)) = (is_chingest, query.target) {
+                row["target"] = target.text().into();
                 row["met"] = met.into();
             }
             // Without peers there is nothing to compare: no cell, not `null`.

@@ -1,7 +1,9 @@
-//! The data `pushit promql` serves: a day of node-exporter scrapes,
-//! `node_cpu_seconds_total{cpu,instance,job,mode}` counters 15 s apart,
-//! generated deterministically, and the remote-write requests that carry
-//! them (to chingest and VictoriaMetrics alike).
+//! The data `pushit promql` serves: scrapes 15 s apart ending on the hour,
+//! each series' values generated deterministically ([`Data`], with the
+//! counter both generators use), the remote-write requests that carry them
+//! (to chingest and VictoriaMetrics alike), and the default data set: a day
+//! of `node_cpu_seconds_total{cpu,instance,job,mode}` counters.
+//! `--dashboard`'s richer node-exporter set is made in promql_dashboard.rs.
 
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message;
@@ -10,7 +12,7 @@ use prost::Message;
 pub(super) const METRIC: &str = "node_cpu_seconds_total";
 /// Scrape interval, ms.
 pub(super) const INTERVAL_MS: i64 = 15_000;
-const HOUR_MS: i64 = 3_600_000;
+pub(super) const HOUR_MS: i64 = 3_600_000;
 /// Connections the loads are written over.
 pub(super) const LOAD_CONNECTIONS: usize = 4;
 /// Series per remote-write request (an hour of samples each).
@@ -33,18 +35,52 @@ pub(super) const MODES: [(&str, f64); 8] = [
 /// Remote-write requests: snappy-compressed body, samples.
 pub(super) type Requests = Vec<(Vec<u8>, usize)>;
 
+/// A series' labels, `__name__` first, then by name.
+pub(super) type Labels = Vec<(&'static str, String)>;
+
+/// What a metric is, for the `# TYPE` lines of OpenMetrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Counter,
+    Gauge,
+}
+
 /// The generated scrapes.
 pub(super) struct Data {
-    /// Each series' labels, `__name__` first, then by name.
-    pub(super) series: Vec<Vec<(&'static str, String)>>,
+    pub(super) series: Vec<Labels>,
+    /// Each metric (`__name__`) and its kind, in the order first pushed.
+    pub(super) metrics: Vec<(String, Kind)>,
     /// Scrapes of every series.
     pub(super) scrapes: usize,
     end_ms: i64,
-    /// CPU seconds, `values[series * scrapes + scrape]`.
+    /// `values[series * scrapes + scrape]`.
     values: Vec<f64>,
 }
 
 impl Data {
+    /// No series yet: `hours` of scrapes before the last full hour before
+    /// `now_ms`.
+    pub(super) fn empty(hours: usize, now_ms: i64) -> Data {
+        Data {
+            series: Vec::new(),
+            metrics: Vec::new(),
+            scrapes: hours * (HOUR_MS / INTERVAL_MS) as usize,
+            end_ms: now_ms / HOUR_MS * HOUR_MS,
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds a series of `kind` with `labels`; `value` gives its value at
+    /// each scrape, in order.
+    pub(super) fn push(&mut self, labels: Labels, kind: Kind, value: impl FnMut(usize) -> f64) {
+        let name = labels.first().map_or("", |(_, name)| name.as_str());
+        if !self.metrics.iter().any(|(metric, _)| metric == name) {
+            self.metrics.push((name.to_owned(), kind));
+        }
+        self.values.extend((0..self.scrapes).map(value));
+        self.series.push(labels);
+    }
+
     /// `jobs` × `instances` × `cpus` × 8 modes series over `hours` before
     /// the last full hour before `now_ms`. Counters of CPU seconds: each
     /// scrape adds 15 s × the mode's share × a pseudo-random 0.5–1.5, in
@@ -57,40 +93,31 @@ impl Data {
         hours: usize,
         now_ms: i64,
     ) -> Data {
-        let scrapes = hours * (HOUR_MS / INTERVAL_MS) as usize;
-        let mut series = Vec::new();
-        let mut values = Vec::new();
+        let mut data = Data::empty(hours, now_ms);
+        let reboot = data.scrapes / 2;
         for job in &JOBS[..jobs.min(JOBS.len())] {
             for instance in 0..instances {
                 for cpu in 0..cpus {
                     for (mode, share) in MODES {
-                        let mut random = SplitMix(series.len() as u64);
-                        // Up to 30 days of uptime before the first scrape.
-                        let mut ticks = (random.next_unit() * 2_592_000.0 * share * 100.0) as u64;
-                        for scrape in 0..scrapes {
-                            if instance == 1 && scrape == scrapes / 2 {
-                                ticks = 0;
-                            }
-                            ticks += (1_500.0 * share * (0.5 + random.next_unit())) as u64;
-                            values.push(ticks as f64 / 100.0);
-                        }
-                        series.push(vec![
+                        let mut counter = Counter::new(
+                            data.series.len() as u64,
+                            1_500.0 * share,
+                            100.0,
+                            (instance == 1).then_some(reboot),
+                        );
+                        let labels = vec![
                             ("__name__", METRIC.to_owned()),
                             ("cpu", cpu.to_string()),
                             ("instance", format!("{job}-{instance}:9100")),
                             ("job", (*job).to_owned()),
                             ("mode", mode.to_owned()),
-                        ]);
+                        ];
+                        data.push(labels, Kind::Counter, |scrape| counter.at(scrape));
                     }
                 }
             }
         }
-        Data {
-            series,
-            scrapes,
-            end_ms: now_ms / HOUR_MS * HOUR_MS,
-            values,
-        }
+        data
     }
 
     /// The time of the last scrape, ms: on the hour.
@@ -155,12 +182,55 @@ impl Data {
     }
 }
 
+/// A counter that rises each scrape by its rate × a pseudo-random 0.5–1.5
+/// (at least a tick), in whole ticks, from up to 30 days' worth of ticks;
+/// after a reboot it starts again from 0.
+pub(super) struct Counter {
+    random: SplitMix,
+    ticks: u64,
+    ticks_per_scrape: f64,
+    ticks_per_unit: f64,
+    reboot: Option<usize>,
+}
+
+impl Counter {
+    /// Seeded by `seed`; rising `ticks_per_scrape` on average, its value
+    /// in units of `ticks_per_unit` ticks; rebooting at scrape `reboot`.
+    pub(super) fn new(
+        seed: u64,
+        ticks_per_scrape: f64,
+        ticks_per_unit: f64,
+        reboot: Option<usize>,
+    ) -> Counter {
+        let mut random = SplitMix(seed);
+        let scrapes_in_30_days = (30 * 24 * HOUR_MS / INTERVAL_MS) as f64;
+        let ticks = (random.next_unit() * scrapes_in_30_days * ticks_per_scrape) as u64;
+        Counter {
+            random,
+            ticks,
+            ticks_per_scrape,
+            ticks_per_unit,
+            reboot,
+        }
+    }
+
+    /// Its value at `scrape`; asked for every scrape in order.
+    pub(super) fn at(&mut self, scrape: usize) -> f64 {
+        if self.reboot == Some(scrape) {
+            self.ticks = 0;
+        }
+        let rise = (self.ticks_per_scrape * (0.5 + self.random.next_unit())) as u64;
+        self.ticks += rise.max(1);
+        self.ticks as f64 / self.ticks_per_unit
+    }
+}
+
 /// SplitMix64: a deterministic stream of pseudo-random numbers per seed.
-struct SplitMix(u64);
+pub(super) struct SplitMix(pub(super) u64);
 
 impl SplitMix {
     /// The next number, in [0, 1).
-    fn next_unit(&mut self) -> f64 {
+    pub(super) fn next_unit(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use super::prom::{flush_victoriametrics, write_all};
-use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC};
+use super::promql_data::{Data, Kind, Requests, INTERVAL_MS, LOAD_CONNECTIONS};
 use super::server::{http_client, Endpoints};
 use super::{check_stored, per_second};
 use crate::Context;
@@ -221,9 +221,22 @@ pub(super) async fn prometheus(ctx: &Context, binary: &Path, data: &Data) -> any
 /// promtool's block length, ms.
 const BLOCK_MS: i64 = 2 * 3_600_000;
 
-/// `scrapes` of `data` as an OpenMetrics file, in time order.
+/// `scrapes` of `data` as an OpenMetrics file, in time order: each
+/// metric's `# TYPE` first (a counter's family is its name without
+/// `_total`), then every series at each scrape. Each scrape interleaves
+/// the families, which promtool's parser takes; time first is the order
+/// its block writer appends in.
 fn write_openmetrics(file: &Path, data: &Data, scrapes: &[usize]) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
+    for (metric, kind) in &data.metrics {
+        match kind {
+            Kind::Counter => {
+                let family = metric.strip_suffix("_total").unwrap_or(metric);
+                writeln!(out, "# TYPE {family} counter")?;
+            }
+            Kind::Gauge => writeln!(out, "# TYPE {metric} gauge")?,
+        }
+    }
     for &scrape in scrapes {
         let seconds = data.time_ms(scrape) / 1000;
         for (series, labels) in data.series.iter().enumerate() {
@@ -282,8 +295,7 @@ pub(super) async fn victoriametrics(
     let client = http_client()?;
     let samples = data.samples() as u64;
     let count = format!(
-        "sum(count_over_time({}[{}s]))",
-        METRIC,
+        "sum(count_over_time({{__name__=~\".+\"}}[{}s]))",
         data.scrapes as i64 * INTERVAL_MS / 1000
     );
     let stored = flush_victoriametrics(&client, &peer.url, &count, data.end_ms(), samples).await?;

@@ -8,7 +8,7 @@
 //! server, the same SQL then runs as long on as many threads straight on
 //! the engine, and every path is reported against it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -380,48 +380,52 @@ async fn over_http(
     path: Path,
     query: &Query,
 ) -> anyhow::Result<Option<Measured>> {
-    let request = |client: &reqwest::Client| path.request(client, endpoints, query);
-    hammer(args.connections, args.seconds, request, move |body| {
+    let requests = |client: &reqwest::Client| Some(vec![path.request(client, endpoints, query)?]);
+    hammer(args.connections, args.seconds, requests, move |body| {
         path.rows(body)
     })
     .await
 }
 
-/// Sends `request` over and over on `connections` keep-alive connections
+/// A client of one keep-alive connection: a connection of a measured load.
+fn keep_alive_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(1)
+        .build()
+}
+
+/// Sends requests over and over on `connections` keep-alive connections
 /// (one client each) for `seconds`, each connection waiting for its answer
-/// before it asks again; `rows` counts an answer's rows. `None` when
-/// `request` has none to send.
+/// before it asks again. `requests` builds a client's requests once, up
+/// front; the k-th request sent (counted over all connections) is the
+/// k-th of that list, round and round. `rows` counts an answer's rows.
+/// `None` when `requests` has none to send.
 pub(super) async fn hammer(
     connections: usize,
     seconds: f64,
-    request: impl Fn(&reqwest::Client) -> Option<reqwest::RequestBuilder>,
+    requests: impl Fn(&reqwest::Client) -> Option<Vec<reqwest::RequestBuilder>>,
     rows: impl Fn(&[u8]) -> usize + Copy + Send + 'static,
 ) -> anyhow::Result<Option<Measured>> {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
     let mut workers = Vec::new();
     for _ in 0..connections {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .pool_max_idle_per_host(1)
-            .build()?;
-        let Some(request) = request(&client) else {
+        let client = keep_alive_client()?;
+        let Some(requests) = requests(&client).filter(|requests| !requests.is_empty()) else {
             return Ok(None);
         };
+        let next = Arc::clone(&next);
         workers.push(tokio::spawn(async move {
             let mut measured = (Vec::new(), 0usize, 0usize);
             while Instant::now() < deadline {
-                let sent = Instant::now();
-                let request = request
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let request = requests[k % requests.len()]
                     .try_clone()
                     .context("a request without a stream body")?;
-                let response = request.send().await?;
-                let status = response.status();
-                let body = response.bytes().await?;
-                if !status.is_success() {
-                    bail!("{status}: {}", String::from_utf8_lossy(&body));
-                }
-                measured.0.push(sent.elapsed());
+                let (took, body) = ask(request).await?;
+                measured.0.push(took);
                 measured.1 += rows(&body);
                 measured.2 += body.len();
             }
@@ -433,6 +437,82 @@ pub(super) async fn hammer(
         parts.push(worker.await??);
     }
     Ok(Some(Measured::gather(parts, started.elapsed())))
+}
+
+/// Sends rounds of `round` requests, one round after another, for
+/// `seconds`: a round's requests at once, up to `connections` at a time
+/// (a free connection takes the round's next request), as a browser
+/// refreshes a dashboard's panels. `requests` builds a client's requests
+/// once, up front; round r is requests `r × round` to `(r + 1) × round`
+/// of that list, round and round. Each latency is a whole round's, from
+/// its first request sent to its last answer in.
+pub(super) async fn rounds(
+    connections: usize,
+    seconds: f64,
+    round: usize,
+    requests: impl Fn(&reqwest::Client) -> Vec<reqwest::RequestBuilder>,
+) -> anyhow::Result<Measured> {
+    if round == 0 {
+        bail!("a round of no requests");
+    }
+    let mut clients = Vec::new();
+    for _ in 0..connections.clamp(1, round) {
+        clients.push(Arc::new(requests(&keep_alive_client()?)));
+    }
+    let all = clients[0].len();
+    if all < round {
+        bail!("{all} requests make no round of {round}");
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let (mut latencies, mut bytes, mut first) = (Vec::new(), 0, 0);
+    while Instant::now() < deadline {
+        let sent = Instant::now();
+        let next = Arc::new(AtomicUsize::new(0));
+        let workers: Vec<_> = clients
+            .iter()
+            .map(|requests| {
+                let (requests, next) = (Arc::clone(requests), Arc::clone(&next));
+                tokio::spawn(async move {
+                    let mut bytes = 0;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= round {
+                            return anyhow::Ok(bytes);
+                        }
+                        let request = requests[(first + i) % all]
+                            .try_clone()
+                            .context("a request without a stream body")?;
+                        bytes += ask(request).await?.1.len();
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            bytes += worker.await??;
+        }
+        latencies.push(sent.elapsed());
+        first += round;
+    }
+    Ok(Measured::gather(
+        vec![(latencies, 0, bytes)],
+        started.elapsed(),
+    ))
+}
+
+/// Sends `request`; its time until the whole answer is in, and the answer.
+/// Fails unless the server answers 2xx.
+pub(super) async fn ask(
+    request: reqwest::RequestBuilder,
+) -> anyhow::Result<(Duration, bytes::Bytes)> {
+    let sent = Instant::now();
+    let response = request.send().await?;
+    let status = response.status();
+    let body = response.bytes().await?;
+    if !status.is_success() {
+        bail!("{status}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok((sent.elapsed(), body))
 }
 
 /// `sql` on `threads` engine connections of this process for `seconds`.
