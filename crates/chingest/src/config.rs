@@ -430,18 +430,32 @@ pub struct LastValueConfig {
     /// bare `measurement` (in every database). Empty: the cache is off.
     pub measurements: Vec<String>,
     /// Upper bound on the cache's memory, over all measurements, in bytes
-    /// (an estimate: tags, values and per-series bookkeeping). A
-    /// measurement whose growth would pass it is evicted whole.
+    /// (an estimate: tags and their index, values and per-series
+    /// bookkeeping). A measurement whose growth would pass it is evicted
+    /// whole.
     pub max_bytes: usize,
+    /// How far back each series' samples of numeric fields are kept in
+    /// memory, from now, for reads of recent times (a dashboard's panels)
+    /// without an engine statement. Zero: none are kept.
+    #[cfg_attr(feature = "serde", serde(rename = "recent_span_ms", with = "millis"))]
+    pub recent_span: Duration,
+    /// Upper bound on the memory of those samples, over all measurements,
+    /// in bytes (16 a sample). A measurement whose samples would pass it
+    /// keeps a shorter span.
+    pub recent_max_bytes: usize,
 }
 
 impl Default for LastValueConfig {
-    /// Every measurement, within 64 MiB: ~80k series of ten tags and ten
-    /// fields (TSBS's cpu table: 827 bytes a series, `benches/last_values.rs`).
+    /// Every measurement, within 64 MiB (what a series of TSBS's cpu
+    /// table takes: `benches/last_values.rs`); recent samples of the last
+    /// 6 hours, within 256 MiB (16.7 M samples: 11,600 series scraped
+    /// every 15 s).
     fn default() -> Self {
         LastValueConfig {
             measurements: vec!["*".to_owned()],
             max_bytes: 64 << 20,
+            recent_span: Duration::from_secs(6 * 3600),
+            recent_max_bytes: 256 << 20,
         }
     }
 }
@@ -492,6 +506,7 @@ mod tests {
         let config = |patterns: &[&str]| LastValueConfig {
             measurements: patterns.iter().map(|p| p.to_string()).collect(),
             max_bytes: 1,
+            ..LastValueConfig::default()
         };
         assert!(config(&["*"]).covers("db", "cpu"));
         assert!(config(&["db.*"]).covers("db", "cpu"));

@@ -15,7 +15,7 @@ use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::{self, LastSeries, LastValues, RebuildSource};
+use crate::last_value::{self, IndexedSeries, LastSeries, LastValues, RebuildSource, TagMatcher};
 use crate::layout::names::{self, NameKind};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
@@ -497,6 +497,60 @@ impl Ingestor {
         keep: impl FnMut(&[(String, String)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
         self.shared.reader.last_values(db, rp, measurement, keep)
+    }
+
+    /// The series of `measurement` in `db` / `rp` whose tags the matchers
+    /// accept and that have a value of `field` in `range` (ns, judged by
+    /// each series' first and newest value), from the in-memory index (a
+    /// few list intersections, no engine statement); in no particular
+    /// order. `None` when the measurement is not indexed now (as
+    /// [`last_values`](Self::last_values): not cached, evicted, or being
+    /// rebuilt): the caller must ask the engine.
+    pub fn indexed_series(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        matchers: &[TagMatcher<'_>],
+        field: &str,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<IndexedSeries>> {
+        let table = (db, rp, measurement);
+        self.shared
+            .reader
+            .indexed_series(table, matchers, field, range)
+    }
+
+    /// The values of tag `key` among the series of `measurement` in `db` /
+    /// `rp` the matchers accept (all when there are none), sorted, from
+    /// the in-memory index. `None` as for
+    /// [`indexed_series`](Self::indexed_series).
+    pub fn tag_values(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        key: &str,
+        matchers: &[TagMatcher<'_>],
+    ) -> Option<Vec<String>> {
+        let table = (db, rp, measurement);
+        self.shared.reader.tag_values(table, key, matchers)
+    }
+
+    /// Each of `ids`' samples of numeric field `field` of `measurement` in
+    /// `db` / `rp` with a time in `[start, end]` (ns), as floats, in time
+    /// order with one sample per time (of two writes of one time, the
+    /// later), in `ids`' order; from memory, which holds every
+    /// acknowledged sample of the last
+    /// [`recent_span`](crate::LastValueConfig::recent_span). `None` when
+    /// memory does not hold every sample from `start` on: the caller must
+    /// ask the engine. Acknowledged samples are here before the engine has
+    /// them.
+    pub fn recent_samples(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+    ) -> Option<Vec<Vec<(i64, f64)>>> {
+        let table = (db, rp, measurement);
+        self.shared.reader.recent_samples(table, field, ids, range)
     }
 
     /// Runs a query and returns its result as Arrow record batches.

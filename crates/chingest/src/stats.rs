@@ -152,6 +152,21 @@ pub struct IngestStats {
     /// Measurements the last-value cache rebuilt from the engine (on open,
     /// after edits).
     pub last_value_rebuilds: AtomicU64,
+    /// Recent samples held in memory now.
+    pub recent_samples: AtomicU64,
+    /// Bytes of room those samples take now.
+    pub recent_bytes: AtomicU64,
+    /// Times a measurement's span of recent samples was halved for their
+    /// memory bound.
+    pub recent_shrinks: AtomicU64,
+    /// Reads of series (selectors, lookups) answered from the in-memory
+    /// index.
+    pub index_reads: AtomicU64,
+    /// Reads of samples answered from the recent samples.
+    pub recent_reads: AtomicU64,
+    /// Reads of samples the recent samples could not answer (too old, the
+    /// measurement not cached or being rebuilt): they went to the engine.
+    pub recent_misses: AtomicU64,
     /// Untrusted statements running now (at most `query.max_concurrent`).
     pub queries_running: AtomicU64,
     /// Statements waiting for a slot now.
@@ -214,6 +229,12 @@ impl Default for IngestStats {
             last_value_bytes: AtomicU64::new(0),
             last_value_evictions: AtomicU64::new(0),
             last_value_rebuilds: AtomicU64::new(0),
+            recent_samples: AtomicU64::new(0),
+            recent_bytes: AtomicU64::new(0),
+            recent_shrinks: AtomicU64::new(0),
+            index_reads: AtomicU64::new(0),
+            recent_reads: AtomicU64::new(0),
+            recent_misses: AtomicU64::new(0),
             queries_running: AtomicU64::new(0),
             queries_waiting: AtomicU64::new(0),
             queries_queued: AtomicU64::new(0),

@@ -11,7 +11,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use arrow::record_batch::RecordBatch;
 use chingest::names::{quote_ident, quote_literal, TableNames};
 use chingest::schema::FieldType;
-use chingest::{Access, Ingestor};
+use chingest::{Access, Ingestor, TagMatcher, TagTest};
 use promql_parser::label::{MatchOp, Matcher};
 
 use crate::error::Error;
@@ -221,6 +221,9 @@ pub struct Metadata {
     /// Its unit.
     pub unit: String,
 }
+
+/// Samples (ms, value) by series id.
+type SamplesById = HashMap<u64, Vec<(i64, f64)>>;
 
 /// Most series ids a statement lists (about 21 bytes each, well inside
 /// the engine's statement size); more are selected by a subquery.
@@ -466,21 +469,7 @@ impl Source<'_> {
             quote_literal(&candidate.measurement)
         )];
         for m in matchers {
-            let is_tag = candidate.tag_keys.contains(&m.name);
-            let named_by_tag = match candidate.naming {
-                Naming::Tag => true,
-                Naming::Fixed(_) => m.name != METRIC_NAME,
-                // Its labels are made from its tags: all checked in memory.
-                Naming::Otlp { .. } => false,
-            };
-            // A label no tag key is named after reads as "" in SQL and in
-            // memory alike; one that is a renamed key is left to memory.
-            let renamed = !is_tag
-                && candidate
-                    .tag_keys
-                    .iter()
-                    .any(|k| naming::label_name(k) == m.name);
-            if named_by_tag && !renamed {
+            if self.pushed_down(candidate, m) {
                 conditions.push(m.sql(&m.name));
             }
         }
@@ -496,7 +485,7 @@ impl Source<'_> {
         range: Option<(i64, i64)>,
         budget: &mut usize,
     ) -> Result<HashMap<u64, Labels>, Error> {
-        if let Some(found) = self.cached_series(candidate, matchers, range, budget)? {
+        if let Some(found) = self.indexed_series(candidate, matchers, range, budget)? {
             return Ok(found);
         }
         let mut sql = format!(
@@ -552,12 +541,12 @@ impl Source<'_> {
     }
 
     /// The series of `candidate` the matchers select, from the ingestor's
-    /// last-value cache (no engine statement), when it holds the
-    /// measurement and can answer: with a `range`, every series' newest
-    /// value of the field must be before its end (one newer may or may not
-    /// have a sample in it: the engine is asked then). `None`: ask the
-    /// engine.
-    fn cached_series(
+    /// in-memory index (no engine statement), with a value of the field in
+    /// `range` (ms) if given, judged by each series' first and newest value
+    /// (as Prometheus judges by its chunks' bounds). `None`: the
+    /// measurement is not indexed now (or its names need the engine, as
+    /// OTLP's do): ask the engine.
+    fn indexed_series(
         &self,
         candidate: &Candidate,
         matchers: &[LabelMatcher],
@@ -567,42 +556,106 @@ impl Source<'_> {
         if matches!(candidate.naming, Naming::Otlp { .. }) {
             return Ok(None);
         }
-        let Some(cached) = self.ingestor.last_values(
-            &self.database,
-            &self.retention_policy,
-            &candidate.measurement,
-            |tags| {
-                let labels = plain_labels(&candidate.naming, tags.iter().cloned());
-                matchers.iter().all(|m| m.matches(labels.get(&m.name)))
-            },
-        ) else {
+        let tests: Vec<_> = matchers
+            .iter()
+            .map(|m| move |value: &str| m.matches(value))
+            .collect();
+        // What the index can say; everything is checked again on the
+        // labels below (a renamed tag, the metric name of a field).
+        let pushed: Vec<TagMatcher<'_>> = matchers
+            .iter()
+            .zip(&tests)
+            .filter(|(m, _)| self.pushed_down(candidate, m))
+            .map(|(m, test)| TagMatcher {
+                key: &m.name,
+                test: match m.kind {
+                    MatchKind::Equal => TagTest::Equal(&m.value),
+                    _ => TagTest::Matches(test),
+                },
+            })
+            .collect();
+        let range = range.map(|(start, end)| ms_to_ns(start, end));
+        let table = (
+            self.database.as_str(),
+            self.retention_policy.as_str(),
+            candidate.measurement.as_str(),
+        );
+        let Some(indexed) = self
+            .ingestor
+            .indexed_series(table, &pushed, &candidate.field, range)
+        else {
             return Ok(None);
         };
-        let mut out = HashMap::new();
-        for series in cached {
-            // The newest sample of the metric's field (ns → ms).
-            let Some(newest) = series
-                .fields
-                .iter()
-                .find(|(f, _)| *f == candidate.field)
-                .map(|(_, v)| v.time_ns.div_euclid(1_000_000))
-            else {
+        let mut out = HashMap::with_capacity(indexed.len());
+        for series in indexed {
+            let labels = plain_labels(&candidate.naming, series.tags.into_iter());
+            if !matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
                 continue;
-            };
-            if let Some((start, end)) = range {
-                if newest > end {
-                    return Ok(None);
-                }
-                if newest < start {
-                    continue;
-                }
             }
             if *budget == 0 {
                 return Err(too_many_series(self.limits.max_series));
             }
             *budget -= 1;
-            let labels = plain_labels(&candidate.naming, series.tags.into_iter());
             out.insert(series.series_id, labels);
+        }
+        Ok(Some(out))
+    }
+
+    /// Whether the matcher is said on the candidate's tags (in SQL or to
+    /// the index): its label is a tag key as written, or no tag's label.
+    fn pushed_down(&self, candidate: &Candidate, m: &LabelMatcher) -> bool {
+        let named_by_tag = match candidate.naming {
+            Naming::Tag => true,
+            Naming::Fixed(_) => m.name != METRIC_NAME,
+            // Its labels are made from its tags: all checked in memory.
+            Naming::Otlp { .. } => false,
+        };
+        // A label no tag key is named after reads as "" in SQL and in
+        // memory alike; one that is a renamed key is left to memory.
+        let renamed = !candidate.tag_keys.contains(&m.name)
+            && candidate
+                .tag_keys
+                .iter()
+                .any(|k| naming::label_name(k) == m.name);
+        named_by_tag && !renamed
+    }
+
+    /// The samples of `found`'s series of `candidate` in `[start, end]`
+    /// (ms) from the ingestor's recent samples, by id; `None` when memory
+    /// does not hold them all.
+    fn recent_samples(
+        &self,
+        candidate: &Candidate,
+        found: &HashMap<u64, Labels>,
+        (start, end): (i64, i64),
+        budget: &mut usize,
+    ) -> Result<Option<SamplesById>, Error> {
+        let table = (
+            self.database.as_str(),
+            self.retention_policy.as_str(),
+            candidate.measurement.as_str(),
+        );
+        let ids: Vec<u64> = found.keys().copied().collect();
+        let Some(samples) =
+            self.ingestor
+                .recent_samples(table, &candidate.field, &ids, ms_to_ns(start, end))
+        else {
+            return Ok(None);
+        };
+        let mut out = HashMap::with_capacity(ids.len());
+        for (id, samples) in ids.into_iter().zip(samples) {
+            if samples.is_empty() {
+                continue;
+            }
+            if samples.len() > *budget {
+                return Err(too_many_samples(self.limits.max_samples));
+            }
+            *budget -= samples.len();
+            let points: Vec<(i64, f64)> = samples
+                .into_iter()
+                .map(|(ns, value)| (ns.div_euclid(1_000_000), value))
+                .collect();
+            out.insert(id, points);
         }
         Ok(Some(out))
     }
@@ -718,27 +771,20 @@ impl Source<'_> {
             if found.is_empty() {
                 continue;
             }
-            let sql = format!(
-                "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
-                 WHERE series_id IN ({ids}) \
-                 AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
-                field = quote_ident(&candidate.field),
-                facts = candidate.names.storage_table,
-                ids = self.id_set(&candidate, matchers, &found),
-                time = time_condition(start, end),
-                limit = *sample_budget + 1,
-            );
-            let batches = self.ingestor.query_translated(&sql).await?;
-            let mut points: HashMap<u64, Vec<(i64, f64)>> = HashMap::new();
-            for batch in &batches {
-                read_samples(
-                    batch,
-                    &found,
-                    &mut points,
-                    sample_budget,
-                    self.limits.max_samples,
-                )?;
-            }
+            let points =
+                match self.recent_samples(&candidate, &found, (start, end), sample_budget)? {
+                    Some(points) => points,
+                    None => {
+                        self.engine_samples(
+                            &candidate,
+                            matchers,
+                            &found,
+                            (start, end),
+                            sample_budget,
+                        )
+                        .await?
+                    }
+                };
             for (id, mut points) in points {
                 // One sample per ms: the engine may hold several (retried
                 // writes under the `append` policy, ns times); the last read wins.
@@ -757,6 +803,40 @@ impl Source<'_> {
         }
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
+    }
+
+    /// The samples of `found`'s series of `candidate` in `[start, end]`
+    /// (ms) from the engine, by id.
+    async fn engine_samples(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        found: &HashMap<u64, Labels>,
+        (start, end): (i64, i64),
+        sample_budget: &mut usize,
+    ) -> Result<SamplesById, Error> {
+        let sql = format!(
+            "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
+             WHERE series_id IN ({ids}) \
+             AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
+            field = quote_ident(&candidate.field),
+            facts = candidate.names.storage_table,
+            ids = self.id_set(candidate, matchers, found),
+            time = time_condition(start, end),
+            limit = *sample_budget + 1,
+        );
+        let batches = self.ingestor.query_translated(&sql).await?;
+        let mut points = SamplesById::new();
+        for batch in &batches {
+            read_samples(
+                batch,
+                found,
+                &mut points,
+                sample_budget,
+                self.limits.max_samples,
+            )?;
+        }
+        Ok(points)
     }
 }
 
@@ -833,10 +913,7 @@ fn read_samples(
             continue;
         }
         if *budget == 0 {
-            return Err(Error::Execution(format!(
-                "query processing would load too many samples into memory in query execution \
-                 (more than query.max_samples = {limit})"
-            )));
+            return Err(too_many_samples(limit));
         }
         *budget -= 1;
         let sample = (times.value(row), values.value(row));
@@ -850,6 +927,21 @@ fn read_samples(
         }
     }
     Ok(())
+}
+
+fn too_many_samples(limit: usize) -> Error {
+    Error::Execution(format!(
+        "query processing would load too many samples into memory in query execution \
+         (more than query.max_samples = {limit})"
+    ))
+}
+
+/// `[start, end]` ms as the ns that count as those ms.
+fn ms_to_ns(start: i64, end: i64) -> (i64, i64) {
+    (
+        start.saturating_mul(1_000_000),
+        end.saturating_mul(1_000_000).saturating_add(999_999),
+    )
 }
 
 fn too_many_series(limit: usize) -> Error {

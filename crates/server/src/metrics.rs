@@ -208,6 +208,26 @@ impl ServerMetrics {
                     &s.last_value_rebuilds,
                 ),
                 (
+                    "chingest_recent_shrinks_total",
+                    "Times a measurement's span of recent samples was halved for their memory bound.",
+                    &s.recent_shrinks,
+                ),
+                (
+                    "chingest_index_reads_total",
+                    "Series and tag-value reads (PromQL selectors and lookups) answered from the in-memory index.",
+                    &s.index_reads,
+                ),
+                (
+                    "chingest_recent_reads_total",
+                    "Sample reads answered from the recent samples in memory.",
+                    &s.recent_reads,
+                ),
+                (
+                    "chingest_recent_misses_total",
+                    "Sample reads the recent samples could not answer (too old, not cached, rebuilding): they went to the engine.",
+                    &s.recent_misses,
+                ),
+                (
                     "chingest_queries_queued_total",
                     "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
                     &s.queries_queued,
@@ -266,8 +286,18 @@ impl ServerMetrics {
                 ),
                 (
                     "chingest_last_value_bytes",
-                    "Bytes the last-value cache holds (an estimate).",
+                    "Bytes the last-value cache and its index hold (an estimate).",
                     &s.last_value_bytes,
+                ),
+                (
+                    "chingest_recent_samples",
+                    "Recent samples held in memory.",
+                    &s.recent_samples,
+                ),
+                (
+                    "chingest_recent_bytes",
+                    "Bytes of room the recent samples take.",
+                    &s.recent_bytes,
                 ),
                 (
                     "chingest_queries_running",

@@ -20,9 +20,21 @@
 //! engine and merges by time into what writes brought meanwhile (those win
 //! ties: they are newer), so no acknowledged write is lost.
 //!
+//! The same taps keep each table's index for selectors: the postings of
+//! its tags (tag → value → series) and each series' first and newest time
+//! per field, so series and tag-value lookups need no engine statement;
+//! and the recent samples of its numeric fields
+//! ([`LastValueConfig::recent_span`]), so reads of the last hours need none
+//! either. A rebuild reads them back as it reads the newest values: the
+//! first times with them, the samples since `now - recent_span`.
+//!
 //! Memory is bounded ([`LastValueConfig::max_bytes`], over all tables): the
 //! table whose growth passes the bound is evicted whole and answers `None`
-//! until the next open (or an edit that covers it), never partly.
+//! until the next open (or an edit that covers it), never partly. The
+//! recent samples have a bound of their own
+//! ([`LastValueConfig::recent_max_bytes`]): the table whose samples pass
+//! it keeps half the span it had (every sample from a later time on, never
+//! a hole), and none once that is under [`MIN_RECENT_SPAN_NS`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,17 +45,51 @@ use tokio::sync::mpsc;
 
 use crate::catalog::Table;
 use crate::config::LastValueConfig;
-use crate::last_value::table::{set_value, EngineLast, State, Status};
+use crate::last_value::table::{set_value, EngineLast, State, Status, NO_RECENT};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::TableRef;
 
+mod postings;
 mod rebuild;
+mod recent;
 mod table;
 
+pub use postings::{TagMatcher, TagTest};
 pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
 pub(crate) use table::TableLast;
-pub use table::{LastField, LastSeries, LastValue};
+pub use table::{IndexedSeries, LastField, LastSeries, LastValue};
+
+/// The shortest span of recent samples a table keeps under the memory
+/// bound; shorter, it keeps none (its reads go to the engine).
+pub(crate) const MIN_RECENT_SPAN_NS: i64 = 600_000_000_000;
+
+/// Now, in ns since the epoch.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// What a table's cache holds, as the global totals count it.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    bytes: usize,
+    series: usize,
+    recent_bytes: usize,
+    recent_samples: usize,
+}
+
+impl Usage {
+    fn of(state: &State) -> Usage {
+        Usage {
+            bytes: state.bytes,
+            series: state.series.len(),
+            recent_bytes: state.recent_bytes,
+            recent_samples: state.recent_samples,
+        }
+    }
+}
 
 /// The cache's shared part: configuration, the memory total, and the queue
 /// of rebuilds.
@@ -131,8 +177,8 @@ impl LastValues {
             }
             _ => Status::Building,
         };
-        let before = (state.bytes, state.series.len());
-        state.clear();
+        let before = Usage::of(&state);
+        state.clear(self.recent_start());
         state.generation += 1;
         cache.set_status(&mut state, status);
         self.account(before, &state);
@@ -159,7 +205,7 @@ impl LastValues {
                 continue;
             }
             let mut state = cache.state.write().unwrap();
-            let before = (state.bytes, state.series.len());
+            let before = Usage::of(&state);
             for (id, key) in series {
                 if key.measurement == table.id.measurement {
                     let slot = state.slot(*id);
@@ -177,7 +223,7 @@ impl LastValues {
             return;
         }
         let mut state = cache.state.write().unwrap();
-        let before = (state.bytes, state.series.len());
+        let before = Usage::of(&state);
         for chunk in chunks {
             if let Err(reason) = state.apply_chunk(chunk) {
                 // Cannot happen with chunks built against the table's
@@ -188,6 +234,7 @@ impl LastValues {
                 return;
             }
         }
+        self.trim_recent(table, &mut state);
         self.account_or_evict(table, &cache, before, &mut state);
         let unknown_tags = state.status == Status::Ready && state.untagged > 0;
         drop(state);
@@ -199,8 +246,39 @@ impl LastValues {
         }
     }
 
-    /// Adds a table's growth since `before` (bytes, series) to the totals.
-    fn account(&self, before: (usize, usize), state: &State) {
+    /// Where a table emptied now starts keeping recent samples (and a
+    /// rebuild reads them from).
+    fn recent_start(&self) -> i64 {
+        match self.recent_span() {
+            0 => NO_RECENT,
+            span => now_ns().saturating_sub(span),
+        }
+    }
+
+    /// The configured span of recent samples, ns.
+    fn recent_span(&self) -> i64 {
+        i64::try_from(self.config.recent_span.as_nanos()).unwrap_or(i64::MAX)
+    }
+
+    /// Drops the table's samples older than its span, every eighth of the
+    /// span (so a table holds at most 9/8 of it).
+    fn trim_recent(&self, table: &Table, state: &mut State) {
+        let span = self.recent_span();
+        if state.recent_from == NO_RECENT || span == 0 {
+            return;
+        }
+        let from = now_ns().saturating_sub(span);
+        if from.saturating_sub(state.recent_from) > span / 8 {
+            // (`from` only moves forward: a table the bound shortened
+            // keeps its shorter span.)
+            state.trim_recent(from);
+            tracing::trace!(table = ?table.id, samples = state.recent_samples, "recent samples trimmed");
+        }
+    }
+
+    /// Adds a table's growth since `before` to the totals.
+    fn account(&self, before: Usage, state: &State) {
+        let after = Usage::of(state);
         let change = |total: &std::sync::atomic::AtomicU64, before: usize, after: usize| {
             if after >= before {
                 total.fetch_add((after - before) as u64, Ordering::Relaxed);
@@ -208,23 +286,48 @@ impl LastValues {
                 total.fetch_sub((before - after) as u64, Ordering::Relaxed);
             }
         };
-        change(&self.stats.last_value_bytes, before.0, state.bytes);
-        change(&self.stats.last_value_series, before.1, state.series.len());
+        let stats = &self.stats;
+        change(&stats.last_value_bytes, before.bytes, after.bytes);
+        change(&stats.last_value_series, before.series, after.series);
+        change(&stats.recent_bytes, before.recent_bytes, after.recent_bytes);
+        change(
+            &stats.recent_samples,
+            before.recent_samples,
+            after.recent_samples,
+        );
     }
 
     /// [`account`](Self::account), then evicts the table if the total is
-    /// past the bound.
-    fn account_or_evict(
-        &self,
-        table: &Table,
-        cache: &TableLast,
-        before: (usize, usize),
-        state: &mut State,
-    ) {
+    /// past the bound, or halves its recent span while its samples pass
+    /// theirs.
+    fn account_or_evict(&self, table: &Table, cache: &TableLast, before: Usage, state: &mut State) {
         self.account(before, state);
         let total = self.stats.last_value_bytes.load(Ordering::Relaxed);
         if total as usize > self.config.max_bytes {
             self.evict(table, cache, state);
+            return;
+        }
+        while self.stats.recent_bytes.load(Ordering::Relaxed) as usize
+            > self.config.recent_max_bytes
+            && state.recent_from != NO_RECENT
+        {
+            let before = Usage::of(state);
+            let now = now_ns();
+            let kept = now.saturating_sub(state.recent_from.max(now - self.recent_span())) / 2;
+            let from = match kept < MIN_RECENT_SPAN_NS {
+                true => NO_RECENT,
+                false => now - kept,
+            };
+            state.trim_recent(from);
+            self.account(before, state);
+            IngestStats::add(&self.stats.recent_shrinks, 1);
+            tracing::warn!(
+                database = %table.id.database, retention_policy = %table.id.retention_policy,
+                measurement = %table.id.measurement, kept_seconds = kept / 1_000_000_000,
+                limit = self.config.recent_max_bytes,
+                "recent samples: over their memory bound; the measurement keeps a shorter span \
+                 (older reads go to the engine)"
+            );
         }
     }
 
@@ -237,8 +340,8 @@ impl LastValues {
             limit = self.config.max_bytes,
             "last-value cache: over its memory bound; the measurement is no longer cached"
         );
-        let before = (state.bytes, state.series.len());
-        state.clear();
+        let before = Usage::of(state);
+        state.clear(NO_RECENT);
         cache.set_status(state, Status::Evicted);
         self.account(before, state);
         IngestStats::add(&self.stats.last_value_evictions, 1);
@@ -253,17 +356,20 @@ impl LastValues {
         if state.generation != generation || state.status != Status::Building {
             return;
         }
-        let before = (state.bytes, state.series.len());
+        let before = Usage::of(&state);
         for (id, tags) in engine.tags {
             let slot = state.slot(id);
             state.set_tags(slot, || tags);
         }
+        let mut columns = Vec::with_capacity(engine.fields.len());
         for (i, (name, ty)) in engine.fields.iter().enumerate() {
             let Ok(Some(f)) = state.field(name, *ty) else {
+                columns.push(None);
                 continue;
             };
+            columns.push(Some(f));
             for (id, values) in &engine.values {
-                let Some((time, value)) = &values[i] else {
+                let Some((first, time, value)) = &values[i] else {
                     continue;
                 };
                 // Only series the series table has (as the view shows them).
@@ -272,6 +378,7 @@ impl LastValues {
                 };
                 let slot = slot as usize;
                 let field = &mut state.fields[f];
+                field.firsts[slot] = field.firsts[slot].min(*first);
                 // Writes since the rebuild began are newer: they win ties.
                 if *time > field.times[slot] {
                     field.times[slot] = *time;
@@ -279,6 +386,16 @@ impl LastValues {
                     state.bytes = state.bytes.saturating_add_signed(grown);
                 }
             }
+        }
+        // The samples read start where the table started keeping them
+        // when emptied, or later (the rebuild found them too many).
+        if state.recent_from != NO_RECENT {
+            for (id, i, samples) in &engine.recent {
+                if let (Some(&slot), Some(f)) = (state.index.get(id), columns[*i]) {
+                    state.merge_recent(f, slot as usize, samples);
+                }
+            }
+            state.trim_recent(engine.recent_from);
         }
         if state.untagged > 0 {
             tracing::debug!(table = ?table.id, series = state.untagged,

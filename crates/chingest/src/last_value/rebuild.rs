@@ -1,6 +1,7 @@
-//! Rebuilding a table's cache from the engine: the newest non-NULL value
-//! of each field per series, and the series' tags from the series table,
-//! merged by time into what writes brought meanwhile.
+//! Rebuilding a table's cache from the engine: the first time and the
+//! newest non-NULL value of each field per series, the recent samples of
+//! its numeric fields, and the series' tags from the series table, merged
+//! by time into what writes brought meanwhile.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -13,11 +14,12 @@ use arrow::record_batch::RecordBatch;
 use crate::catalog::Table;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::last_value::recent::{Sample, SAMPLE_BYTES};
 use crate::last_value::table::{
-    EngineLast, LastField, SeriesNewest, SeriesTags, Status, Values, SERIES_BYTES, TAG_BYTES,
-    VALUE_BYTES,
+    EngineLast, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT, SERIES_BYTES,
+    TAG_BYTES, VALUE_BYTES,
 };
-use crate::last_value::{LastValues, RebuildQueue};
+use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
@@ -57,19 +59,19 @@ pub(crate) async fn run_rebuilds(
         }
         // The generation is taken before the flush: everything written
         // before the cache was emptied is in the engine when it is read.
-        let jobs: Vec<(Arc<Table>, u64)> = tables
+        let jobs: Vec<(Arc<Table>, u64, i64)> = tables
             .into_iter()
             .map(|table| {
                 let last = cache.cache(&table);
                 last.queued.store(false, Ordering::Release);
-                let generation = last.state.read().unwrap().generation;
-                (table, generation)
+                let state = last.state.read().unwrap();
+                (Arc::clone(&table), state.generation, state.recent_from)
             })
             .collect();
         let flushed = source.flush_all().await;
-        for (table, generation) in jobs {
+        for (table, generation, recent_from) in jobs {
             let rebuilt = match &flushed {
-                Ok(()) => rebuild(source.engine(), &cache, &table, generation).await,
+                Ok(()) => rebuild(source.engine(), &cache, &table, generation, recent_from).await,
                 Err(err) => Err(Error::Engine(err.to_string())),
             };
             match rebuilt {
@@ -92,13 +94,15 @@ pub(crate) async fn run_rebuilds(
     }
 }
 
-/// Reads a table's newest values and its series' tags from the engine and
-/// merges them into its cache.
+/// Reads a table's newest values, its recent samples from `recent_from`
+/// on and its series' tags from the engine and merges them into its
+/// cache.
 async fn rebuild(
     engine: &Engine,
     cache: &LastValues,
     table: &Arc<Table>,
     generation: u64,
+    recent_from: i64,
 ) -> Result<()> {
     let schema = table.schema();
     let names = &schema.names;
@@ -140,6 +144,7 @@ async fn rebuild(
         for (i, (name, _)) in fields.iter().enumerate() {
             let field = quote_ident(name);
             columns.push(format!("maxIf(time, {field} IS NOT NULL) AS t{i}"));
+            columns.push(format!("minIf(time, {field} IS NOT NULL) AS f{i}"));
             // Equal times: the row inserted last (block number and offset).
             columns.push(format!(
                 "argMaxIf({field}, (time, _block_number, _block_offset), {field} IS NOT NULL) AS v{i}"
@@ -154,13 +159,127 @@ async fn rebuild(
             read_values(&batch, &fields, &mut values)?;
         }
     }
+    let (recent_from, recent) = read_recent(engine, cache, table, &fields, recent_from).await?;
     let from_engine = EngineLast {
         tags,
         fields,
         values,
+        recent_from,
+        recent,
     };
     cache.finish_rebuild(table, generation, from_engine);
     Ok(())
+}
+
+/// The table's recent samples of its numeric `fields` (series, index in
+/// `fields`, samples), from `from` on, or from later if those would pass
+/// the recent samples' memory bound (each try halving the span), with
+/// where they start.
+async fn read_recent(
+    engine: &Engine,
+    cache: &LastValues,
+    table: &Table,
+    fields: &[(String, FieldType)],
+    mut from: i64,
+) -> Result<(i64, Vec<(u64, usize, Vec<Sample>)>)> {
+    let numeric: Vec<usize> = (0..fields.len())
+        .filter(|&i| Values::new(fields[i].1, 0).is_some_and(|v| v.is_numeric()))
+        .collect();
+    if numeric.is_empty() || from == NO_RECENT {
+        return Ok((from, Vec::new()));
+    }
+    let storage = &table.schema().names.storage_table;
+    let since = |from: i64| format!("time >= fromUnixTimestamp64Nano(toInt64({from}))");
+    let room = cache
+        .config
+        .recent_max_bytes
+        .saturating_sub(cache.stats.recent_bytes.load(Ordering::Relaxed) as usize);
+    let counts: Vec<String> = numeric
+        .iter()
+        .map(|&i| format!("count({})", quote_ident(&fields[i].0)))
+        .collect();
+    let count_sql = format!(
+        "SELECT toUInt64({}) FROM {storage} WHERE {{since}}",
+        counts.join(" + ")
+    );
+    loop {
+        let sql = count_sql.replace("{since}", &since(from));
+        let samples: u64 = engine
+            .query_arrow(sql)
+            .await?
+            .iter()
+            .find(|batch| batch.num_rows() > 0)
+            .and_then(|batch| Some(batch.column(0).as_primitive_opt::<UInt64Type>()?.value(0)))
+            .unwrap_or(0);
+        if samples as usize * SAMPLE_BYTES <= room {
+            break;
+        }
+        let kept = (now_ns() - from) / 2;
+        if kept < MIN_RECENT_SPAN_NS {
+            return Ok((NO_RECENT, Vec::new()));
+        }
+        from = now_ns() - kept;
+    }
+    let values: Vec<String> = numeric
+        .iter()
+        .map(|&i| format!("toFloat64({})", quote_ident(&fields[i].0)))
+        .collect();
+    let sql = format!(
+        "SELECT series_id, {} FROM {storage} WHERE {} \
+         ORDER BY series_id, time, _block_number, _block_offset",
+        std::iter::once("time".to_owned())
+            .chain(values)
+            .collect::<Vec<_>>()
+            .join(", "),
+        since(from),
+    );
+    let mut out: Vec<(u64, usize, Vec<Sample>)> = Vec::new();
+    // The list of each field for the series being read.
+    let mut current: Vec<Option<usize>> = vec![None; numeric.len()];
+    let mut series = None;
+    for batch in engine.query_arrow(sql).await? {
+        let ids = batch.column(0);
+        let ids = ids
+            .as_primitive_opt::<UInt64Type>()
+            .ok_or_else(|| unexpected("series_id", ids))?;
+        let times = batch.column(1);
+        let times = times
+            .as_primitive_opt::<TimestampNanosecondType>()
+            .ok_or_else(|| unexpected("a time", times))?;
+        let columns = (0..numeric.len())
+            .map(|c| {
+                let column = batch.column(2 + c);
+                column
+                    .as_primitive_opt::<Float64Type>()
+                    .ok_or_else(|| unexpected("a float", column))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for row in 0..batch.num_rows() {
+            let id = ids.value(row);
+            if series != Some(id) {
+                series = Some(id);
+                current.fill(None);
+            }
+            for (c, column) in columns.iter().enumerate() {
+                if column.is_null(row) {
+                    continue;
+                }
+                let list = *current[c].get_or_insert_with(|| {
+                    out.push((id, numeric[c], Vec::new()));
+                    out.len() - 1
+                });
+                let samples = &mut out[list].2;
+                let sample = (times.value(row), column.value(row));
+                // Equal times (the `append` policy): the row inserted
+                // last wins, as writes do here.
+                match samples.last_mut() {
+                    Some(last) if last.0 == sample.0 => *last = sample,
+                    _ => samples.push(sample),
+                }
+            }
+        }
+    }
+    Ok((from, out))
 }
 
 fn unexpected(what: &str, column: &ArrayRef) -> Error {
@@ -226,7 +345,7 @@ fn strings(column: &ArrayRef) -> Result<Vec<String>> {
 }
 
 /// The rows of the rebuild's values query: `series_id`, then `t<i>`,
-/// `v<i>` per field.
+/// `f<i>`, `v<i>` per field.
 fn read_values(
     batch: &RecordBatch,
     fields: &[(String, FieldType)],
@@ -238,20 +357,23 @@ fn read_values(
         .ok_or_else(|| unexpected("series_id", ids))?;
     let mut columns = Vec::with_capacity(fields.len());
     for (i, (_, ty)) in fields.iter().enumerate() {
-        let times = batch.column(1 + 2 * i);
-        let times = times
-            .as_primitive_opt::<TimestampNanosecondType>()
-            .ok_or_else(|| unexpected("a time", times))?;
-        let values = batch.column(2 + 2 * i);
+        let time = |c: usize| {
+            let times = batch.column(c);
+            times
+                .as_primitive_opt::<TimestampNanosecondType>()
+                .ok_or_else(|| unexpected("a time", times))
+        };
+        let (times, firsts) = (time(1 + 3 * i)?, time(2 + 3 * i)?);
+        let values = batch.column(3 + 3 * i);
         let strings = match ty {
             FieldType::String => Some(strings(values)?),
             _ => None,
         };
-        columns.push((times, values, strings));
+        columns.push((times, firsts, values, strings));
     }
     for row in 0..batch.num_rows() {
         let mut newest = Vec::with_capacity(fields.len());
-        for ((times, values, strings), (_, ty)) in columns.iter().zip(fields) {
+        for ((times, firsts, values, strings), (_, ty)) in columns.iter().zip(fields) {
             // NULL: no row of the series has the field.
             if values.is_null(row) {
                 newest.push(None);
@@ -285,7 +407,7 @@ fn read_values(
                 ),
                 _ => return Err(unexpected("a field", values)),
             };
-            newest.push(Some((times.value(row), value)));
+            newest.push(Some((firsts.value(row), times.value(row), value)));
         }
         out.push((ids.value(row), newest));
     }

@@ -1,7 +1,9 @@
-//! One table's cache: per series its tags and, per field, the newest time
-//! and value, in columns by series slot; what it answers (the public
-//! [`LastSeries`]) and the snapshot a statement reads as a table; and what
-//! a rebuild read from the engine ([`EngineLast`]).
+//! One table's cache: per series its tags (and the postings index over
+//! them) and, per field, the first time, the newest time and value, and
+//! (numeric fields) the recent samples, in columns by series slot; what it
+//! answers (the public [`LastSeries`], [`IndexedSeries`], recent samples)
+//! and the snapshot a statement reads as a table; and what a rebuild read
+//! from the engine ([`EngineLast`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -16,6 +18,8 @@ use arrow::datatypes::{Float64Type, Int64Type, TimestampNanosecondType, UInt64Ty
 use arrow::record_batch::RecordBatch;
 
 use crate::error::Result;
+use crate::last_value::postings::{Postings, TagMatcher};
+use crate::last_value::recent::{self, Sample, SAMPLE_BYTES};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
 
@@ -29,6 +33,22 @@ pub struct LastSeries {
     pub tags: Vec<(String, String)>,
     /// The newest value of each field the series has, sorted by field name.
     pub fields: Vec<(String, LastValue)>,
+}
+
+/// A series the index selected: its id, tags sorted by key, and the times
+/// of its first and newest value of the field asked about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedSeries {
+    /// The series' id.
+    pub series_id: u64,
+    /// Tags, sorted by key.
+    pub tags: Vec<(String, String)>,
+    /// Its first value's time, ns (as far back as the engine held on open,
+    /// or the last edit: rows dropped by retention since may make it
+    /// earlier than the first stored now).
+    pub first_ns: i64,
+    /// Its newest value's time, ns.
+    pub last_ns: i64,
 }
 
 /// The newest value of one field of one series.
@@ -82,11 +102,16 @@ impl Status {
 
 /// "No value yet" in a field's times.
 const NO_TIME: i64 = i64::MIN;
+/// "No value yet" in a field's first times.
+const NO_FIRST: i64 = i64::MAX;
+/// `recent_from` of a table that keeps no recent samples.
+pub(super) const NO_RECENT: i64 = i64::MAX;
 /// Bookkeeping per series besides tags and fields: its index entry, id and
 /// tag slice.
 pub(super) const SERIES_BYTES: usize = 48;
-/// A field's time and value per series (strings add their length).
-pub(super) const VALUE_BYTES: usize = 16;
+/// A field's first and newest time, value and recent samples' list per
+/// series (strings add their length, samples [`SAMPLE_BYTES`] each).
+pub(super) const VALUE_BYTES: usize = 48;
 /// Per tag, besides its key's and value's bytes.
 pub(super) const TAG_BYTES: usize = 48;
 
@@ -115,6 +140,17 @@ pub(super) struct State {
     pub(super) bytes: usize,
     /// Series met whose tags are not known yet.
     pub(super) untagged: usize,
+    /// Tag key → value → slots.
+    postings: Postings,
+    /// Every acknowledged sample of a numeric field whose time is at or
+    /// after this (ns) is in the fields' `recent`; [`NO_RECENT`]: none is
+    /// kept. Moves forward only, as old samples are trimmed.
+    pub(super) recent_from: i64,
+    /// Bytes of room the recent samples take, as counted in the global
+    /// total.
+    pub(super) recent_bytes: usize,
+    /// Recent samples held.
+    pub(super) recent_samples: usize,
 }
 
 #[derive(Debug)]
@@ -123,12 +159,18 @@ pub(super) struct CachedSeries {
     pub(super) tags: Option<Box<[(String, String)]>>,
 }
 
-/// One field's newest time and value per series (by series slot).
+/// One field's first time, newest time and value, and recent samples per
+/// series (by series slot).
 #[derive(Debug)]
 pub(super) struct FieldColumn {
     pub(super) name: String,
+    /// The time of the series' first value ([`NO_FIRST`]: none).
+    pub(super) firsts: Vec<i64>,
     pub(super) times: Vec<i64>,
     pub(super) values: Values,
+    /// Numeric fields: the series' samples since the table's
+    /// `recent_from`.
+    pub(super) recent: Option<Vec<Vec<Sample>>>,
 }
 
 #[derive(Debug)]
@@ -185,15 +227,13 @@ impl Values {
         }
     }
 
+    /// Whether the values are numbers (kept as recent samples).
+    pub(super) fn is_numeric(&self) -> bool {
+        !matches!(self, Values::String(_))
+    }
+
     /// Keeps the slots `keep` says, in order.
     fn retain(&mut self, keep: &[bool]) {
-        fn retain<T>(values: &mut Vec<T>, keep: &[bool]) {
-            let mut i = 0;
-            values.retain(|_| {
-                i += 1;
-                keep[i - 1]
-            });
-        }
         match self {
             Values::Float(v) => retain(v, keep),
             Values::Integer(v) => retain(v, keep),
@@ -204,8 +244,18 @@ impl Values {
     }
 }
 
+/// Keeps the items `keep` says, in order.
+fn retain<T>(values: &mut Vec<T>, keep: &[bool]) {
+    let mut i = 0;
+    values.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
 impl State {
-    pub(super) fn new(status: Status) -> State {
+    /// An empty cache; it keeps the recent samples from `recent_from`.
+    pub(super) fn new(status: Status, recent_from: i64) -> State {
         State {
             status,
             generation: 0,
@@ -215,14 +265,19 @@ impl State {
             field_index: HashMap::new(),
             bytes: 0,
             untagged: 0,
+            postings: Postings::default(),
+            recent_from,
+            recent_bytes: 0,
+            recent_samples: 0,
         }
     }
 
-    /// Empties the cache, keeping its status and generation.
-    pub(super) fn clear(&mut self) {
+    /// Empties the cache, keeping its status and generation; it keeps the
+    /// recent samples from `recent_from`.
+    pub(super) fn clear(&mut self, recent_from: i64) {
         *self = State {
             generation: self.generation,
-            ..State::new(self.status)
+            ..State::new(self.status, recent_from)
         };
     }
 
@@ -235,8 +290,12 @@ impl State {
         self.index.insert(id, slot as u32);
         self.series.push(CachedSeries { id, tags: None });
         for field in &mut self.fields {
+            field.firsts.push(NO_FIRST);
             field.times.push(NO_TIME);
             field.values.push_empty();
+            if let Some(recent) = &mut field.recent {
+                recent.push(Vec::new());
+            }
         }
         self.untagged += 1;
         self.bytes += SERIES_BYTES + VALUE_BYTES * self.fields.len();
@@ -255,6 +314,7 @@ impl State {
             .iter()
             .map(|(k, v)| TAG_BYTES + k.len() + v.len())
             .sum::<usize>();
+        self.bytes += self.postings.add(slot as u32, &tags);
         series.tags = Some(tags.into_boxed_slice());
         self.untagged -= 1;
     }
@@ -274,10 +334,15 @@ impl State {
         let Some(values) = Values::new(ty, self.series.len()) else {
             return Ok(None);
         };
+        let recent = values
+            .is_numeric()
+            .then(|| vec![Vec::new(); self.series.len()]);
         self.fields.push(FieldColumn {
             name: name.to_owned(),
+            firsts: vec![NO_FIRST; self.series.len()],
             times: vec![NO_TIME; self.series.len()],
             values,
+            recent,
         });
         self.field_index
             .insert(name.to_owned(), self.fields.len() - 1);
@@ -322,6 +387,31 @@ impl State {
                 slots: &slots,
                 nulls: column.nulls(),
             };
+            rows.first(&mut target.firsts);
+            if let (Some(recent), true) = (&mut target.recent, self.recent_from != NO_RECENT) {
+                let from = self.recent_from;
+                let (grown, added) = match &target.values {
+                    Values::Float(_) => {
+                        let column = column.as_primitive::<Float64Type>();
+                        rows.record(recent, from, |row| column.value(row))
+                    }
+                    Values::Integer(_) => {
+                        let column = column.as_primitive::<Int64Type>();
+                        rows.record(recent, from, |row| column.value(row) as f64)
+                    }
+                    Values::UInteger(_) => {
+                        let column = column.as_primitive::<UInt64Type>();
+                        rows.record(recent, from, |row| column.value(row) as f64)
+                    }
+                    Values::Boolean(_) => {
+                        let column = column.as_boolean();
+                        rows.record(recent, from, |row| f64::from(u8::from(column.value(row))))
+                    }
+                    Values::String(_) => (0, 0),
+                };
+                self.recent_bytes += grown;
+                self.recent_samples += added;
+            }
             match &mut target.values {
                 Values::Float(values) => {
                     let column = column.as_primitive::<Float64Type>();
@@ -370,12 +460,18 @@ impl State {
         let keep: Vec<bool> = self.series.iter().map(|s| s.tags.is_some()).collect();
         self.series.retain(|s| s.tags.is_some());
         for field in &mut self.fields {
-            let mut i = 0;
-            field.times.retain(|_| {
-                i += 1;
-                keep[i - 1]
-            });
+            retain(&mut field.firsts, &keep);
+            retain(&mut field.times, &keep);
             field.values.retain(&keep);
+            if let Some(recent) = &mut field.recent {
+                for (samples, kept) in recent.iter().zip(&keep) {
+                    if !kept {
+                        self.recent_bytes -= samples.capacity() * SAMPLE_BYTES;
+                        self.recent_samples -= samples.len();
+                    }
+                }
+                retain(recent, &keep);
+            }
         }
         self.index = self
             .series
@@ -383,8 +479,77 @@ impl State {
             .enumerate()
             .map(|(slot, s)| (s.id, slot as u32))
             .collect();
+        // The slots moved: the postings are made again.
+        self.postings = Postings::default();
+        for (slot, series) in self.series.iter().enumerate() {
+            let tags = series.tags.as_deref().unwrap_or_default();
+            self.postings.add(slot as u32, tags);
+        }
         self.bytes -= self.untagged * (SERIES_BYTES + VALUE_BYTES * self.fields.len());
         self.untagged = 0;
+    }
+
+    /// Keeps recent samples from `from` on (it only moves forward) and
+    /// drops those before; [`NO_RECENT`] drops them all and keeps none.
+    pub(super) fn trim_recent(&mut self, from: i64) {
+        let from = from.max(self.recent_from);
+        self.recent_from = from;
+        for field in &mut self.fields {
+            for samples in field.recent.iter_mut().flatten() {
+                let before = samples.capacity();
+                self.recent_samples -= match from {
+                    NO_RECENT => std::mem::take(samples).len(),
+                    _ => recent::trim(samples, from),
+                };
+                self.recent_bytes -= (before - samples.capacity()) * SAMPLE_BYTES;
+            }
+        }
+    }
+
+    /// Merges a series' recent samples of field `f` read from the engine
+    /// into those writes brought meanwhile.
+    pub(super) fn merge_recent(&mut self, f: usize, slot: usize, engine: &[Sample]) {
+        let Some(samples) = self.fields[f].recent.as_mut().map(|r| &mut r[slot]) else {
+            return;
+        };
+        let (before, count) = (samples.capacity(), samples.len());
+        recent::merge_older(samples, engine);
+        self.recent_bytes = (self.recent_bytes + samples.capacity() * SAMPLE_BYTES)
+            .saturating_sub(before * SAMPLE_BYTES);
+        self.recent_samples += samples.len() - count;
+    }
+
+    /// The tagged series the matchers select that have a value of field
+    /// `field` in `range` (ns, by their first and newest times), by slot.
+    fn select(
+        &self,
+        matchers: &[TagMatcher<'_>],
+        field: &str,
+        range: Option<(i64, i64)>,
+    ) -> Vec<IndexedSeries> {
+        let Some(&f) = self.field_index.get(field) else {
+            return Vec::new();
+        };
+        let column = &self.fields[f];
+        let slots = self.postings.select(self.series.len() as u32, matchers);
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let slot = slot as usize;
+            let (first, last) = (column.firsts[slot], column.times[slot]);
+            let (Some(tags), false) = (&self.series[slot].tags, first == NO_FIRST) else {
+                continue;
+            };
+            if range.is_some_and(|(start, end)| first > end || last < start) {
+                continue;
+            }
+            out.push(IndexedSeries {
+                series_id: self.series[slot].id,
+                tags: tags.to_vec(),
+                first_ns: first,
+                last_ns: last,
+            });
+        }
+        out
     }
 
     /// The series `keep` accepts that have a value, fields sorted by name.
@@ -432,6 +597,39 @@ struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// Takes each non-NULL row's time as its series' first if earlier.
+    fn first(&self, firsts: &mut [i64]) {
+        for (row, (&time, &slot)) in self.times.iter().zip(self.slots).enumerate() {
+            if self.nulls.is_some_and(|nulls| nulls.is_null(row)) {
+                continue;
+            }
+            let first = &mut firsts[slot as usize];
+            *first = (*first).min(time);
+        }
+    }
+
+    /// Adds each non-NULL row at or after `from` to its series' recent
+    /// samples, its value `value(row)`; returns the bytes of room they grew
+    /// by and the samples added.
+    fn record(
+        &self,
+        recent: &mut [Vec<Sample>],
+        from: i64,
+        value: impl Fn(usize) -> f64,
+    ) -> (usize, usize) {
+        let (mut grown, mut added) = (0, 0);
+        for (row, (&time, &slot)) in self.times.iter().zip(self.slots).enumerate() {
+            if time < from || self.nulls.is_some_and(|nulls| nulls.is_null(row)) {
+                continue;
+            }
+            let samples = &mut recent[slot as usize];
+            let before = samples.capacity();
+            added += usize::from(recent::insert(samples, time, value(row)));
+            grown += (samples.capacity() - before) * SAMPLE_BYTES;
+        }
+        (grown, added)
+    }
+
     /// Calls `set(row, slot)` for each non-NULL row at least as new as the
     /// field's value in its series' slot, and takes its time.
     fn update(&self, field_times: &mut [i64], mut set: impl FnMut(usize, usize)) {
@@ -450,14 +648,83 @@ impl Rows<'_> {
 
 impl TableLast {
     /// A table's cache: empty and answering if `cached` (a table just
-    /// created), else off.
+    /// created: it keeps every recent sample, none came before), else off.
     pub(crate) fn new(cached: bool) -> TableLast {
-        let status = if cached { Status::Ready } else { Status::Off };
+        let (status, recent_from) = match cached {
+            true => (Status::Ready, i64::MIN),
+            false => (Status::Off, NO_RECENT),
+        };
         TableLast {
             status: AtomicU8::new(status as u8),
             queued: AtomicBool::new(false),
-            state: RwLock::new(State::new(status)),
+            state: RwLock::new(State::new(status, recent_from)),
         }
+    }
+
+    /// The whole cache, read-locked, if it answers.
+    fn ready(&self) -> Option<std::sync::RwLockReadGuard<'_, State>> {
+        if self.status() != Status::Ready {
+            return None;
+        }
+        let state = self.state.read().unwrap();
+        (state.status == Status::Ready && state.untagged == 0).then_some(state)
+    }
+
+    /// The series whose tags the matchers accept and that have a value of
+    /// `field` in `range` (ns: between their first and newest value), in
+    /// no particular order; `None` unless the cache is whole.
+    pub(crate) fn select(
+        &self,
+        matchers: &[TagMatcher<'_>],
+        field: &str,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<IndexedSeries>> {
+        Some(self.ready()?.select(matchers, field, range))
+    }
+
+    /// The values of tag `key` among the series the matchers accept
+    /// (every series of the table when there are none), sorted; `None`
+    /// unless the cache is whole.
+    pub(crate) fn tag_values(&self, key: &str, matchers: &[TagMatcher<'_>]) -> Option<Vec<String>> {
+        let state = self.ready()?;
+        let slots = match matchers.is_empty() {
+            true => None,
+            false => Some(state.postings.select(state.series.len() as u32, matchers)),
+        };
+        Some(state.postings.values(key, slots.as_deref()))
+    }
+
+    /// Each of `ids`' samples of numeric field `field` in `[start, end]`
+    /// (ns), in `ids`' order (none for a series or field the table does
+    /// not have); `None` unless the cache is whole and holds every sample
+    /// from `start` on.
+    pub(crate) fn recent(
+        &self,
+        field: &str,
+        ids: &[u64],
+        (start, end): (i64, i64),
+    ) -> Option<Vec<Vec<Sample>>> {
+        let state = self.ready()?;
+        if start < state.recent_from {
+            return None;
+        }
+        let recent = state
+            .field_index
+            .get(field)
+            .and_then(|&f| state.fields[f].recent.as_ref());
+        Some(
+            ids.iter()
+                .map(|id| {
+                    let slot = state.index.get(id);
+                    match (recent, slot) {
+                        (Some(recent), Some(&slot)) => {
+                            recent::range(&recent[slot as usize], start, end).to_vec()
+                        }
+                        _ => Vec::new(),
+                    }
+                })
+                .collect(),
+        )
     }
 
     pub(super) fn status(&self) -> Status {
@@ -474,11 +741,7 @@ impl TableLast {
         &self,
         keep: impl FnMut(&[(String, String)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
-        if self.status() != Status::Ready {
-            return None;
-        }
-        let state = self.state.read().unwrap();
-        (state.status == Status::Ready && state.untagged == 0).then(|| state.read(keep))
+        Some(self.ready()?.read(keep))
     }
 
     /// The whole cache as one batch, for SQL: `series_id`, `time` (the
@@ -577,9 +840,9 @@ pub(super) fn set_value(values: &mut Values, slot: usize, value: &LastField) -> 
 /// A series' tags, as the series table holds them.
 pub(super) type SeriesTags = (u64, Vec<(String, String)>);
 
-/// A series' newest non-NULL (time, value) per field, as the engine holds
-/// them.
-pub(super) type SeriesNewest = (u64, Vec<Option<(i64, LastField)>>);
+/// A series' first time and newest non-NULL (time, value) per field, as
+/// the engine holds them.
+pub(super) type SeriesNewest = (u64, Vec<Option<(i64, i64, LastField)>>);
 
 /// What a rebuild read from the engine.
 pub(super) struct EngineLast {
@@ -587,6 +850,12 @@ pub(super) struct EngineLast {
     pub(super) tags: Vec<SeriesTags>,
     /// The table's cached fields.
     pub(super) fields: Vec<(String, FieldType)>,
-    /// Per series, each field's newest non-NULL (time, value).
+    /// Per series, each field's first time and newest non-NULL (time,
+    /// value).
     pub(super) values: Vec<SeriesNewest>,
+    /// Where the recent samples were read from (ns).
+    pub(super) recent_from: i64,
+    /// The recent samples: series, index in `fields`, samples in time
+    /// order.
+    pub(super) recent: Vec<(u64, usize, Vec<Sample>)>,
 }

@@ -15,10 +15,11 @@ use crate::catalog::{self, Catalog};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::{LastSeries, LastValues};
+use crate::last_value::{IndexedSeries, LastSeries, LastValues, TagMatcher};
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};
 use crate::read::stream::{QueryChunks, Statement};
+use crate::stats::IngestStats;
 
 /// The read half of an open ingestor.
 #[derive(Debug)]
@@ -162,6 +163,60 @@ impl Reader {
     ) -> Option<Vec<LastSeries>> {
         let table = self.catalog.database(db)?.table(rp, measurement)?;
         self.last_values.cache(&table).read(keep)
+    }
+
+    /// The series of a measurement the matchers select that have a value
+    /// of `field` in `range` (ns), from the in-memory index; `None` if the
+    /// measurement is not indexed now.
+    pub(crate) fn indexed_series(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        matchers: &[TagMatcher<'_>],
+        field: &str,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<IndexedSeries>> {
+        let table = self.catalog.database(db)?.table(rp, measurement)?;
+        let found = self
+            .last_values
+            .cache(&table)
+            .select(matchers, field, range)?;
+        IngestStats::add(&self.engine.stats.index_reads, 1);
+        Some(found)
+    }
+
+    /// The values of tag `key` among a measurement's series the matchers
+    /// select, sorted, from the in-memory index; `None` if the measurement
+    /// is not indexed now.
+    pub(crate) fn tag_values(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        key: &str,
+        matchers: &[TagMatcher<'_>],
+    ) -> Option<Vec<String>> {
+        let table = self.catalog.database(db)?.table(rp, measurement)?;
+        let values = self.last_values.cache(&table).tag_values(key, matchers)?;
+        IngestStats::add(&self.engine.stats.index_reads, 1);
+        Some(values)
+    }
+
+    /// Each series' samples of a numeric field in `[start, end]` (ns), in
+    /// `ids`' order, from memory; `None` if memory does not hold every
+    /// sample of the measurement from `start` on.
+    pub(crate) fn recent_samples(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+    ) -> Option<Vec<Vec<(i64, f64)>>> {
+        let table = self.catalog.database(db)?.table(rp, measurement);
+        let samples = table.and_then(|t| self.last_values.cache(&t).recent(field, ids, range));
+        let counter = match samples {
+            Some(_) => &self.engine.stats.recent_reads,
+            None => &self.engine.stats.recent_misses,
+        };
+        IngestStats::add(counter, 1);
+        samples
     }
 }
 
