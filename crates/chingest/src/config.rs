@@ -448,13 +448,14 @@ pub struct LastValueConfig {
 impl Default for LastValueConfig {
     /// Every measurement, within 64 MiB (what a series of TSBS's cpu
     /// table takes: `benches/last_values.rs`); recent samples of the last
-    /// 6 hours, within 256 MiB (16.7 M samples: 11,600 series scraped
-    /// every 15 s).
+    /// 8 hours — Grafana's default range of 6 hours with its `rate`
+    /// windows, ending now or an hour or two back — within 256 MiB (16.7
+    /// M samples: 8,700 series scraped every 15 s).
     fn default() -> Self {
         LastValueConfig {
             measurements: vec!["*".to_owned()],
             max_bytes: 64 << 20,
-            recent_span: Duration::from_secs(6 * 3600),
+            recent_span: Duration::from_secs(8 * 3600),
             recent_max_bytes: 256 << 20,
         }
     }

@@ -15,7 +15,9 @@ use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::{self, IndexedSeries, LastSeries, LastValues, RebuildSource, TagMatcher};
+use crate::last_value::{
+    self, IndexedSeries, LastSeries, LastValues, RebuildSource, RecentSamples, TagMatcher,
+};
 use crate::layout::names::{self, NameKind};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
@@ -538,17 +540,19 @@ impl Ingestor {
     /// order with one sample per time (of two writes of one time, the
     /// later), in `ids`' order; from memory, which holds every
     /// acknowledged sample of the last
-    /// [`recent_span`](crate::LastValueConfig::recent_span). `None` when
-    /// memory does not hold every sample from `start` on: the caller must
-    /// ask the engine. Acknowledged samples are here before the engine has
-    /// them.
+    /// [`recent_span`](crate::LastValueConfig::recent_span). When memory
+    /// does not reach back to `start`, the samples start later
+    /// ([`RecentSamples::from_ns`]) and the caller asks the engine for the
+    /// rest; `None` when memory holds no part of the range (or the
+    /// measurement is not cached now). Acknowledged samples are here
+    /// before the engine has them.
     pub fn recent_samples(
         &self,
         (db, rp, measurement): (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
-    ) -> Option<Vec<Vec<(i64, f64)>>> {
+    ) -> Option<RecentSamples> {
         let table = (db, rp, measurement);
         self.shared.reader.recent_samples(table, field, ids, range)
     }

@@ -69,7 +69,9 @@ pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};
 pub use ingestor::Ingestor;
-pub use last_value::{IndexedSeries, LastField, LastSeries, LastValue, TagMatcher, TagTest};
+pub use last_value::{
+    IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher, TagTest,
+};
 pub use layout::{names, schema, series};
 pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};

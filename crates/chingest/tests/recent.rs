@@ -86,10 +86,11 @@ async fn recent(ing: &Ingestor, db: &str, field: &str, from: i64) -> String {
     let started = Instant::now();
     loop {
         let table = (db, "autogen", "m");
-        if let Some(samples) = ing.recent_samples(table, field, &ids, (from, i64::MAX)) {
+        if let Some(recent) = ing.recent_samples(table, field, &ids, (from, i64::MAX)) {
+            assert_eq!(recent.from_ns, from, "memory does not reach back to {from}");
             let lines: Vec<String> = ids
                 .iter()
-                .zip(samples)
+                .zip(recent.samples)
                 .filter(|(_, s)| !s.is_empty())
                 .map(|(id, samples)| {
                     let points: Vec<String> =
@@ -220,12 +221,15 @@ async fn bounded(ing: &Ingestor) {
         .iter()
         .map(|s| s.series_id)
         .collect();
+    // Asked from further back, memory answers from where it holds all.
     let earlier = (now_ns() - 4 * 3600 * SECOND, i64::MAX);
-    assert!(ing
+    let partial = ing
         .recent_samples(("rs", "autogen", "m"), "x", &ids, earlier)
-        .is_none());
+        .unwrap();
+    assert!(partial.from_ns > earlier.0 && partial.from_ns < hour_ago);
+    let memory = recent(ing, "rs", "x", partial.from_ns).await;
+    assert_eq!(memory, engine(ing, "rs", "x", partial.from_ns).await);
     assert!(ing.stats().recent_bytes.load(Relaxed) <= 64 << 10);
-    assert!(ing.stats().recent_misses.load(Relaxed) >= 1);
 }
 
 async fn edits(ing: &Ingestor, base: i64, window: i64) {
@@ -242,7 +246,7 @@ async fn edits(ing: &Ingestor, base: i64, window: i64) {
         lines(&["a"], base - 5 * SECOND, -1),
         lines(&["a"], base + 15 * SECOND, 100),
         lines(&["b"], base + 20 * SECOND, 200),
-        lines(&["c"], now_ns() - 7 * 3600 * SECOND, 300),
+        lines(&["c"], now_ns() - 9 * 3600 * SECOND, 300),
     ];
     for body in late {
         write(ing, "rs", &body).await;
@@ -253,10 +257,15 @@ async fn edits(ing: &Ingestor, base: i64, window: i64) {
         .iter()
         .map(|s| s.series_id)
         .collect();
-    let too_old = (now_ns() - 7 * 3600 * SECOND, i64::MAX);
+    let too_old = (
+        now_ns() - 10 * 3600 * SECOND,
+        now_ns() - 9 * 3600 * SECOND + SECOND,
+    );
     assert!(ing
         .recent_samples(("rs", "autogen", "m"), "x", &ids, too_old)
         .is_none());
+    let misses = ing.stats().recent_misses.load(Relaxed);
+    assert!(misses >= 1, "{misses}");
 
     // A delete of host a's newest points.
     let host = |h: &str| TagPredicate::Equals("host".into(), h.into());

@@ -621,29 +621,47 @@ impl Source<'_> {
     }
 
     /// The samples of `found`'s series of `candidate` in `[start, end]`
-    /// (ms) from the ingestor's recent samples, by id; `None` when memory
-    /// does not hold them all.
-    fn recent_samples(
+    /// (ms), by id: from the ingestor's recent samples, and from the engine
+    /// for the part before what memory holds (a statement only then).
+    async fn samples(
         &self,
         candidate: &Candidate,
+        matchers: &[LabelMatcher],
         found: &HashMap<u64, Labels>,
         (start, end): (i64, i64),
         budget: &mut usize,
-    ) -> Result<Option<SamplesById>, Error> {
+    ) -> Result<SamplesById, Error> {
         let table = (
             self.database.as_str(),
             self.retention_policy.as_str(),
             candidate.measurement.as_str(),
         );
         let ids: Vec<u64> = found.keys().copied().collect();
-        let Some(samples) =
-            self.ingestor
-                .recent_samples(table, &candidate.field, &ids, ms_to_ns(start, end))
+        let range = ms_to_ns(start, end);
+        let Some(recent) = self
+            .ingestor
+            .recent_samples(table, &candidate.field, &ids, range)
         else {
-            return Ok(None);
+            return self
+                .engine_samples(candidate, matchers, found, (start, end), budget)
+                .await;
         };
-        let mut out = HashMap::with_capacity(ids.len());
-        for (id, samples) in ids.into_iter().zip(samples) {
+        // Memory from its first whole ms on; the engine before it.
+        let from = recent.from_ns.div_euclid(1_000_000)
+            + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
+        let mut out = match from > start {
+            true => {
+                self.engine_samples(candidate, matchers, found, (start, from - 1), budget)
+                    .await?
+            }
+            false => SamplesById::with_capacity(ids.len()),
+        };
+        for (id, samples) in ids.into_iter().zip(recent.samples) {
+            let samples: Vec<(i64, f64)> = samples
+                .into_iter()
+                .map(|(ns, value)| (ns.div_euclid(1_000_000), value))
+                .skip_while(|(ms, _)| *ms < from)
+                .collect();
             if samples.is_empty() {
                 continue;
             }
@@ -651,13 +669,9 @@ impl Source<'_> {
                 return Err(too_many_samples(self.limits.max_samples));
             }
             *budget -= samples.len();
-            let points: Vec<(i64, f64)> = samples
-                .into_iter()
-                .map(|(ns, value)| (ns.div_euclid(1_000_000), value))
-                .collect();
-            out.insert(id, points);
+            out.entry(id).or_default().extend(samples);
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
     /// The series ids a samples statement reads: `found`'s, listed, when
@@ -771,20 +785,9 @@ impl Source<'_> {
             if found.is_empty() {
                 continue;
             }
-            let points =
-                match self.recent_samples(&candidate, &found, (start, end), sample_budget)? {
-                    Some(points) => points,
-                    None => {
-                        self.engine_samples(
-                            &candidate,
-                            matchers,
-                            &found,
-                            (start, end),
-                            sample_budget,
-                        )
-                        .await?
-                    }
-                };
+            let points = self
+                .samples(&candidate, matchers, &found, (start, end), sample_budget)
+                .await?;
             for (id, mut points) in points {
                 // One sample per ms: the engine may hold several (retried
                 // writes under the `append` policy, ns times); the last read wins.

@@ -58,7 +58,7 @@ mod table;
 pub use postings::{TagMatcher, TagTest};
 pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
 pub(crate) use table::TableLast;
-pub use table::{IndexedSeries, LastField, LastSeries, LastValue};
+pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 
 /// The shortest span of recent samples a table keeps under the memory
 /// bound; shorter, it keeps none (its reads go to the engine).

@@ -51,6 +51,17 @@ pub struct IndexedSeries {
     pub last_ns: i64,
 }
 
+/// Recent samples of one field of some series, from memory: every
+/// sample of those series from `from_ns` on (up to the end asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentSamples {
+    /// Where they start (ns): the start asked for, or later when memory
+    /// does not reach back so far (the rest is the engine's to answer).
+    pub from_ns: i64,
+    /// Each series' samples (time in ns, value), in the order asked for.
+    pub samples: Vec<Vec<(i64, f64)>>,
+}
+
 /// The newest value of one field of one series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LastValue {
@@ -694,37 +705,43 @@ impl TableLast {
         Some(state.postings.values(key, slots.as_deref()))
     }
 
-    /// Each of `ids`' samples of numeric field `field` in `[start, end]`
+    /// Each of `ids`' samples of numeric field `field` in `[from, end]`
     /// (ns), in `ids`' order (none for a series or field the table does
-    /// not have); `None` unless the cache is whole and holds every sample
-    /// from `start` on.
+    /// not have), where `from` is `start` or, when the cache does not hold
+    /// every sample from there on, the time from which it does; `None`
+    /// unless the cache is whole and holds every sample of some part of
+    /// the range.
     pub(crate) fn recent(
         &self,
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
-    ) -> Option<Vec<Vec<Sample>>> {
+    ) -> Option<RecentSamples> {
         let state = self.ready()?;
-        if start < state.recent_from {
+        let from = start.max(state.recent_from);
+        if from > end {
             return None;
         }
         let recent = state
             .field_index
             .get(field)
             .and_then(|&f| state.fields[f].recent.as_ref());
-        Some(
-            ids.iter()
-                .map(|id| {
-                    let slot = state.index.get(id);
-                    match (recent, slot) {
-                        (Some(recent), Some(&slot)) => {
-                            recent::range(&recent[slot as usize], start, end).to_vec()
-                        }
-                        _ => Vec::new(),
+        let samples = ids
+            .iter()
+            .map(|id| {
+                let slot = state.index.get(id);
+                match (recent, slot) {
+                    (Some(recent), Some(&slot)) => {
+                        recent::range(&recent[slot as usize], from, end).to_vec()
                     }
-                })
-                .collect(),
-        )
+                    _ => Vec::new(),
+                }
+            })
+            .collect();
+        Some(RecentSamples {
+            from_ns: from,
+            samples,
+        })
     }
 
     pub(super) fn status(&self) -> Status {

@@ -15,7 +15,7 @@ use crate::catalog::{self, Catalog};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::{IndexedSeries, LastSeries, LastValues, TagMatcher};
+use crate::last_value::{IndexedSeries, LastSeries, LastValues, RecentSamples, TagMatcher};
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};
 use crate::read::stream::{QueryChunks, Statement};
@@ -199,16 +199,16 @@ impl Reader {
         Some(values)
     }
 
-    /// Each series' samples of a numeric field in `[start, end]` (ns), in
-    /// `ids`' order, from memory; `None` if memory does not hold every
-    /// sample of the measurement from `start` on.
+    /// Each series' samples of a numeric field in `range` (ns), or the
+    /// part of it memory holds, in `ids`' order; `None` if memory holds
+    /// no part of it.
     pub(crate) fn recent_samples(
         &self,
         (db, rp, measurement): (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
-    ) -> Option<Vec<Vec<(i64, f64)>>> {
+    ) -> Option<RecentSamples> {
         let table = self.catalog.database(db)?.table(rp, measurement);
         let samples = table.and_then(|t| self.last_values.cache(&t).recent(field, ids, range));
         let counter = match samples {
