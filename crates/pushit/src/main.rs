@@ -99,7 +99,8 @@ enum Mode {
     /// PromQL and Prometheus's HTTP API against Prometheus 2.42 and
     /// VictoriaMetrics 1.79 on the same day of node-exporter scrapes: a
     /// dashboard panel's QPS, a wide aggregation's, series' and label
-    /// values' latency, each as a ratio to the faster peer.
+    /// values' latency, each as a ratio to the faster peer; with
+    /// --dashboard, what a refreshing Grafana node-exporter dashboard asks.
     Promql(modes::promql::Args),
     /// OTLP gauges as an OpenTelemetry Collector sends them: host metrics
     /// in requests of ~8,192 points over OTLP/gRPC (or HTTP), points/s end

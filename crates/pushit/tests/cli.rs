@@ -424,6 +424,60 @@ fn promql_asks_every_query_of_chingest_alone() {
 }
 
 #[test]
+fn promql_dashboard_asks_every_panel_of_chingest_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "promql",
+        "--dashboard",
+        "--hosts",
+        "2",
+        "--hours",
+        "1",
+        "--seconds",
+        "0.5",
+    ];
+    let rows = pushit(dir.path(), &args);
+    let sizes: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["series"].as_u64().unwrap(),
+                row["points"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // An hour of data: 1 h at 15 s steps, less the first step for a rate;
+    // 6 h at 60 s steps, of which the hour's 60 have data; an instant;
+    // 2 hosts; 1 host's series; mixed and a refresh, every panel once.
+    let panels = [
+        (1, 239),
+        (1, 240),
+        (1, 60),
+        (1, 1),
+        (1, 239),
+        (2, 120),
+        (2, 0),
+        (1, 0),
+    ];
+    let every_panel = (10, 899);
+    assert_eq!(sizes[..8], panels);
+    assert_eq!(sizes[8..], [every_panel, every_panel]);
+    for row in &rows {
+        assert_eq!(row["server"], "chingest");
+        assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["connections"], 4, "{row}");
+        // No peer: nothing to compare with.
+        assert!(
+            row.get("chingest_over").is_none() && row.get("met").is_none(),
+            "{row}"
+        );
+    }
+    // Mixed has no target of its own; the refresh's is VictoriaMetrics'.
+    assert!(rows[8].get("target").is_none(), "{}", rows[8]);
+    assert_eq!(rows[9]["target"], "≥ 1× victoriametrics (cached)");
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

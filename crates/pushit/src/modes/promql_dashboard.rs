@@ -1,15 +1,16 @@
 //! `pushit promql --dashboard`: the data and the requests of a refreshing
 //! Grafana node-exporter dashboard. The data: `--hosts` hosts
-//! `host-NN:9100` (`job="node"`), each with the 66 series node-exporter
-//! gives a 4-CPU Linux box with two disks, three file systems and one
-//! network interface (CPU seconds by mode, memory, file systems, network
+//! `host-NN:9100` (`job="node"`), each with 66 of the series node-exporter
+//! gives for a 4-CPU Linux box with two disks, three file systems, a
+//! network interface and loopback (CPU seconds by mode, memory, file systems, network
 //! and disk counters, load, boot time, uname), scraped every 15 s and
 //! generated deterministically; the second host reboots halfway. The
 //! requests: each panel and variable asked for a moving range, its request
-//! k asking host k mod hosts with the range ending (k mod 240) scrapes
-//! before the data's end, so consecutive requests differ and every range
-//! ends in the data's last hour; then all of them mixed, and whole
-//! refreshes. Every request is built here, before any clock starts.
+//! k asking host k mod hosts with the range ending k steps of the panel
+//! (15 s, or 60 s) before the data's end, round and round over the last
+//! hour, so consecutive requests differ and every range ends in the data;
+//! then all of them mixed, and whole refreshes. Every request is built
+//! here, before any clock starts.
 
 use super::promql::{Load, Query, Request, Target};
 use super::promql_data::{Counter, Data, Kind, Labels, SplitMix, INTERVAL_MS, MODES};
@@ -204,97 +205,123 @@ impl Host<'_> {
     }
 }
 
-/// A panel's request for an instance and the end of its range, in seconds.
-type Ask = fn(&str, i64) -> Request;
-
-/// The dashboard's panels and variables: name, target, request.
-fn panels() -> [(&'static str, Target, Ask); 8] {
-    [
-        (
-            "cpu busy: 1 host, 1 h @ 15 s",
-            Target::UncachedPanel,
-            |instance, end| {
-                let selector =
-                    format!("node_cpu_seconds_total{{mode=\"idle\",instance=\"{instance}\"}}");
-                let query = format!("100 - avg by (instance)(rate({selector}[5m]))*100");
-                range(query, end, 3_600, 15)
-            },
-        ),
-        (
-            "memory used: 1 host, 1 h @ 15 s",
-            Target::UncachedPanel,
-            |instance, end| {
-                let query = format!(
-                "node_memory_MemTotal_bytes{{instance=\"{instance}\"}} - node_memory_MemAvailable_bytes{{instance=\"{instance}\"}}"
-            );
-                range(query, end, 3_600, 15)
-            },
-        ),
-        (
-            "gauge node_load1: 1 host, 6 h @ 60 s",
-            Target::UncachedPanel,
-            |instance, end| {
-                range(
-                    format!("node_load1{{instance=\"{instance}\"}}"),
-                    end,
-                    6 * 3_600,
-                    60,
-                )
-            },
-        ),
-        (
-            "stat: / available share, instant",
-            Target::UncachedPanel,
-            |instance, end| {
-                let of =
-                    |metric: &str| format!("{metric}{{instance=\"{instance}\",mountpoint=\"/\"}}");
-                let query = format!(
-                    "{} / {}",
-                    of("node_filesystem_avail_bytes"),
-                    of("node_filesystem_size_bytes")
-                );
-                Request {
-                    path: "/api/v1/query",
-                    params: vec![("query", query), ("time", end.to_string())],
-                }
-            },
-        ),
-        (
-            "network received: 1 host, 1 h @ 15 s",
-            Target::UncachedPanel,
-            |instance, end| {
-                let query = format!(
-                "rate(node_network_receive_bytes_total{{instance=\"{instance}\",device!=\"lo\"}}[5m])"
-            );
-                range(query, end, 3_600, 15)
-            },
-        ),
-        (
-            "fleet: cpu by host, 6 h @ 60 s",
-            Target::VictoriaMetricsUncached,
-            |_, end| {
-                let query = "sum by (instance)(rate(node_cpu_seconds_total{mode!=\"idle\"}[5m]))";
-                range(query.to_owned(), end, 6 * 3_600, 60)
-            },
-        ),
-        (
-            "variable: instance values, 1 h",
-            Target::Prometheus,
-            |_, end| {
-                let uname = "node_uname_info{job=\"node\"}".to_owned();
-                last_hour("/api/v1/label/instance/values", uname, end)
-            },
-        ),
-        (
-            "variable: series of 1 host, 1 h",
-            Target::Prometheus,
-            |instance, end| {
-                let uname = format!("node_uname_info{{instance=\"{instance}\"}}");
-                last_hour("/api/v1/series", uname, end)
-            },
-        ),
-    ]
+/// One panel or variable of the dashboard.
+struct Panel {
+    name: &'static str,
+    target: Target,
+    /// Seconds between the points of its range (the scrape interval for an
+    /// instant query or a variable); its request k's range ends k steps
+    /// before the data's end, round and round over the last hour. Grafana
+    /// moves a range's ends to multiples of its step before it asks, and
+    /// VictoriaMetrics does so itself when it may cache the answer: ends
+    /// 15 s apart would be answered 60 s apart there, on a different
+    /// number of points.
+    step: i64,
+    /// Its request for an instance, the end of its range (s) and its step.
+    ask: fn(&str, i64, i64) -> Request,
 }
+
+impl Panel {
+    /// Its request k, of [`rotation`] before they repeat: host k mod
+    /// `hosts`, the range ending k steps back in the last hour of `data`.
+    fn request(&self, data: &Data, hosts: usize, k: usize) -> Request {
+        let back = (k as i64 * self.step) % 3_600;
+        (self.ask)(&instance(k % hosts), data.end_ms() / 1000 - back, self.step)
+    }
+}
+
+/// The dashboard's panels and variables.
+const PANELS: [Panel; 8] = [
+    Panel {
+        name: "cpu busy: 1 host, 1 h @ 15 s",
+        target: Target::UncachedPanel,
+        step: 15,
+        ask: |instance, end, step| {
+            let selector =
+                format!("node_cpu_seconds_total{{mode=\"idle\",instance=\"{instance}\"}}");
+            let query = format!("100 - avg by (instance)(rate({selector}[5m]))*100");
+            range(query, end, 3_600, step)
+        },
+    },
+    Panel {
+        name: "memory used: 1 host, 1 h @ 15 s",
+        target: Target::UncachedPanel,
+        step: 15,
+        ask: |instance, end, step| {
+            let of = |metric: &str| format!("{metric}{{instance=\"{instance}\"}}");
+            let query = format!(
+                "{} - {}",
+                of("node_memory_MemTotal_bytes"),
+                of("node_memory_MemAvailable_bytes")
+            );
+            range(query, end, 3_600, step)
+        },
+    },
+    Panel {
+        name: "gauge node_load1: 1 host, 6 h @ 60 s",
+        target: Target::UncachedPanel,
+        step: 60,
+        ask: |instance, end, step| {
+            let query = format!("node_load1{{instance=\"{instance}\"}}");
+            range(query, end, 6 * 3_600, step)
+        },
+    },
+    Panel {
+        name: "stat: / available share, instant",
+        target: Target::UncachedPanel,
+        step: 15,
+        ask: |instance, end, _| {
+            let of = |metric: &str| format!("{metric}{{instance=\"{instance}\",mountpoint=\"/\"}}");
+            let query = format!(
+                "{} / {}",
+                of("node_filesystem_avail_bytes"),
+                of("node_filesystem_size_bytes")
+            );
+            Request {
+                path: "/api/v1/query",
+                params: vec![("query", query), ("time", end.to_string())],
+            }
+        },
+    },
+    Panel {
+        name: "network received: 1 host, 1 h @ 15 s",
+        target: Target::UncachedPanel,
+        step: 15,
+        ask: |instance, end, step| {
+            let selector = format!(
+                "node_network_receive_bytes_total{{instance=\"{instance}\",device!=\"lo\"}}"
+            );
+            range(format!("rate({selector}[5m])"), end, 3_600, step)
+        },
+    },
+    Panel {
+        name: "fleet: cpu by host, 6 h @ 60 s",
+        target: Target::VictoriaMetricsUncached,
+        step: 60,
+        ask: |_, end, step| {
+            let query = "sum by (instance)(rate(node_cpu_seconds_total{mode!=\"idle\"}[5m]))";
+            range(query.to_owned(), end, 6 * 3_600, step)
+        },
+    },
+    Panel {
+        name: "variable: instance values, 1 h",
+        target: Target::Prometheus,
+        step: 15,
+        ask: |_, end, _| {
+            let uname = "node_uname_info{job=\"node\"}".to_owned();
+            last_hour("/api/v1/label/instance/values", uname, end)
+        },
+    },
+    Panel {
+        name: "variable: series of 1 host, 1 h",
+        target: Target::Prometheus,
+        step: 15,
+        ask: |instance, end, _| {
+            let uname = format!("node_uname_info{{instance=\"{instance}\"}}");
+            last_hour("/api/v1/series", uname, end)
+        },
+    },
+];
 
 /// `query_range` of `query` over the `seconds` before `end`, every `step`
 /// seconds (as Grafana sends it: a number).
@@ -323,14 +350,8 @@ fn last_hour(path: &'static str, selector: String, end: i64) -> Request {
     }
 }
 
-/// Request k's instance and the end of its range (s), for k below
-/// [`rotation`].
-fn position(data: &Data, hosts: usize, k: usize) -> (String, i64) {
-    let back = (k % POSITIONS) as i64 * INTERVAL_MS;
-    (instance(k % hosts), (data.end_ms() - back) / 1000)
-}
-
-/// Requests a panel has before they repeat: every host at every position.
+/// Requests a panel has before they repeat: every host at each of the 240
+/// scrapes of an hour.
 fn rotation(hosts: usize) -> usize {
     let gcd = |mut a: usize, mut b: usize| {
         while b != 0 {
@@ -346,39 +367,39 @@ fn rotation(hosts: usize) -> usize {
 /// panel k mod 8's request k / 8); whole refreshes (refresh r asks every
 /// panel's request r at once).
 pub(super) fn queries(data: &Data, hosts: usize) -> Vec<Query> {
-    let panels = panels();
     let rotation = rotation(hosts);
-    let positions: Vec<(String, i64)> = (0..rotation).map(|k| position(data, hosts, k)).collect();
-    let mut queries: Vec<Query> = panels
+    let mut queries: Vec<Query> = PANELS
         .iter()
-        .map(|(name, target, ask)| Query {
-            name: (*name).to_owned(),
-            requests: positions
-                .iter()
-                .map(|(instance, end)| ask(instance, *end))
+        .map(|panel| Query {
+            name: panel.name.to_owned(),
+            requests: (0..rotation)
+                .map(|k| panel.request(data, hosts, k))
                 .collect(),
             round: 1,
             load: Load::Concurrent,
-            target: Some(*target),
+            target: Some(panel.target),
         })
         .collect();
     let every_panel = || {
-        positions
-            .iter()
-            .flat_map(|(instance, end)| panels.iter().map(|(_, _, ask)| ask(instance, *end)))
+        (0..rotation)
+            .flat_map(|k| {
+                PANELS
+                    .iter()
+                    .map(move |panel| panel.request(data, hosts, k))
+            })
             .collect()
     };
     queries.push(Query {
-        name: format!("mixed: the {} above in turn", panels.len()),
+        name: format!("mixed: the {} above in turn", PANELS.len()),
         requests: every_panel(),
-        round: panels.len(),
+        round: PANELS.len(),
         load: Load::Concurrent,
         target: None,
     });
     queries.push(Query {
-        name: format!("refresh: the {} above at once, per refresh", panels.len()),
+        name: format!("refresh: the {} above at once, per refresh", PANELS.len()),
         requests: every_panel(),
-        round: panels.len(),
+        round: PANELS.len(),
         load: Load::Rounds,
         target: Some(Target::VictoriaMetrics),
     });
@@ -466,7 +487,7 @@ mod tests {
         let (first_s, last_s) = (data.time_ms(0) / 1000, data.end_ms() / 1000);
         let queries = queries(&data, 7);
         assert_eq!(queries.len(), 10);
-        for query in &queries[..8] {
+        for (query, panel) in queries.iter().zip(&PANELS) {
             // Every host at every position.
             assert_eq!(query.requests.len(), 240 * 7);
             let ends: Vec<i64> = query
@@ -482,8 +503,13 @@ mod tests {
                 })
                 .collect();
             assert!(ends.iter().all(|end| (first_s..=last_s).contains(end)));
-            assert!(ends.windows(2).all(|w| w[0] != w[1]), "{}", query.name);
-            assert_eq!((ends[0], ends[1]), (last_s, last_s - 15));
+            assert!(
+                ends.iter().all(|end| end % panel.step == 0),
+                "{}",
+                panel.name
+            );
+            assert!(ends.windows(2).all(|w| w[0] != w[1]), "{}", panel.name);
+            assert_eq!((ends[0], ends[1]), (last_s, last_s - panel.step));
             assert_eq!(ends[240], last_s);
         }
         // The cpu panel asks host k mod 7.
