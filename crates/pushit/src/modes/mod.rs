@@ -23,6 +23,7 @@ pub(crate) mod promql;
 mod promql_dashboard;
 mod promql_data;
 mod promql_peers;
+mod promql_query;
 pub(crate) mod query;
 pub(crate) mod replay;
 mod server;

@@ -12,8 +12,8 @@
 //! then all of them mixed, and whole refreshes. Every request is built
 //! here, before any clock starts.
 
-use super::promql::{Load, Query, Request, Target};
 use super::promql_data::{Counter, Data, Kind, Labels, SplitMix, INTERVAL_MS, MODES};
+use super::promql_query::{Load, Query, Request, Target};
 
 /// CPUs of each host, a series per CPU and mode.
 const CPUS: usize = 4;
