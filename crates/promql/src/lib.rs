@@ -167,6 +167,7 @@ async fn evaluate(
         deadline,
         cancelled,
         derived: Default::default(),
+        interned: Default::default(),
         cursors: Default::default(),
     };
     tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))

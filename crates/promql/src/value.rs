@@ -18,19 +18,26 @@ pub fn is_stale(value: f64) -> bool {
 /// label with an empty value is no label). Shared: evaluation copies a
 /// series' labels into every step's sample, and the set without its
 /// metric name — what most functions answer with — is made once per set.
+/// Its hash and where its metric name is are found once, when it is made:
+/// a range query groups and compares the same sets at every step.
 #[derive(Debug, Clone, Default)]
 pub struct Labels(Arc<LabelSet>);
 
 #[derive(Debug, Default)]
 struct LabelSet {
     pairs: Box<[(String, String)]>,
+    /// The pairs' hash.
+    hash: u64,
+    /// Where `__name__` is among the pairs.
+    name: Option<usize>,
     /// The set without `__name__`, once asked for.
     unnamed: OnceLock<Labels>,
 }
 
 impl PartialEq for Labels {
     fn eq(&self, other: &Labels) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.pairs == other.0.pairs
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && self.0.pairs == other.0.pairs)
     }
 }
 
@@ -38,7 +45,7 @@ impl Eq for Labels {}
 
 impl std::hash::Hash for Labels {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.pairs.hash(state);
+        state.write_u64(self.0.hash);
     }
 }
 
@@ -67,7 +74,12 @@ impl Labels {
 
     /// The label set of `pairs`, already sorted, unique and non-empty.
     fn sorted(pairs: Vec<(String, String)>) -> Labels {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        pairs.hash(&mut hasher);
         Labels(Arc::new(LabelSet {
+            hash: hasher.finish(),
+            name: pairs.iter().position(|(n, _)| n == METRIC_NAME),
             pairs: pairs.into_boxed_slice(),
             unnamed: OnceLock::new(),
         }))
@@ -80,6 +92,9 @@ impl Labels {
 
     /// The value of `name`, `""` when absent (as PromQL reads it).
     pub fn get(&self, name: &str) -> &str {
+        if name == METRIC_NAME {
+            return self.0.name.map_or("", |i| &self.0.pairs[i].1);
+        }
         match self.0.pairs.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
             Ok(i) => &self.0.pairs[i].1,
             Err(_) => "",
@@ -99,7 +114,7 @@ impl Labels {
 
     /// The same set without the metric name.
     pub fn without_name(&self) -> Labels {
-        if self.get(METRIC_NAME).is_empty() {
+        if self.0.name.is_none() {
             return self.clone();
         }
         self.0

@@ -182,6 +182,9 @@ pub(crate) struct Evaluator {
     /// binary operator's match), by node and input set: a series' sets are
     /// the same at every step, so each is derived once.
     pub(crate) derived: RefCell<HashMap<(usize, usize), (Labels, Labels)>>,
+    /// One copy of each derived set, so the series of one group share it
+    /// (and grouping compares them by address).
+    pub(crate) interned: RefCell<HashSet<Labels>>,
     /// Where each selector's series were last read (`from`, `to`): a range
     /// query's next step reads a little further on, found from there.
     pub(crate) cursors: RefCell<HashMap<usize, Vec<Cursor>>>,
@@ -264,10 +267,21 @@ impl Evaluator {
             return derived.clone();
         }
         let derived = derive(labels);
+        let derived = {
+            let mut interned = self.interned.borrow_mut();
+            match interned.get(&derived) {
+                Some(shared) => shared.clone(),
+                None => {
+                    interned.insert(derived.clone());
+                    derived
+                }
+            }
+        };
         let mut cache = self.derived.borrow_mut();
         // Sets made anew at every step (by label_replace, say) would fill it.
         if cache.len() >= MAX_DERIVED {
             cache.clear();
+            self.interned.borrow_mut().clear();
         }
         cache.insert(key, (labels.clone(), derived.clone()));
         derived
