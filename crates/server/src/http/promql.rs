@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use axum::extract::{FromRequest, Path, Request};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse as _, Response};
 use axum::Json;
@@ -214,7 +215,7 @@ pub(super) async fn query(request: PromRequest) -> Result<Response, ApiError> {
     let query = params.get("query").unwrap_or_default();
     let time = params.time("time")?.unwrap_or_else(now_ms);
     let value = promql::instant_query(&source, query, time, options).await?;
-    Ok(success(value_json(&value)))
+    Ok(answer(&value))
 }
 
 /// `GET|POST /api/v1/query_range`: the query at every `step` from `start`
@@ -226,7 +227,7 @@ pub(super) async fn query_range(request: PromRequest) -> Result<Response, ApiErr
     let end = promql::parse_time("end", required(params, "end")?)?;
     let step = promql::parse_duration("step", required(params, "step")?)?;
     let value = promql::range_query(&source, query, start, end, step, options).await?;
-    Ok(success(value_json(&value)))
+    Ok(answer(&value))
 }
 
 /// `GET|POST /api/v1/series?match[]=…`.
@@ -386,26 +387,77 @@ fn time_json(time: i64) -> serde_json::Value {
     serde_json::from_str(&promql::format_time(time)).unwrap_or(json!(0))
 }
 
-/// `[time, "value"]`.
-fn point_json(time: i64, value: &str) -> serde_json::Value {
-    json!([time_json(time), value])
+/// A query's answer, written straight into the response body (a range
+/// query's answer has a point per series and step: no JSON tree is built
+/// for it), keys in the order `serde_json`'s maps write them.
+fn answer(value: &Value) -> Response {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"data\":{\"result\":");
+    match value {
+        Value::Scalar(t, v) => write_point(&mut out, *t, &promql::format_value(*v)),
+        Value::String(t, s) => write_point(&mut out, *t, s),
+        Value::Vector(t, samples) => {
+            out.push(b'[');
+            for (i, sample) in samples.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_labels(&mut out, &sample.labels);
+                out.extend_from_slice(b",\"value\":");
+                write_point(&mut out, *t, &promql::format_value(sample.value));
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        Value::Matrix(series) => {
+            out.push(b'[');
+            for (i, s) in series.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_labels(&mut out, &s.labels);
+                out.extend_from_slice(b",\"values\":[");
+                for (j, (t, v)) in s.points.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    write_point(&mut out, *t, &promql::format_value(*v));
+                }
+                out.extend_from_slice(b"]}");
+            }
+            out.push(b']');
+        }
+    }
+    out.extend_from_slice(b",\"resultType\":\"");
+    out.extend_from_slice(value.result_type().as_bytes());
+    out.extend_from_slice(b"\"},\"status\":\"success\"}");
+    ([(CONTENT_TYPE, "application/json")], out).into_response()
 }
 
-fn value_json(value: &Value) -> serde_json::Value {
-    let result = match value {
-        Value::Scalar(t, v) => point_json(*t, &promql::format_value(*v)),
-        Value::String(t, s) => point_json(*t, s),
-        Value::Vector(t, samples) => json!(samples
-            .iter()
-            .map(|s| json!({ "metric": labels_json(&s.labels), "value": point_json(*t, &promql::format_value(s.value)) }))
-            .collect::<Vec<_>>()),
-        Value::Matrix(series) => json!(series
-            .iter()
-            .map(|s| json!({
-                "metric": labels_json(&s.labels),
-                "values": s.points.iter().map(|(t, v)| point_json(*t, &promql::format_value(*v))).collect::<Vec<_>>(),
-            }))
-            .collect::<Vec<_>>()),
-    };
-    json!({ "resultType": value.result_type(), "result": result })
+/// `{"metric":{…}` of a series (the caller closes the object).
+fn write_labels(out: &mut Vec<u8>, labels: &Labels) {
+    out.extend_from_slice(b"{\"metric\":{");
+    for (i, (name, value)) in labels.pairs().iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, name);
+        out.push(b':');
+        write_string(out, value);
+    }
+    out.push(b'}');
+}
+
+/// `[time, "value"]`: the time a JSON number of seconds (ms digits).
+fn write_point(out: &mut Vec<u8>, time: i64, value: &str) {
+    out.push(b'[');
+    out.extend_from_slice(promql::format_time(time).as_bytes());
+    out.push(b',');
+    write_string(out, value);
+    out.push(b']');
+}
+
+/// A JSON string, escaped as `serde_json` escapes it.
+fn write_string(out: &mut Vec<u8>, text: &str) {
+    serde_json::to_writer(out, text).expect("writing to a Vec does not fail");
 }
