@@ -169,6 +169,13 @@ async fn evaluate(
         derived: Default::default(),
         interned: Default::default(),
         cursors: Default::default(),
+        grid: (step > 0).then(|| eval::Grid {
+            start,
+            step,
+            steps: usize::try_from((end - start) / step).unwrap_or(0) + 1,
+        }),
+        rollups: Default::default(),
+        groupings: Default::default(),
     };
     tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))
         .await

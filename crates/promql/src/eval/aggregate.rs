@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
 use super::functions::{average, quantile, vector};
-use super::{Evaluator, Val};
+use super::{rollup, Evaluator, Val};
 use crate::error::Error;
 use crate::value::{format_value, Labels, Sample, METRIC_NAME};
 
@@ -22,7 +22,29 @@ impl Group {
     }
 }
 
+/// The labels of the group a sample with `labels` is in (made once per
+/// set and node, shared by the group's members).
+pub(super) fn group_labels(ev: &Evaluator, agg: &AggregateExpr, labels: &Labels) -> Labels {
+    let node = agg as *const AggregateExpr as usize;
+    ev.derive(node, labels, |labels| group_of(agg, labels))
+}
+
+fn group_of(agg: &AggregateExpr, labels: &Labels) -> Labels {
+    match &agg.modifier {
+        None => Labels::default(),
+        Some(LabelModifier::Include(by)) => labels.filter(|n| by.labels.iter().any(|l| l == n)),
+        Some(LabelModifier::Exclude(without)) => {
+            labels.filter(|n| n != METRIC_NAME && !without.labels.iter().any(|l| l == n))
+        }
+    }
+}
+
 pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result<Val<'d>, Error> {
+    if let Some(k) = ev.grid.and_then(|grid| grid.index(ts)) {
+        if let Some(grouped) = rollup::grouped(ev, agg)? {
+            return Ok(Val::Vector(grouped.at(k, ts)));
+        }
+    }
     let op = agg.op.to_string();
     let samples = vector(ev, &agg.expr, ts)?;
     let param = match &agg.param {
@@ -35,17 +57,6 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
             "expected a scalar parameter for {op}"
         ))),
     };
-    let group_of = |labels: &Labels| -> Labels {
-        match &agg.modifier {
-            None => Labels::default(),
-            Some(LabelModifier::Include(by)) => labels.filter(|n| by.labels.iter().any(|l| l == n)),
-            Some(LabelModifier::Exclude(without)) => {
-                labels.filter(|n| n != METRIC_NAME && !without.labels.iter().any(|l| l == n))
-            }
-        }
-    };
-    let node = agg as *const AggregateExpr as usize;
-    let group_labels = |labels: &Labels| ev.derive(node, labels, group_of);
     let mut samples = samples;
     if op == "count_values" {
         let Some(Val::String(label)) = &param else {
@@ -62,7 +73,7 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
         // The value's label is a grouping label too.
         let label = label.clone();
         let by_value = |labels: &Labels| {
-            let group = group_of(labels);
+            let group = group_of(agg, labels);
             group.with(&label, labels.get(&label))
         };
         return Ok(Val::Vector(finish_groups(
@@ -80,7 +91,7 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
     } else {
         None
     };
-    let groups = group(&samples, group_labels);
+    let groups = group(&samples, |labels| group_labels(ev, agg, labels));
     let out = match op.as_str() {
         "sum" => finish_groups(
             groups,

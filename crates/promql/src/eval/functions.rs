@@ -5,11 +5,16 @@
 use chrono::{Datelike as _, Timelike as _};
 use promql_parser::parser::{Call, Expr};
 
-use super::{duration_ms, unique, Evaluator, Val, Window};
+use super::{duration_ms, rollup, unique, Evaluator, Val, Window};
 use crate::error::Error;
 use crate::value::{Labels, Sample, METRIC_NAME};
 
 pub(super) fn call<'d>(ev: &'d Evaluator, call: &Call, ts: i64) -> Result<Val<'d>, Error> {
+    if let Some(k) = ev.grid.and_then(|grid| grid.index(ts)) {
+        if let Some(rolled) = rollup::rolled(ev, call)? {
+            return Ok(Val::Vector(rolled.at(k, ts)));
+        }
+    }
     let name = call.func.name;
     let args: Vec<&Expr> = call.args.args.iter().map(|a| a.as_ref()).collect();
     let out = match name {
@@ -177,10 +182,15 @@ pub(super) fn vector(ev: &Evaluator, expr: &Expr, ts: i64) -> Result<Vec<Sample>
 /// A range-vector argument's windows and the range they cover.
 struct Matrix<'d> {
     windows: Vec<Window<'d>>,
-    /// The window's start and end (ms) and its length in seconds.
-    start: i64,
-    end: i64,
-    range_seconds: f64,
+    span: Span,
+}
+
+/// The range a window covers: its start and end (ms) and its length in
+/// seconds.
+pub(super) struct Span {
+    pub(super) start: i64,
+    pub(super) end: i64,
+    pub(super) range_seconds: f64,
 }
 
 fn matrix<'d>(ev: &'d Evaluator, expr: &Expr, ts: i64) -> Result<Matrix<'d>, Error> {
@@ -195,9 +205,11 @@ fn matrix<'d>(ev: &'d Evaluator, expr: &Expr, ts: i64) -> Result<Matrix<'d>, Err
     match ev.eval(expr, ts)? {
         Val::Matrix(windows) => Ok(Matrix {
             windows,
-            start: reference - range,
-            end: reference,
-            range_seconds: range as f64 / 1000.0,
+            span: Span {
+                start: reference - range,
+                end: reference,
+                range_seconds: range as f64 / 1000.0,
+            },
         }),
         other => Err(Error::BadData(format!(
             "expected a range vector, got a {}",
@@ -533,8 +545,51 @@ pub(super) fn quantile(q: f64, mut values: Vec<f64>) -> f64 {
     values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
 }
 
-/// A range-vector function's value of one series' window, if it has one.
-type WindowFunction<'a> = dyn Fn(&[(i64, f64)]) -> Option<f64> + 'a;
+/// A range-vector function's value of one series' window (its points
+/// and the range it covers), if it has one.
+pub(super) type WindowFunction<'a> = dyn Fn(&[(i64, f64)], &Span) -> Option<f64> + 'a;
+
+/// The range-vector functions that take nothing but the window: the same
+/// function of a series' window at every step (what [`super::rollup`]
+/// computes series by series).
+pub(super) fn window_function(name: &str) -> Option<Box<WindowFunction<'static>>> {
+    Some(match name {
+        "rate" => Box::new(|p, s| extrapolated_rate(p, s, true, true)),
+        "increase" => Box::new(|p, s| extrapolated_rate(p, s, true, false)),
+        "delta" => Box::new(|p, s| extrapolated_rate(p, s, false, false)),
+        "irate" => Box::new(|p, _| instant_value(p, true)),
+        "idelta" => Box::new(|p, _| instant_value(p, false)),
+        "deriv" => Box::new(|p, _| (p.len() >= 2).then(|| linear_regression(p, p[0].0).0)),
+        "changes" => Box::new(|p, _| {
+            Some(
+                p.windows(2)
+                    .filter(|w| w[1].1 != w[0].1 && !(w[1].1.is_nan() && w[0].1.is_nan()))
+                    .count() as f64,
+            )
+        }),
+        "resets" => Box::new(|p, _| Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64)),
+        "avg_over_time" => Box::new(|p, _| Some(average(p.iter().map(|x| x.1)))),
+        "sum_over_time" => Box::new(|p, _| Some(p.iter().map(|x| x.1).sum())),
+        "count_over_time" => Box::new(|p, _| Some(p.len() as f64)),
+        "min_over_time" => Box::new(|p, _| {
+            Some(p[1..].iter().fold(
+                p[0].1,
+                |min, x| if x.1 < min || min.is_nan() { x.1 } else { min },
+            ))
+        }),
+        "max_over_time" => Box::new(|p, _| {
+            Some(p[1..].iter().fold(
+                p[0].1,
+                |max, x| if x.1 > max || max.is_nan() { x.1 } else { max },
+            ))
+        }),
+        "last_over_time" => Box::new(|p, _| p.last().map(|x| x.1)),
+        "present_over_time" => Box::new(|_, _| Some(1.0)),
+        "stddev_over_time" => Box::new(|p, _| Some(variance(p).sqrt())),
+        "stdvar_over_time" => Box::new(|p, _| Some(variance(p))),
+        _ => return None,
+    })
+}
 
 /// A function of a range vector: one value per series with samples in the
 /// window, the metric name dropped (but by `last_over_time`).
@@ -551,54 +606,22 @@ fn range_function(
     };
     let m = matrix(ev, args[matrix_at], ts)?;
     let param = |i: usize| -> Result<f64, Error> { scalar(ev, args[i], ts) };
-    let f: Box<WindowFunction> = match name {
-        "rate" => Box::new(|p| extrapolated_rate(p, &m, true, true)),
-        "increase" => Box::new(|p| extrapolated_rate(p, &m, true, false)),
-        "delta" => Box::new(|p| extrapolated_rate(p, &m, false, false)),
-        "irate" => Box::new(|p| instant_value(p, true)),
-        "idelta" => Box::new(|p| instant_value(p, false)),
-        "deriv" => Box::new(|p| (p.len() >= 2).then(|| linear_regression(p, p[0].0).0)),
-        "predict_linear" => {
+    let f: Box<WindowFunction> = match (window_function(name), name) {
+        (Some(f), _) => f,
+        (None, "predict_linear") => {
             let seconds = param(1)?;
-            Box::new(move |p| {
+            Box::new(move |p, _| {
                 (p.len() >= 2).then(|| {
                     let (slope, intercept) = linear_regression(p, ts);
                     slope * seconds + intercept
                 })
             })
         }
-        "changes" => Box::new(|p| {
-            Some(
-                p.windows(2)
-                    .filter(|w| w[1].1 != w[0].1 && !(w[1].1.is_nan() && w[0].1.is_nan()))
-                    .count() as f64,
-            )
-        }),
-        "resets" => Box::new(|p| Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64)),
-        "avg_over_time" => Box::new(|p| Some(average(p.iter().map(|x| x.1)))),
-        "sum_over_time" => Box::new(|p| Some(p.iter().map(|x| x.1).sum())),
-        "count_over_time" => Box::new(|p| Some(p.len() as f64)),
-        "min_over_time" => Box::new(|p| {
-            Some(p[1..].iter().fold(
-                p[0].1,
-                |min, x| if x.1 < min || min.is_nan() { x.1 } else { min },
-            ))
-        }),
-        "max_over_time" => Box::new(|p| {
-            Some(p[1..].iter().fold(
-                p[0].1,
-                |max, x| if x.1 > max || max.is_nan() { x.1 } else { max },
-            ))
-        }),
-        "last_over_time" => Box::new(|p| p.last().map(|x| x.1)),
-        "present_over_time" => Box::new(|_| Some(1.0)),
-        "stddev_over_time" => Box::new(|p| Some(variance(p).sqrt())),
-        "stdvar_over_time" => Box::new(|p| Some(variance(p))),
-        "quantile_over_time" => {
+        (None, "quantile_over_time") => {
             let q = param(0)?;
-            Box::new(move |p| Some(quantile(q, p.iter().map(|x| x.1).collect())))
+            Box::new(move |p, _| Some(quantile(q, p.iter().map(|x| x.1).collect())))
         }
-        "holt_winters" => {
+        (None, "holt_winters") => {
             let (smoothing, trend) = (param(1)?, param(2)?);
             if smoothing <= 0.0 || smoothing >= 1.0 {
                 return Err(Error::Execution(format!(
@@ -610,9 +633,9 @@ fn range_function(
                     "invalid trend factor. Expected: 0 < tf < 1, got: {trend:.6}"
                 )));
             }
-            Box::new(move |p| holt_winters(p, smoothing, trend))
+            Box::new(move |p, _| holt_winters(p, smoothing, trend))
         }
-        other => {
+        (None, other) => {
             return Err(Error::BadData(format!(
                 "function {other:?} is not supported"
             )))
@@ -624,7 +647,7 @@ fn range_function(
         .windows
         .iter()
         .filter_map(|w| {
-            let value = f(&w.points)?;
+            let value = f(&w.points, &m.span)?;
             let labels = if keep_name {
                 w.labels.clone()
             } else {
@@ -645,7 +668,7 @@ fn range_function(
 
 /// `rate`, `increase` and `delta`: the change over the window,
 /// extrapolated to its ends (counters: resets added back, not below zero).
-fn extrapolated_rate(points: &[(i64, f64)], m: &Matrix, counter: bool, rate: bool) -> Option<f64> {
+fn extrapolated_rate(points: &[(i64, f64)], m: &Span, counter: bool, rate: bool) -> Option<f64> {
     if points.len() < 2 {
         return None;
     }
@@ -801,8 +824,7 @@ mod tests {
 
     #[test]
     fn counter_increase_adds_resets_back() {
-        let m = Matrix {
-            windows: Vec::new(),
+        let m = Span {
             start: 0,
             end: 60_000,
             range_seconds: 60.0,

@@ -6,11 +6,13 @@
 //! and over what times), so nothing here waits on the engine.
 //!
 //! The submodules: `functions` (calls), `aggregate` (`sum by`, `topk`, …),
-//! `binary` (operators and vector matching).
+//! `binary` (operators and vector matching), `rollup` (a range query's
+//! range functions and their aggregations, series by series).
 
 mod aggregate;
 mod binary;
 mod functions;
+mod rollup;
 
 use std::borrow::Cow;
 use std::cell::{RefCell, RefMut};
@@ -23,6 +25,8 @@ use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::error::Error;
 use crate::value::{is_stale, Labels, Sample, Series, Value};
+
+pub(crate) use rollup::Grid;
 
 /// A subquery's step when it names none (Prometheus's default evaluation
 /// interval).
@@ -188,6 +192,13 @@ pub(crate) struct Evaluator {
     /// Where each selector's series were last read (`from`, `to`): a range
     /// query's next step reads a little further on, found from there.
     pub(crate) cursors: RefCell<HashMap<usize, Vec<Cursor>>>,
+    /// A range query's steps (`None` for an instant query).
+    pub(crate) grid: Option<Grid>,
+    /// Range-function calls evaluated series by series, by node (`None`:
+    /// evaluated step by step).
+    pub(crate) rollups: RefCell<HashMap<usize, Option<Arc<rollup::Rolled>>>>,
+    /// Aggregations of those, folded series by series, by node.
+    pub(crate) groupings: RefCell<HashMap<usize, Option<Arc<rollup::Grouped>>>>,
 }
 
 /// Where a series was last read: the first and the one-past-last index

@@ -1,0 +1,465 @@
+//! Series-major evaluation of a range query's range functions and their
+//! aggregations (VictoriaMetrics' rollups and incremental aggregation):
+//! `rate(m[5m])` over a selector is computed for each series at every
+//! step in one pass, each window found from the last one's, and `sum by
+//! (…)` of it folded series by series into its group's value at each step
+//! — instead of a vector of samples with their labels built, grouped and
+//! hashed at every step.
+//!
+//! Only what gives the per-step evaluation's answer, bit for bit: a
+//! function of the window alone ([`window_function`]) over a range
+//! selector, at the query's steps (a subquery's steps off the query's
+//! grid evaluate as before), series whose names do not collide once
+//! dropped, and the aggregations that fold values in the order the
+//! per-step vector holds them (`sum`, `avg`, `count`, `min`, `max`,
+//! `group`). The value of such a node at a step depends on the step's
+//! time alone, so a table made once answers every evaluation of it.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
+
+use super::aggregate::group_labels;
+use super::functions::{window_function, Span};
+use super::{duration_ms, key, seek, Evaluator};
+use crate::error::Error;
+use crate::value::{is_stale, Labels, Sample, METRIC_NAME};
+
+/// Most (series × steps) values a table holds; past it, the per-step
+/// evaluation runs (its memory is one step's).
+const MAX_VALUES: usize = 20_000_000;
+
+/// The steps of a range query.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grid {
+    pub(crate) start: i64,
+    pub(crate) step: i64,
+    pub(crate) steps: usize,
+}
+
+impl Grid {
+    /// The step `ts` is, if it is one.
+    pub(crate) fn index(&self, ts: i64) -> Option<usize> {
+        let offset = ts.checked_sub(self.start)?;
+        let k = usize::try_from(offset / self.step).ok()?;
+        (offset % self.step == 0 && k < self.steps).then_some(k)
+    }
+
+    fn time(&self, k: usize) -> i64 {
+        self.start + k as i64 * self.step
+    }
+}
+
+/// A range function's value for each series at each step.
+pub(crate) struct Rolled {
+    /// The answer's labels of each series, and its value at each step.
+    series: Vec<(Labels, Vec<Option<f64>>)>,
+}
+
+impl Rolled {
+    /// The samples at step `k` (time `ts`), in the selector's series order.
+    pub(crate) fn at(&self, k: usize, ts: i64) -> Vec<Sample> {
+        self.series
+            .iter()
+            .filter_map(|(labels, values)| {
+                Some(Sample {
+                    labels: labels.clone(),
+                    time: ts,
+                    value: values[k]?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// An aggregation's groups and, per step, the groups with a value there
+/// (in the order the per-step grouping meets them) and that value.
+pub(crate) struct Grouped {
+    groups: Vec<Labels>,
+    steps: Vec<Vec<(u32, f64)>>,
+}
+
+impl Grouped {
+    pub(crate) fn at(&self, k: usize, ts: i64) -> Vec<Sample> {
+        self.steps[k]
+            .iter()
+            .map(|&(g, value)| Sample {
+                labels: self.groups[g as usize].clone(),
+                time: ts,
+                value,
+            })
+            .collect()
+    }
+}
+
+/// `call`'s table, if it is a rollup: made on first use, kept for the
+/// query.
+pub(crate) fn rolled(ev: &Evaluator, call: &Call) -> Result<Option<Arc<Rolled>>, Error> {
+    let node = call as *const Call as usize;
+    if let Some(done) = ev.rollups.borrow().get(&node) {
+        return Ok(done.clone());
+    }
+    let made = make_rolled(ev, call)?.map(Arc::new);
+    ev.rollups.borrow_mut().insert(node, made.clone());
+    Ok(made)
+}
+
+fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
+    let Some(grid) = ev.grid else {
+        return Ok(None);
+    };
+    let name = call.func.name;
+    let (Some(f), [arg]) = (window_function(name), call.args.args.as_slice()) else {
+        return Ok(None);
+    };
+    let Expr::MatrixSelector(ms) = unparen(arg) else {
+        return Ok(None);
+    };
+    let MatrixSelector { vs, range } = ms;
+    let Some(series) = ev.data.get(&key(vs)) else {
+        return Ok(None);
+    };
+    let keep_name = name == "last_over_time";
+    let first_name = series.first().map(|s| s.labels.get(METRIC_NAME));
+    let names_collide = !keep_name
+        && series
+            .iter()
+            .any(|s| Some(s.labels.get(METRIC_NAME)) != first_name);
+    if names_collide || series.len().saturating_mul(grid.steps) > MAX_VALUES {
+        return Ok(None);
+    }
+    let range = duration_ms(range);
+    let mut out = Vec::with_capacity(series.len());
+    for s in series {
+        ev.check_time()?;
+        let labels = match keep_name {
+            true => s.labels.clone(),
+            false => s.labels.without_name(),
+        };
+        let (mut from, mut to) = (0, 0);
+        let mut values = Vec::with_capacity(grid.steps);
+        for k in 0..grid.steps {
+            // As `Evaluator::windows` reads a selector at one time.
+            let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
+            from = seek(&s.points, from, |t| t < reference - range);
+            to = seek(&s.points, to.max(from), |t| t <= reference);
+            let points = &s.points[from..to];
+            let points = match points.iter().any(|p| is_stale(p.1)) {
+                true => Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect()),
+                false => Cow::Borrowed(points),
+            };
+            let span = Span {
+                start: reference - range,
+                end: reference,
+                range_seconds: range as f64 / 1000.0,
+            };
+            values.push(match points.is_empty() {
+                true => None,
+                false => f(&points, &span),
+            });
+        }
+        out.push((labels, values));
+    }
+    Ok(Some(Rolled { series: out }))
+}
+
+/// `agg`'s table, if it aggregates a rollup in a way that folds: made on
+/// first use, kept for the query.
+pub(crate) fn grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Arc<Grouped>>, Error> {
+    let node = agg as *const AggregateExpr as usize;
+    if let Some(done) = ev.groupings.borrow().get(&node) {
+        return Ok(done.clone());
+    }
+    let made = make_grouped(ev, agg)?.map(Arc::new);
+    ev.groupings.borrow_mut().insert(node, made.clone());
+    Ok(made)
+}
+
+/// How an aggregation folds a group's values, in order.
+#[derive(Clone, Copy)]
+enum Fold {
+    Sum,
+    Avg,
+    Count,
+    Min,
+    Max,
+    Group,
+}
+
+/// A group's value so far at one step: as the per-step aggregation
+/// computes it (`sum` from the first value on, `avg` as
+/// `functions::average`, `min`/`max` replacing NaN).
+#[derive(Clone, Copy)]
+struct Acc {
+    value: f64,
+    count: f64,
+}
+
+impl Fold {
+    fn first(self, v: f64) -> Acc {
+        match self {
+            Fold::Avg => {
+                let mut acc = Acc {
+                    value: 0.0,
+                    count: 0.0,
+                };
+                self.add(&mut acc, v);
+                acc
+            }
+            _ => Acc {
+                value: v,
+                count: 1.0,
+            },
+        }
+    }
+
+    fn add(self, acc: &mut Acc, v: f64) {
+        match self {
+            Fold::Sum => acc.value += v,
+            Fold::Avg => {
+                acc.count += 1.0;
+                let (mean, count) = (acc.value, acc.count);
+                if mean.is_infinite()
+                    && ((v.is_infinite() && (mean > 0.0) == (v > 0.0))
+                        || (!v.is_infinite() && !v.is_nan()))
+                {
+                    return;
+                }
+                acc.value = mean + (v / count - mean / count);
+            }
+            Fold::Count | Fold::Group => acc.count += 1.0,
+            Fold::Min => {
+                if acc.value > v || acc.value.is_nan() {
+                    acc.value = v;
+                }
+            }
+            Fold::Max => {
+                if acc.value < v || acc.value.is_nan() {
+                    acc.value = v;
+                }
+            }
+        }
+    }
+
+    fn finish(self, acc: Acc) -> f64 {
+        match self {
+            Fold::Count => acc.count,
+            Fold::Group => 1.0,
+            _ => acc.value,
+        }
+    }
+}
+
+fn make_grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Grouped>, Error> {
+    let fold = match agg.op.to_string().as_str() {
+        "sum" => Fold::Sum,
+        "avg" => Fold::Avg,
+        "count" => Fold::Count,
+        "min" => Fold::Min,
+        "max" => Fold::Max,
+        "group" => Fold::Group,
+        _ => return Ok(None),
+    };
+    let (Some(grid), None, Expr::Call(call)) = (ev.grid, &agg.param, unparen(&agg.expr)) else {
+        return Ok(None);
+    };
+    let Some(rolled) = rolled(ev, call)? else {
+        return Ok(None);
+    };
+    let mut groups: Vec<Labels> = Vec::new();
+    let mut of_series = Vec::with_capacity(rolled.series.len());
+    let mut index = std::collections::HashMap::new();
+    for (labels, _) in &rolled.series {
+        let group = group_labels(ev, agg, labels);
+        let g = *index.entry(group.clone()).or_insert_with(|| {
+            groups.push(group);
+            groups.len() - 1
+        });
+        of_series.push(g);
+    }
+    // Per step: each group's value so far, and the groups in the order
+    // their first member comes (the per-step vector's order).
+    let mut accs: Vec<Vec<Option<Acc>>> = vec![vec![None; groups.len()]; grid.steps];
+    let mut order: Vec<Vec<u32>> = vec![Vec::new(); grid.steps];
+    for ((_, values), &g) in rolled.series.iter().zip(&of_series) {
+        ev.check_time()?;
+        for (k, value) in values.iter().enumerate() {
+            let Some(v) = *value else { continue };
+            match &mut accs[k][g] {
+                Some(acc) => fold.add(acc, v),
+                slot @ None => {
+                    *slot = Some(fold.first(v));
+                    order[k].push(g as u32);
+                }
+            }
+        }
+    }
+    let steps = order
+        .into_iter()
+        .zip(accs)
+        .map(|(order, accs)| {
+            order
+                .into_iter()
+                .map(|g| {
+                    let acc = accs[g as usize].expect("a group in the order has a value");
+                    (g, fold.finish(acc))
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Some(Grouped { groups, steps }))
+}
+
+fn unparen(mut expr: &Expr) -> &Expr {
+    while let Expr::Paren(p) = expr {
+        expr = &p.expr;
+    }
+    expr
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::value::{Series, Value};
+
+    const STALE: u64 = 0x7ff0_0000_0000_0002;
+
+    /// Eight series of `m` (two jobs): counters with resets, gaps, NaN,
+    /// ±Inf and stale markers, 15 s apart with jitter, over an hour.
+    fn data() -> Vec<Series> {
+        let mut seed = 7u64;
+        let mut random = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as f64 / (1u64 << 31) as f64
+        };
+        (0..8)
+            .map(|i| {
+                let mut points = Vec::new();
+                let mut value = 0.0;
+                for k in 0..240 {
+                    let t = k * 15_000 + (random() * 2_000.0) as i64;
+                    let r = random();
+                    value = match r {
+                        r if r < 0.02 => 0.0,
+                        r if r < 0.03 => f64::NAN,
+                        r if r < 0.035 => f64::INFINITY,
+                        r if r < 0.04 => f64::from_bits(STALE),
+                        r if r < 0.1 => continue,
+                        _ if value.is_finite() => value + random() * 10.0,
+                        _ => random(),
+                    };
+                    points.push((t, value));
+                }
+                let labels = Labels::new(vec![
+                    ("__name__".into(), "m".into()),
+                    ("job".into(), ["a", "b"][i % 2].into()),
+                    ("i".into(), i.to_string()),
+                ]);
+                Series { labels, points }
+            })
+            .collect()
+    }
+
+    /// `query` over the data, step by step or with rollups.
+    fn run(query: &str, rollups: bool) -> Value {
+        let expr = crate::parse::parse_query(query).unwrap();
+        let (start, end, step) = (600_000, 3_500_000, 30_000);
+        let mut selected = HashMap::new();
+        for selection in super::super::selectors(&expr, start, end, (start, end), 300_000) {
+            selected.insert(key(selection.selector), data());
+        }
+        let evaluator = Evaluator {
+            data: selected,
+            lookback: 300_000,
+            query: (start, end),
+            deadline: Instant::now() + Duration::from_secs(60),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            derived: Default::default(),
+            interned: Default::default(),
+            cursors: Default::default(),
+            grid: rollups.then_some(Grid {
+                start,
+                step,
+                steps: ((end - start) / step) as usize + 1,
+            }),
+            rollups: Default::default(),
+            groupings: Default::default(),
+        };
+        let value = evaluator.run(&expr, start, end, step).unwrap();
+        if rollups {
+            assert!(
+                evaluator.rollups.borrow().values().any(Option::is_some),
+                "{query}: no rollup"
+            );
+        }
+        value
+    }
+
+    /// The answer's values bit for bit, but NaN as one NaN: the sign and
+    /// payload of a NaN an operation makes are the compiler's to choose
+    /// (and Prometheus writes every NaN as `NaN`).
+    fn bits(value: &Value) -> Vec<(String, Vec<(i64, u64)>)> {
+        let Value::Matrix(series) = value else {
+            panic!("not a matrix: {value:?}");
+        };
+        series
+            .iter()
+            .map(|s| {
+                let points = s
+                    .points
+                    .iter()
+                    .map(|(t, v)| (*t, if v.is_nan() { f64::NAN } else { *v }.to_bits()))
+                    .collect();
+                (s.labels.to_string(), points)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rollups_answer_what_steps_answer_bit_for_bit() {
+        let functions = [
+            "rate",
+            "increase",
+            "delta",
+            "irate",
+            "idelta",
+            "deriv",
+            "changes",
+            "resets",
+            "avg_over_time",
+            "sum_over_time",
+            "count_over_time",
+            "min_over_time",
+            "max_over_time",
+            "last_over_time",
+            "present_over_time",
+            "stddev_over_time",
+            "stdvar_over_time",
+        ];
+        for f in functions {
+            for selector in ["m[1m]", "m[5m] offset 2m", "m[2m] @ 1800"] {
+                let call = format!("{f}({selector})");
+                let mut queries = vec![call.clone(), format!("100 - {call} * 2")];
+                for agg in ["sum", "avg", "count", "min", "max", "group"] {
+                    queries.push(format!("{agg} by (job) ({call})"));
+                    queries.push(format!("{agg}({call})"));
+                    queries.push(format!("{agg} without (i) ({call})"));
+                }
+                for query in queries {
+                    assert_eq!(
+                        bits(&run(&query, true)),
+                        bits(&run(&query, false)),
+                        "{query}"
+                    );
+                }
+            }
+        }
+    }
+}
