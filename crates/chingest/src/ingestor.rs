@@ -535,6 +535,18 @@ impl Ingestor {
         self.shared.reader.tag_values(table, key, matchers)
     }
 
+    /// A number that grows whenever an answer about `database`'s times
+    /// more than [`SETTLED_AFTER`](crate::SETTLED_AFTER) ago may have
+    /// changed: an
+    /// acknowledged write of a sample that old (counted before the writer
+    /// is answered), a delete, a correction, a dropped series. A result
+    /// computed from memory ([`recent_samples`](Self::recent_samples),
+    /// [`indexed_series`](Self::indexed_series)) about such times holds
+    /// while the number is what it was before the result was read.
+    pub fn settled_version(&self, database: &str) -> u64 {
+        self.shared.reader.settled_version(database)
+    }
+
     /// Each of `ids`' samples of numeric field `field` of `measurement` in
     /// `db` / `rp` with a time in `[start, end]` (ns), as floats, in time
     /// order with one sample per time (of two writes of one time, the

@@ -71,6 +71,7 @@ pub use error::{Error, Result};
 pub use ingestor::Ingestor;
 pub use last_value::{
     IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher, TagTest,
+    SETTLED_AFTER,
 };
 pub use layout::{names, schema, series};
 pub use read::access::{Access, Denied};

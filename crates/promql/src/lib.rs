@@ -19,6 +19,7 @@
 //! `select` (the engine), `eval` (in memory), `lookup` (series, labels,
 //! metadata, exemplars, cardinality).
 
+mod cache;
 mod error;
 mod eval;
 mod lookup;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use promql_parser::parser::Expr;
 
+pub use cache::ResultCache;
 pub use error::Error;
 pub use lookup::{exemplars, label_names, label_values, metadata, series, tsdb_status, TsdbStatus};
 pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
@@ -108,7 +110,112 @@ pub async fn range_query(
             type_name(&expr)
         )));
     }
-    evaluate(source, expr, (start, end, step), options).await
+    match source.cache {
+        Some(cache) if cache::cacheable(&expr) => {
+            cached_range(source, cache, expr, (start, end, step), options).await
+        }
+        _ => evaluate(source, expr, (start, end, step), options).await,
+    }
+}
+
+/// A range query through the result cache: the steps it holds, the
+/// others evaluated (before and after them), the settled steps of a
+/// result read wholly from memory kept for the next request.
+async fn cached_range(
+    source: &Source<'_>,
+    cache: &ResultCache,
+    expr: Expr,
+    (start, end, step): (i64, i64, i64),
+    options: Options,
+) -> Result<Value, Error> {
+    // Read before anything is: a change from here on makes what is
+    // stored below stale, and it is dropped at its next use.
+    let version = source.ingestor.settled_version(&source.database);
+    let statements = source.statements();
+    let key = cache::Key {
+        database: source.database.clone(),
+        retention_policy: source.retention_policy.clone(),
+        query: format!("{}|{expr}", options.lookback.as_millis()),
+        step,
+        phase: start.rem_euclid(step),
+    };
+    let cached = cache
+        .get(&key, version)
+        .filter(|c| c.first <= end && c.last >= start);
+    let parts = match &cached {
+        Some(c) => [(start, c.first - step), (c.last + step, end)]
+            .into_iter()
+            .filter(|(from, to)| from <= to)
+            .collect(),
+        None => vec![(start, end)],
+    };
+    let (mut first, mut last) = cached
+        .as_ref()
+        .map_or((start, end), |c| (c.first.min(start), c.last.max(end)));
+    let mut all: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+    for series in cached.into_iter().flat_map(|c| c.series) {
+        all.entry(series.labels).or_default().extend(series.points);
+    }
+    for (from, to) in parts {
+        let Value::Matrix(series) =
+            evaluate(source, expr.clone(), (from, to, step), options).await?
+        else {
+            return Err(Error::Engine(chingest::Error::Internal(
+                "a range query answered something else than a matrix".into(),
+            )));
+        };
+        for s in series {
+            all.entry(s.labels).or_default().extend(s.points);
+        }
+    }
+    for points in all.values_mut() {
+        points.sort_by_key(|p| p.0);
+    }
+    // What is kept: settled steps read from memory alone, at most twice
+    // the range asked for.
+    let settled = now_ms() - i64::try_from(chingest::SETTLED_AFTER.as_millis()).unwrap_or(0);
+    last = last.min(first + (settled - 1 - first).div_euclid(step) * step);
+    first = first.max(first + (last - 2 * (end - start) - first).div_euclid(step).max(0) * step);
+    if source.statements() == statements && first <= last {
+        let kept = all
+            .iter()
+            .filter_map(|(labels, points)| {
+                let points: Vec<(i64, f64)> = points
+                    .iter()
+                    .copied()
+                    .filter(|p| (first..=last).contains(&p.0))
+                    .collect();
+                (!points.is_empty()).then(|| Series {
+                    labels: labels.clone(),
+                    points,
+                })
+            })
+            .collect();
+        let kept = cache::Cached {
+            first,
+            last,
+            series: kept,
+        };
+        cache.put(key, kept, version);
+    }
+    let mut out: Vec<Series> = all
+        .into_iter()
+        .filter_map(|(labels, points)| {
+            let points: Vec<(i64, f64)> = points
+                .into_iter()
+                .filter(|p| (start..=end).contains(&p.0))
+                .collect();
+            (!points.is_empty()).then_some(Series { labels, points })
+        })
+        .collect();
+    out.sort_by(|a, b| a.labels.cmp(&b.labels));
+    Ok(Value::Matrix(out))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn type_name(expr: &Expr) -> &'static str {

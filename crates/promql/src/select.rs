@@ -14,6 +14,9 @@ use chingest::schema::FieldType;
 use chingest::{Access, Ingestor, TagMatcher, TagTest};
 use promql_parser::label::{MatchOp, Matcher};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cache::ResultCache;
 use crate::error::Error;
 use crate::naming;
 use crate::value::{Labels, Series, METRIC_NAME};
@@ -47,6 +50,11 @@ pub struct Source<'a> {
     pub retention_policy: String,
     /// The bounds of one query.
     pub limits: Limits,
+    /// Where range queries' settled steps are kept between requests.
+    pub cache: Option<&'a ResultCache>,
+    /// Engine statements this source has run: a result read wholly from
+    /// memory ran none.
+    statements: AtomicUsize,
 }
 
 impl<'a> Source<'a> {
@@ -65,7 +73,29 @@ impl<'a> Source<'a> {
             database: database.to_owned(),
             retention_policy: retention_policy.to_owned(),
             limits,
+            cache: None,
+            statements: AtomicUsize::new(0),
         })
+    }
+
+    /// The same source, keeping range queries' settled steps in `cache`.
+    pub fn with_cache(self, cache: &'a ResultCache) -> Source<'a> {
+        Source {
+            cache: Some(cache),
+            ..self
+        }
+    }
+
+    /// Engine statements run so far.
+    pub(crate) fn statements(&self) -> usize {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// Runs one engine statement (read-only connections, the query
+    /// limits), counted.
+    async fn statement(&self, sql: &str) -> Result<Vec<RecordBatch>, Error> {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        Ok(self.ingestor.query_translated(sql).await?)
     }
 }
 
@@ -295,7 +325,7 @@ impl Source<'_> {
             time = time_condition(start, end),
             limit = self.limits.max_samples,
         );
-        let batches = self.ingestor.query_translated(&sql).await?;
+        let batches = self.statement(&sql).await?;
         let mut by_series: HashMap<u64, Vec<Exemplar>> = HashMap::new();
         for batch in &batches {
             let ids = batch.column(0).as_primitive::<UInt64Type>();
@@ -359,7 +389,7 @@ impl Source<'_> {
             series = candidate.names.series_table,
             measurement = quote_literal(METADATA_MEASUREMENT),
         );
-        let batches = self.ingestor.query_translated(&sql).await?;
+        let batches = self.statement(&sql).await?;
         let mut out = Vec::new();
         for batch in &batches {
             let [metric, kind, help, unit] =
@@ -388,7 +418,7 @@ impl Source<'_> {
             "SELECT toUnixTimestamp64Milli(min(time)), toUnixTimestamp64Milli(max(time)), count() FROM {}",
             candidate.names.storage_table
         );
-        let batches = self.ingestor.query_translated(&sql).await?;
+        let batches = self.statement(&sql).await?;
         let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else {
             return Ok(None);
         };
@@ -508,7 +538,7 @@ impl Source<'_> {
             ));
         }
         sql.push_str(&format!(" LIMIT {}", *budget + 1));
-        let batches = self.ingestor.query_translated(&sql).await?;
+        let batches = self.statement(&sql).await?;
         let otlp = match candidate.naming {
             Naming::Otlp { gauge } => Some((gauge, self.otlp_names(candidate, gauge).await?)),
             _ => None,
@@ -719,7 +749,7 @@ impl Source<'_> {
                 series = metadata.series_table,
                 measurement = quote_literal(naming::OTLP_METADATA),
             );
-            for batch in &self.ingestor.query_translated(&sql).await? {
+            for batch in &self.statement(&sql).await? {
                 let [metric, unit] = [0, 1].map(|c| strings(batch.column(c).as_ref()));
                 names.units.extend(metric.into_iter().zip(unit));
             }
@@ -729,7 +759,7 @@ impl Source<'_> {
                 "SELECT series_id FROM {} GROUP BY series_id HAVING argMax(is_monotonic, time)",
                 candidate.names.storage_table
             );
-            for batch in &self.ingestor.query_translated(&sql).await? {
+            for batch in &self.statement(&sql).await? {
                 let ids = batch.column(0).as_primitive::<UInt64Type>();
                 names.monotonic.extend(ids.values().iter().copied());
             }
@@ -828,7 +858,7 @@ impl Source<'_> {
             time = time_condition(start, end),
             limit = *sample_budget + 1,
         );
-        let batches = self.ingestor.query_translated(&sql).await?;
+        let batches = self.statement(&sql).await?;
         let mut points = SamplesById::new();
         for batch in &batches {
             read_samples(

@@ -160,6 +160,9 @@ pub struct PromqlSection {
     pub max_series: usize,
     /// Most samples one query may read.
     pub max_samples: usize,
+    /// Memory bound of the result cache of range queries, in bytes (an
+    /// estimate); 0 turns it off.
+    pub result_cache_max_bytes: usize,
 }
 
 impl Default for PromqlSection {
@@ -172,6 +175,7 @@ impl Default for PromqlSection {
             timeout_ms: options.timeout.as_millis() as u64,
             max_series: limits.max_series,
             max_samples: limits.max_samples,
+            result_cache_max_bytes: 64 << 20,
         }
     }
 }

@@ -103,10 +103,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .map(TcpListener::local_addr)
         .transpose()
         .map_err(ServerError::Serve)?;
+    let promql_cache = chingest_promql::ResultCache::new(config.promql.result_cache_max_bytes);
     let state = AppState {
         ingestor: Arc::new(OnceCell::new()),
         config: Arc::new(config),
         metrics: Arc::default(),
+        promql_cache: Arc::new(promql_cache),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
     let listeners = Listeners {

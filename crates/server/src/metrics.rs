@@ -53,8 +53,46 @@ impl ServerMetrics {
 
     /// The Prometheus text exposition of these counters and, once it is
     /// open, the ingestor's.
-    pub(crate) fn exposition(&self, ingestor: Option<&Ingestor>) -> String {
+    pub(crate) fn exposition(
+        &self,
+        ingestor: Option<&Ingestor>,
+        promql_cache: &chingest_promql::ResultCache,
+    ) -> String {
         let mut out = String::new();
+        let cache = promql_cache;
+        for (name, kind, help, value) in [
+            (
+                "chingest_promql_cache_hits_total",
+                "counter",
+                "PromQL range queries that found steps in the result cache.",
+                &cache.hits,
+            ),
+            (
+                "chingest_promql_cache_misses_total",
+                "counter",
+                "PromQL range queries that found none.",
+                &cache.misses,
+            ),
+            (
+                "chingest_promql_cache_bytes",
+                "gauge",
+                "Bytes the result cache holds (an estimate).",
+                &cache.bytes,
+            ),
+            (
+                "chingest_promql_cache_entries",
+                "gauge",
+                "Queries the result cache holds.",
+                &cache.len,
+            ),
+        ] {
+            header(&mut out, name, kind, help);
+            let _ = writeln!(
+                out,
+                "{name} {}",
+                value.load(std::sync::atomic::Ordering::Relaxed)
+            );
+        }
         let m = self;
         header(
             &mut out,

@@ -69,6 +69,9 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// The HTTP and gRPC layers' own counters.
     pub metrics: Arc<crate::metrics::ServerMetrics>,
+    /// PromQL range queries' settled steps (`[promql]
+    /// result_cache_max_bytes`).
+    pub promql_cache: Arc<chingest_promql::ResultCache>,
 }
 
 impl AppState {

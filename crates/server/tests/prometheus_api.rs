@@ -25,6 +25,7 @@ fn main() {
         remote_read_answers_samples_by_matchers,
         errors_have_prometheus_types_and_statuses,
         hostile_queries_get_their_errors_while_writes_go_on,
+        cached_and_recent_answers_hold_after_late_writes_and_edits,
     ]);
 }
 
@@ -652,4 +653,160 @@ fn hostile_queries_get_their_errors_while_writes_go_on() {
         );
         assert_eq!(writer.await.unwrap(), 50);
     });
+}
+
+/// `chingest_promql_cache_hits_total` now.
+async fn cache_hits() -> u64 {
+    let r = client()
+        .get(format!("{}/metrics", base()))
+        .basic_auth("grafana", Some(TOKEN))
+        .send()
+        .await
+        .unwrap();
+    let text = r.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("chingest_promql_cache_hits_total "))
+        .and_then(|v| v.parse().ok())
+        .expect("the cache's hits are counted")
+}
+
+/// A range query's answer (from the result cache and the recent samples
+/// where they hold it) is what instant queries (never cached) answer at
+/// its steps, after every kind of change to the data it reads.
+fn cached_and_recent_answers_hold_after_late_writes_and_edits() {
+    run(async {
+        let db = "promql_cache";
+        let t0 = origin();
+        let (x, y) = (counter(t0, 0.0), counter(t0, 100.0));
+        remote_write(
+            db,
+            &[
+                (&[("__name__", "m"), ("job", "x")], x),
+                (&[("__name__", "m"), ("job", "y")], y),
+            ],
+            &[],
+        )
+        .await;
+        // Settled steps: 10 to 45 minutes after t0 (an hour ago).
+        let (start, end) = (t0 + 600_000, t0 + 2_700_000);
+        let query = "sum by (job) (rate(m[2m])) * 60";
+        let check = |what: &'static str| async move {
+            let (status, range) = get(&format!(
+                "/api/v1/query_range?db={db}&query={}&start={}&end={}&step=15",
+                urlencode(query),
+                seconds(start),
+                seconds(end)
+            ))
+            .await;
+            assert_eq!(status, StatusCode::OK, "{what}: {range}");
+            let mut steps = 0;
+            for t in (start..=end).step_by(150_000) {
+                let (_, instant) = get(&format!(
+                    "/api/v1/query?db={db}&query={}&time={}",
+                    urlencode(query),
+                    seconds(t)
+                ))
+                .await;
+                for sample in instant["data"]["result"].as_array().unwrap() {
+                    let job = &sample["metric"]["job"];
+                    let series = range["data"]["result"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|s| &s["metric"]["job"] == job)
+                        .unwrap_or_else(|| panic!("{what}: no {job} at {t} in {range}"));
+                    let point = series["values"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|p| p[0] == time(t))
+                        .unwrap_or_else(|| panic!("{what}: no {job} point at {t}"));
+                    assert_eq!(point[1], sample["value"][1], "{what}: {job} at {t}");
+                    steps += 1;
+                }
+            }
+            assert!(steps >= 20, "{what}: {steps} steps compared");
+        };
+        check("first").await;
+        let hits = cache_hits().await;
+        check("again").await;
+        assert!(
+            cache_hits().await > hits,
+            "the second ask is answered from the cache"
+        );
+
+        // A late write: a sample 38 minutes old, between two others, in
+        // the window of the step at 22.5 minutes.
+        remote_write(
+            db,
+            &[(
+                &[("__name__", "m"), ("job", "x")],
+                vec![(t0 + 1_342_500, 1e6)],
+            )],
+            &[],
+        )
+        .await;
+        check("late write").await;
+
+        let edit = |path: &'static str, body: String| async move {
+            let r = client()
+                .post(format!("{}/api/v2/{path}?bucket={db}", base()))
+                .header("Authorization", format!("Bearer {TOKEN}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::NO_CONTENT, "{path}");
+        };
+        edit(
+            "delete",
+            format!(
+                r#"{{"start": "{}", "stop": "{}", "predicate": "_measurement=\"prometheus\" AND job=\"y\""}}"#,
+                rfc3339(t0 + 1_800_000),
+                rfc3339(t0 + 2_100_000)
+            ),
+        )
+        .await;
+        check("delete").await;
+        edit(
+            "update",
+            format!(
+                r#"{{"start": "{}", "predicate": "_measurement=\"prometheus\" AND job=\"x\"", "set": {{"value": 5}}}}"#,
+                rfc3339(t0 + 2_400_000),
+            ),
+        )
+        .await;
+        check("update").await;
+    });
+}
+
+/// `ms` as an RFC 3339 time in UTC (the civil date by Howard Hinnant's
+/// `civil_from_days`).
+fn rfc3339(ms: i64) -> String {
+    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

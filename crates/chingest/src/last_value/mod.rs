@@ -37,9 +37,11 @@
 //! a hole), and none once that is under [`MIN_RECENT_SPAN_NS`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use arrow::array::AsArray as _;
+use arrow::datatypes::TimestampNanosecondType;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::mpsc;
 
@@ -103,7 +105,16 @@ pub(crate) struct LastValues {
     active: AtomicBool,
     /// Each table's cache, from the first time it is asked for.
     caches: RwLock<HashMap<TableRef, Arc<TableLast>>>,
+    /// Per database, counts what may change an answer about times more
+    /// than [`SETTLED_AFTER`] ago (see
+    /// [`settled_version`](Self::settled_version)).
+    settled_versions: RwLock<HashMap<String, Arc<AtomicU64>>>,
 }
+
+/// How old a sample's time must be for a write of it to count as late:
+/// answers about times older than this change only by late writes and
+/// edits, which [`LastValues::settled_version`] counts.
+pub const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The rebuild queue's receiving end, for [`run_rebuilds`].
 pub(crate) type RebuildQueue = mpsc::UnboundedReceiver<Arc<Table>>;
@@ -122,6 +133,7 @@ impl LastValues {
             rebuilds,
             active: AtomicBool::new(false),
             caches: RwLock::default(),
+            settled_versions: RwLock::default(),
         };
         (cache, queue)
     }
@@ -165,6 +177,7 @@ impl LastValues {
     /// table is tried again (the edit may have made room); an uncached one
     /// stays off.
     pub(crate) fn invalidate(&self, table: &Arc<Table>) {
+        self.unsettle(&table.id.database);
         let cache = self.cache(table);
         let mut state = cache.state.write().unwrap();
         let status = match state.status {
@@ -216,8 +229,40 @@ impl LastValues {
         }
     }
 
+    /// A number that grows whenever an answer about `database`'s times
+    /// more than [`SETTLED_AFTER`] ago may have changed: a write of a
+    /// sample that old (counted before the writer is answered), a delete,
+    /// a correction, a dropped series, a table rebuilt. Equal before and
+    /// after a read: the read's answer about such times still holds.
+    pub(crate) fn settled_version(&self, database: &str) -> u64 {
+        self.version_of(database).load(Ordering::Acquire)
+    }
+
+    fn version_of(&self, database: &str) -> Arc<AtomicU64> {
+        if let Some(version) = self.settled_versions.read().unwrap().get(database) {
+            return Arc::clone(version);
+        }
+        let mut versions = self.settled_versions.write().unwrap();
+        Arc::clone(versions.entry(database.to_owned()).or_default())
+    }
+
+    /// Moves `database`'s settled version on.
+    fn unsettle(&self, database: &str) {
+        self.version_of(database).fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Takes an acknowledged write's rows for `table` into its cache.
     pub(crate) fn apply(&self, table: &Arc<Table>, chunks: &[RecordBatch]) {
+        let settled = now_ns().saturating_sub(SETTLED_AFTER.as_nanos() as i64);
+        let late = chunks.iter().any(|chunk| {
+            chunk
+                .column_by_name("time")
+                .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>())
+                .is_some_and(|times| times.values().iter().any(|&t| t < settled))
+        });
+        if late {
+            self.unsettle(&table.id.database);
+        }
         let cache = self.cache(table);
         if !matches!(cache.status(), Status::Building | Status::Ready) {
             return;

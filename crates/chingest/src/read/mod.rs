@@ -199,6 +199,11 @@ impl Reader {
         Some(values)
     }
 
+    /// See [`LastValues::settled_version`].
+    pub(crate) fn settled_version(&self, database: &str) -> u64 {
+        self.last_values.settled_version(database)
+    }
+
     /// Each series' samples of a numeric field in `range` (ns), or the
     /// part of it memory holds, in `ids`' order; `None` if memory holds
     /// no part of it.

@@ -139,13 +139,15 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
         };
         let (mut from, mut to) = (0, 0);
         let mut values = Vec::with_capacity(grid.steps);
+        // Most series have no stale marker: their windows need no look.
+        let has_stale = s.points.iter().any(|p| is_stale(p.1));
         for k in 0..grid.steps {
             // As `Evaluator::windows` reads a selector at one time.
             let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
             from = seek(&s.points, from, |t| t < reference - range);
             to = seek(&s.points, to.max(from), |t| t <= reference);
             let points = &s.points[from..to];
-            let points = match points.iter().any(|p| is_stale(p.1)) {
+            let points = match has_stale && points.iter().any(|p| is_stale(p.1)) {
                 true => Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect()),
                 false => Cow::Borrowed(points),
             };

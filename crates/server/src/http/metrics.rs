@@ -48,7 +48,7 @@ pub(crate) async fn render(State(state): State<AppState>, headers: HeaderMap) ->
     }
     let mut response = state
         .metrics
-        .exposition(state.ingestor.get())
+        .exposition(state.ingestor.get(), &state.promql_cache)
         .into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

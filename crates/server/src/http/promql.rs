@@ -187,13 +187,11 @@ pub(super) fn source<'s>(
         max_samples: config.max_samples,
     };
     let retention_policy = &state.config.write.default_retention_policy;
-    Ok(Source::new(
-        ingestor,
-        access,
-        database,
-        retention_policy,
-        limits,
-    )?)
+    let source = Source::new(ingestor, access, database, retention_policy, limits)?;
+    Ok(match config.result_cache_max_bytes {
+        0 => source,
+        _ => source.with_cache(&state.promql_cache),
+    })
 }
 
 fn required<'p>(params: &'p Params, name: &str) -> Result<&'p str, ApiError> {
