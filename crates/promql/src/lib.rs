@@ -1,7 +1,8 @@
 //! PromQL over chingest's public read API: queries parsed by
 //! `promql-parser` and held to Prometheus 2.x's language, the series and
-//! samples their selectors name read from the engine (label matchers as
-//! SQL over the series table, samples by series and time from the fact
+//! samples their selectors name read from the library's memory (its index
+//! of series and its recent samples) or the engine (label matchers as SQL
+//! over the series table, samples by series and time from the fact
 //! tables, on the read-only connections under the query limits), and
 //! evaluated in memory with Prometheus's semantics. The series and label
 //! lookups of Prometheus's HTTP API and remote read use the same selection.
@@ -16,8 +17,9 @@
 //!
 //! The modules, each importing only those listed before it: `error`,
 //! `value` (the model), `parse` (queries, times, durations), `naming`,
-//! `select` (the engine), `eval` (in memory), `lookup` (series, labels,
-//! metadata, exemplars, cardinality).
+//! `cache` (range queries' settled steps), `select` (memory and the
+//! engine), `eval` (in memory), `lookup` (series, labels, metadata,
+//! exemplars, cardinality).
 
 mod cache;
 mod error;
