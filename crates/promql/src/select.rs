@@ -605,11 +605,7 @@ impl Source<'_> {
             })
             .collect();
         let range = range.map(|(start, end)| ms_to_ns(start, end));
-        let table = (
-            self.database.as_str(),
-            self.retention_policy.as_str(),
-            candidate.measurement.as_str(),
-        );
+        let table = self.table_of(candidate);
         let Some(indexed) = self
             .ingestor
             .indexed_series(table, &pushed, &candidate.field, range)
@@ -629,6 +625,15 @@ impl Source<'_> {
             out.insert(series.series_id, labels);
         }
         Ok(Some(out))
+    }
+
+    /// The candidate's table, as the ingestor's memory reads name it.
+    fn table_of<'c>(&'c self, candidate: &'c Candidate) -> (&'c str, &'c str, &'c str) {
+        (
+            &self.database,
+            &self.retention_policy,
+            &candidate.measurement,
+        )
     }
 
     /// Whether the matcher is said on the candidate's tags (in SQL or to
@@ -661,11 +666,7 @@ impl Source<'_> {
         (start, end): (i64, i64),
         budget: &mut usize,
     ) -> Result<SamplesById, Error> {
-        let table = (
-            self.database.as_str(),
-            self.retention_policy.as_str(),
-            candidate.measurement.as_str(),
-        );
+        let table = self.table_of(candidate);
         let ids: Vec<u64> = found.keys().copied().collect();
         let range = ms_to_ns(start, end);
         let Some(recent) = self

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
 use super::functions::{average, quantile, vector};
-use super::{rollup, Evaluator, Val};
+use super::{Evaluator, Val};
 use crate::error::Error;
 use crate::value::{format_value, Labels, Sample, METRIC_NAME};
 
@@ -40,11 +40,6 @@ fn group_of(agg: &AggregateExpr, labels: &Labels) -> Labels {
 }
 
 pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result<Val<'d>, Error> {
-    if let Some(k) = ev.grid.and_then(|grid| grid.index(ts)) {
-        if let Some(grouped) = rollup::grouped(ev, agg)? {
-            return Ok(Val::Vector(grouped.at(k, ts)));
-        }
-    }
     let op = agg.op.to_string();
     let samples = vector(ev, &agg.expr, ts)?;
     let param = match &agg.param {

@@ -5,16 +5,11 @@
 use chrono::{Datelike as _, Timelike as _};
 use promql_parser::parser::{Call, Expr};
 
-use super::{duration_ms, rollup, unique, Evaluator, Val, Window};
+use super::{duration_ms, unique, Evaluator, Val, Window};
 use crate::error::Error;
 use crate::value::{Labels, Sample, METRIC_NAME};
 
 pub(super) fn call<'d>(ev: &'d Evaluator, call: &Call, ts: i64) -> Result<Val<'d>, Error> {
-    if let Some(k) = ev.grid.and_then(|grid| grid.index(ts)) {
-        if let Some(rolled) = rollup::rolled(ev, call)? {
-            return Ok(Val::Vector(rolled.at(k, ts)));
-        }
-    }
     let name = call.func.name;
     let args: Vec<&Expr> = call.args.args.iter().map(|a| a.as_ref()).collect();
     let out = match name {

@@ -298,6 +298,11 @@ impl Evaluator {
         derived
     }
 
+    /// Which of a range query's steps `ts` is, if it is one.
+    fn step_of(&self, ts: i64) -> Option<usize> {
+        self.grid.and_then(|grid| grid.index(ts))
+    }
+
     fn check_time(&self) -> Result<(), Error> {
         if self.cancelled.load(Ordering::Relaxed) {
             return Err(Error::Timeout(
@@ -348,8 +353,20 @@ impl Evaluator {
                     .map_or(DEFAULT_SUBQUERY_STEP_MS, duration_ms);
                 Val::Matrix(self.subquery(&sq.expr, reference, duration_ms(&sq.range), step)?)
             }
-            Expr::Call(call) => functions::call(self, call, ts)?,
-            Expr::Aggregate(agg) => aggregate::run(self, agg, ts)?,
+            // A range query's rollups first: the same answers, series by
+            // series (rollup.rs).
+            Expr::Call(call) => match self.step_of(ts) {
+                Some(k) if let Some(rolled) = rollup::rolled(self, call)? => {
+                    Val::Vector(rolled.at(k, ts))
+                }
+                _ => functions::call(self, call, ts)?,
+            },
+            Expr::Aggregate(agg) => match self.step_of(ts) {
+                Some(k) if let Some(grouped) = rollup::grouped(self, agg)? => {
+                    Val::Vector(grouped.at(k, ts))
+                }
+                _ => aggregate::run(self, agg, ts)?,
+            },
             Expr::Binary(b) => binary::run(self, b, ts)?,
             Expr::Extension(_) => {
                 return Err(Error::BadData(

@@ -16,6 +16,8 @@
 //! time alone, so a table made once answers every evaluation of it.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
@@ -93,16 +95,25 @@ impl Grouped {
     }
 }
 
-/// `call`'s table, if it is a rollup: made on first use, kept for the
-/// query.
-pub(crate) fn rolled(ev: &Evaluator, call: &Call) -> Result<Option<Arc<Rolled>>, Error> {
-    let node = call as *const Call as usize;
-    if let Some(done) = ev.rollups.borrow().get(&node) {
+/// A node's table from `tables`, made by `make` on first use (`None`:
+/// the node is evaluated step by step) and kept for the query.
+fn memoized<T>(
+    tables: &RefCell<HashMap<usize, Option<Arc<T>>>>,
+    node: usize,
+    make: impl FnOnce() -> Result<Option<T>, Error>,
+) -> Result<Option<Arc<T>>, Error> {
+    if let Some(done) = tables.borrow().get(&node) {
         return Ok(done.clone());
     }
-    let made = make_rolled(ev, call)?.map(Arc::new);
-    ev.rollups.borrow_mut().insert(node, made.clone());
+    let made = make()?.map(Arc::new);
+    tables.borrow_mut().insert(node, made.clone());
     Ok(made)
+}
+
+/// `call`'s table, if it is a rollup.
+pub(crate) fn rolled(ev: &Evaluator, call: &Call) -> Result<Option<Arc<Rolled>>, Error> {
+    let node = call as *const Call as usize;
+    memoized(&ev.rollups, node, || make_rolled(ev, call))
 }
 
 fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
@@ -166,16 +177,10 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
     Ok(Some(Rolled { series: out }))
 }
 
-/// `agg`'s table, if it aggregates a rollup in a way that folds: made on
-/// first use, kept for the query.
+/// `agg`'s table, if it aggregates a rollup in a way that folds.
 pub(crate) fn grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Arc<Grouped>>, Error> {
     let node = agg as *const AggregateExpr as usize;
-    if let Some(done) = ev.groupings.borrow().get(&node) {
-        return Ok(done.clone());
-    }
-    let made = make_grouped(ev, agg)?.map(Arc::new);
-    ev.groupings.borrow_mut().insert(node, made.clone());
-    Ok(made)
+    memoized(&ev.groupings, node, || make_grouped(ev, agg))
 }
 
 /// How an aggregation folds a group's values, in order.
@@ -271,7 +276,7 @@ fn make_grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Grouped>, 
     };
     let mut groups: Vec<Labels> = Vec::new();
     let mut of_series = Vec::with_capacity(rolled.series.len());
-    let mut index = std::collections::HashMap::new();
+    let mut index = HashMap::new();
     for (labels, _) in &rolled.series {
         let group = group_labels(ev, agg, labels);
         let g = *index.entry(group.clone()).or_insert_with(|| {
