@@ -522,17 +522,18 @@ impl Ingestor {
     }
 
     /// The values of tag `key` among the series of `measurement` in `db` /
-    /// `rp` the matchers accept (all when there are none), sorted, from
-    /// the in-memory index. `None` as for
-    /// [`indexed_series`](Self::indexed_series).
+    /// `rp` the matchers accept (all when there are none) that have a
+    /// value of `field` if given, sorted, from the in-memory index. `None`
+    /// as for [`indexed_series`](Self::indexed_series).
     pub fn tag_values(
         &self,
         (db, rp, measurement): (&str, &str, &str),
         key: &str,
         matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
     ) -> Option<Vec<String>> {
         let table = (db, rp, measurement);
-        self.shared.reader.tag_values(table, key, matchers)
+        self.shared.reader.tag_values(table, key, matchers, field)
     }
 
     /// A number that grows whenever an answer about `database`'s times

@@ -372,11 +372,21 @@ async fn index(ing: &Ingestor, base: i64) {
     // Tag values, all or among selected series.
     let table = ("ix", "autogen", "m");
     assert_eq!(
-        ing.tag_values(table, "host", &[]).unwrap(),
+        ing.tag_values(table, "host", &[], None).unwrap(),
         ["a", "b", "c", "d"]
     );
+    // Of the series with a value of x: not d.
     assert_eq!(
-        ing.tag_values(table, "dc", &[eq("host", "b")]).unwrap(),
+        ing.tag_values(table, "host", &[], Some("x")).unwrap(),
+        ["a", "b", "c"]
+    );
+    assert!(ing
+        .tag_values(table, "host", &[], Some("nope"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        ing.tag_values(table, "dc", &[eq("host", "b")], None)
+            .unwrap(),
         ["west"]
     );
     assert!(ing

@@ -57,6 +57,11 @@ pub async fn label_values(
     selectors: &[String],
     range: Option<(i64, i64)>,
 ) -> Result<Vec<String>, Error> {
+    if selectors.is_empty() && range.is_none() {
+        if let Some(values) = source.indexed_label_values(name) {
+            return Ok(values);
+        }
+    }
     let values: BTreeSet<String> = series(source, selectors, range)
         .await?
         .iter()

@@ -768,6 +768,33 @@ impl Source<'_> {
         Ok(names)
     }
 
+    /// The values of label `name` over every series of the database, from
+    /// the postings of its tables' tags (no label set is built); `None`
+    /// when some table's series cannot be answered so (not indexed now,
+    /// named by measurement and field or by OTLP's rules, or the label a
+    /// renamed tag key): ask [`series`](Self::series).
+    pub(crate) fn indexed_label_values(&self, name: &str) -> Option<Vec<String>> {
+        let mut values = std::collections::BTreeSet::new();
+        for candidate in self.candidates(&[]) {
+            if !matches!(candidate.naming, Naming::Tag) {
+                return None;
+            }
+            let named = |k: &String| naming::label_name(k) == name;
+            match candidate.tag_keys.iter().filter(|k| named(k)).count() {
+                0 => continue,
+                1 if candidate.tag_keys.iter().any(|k| k == name) => {}
+                _ => return None,
+            }
+            let table = self.table_of(&candidate);
+            values.extend(
+                self.ingestor
+                    .tag_values(table, name, &[], Some(&candidate.field))?,
+            );
+        }
+        values.remove("");
+        Some(values.into_iter().collect())
+    }
+
     /// The label sets of the series any of `selectors` selects (all series
     /// when there are none), with a sample in `range` if given; sorted,
     /// each once.

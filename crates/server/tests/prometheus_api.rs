@@ -727,6 +727,19 @@ fn cached_and_recent_answers_hold_after_late_writes_and_edits() {
             }
             assert!(steps >= 20, "{what}: {steps} steps compared");
         };
+        // Label values over all time come from the postings; with a
+        // `match[]` from the series: the same.
+        for label in ["job", "__name__", "absent"] {
+            let (_, all) = get(&format!("/api/v1/label/{label}/values?db={db}")).await;
+            let (_, matched) = get(&format!(
+                "/api/v1/label/{label}/values?db={db}&match[]={}",
+                urlencode("{__name__=~\".+\"}")
+            ))
+            .await;
+            assert_eq!(all, matched, "{label}");
+        }
+        let (_, jobs) = get(&format!("/api/v1/label/job/values?db={db}")).await;
+        assert_eq!(jobs["data"], json!(["x", "y"]));
         check("first").await;
         let hits = cache_hits().await;
         check("again").await;

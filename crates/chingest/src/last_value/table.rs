@@ -694,15 +694,27 @@ impl TableLast {
     }
 
     /// The values of tag `key` among the series the matchers accept
-    /// (every series of the table when there are none), sorted; `None`
-    /// unless the cache is whole.
-    pub(crate) fn tag_values(&self, key: &str, matchers: &[TagMatcher<'_>]) -> Option<Vec<String>> {
+    /// (every series of the table when there are none) that have a value
+    /// of `field` if given, sorted; `None` unless the cache is whole.
+    pub(crate) fn tag_values(
+        &self,
+        key: &str,
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+    ) -> Option<Vec<String>> {
         let state = self.ready()?;
-        let slots = match matchers.is_empty() {
-            true => None,
-            false => Some(state.postings.select(state.series.len() as u32, matchers)),
-        };
-        Some(state.postings.values(key, slots.as_deref()))
+        if matchers.is_empty() && field.is_none() {
+            return Some(state.postings.values(key, None));
+        }
+        let mut slots = state.postings.select(state.series.len() as u32, matchers);
+        if let Some(field) = field {
+            let firsts = state
+                .field_index
+                .get(field)
+                .map(|&f| &state.fields[f].firsts);
+            slots.retain(|&slot| firsts.is_some_and(|firsts| firsts[slot as usize] != NO_FIRST));
+        }
+        Some(state.postings.values(key, Some(&slots)))
     }
 
     /// Each of `ids`' samples of numeric field `field` in `[from, end]`

@@ -185,16 +185,20 @@ impl Reader {
     }
 
     /// The values of tag `key` among a measurement's series the matchers
-    /// select, sorted, from the in-memory index; `None` if the measurement
-    /// is not indexed now.
+    /// select (with a value of `field` if given), sorted, from the
+    /// in-memory index; `None` if the measurement is not indexed now.
     pub(crate) fn tag_values(
         &self,
         (db, rp, measurement): (&str, &str, &str),
         key: &str,
         matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
     ) -> Option<Vec<String>> {
         let table = self.catalog.database(db)?.table(rp, measurement)?;
-        let values = self.last_values.cache(&table).tag_values(key, matchers)?;
+        let values = self
+            .last_values
+            .cache(&table)
+            .tag_values(key, matchers, field)?;
         IngestStats::add(&self.engine.stats.index_reads, 1);
         Some(values)
     }
