@@ -177,7 +177,14 @@ impl LastValues {
     /// table is tried again (the edit may have made room); an uncached one
     /// stays off.
     pub(crate) fn invalidate(&self, table: &Arc<Table>) {
+        self.empty(table);
+        // After the cache is emptied: a reader that sees the new version
+        // no longer reads what it held.
         self.unsettle(&table.id.database);
+    }
+
+    /// [`invalidate`](Self::invalidate) but for the settled version.
+    fn empty(&self, table: &Arc<Table>) {
         let cache = self.cache(table);
         let mut state = cache.state.write().unwrap();
         let status = match state.status {
@@ -260,9 +267,16 @@ impl LastValues {
                 .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>())
                 .is_some_and(|times| times.values().iter().any(|&t| t < settled))
         });
+        self.take(table, chunks);
+        // After the rows are in: a reader that sees the new version sees
+        // them (one that read the old one stored what it read under it).
         if late {
             self.unsettle(&table.id.database);
         }
+    }
+
+    /// [`apply`](Self::apply) but for the settled version.
+    fn take(&self, table: &Arc<Table>, chunks: &[RecordBatch]) {
         let cache = self.cache(table);
         if !matches!(cache.status(), Status::Building | Status::Ready) {
             return;
