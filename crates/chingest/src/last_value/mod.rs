@@ -67,7 +67,7 @@ pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 pub(crate) const MIN_RECENT_SPAN_NS: i64 = 600_000_000_000;
 
 /// Now, in ns since the epoch.
-fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

@@ -15,7 +15,9 @@ use crate::catalog::{self, Catalog};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::{IndexedSeries, LastSeries, LastValues, RecentSamples, TagMatcher};
+use crate::last_value::{
+    IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher,
+};
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};
 use crate::read::stream::{QueryChunks, Statement};
@@ -161,8 +163,13 @@ impl Reader {
         measurement: &str,
         keep: impl FnMut(&[(String, String)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
+        self.cache_of((db, rp, measurement))?.read(keep)
+    }
+
+    /// The last-value cache of a measurement's table, if it has one.
+    fn cache_of(&self, (db, rp, measurement): (&str, &str, &str)) -> Option<Arc<TableLast>> {
         let table = self.catalog.database(db)?.table(rp, measurement)?;
-        self.last_values.cache(&table).read(keep)
+        Some(self.last_values.cache(&table))
     }
 
     /// The series of a measurement the matchers select that have a value
@@ -170,16 +177,12 @@ impl Reader {
     /// measurement is not indexed now.
     pub(crate) fn indexed_series(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        table: (&str, &str, &str),
         matchers: &[TagMatcher<'_>],
         field: &str,
         range: Option<(i64, i64)>,
     ) -> Option<Vec<IndexedSeries>> {
-        let table = self.catalog.database(db)?.table(rp, measurement)?;
-        let found = self
-            .last_values
-            .cache(&table)
-            .select(matchers, field, range)?;
+        let found = self.cache_of(table)?.select(matchers, field, range)?;
         IngestStats::add(&self.engine.stats.index_reads, 1);
         Some(found)
     }
@@ -189,16 +192,12 @@ impl Reader {
     /// in-memory index; `None` if the measurement is not indexed now.
     pub(crate) fn tag_values(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        table: (&str, &str, &str),
         key: &str,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
     ) -> Option<Vec<String>> {
-        let table = self.catalog.database(db)?.table(rp, measurement)?;
-        let values = self
-            .last_values
-            .cache(&table)
-            .tag_values(key, matchers, field)?;
+        let values = self.cache_of(table)?.tag_values(key, matchers, field)?;
         IngestStats::add(&self.engine.stats.index_reads, 1);
         Some(values)
     }
@@ -213,13 +212,14 @@ impl Reader {
     /// no part of it.
     pub(crate) fn recent_samples(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
     ) -> Option<RecentSamples> {
-        let table = self.catalog.database(db)?.table(rp, measurement);
-        let samples = table.and_then(|t| self.last_values.cache(&t).recent(field, ids, range));
+        let samples = self
+            .cache_of(table)
+            .and_then(|cache| cache.recent(field, ids, range));
         let counter = match samples {
             Some(_) => &self.engine.stats.recent_reads,
             None => &self.engine.stats.recent_misses,

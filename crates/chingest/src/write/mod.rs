@@ -22,7 +22,7 @@ pub(crate) mod sink;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use tokio::sync::oneshot;
@@ -33,7 +33,7 @@ use crate::catalog::{Admission, Catalog, Database, Table};
 use crate::config::IngestConfig;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::{BoxFuture, LastValues, RebuildSource};
+use crate::last_value::{now_ns, BoxFuture, LastValues, RebuildSource};
 use crate::layout::names::{self, NameKind};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
@@ -138,13 +138,6 @@ impl WriteNotifier for Handoff {
             Arc::clone(&part.batcher).append(lsn, part);
         }
     }
-}
-
-fn now_ns() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_nanos()).unwrap_or(i64::MAX)
 }
 
 impl Writer {
