@@ -213,7 +213,8 @@ fn matrix<'d>(ev: &'d Evaluator, expr: &Expr, ts: i64) -> Result<Matrix<'d>, Err
     }
 }
 
-fn unparen(mut expr: &Expr) -> &Expr {
+/// `expr` without the parentheses around it.
+pub(super) fn unparen(mut expr: &Expr) -> &Expr {
     while let Expr::Paren(p) = expr {
         expr = &p.expr;
     }

@@ -423,15 +423,7 @@ impl Evaluator {
             .iter()
             .zip(cursors.iter_mut())
             .filter_map(|(s, cursor)| {
-                let from = seek(&s.points, cursor.0, |t| t < reference - range);
-                let to = seek(&s.points, cursor.1, |t| t <= reference);
-                *cursor = (from, to);
-                let points = &s.points[from..to];
-                let points = if points.iter().any(|p| is_stale(p.1)) {
-                    Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect())
-                } else {
-                    Cow::Borrowed(points)
-                };
+                let points = window(&s.points, cursor, reference, range, true);
                 (!points.is_empty()).then(|| Window {
                     labels: s.labels.clone(),
                     points,
@@ -492,6 +484,26 @@ impl Evaluator {
                 }
             })
             .collect())
+    }
+}
+
+/// A series' samples within `range` before `reference` (both ends
+/// included), stale markers left out (if it `may_be_stale`), found from
+/// `cursor` (where its last window was), which it moves there.
+fn window<'p>(
+    points: &'p [(i64, f64)],
+    cursor: &mut Cursor,
+    reference: i64,
+    range: i64,
+    may_be_stale: bool,
+) -> Cow<'p, [(i64, f64)]> {
+    let from = seek(points, cursor.0, |t| t < reference - range);
+    let to = seek(points, cursor.1, |t| t <= reference);
+    *cursor = (from, to);
+    let points = &points[from..to];
+    match may_be_stale && points.iter().any(|p| is_stale(p.1)) {
+        true => Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect()),
+        false => Cow::Borrowed(points),
     }
 }
 

@@ -15,7 +15,6 @@
 //! `group`). The value of such a node at a step depends on the step's
 //! time alone, so a table made once answers every evaluation of it.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,8 +22,8 @@ use std::sync::Arc;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 
 use super::aggregate::group_labels;
-use super::functions::{window_function, Span};
-use super::{duration_ms, key, seek, Evaluator};
+use super::functions::{unparen, window_function, Span};
+use super::{duration_ms, key, window, Evaluator};
 use crate::error::Error;
 use crate::value::{is_stale, Labels, Sample, METRIC_NAME};
 
@@ -148,20 +147,14 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
             true => s.labels.clone(),
             false => s.labels.without_name(),
         };
-        let (mut from, mut to) = (0, 0);
+        let mut cursor = (0, 0);
         let mut values = Vec::with_capacity(grid.steps);
         // Most series have no stale marker: their windows need no look.
         let has_stale = s.points.iter().any(|p| is_stale(p.1));
         for k in 0..grid.steps {
             // As `Evaluator::windows` reads a selector at one time.
             let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
-            from = seek(&s.points, from, |t| t < reference - range);
-            to = seek(&s.points, to.max(from), |t| t <= reference);
-            let points = &s.points[from..to];
-            let points = match has_stale && points.iter().any(|p| is_stale(p.1)) {
-                true => Cow::Owned(points.iter().copied().filter(|p| !is_stale(p.1)).collect()),
-                false => Cow::Borrowed(points),
-            };
+            let points = window(&s.points, &mut cursor, reference, range, has_stale);
             let span = Span {
                 start: reference - range,
                 end: reference,
@@ -316,13 +309,6 @@ fn make_grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Grouped>, 
         })
         .collect();
     Ok(Some(Grouped { groups, steps }))
-}
-
-fn unparen(mut expr: &Expr) -> &Expr {
-    while let Expr::Paren(p) = expr {
-        expr = &p.expr;
-    }
-    expr
 }
 
 #[cfg(test)]
