@@ -558,7 +558,9 @@ impl Ingestor {
     /// ([`RecentSamples::from_ns`]) and the caller asks the engine for the
     /// rest; `None` when memory holds no part of the range (or the
     /// measurement is not cached now). Acknowledged samples are here
-    /// before the engine has them.
+    /// before the engine has them. With no `ids`, it tells where memory
+    /// starts and whether its samples are one row each
+    /// ([`RecentSamples::one_row_each`]), without counting a read.
     pub fn recent_samples(
         &self,
         (db, rp, measurement): (&str, &str, &str),

@@ -144,12 +144,30 @@ async fn engine(ing: &Ingestor, db: &str, field: &str, from: i64) -> String {
     lines.join("\n")
 }
 
-/// Memory and the engine agree on every numeric field from `from` on.
+/// Memory and the engine agree on every numeric field from `from` on;
+/// where memory says its samples are one row each, the engine holds no
+/// two rows of a point.
 async fn agree(ing: &Ingestor, db: &str, from: i64) {
     for field in ["x", "y", "u", "b"] {
         let memory = recent(ing, db, field, from).await;
         assert_eq!(memory, engine(ing, db, field, from).await, "field {field}");
+        if one_row_each(ing, db, field, from) {
+            let sql = format!(
+                "SELECT count() = uniqExact(series_id, time) FROM {db}.`m.autogen` \
+                 WHERE {field} IS NOT NULL AND time >= fromUnixTimestamp64Nano(toInt64({from}))"
+            );
+            let distinct = ing.query(&sql, "TSVRaw").await.unwrap();
+            assert_eq!(distinct, b"1\n", "field {field}: two rows of a point");
+        }
     }
+}
+
+/// Whether memory says its samples of `field` from `from` on are one row
+/// each.
+fn one_row_each(ing: &Ingestor, db: &str, field: &str, from: i64) -> bool {
+    ing.recent_samples((db, "autogen", "m"), field, &[], (from, i64::MAX))
+        .expect("memory holds the range")
+        .one_row_each
 }
 
 /// Lines of `m` at `time` (ns) for hosts `hosts`, with a value `v` of
@@ -182,6 +200,8 @@ async fn child(phase: &str, dir: &Path) {
             // Rebuilt from the engine on open, with a write racing it.
             write(&ing, "rs", &lines(&["a", "d"], now_ns(), 7)).await;
             agree(&ing, "rs", window).await;
+            // The rebuild found the point the engine holds twice.
+            assert!(!one_row_each(&ing, "rs", "x", window));
             assert!(ing.stats().last_value_rebuilds.load(Relaxed) >= 1);
         }
         "index" => index(&ing, base).await,
@@ -252,6 +272,9 @@ async fn edits(ing: &Ingestor, base: i64, window: i64) {
         write(ing, "rs", &body).await;
     }
     agree(ing, "rs", window).await;
+    // The point written twice: memory holds one sample, the table two rows.
+    assert!(!one_row_each(ing, "rs", "x", window));
+    assert!(one_row_each(ing, "rs", "x", base + 21 * SECOND));
     let ids: Vec<u64> = all_series(ing, "rs", "x")
         .await
         .iter()

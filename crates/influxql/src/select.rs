@@ -3,6 +3,10 @@
 //! engine's answer still needs to read as InfluxDB's: every interval of the
 //! range with `fill()`, transformations (`derivative`, `difference`),
 //! series order, `LIMIT`/`OFFSET` per series and `SLIMIT`/`SOFFSET`.
+//! Aggregates of recent points come from memory when it holds them
+//! ([`recent`]).
+
+mod recent;
 
 use std::collections::BTreeMap;
 
@@ -1253,15 +1257,31 @@ async fn aggregated(
     // and a row with none of them is told apart below (the filter cost
     // the panel query ~15% of its rate, docs/benchmarks.md §9).
     let aggregated: Vec<&Output> = outputs.iter().filter(|o| o.column.aggregates()).collect();
-    let mut sql = format!(
-        "SELECT {} FROM {from} WHERE {}",
-        columns.join(", "),
-        where_sql(select, filter, series, &[], stop)
-    );
-    if !group.is_empty() {
-        sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
-    }
-    let rows = rows(&ctx.ingestor.query_translated(&sql).await?);
+    let remembered = recent::rows(
+        ctx,
+        select,
+        target,
+        filter,
+        outputs,
+        keys,
+        &at,
+        columns.len(),
+        stop,
+    )?;
+    let rows = match remembered {
+        Some(rows) => rows,
+        None => {
+            let mut sql = format!(
+                "SELECT {} FROM {from} WHERE {}",
+                columns.join(", "),
+                where_sql(select, filter, series, &[], stop)
+            );
+            if !group.is_empty() {
+                sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
+            }
+            rows(&ctx.ingestor.query_translated(&sql).await?)
+        }
+    };
     // A row where no aggregate found a point (every value NULL, every
     // count 0) is no row: a group or interval whose points lack the fields,
     // or the one row the engine answers for aggregating nothing.

@@ -43,6 +43,7 @@ fn main() {
         ping_health_ready,
         concurrent_writes_have_exact_counts,
         influxql_startup_statements,
+        influxql_aggregates_from_memory_are_the_engines,
         metrics_count_requests_lines_and_flushes,
         hostile_input_gets_its_error_and_the_server_keeps_serving,
         per_line_limits_reject_only_their_line,
@@ -415,6 +416,156 @@ fn influxql_startup_statements() {
         let json: Value = r.json().await.unwrap();
         assert!(json["error"].as_str().unwrap().contains("/sql"), "{json}");
     })
+}
+
+/// InfluxQL aggregates over recent points (answered from the ingestor's
+/// memory) equal the same aggregates over the same points a day earlier
+/// (older than the memory's 8 h, answered by the engine), times shifted by
+/// the day: every supported function, intervals, groups, fill, a
+/// transformation, lone selectors' times; and points written twice into
+/// an `append` table, which memory keeps once, are still counted twice.
+fn influxql_aggregates_from_memory_are_the_engines() {
+    const DAY_MS: i64 = 86_400_000;
+    run(async {
+        let db = "h_recent";
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        // Memory's copy: the hour before the last whole hour's start.
+        let recent = now_ms / 3_600_000 * 3_600_000 - 2 * 3_600_000;
+        let body = |t0: i64| {
+            let mut lines = String::new();
+            let mut seed = 7u64;
+            for i in 0..360i64 {
+                let t = t0 + i * 10_000;
+                for host in ["a", "b", "c"] {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let n = (seed >> 40) as i64 % 21 - 10;
+                    let x = (seed >> 20) as f64 / 1e6 - 500.0;
+                    // Host c lacks `x` on every third point.
+                    match host == "c" && i % 3 == 0 {
+                        true => lines.push_str(&format!("m,host={host} n={n}i {t}\n")),
+                        false => lines.push_str(&format!("m,host={host} n={n}i,x={x} {t}\n")),
+                    }
+                }
+                lines.push_str(&format!("dup,host=a n={}i {t}\n", i % 7));
+            }
+            // A point written again: the table keeps both rows.
+            lines.push_str(&format!("dup,host=a n=100i {}\n", t0 + 600_000));
+            lines
+        };
+        for t0 in [recent - DAY_MS, recent] {
+            let (status, text) = write_v1(
+                &format!("db={db}&precision=ms&durability=visible"),
+                body(t0),
+            )
+            .await;
+            assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
+        }
+        let metric = |name: &'static str| async move {
+            let text = client()
+                .get(format!("{}/metrics", base()))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{name} in /metrics"))
+        };
+        let ask = |q: String| async move {
+            let r = client()
+                .get(format!("{}/query", base()))
+                .bearer_auth(TOKEN)
+                .query(&[("db", db), ("q", q.as_str()), ("epoch", "ms")])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            let answer: Value = r.json().await.unwrap();
+            assert!(answer["results"][0]["error"].is_null(), "{q}: {answer}");
+            answer["results"][0].clone()
+        };
+        // (query, whether memory answers it)
+        let queries = [
+            ("SELECT mean(x) FROM m WHERE host = 'a' AND {range} GROUP BY time(1m)", true),
+            ("SELECT mean(n), sum(n), count(n), min(n), max(n), first(n), last(n) FROM m WHERE {range} GROUP BY time(5m), host fill(null)", true),
+            ("SELECT sum(x), count(x), min(x), max(x) FROM m WHERE host =~ /a|c/ AND {range} GROUP BY time(10m) fill(0)", true),
+            ("SELECT max(n) FROM m WHERE {range}", true),
+            ("SELECT first(x) FROM m WHERE host != 'b' AND {range} GROUP BY host", true),
+            ("SELECT min(x), max(x) FROM m WHERE {range}", true),
+            ("SELECT derivative(mean(x), 1m) FROM m WHERE host = 'b' AND {range} GROUP BY time(1m)", true),
+            ("SELECT mean(x) FROM m WHERE {range} GROUP BY time(8m) fill(previous)", true),
+            ("SELECT count(x) FROM m WHERE host = 'c' AND {range} GROUP BY time(90s, 20s)", true),
+            ("SELECT count(n), sum(n) FROM dup WHERE {range} GROUP BY time(10m)", false),
+            // Not answered from memory: a condition on a field, a median.
+            ("SELECT count(n) FROM m WHERE n > 0 AND {range} GROUP BY time(10m)", false),
+            ("SELECT median(n) FROM m WHERE {range} GROUP BY time(10m), host", false),
+        ];
+        let shifted = |mut answer: Value| {
+            for series in answer["series"].as_array_mut().into_iter().flatten() {
+                for row in series["values"].as_array_mut().unwrap() {
+                    row[0] = serde_json::json!(row[0].as_i64().unwrap() - DAY_MS);
+                }
+            }
+            answer
+        };
+        for (template, from_memory) in queries {
+            let range =
+                |t0: i64| format!("time >= {}ms AND time < {}ms", t0 + 120_000, t0 + 3_300_000);
+            let old = ask(template.replace("{range}", &range(recent - DAY_MS))).await;
+            let reads = metric("chingest_recent_reads_total").await;
+            let new = ask(template.replace("{range}", &range(recent))).await;
+            let read_memory = metric("chingest_recent_reads_total").await > reads;
+            assert_eq!(read_memory, from_memory, "{template}: read from memory");
+            assert!(
+                old["series"].as_array().is_some_and(|s| !s.is_empty()),
+                "{template}: {old}"
+            );
+            assert_same(&shifted(new), &old, template);
+        }
+        // The point written twice counts twice, from either side.
+        let dup = ask(format!(
+            "SELECT count(n) FROM dup WHERE time >= {}ms AND time < {}ms",
+            recent + 600_000,
+            recent + 600_001
+        ))
+        .await;
+        assert_eq!(dup["series"][0]["values"][0][1], 2, "{dup}");
+    })
+}
+
+/// JSON equal but for floats, equal within a relative 1e-12: the engine
+/// and memory sum in different orders.
+fn assert_same(a: &Value, b: &Value, what: &str) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                "{what}: {x} != {y}"
+            );
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{what}: {a} != {b}");
+            x.iter().zip(y).for_each(|(x, y)| assert_same(x, y, what));
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>(),
+                "{what}"
+            );
+            x.values()
+                .zip(y.values())
+                .for_each(|(x, y)| assert_same(x, y, what));
+        }
+        _ => assert_eq!(a, b, "{what}"),
+    }
 }
 
 fn metrics_count_requests_lines_and_flushes() {

@@ -449,9 +449,10 @@ impl LastValues {
         // The samples read start where the table started keeping them
         // when emptied, or later (the rebuild found them too many).
         if state.recent_from != NO_RECENT {
-            for (id, i, samples) in &engine.recent {
-                if let (Some(&slot), Some(f)) = (state.index.get(id), columns[*i]) {
-                    state.merge_recent(f, slot as usize, samples);
+            for read in &engine.recent {
+                if let (Some(&slot), Some(f)) = (state.index.get(&read.series), columns[read.field])
+                {
+                    state.merge_recent(f, slot as usize, &read.samples, read.repeated);
                 }
             }
             state.trim_recent(engine.recent_from);

@@ -14,10 +14,10 @@ use arrow::record_batch::RecordBatch;
 use crate::catalog::Table;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::recent::{Sample, SAMPLE_BYTES};
+use crate::last_value::recent::SAMPLE_BYTES;
 use crate::last_value::table::{
-    EngineLast, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT, SERIES_BYTES,
-    TAG_BYTES, VALUE_BYTES,
+    EngineLast, EngineSamples, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT,
+    SERIES_BYTES, TAG_BYTES, VALUE_BYTES,
 };
 use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
@@ -181,7 +181,7 @@ async fn read_recent(
     table: &Table,
     fields: &[(String, FieldType)],
     mut from: i64,
-) -> Result<(i64, Vec<(u64, usize, Vec<Sample>)>)> {
+) -> Result<(i64, Vec<EngineSamples>)> {
     let numeric: Vec<usize> = (0..fields.len())
         .filter(|&i| Values::new(fields[i].1, 0).is_some_and(|v| v.is_numeric()))
         .collect();
@@ -233,7 +233,7 @@ async fn read_recent(
             .join(", "),
         since(from),
     );
-    let mut out: Vec<(u64, usize, Vec<Sample>)> = Vec::new();
+    let mut out: Vec<EngineSamples> = Vec::new();
     // The list of each field for the series being read.
     let mut current: Vec<Option<usize>> = vec![None; numeric.len()];
     let mut series = None;
@@ -265,16 +265,24 @@ async fn read_recent(
                     continue;
                 }
                 let list = *current[c].get_or_insert_with(|| {
-                    out.push((id, numeric[c], Vec::new()));
+                    out.push(EngineSamples {
+                        series: id,
+                        field: numeric[c],
+                        samples: Vec::new(),
+                        repeated: i64::MIN,
+                    });
                     out.len() - 1
                 });
-                let samples = &mut out[list].2;
+                let read = &mut out[list];
                 let sample = (times.value(row), column.value(row));
                 // Equal times (the `append` policy): the row inserted
                 // last wins, as writes do here.
-                match samples.last_mut() {
-                    Some(last) if last.0 == sample.0 => *last = sample,
-                    _ => samples.push(sample),
+                match read.samples.last_mut() {
+                    Some(last) if last.0 == sample.0 => {
+                        *last = sample;
+                        read.repeated = sample.0;
+                    }
+                    _ => read.samples.push(sample),
                 }
             }
         }

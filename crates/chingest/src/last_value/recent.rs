@@ -58,8 +58,10 @@ pub(super) fn range(samples: &[Sample], start: i64, end: i64) -> &[Sample] {
 
 /// Merges samples read from the engine (sorted) into those writes brought
 /// while they were read: at a time both have, the write's is newer and
-/// wins.
-pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) {
+/// wins. Returns the newest such time ([`i64::MIN`]: none): there the
+/// engine may hold two rows (or the one it read may be the write's own).
+pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) -> i64 {
+    let mut both = i64::MIN;
     if samples.is_empty() {
         samples.extend_from_slice(engine);
     } else {
@@ -74,6 +76,7 @@ pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) {
                 }
                 (Some(w), Some(e)) => {
                     if e.0 == w.0 {
+                        both = both.max(e.0);
                         j += 1;
                     }
                     merged.push(*w);
@@ -92,6 +95,7 @@ pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) {
         }
         *samples = merged;
     }
+    both
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use arrow::buffer::NullBuffer;
 use arrow::datatypes::{Float64Type, Int64Type, TimestampNanosecondType, UInt64Type};
 use arrow::record_batch::RecordBatch;
 
+use crate::config::DuplicatePolicy;
 use crate::error::Result;
 use crate::last_value::postings::{Postings, TagMatcher};
 use crate::last_value::recent::{self, Sample, SAMPLE_BYTES};
@@ -60,6 +61,11 @@ pub struct RecentSamples {
     pub from_ns: i64,
     /// Each series' samples (time in ns, value), in the order asked for.
     pub samples: Vec<Vec<(i64, f64)>>,
+    /// Whether each sample is one row of the table, as a count or a sum
+    /// over the engine's rows sees them: false when a point in the range
+    /// was written twice into a table that keeps every row (the `append`
+    /// duplicate policy), of which memory keeps the later write only.
+    pub one_row_each: bool,
 }
 
 /// The newest value of one field of one series.
@@ -182,6 +188,10 @@ pub(super) struct FieldColumn {
     /// Numeric fields: the series' samples since the table's
     /// `recent_from`.
     pub(super) recent: Option<Vec<Vec<Sample>>>,
+    /// The newest time at which a series' point of this field was written
+    /// twice while kept in `recent` ([`NO_TIME`]: none): memory holds one
+    /// sample there, a table of the `append` policy two rows.
+    pub(super) repeated: i64,
 }
 
 #[derive(Debug)]
@@ -354,6 +364,7 @@ impl State {
             times: vec![NO_TIME; self.series.len()],
             values,
             recent,
+            repeated: NO_TIME,
         });
         self.field_index
             .insert(name.to_owned(), self.fields.len() - 1);
@@ -400,23 +411,25 @@ impl State {
             };
             rows.first(&mut target.firsts);
             if let (Some(recent), true) = (&mut target.recent, self.recent_from != NO_RECENT) {
-                let from = self.recent_from;
+                let (from, repeated) = (self.recent_from, &mut target.repeated);
                 let (grown, added) = match &target.values {
                     Values::Float(_) => {
                         let column = column.as_primitive::<Float64Type>();
-                        rows.record(recent, from, |row| column.value(row))
+                        rows.record(recent, from, repeated, |row| column.value(row))
                     }
                     Values::Integer(_) => {
                         let column = column.as_primitive::<Int64Type>();
-                        rows.record(recent, from, |row| column.value(row) as f64)
+                        rows.record(recent, from, repeated, |row| column.value(row) as f64)
                     }
                     Values::UInteger(_) => {
                         let column = column.as_primitive::<UInt64Type>();
-                        rows.record(recent, from, |row| column.value(row) as f64)
+                        rows.record(recent, from, repeated, |row| column.value(row) as f64)
                     }
                     Values::Boolean(_) => {
                         let column = column.as_boolean();
-                        rows.record(recent, from, |row| f64::from(u8::from(column.value(row))))
+                        rows.record(recent, from, repeated, |row| {
+                            f64::from(u8::from(column.value(row)))
+                        })
                     }
                     Values::String(_) => (0, 0),
                 };
@@ -518,13 +531,16 @@ impl State {
     }
 
     /// Merges a series' recent samples of field `f` read from the engine
-    /// into those writes brought meanwhile.
-    pub(super) fn merge_recent(&mut self, f: usize, slot: usize, engine: &[Sample]) {
-        let Some(samples) = self.fields[f].recent.as_mut().map(|r| &mut r[slot]) else {
+    /// into those writes brought meanwhile; `repeated` is the newest time
+    /// the engine held two rows of a point at.
+    pub(super) fn merge_recent(&mut self, f: usize, slot: usize, engine: &[Sample], repeated: i64) {
+        let field = &mut self.fields[f];
+        let Some(samples) = field.recent.as_mut().map(|r| &mut r[slot]) else {
             return;
         };
         let (before, count) = (samples.capacity(), samples.len());
-        recent::merge_older(samples, engine);
+        let both = recent::merge_older(samples, engine);
+        field.repeated = field.repeated.max(repeated).max(both);
         self.recent_bytes = (self.recent_bytes + samples.capacity() * SAMPLE_BYTES)
             .saturating_sub(before * SAMPLE_BYTES);
         self.recent_samples += samples.len() - count;
@@ -620,12 +636,14 @@ impl Rows<'_> {
     }
 
     /// Adds each non-NULL row at or after `from` to its series' recent
-    /// samples, its value `value(row)`; returns the bytes of room they grew
-    /// by and the samples added.
+    /// samples, its value `value(row)`, moving `repeated` to the time of a
+    /// point written again; returns the bytes of room they grew by and the
+    /// samples added.
     fn record(
         &self,
         recent: &mut [Vec<Sample>],
         from: i64,
+        repeated: &mut i64,
         value: impl Fn(usize) -> f64,
     ) -> (usize, usize) {
         let (mut grown, mut added) = (0, 0);
@@ -635,7 +653,10 @@ impl Rows<'_> {
             }
             let samples = &mut recent[slot as usize];
             let before = samples.capacity();
-            added += usize::from(recent::insert(samples, time, value(row)));
+            match recent::insert(samples, time, value(row)) {
+                true => added += 1,
+                false => *repeated = (*repeated).max(time),
+            }
             grown += (samples.capacity() - before) * SAMPLE_BYTES;
         }
         (grown, added)
@@ -728,16 +749,17 @@ impl TableLast {
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
+        duplicates: DuplicatePolicy,
     ) -> Option<RecentSamples> {
         let state = self.ready()?;
         let from = start.max(state.recent_from);
         if from > end {
             return None;
         }
-        let recent = state
-            .field_index
-            .get(field)
-            .and_then(|&f| state.fields[f].recent.as_ref());
+        let column = state.field_index.get(field).map(|&f| &state.fields[f]);
+        let recent = column.and_then(|column| column.recent.as_ref());
+        let one_row_each = duplicates == DuplicatePolicy::Last
+            || column.is_none_or(|column| column.repeated < from);
         let samples = ids
             .iter()
             .map(|id| {
@@ -753,6 +775,7 @@ impl TableLast {
         Some(RecentSamples {
             from_ns: from,
             samples,
+            one_row_each,
         })
     }
 
@@ -884,7 +907,18 @@ pub(super) struct EngineLast {
     pub(super) values: Vec<SeriesNewest>,
     /// Where the recent samples were read from (ns).
     pub(super) recent_from: i64,
-    /// The recent samples: series, index in `fields`, samples in time
-    /// order.
-    pub(super) recent: Vec<(u64, usize, Vec<Sample>)>,
+    /// The recent samples, per series and field.
+    pub(super) recent: Vec<EngineSamples>,
+}
+
+/// One series' recent samples of one field, read from the engine.
+#[derive(Debug)]
+pub(super) struct EngineSamples {
+    pub(super) series: u64,
+    /// Index in [`EngineLast::fields`].
+    pub(super) field: usize,
+    /// In time order, one per time (the row inserted last).
+    pub(super) samples: Vec<Sample>,
+    /// The newest time the engine held two rows at ([`i64::MIN`]: none).
+    pub(super) repeated: i64,
 }

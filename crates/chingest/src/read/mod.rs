@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 
-use crate::catalog::{self, Catalog};
+use crate::catalog::{self, Catalog, Table};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
@@ -167,9 +167,13 @@ impl Reader {
     }
 
     /// The last-value cache of a measurement's table, if it has one.
-    fn cache_of(&self, (db, rp, measurement): (&str, &str, &str)) -> Option<Arc<TableLast>> {
-        let table = self.catalog.database(db)?.table(rp, measurement)?;
-        Some(self.last_values.cache(&table))
+    fn cache_of(&self, table: (&str, &str, &str)) -> Option<Arc<TableLast>> {
+        Some(self.last_values.cache(self.table(table)?.as_ref()))
+    }
+
+    /// A measurement's table in the catalog.
+    fn table(&self, (db, rp, measurement): (&str, &str, &str)) -> Option<Arc<Table>> {
+        self.catalog.database(db)?.table(rp, measurement)
     }
 
     /// The series of a measurement the matchers select that have a value
@@ -209,7 +213,8 @@ impl Reader {
 
     /// Each series' samples of a numeric field in `range` (ns), or the
     /// part of it memory holds, in `ids`' order; `None` if memory holds
-    /// no part of it.
+    /// no part of it. Asked with no series, it tells only what memory
+    /// holds, and is not counted as a read.
     pub(crate) fn recent_samples(
         &self,
         table: (&str, &str, &str),
@@ -217,14 +222,18 @@ impl Reader {
         ids: &[u64],
         range: (i64, i64),
     ) -> Option<RecentSamples> {
-        let samples = self
-            .cache_of(table)
-            .and_then(|cache| cache.recent(field, ids, range));
+        let samples = self.table(table).and_then(|table| {
+            self.last_values
+                .cache(&table)
+                .recent(field, ids, range, table.duplicates)
+        });
         let counter = match samples {
             Some(_) => &self.engine.stats.recent_reads,
             None => &self.engine.stats.recent_misses,
         };
-        IngestStats::add(counter, 1);
+        if !ids.is_empty() {
+            IngestStats::add(counter, 1);
+        }
         samples
     }
 }

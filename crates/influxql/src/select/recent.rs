@@ -1,0 +1,262 @@
+//! Aggregates of recent points from the ingestor's memory
+//! ([`chingest::Ingestor::recent_samples`]) instead of an engine statement:
+//! what a Grafana panel over the last hours asks (`mean(x) … WHERE host =
+//! … AND time > now() - 1h GROUP BY time(1m)`) costs microseconds here
+//! against an engine statement's milliseconds of floor.
+//!
+//! The rows come out as the engine's `GROUP BY` answer does (the same
+//! columns, one row per interval and group with a point), so what follows
+//! it — every interval with `fill()`, transformations, order and limits —
+//! is shared. Memory answers only where it holds exactly the engine's rows:
+//! the whole range, `count`/`sum`/`mean`/`min`/`max`/`first`/`last` of
+//! integer and float fields, no condition on field values, and no point in
+//! the range written twice into a table that keeps every row.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chingest::schema::FieldType;
+
+use super::{aggregate_of, window_start, Aggregate, Filter, Operand, Output};
+use crate::answer::Value;
+use crate::error::Error;
+use crate::parse::Select;
+use crate::plan::{Context, TagMatcher, Target};
+
+/// 2^53: memory keeps integer fields as floats, exact up to this.
+const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// Where an output's value and its point's time go in a row.
+pub(super) type Place = (usize, Option<usize>);
+
+/// The engine's rows for the aggregate statement (`at`: where each
+/// output's value and time go in a row of `width` cells; `stop`: the
+/// range's exclusive end), from memory; `None` when memory cannot answer
+/// it exactly.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn rows(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    filter: &Filter,
+    outputs: &[Output],
+    keys: &[String],
+    at: &[Place],
+    width: usize,
+    stop: Option<i64>,
+) -> Result<Option<Vec<Vec<Value>>>, Error> {
+    let (Some(start), Some(stop)) = (select.condition.start, stop) else {
+        return Ok(None);
+    };
+    if start >= stop || !filter.points.is_empty() {
+        return Ok(None);
+    }
+    let mut reads: Vec<(Aggregate, &str, FieldType)> = Vec::new();
+    for output in outputs {
+        let (Some(func), Operand::Field(field, ty)) =
+            (aggregate_of(&output.column), &output.operand)
+        else {
+            return Ok(None);
+        };
+        let supported = matches!(
+            func,
+            Aggregate::Count
+                | Aggregate::Sum
+                | Aggregate::Mean
+                | Aggregate::Min
+                | Aggregate::Max
+                | Aggregate::First
+                | Aggregate::Last
+        );
+        if !supported || !matches!(ty, FieldType::Integer | FieldType::Float) {
+            return Ok(None);
+        }
+        reads.push((func, field, *ty));
+    }
+    let table = (
+        target.database.as_str(),
+        target.retention_policy.as_str(),
+        target.schema.name.as_str(),
+    );
+    let range = (start, stop - 1);
+    let whole =
+        |samples: &chingest::RecentSamples| samples.from_ns == start && samples.one_row_each;
+    // Whether memory reaches back to the start, before listing series.
+    let probe = ctx.ingestor.recent_samples(table, reads[0].1, &[], range);
+    if !probe.is_some_and(|probe| whole(&probe)) {
+        return Ok(None);
+    }
+    let matcher = TagMatcher::new(&filter.tags)?;
+    let Some(series) = ctx
+        .ingestor
+        .last_values(table.0, table.1, table.2, |tags| matcher.matches(tags))
+    else {
+        return Ok(None);
+    };
+    let ids: Vec<u64> = series.iter().map(|s| s.series_id).collect();
+    // Each series' group (index into `groups`).
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut group_of: HashMap<Vec<String>, usize> = HashMap::new();
+    let member: Vec<usize> = series
+        .iter()
+        .map(|s| {
+            let key: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    s.tags
+                        .iter()
+                        .find(|(tag, _)| tag == k)
+                        .map_or_else(String::new, |(_, v)| v.clone())
+                })
+                .collect();
+            *group_of.entry(key.clone()).or_insert_with(|| {
+                groups.push(key);
+                groups.len() - 1
+            })
+        })
+        .collect();
+    // Each field read once, whatever number of outputs read it.
+    let mut samples: HashMap<&str, Vec<Vec<(i64, f64)>>> = HashMap::new();
+    for (_, field, _) in &reads {
+        if samples.contains_key(field) {
+            continue;
+        }
+        match ctx.ingestor.recent_samples(table, field, &ids, range) {
+            Some(read) if whole(&read) => samples.insert(field, read.samples),
+            _ => return Ok(None),
+        };
+    }
+    // (interval start, group) → an accumulator per output.
+    let mut cells: BTreeMap<(i64, usize), Vec<Accumulator>> = BTreeMap::new();
+    for (output, (_, field, ty)) in reads.iter().enumerate() {
+        for (points, &group) in samples[field].iter().zip(&member) {
+            for &(time, value) in points {
+                let exact = match ty {
+                    FieldType::Integer => value.abs() <= EXACT_INTEGER,
+                    _ => !value.is_nan(),
+                };
+                if !exact {
+                    return Ok(None);
+                }
+                let interval = select
+                    .interval
+                    .map_or(0, |every| window_start(time, every, select.time_zone));
+                cells
+                    .entry((interval, group))
+                    .or_insert_with(|| vec![Accumulator::default(); reads.len()])[output]
+                    .add(time, value);
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(cells.len());
+    for ((interval, group), accumulators) in cells {
+        let mut row = vec![Value::Null; width];
+        row[0] = match select.interval {
+            Some(_) => Value::Time(interval),
+            None => Value::Integer(0),
+        };
+        for (cell, key) in row[1..].iter_mut().zip(&groups[group]) {
+            *cell = Value::String(key.clone());
+        }
+        for ((accumulator, &(func, _, ty)), &(value_at, time_at)) in
+            accumulators.iter().zip(&reads).zip(at)
+        {
+            let Some((value, time)) = accumulator.finish(func, ty) else {
+                return Ok(None);
+            };
+            row[value_at] = value;
+            if let Some(time_at) = time_at {
+                row[time_at] = time;
+            }
+        }
+        rows.push(row);
+    }
+    Ok(Some(rows))
+}
+
+/// One output's points in one interval and group.
+#[derive(Debug, Clone, Default)]
+struct Accumulator {
+    count: u64,
+    /// The sum of an integer field's points, exact.
+    integers: i128,
+    floats: f64,
+    /// (value, time) of the smallest value, the earliest among equal.
+    min: Option<(f64, i64)>,
+    /// (value, time) of the greatest value, the earliest among equal.
+    max: Option<(f64, i64)>,
+    /// (time, value) of the earliest point, the greatest value among equal
+    /// times (the engine's rule: `argMax` over `(-time, value)`).
+    first: Option<(i64, f64)>,
+    /// (time, value) of the newest point, the greatest among equal.
+    last: Option<(i64, f64)>,
+}
+
+impl Accumulator {
+    fn add(&mut self, time: i64, value: f64) {
+        self.count += 1;
+        self.integers += value as i128;
+        self.floats += value;
+        if self
+            .min
+            .is_none_or(|(v, t)| value < v || value == v && time < t)
+        {
+            self.min = Some((value, time));
+        }
+        if self
+            .max
+            .is_none_or(|(v, t)| value > v || value == v && time < t)
+        {
+            self.max = Some((value, time));
+        }
+        if self
+            .first
+            .is_none_or(|(t, v)| time < t || time == t && value > v)
+        {
+            self.first = Some((time, value));
+        }
+        if self
+            .last
+            .is_none_or(|(t, v)| time > t || time == t && value > v)
+        {
+            self.last = Some((time, value));
+        }
+    }
+
+    /// The value of `func` over a field of type `ty`, and its point's time
+    /// (selectors), typed as the engine answers them; `None` where the
+    /// engine's answer would not be exact here (an integer sum past i64).
+    fn finish(&self, func: Aggregate, ty: FieldType) -> Option<(Value, Value)> {
+        let typed = |value: f64| match ty {
+            FieldType::Integer => Value::Integer(value as i64),
+            _ => Value::Float(value),
+        };
+        let point = |found: Option<(f64, i64)>| match found {
+            Some((value, time)) => (typed(value), Value::Integer(time)),
+            None => (Value::Null, Value::Null),
+        };
+        let none = (Value::Null, Value::Null);
+        Some(match func {
+            Aggregate::Count => (Value::Unsigned(self.count), Value::Null),
+            _ if self.count == 0 => none,
+            Aggregate::Sum => match ty {
+                FieldType::Integer => (
+                    Value::Integer(i64::try_from(self.integers).ok()?),
+                    Value::Null,
+                ),
+                _ => (Value::Float(self.floats), Value::Null),
+            },
+            Aggregate::Mean => {
+                let sum = match ty {
+                    FieldType::Integer => self.integers as f64,
+                    _ => self.floats,
+                };
+                (Value::Float(sum / self.count as f64), Value::Null)
+            }
+            Aggregate::Min => point(self.min),
+            Aggregate::Max => point(self.max),
+            Aggregate::First => point(self.first.map(|(t, v)| (v, t))),
+            Aggregate::Last => point(self.last.map(|(t, v)| (v, t))),
+            _ => return None,
+        })
+    }
+}
