@@ -1,6 +1,8 @@
 //! `SHOW MEASUREMENTS`, `SHOW TAG KEYS`, `SHOW TAG VALUES`, `SHOW SERIES`
 //! (from the database's series table) and `SHOW FIELD KEYS` (from the
-//! ingestor's catalog, no query).
+//! ingestor's catalog, no query). `SHOW TAG VALUES` of given keys, what a
+//! Grafana variable asks, comes from the ingestor's index of tags when it
+//! holds every table read.
 
 use arrow::array::{Array as _, AsArray as _};
 use chingest::names::quote_literal;
@@ -10,7 +12,7 @@ use chingest::TagPredicate;
 use crate::answer::{Series, Value};
 use crate::error::Error;
 use crate::parse::{KeyFilter, Name, Show, Source, Statement};
-use crate::plan::{page, rows, text, Context};
+use crate::plan::{page, rows, text, Context, TagMatcher};
 
 /// Answers a `SHOW` of series metadata.
 pub(crate) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<Series>, Error> {
@@ -155,6 +157,10 @@ async fn tag_values(
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
+    if let Some(mut series) = indexed_tag_values(ctx, &db, show, keys)? {
+        limit_values(&mut series, show);
+        return Ok(series);
+    }
     let key_condition = match keys {
         KeyFilter::Equals(k) => format!("key = {}", quote_literal(k)),
         KeyFilter::NotEquals(k) => format!("key != {}", quote_literal(k)),
@@ -181,6 +187,102 @@ async fn tag_values(
     );
     limit_values(&mut series, show);
     Ok(series)
+}
+
+/// `SHOW TAG VALUES` of keys named (`=`, `IN`) in measurements named (or
+/// all), `WHERE` a conjunction of conditions on one tag each, from the
+/// index of every table of those measurements (each retention policy's:
+/// the series table the engine would read spans them all); `None` when
+/// the statement asks more or a table is not indexed now.
+fn indexed_tag_values(
+    ctx: &Context<'_>,
+    db: &str,
+    show: &Show,
+    keys: &KeyFilter,
+) -> Result<Option<Vec<Series>>, Error> {
+    let mut keys = match keys {
+        KeyFilter::Equals(key) => vec![key.clone()],
+        KeyFilter::In(keys) => keys.clone(),
+        _ => return Ok(None),
+    };
+    keys.sort();
+    keys.dedup();
+    let mut named = Vec::new();
+    for source in &show.from {
+        match &source.measurement {
+            Name::Exact(m) if source.database.as_deref().is_none_or(|d| d == db) => {
+                named.push(m.as_str())
+            }
+            _ => return Ok(None),
+        }
+    }
+    let terms = match &show.tags {
+        None | Some(TagPredicate::Any) => Vec::new(),
+        Some(TagPredicate::And(all)) => all.iter().collect(),
+        Some(one) => vec![one],
+    };
+    let mut tests = Vec::new();
+    for term in terms {
+        let key = match term {
+            TagPredicate::Equals(k, _)
+            | TagPredicate::NotEquals(k, _)
+            | TagPredicate::Matches(k, _)
+            | TagPredicate::NotMatches(k, _) => k.clone(),
+            _ => return Ok(None),
+        };
+        tests.push((key, TagMatcher::new(term)?));
+    }
+    // A test of the value alone: the matcher sees a series carrying only
+    // this tag (`""` where it has none, as it reads absent tags).
+    let accepts: Vec<(&str, Box<dyn Fn(&str) -> bool + '_>)> = tests
+        .iter()
+        .map(|(key, matcher)| {
+            let test = move |value: &str| matcher.matches(&[(key.clone(), value.to_owned())]);
+            (key.as_str(), Box::new(test) as Box<dyn Fn(&str) -> bool>)
+        })
+        .collect();
+    let matchers: Vec<chingest::TagMatcher<'_>> = accepts
+        .iter()
+        .map(|(key, test)| chingest::TagMatcher {
+            key,
+            test: chingest::TagTest::Matches(test.as_ref()),
+        })
+        .collect();
+    // (measurement, key) → values, over every retention policy.
+    let mut found: std::collections::BTreeMap<
+        (String, String),
+        std::collections::BTreeSet<String>,
+    > = Default::default();
+    for (rp, _) in ctx.ingestor.retention_policies(db) {
+        for measurement in ctx.ingestor.measurements(db, &rp) {
+            if !named.is_empty() && !named.contains(&measurement.name.as_str()) {
+                continue;
+            }
+            for key in &keys {
+                let table = (db, rp.as_str(), measurement.name.as_str());
+                let Some(values) = ctx.ingestor.tag_values(table, key, &matchers, None) else {
+                    return Ok(None);
+                };
+                found
+                    .entry((measurement.name.clone(), key.clone()))
+                    .or_default()
+                    .extend(values);
+            }
+        }
+    }
+    let rows = found
+        .into_iter()
+        .flat_map(|((measurement, key), values)| {
+            values.into_iter().map(move |value| {
+                vec![
+                    Value::String(measurement.clone()),
+                    Value::String(key.clone()),
+                    Value::String(value),
+                ]
+            })
+        })
+        .collect();
+    Ok(Some(per_measurement(rows, &["key", "value"])))
 }
 
 /// InfluxDB's name for a field type; `None` for arrays, which InfluxQL

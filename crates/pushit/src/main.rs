@@ -102,6 +102,10 @@ enum Mode {
     /// values' latency, each as a ratio to the faster peer; with
     /// --dashboard, what a refreshing Grafana node-exporter dashboard asks.
     Promql(modes::promql::Args),
+    /// InfluxQL as a Grafana InfluxDB dashboard asks it, against InfluxDB
+    /// 1.6 on the same recent TSBS rows: each panel's QPS and latency over
+    /// moving ranges, as a ratio to InfluxDB's.
+    Influxql(modes::influxql::Args),
     /// OTLP gauges as an OpenTelemetry Collector sends them: host metrics
     /// in requests of ~8,192 points over OTLP/gRPC (or HTTP), points/s end
     /// to end.
@@ -271,6 +275,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Replay(args) => modes::replay::run(&ctx, &args),
         Mode::Memory(args) => modes::memory::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
+        Mode::Influxql(args) => modes::influxql::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),
         Mode::Promql(args) => modes::promql::run(&ctx, &args),

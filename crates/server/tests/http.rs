@@ -528,6 +528,17 @@ fn influxql_aggregates_from_memory_are_the_engines() {
             );
             assert_same(&shifted(new), &old, template);
         }
+        // A Grafana variable's tag values come from the index.
+        let reads = metric("chingest_index_reads_total").await;
+        let values = ask("SHOW TAG VALUES WITH KEY = \"host\" WHERE host != 'b'".to_owned()).await;
+        assert!(metric("chingest_index_reads_total").await > reads);
+        assert_eq!(
+            values["series"],
+            serde_json::json!([
+                {"name": "dup", "columns": ["key", "value"], "values": [["host", "a"]]},
+                {"name": "m", "columns": ["key", "value"], "values": [["host", "a"], ["host", "c"]]}
+            ])
+        );
         // The point written twice counts twice, from either side.
         let dup = ask(format!(
             "SELECT count(n) FROM dup WHERE time >= {}ms AND time < {}ms",

@@ -30,8 +30,8 @@ pub(super) type Place = (usize, Option<usize>);
 
 /// The engine's rows for the aggregate statement (`at`: where each
 /// output's value and time go in a row of `width` cells; `stop`: the
-/// range's exclusive end), from memory; `None` when memory cannot answer
-/// it exactly.
+/// range's exclusive end, if any), from memory; `None` when memory cannot
+/// answer it exactly.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rows(
     ctx: &Context<'_>,
@@ -44,9 +44,11 @@ pub(super) fn rows(
     width: usize,
     stop: Option<i64>,
 ) -> Result<Option<Vec<Vec<Value>>>, Error> {
-    let (Some(start), Some(stop)) = (select.condition.start, stop) else {
+    let Some(start) = select.condition.start else {
         return Ok(None);
     };
+    // Memory holds every acknowledged point, later ones too.
+    let stop = stop.unwrap_or(i64::MAX);
     if start >= stop || !filter.points.is_empty() {
         return Ok(None);
     }

@@ -30,10 +30,10 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::http::{count, wait_visible};
+use super::peers::{prometheus, victoriametrics};
 use super::prom::write_all;
 use super::promql_dashboard;
 use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC, MODES};
-use super::promql_peers::{prometheus, victoriametrics};
 use super::promql_query::{Load, Query, Request, Target};
 use super::query::{ask, hammer, rounds, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};

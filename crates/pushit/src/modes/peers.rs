@@ -1,11 +1,13 @@
-//! The peers `pushit promql` compares chingest with, each a child process
-//! on a free loopback port with a temporary data directory, killed when
-//! dropped: a Prometheus whose TSDB blocks `promtool` backfilled from
-//! OpenMetrics files of the scrapes, and a VictoriaMetrics loaded by the
-//! same remote-write requests chingest was. Both are measured only once
-//! they are idle: Prometheus after its first compaction (a minute after
-//! it starts, as a Prometheus holding a day has compacted its blocks),
-//! VictoriaMetrics after its flush and merges.
+//! The peers `pushit promql` and `pushit influxql` compare chingest with,
+//! each a child process on a free loopback port with a temporary data
+//! directory, killed when dropped: a Prometheus whose TSDB blocks
+//! `promtool` backfilled from OpenMetrics files of the scrapes, a
+//! VictoriaMetrics loaded by the same remote-write requests chingest was,
+//! and an InfluxDB 1.x (`influxd`) with only its HTTP service. They are
+//! measured only once idle: Prometheus after its first compaction (a
+//! minute after it starts, as a Prometheus holding a day has compacted its
+//! blocks), VictoriaMetrics after its flush and merges, InfluxDB after
+//! its writes.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -106,7 +108,7 @@ impl Peer {
 
     /// Waits until it uses under 5% of a core for 3 s running (its
     /// background work done), for up to 5 min, then `--pause`.
-    async fn wait_idle(&self, ctx: &Context) -> anyhow::Result<()> {
+    pub(super) async fn wait_idle(&self, ctx: &Context) -> anyhow::Result<()> {
         let client = http_client()?;
         let give_up = Instant::now() + Duration::from_secs(300);
         let (mut quiet, mut cpu) = (0, self.metric(&client, "process_cpu_seconds_total").await?);
@@ -117,7 +119,7 @@ impl Peer {
             cpu = now;
         }
         if quiet < 3 {
-            ctx.progress(format!("promql: {} still busy after 5 min", self.name));
+            ctx.progress(format!("{} still busy after 5 min", self.name));
         }
         tokio::time::sleep(Duration::from_secs_f64(ctx.common.pause.max(0.0))).await;
         Ok(())
@@ -141,6 +143,33 @@ fn sample_of(line: &str, metric: &str) -> Option<f64> {
         None => return None,
     };
     rest.split_whitespace().next()?.parse().ok()
+}
+
+/// An InfluxDB 1.x (`binary`, Debian's `influxd`) on free loopback ports
+/// with only its HTTP service and no background work (no monitor store,
+/// retention or continuous queries), not yet written to.
+pub(super) async fn influxdb(binary: &Path) -> anyhow::Result<Peer> {
+    let dir = tempfile::Builder::new()
+        .prefix("pushit-influxdb-")
+        .tempdir()?;
+    let rpc = super::server::free_port()?;
+    let config = dir.path().join("influxdb.conf");
+    let flags = |home: &Path, port: u16| {
+        let home = home.display();
+        let text = format!(
+            "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n\
+             [meta]\n  dir = \"{home}/meta\"\n  logging-enabled = false\n\
+             [data]\n  dir = \"{home}/data\"\n  wal-dir = \"{home}/wal\"\n  query-log-enabled = false\n\
+             [monitor]\n  store-enabled = false\n[subscriber]\n  enabled = false\n\
+             [continuous_queries]\n  enabled = false\n[retention]\n  enabled = false\n\
+             [http]\n  bind-address = \"127.0.0.1:{port}\"\n  log-enabled = false\n\
+             [logging]\n  level = \"warn\"\n  suppress-logo = true\n"
+        );
+        // A config that cannot be written shows as influxd's own error.
+        let _ = std::fs::write(&config, text);
+        vec!["-config".to_owned(), config.display().to_string()]
+    };
+    Peer::start("influxdb", binary, dir, flags, "/ping").await
 }
 
 /// A Prometheus (`binary`, `promtool` beside it) on blocks backfilled from
