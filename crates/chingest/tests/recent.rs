@@ -30,6 +30,9 @@ fn main() {
         phases::trial("writes_racing_rebuilds_keep_every_sample", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["racing"]);
         }),
+        phases::trial("a_span_of_zero_keeps_no_sample", || {
+            phases::run(tempfile::tempdir().unwrap().path(), &["off"]);
+        }),
         phases::trial("past_the_memory_bound_a_shorter_span_is_kept", || {
             phases::run(
                 tempfile::tempdir().unwrap().path(),
@@ -190,6 +193,9 @@ async fn child(phase: &str, dir: &Path) {
     if phase.starts_with("bound") {
         config.last_values.recent_max_bytes = 64 << 10;
     }
+    if phase == "off" {
+        config.last_values.recent_span = Duration::ZERO;
+    }
     let ing = Ingestor::open(config).await.unwrap();
     // An hour ago, on the second: the data of the edits phases.
     let base = (now_ns() - 3600 * SECOND) / SECOND * SECOND;
@@ -223,6 +229,22 @@ async fn child(phase: &str, dir: &Path) {
             assert!(ing.stats().recent_shrinks.load(Relaxed) >= 1);
         }
         "bound-reopened" => bounded(&ing).await,
+        "off" => {
+            // A table made now, and one rebuilt: neither keeps samples,
+            // while the index still answers.
+            write(&ing, "rs", &lines(&["a", "b"], base, 1)).await;
+            let ids: Vec<u64> = all_series(&ing, "rs", "x")
+                .await
+                .iter()
+                .map(|s| s.series_id)
+                .collect();
+            assert_eq!(ids.len(), 2);
+            let everything = (i64::MIN, i64::MAX);
+            assert!(ing
+                .recent_samples(("rs", "autogen", "m"), "x", &ids, everything)
+                .is_none());
+            assert_eq!(ing.stats().recent_samples.load(Relaxed), 0);
+        }
         other => panic!("unknown phase {other}"),
     }
     ing.close().await.unwrap();

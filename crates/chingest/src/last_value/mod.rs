@@ -152,7 +152,10 @@ impl LastValues {
                 && self
                     .config
                     .covers(&table.id.database, &table.id.measurement);
-            Arc::new(TableLast::new(cached))
+            // A table made now has no samples before: it keeps them all,
+            // if it keeps any.
+            let keeps_recent = self.recent_span() > 0;
+            Arc::new(TableLast::new(cached, keeps_recent))
         });
         Arc::clone(cache)
     }

@@ -680,11 +680,13 @@ impl Rows<'_> {
 
 impl TableLast {
     /// A table's cache: empty and answering if `cached` (a table just
-    /// created: it keeps every recent sample, none came before), else off.
-    pub(crate) fn new(cached: bool) -> TableLast {
-        let (status, recent_from) = match cached {
-            true => (Status::Ready, i64::MIN),
-            false => (Status::Off, NO_RECENT),
+    /// created: if it `keeps_recent` samples, it has every one, none came
+    /// before), else off.
+    pub(crate) fn new(cached: bool, keeps_recent: bool) -> TableLast {
+        let (status, recent_from) = match (cached, keeps_recent) {
+            (true, true) => (Status::Ready, i64::MIN),
+            (true, false) => (Status::Ready, NO_RECENT),
+            (false, _) => (Status::Off, NO_RECENT),
         };
         TableLast {
             status: AtomicU8::new(status as u8),
@@ -753,7 +755,7 @@ impl TableLast {
     ) -> Option<RecentSamples> {
         let state = self.ready()?;
         let from = start.max(state.recent_from);
-        if from > end {
+        if from > end || state.recent_from == NO_RECENT {
             return None;
         }
         let column = state.field_index.get(field).map(|&f| &state.fields[f]);
