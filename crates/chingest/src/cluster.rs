@@ -272,7 +272,12 @@ impl Cluster {
     /// Sends `body` to shard `shard` with `query` (the statement, when the
     /// body is its data); the first replica that answers 200 wins, the
     /// last failure is the error.
-    async fn post(&self, shard: usize, query: Option<&str>, body: bytes::Bytes) -> Result<String> {
+    async fn post(
+        &self,
+        shard: usize,
+        query: Option<&str>,
+        body: bytes::Bytes,
+    ) -> Result<bytes::Bytes> {
         self.post_to(shard, &self.shards[shard], query, body).await
     }
 
@@ -284,7 +289,7 @@ impl Cluster {
         replicas: &[Replica],
         query: Option<&str>,
         body: bytes::Bytes,
-    ) -> Result<String> {
+    ) -> Result<bytes::Bytes> {
         let mut answer = None;
         for replica in replicas {
             let attempt = self
@@ -315,14 +320,14 @@ impl Cluster {
         answer
     }
 
-    /// One attempt at `replica`: the text of its 200 answer, or what went
+    /// One attempt at `replica`: the body of its 200 answer, or what went
     /// wrong.
     async fn post_to_replica(
         &self,
         replica: &Replica,
         query: Option<&str>,
         body: bytes::Bytes,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<bytes::Bytes, String> {
         let mut request = self
             .client
             .post(replica.url.clone())
@@ -334,11 +339,14 @@ impl Cluster {
         }
         let response = request.send().await.map_err(|e| e.to_string())?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| e.to_string())?;
+        let body = response.bytes().await.map_err(|e| e.to_string())?;
         if status.is_success() {
-            Ok(text)
+            Ok(body)
         } else {
-            Err(format!("{status}: {}", text.trim()))
+            Err(format!(
+                "{status}: {}",
+                String::from_utf8_lossy(&body).trim()
+            ))
         }
     }
 
@@ -366,13 +374,36 @@ impl Cluster {
     /// The rows `sql` returns on shard `shard`, as text fields (unescaped:
     /// for names and types, which hold no tabs or newlines).
     pub(crate) async fn query_rows(&self, shard: usize, sql: &str) -> Result<Vec<Vec<String>>> {
-        let text = self
+        let body = self
             .post(shard, None, format!("{sql} FORMAT TSVRaw").into())
             .await?;
-        Ok(text
+        Ok(String::from_utf8_lossy(&body)
             .lines()
             .map(|line| line.split('\t').map(str::to_owned).collect())
             .collect())
+    }
+
+    /// The rows `sql` (a query without `SETTINGS`) returns on shard
+    /// `shard`, as Arrow batches (for values that may hold any character:
+    /// tags), strings as strings and uncompressed.
+    pub(crate) async fn query_arrow(&self, shard: usize, sql: &str) -> Result<Vec<RecordBatch>> {
+        let sql = format!(
+            "{sql} SETTINGS output_format_arrow_string_as_string = 1, \
+             output_format_arrow_compression_method = 'none' FORMAT ArrowStream"
+        );
+        let body = self.post(shard, None, sql.into()).await?;
+        if body.is_empty() {
+            return Ok(Vec::new());
+        }
+        let invalid = |e: arrow::error::ArrowError| Error::Shard {
+            shard,
+            url: self.shards[shard][0].url.to_string(),
+            message: format!("reading its ArrowStream answer: {e}"),
+        };
+        arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(body), None)
+            .map_err(invalid)?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(invalid)
     }
 
     /// Inserts one shard's share of a batch into `table` (quoted), once

@@ -44,7 +44,8 @@ pub struct IngestConfig {
     pub duplicate_policy: DuplicatePolicy,
     /// Which measurements keep their newest values in memory
     /// ([`Ingestor::last_values`](crate::Ingestor::last_values)), within
-    /// what memory.
+    /// what memory. Off in the `clickhouse` storage mode, whatever this
+    /// says: other nodes' writes never reach this node's memory.
     pub last_values: LastValueConfig,
     /// Where flushed rows are stored: the embedded engine, or the shards
     /// of a ClickHouse cluster.
@@ -88,10 +89,16 @@ pub struct ClusterConfig {
     /// each replica named `{replica}` (the macros of every replicated
     /// ClickHouse server); unset, plain `*MergeTree`s.
     pub keeper_path: Option<String>,
+    /// How often this node reads back from the shards what other nodes
+    /// created since (databases, tables, fields, policies, series and
+    /// their tag keys): they are readable here within this delay, plus
+    /// one refresh's few queries.
+    pub refresh: Duration,
 }
 
 impl Default for ClusterConfig {
-    /// No shards, ClickHouse's `default` user, 60 s per request.
+    /// No shards, ClickHouse's `default` user, 60 s per request, other
+    /// nodes' tables and series learnt every 5 s.
     fn default() -> Self {
         ClusterConfig {
             shards: Vec::new(),
@@ -100,6 +107,7 @@ impl Default for ClusterConfig {
             ca_file: None,
             timeout: Duration::from_secs(60),
             keeper_path: None,
+            refresh: Duration::from_secs(5),
         }
     }
 }
@@ -393,6 +401,9 @@ impl IngestConfig {
         if let StorageMode::ClickHouse(cluster) = &self.storage {
             if cluster.shards.is_empty() || cluster.shards.iter().any(Vec::is_empty) {
                 return fail("the clickhouse storage mode needs shards, each with a replica");
+            }
+            if cluster.refresh.is_zero() {
+                return fail("storage.refresh must be positive");
             }
             if let Some(path) = &cluster.keeper_path {
                 if !path.starts_with('/') || path.ends_with('/') || path.contains('{') {

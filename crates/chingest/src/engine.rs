@@ -130,6 +130,10 @@ pub(crate) struct Engine {
     pub(crate) cluster: Option<Arc<Cluster>>,
     /// Connections of both pools still open, lent out ones included.
     open: Arc<AtomicUsize>,
+    /// The shards' tables as the `Distributed` tables here were last made
+    /// over them, by database and name; held while they are read and made
+    /// again, so that the newest columns read are the last made.
+    mirrored: tokio::sync::Mutex<HashMap<(String, String), ShardTable>>,
 }
 
 /// How long [`Engine::close`] waits for the connections lent out.
@@ -294,11 +298,13 @@ impl DataDir {
 
 /// A table on the first shard, as [`Engine::mirror`] reads it: its engine
 /// and its columns (name, type) in order.
-struct ShardTable {
-    database: String,
-    table: String,
-    engine: String,
-    columns: Vec<(String, String)>,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardTable {
+    /// Its database, as named on the shards (encoded).
+    pub(crate) database: String,
+    pub(crate) table: String,
+    pub(crate) engine: String,
+    pub(crate) columns: Vec<(String, String)>,
 }
 
 /// The partition and block number of a part an insert created
@@ -379,6 +385,7 @@ impl Engine {
             disk: Arc::clone(&disk),
             cluster,
             open,
+            mirrored: tokio::sync::Mutex::default(),
         };
         engine
             .run(move |conn| {
@@ -469,7 +476,8 @@ impl Engine {
         for sql in &statements {
             cluster.execute_everywhere(sql, kind).await?;
         }
-        self.mirror(cluster, Some(tables)).await
+        self.mirror(cluster, Some(tables)).await?;
+        Ok(())
     }
 
     /// Where the tables that hold rows are registered in Keeper, if they
@@ -480,24 +488,33 @@ impl Engine {
 
     /// In the `clickhouse` storage mode: a `Distributed` table here for
     /// every table of chingest's databases on the first shard (those other
-    /// nodes made too).
-    pub(crate) async fn mirror_shards(&self) -> Result<()> {
+    /// nodes made too), made again only where the shard's columns or
+    /// engine changed since; every such table of the first shard. Empty in
+    /// the embedded mode.
+    pub(crate) async fn mirror_shards(&self) -> Result<Vec<ShardTable>> {
         let Some(cluster) = &self.cluster else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         self.mirror(cluster, None).await
     }
 
-    /// Makes each of `tables` (all of chingest's MergeTrees on the first
-    /// shard if `None`) a `Distributed` table over the shards', with the
-    /// first shard's columns; its comment is the shards' table engine. One
-    /// query to the first shard reads every table's columns and engine.
-    async fn mirror(&self, cluster: &Cluster, tables: Option<Vec<(String, String)>>) -> Result<()> {
+    /// Makes each of `tables` a `Distributed` table over the shards', with
+    /// the first shard's columns (its comment is the shards' table
+    /// engine); with `None`, every MergeTree of chingest's databases on the
+    /// first shard that has no such table here or whose columns changed.
+    /// One query to the first shard reads every table's columns and
+    /// engine; returns what it read.
+    async fn mirror(
+        &self,
+        cluster: &Cluster,
+        tables: Option<Vec<(String, String)>>,
+    ) -> Result<Vec<ShardTable>> {
+        let mut mirrored = self.mirrored.lock().await;
         let selected = match &tables {
             None => "c.database IN (SELECT database FROM system.tables WHERE name = '_series') \
                      AND endsWith(t.engine, 'MergeTree')"
                 .to_owned(),
-            Some(tables) if tables.is_empty() => return Ok(()),
+            Some(tables) if tables.is_empty() => return Ok(Vec::new()),
             Some(tables) => format!(
                 "(c.database, c.table) IN ({})",
                 tables
@@ -546,13 +563,19 @@ impl Engine {
             }
         }
         let mut statements = Vec::new();
-        for ShardTable {
-            database,
-            table,
-            engine,
-            columns,
-        } in found
-        {
+        let mut made = Vec::new();
+        for shard_table in &found {
+            let key = (shard_table.database.clone(), shard_table.table.clone());
+            if tables.is_none() && mirrored.get(&key) == Some(shard_table) {
+                continue;
+            }
+            made.push((key, shard_table.clone()));
+            let ShardTable {
+                database,
+                table,
+                engine,
+                columns,
+            } = shard_table;
             let sharding_key = if columns.iter().any(|(name, _)| name == "series_id") {
                 "series_id"
             } else {
@@ -564,19 +587,23 @@ impl Engine {
                 .map(|(name, type_name)| format!("{} {type_name}", quote_ident(name)))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let db = quote_ident(&database);
+            let db = quote_ident(database);
             statements.push(format!("CREATE DATABASE IF NOT EXISTS {db}"));
             statements.push(format!(
                 "CREATE OR REPLACE TABLE {db}.{} ({columns}) \
                  ENGINE = Distributed({}, {}, {}, {sharding_key}) COMMENT {}",
-                quote_ident(&table),
+                quote_ident(table),
                 quote_literal(CLUSTER_NAME),
-                quote_literal(&database),
-                quote_literal(&table),
-                quote_literal(&engine),
+                quote_literal(database),
+                quote_literal(table),
+                quote_literal(engine),
             ));
         }
-        self.execute_all(statements).await
+        if !statements.is_empty() {
+            self.execute_all(statements).await?;
+        }
+        mirrored.extend(made);
+        Ok(found)
     }
 
     /// Runs a query and returns its output in `format`.

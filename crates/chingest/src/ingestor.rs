@@ -3,14 +3,15 @@
 //! cache, writer, reader); every other method hands its call to the layer
 //! that owns it.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
+use tokio::task::JoinHandle;
 
-use crate::catalog::{Catalog, TableDefaults};
+use crate::catalog::{self, Catalog, Learner, SeriesParts, TableDefaults};
 use crate::cluster::Cluster;
-use crate::config::{DuplicatePolicy, IngestConfig, StorageMode};
+use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
@@ -50,6 +51,9 @@ struct Shared {
     catalog: Arc<Catalog>,
     writer: Arc<Writer>,
     reader: Reader,
+    /// In the `clickhouse` storage mode, the task that learns what other
+    /// nodes create ([`catalog::run_learner`]); aborted on close.
+    learner: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -93,6 +97,12 @@ impl Ingestor {
         )
         .await?;
         let engine = Arc::new(engine);
+        // Before the catalog reads the series: what it reads counts as
+        // read, and the learner reads the series stored after.
+        let series_parts = match &cluster {
+            Some(cluster) => Some(SeriesParts::active(cluster).await?),
+            None => None,
+        };
         // Tables other nodes made on the shards become readable here.
         engine.mirror_shards().await?;
         let defaults = TableDefaults {
@@ -121,8 +131,18 @@ impl Ingestor {
                 reason = %cut.reason, "cut the log's torn tail (a write that was never acknowledged)");
             IngestStats::add(&engine.stats.wal_cut_bytes, cut.dropped);
         }
-        let (last_values, rebuilds) =
-            LastValues::new(config.last_values.clone(), Arc::clone(&engine.stats));
+        // In the `clickhouse` mode other nodes write too, and their rows
+        // never reach this node's memory: answers from it (last values,
+        // the series index, recent samples) could miss them, so the cache
+        // is off and those reads go to the shards.
+        let cached = match &config.storage {
+            StorageMode::Embedded => config.last_values.clone(),
+            StorageMode::ClickHouse(_) => LastValueConfig {
+                measurements: Vec::new(),
+                ..config.last_values.clone()
+            },
+        };
+        let (last_values, rebuilds) = LastValues::new(cached, Arc::clone(&engine.stats));
         let last_values = Arc::new(last_values);
         // Before the appender starts: nothing to stop if this fails.
         let reader = Reader::open(
@@ -133,9 +153,9 @@ impl Ingestor {
         .await?;
         let handoff = Arc::new(Handoff::new(Arc::clone(&last_values)));
         let appender = Appender::start(files, Arc::clone(&engine.stats), handoff)?;
-        let sink: Box<dyn Sink> = match cluster {
+        let sink: Box<dyn Sink> = match &cluster {
             None => Box::new(EmbeddedSink::new(Arc::clone(&engine))),
-            Some(cluster) => Box::new(ClusterSink::new(cluster)),
+            Some(cluster) => Box::new(ClusterSink::new(Arc::clone(cluster))),
         };
         let flush = FlushContext::new(Arc::clone(&engine), sink, appender, config.flush.clone());
         let writer = Arc::new(Writer::new(
@@ -152,6 +172,7 @@ impl Ingestor {
                 catalog: Arc::clone(&catalog),
                 writer: Arc::clone(&writer),
                 reader,
+                learner: Mutex::default(),
             }),
         };
         let broken = replay::broken_tables(&engine, &catalog).await?;
@@ -170,6 +191,13 @@ impl Ingestor {
             rebuilds,
         ));
         writer.start_checkpointer();
+        if let (StorageMode::ClickHouse(config), Some(cluster), Some(parts)) =
+            (&ingestor.shared.config.storage, cluster, series_parts)
+        {
+            let learner = Learner::new(&engine, &catalog, cluster, parts);
+            let task = runtime.spawn(catalog::run_learner(learner, config.refresh));
+            *ingestor.shared.learner.lock().unwrap() = Some(task);
+        }
         tracing::info!(data_dir = %ingestor.shared.config.data_dir.display(), "engine open");
         Ok(ingestor)
     }
@@ -543,7 +571,9 @@ impl Ingestor {
     /// is answered), a delete, a correction, a dropped series. A result
     /// computed from memory ([`recent_samples`](Self::recent_samples),
     /// [`indexed_series`](Self::indexed_series)) about such times holds
-    /// while the number is what it was before the result was read.
+    /// while the number is what it was before the result was read. In the
+    /// `clickhouse` storage mode other nodes may change any time, unseen
+    /// here: the number grows at every call, so no result is kept.
     pub fn settled_version(&self, database: &str) -> u64 {
         self.shared.reader.settled_version(database)
     }
@@ -583,6 +613,9 @@ impl Ingestor {
     /// Rows whose insert fails now stay in the log for the next open.
     pub async fn close(&self) -> Result<()> {
         let shared = &self.shared;
+        if let Some(learner) = shared.learner.lock().unwrap().take() {
+            learner.abort();
+        }
         let Some(checkpointed) = shared.writer.close().await else {
             return Ok(());
         };

@@ -167,6 +167,12 @@ pub struct IngestStats {
     /// Reads of samples the recent samples could not answer (too old, the
     /// measurement not cached or being rebuilt): they went to the engine.
     pub recent_misses: AtomicU64,
+    /// In the `clickhouse` storage mode, refreshes that learnt what other
+    /// nodes created on the shards (or found nothing new).
+    pub catalog_refreshes: AtomicU64,
+    /// Refreshes that failed (a shard unreachable, a table half made by
+    /// another node): the next one tries again.
+    pub catalog_refresh_errors: AtomicU64,
     /// Untrusted statements running now (at most `query.max_concurrent`).
     pub queries_running: AtomicU64,
     /// Statements waiting for a slot now.
@@ -235,6 +241,8 @@ impl Default for IngestStats {
             index_reads: AtomicU64::new(0),
             recent_reads: AtomicU64::new(0),
             recent_misses: AtomicU64::new(0),
+            catalog_refreshes: AtomicU64::new(0),
+            catalog_refresh_errors: AtomicU64::new(0),
             queries_running: AtomicU64::new(0),
             queries_waiting: AtomicU64::new(0),
             queries_queued: AtomicU64::new(0),

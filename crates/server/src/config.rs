@@ -76,6 +76,9 @@ pub struct StorageSection {
     /// (`Replicated*MergeTree`s at `<keeper_path>/{shard}/{database}/{table}`,
     /// replica `{replica}`); unset, they are not replicated.
     pub keeper_path: Option<String>,
+    /// How often, in ms, a node learns the databases, tables, fields and
+    /// series other nodes created on the shards.
+    pub refresh_ms: u64,
 }
 
 /// A shard in the file: one replica's URL, or several.
@@ -114,6 +117,7 @@ impl Default for StorageSection {
             ca_file: cluster.ca_file,
             timeout_ms: cluster.timeout.as_millis() as u64,
             keeper_path: cluster.keeper_path,
+            refresh_ms: cluster.refresh.as_millis() as u64,
         }
     }
 }
@@ -137,6 +141,7 @@ impl StorageSection {
                 ca_file: self.ca_file.clone(),
                 timeout: Duration::from_millis(self.timeout_ms),
                 keeper_path: self.keeper_path.clone(),
+                refresh: Duration::from_millis(self.refresh_ms),
             })),
             other => Err(ConfigError::Invalid(format!(
                 "storage.mode: {other:?} (embedded or clickhouse)"

@@ -93,6 +93,10 @@ struct ServeArgs {
         env = "CHINGEST_CLICKHOUSE_KEEPER_PATH"
     )]
     clickhouse_keeper_path: Option<String>,
+    /// How often a node learns what other nodes created on the shards, in
+    /// ms. Replaces the file's storage.refresh_ms.
+    #[arg(long = "clickhouse-refresh-ms", env = "CHINGEST_CLICKHOUSE_REFRESH_MS")]
+    clickhouse_refresh_ms: Option<u64>,
 }
 
 impl ServeArgs {
@@ -141,6 +145,9 @@ impl ServeArgs {
         }
         if let Some(path) = self.clickhouse_keeper_path {
             config.storage.keeper_path = Some(path);
+        }
+        if let Some(refresh) = self.clickhouse_refresh_ms {
+            config.storage.refresh_ms = refresh;
         }
         config.validate()?;
         Ok(config)

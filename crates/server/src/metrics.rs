@@ -266,6 +266,16 @@ impl ServerMetrics {
                     &s.recent_misses,
                 ),
                 (
+                    "chingest_catalog_refreshes_total",
+                    "Cluster mode: refreshes that learnt what other nodes created on the shards (databases, tables, fields, series).",
+                    &s.catalog_refreshes,
+                ),
+                (
+                    "chingest_catalog_refresh_errors_total",
+                    "Cluster mode: refreshes that failed; the next one tries again.",
+                    &s.catalog_refresh_errors,
+                ),
+                (
                     "chingest_queries_queued_total",
                     "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
                     &s.queries_queued,

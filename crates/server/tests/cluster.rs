@@ -19,16 +19,42 @@ use arrow::record_batch::RecordBatch;
 
 use support::clickhouse::{free_port, post, ClickHouseNode, ZooKeeper};
 
+/// A test: its name and its body.
+type Test = (
+    &'static str,
+    fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+);
+
+/// Runs the tests whose names contain the first free argument (all
+/// without one), in order.
 fn main() {
+    let tests: [Test; 5] = [
+        (
+            "a_token_stores_an_arrow_insert_once_across_a_restart",
+            || Box::pin(a_token_stores_an_arrow_insert_once_across_a_restart()),
+        ),
+        ("each_series_lives_on_its_shard_with_its_facts", || {
+            Box::pin(each_series_lives_on_its_shard_with_its_facts())
+        }),
+        (
+            "acknowledged_rows_land_once_across_kill_9_and_a_dead_shard",
+            || Box::pin(acknowledged_rows_land_once_across_kill_9_and_a_dead_shard()),
+        ),
+        ("replicated_tables_are_made_on_every_replica", || {
+            Box::pin(replicated_tables_are_made_on_every_replica())
+        }),
+        ("a_node_learns_what_another_creates", || {
+            Box::pin(a_node_learns_what_another_creates())
+        }),
+    ];
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(a_token_stores_an_arrow_insert_once_across_a_restart());
-    println!("test a_token_stores_an_arrow_insert_once_across_a_restart ... ok");
-    runtime.block_on(each_series_lives_on_its_shard_with_its_facts());
-    println!("test each_series_lives_on_its_shard_with_its_facts ... ok");
-    runtime.block_on(acknowledged_rows_land_once_across_kill_9_and_a_dead_shard());
-    println!("test acknowledged_rows_land_once_across_kill_9_and_a_dead_shard ... ok");
-    runtime.block_on(replicated_tables_are_made_on_every_replica());
-    println!("test replicated_tables_are_made_on_every_replica ... ok");
+    for (name, test) in tests {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            runtime.block_on(test());
+            println!("test {name} ... ok");
+        }
+    }
 }
 
 /// The real `chingest` binary in the clickhouse storage mode, killed (-9)
@@ -92,6 +118,20 @@ impl Chingest {
         series: usize,
         samples: i64,
     ) -> (reqwest::StatusCode, String) {
+        let times = (0..samples).map(|t| 1_700_000_000_000 + t * 1000);
+        self.remote_write_series(db, "up", 0..series, times).await
+    }
+
+    /// Remote-writes series `<name>{job="j", instance="i<n>"}`, `n` in
+    /// `instances`, each with a sample of 1 at each of `times` (ms), into
+    /// `db`, answered once queryable.
+    async fn remote_write_series(
+        &self,
+        db: &str,
+        name: &str,
+        instances: std::ops::Range<usize>,
+        times: impl Iterator<Item = i64> + Clone,
+    ) -> (reqwest::StatusCode, String) {
         use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
         use prost::Message;
         let label = |name: &str, value: String| Label {
@@ -99,17 +139,18 @@ impl Chingest {
             value: value.into(),
         };
         let request = WriteRequest {
-            timeseries: (0..series)
+            timeseries: instances
                 .map(|n| TimeSeries {
                     labels: vec![
-                        label("__name__", "up".to_owned()),
+                        label("__name__", name.to_owned()),
                         label("instance", format!("i{n}")),
                         label("job", "j".to_owned()),
                     ],
-                    samples: (0..samples)
-                        .map(|t| Sample {
+                    samples: times
+                        .clone()
+                        .map(|timestamp| Sample {
                             value: 1.0,
-                            timestamp: 1_700_000_000_000 + t * 1000,
+                            timestamp,
                         })
                         .collect(),
                 })
@@ -160,6 +201,18 @@ impl Chingest {
             .await
             .unwrap();
         (r.status(), r.text().await.unwrap())
+    }
+
+    /// A PromQL query's JSON answer (`/api/v1/<api>`, with `params`).
+    async fn promql(&self, api: &str, params: &[(&str, &str)]) -> serde_json::Value {
+        let r = client()
+            .get(format!("{}/api/v1/{api}", self.url))
+            .query(&[("db", "metrics")])
+            .query(params)
+            .send()
+            .await
+            .unwrap();
+        r.json().await.unwrap()
     }
 
     /// An InfluxQL statement's JSON answer.
@@ -724,4 +777,159 @@ async fn a_token_stores_an_arrow_insert_once_across_a_restart() {
         .await
         .unwrap()
         .starts_with("26.7"));
+}
+
+/// How often the nodes of [`a_node_learns_what_another_creates`] learn
+/// what the other created (ms); it is asked to within ten times that.
+const REFRESH_MS: u64 = 500;
+
+/// A node learns what another node creates after it opened, within the
+/// refresh interval: a database, a measurement, a field, a tag key, new
+/// remote-write series and a metric name, readable through `/sql` (the
+/// views), InfluxQL's `SHOW`s and PromQL. And reads never answer from
+/// memory, which holds only this node's writes: a range query on the
+/// first node sees the samples the second wrote into series both write.
+async fn a_node_learns_what_another_creates() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard0 = ClickHouseNode::start_new(&dir.path().join("shard0")).await;
+    let shard1 = ClickHouseNode::start_new(&dir.path().join("shard1")).await;
+    let shards = [&shard0, &shard1];
+    let refresh = REFRESH_MS.to_string();
+    let args = ["--clickhouse-refresh-ms", refresh.as_str()];
+    let node1 = Chingest::start_with(&dir.path().join("node1"), &shards, &args).await;
+    let (status, text) = node1
+        .write("metrics", "cpu,host=a value=1i 1000000000\n".to_owned())
+        .await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    // Samples of the last minutes, which memory would hold: node 1 writes
+    // the first ten seconds of i0 and i1, node 2 the next ten of i0 to i4.
+    let start = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        - 120)
+        * 1000;
+    let seconds = |from: i64, to: i64| (from..to).map(move |s| start + s * 1000);
+    let (status, text) = node1
+        .remote_write_series("metrics", "up", 0..2, seconds(0, 10))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    // Node 1 has read what it wrote: memory would now answer for `up`.
+    let answer = node1
+        .promql(
+            "query",
+            &[
+                ("query", "count(up)"),
+                ("time", &(start / 1000 + 9).to_string()),
+            ],
+        )
+        .await;
+    assert_eq!(answer["data"]["result"][0]["value"][1], "2", "{answer}");
+
+    let node2 = Chingest::start_with(&dir.path().join("node2"), &shards, &args).await;
+    for (db, body) in [
+        ("other", "mem,host=b free=5i 1000000000\n"),
+        ("metrics", "disk,host=c used=7i 1000000000\n"),
+        ("metrics", "cpu,host=a idle=3i 1000000001\n"),
+        ("metrics", "cpu,host=a,region=eu value=2i 1000000002\n"),
+    ] {
+        let (status, text) = node2.write(db, body.to_owned()).await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{db}: {text}");
+    }
+    for (name, instances) in [("up", 0..5), ("load1", 0..1)] {
+        let (status, text) = node2
+            .remote_write_series("metrics", name, instances, seconds(10, 20))
+            .await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    }
+    let written = std::time::Instant::now();
+
+    let end = (start / 1000 + 19).to_string();
+    let range = [
+        ("query", "up{instance=\"i0\"}"),
+        ("start", &(start / 1000).to_string()),
+        ("end", end.as_str()),
+        ("step", "1"),
+    ]
+    .map(|(k, v)| (k, v.to_owned()));
+    let range: Vec<(&str, &str)> = range.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let check = || async {
+        let sql = [
+            ("SELECT count() FROM other.mem", "1\n"),
+            ("SELECT count(), sum(used) FROM metrics.disk", "1\t7\n"),
+            ("SELECT count(idle), sum(idle) FROM metrics.cpu", "1\t3\n"),
+            ("SELECT count() FROM metrics.cpu WHERE region = 'eu'", "1\n"),
+        ];
+        for (query, want) in sql {
+            let (status, text) = node1.try_sql(query).await;
+            if !status.is_success() || text != want {
+                return Err(format!("{query}: {status} {text}"));
+            }
+        }
+        let influxql = [
+            ("other", "SHOW DATABASES", "\"other\""),
+            ("metrics", "SHOW MEASUREMENTS", "\"disk\""),
+            ("metrics", "SHOW FIELD KEYS FROM cpu", "\"idle\""),
+            ("metrics", "SHOW TAG KEYS FROM cpu", "\"region\""),
+        ];
+        for (db, query, want) in influxql {
+            let answer = node1.influxql(db, query).await.to_string();
+            if !answer.contains(want) {
+                return Err(format!("{query}: {answer}"));
+            }
+        }
+        let time = end.as_str();
+        let answer = node1
+            .promql("query", &[("query", "count(up)"), ("time", time)])
+            .await;
+        if answer["data"]["result"][0]["value"][1] != "5" {
+            return Err(format!("count(up): {answer}"));
+        }
+        let answer = node1.promql("query_range", &range).await;
+        let points = answer["data"]["result"][0]["values"]
+            .as_array()
+            .map(Vec::len);
+        if points != Some(20) {
+            return Err(format!("up{{instance=\"i0\"}} over 20 s: {answer}"));
+        }
+        let answer = node1.promql("label/__name__/values", &[]).await;
+        if !answer["data"].to_string().contains("\"load1\"") {
+            return Err(format!("metric names: {answer}"));
+        }
+        let answer = node1.promql("series", &[("match[]", "up")]).await;
+        if answer["data"].as_array().map(Vec::len) != Some(5) {
+            return Err(format!("series of up: {answer}"));
+        }
+        Ok(())
+    };
+    let deadline = Duration::from_millis(10 * REFRESH_MS);
+    loop {
+        match check().await {
+            Ok(()) => break,
+            Err(missing) if written.elapsed() > deadline => {
+                let (_, metrics) = node1.get("/metrics").await;
+                let refreshes: Vec<&str> = metrics
+                    .lines()
+                    .filter(|l| l.starts_with("chingest_catalog"))
+                    .collect();
+                panic!("node 1 has not learnt it {deadline:?} after: {missing} ({refreshes:?})")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let (_, metrics) = node1.get("/metrics").await;
+    let refreshes = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("chingest_catalog_refreshes_total "))
+        .unwrap_or_else(|| panic!("no refreshes counted: {metrics}"));
+    assert!(refreshes.parse::<u64>().unwrap() > 0, "{refreshes}");
+    assert!(
+        metrics.contains("chingest_catalog_refresh_errors_total 0"),
+        "{metrics}"
+    );
+    // Node 2 reads the field node 1 never wrote, the same on both.
+    assert_eq!(
+        node2.sql("SELECT count(idle) FROM metrics.cpu").await,
+        "1\n"
+    );
 }

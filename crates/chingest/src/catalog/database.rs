@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::catalog::series::SeriesState;
 use crate::catalog::table::Table;
-use crate::catalog::TableDefaults;
+use crate::catalog::{Policy, TableDefaults};
 use crate::config::CardinalityLimits;
 use crate::config::DuplicatePolicy;
 use crate::engine::{Engine, StatementKind};
@@ -183,6 +183,49 @@ impl Database {
             .unwrap()
             .insert(key.to_owned(), policy);
         Ok(())
+    }
+
+    /// Takes a policy the registries record (read on open, or learnt
+    /// from the shards).
+    pub(super) fn note_policy(&self, policy: Policy) {
+        match policy {
+            Policy::Retention(rp, seconds) => {
+                self.retention.write().unwrap().insert(rp, seconds);
+            }
+            Policy::Duplicates(measurement, policy) => {
+                self.duplicates.write().unwrap().insert(measurement, policy);
+            }
+        }
+    }
+
+    /// Adds the table another node made on the shards, or the fields
+    /// another node gave it (the `clickhouse` storage mode), under the
+    /// DDL lock so that no write of this node's changes it meanwhile;
+    /// whether the catalog changed.
+    pub(super) async fn learn_table(
+        &self,
+        rp: &str,
+        measurement: &str,
+        fields: Vec<(String, FieldType)>,
+        duplicates: DuplicatePolicy,
+    ) -> bool {
+        let _ddl = self.ddl.lock().await;
+        let Some(table) = self.table(rp, measurement) else {
+            let schema = TableSchema::new(TableNames::new(&self.name, rp, measurement), fields);
+            let table = Table::new(&self.name, rp, measurement, schema, duplicates);
+            self.insert_table(rp, measurement, Arc::new(table));
+            return true;
+        };
+        let current = table.schema();
+        let added: Vec<_> = fields
+            .into_iter()
+            .filter(|(name, _)| current.field(name).is_none())
+            .collect();
+        if added.is_empty() {
+            return false;
+        }
+        *table.schema.write().unwrap() = Arc::new(current.with_fields(&added));
+        true
     }
 
     /// Seconds rows of `rp` live (0: forever, also for unknown policies).

@@ -24,12 +24,14 @@ use crate::layout::names::{
 use crate::layout::schema::{self, FieldType, TableSchema};
 
 mod database;
+mod learn;
 mod migrate;
 mod series;
 mod table;
 
 pub(crate) use database::Admission;
 pub(crate) use database::Database;
+pub(crate) use learn::{run as run_learner, Learner, SeriesParts};
 pub(crate) use table::Table;
 
 use migrate::migrate_legacy_fact_tables;
@@ -314,8 +316,6 @@ impl Catalog {
                 let mut series = Vec::new();
                 let mut tag_keys = Vec::new();
                 let mut tag_values = Vec::new();
-                let mut retention = Vec::new();
-                let mut duplicates = Vec::new();
                 let engines = engine::query_rows(
                     conn,
                     &format!(
@@ -330,30 +330,6 @@ impl Catalog {
                     // Databases from before the registry existed get one now.
                     engine::execute(conn, &schema::retention_policies_table_sql(&names, None))?;
                     engine::execute(conn, &schema::duplicate_policies_table_sql(&names, None))?;
-                    for row in engine::query_rows(
-                        conn,
-                        &format!(
-                            "SELECT measurement, policy FROM {} FINAL",
-                            names.duplicate_policies_table
-                        ),
-                    )? {
-                        if let [measurement, policy] = row.as_slice() {
-                            if let Ok(policy) = policy.parse::<DuplicatePolicy>() {
-                                duplicates.push((db.clone(), measurement.clone(), policy));
-                            }
-                        }
-                    }
-                    for policy in engine::query_rows(
-                        conn,
-                        &format!(
-                            "SELECT name, duration_seconds FROM {} FINAL",
-                            names.retention_table
-                        ),
-                    )? {
-                        if let [name, seconds] = policy.as_slice() {
-                            retention.push((db.clone(), name.clone(), seconds.parse::<u64>().unwrap_or(0)));
-                        }
-                    }
                     for batch in engine::query_arrow(conn, &format!(
                         "SELECT measurement, groupUniqArrayArray(mapKeys(tags)) FROM {} GROUP BY measurement",
                         names.series_table
@@ -403,10 +379,12 @@ impl Catalog {
                         tag_values.push((db.clone(), values));
                     }
                 }
-                Ok((columns, series, tag_keys, tag_values, retention, duplicates, engines))
+                let encoded: Vec<String> = databases.iter().map(|row| row[0].clone()).collect();
+                let policies = read_policies(conn, &encoded)?;
+                Ok((columns, series, tag_keys, tag_values, policies, engines))
             })
             .await?;
-        let (columns, series, tag_keys, tag_values, retention, duplicates, engines) = loaded;
+        let (columns, series, tag_keys, tag_values, policies, engines) = loaded;
         let engines: HashMap<(String, String), DuplicatePolicy> = engines
             .into_iter()
             .filter_map(|row| match <[String; 3]>::try_from(row) {
@@ -428,7 +406,7 @@ impl Catalog {
                     continue;
                 };
                 let db = Database::new(&name);
-                db.series.load(ids);
+                db.series.learn(ids);
                 databases.insert(name, Arc::new(db));
             }
             let mut fields: HashMap<(String, String, String), Vec<(String, FieldType)>> =
@@ -446,17 +424,10 @@ impl Catalog {
                     entry.push((column, ty));
                 }
             }
-            for (encoded, rp, seconds) in retention {
-                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
-                    continue;
-                };
-                db.retention.write().unwrap().insert(rp, seconds);
-            }
-            for (encoded, measurement, policy) in duplicates {
-                let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
-                    continue;
-                };
-                db.duplicates.write().unwrap().insert(measurement, policy);
+            for (encoded, policy) in policies {
+                if let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) {
+                    db.note_policy(policy);
+                }
             }
             for (encoded, values) in tag_values {
                 let Some(db) = names::decode(&encoded).and_then(|name| databases.get(&name)) else {
@@ -487,4 +458,53 @@ impl Catalog {
         }
         Ok(catalog)
     }
+}
+
+/// A policy recorded in a database's registries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// A retention policy and the seconds its rows live (0: forever).
+    Retention(String, u64),
+    /// The duplicate policy of a measurement (`""`: of the database).
+    Duplicates(String, DuplicatePolicy),
+}
+
+/// The policies the registries of `databases` (encoded names) record, by
+/// database: one statement (on open, and on each refresh of the
+/// `clickhouse` storage mode, where another node may have set them).
+fn read_policies(conn: &engine::Connection, databases: &[String]) -> Result<Vec<(String, Policy)>> {
+    if databases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let selects: Vec<String> = databases
+        .iter()
+        .filter_map(|encoded| {
+            let names = TableNames::new(&names::decode(encoded)?, "", "");
+            let db = quote_literal(encoded);
+            Some(format!(
+                "SELECT {db} AS db, 'retention' AS kind, name AS key, \
+                 toString(duration_seconds) AS value FROM {} FINAL \
+                 UNION ALL SELECT {db}, 'duplicates', measurement, policy FROM {} FINAL",
+                names.retention_table, names.duplicate_policies_table
+            ))
+        })
+        .collect();
+    let mut policies = Vec::new();
+    // Through Arrow: measurement names may hold tabs and newlines.
+    for batch in engine::query_arrow(conn, &selects.join(" UNION ALL "))? {
+        let column = |i: usize| batch.column(i).as_string::<i32>().clone();
+        let (db, kind, key, value) = (column(0), column(1), column(2), column(3));
+        for row in 0..batch.num_rows() {
+            let key = key.value(row).to_owned();
+            let policy = match kind.value(row) {
+                "retention" => Policy::Retention(key, value.value(row).parse().unwrap_or(0)),
+                _ => match value.value(row).parse::<DuplicatePolicy>() {
+                    Ok(policy) => Policy::Duplicates(key, policy),
+                    Err(_) => continue,
+                },
+            };
+            policies.push((db.value(row).to_owned(), policy));
+        }
+    }
+    Ok(policies)
 }

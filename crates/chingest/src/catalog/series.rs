@@ -86,19 +86,33 @@ impl Registry {
 }
 
 impl SeriesState {
-    /// On open: the ids the series table holds.
-    pub(super) fn load(&self, ids: Vec<u64>) {
-        self.registry.lock().unwrap().known.extend(ids);
+    /// Series stored: on open, those of the series table; in the
+    /// `clickhouse` storage mode, those another node stored since (a write
+    /// here leaves their rows out: they are on their shard). One a write here holds admitted
+    /// is counted once against the limits. Returns how many were new.
+    pub(super) fn learn(&self, ids: impl IntoIterator<Item = u64>) -> usize {
+        let mut registry = self.registry.lock().unwrap();
+        let registry = &mut *registry;
+        let mut new = 0;
+        for id in ids {
+            if registry.known.insert(id) {
+                new += 1;
+                if registry.admitted.contains_key(&id) {
+                    registry.admitted_known += 1;
+                }
+            }
+        }
+        new
     }
 
-    /// On open: tag keys `measurement`'s stored series carry.
-    pub(super) fn load_tag_keys(&self, measurement: String, keys: Vec<String>) {
-        self.tag_keys
-            .lock()
-            .unwrap()
-            .entry(measurement)
-            .or_default()
-            .extend(keys);
+    /// Tag keys `measurement`'s stored series carry (read on open, or
+    /// learnt from the shards); whether the measurement gained keys.
+    pub(super) fn load_tag_keys(&self, measurement: String, keys: Vec<String>) -> bool {
+        let mut tag_keys = self.tag_keys.lock().unwrap();
+        let known = tag_keys.entry(measurement).or_default();
+        let before = known.len();
+        known.extend(keys);
+        known.len() > before
     }
 
     /// Registers the series of the record numbered `lsn`: returns those not

@@ -6,6 +6,7 @@ pub mod access;
 pub mod sandbox;
 pub(crate) mod stream;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,9 @@ pub(crate) struct Reader {
     /// What untrusted statements may touch, read from the engine's
     /// catalogue once.
     sandbox: Arc<Sandbox>,
+    /// The settled version of the `clickhouse` storage mode, which no
+    /// two reads share.
+    unsettled: AtomicU64,
 }
 
 impl Reader {
@@ -47,6 +51,7 @@ impl Reader {
             catalog,
             last_values,
             sandbox: Arc::new(sandbox),
+            unsettled: AtomicU64::new(0),
         })
     }
 
@@ -206,9 +211,14 @@ impl Reader {
         Some(values)
     }
 
-    /// See [`LastValues::settled_version`].
+    /// See [`LastValues::settled_version`]; in the `clickhouse` storage
+    /// mode a new number at every call: other nodes' late writes and
+    /// edits move nothing here.
     pub(crate) fn settled_version(&self, database: &str) -> u64 {
-        self.last_values.settled_version(database)
+        match self.engine.cluster {
+            None => self.last_values.settled_version(database),
+            Some(_) => self.unsettled.fetch_add(1, Ordering::Relaxed),
+        }
     }
 
     /// Each series' samples of a numeric field in `range` (ns), or the
