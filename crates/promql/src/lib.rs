@@ -65,6 +65,12 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    fn lookback_ms(&self) -> i64 {
+        i64::try_from(self.lookback.as_millis()).unwrap_or(i64::MAX / 4)
+    }
+}
+
 /// The query at one time (ms).
 pub async fn instant_query(
     source: &Source<'_>,
@@ -248,7 +254,7 @@ async fn evaluate(
     let deadline = Instant::now() + options.timeout;
     // Boxed: the samples are keyed by their selector's address in the tree.
     let expr = Box::new(expr);
-    let lookback = i64::try_from(options.lookback.as_millis()).unwrap_or(i64::MAX / 4);
+    let lookback = options.lookback_ms();
     let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
     let (mut series_budget, mut sample_budget) =
         (source.limits.max_series, source.limits.max_samples);
@@ -269,7 +275,26 @@ async fn evaluate(
     }
     let cancelled = Arc::new(AtomicBool::new(false));
     let _cancel = CancelOnDrop(Arc::clone(&cancelled));
-    let evaluator = eval::Evaluator {
+    let evaluator = evaluator(data, lookback, (start, end, step), deadline, cancelled);
+    tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))
+        .await
+        .map_err(|err| {
+            Error::Engine(chingest::Error::Internal(format!(
+                "query evaluation failed: {err}"
+            )))
+        })?
+}
+
+/// The evaluator over `data` (each selector's series by [`eval::key`]) for
+/// a query at `start` (`step` 0) or at each step from `start` to `end`.
+fn evaluator(
+    data: HashMap<usize, Vec<Series>>,
+    lookback: i64,
+    (start, end, step): (i64, i64, i64),
+    deadline: Instant,
+    cancelled: Arc<AtomicBool>,
+) -> eval::Evaluator {
+    eval::Evaluator {
         data,
         lookback,
         query: (start, end),
@@ -285,14 +310,48 @@ async fn evaluate(
         }),
         rollups: Default::default(),
         groupings: Default::default(),
-    };
-    tokio::task::spawn_blocking(move || evaluator.run(&expr, start, end, step))
-        .await
-        .map_err(|err| {
-            Error::Engine(chingest::Error::Internal(format!(
-                "query evaluation failed: {err}"
-            )))
-        })?
+    }
+}
+
+/// For tests: `query` evaluated over the given series, no engine and no
+/// [`Source`], at `start` (`step` 0: an instant query) or at each step
+/// from `start` to `end` (ms). Each selector gets the series its label
+/// matchers match, with their samples over the times it needs, as
+/// selection gives them; the evaluation is the queries' own.
+#[doc(hidden)]
+pub fn evaluate_in_memory(
+    query: &str,
+    series: &[Series],
+    (start, end, step): (i64, i64, i64),
+    options: Options,
+) -> Result<Value, Error> {
+    let expr = parse_query(query)?;
+    let lookback = options.lookback_ms();
+    let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
+    for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
+        let vs = selection.selector;
+        let matchers = LabelMatcher::of_selector(vs.name.as_deref(), &vs.matchers.matchers)?;
+        let times = selection.start..=selection.end;
+        let mut selected: Vec<Series> = series
+            .iter()
+            .filter(|s| matchers.iter().all(|m| m.matches(s.labels.get(&m.name))))
+            .map(|s| Series {
+                labels: s.labels.clone(),
+                points: s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|p| times.contains(&p.0))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        selected.sort_by(|a, b| a.labels.cmp(&b.labels));
+        data.insert(eval::key(vs), selected);
+    }
+    let deadline = Instant::now() + options.timeout;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    evaluator(data, lookback, (start, end, step), deadline, cancelled).run(&expr, start, end, step)
 }
 
 fn timed_out() -> Error {
