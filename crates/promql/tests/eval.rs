@@ -402,9 +402,11 @@ impl Case {
             return Err(differ());
         }
         for (k, (labels, values, times)) in expected.iter().enumerate() {
+            // By their pairs: an empty set made by `Labels::default()` is
+            // not `==` one made by `Labels::new`.
             let found = match self.ordered {
-                true => Some(&series[k]).filter(|s| s.0 == *labels),
-                false => series.iter().find(|s| s.0 == *labels),
+                true => Some(&series[k]).filter(|s| s.0.pairs() == labels.pairs()),
+                false => series.iter().find(|s| s.0.pairs() == labels.pairs()),
             };
             let Some((_, answered, answered_times)) = found else {
                 return Err(differ());
