@@ -248,6 +248,11 @@ fn number(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A series as a case writes it: its labels, its values (`None`: a step
+/// without one), and their times when they are an instant query's range
+/// vector's (else none).
+type Written = (Labels, Vec<Option<f64>>, Vec<i64>);
+
 /// One `eval` and what it should answer.
 struct Case {
     query: String,
@@ -264,9 +269,7 @@ enum Expected {
     Fail(Option<String>),
     Scalar(f64),
     String(String),
-    /// Series and their values (a step's, or `(time, value)` pairs of an
-    /// instant query's range vector).
-    Series(Vec<(Labels, Vec<Option<f64>>, Vec<i64>)>),
+    Series(Vec<Written>),
 }
 
 impl Case {
@@ -362,7 +365,7 @@ impl Case {
             }
             (_, Ok(answer)) => answer,
         };
-        let series: Vec<(Labels, Vec<Option<f64>>, Vec<i64>)> = match (&self.expected, answer) {
+        let series: Vec<Written> = match (&self.expected, answer) {
             (Expected::Scalar(expected), Value::Scalar(_, v)) => {
                 return close(v, *expected)
                     .then_some(())
@@ -385,7 +388,7 @@ impl Case {
         let Expected::Series(expected) = &self.expected else {
             unreachable!("scalars and strings are compared above");
         };
-        let show = |series: &[(Labels, Vec<Option<f64>>, Vec<i64>)]| {
+        let show = |series: &[Written]| {
             series
                 .iter()
                 .map(|(l, v, t)| format!("\n      {l} {}", show_values(v, t)))
@@ -426,7 +429,7 @@ impl Case {
 
     /// A series of a matrix answer as the case writes it: a value per step
     /// of a range query, the points with their times of an instant one.
-    fn points(&self, series: Series) -> (Labels, Vec<Option<f64>>, Vec<i64>) {
+    fn points(&self, series: Series) -> Written {
         let (start, end, step) = self.times;
         if step == 0 {
             let (times, values) = series.points.into_iter().map(|(t, v)| (t, Some(v))).unzip();
