@@ -20,8 +20,16 @@ pub fn is_stale(value: f64) -> bool {
 /// metric name — what most functions answer with — is made once per set.
 /// Its hash and where its metric name is are found once, when it is made:
 /// a range query groups and compares the same sets at every step.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Labels(Arc<LabelSet>);
+
+/// The empty set, hashed like every other: a derived default's hash (0)
+/// made `{}` from `vector()` unequal to `{}` from `sum without (…)`.
+impl Default for Labels {
+    fn default() -> Labels {
+        Labels::sorted(Vec::new())
+    }
+}
 
 #[derive(Debug, Default)]
 struct LabelSet {
