@@ -7,7 +7,7 @@
 
 CARGO ?= cargo
 
-.PHONY: setup test-setup run test bench clippy
+.PHONY: setup test-setup run check test bench
 
 setup:
 	./engine/fetch.sh
@@ -26,6 +26,19 @@ test-setup: setup
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve
 
+# The gate (docs/developing.md): formatting, lints as errors, licences and
+# banned crates, the tidy invariants, and the tests that need no engine at run
+# time. CI runs it first.
+ENGINE_FREE = -p lineproto -p chingest-proto -p chingest-codecs -p tsbs -p chingest-influxql -p chingest-promql
+
+check: setup
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@command -v cargo-deny >/dev/null || $(CARGO) install --locked cargo-deny@0.20.2
+	$(CARGO) deny check bans licenses sources
+	$(CARGO) test -p tidy
+	$(CARGO) test $(ENGINE_FREE)
+
 test: test-setup
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
@@ -35,5 +48,3 @@ test: test-setup
 bench: setup
 	$(CARGO) bench --workspace
 
-clippy: setup
-	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -234,18 +234,18 @@ fn indexed_tag_values(
     }
     // A test of the value alone: the matcher sees a series carrying only
     // this tag (`""` where it has none, as it reads absent tags).
-    let accepts: Vec<(&str, Box<dyn Fn(&str) -> bool + '_>)> = tests
+    let accepts: Vec<_> = tests
         .iter()
         .map(|(key, matcher)| {
             let test = move |value: &str| matcher.matches(&[(key.clone(), value.to_owned())]);
-            (key.as_str(), Box::new(test) as Box<dyn Fn(&str) -> bool>)
+            (key.as_str(), test)
         })
         .collect();
     let matchers: Vec<chingest::TagMatcher<'_>> = accepts
         .iter()
         .map(|(key, test)| chingest::TagMatcher {
             key,
-            test: chingest::TagTest::Matches(test.as_ref()),
+            test: chingest::TagTest::Matches(test),
         })
         .collect();
     // (measurement, key) → values, over every retention policy.
