@@ -27,8 +27,9 @@
 //! literals, and its database one the caller may read. The check finds
 //! each call in the text with a small tokenizer (`find_last_values`) and
 //! requires the calls it found to be exactly those of the engine's parse.
-//! The engine module then copies each call's snapshot into a table of its
-//! own in [`SNAPSHOT_DATABASE`] (an in-memory database), replaces the
+//! The statement's runner (`read/stream.rs`) then copies each call's
+//! snapshot into a table of its own in [`SNAPSHOT_DATABASE`] (an in-memory
+//! database), replaces the
 //! call's text by that table's name and parses the result again, which
 //! must read exactly those tables and call `last_values` no more
 //! (`Sandbox::check_rewritten`). Callers cannot name those tables
