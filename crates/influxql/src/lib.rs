@@ -18,7 +18,10 @@
 //! The modules, each importing only those listed before it: `error`,
 //! `answer` (the model), `lex` (tokens, `$name` binding), `condition`
 //! (`WHERE` and delete predicates), `parse` (statements), `plan` (what every
-//! plan shares), `show`, `select`, `admin`.
+//! plan shares), `show`, `select`, `admin`. `select` in turn: `model` (what
+//! a statement asks), `sql` (its SQL, pure: [`select_sql`]), `after` (what
+//! the rows still need: `fill()`, transformations, order, limits),
+//! `recent` (aggregates from memory), `mod.rs` running them.
 
 mod admin;
 mod answer;

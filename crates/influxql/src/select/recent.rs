@@ -16,7 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use chingest::schema::FieldType;
 
-use super::{aggregate_of, window_start, Aggregate, Filter, Operand, Output};
+use super::after::window_start;
+use super::model::{aggregate_of, Aggregate, Operand};
+use super::sql::{Aggregation, Plan};
 use crate::answer::Value;
 use crate::error::Error;
 use crate::parse::Select;
@@ -25,25 +27,18 @@ use crate::plan::{Context, TagMatcher, Target};
 /// 2^53: memory keeps integer fields as floats, exact up to this.
 const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
 
-/// Where an output's value and its point's time go in a row.
-pub(super) type Place = (usize, Option<usize>);
-
-/// The engine's rows for the aggregate statement (`at`: where each
-/// output's value and time go in a row of `width` cells; `stop`: the
-/// range's exclusive end, if any), from memory; `None` when memory cannot
-/// answer it exactly.
-#[allow(clippy::too_many_arguments)]
+/// The engine's rows for the aggregate statement (`aggregation.at`: where
+/// each output's value and time go in a row of `aggregation.width` cells),
+/// from memory; `None` when memory cannot answer it exactly.
 pub(super) fn rows(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
-    filter: &Filter,
-    outputs: &[Output],
-    keys: &[String],
-    at: &[Place],
-    width: usize,
-    stop: Option<i64>,
+    plan: &Plan,
+    aggregation: &Aggregation,
 ) -> Result<Option<Vec<Vec<Value>>>, Error> {
+    let (filter, outputs, keys) = (&plan.filter, plan.outputs.as_slice(), plan.keys.as_slice());
+    let (at, width, stop) = (&aggregation.at, aggregation.width, aggregation.stop);
     let Some(start) = select.condition.start else {
         return Ok(None);
     };

@@ -1,0 +1,512 @@
+//! The statements in SQL: one per measurement, over its fact table
+//! narrowed to its series — the `WHERE` ([`Filter`], [`where_sql`]), the
+//! columns ([`field_sql`], [`Aggregate::sql`]), the `GROUP BY time`
+//! interval ([`window_sql`]). Pure: no ingestor, so the engine-free golden
+//! tests (`tests/planner.rs`) pin the very text the real path sends.
+
+use chingest::names::{quote_ident, quote_literal};
+use chingest::schema::FieldType;
+use chingest::TagPredicate;
+
+use super::model::{
+    aggregate_of, group_keys, outputs, transforms, Aggregate, Column, Operand, Output, Shape,
+};
+use crate::condition::{FieldCondition, FieldLiteral};
+use crate::error::Error;
+use crate::parse::{Interval, Select};
+use crate::plan::{fact_source, Target};
+
+/// Where an output's value and its point's time are in a row.
+pub(super) type Place = (usize, Option<usize>);
+
+impl Aggregate {
+    /// For `first`, `last`, `min` and `max`: the SQL of `other` at the
+    /// point the selector picks from `x` (the other fields and tags a lone
+    /// selector may be selected with).
+    pub(super) fn at_selected(self, x: &str, other: &str) -> Option<String> {
+        let t = "toUnixTimestamp64Nano(f.time)";
+        let (pick, order) = match self {
+            // Among points at the same time, the greatest value (InfluxDB's
+            // reducers' rule); among equal values, the earliest point.
+            Aggregate::First => ("argMaxIf", format!("(-{t}, {x})")),
+            Aggregate::Last => ("argMaxIf", format!("({t}, {x})")),
+            Aggregate::Min => ("argMinIf", format!("({x}, {t})")),
+            Aggregate::Max => ("argMaxIf", format!("({x}, -{t})")),
+            _ => return None,
+        };
+        Some(format!("{pick}({other}, {order}, {x} IS NOT NULL)"))
+    }
+
+    /// The SQL of its value and, for selectors, of its point's time.
+    pub(super) fn sql(self, x: &str, id: usize) -> (String, Option<String>) {
+        let t = "toUnixTimestamp64Nano(f.time)";
+        let present = format!("{x} IS NOT NULL");
+        match self {
+            Aggregate::Count => (format!("count({x})"), None),
+            Aggregate::Sum => (format!("sum({x})"), None),
+            Aggregate::Mean => (format!("avg({x})"), None),
+            // InfluxDB's median averages the two middle values.
+            Aggregate::Median => (format!("quantileExactInclusive(0.5)({x})"), None),
+            Aggregate::Spread => (format!("max({x}) - min({x})"), None),
+            Aggregate::Stddev => (format!("stddevSamp({x})"), None),
+            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max => (
+                self.at_selected(x, x).unwrap_or_default(),
+                self.at_selected(x, t),
+            ),
+            // InfluxDB's rank: floor(n × p / 100 + 0.5), 1-based; none
+            // outside 1..=n.
+            Aggregate::Percentile(p) => {
+                let (points, rank) = (format!("__p{id}"), format!("__r{id}"));
+                let pick = |rank_first: &str, element: u8| {
+                    format!(
+                        "if({rank_first} >= 1 AND {rank} <= length({points}), \
+                         tupleElement(arrayElement({points}, {rank}), {element}), NULL)"
+                    )
+                };
+                // The value's expression names the sorted points and the
+                // rank; the time's reuses them.
+                let defined = format!(
+                    "(toInt64(floor(length((arraySort(groupArrayIf(({x}, {t}), {present})) AS {points})) \
+                     * {p:?} / 100 + 0.5)) AS {rank})"
+                );
+                (pick(&defined, 1), Some(pick(&rank, 2)))
+            }
+        }
+    }
+}
+
+/// What a statement's `WHERE` asks of one measurement: series by their
+/// tags, and points by field values. A comparison written like a tag's
+/// (`status = 'red'`, `=~ /re/`) is a field's when the measurement has
+/// that field and no such tag.
+pub(super) struct Filter {
+    pub(super) tags: TagPredicate,
+    /// The ids of the series `tags` selects, when the last-value cache
+    /// knows the measurement's series and the tags narrow them (the
+    /// engine then reads those series by primary key, without a subquery
+    /// on the series table).
+    pub(super) series: Option<Vec<u64>>,
+    /// SQL conditions on the fact row.
+    pub(super) points: Vec<String>,
+}
+
+/// Most series ids a statement names itself; more are selected by a
+/// subquery on the series table.
+pub(super) const MAX_LISTED_SERIES: usize = 1_000;
+
+impl Filter {
+    pub(super) fn new(select: &Select, target: &Target) -> Result<Filter, Error> {
+        let mut points: Vec<String> = select
+            .condition
+            .fields
+            .iter()
+            .map(|c| field_condition_sql(target, c))
+            .collect();
+        let field = |key: &str| {
+            let tag = target.schema.tag_keys.iter().any(|k| k == key);
+            target
+                .schema
+                .fields
+                .iter()
+                .find(|(f, _)| f == key && !tag)
+                .map(|(_, ty)| *ty)
+        };
+        let terms = match &select.condition.tags {
+            TagPredicate::And(all) => all.clone(),
+            other => vec![other.clone()],
+        };
+        let mut tags = Vec::new();
+        for term in terms {
+            // (key, the condition were the key a field)
+            let column = |k: &str| format!("f.{}", quote_ident(k));
+            let (key, sql) = match &term {
+                TagPredicate::Equals(k, v) => (k, format!("{} = {}", column(k), quote_literal(v))),
+                TagPredicate::NotEquals(k, v) => {
+                    (k, format!("{} != {}", column(k), quote_literal(v)))
+                }
+                TagPredicate::Matches(k, re) => {
+                    (k, format!("match({}, {})", column(k), quote_literal(re)))
+                }
+                TagPredicate::NotMatches(k, re) => (
+                    k,
+                    format!("NOT match({}, {})", column(k), quote_literal(re)),
+                ),
+                TagPredicate::And(_) | TagPredicate::Or(_) if mentions(&term, &field) => {
+                    return Err(
+                        "conditions on field values must be joined to the rest with AND"
+                            .to_owned()
+                            .into(),
+                    )
+                }
+                _ => {
+                    tags.push(term);
+                    continue;
+                }
+            };
+            match field(key) {
+                Some(FieldType::String) => points.push(sql),
+                // A string never equals another type's value.
+                Some(_) => points.push("0".to_owned()),
+                None => tags.push(term),
+            }
+        }
+        let tags = match tags.len() {
+            0 => TagPredicate::Any,
+            1 => tags.remove(0),
+            _ => TagPredicate::And(tags),
+        };
+        Ok(Filter {
+            tags,
+            series: None,
+            points,
+        })
+    }
+
+    /// Narrows the filter to the series `ids` lists (found in the
+    /// last-value cache), when its tags narrow them and they are few.
+    pub(super) fn list_series(&mut self, ids: Option<Vec<u64>>) {
+        let narrows = self.tags != TagPredicate::Any;
+        self.series = ids.filter(|ids| narrows && ids.len() <= MAX_LISTED_SERIES);
+    }
+
+    /// Whether the filter selects no series at all (known from the cache).
+    pub(super) fn selects_nothing(&self) -> bool {
+        self.series.as_ref().is_some_and(Vec::is_empty)
+    }
+}
+
+/// Whether `predicate` compares a key `field` says is a field.
+pub(super) fn mentions(
+    predicate: &TagPredicate,
+    field: &impl Fn(&str) -> Option<FieldType>,
+) -> bool {
+    match predicate {
+        TagPredicate::Any => false,
+        TagPredicate::Equals(k, _)
+        | TagPredicate::NotEquals(k, _)
+        | TagPredicate::Matches(k, _)
+        | TagPredicate::NotMatches(k, _) => field(k).is_some(),
+        TagPredicate::And(all) | TagPredicate::Or(all) => all.iter().any(|p| mentions(p, field)),
+    }
+}
+
+/// The `WHERE` of a statement over `target`: the time range, the series
+/// (when not joined), points that have one of `fields`, the filter's
+/// conditions on points.
+pub(super) fn where_sql(
+    select: &Select,
+    filter: &Filter,
+    series: Option<String>,
+    fields: &[&str],
+    stop: Option<i64>,
+) -> String {
+    let mut conditions: Vec<String> = series.into_iter().collect();
+    if let Some(start) = select.condition.start {
+        conditions.push(format!(
+            "f.time >= fromUnixTimestamp64Nano(toInt64({start}))"
+        ));
+    }
+    if let Some(stop) = stop {
+        conditions.push(format!("f.time < fromUnixTimestamp64Nano(toInt64({stop}))"));
+    }
+    if !fields.is_empty() {
+        let any: Vec<String> = fields
+            .iter()
+            .map(|f| format!("f.{f} IS NOT NULL"))
+            .collect();
+        conditions.push(format!("({})", any.join(" OR ")));
+    }
+    conditions.extend(filter.points.iter().cloned());
+    match conditions.is_empty() {
+        true => "1".to_owned(),
+        false => conditions.join(" AND "),
+    }
+}
+
+/// `field <op> literal` in SQL. A field the measurement lacks, or one of
+/// another kind than the literal, matches no point (as in InfluxDB).
+pub(super) fn field_condition_sql(target: &Target, condition: &FieldCondition) -> String {
+    let field = target
+        .schema
+        .fields
+        .iter()
+        .find(|(f, _)| *f == condition.field);
+    let literal = match (field.map(|(_, ty)| *ty), condition.value) {
+        (
+            Some(FieldType::Float | FieldType::Integer | FieldType::UInteger),
+            FieldLiteral::Number(n),
+        ) => {
+            format!("{n:?}")
+        }
+        (Some(FieldType::Boolean), FieldLiteral::Boolean(b))
+            if matches!(condition.op, "=" | "!=") =>
+        {
+            b.to_string()
+        }
+        _ => return "0".to_owned(),
+    };
+    format!(
+        "f.{} {} {literal}",
+        quote_ident(&condition.field),
+        condition.op
+    )
+}
+
+pub(super) fn group_sql(keys: &[String]) -> Vec<String> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| format!("s.tags[{}] AS __g{i}", quote_literal(k)))
+        .collect()
+}
+
+pub(super) fn field_sql(operand: &Operand) -> String {
+    match operand {
+        Operand::Field(f, _) => format!("f.{}", quote_ident(f)),
+        Operand::Tag(k) => format!("nullIf(s.tags[{}], '')", quote_literal(k)),
+        Operand::Missing => "NULL".to_owned(),
+    }
+}
+
+pub(super) fn fields_read(outputs: &[Output]) -> Vec<String> {
+    let mut fields: Vec<String> = outputs
+        .iter()
+        .filter_map(|o| match &o.operand {
+            Operand::Field(f, _) => Some(quote_ident(f)),
+            _ => None,
+        })
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
+/// The same in SQL, for the engine's `GROUP BY`.
+pub(super) fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> String {
+    // Signed constants: a bare literal is unsigned to the engine, and
+    // unsigned arithmetic wraps times before 1970.
+    let (every, offset) = (
+        format!("toInt64({})", interval.every),
+        format!("toInt64({})", interval.offset),
+    );
+    let t0 = format!("(toUnixTimestamp64Nano(f.time) - {offset})");
+    match zone {
+        // The engine's own rounding, a DateTime64: about 1.3× the queries
+        // per second of the same in integer arithmetic (docs/benchmarks.md §9).
+        None if interval.offset == 0 => {
+            format!("toStartOfInterval(f.time, toIntervalNanosecond({every}))")
+        }
+        None => format!(
+            "(toStartOfInterval(f.time - toIntervalNanosecond({offset}), \
+             toIntervalNanosecond({every})) + toIntervalNanosecond({offset}))"
+        ),
+        Some(zone) => {
+            let zone = quote_literal(zone.name());
+            let offset_at = |ns: &str| {
+                format!(
+                    "(toInt64(timeZoneOffset(toTimeZone(fromUnixTimestamp64Nano(toInt64({ns})), {zone}))) \
+                     * toInt64(1000000000))"
+                )
+            };
+            let z0 = offset_at(&t0);
+            let start = format!("({t0} - (({t0} + {z0}) % {every} + {every}) % {every})");
+            let shift = format!("({z0} - {})", offset_at(&start));
+            format!(
+                "({start} + if({shift} != 0 AND abs({shift}) < {every}, {shift}, 0) + {offset})"
+            )
+        }
+    }
+}
+
+/// One measurement's statement, planned with no ingestor: what it reads
+/// and how it narrows the measurement's series.
+pub(super) struct Plan {
+    /// The columns of its answer, resolved against the measurement.
+    pub(super) outputs: Vec<Output>,
+    /// The tag keys it groups by, sorted.
+    pub(super) keys: Vec<String>,
+    pub(super) filter: Filter,
+    /// Whether it aggregates (else it reads raw points).
+    aggregate: bool,
+}
+
+/// One measurement's statement in SQL.
+pub(super) enum Statement {
+    /// Raw points: (time, group keys…, outputs…) per row.
+    Raw(String),
+    Aggregated(Aggregation),
+}
+
+/// An aggregate statement in SQL, and where its answer's cells are.
+pub(super) struct Aggregation {
+    pub(super) sql: String,
+    /// Per output, the cell of its value and of its point's time.
+    pub(super) at: Vec<Place>,
+    /// The cells of a row.
+    pub(super) width: usize,
+    /// The range's exclusive end: the statement's, or now for `GROUP BY
+    /// time` without one.
+    pub(super) stop: Option<i64>,
+}
+
+impl Plan {
+    /// The statement over `target`; `None` when it has no field to read
+    /// (only tags, or names the measurement lacks): no points, as InfluxDB
+    /// answers.
+    pub(super) fn new(
+        select: &Select,
+        shape: &Shape,
+        target: &Target,
+        wildcard: &[(String, Option<String>)],
+    ) -> Result<Option<Plan>, Error> {
+        let outputs = outputs(shape, target, wildcard)?;
+        if !outputs
+            .iter()
+            .any(|o| matches!(o.operand, Operand::Field(..)))
+        {
+            return Ok(None);
+        }
+        Ok(Some(Plan {
+            filter: Filter::new(select, target)?,
+            keys: group_keys(select, target),
+            outputs,
+            aggregate: shape.aggregate,
+        }))
+    }
+
+    /// Its SQL (`now`: what `now()` means); `None` when the filter selects
+    /// no series at all.
+    pub(super) fn statement(
+        &self,
+        select: &Select,
+        target: &Target,
+        zone: Option<chrono_tz::Tz>,
+        now: i64,
+    ) -> Option<Statement> {
+        if self.filter.selects_nothing() {
+            return None;
+        }
+        Some(match self.aggregate {
+            false => Statement::Raw(self.raw_sql(select, target)),
+            true => Statement::Aggregated(self.aggregation(select, target, zone, now)),
+        })
+    }
+
+    fn raw_sql(&self, select: &Select, target: &Target) -> String {
+        let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
+        let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
+        let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
+        let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
+        columns.extend(group_sql(keys));
+        columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
+        let fields = fields_read(outputs);
+        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let transforms = transforms(outputs);
+        let mut order: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+        order.push(format!(
+            "__t{}",
+            if select.descending { " DESC" } else { "" }
+        ));
+        order.push("f.series_id".to_owned());
+        let mut sql = format!(
+            "SELECT {} FROM {from} WHERE {} ORDER BY {}",
+            columns.join(", "),
+            where_sql(select, filter, series, &fields, select.condition.stop),
+            order.join(", ")
+        );
+        // Without transformations, LIMIT and OFFSET are the engine's (per
+        // series); with them, they apply to what the transformation gives.
+        let limit = select.limit.filter(|&l| l > 0);
+        if !transforms && (limit.is_some() || select.offset > 0) {
+            sql.push_str(&format!(
+                " LIMIT {} OFFSET {}",
+                limit.unwrap_or(u64::MAX),
+                select.offset
+            ));
+            if !keys.is_empty() {
+                let by: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+                sql.push_str(&format!(" BY {}", by.join(", ")));
+            }
+        }
+        sql
+    }
+
+    fn aggregation(
+        &self,
+        select: &Select,
+        target: &Target,
+        zone: Option<chrono_tz::Tz>,
+        now: i64,
+    ) -> Aggregation {
+        let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
+        // The selector that fields and tags selected beside it are read at.
+        let selector = outputs.iter().find_map(|o| match (&o.column, &o.operand) {
+            (Column::Aggregate { func, .. }, Operand::Field(..)) => {
+                Some((*func, field_sql(&o.operand)))
+            }
+            _ => None,
+        });
+        let aux_tags = outputs.iter().any(|o| {
+            matches!(
+                (&o.column, &o.operand),
+                (Column::Raw { .. }, Operand::Tag(_))
+            )
+        });
+        let join = !keys.is_empty() || aux_tags;
+        let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
+        // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
+        let stop = match (select.condition.stop, select.interval) {
+            (None, Some(_)) => Some(now.saturating_add(1)),
+            (stop, _) => stop,
+        };
+        let mut columns = vec![match select.interval {
+            Some(interval) => format!("{} AS __t", window_sql(interval, zone)),
+            None => "toInt64(0) AS __t".to_owned(),
+        }];
+        columns.extend(group_sql(keys));
+        // Per output: where its value is, and its point's time.
+        let mut at = Vec::new();
+        for (i, output) in outputs.iter().enumerate() {
+            let (value, time) = match (aggregate_of(&output.column), &output.operand, &selector) {
+                (None, Operand::Missing, _) | (None, _, None) => ("NULL".to_owned(), None),
+                (None, other, Some((func, x))) => (
+                    func.at_selected(x, &field_sql(other)).unwrap_or_default(),
+                    None,
+                ),
+                (Some(func), Operand::Field(..), _) => func.sql(&field_sql(&output.operand), i),
+                (Some(func), _, _) => (
+                    "NULL".to_owned(),
+                    func.is_selector().then(|| "NULL".to_owned()),
+                ),
+            };
+            columns.push(value);
+            at.push((
+                columns.len() - 1,
+                time.map(|t| {
+                    columns.push(t);
+                    columns.len() - 1
+                }),
+            ));
+        }
+        let mut group: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
+        if select.interval.is_some() {
+            group.insert(0, "__t".to_owned());
+        }
+        // No filter on the fields being present: the aggregates skip NULLs,
+        // and a row with none of them is told apart below (the filter cost
+        // the panel query ~15% of its rate, docs/benchmarks.md §9).
+        let mut sql = format!(
+            "SELECT {} FROM {from} WHERE {}",
+            columns.join(", "),
+            where_sql(select, filter, series, &[], stop)
+        );
+        if !group.is_empty() {
+            sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
+        }
+        Aggregation {
+            sql,
+            at,
+            width: columns.len(),
+            stop,
+        }
+    }
+}
