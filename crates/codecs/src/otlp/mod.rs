@@ -24,6 +24,11 @@
 //! named like one of its columns (or repeating another tag) is rejected
 //! and counted in the response's `partial_success`; the rest are stored.
 //!
+//! The names of the measurements, [`METRIC_NAME`], [`VALUE`],
+//! [`IS_MONOTONIC`], [`METADATA_FIELDS`] and the resource tags
+//! ([`resource_tag`]) are the contract with readers (PromQL names OTLP's
+//! series by them): they are defined here and nowhere else.
+//!
 //! The request is read in place ([`read`]): [`Request::decode`], then
 //! [`ResourceTags::of`] and [`convert`].
 
@@ -60,9 +65,40 @@ pub const EXPONENTIAL_HISTOGRAM: &str = "otel_metrics_exponential_histogram";
 pub const SUMMARY: &str = "otel_metrics_summary";
 /// Measurement of metric metadata.
 pub const METADATA: &str = "otel_metrics_metadata";
+/// Every measurement an export fills.
+pub const MEASUREMENTS: [&str; 6] = [
+    GAUGE,
+    SUM,
+    HISTOGRAM,
+    EXPONENTIAL_HISTOGRAM,
+    SUMMARY,
+    METADATA,
+];
 
-/// The tag holding a point's metric name.
-const METRIC_NAME: &str = "metric_name";
+/// The tag holding a point's metric name (OTLP's, as sent), and
+/// [`METADATA`]'s metric.
+pub const METRIC_NAME: &str = "metric_name";
+/// The field of [`GAUGE`] and [`SUM`] holding a point's value.
+pub const VALUE: &str = "value";
+/// The field of [`SUM`] saying whether the sum only grows.
+pub const IS_MONOTONIC: &str = "is_monotonic";
+/// The fields of [`METADATA`]: the metric's kind, description and unit.
+pub const METADATA_FIELDS: [&str; 3] = ["type", "description", "unit"];
+
+/// What a resource attribute's tag starts with.
+const RESOURCE_PREFIX: &str = "resource.";
+
+/// The tag of resource attribute `key` (`service.name` →
+/// `resource.service.name`).
+pub fn resource_tag(key: &str) -> String {
+    format!("{RESOURCE_PREFIX}{key}")
+}
+
+/// The resource attribute a tag holds, if it holds one (the inverse of
+/// [`resource_tag`]).
+pub fn resource_attribute(tag: &str) -> Option<&str> {
+    tag.strip_prefix(RESOURCE_PREFIX)
+}
 
 /// A request as batches, and what of it was refused.
 #[derive(Debug, Default)]
@@ -89,12 +125,7 @@ impl ResourceTags {
             .map(|rm| {
                 rm.attributes
                     .iter()
-                    .map(|kv| {
-                        (
-                            format!("resource.{}", kv.key),
-                            any_text(&kv.value).into_owned(),
-                        )
-                    })
+                    .map(|kv| (resource_tag(kv.key), any_text(&kv.value).into_owned()))
                     .collect()
             })
             .collect();
@@ -160,10 +191,12 @@ pub fn convert<'a>(request: &'a Request<'a>, resources: &'a ResourceTags) -> Res
         let rows = metadata
             .into_iter()
             .map(|(name, (k, d, u))| (name, [k, d, u]));
-        let fields = ["type", "description", "unit"];
-        converted
-            .tables
-            .push(metadata_table(METADATA, METRIC_NAME, fields, rows)?);
+        converted.tables.push(metadata_table(
+            METADATA,
+            METRIC_NAME,
+            METADATA_FIELDS,
+            rows,
+        )?);
     }
     kinds.finish(&mut converted.tables)?;
     Ok(converted)
@@ -396,7 +429,7 @@ struct NumberFields {
 }
 
 impl Fields<NumberDataPoint<'_>> for NumberFields {
-    const NAMES: &'static [&'static str] = &["value", "aggregation_temporality", "is_monotonic"];
+    const NAMES: &'static [&'static str] = &[VALUE, "aggregation_temporality", IS_MONOTONIC];
     /// A sum's temporality and monotonicity; `None` for a gauge.
     type Shared = Option<(i32, bool)>;
 
@@ -736,5 +769,13 @@ mod tests {
         for (value, text) in cases {
             assert_eq!(any_text(&value), text);
         }
+    }
+
+    #[test]
+    fn a_resource_attribute_is_found_from_its_tag() {
+        let tag = resource_tag("service.name");
+        assert_eq!(tag, "resource.service.name");
+        assert_eq!(resource_attribute(&tag), Some("service.name"));
+        assert_eq!(resource_attribute("scope.name"), None);
     }
 }

@@ -41,6 +41,17 @@ pub const HISTOGRAMS: &str = "prometheus_histograms";
 pub const EXEMPLARS: &str = "prometheus_exemplars";
 /// The measurement metric metadata is stored in.
 pub const METADATA: &str = "prometheus_metadata";
+/// Every measurement remote write fills.
+pub const MEASUREMENTS: [&str; 4] = [SAMPLES, HISTOGRAMS, EXEMPLARS, METADATA];
+
+/// The field of [`SAMPLES`] holding a sample's value, and of [`EXEMPLARS`]
+/// an exemplar's. The series' labels are the tags, as sent (the metric
+/// name in `__name__`).
+pub const VALUE: &str = "value";
+/// The tag of [`METADATA`] holding the metric family's name.
+pub const METADATA_METRIC: &str = "metric";
+/// The fields of [`METADATA`]: the family's type, help and unit.
+pub const METADATA_FIELDS: [&str; 3] = ["type", "help", "unit"];
 
 /// The field holding a series' created (start) timestamp, in ms.
 const CREATED: &str = "created_timestamp";
@@ -75,9 +86,9 @@ fn samples<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
         .iter()
         .any(|s| has_samples(s) && s.created_timestamp != 0);
     let reserved: &[&str] = if created {
-        &["time", "value", CREATED]
+        &["time", VALUE, CREATED]
     } else {
-        &["time", "value"]
+        &["time", VALUE]
     };
     let mut labels =
         SeriesTags::with_capacity(reserved, decoded.series.len(), decoded.label_pairs.len());
@@ -100,7 +111,7 @@ fn samples<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
             (0..series.samples.len()).for_each(|_| created_at.append_option(value));
         }
     }
-    let mut fields: Vec<(&str, ArrayRef)> = vec![("value", Arc::new(values.finish()))];
+    let mut fields: Vec<(&str, ArrayRef)> = vec![(VALUE, Arc::new(values.finish()))];
     if created {
         fields.push((CREATED, Arc::new(created_at.finish())));
     }
@@ -216,9 +227,9 @@ fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     }
     let rows = decoded.exemplars.len();
     let names: BTreeSet<&str> = decoded.exemplar_pairs.iter().map(|(n, _)| *n).collect();
-    let mut reserved = vec!["time", "value"];
+    let mut reserved = vec!["time", VALUE];
     reserved.extend(names.iter().copied());
-    if let Some(bad) = names.iter().find(|n| matches!(**n, "" | "time" | "value")) {
+    if let Some(bad) = names.iter().find(|n| ["", "time", VALUE].contains(*n)) {
         return Err(Error::Invalid(format!(
             "exemplar label name {bad:?} is not supported"
         )));
@@ -242,7 +253,7 @@ fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
             builder.append_option(pairs.iter().find(|(n, _)| n == name).map(|(_, v)| *v));
         }
     }
-    let mut fields: Vec<(&str, ArrayRef)> = vec![("value", Arc::new(values.finish()))];
+    let mut fields: Vec<(&str, ArrayRef)> = vec![(VALUE, Arc::new(values.finish()))];
     for (name, mut builder) in names.iter().zip(exemplar_labels) {
         fields.push((name, Arc::new(builder.finish())));
     }
@@ -250,7 +261,7 @@ fn exemplars<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     Table::new(EXEMPLARS, times, tags, series, fields).map(Some)
 }
 
-/// Points of [`METADATA`]: tag `metric`, fields `type`, `help`, `unit`
+/// Points of [`METADATA`]: tag [`METADATA_METRIC`], [`METADATA_FIELDS`]
 /// (see [`metadata_table`]).
 fn metadata<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
     if decoded.metadata.is_empty() {
@@ -260,5 +271,5 @@ fn metadata<'a>(decoded: &Decoded<'a>) -> Result<Option<Table<'a>>> {
         .metadata
         .iter()
         .map(|(name, m)| (*name, [m.kind, m.help, m.unit]));
-    metadata_table(METADATA, "metric", ["type", "help", "unit"], rows).map(Some)
+    metadata_table(METADATA, METADATA_METRIC, METADATA_FIELDS, rows).map(Some)
 }
