@@ -1,26 +1,53 @@
-//! How data that did not arrive as Prometheus samples is named in PromQL:
-//! a measurement's numeric field is the metric `<measurement>_<field>`
-//! with the measurement's tags as labels (VictoriaMetrics' mapping of line
-//! protocol); OTLP's gauges and sums are their metric, named by
+//! How PromQL names what is stored: remote write's samples by their
+//! `__name__` tag; OTLP's gauges and sums by their metric, named by
 //! OpenTelemetry's Prometheus translation (unit suffixes, `_total` for
-//! monotonic sums, `job` and `instance` from the service); every name made
-//! a valid Prometheus name.
+//! monotonic sums, `job` and `instance` from the service); any other
+//! measurement's numeric field as the metric `<measurement>_<field>` with
+//! the measurement's tags as labels (VictoriaMetrics' mapping of line
+//! protocol); every name made a valid Prometheus name.
+//!
+//! What the protocols write (measurements, fields, tags) is named by
+//! `chingest_codecs`, which writes it: [`shape`] reads those names, so a
+//! rename there is a rename here.
 
-/// The measurement remote write fills: its `__name__` tag is the metric
-/// name and its `value` field the sample.
-pub const PROMETHEUS_MEASUREMENT: &str = "prometheus";
+use chingest_codecs::{otlp, prometheus as remote_write};
 
-/// The field holding remote write's samples.
-pub const PROMETHEUS_FIELD: &str = "value";
+/// How PromQL reads a measurement, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Remote write's samples: each series named by its `__name__` tag,
+    /// its samples in [`remote_write::VALUE`].
+    RemoteWrite,
+    /// OTLP's gauges (`gauge`) or sums: each series named by its
+    /// [`otlp::METRIC_NAME`] tag ([`otlp_metric_name`]), its samples in
+    /// [`otlp::VALUE`].
+    Otlp {
+        /// Gauges (else sums).
+        gauge: bool,
+    },
+    /// Any other measurement: each numeric field the metric
+    /// [`metric_name`].
+    Plain,
+    /// Not metrics of their own: the protocols' other measurements
+    /// (histograms, exemplars, metadata), which are other shapes.
+    Other,
+}
 
-/// OTLP's measurements PromQL reads: gauges, and sums (monotonic or not).
-pub const OTLP_GAUGES: &str = "otel_metrics_gauge";
-/// OTLP's sums.
-pub const OTLP_SUMS: &str = "otel_metrics_sum";
-/// OTLP's metadata (each metric's unit).
-pub const OTLP_METADATA: &str = "otel_metrics_metadata";
-/// The tag holding an OTLP point's metric name.
-pub const OTLP_METRIC_NAME: &str = "metric_name";
+/// How PromQL reads `measurement`.
+pub fn shape(measurement: &str) -> Shape {
+    match measurement {
+        remote_write::SAMPLES => Shape::RemoteWrite,
+        otlp::GAUGE => Shape::Otlp { gauge: true },
+        otlp::SUM => Shape::Otlp { gauge: false },
+        other
+            if remote_write::MEASUREMENTS.contains(&other)
+                || otlp::MEASUREMENTS.contains(&other) =>
+        {
+            Shape::Other
+        }
+        _ => Shape::Plain,
+    }
+}
 
 /// An OTLP metric's Prometheus name: `name` made valid, its `unit` as a
 /// suffix (`s` → `_seconds`, `By/s` → `_bytes_per_second`, `1` → `_ratio`
@@ -121,15 +148,6 @@ fn unit_words(unit: &str) -> String {
     }
 }
 
-/// Whether a measurement of the database is a metric source of its own
-/// (not remote write's histograms, exemplars and metadata, which are
-/// other shapes; not OTLP's, which carry their metric name in a tag).
-pub fn is_plain_measurement(name: &str) -> bool {
-    name != PROMETHEUS_MEASUREMENT
-        && !name.starts_with("prometheus_")
-        && !name.starts_with("otel_metrics_")
-}
-
 /// The metric a measurement's field is read as: `<measurement>_<field>`,
 /// made a valid metric name.
 pub fn metric_name(measurement: &str, field: &str) -> String {
@@ -171,7 +189,6 @@ mod tests {
         assert_eq!(metric_name("9lives", "x"), "_9lives_x");
         assert_eq!(label_name("resource.service.name"), "resource_service_name");
         assert!(is_label_name("host") && !is_label_name("a-b") && !is_label_name(""));
-        assert!(!is_plain_measurement("prometheus_histograms"));
         assert_eq!(
             otlp_metric_name("http.server.duration", "s", false, false),
             "http_server_duration_seconds"
@@ -192,6 +209,8 @@ mod tests {
             otlp_metric_name("jobs_total", "1", false, true),
             "jobs_total"
         );
-        assert!(is_plain_measurement("cpu"));
+        assert_eq!(shape("cpu"), Shape::Plain);
+        assert_eq!(shape("prometheus_histograms"), Shape::Other);
+        assert_eq!(shape("otel_metrics_sum"), Shape::Otlp { gauge: false });
     }
 }

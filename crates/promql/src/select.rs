@@ -12,13 +12,14 @@ use arrow::record_batch::RecordBatch;
 use chingest::names::{quote_ident, quote_literal, TableNames};
 use chingest::schema::FieldType;
 use chingest::{Access, Ingestor, TagMatcher, TagTest};
+use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cache::ResultCache;
 use crate::error::Error;
-use crate::naming;
+use crate::naming::{self, Shape};
 use crate::value::{Labels, Series, METRIC_NAME};
 
 /// How much one query may read.
@@ -259,10 +260,6 @@ type SamplesById = HashMap<u64, Vec<(i64, f64)>>;
 /// the engine's statement size); more are selected by a subquery.
 const MAX_LISTED_IDS: usize = 5_000;
 
-/// The measurements of remote write's exemplars and metadata.
-const EXEMPLARS_MEASUREMENT: &str = "prometheus_exemplars";
-const METADATA_MEASUREMENT: &str = "prometheus_metadata";
-
 impl Source<'_> {
     /// A measurement of remote write's shape (labels as tags, `__name__`
     /// among them), if the database has it.
@@ -295,7 +292,7 @@ impl Source<'_> {
         series_budget: &mut usize,
     ) -> Result<Vec<(Labels, Vec<Exemplar>)>, Error> {
         let Some((candidate, schema)) =
-            self.prometheus_shaped(EXEMPLARS_MEASUREMENT, naming::PROMETHEUS_FIELD)
+            self.prometheus_shaped(remote_write::EXEMPLARS, remote_write::VALUE)
         else {
             return Ok(Vec::new());
         };
@@ -316,9 +313,10 @@ impl Source<'_> {
             .map(|f| format!(", toString(ifNull({}, ''))", quote_ident(f)))
             .collect();
         let sql = format!(
-            "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64(value){columns} FROM {facts} \
+            "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({value}){columns} FROM {facts} \
              WHERE series_id IN (SELECT series_id FROM {series} FINAL WHERE {condition}) AND {time} \
              ORDER BY series_id, time LIMIT {limit}",
+            value = quote_ident(&candidate.field),
             facts = candidate.names.storage_table,
             series = candidate.names.series_table,
             condition = self.series_condition(&candidate, matchers),
@@ -362,7 +360,8 @@ impl Source<'_> {
     /// The metadata of each metric family (the newest of each), sorted by
     /// name; of `metric` only when given.
     pub async fn metadata(&self, metric: Option<&str>) -> Result<Vec<Metadata>, Error> {
-        let Some((candidate, schema)) = self.prometheus_shaped(METADATA_MEASUREMENT, "type") else {
+        let [kind, help, unit] = remote_write::METADATA_FIELDS;
+        let Some((candidate, schema)) = self.prometheus_shaped(remote_write::METADATA, kind) else {
             return Ok(Vec::new());
         };
         let column = |name: &str| {
@@ -375,19 +374,20 @@ impl Source<'_> {
                 "''".to_owned()
             }
         };
+        let tag = quote_literal(remote_write::METADATA_METRIC);
         let filter = metric.map_or(String::new(), |m| {
-            format!(" AND tags['metric'] = {}", quote_literal(m))
+            format!(" AND tags[{tag}] = {}", quote_literal(m))
         });
         let sql = format!(
-            "SELECT s.tags['metric'] AS metric, {kind}, {help}, {unit} FROM {facts} AS f \
+            "SELECT s.tags[{tag}] AS metric, {kind}, {help}, {unit} FROM {facts} AS f \
              INNER JOIN (SELECT series_id, tags FROM {series} FINAL WHERE measurement = {measurement}{filter}) AS s \
              USING series_id GROUP BY metric ORDER BY metric",
-            kind = column("type"),
-            help = column("help"),
-            unit = column("unit"),
+            kind = column(kind),
+            help = column(help),
+            unit = column(unit),
             facts = candidate.names.storage_table,
             series = candidate.names.series_table,
-            measurement = quote_literal(METADATA_MEASUREMENT),
+            measurement = quote_literal(remote_write::METADATA),
         );
         let batches = self.statement(&sql).await?;
         let mut out = Vec::new();
@@ -410,7 +410,7 @@ impl Source<'_> {
     /// there are any.
     pub async fn time_bounds(&self) -> Result<Option<(i64, i64)>, Error> {
         let Some((candidate, _)) =
-            self.prometheus_shaped(naming::PROMETHEUS_MEASUREMENT, naming::PROMETHEUS_FIELD)
+            self.prometheus_shaped(remote_write::SAMPLES, remote_write::VALUE)
         else {
             return Ok(None);
         };
@@ -436,31 +436,21 @@ impl Source<'_> {
         let mut out = Vec::new();
         for schema in schemas {
             let names = || TableNames::new(&self.database, &self.retention_policy, &schema.name);
-            if schema.name == naming::PROMETHEUS_MEASUREMENT {
+            let one_field = match naming::shape(&schema.name) {
+                Shape::RemoteWrite => Some((remote_write::VALUE, Naming::Tag)),
+                Shape::Otlp { gauge } => Some((otlp::VALUE, Naming::Otlp { gauge })),
+                Shape::Other => continue,
+                Shape::Plain => None,
+            };
+            if let Some((field, naming)) = one_field {
                 out.push(Candidate {
                     names: names(),
                     measurement: schema.name.clone(),
-                    field: naming::PROMETHEUS_FIELD.to_owned(),
-                    naming: Naming::Tag,
+                    field: field.to_owned(),
+                    naming,
                     tag_keys: schema.tag_keys.clone(),
                     sparse: false,
                 });
-                continue;
-            }
-            if schema.name == naming::OTLP_GAUGES || schema.name == naming::OTLP_SUMS {
-                out.push(Candidate {
-                    names: names(),
-                    measurement: schema.name.clone(),
-                    field: naming::PROMETHEUS_FIELD.to_owned(),
-                    naming: Naming::Otlp {
-                        gauge: schema.name == naming::OTLP_GAUGES,
-                    },
-                    tag_keys: schema.tag_keys.clone(),
-                    sparse: false,
-                });
-                continue;
-            }
-            if !naming::is_plain_measurement(&schema.name) {
                 continue;
             }
             for (field, kind) in &schema.fields {
@@ -731,24 +721,22 @@ impl Source<'_> {
     /// (their newest point says).
     async fn otlp_names(&self, candidate: &Candidate, gauge: bool) -> Result<OtlpNames, Error> {
         let mut names = OtlpNames::default();
+        let [_, _, unit] = otlp::METADATA_FIELDS;
         if let Some(schema) = self
             .ingestor
-            .measurement(
-                &self.database,
-                &self.retention_policy,
-                naming::OTLP_METADATA,
-            )
-            .filter(|s| s.fields.iter().any(|(f, _)| f == "unit"))
+            .measurement(&self.database, &self.retention_policy, otlp::METADATA)
+            .filter(|s| s.fields.iter().any(|(f, _)| f == unit))
         {
             let metadata = TableNames::new(&self.database, &self.retention_policy, &schema.name);
             let sql = format!(
-                "SELECT s.tags[{tag}], toString(argMax(ifNull(f.unit, ''), f.time)) FROM {facts} AS f \
+                "SELECT s.tags[{tag}], toString(argMax(ifNull(f.{unit}, ''), f.time)) FROM {facts} AS f \
                  INNER JOIN (SELECT series_id, tags FROM {series} FINAL WHERE measurement = {measurement}) AS s \
                  USING series_id GROUP BY s.tags[{tag}]",
-                tag = quote_literal(naming::OTLP_METRIC_NAME),
+                tag = quote_literal(otlp::METRIC_NAME),
+                unit = quote_ident(unit),
                 facts = metadata.storage_table,
                 series = metadata.series_table,
-                measurement = quote_literal(naming::OTLP_METADATA),
+                measurement = quote_literal(otlp::METADATA),
             );
             for batch in &self.statement(&sql).await? {
                 let [metric, unit] = [0, 1].map(|c| strings(batch.column(c).as_ref()));
@@ -757,8 +745,9 @@ impl Source<'_> {
         }
         if !gauge {
             let sql = format!(
-                "SELECT series_id FROM {} GROUP BY series_id HAVING argMax(is_monotonic, time)",
-                candidate.names.storage_table
+                "SELECT series_id FROM {} GROUP BY series_id HAVING argMax({}, time)",
+                candidate.names.storage_table,
+                quote_ident(otlp::IS_MONOTONIC)
             );
             for batch in &self.statement(&sql).await? {
                 let ids = batch.column(0).as_primitive::<UInt64Type>();
@@ -932,16 +921,23 @@ fn otlp_labels(
 ) -> Labels {
     let tags: HashMap<String, String> = keys.into_iter().zip(values).collect();
     let tag = |key: &str| tags.get(key).map_or("", String::as_str);
-    let metric = tag(naming::OTLP_METRIC_NAME);
+    // The service's attributes (OpenTelemetry's semantic conventions), by
+    // the tags the codec stores resource attributes under.
+    let resource = |attribute: &str| {
+        tags.iter()
+            .find(|(k, _)| otlp::resource_attribute(k) == Some(attribute))
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let metric = tag(otlp::METRIC_NAME);
     let unit = names.units.get(metric).map_or("", String::as_str);
     let name = naming::otlp_metric_name(metric, unit, gauge, names.monotonic.contains(&id));
     let mut pairs: Vec<(String, String)> = tags
         .iter()
-        .filter(|(k, _)| *k != naming::OTLP_METRIC_NAME)
+        .filter(|(k, _)| *k != otlp::METRIC_NAME)
         .map(|(k, v)| (naming::label_name(k), v.clone()))
         .collect();
-    let service = tag("resource.service.name");
-    let job = match tag("resource.service.namespace") {
+    let service = resource("service.name");
+    let job = match resource("service.namespace") {
         "" => service.to_owned(),
         namespace => format!("{namespace}/{service}"),
     };
@@ -949,7 +945,7 @@ fn otlp_labels(
     if !service.is_empty() {
         pairs.push(("job".to_owned(), job));
     }
-    let instance = tag("resource.service.instance.id");
+    let instance = resource("service.instance.id");
     if !instance.is_empty() {
         pairs.push(("instance".to_owned(), instance.to_owned()));
     }
