@@ -38,6 +38,7 @@ pub use error::Error;
 pub use lex::{bind, Param};
 pub use parse::{parse_query, Admin, KeyFilter, Name, Select, Show, Statement};
 pub use plan::Context;
+pub use select::select_sql;
 
 /// Answers one parsed statement.
 pub async fn execute(ctx: &Context<'_>, statement: &Statement) -> Result<Answer, Error> {

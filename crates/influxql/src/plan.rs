@@ -76,8 +76,7 @@ impl Context<'_> {
     /// The measurements `sources` name that exist, sorted by name, each
     /// once.
     pub(crate) fn targets(&self, sources: &[parse::Source]) -> Result<Vec<Target>, Error> {
-        let mut targets: Vec<Target> = Vec::new();
-        for source in sources {
+        named_targets(sources, |source| {
             let database = self.database(source.database.as_deref())?;
             let rp = source
                 .retention_policy
@@ -92,10 +91,6 @@ impl Context<'_> {
             if !known {
                 return Err(format!("retention policy not found: {rp}").into());
             }
-            let pattern = match &source.measurement {
-                parse::Name::Regex(re) => Some(compile(re)?),
-                parse::Name::Exact(_) => None,
-            };
             let schemas = match &source.measurement {
                 parse::Name::Exact(name) => self
                     .ingestor
@@ -104,27 +99,47 @@ impl Context<'_> {
                     .collect(),
                 parse::Name::Regex(_) => self.ingestor.measurements(&database, &rp),
             };
-            for schema in schemas {
-                let wanted = pattern.as_ref().is_none_or(|p| p.is_match(&schema.name));
-                let known = targets.iter().any(|t| {
-                    t.database == database
-                        && t.retention_policy == rp
-                        && t.schema.name == schema.name
-                });
-                if wanted && !known {
-                    targets.push(Target {
-                        names: TableNames::new(&database, &rp, &schema.name),
-                        database: database.clone(),
-                        retention_policy: rp.clone(),
-                        schema,
-                    });
-                }
-            }
-        }
-        targets.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
-        Ok(targets)
+            Ok((database, rp, schemas))
+        })
     }
 }
+
+/// The measurements `sources` name, sorted by name, each once; `catalog`
+/// gives a source's database, retention policy and the measurements it
+/// may name (the one of its exact name, or every one for a `/regex/`).
+pub(crate) fn named_targets(
+    sources: &[parse::Source],
+    mut catalog: impl FnMut(&parse::Source) -> Result<SourceCatalog, Error>,
+) -> Result<Vec<Target>, Error> {
+    let mut targets: Vec<Target> = Vec::new();
+    for source in sources {
+        let (database, rp, schemas) = catalog(source)?;
+        let pattern = match &source.measurement {
+            parse::Name::Regex(re) => Some(compile(re)?),
+            parse::Name::Exact(_) => None,
+        };
+        for schema in schemas {
+            let wanted = pattern.as_ref().is_none_or(|p| p.is_match(&schema.name));
+            let known = targets.iter().any(|t| {
+                t.database == database && t.retention_policy == rp && t.schema.name == schema.name
+            });
+            if wanted && !known {
+                targets.push(Target {
+                    names: TableNames::new(&database, &rp, &schema.name),
+                    database: database.clone(),
+                    retention_policy: rp.clone(),
+                    schema,
+                });
+            }
+        }
+    }
+    targets.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+    Ok(targets)
+}
+
+/// A source's database, retention policy, and the measurements it may
+/// name.
+pub(crate) type SourceCatalog = (String, String, Vec<MeasurementSchema>);
 
 /// `OFFSET offset LIMIT limit` (`None`: no limit) of `items`: series, or
 /// one series' rows.

@@ -9,6 +9,8 @@ mod model;
 mod recent;
 mod sql;
 
+pub use sql::select_sql;
+
 use std::collections::BTreeMap;
 
 use chingest::TagPredicate;

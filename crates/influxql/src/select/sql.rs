@@ -6,15 +6,16 @@
 
 use chingest::names::{quote_ident, quote_literal};
 use chingest::schema::FieldType;
-use chingest::TagPredicate;
+use chingest::{MeasurementSchema, TagPredicate};
 
 use super::model::{
-    aggregate_of, group_keys, outputs, transforms, Aggregate, Column, Operand, Output, Shape,
+    aggregate_of, group_keys, outputs, shape, transforms, wildcard, Aggregate, Column, Operand,
+    Output, Shape,
 };
 use crate::condition::{FieldCondition, FieldLiteral};
 use crate::error::Error;
-use crate::parse::{Interval, Select};
-use crate::plan::{fact_source, Target};
+use crate::parse::{Interval, Name, Select};
+use crate::plan::{fact_source, named_targets, Target};
 
 /// Where an output's value and its point's time are in a row.
 pub(super) type Place = (usize, Option<usize>);
@@ -317,6 +318,60 @@ pub(super) fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> Str
     }
 }
 
+/// The SQL a `SELECT` sends the engine, planned with no ingestor: for
+/// each measurement it reads among `schemas` (sorted by name), its name and
+/// its statement, or `None` when it asks the engine nothing (no field to
+/// read, or no series selected).
+///
+/// `schemas` are the measurements of every database and retention policy
+/// the statement names; `database` and `retention_policy` are those of
+/// sources that name none. `listed` gives the ids of the series of a
+/// measurement that its tags select, as the last-value cache would
+/// (`None`: not known, so a subquery on the series table selects them);
+/// `now` is what `now()` means, ns since the epoch. What the real path
+/// answers from memory instead (`last()` over all time, recent aggregates)
+/// is not planned here: this is the SQL it sends otherwise, built by the
+/// same code.
+pub fn select_sql(
+    select: &Select,
+    database: &str,
+    retention_policy: &str,
+    schemas: &[MeasurementSchema],
+    listed: impl Fn(&str) -> Option<Vec<u64>>,
+    now: i64,
+) -> Result<Vec<(String, Option<String>)>, Error> {
+    let shape = shape(select)?;
+    let targets = named_targets(&select.sources, |source| {
+        let schemas = schemas.iter().filter(|schema| match &source.measurement {
+            Name::Exact(name) => schema.name == *name,
+            Name::Regex(_) => true,
+        });
+        Ok((
+            source.database.as_deref().unwrap_or(database).to_owned(),
+            source
+                .retention_policy
+                .as_deref()
+                .unwrap_or(retention_policy)
+                .to_owned(),
+            schemas.cloned().collect(),
+        ))
+    })?;
+    let wildcard = wildcard(select, &targets);
+    let mut statements = Vec::new();
+    for target in &targets {
+        let sql = match Plan::new(select, &shape, target, &wildcard)? {
+            Some(mut plan) => {
+                plan.filter.list_series(listed(&target.schema.name));
+                plan.statement(select, target, select.time_zone, now)
+                    .map(Statement::into_sql)
+            }
+            None => None,
+        };
+        statements.push((target.schema.name.clone(), sql));
+    }
+    Ok(statements)
+}
+
 /// One measurement's statement, planned with no ingestor: what it reads
 /// and how it narrows the measurement's series.
 pub(super) struct Plan {
@@ -346,6 +401,16 @@ pub(super) struct Aggregation {
     /// The range's exclusive end: the statement's, or now for `GROUP BY
     /// time` without one.
     pub(super) stop: Option<i64>,
+}
+
+impl Statement {
+    /// The statement's SQL.
+    fn into_sql(self) -> String {
+        match self {
+            Statement::Raw(sql) => sql,
+            Statement::Aggregated(aggregation) => aggregation.sql,
+        }
+    }
 }
 
 impl Plan {
