@@ -3,9 +3,9 @@
 //! job: the connections and their pools ([`pool`]), one statement on a
 //! connection ([`statements`]), Arrow data handed to the engine
 //! ([`register`]), what makes its writes durable ([`data_dir`]), the
-//! `clickhouse` storage mode's `Distributed` tables ([`mirror`]), the output
-//! formats ([`format`]) and the untrusted statements' [`queue`]; here, the
-//! [`Engine`] that holds them together.
+//! `clickhouse` storage mode's `Distributed` tables ([`mirror`]), the
+//! output formats ([`format`](mod@format)) and the untrusted statements'
+//! [`queue`]; here, the [`Engine`] that holds them together.
 //!
 //! Every chDB call blocks its thread for the whole statement, so every call
 //! here runs on tokio's blocking pool ([`Engine::run`]), never on an async
@@ -295,10 +295,11 @@ pub fn engine_version() -> &'static str {
     chdb_rust::version::engine_version().unwrap_or("unknown")
 }
 
-/// Stops the engine's threads for good, once every [`Ingestor`] is closed
-/// and dropped. Only needed by programs that run teardown code of their own
-/// after using the engine (exit-time destructors, `atexit` handlers): they
-/// would race the engine's threads. No engine can be opened afterwards.
+/// Stops the engine's threads for good, once every
+/// [`Ingestor`](crate::Ingestor) is closed and dropped. Only needed by
+/// programs that run teardown code of their own after using the engine
+/// (exit-time destructors, `atexit` handlers): they would race the
+/// engine's threads. No engine can be opened afterwards.
 pub fn shutdown_engine() -> Result<()> {
     chdb_rust::runtime::shutdown().map_err(Error::from)
 }
