@@ -1,12 +1,25 @@
 //! The server's configuration: built-in defaults, then the TOML file
 //! (`config/chingest.toml` documents every key), then command-line flags and
 //! their `CHINGEST_*` environment variables, then [`ServerConfig::validate`].
+//!
+//! The sections hold the libraries' own types (`chingest::FlushPolicy`,
+//! `CardinalityLimits`, `ClusterConfig`, `Durability`, `DuplicatePolicy`,
+//! `WalConfig`, `QueryLimits`, `LastValueConfig`; `chingest_promql::Options`
+//! and `Limits`), read from the file as it is: their defaults are the
+//! libraries', every value is parsed once, when the file is read (a bad one
+//! is an error naming it), and [`ServerConfig::ingest_config`] only moves
+//! them into place. Where the file's keys are not the type's field names
+//! (the file is flat, units in the names: `flush_max_age_ms`), a `*Keys`
+//! definition below maps them: it lists every field of its type, so a
+//! field the library adds fails to compile here until it has a key.
 
+use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// Everything the server needs. Field docs are the reference; the example
 /// file repeats them.
@@ -55,99 +68,45 @@ pub struct ServerConfig {
 }
 
 /// Where rows are stored (docs/cluster.md).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
     /// `embedded` (the engine in this process) or `clickhouse` (the shards
-    /// below).
-    pub mode: String,
-    /// The shards, in order: each the HTTP URL of its replica, or a list of
-    /// its replicas' URLs (`?native_port=N` if reads must not use 9000).
-    pub shards: Vec<ShardEntry>,
-    /// The user chingest signs in as on the shards.
-    pub user: String,
-    /// Its password.
-    pub password: String,
-    /// PEM certificates to trust for `https` shards (besides the system's).
-    pub ca_file: Option<PathBuf>,
-    /// How long one request to a shard may take, in ms.
-    pub timeout_ms: u64,
-    /// The Keeper path under which the shards' tables are replicated
-    /// (`Replicated*MergeTree`s at `<keeper_path>/{shard}/{database}/{table}`,
-    /// replica `{replica}`); unset, they are not replicated.
-    pub keeper_path: Option<String>,
-    /// How often, in ms, a node learns the databases, tables, fields and
-    /// series other nodes created on the shards.
-    pub refresh_ms: u64,
+    /// of `cluster`).
+    pub mode: StorageKind,
+    /// The cluster's shards and how to reach them; in the file `shards`
+    /// (each the HTTP URL of its replica, or a list of its replicas'
+    /// URLs), `user`, `password`, `ca_file`, `timeout_ms`, `keeper_path`,
+    /// `refresh_ms`.
+    #[serde(flatten, with = "ClusterKeys")]
+    pub cluster: chingest::ClusterConfig,
 }
 
-/// A shard in the file: one replica's URL, or several.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum ShardEntry {
-    /// A shard with one replica.
-    One(String),
-    /// A shard's replicas, tried in order.
-    Replicas(Vec<String>),
-}
-
-impl ShardEntry {
-    /// A shard from the command line or environment: replicas separated by
-    /// `|`.
-    pub fn parse(text: &str) -> ShardEntry {
-        ShardEntry::Replicas(text.split('|').map(|r| r.trim().to_owned()).collect())
-    }
-
-    fn replicas(&self) -> Vec<String> {
-        match self {
-            ShardEntry::One(url) => vec![url.clone()],
-            ShardEntry::Replicas(urls) => urls.clone(),
-        }
-    }
-}
-
-impl Default for StorageSection {
-    fn default() -> Self {
-        let cluster = chingest::ClusterConfig::default();
-        StorageSection {
-            mode: "embedded".to_owned(),
-            shards: Vec::new(),
-            user: cluster.user,
-            password: cluster.password,
-            ca_file: cluster.ca_file,
-            timeout_ms: cluster.timeout.as_millis() as u64,
-            keeper_path: cluster.keeper_path,
-            refresh_ms: cluster.refresh.as_millis() as u64,
-        }
-    }
+/// Where rows are stored: `mode` in `[storage]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
+    /// This process's engine, in `data_dir`.
+    #[default]
+    Embedded,
+    /// A ClickHouse cluster's shards.
+    ClickHouse,
 }
 
 impl StorageSection {
     /// The library's storage mode.
-    fn storage_mode(&self) -> Result<chingest::StorageMode, ConfigError> {
-        match self.mode.as_str() {
-            "embedded" if self.shards.is_empty() && self.keeper_path.is_none() => {
-                Ok(chingest::StorageMode::Embedded)
-            }
-            "embedded" => Err(ConfigError::Invalid(
-                "storage.shards or storage.keeper_path are set but storage.mode is embedded \
-                 (set mode = \"clickhouse\")"
-                    .into(),
-            )),
-            "clickhouse" => Ok(chingest::StorageMode::ClickHouse(chingest::ClusterConfig {
-                shards: self.shards.iter().map(ShardEntry::replicas).collect(),
-                user: self.user.clone(),
-                password: self.password.clone(),
-                ca_file: self.ca_file.clone(),
-                timeout: Duration::from_millis(self.timeout_ms),
-                keeper_path: self.keeper_path.clone(),
-                refresh: Duration::from_millis(self.refresh_ms),
-            })),
-            other => Err(ConfigError::Invalid(format!(
-                "storage.mode: {other:?} (embedded or clickhouse)"
-            ))),
+    pub fn mode(&self) -> chingest::StorageMode {
+        match self.mode {
+            StorageKind::Embedded => chingest::StorageMode::Embedded,
+            StorageKind::ClickHouse => chingest::StorageMode::ClickHouse(self.cluster.clone()),
         }
     }
+}
+
+/// A shard from the command line or environment: its replicas' URLs,
+/// separated by `|`.
+pub fn parse_shard(text: &str) -> Vec<String> {
+    text.split('|').map(|r| r.trim().to_owned()).collect()
 }
 
 /// How PromQL queries are evaluated and bounded.
@@ -156,15 +115,16 @@ impl StorageSection {
 pub struct PromqlSection {
     /// The database read when a request names none (`?db=`, `/db/<name>/`).
     pub default_database: String,
-    /// How far back an instant selector looks for a sample, in ms
-    /// (Prometheus's `--query.lookback-delta`).
-    pub lookback_delta_ms: u64,
-    /// Longest a query may take, in ms; a request's `timeout` may shorten it.
-    pub timeout_ms: u64,
-    /// Most series one query (or lookup) may select.
-    pub max_series: usize,
-    /// Most samples one query may read.
-    pub max_samples: usize,
+    /// How far back an instant selector looks for a sample (Prometheus's
+    /// `--query.lookback-delta`) and how long a query may take (a
+    /// request's `timeout` may shorten it); in the file
+    /// `lookback_delta_ms` and `timeout_ms`.
+    #[serde(flatten, with = "OptionsKeys")]
+    pub options: chingest_promql::Options,
+    /// Most series one query (or lookup) may select, most samples it may
+    /// read; in the file `max_series` and `max_samples`.
+    #[serde(flatten, with = "PromqlLimitsKeys")]
+    pub limits: chingest_promql::Limits,
     /// Memory bound of the result cache of range queries, in bytes (an
     /// estimate); 0 turns it off.
     pub result_cache_max_bytes: usize,
@@ -172,14 +132,10 @@ pub struct PromqlSection {
 
 impl Default for PromqlSection {
     fn default() -> Self {
-        let limits = chingest_promql::Limits::default();
-        let options = chingest_promql::Options::default();
         PromqlSection {
             default_database: "prometheus".to_owned(),
-            lookback_delta_ms: options.lookback.as_millis() as u64,
-            timeout_ms: options.timeout.as_millis() as u64,
-            max_series: limits.max_series,
-            max_samples: limits.max_samples,
+            options: chingest_promql::Options::default(),
+            limits: chingest_promql::Limits::default(),
             result_cache_max_bytes: 64 << 20,
         }
     }
@@ -211,11 +167,11 @@ pub struct Limits {
     pub max_fields_per_line: usize,
     /// Longest measurement, tag key or field key, in bytes.
     pub max_name_bytes: usize,
-    /// Series per database (0: no limit); lines with new series past it
-    /// are rejected.
-    pub max_series_per_database: usize,
-    /// Values of one tag key in one measurement (0: no limit).
-    pub max_values_per_tag: usize,
+    /// Series per database and values of one tag key in one measurement
+    /// (0: no limit); lines with new series past them are rejected. In the
+    /// file `max_series_per_database` and `max_values_per_tag`.
+    #[serde(flatten, with = "CardinalityKeys")]
+    pub cardinality: chingest::CardinalityLimits,
 }
 
 /// How writes behave.
@@ -229,10 +185,12 @@ pub struct WriteConfig {
     /// When a write is answered, unless the request says otherwise (the
     /// `durability` query parameter, `X-Chingest-Durability` header or gRPC
     /// field): `fsync`, `os`, `none` or `visible` (see docs/durability.md).
-    pub durability: String,
+    #[serde(deserialize_with = "parsed")]
+    pub durability: chingest::Durability,
     /// What tables keep when a point is written again, for databases and
     /// measurements without a policy of their own: `append` or `last`.
-    pub duplicate_policy: String,
+    #[serde(deserialize_with = "parsed")]
+    pub duplicate_policy: chingest::DuplicatePolicy,
 }
 
 /// A token and what it may do.
@@ -262,19 +220,18 @@ fn yes() -> bool {
 pub struct IngestSection {
     /// Engine connections (0: one per core).
     pub connections: usize,
-    /// Flush a table once this many rows are pending...
-    pub flush_max_rows: usize,
-    /// ...or this many bytes.
-    pub flush_max_bytes: usize,
-    /// ...or once the oldest pending row is this old, in milliseconds.
-    pub flush_max_age_ms: u64,
-    /// Flushes of one table that may run at once.
-    pub flush_concurrency: usize,
+    /// When a table's logged rows are inserted; in the file
+    /// `flush_max_rows`, `flush_max_bytes`, `flush_max_age_ms`,
+    /// `flush_concurrency`.
+    #[serde(flatten, with = "FlushKeys")]
+    pub flush: chingest::FlushPolicy,
     /// Bytes of request bodies and rows waiting to be inserted before
     /// writes are refused (429).
     pub max_buffered_bytes: usize,
-    /// How long a write waits for room under `max_buffered_bytes`, in ms.
-    pub overload_wait_ms: u64,
+    /// How long a write waits for room under `max_buffered_bytes`; in the
+    /// file `overload_wait_ms`.
+    #[serde(rename = "overload_wait_ms", with = "millis")]
+    pub overload_wait: Duration,
 }
 
 impl Default for ServerConfig {
@@ -310,8 +267,7 @@ impl Default for Limits {
             max_tags_per_line: 256,
             max_fields_per_line: 1024,
             max_name_bytes: 256,
-            max_series_per_database: chingest::CardinalityLimits::default().max_series,
-            max_values_per_tag: chingest::CardinalityLimits::default().max_values_per_tag,
+            cardinality: chingest::CardinalityLimits::default(),
         }
     }
 }
@@ -321,8 +277,8 @@ impl Default for WriteConfig {
         WriteConfig {
             auto_create_databases: true,
             default_retention_policy: "autogen".to_owned(),
-            durability: chingest::Durability::default().to_string(),
-            duplicate_policy: chingest::DuplicatePolicy::default().to_string(),
+            durability: chingest::Durability::default(),
+            duplicate_policy: chingest::DuplicatePolicy::default(),
         }
     }
 }
@@ -332,12 +288,9 @@ impl Default for IngestSection {
         let library = chingest::IngestConfig::new("");
         IngestSection {
             connections: 0,
-            flush_max_rows: library.flush.max_rows,
-            flush_max_bytes: library.flush.max_bytes,
-            flush_max_age_ms: library.flush.max_age.as_millis() as u64,
-            flush_concurrency: library.flush.concurrency,
+            flush: library.flush,
             max_buffered_bytes: library.max_buffered_bytes,
-            overload_wait_ms: library.overload_wait.as_millis() as u64,
+            overload_wait: library.overload_wait,
         }
     }
 }
@@ -354,11 +307,131 @@ pub fn parse_optional_addr(text: &str) -> Result<Option<SocketAddr>, String> {
         .map_err(|e| format!("{text:?} is not an address (host:port) or \"off\": {e}"))
 }
 
-fn optional_addr<'de, D: serde::Deserializer<'de>>(
+fn optional_addr<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<SocketAddr>, D::Error> {
     let text = String::deserialize(deserializer)?;
     parse_optional_addr(&text).map_err(serde::de::Error::custom)
+}
+
+/// A value written as its text (`durability = "fsync"`), parsed as the
+/// file is read: a bad one is an error naming the key and the choices.
+fn parsed<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+/// A duration written as whole milliseconds.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        u64::deserialize(deserializer).map(Duration::from_millis)
+    }
+}
+
+/// A shard in the file: one replica's URL, or a list of its replicas'.
+fn shards<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Shard {
+        One(String),
+        Replicas(Vec<String>),
+    }
+    let shards = Vec::<Shard>::deserialize(deserializer)?;
+    Ok(shards
+        .into_iter()
+        .map(|shard| match shard {
+            Shard::One(url) => vec![url],
+            Shard::Replicas(urls) => urls,
+        })
+        .collect())
+}
+
+// The file's keys of the libraries' types whose field names are not
+// theirs. Each lists every field of its type (a remote definition
+// constructs the type), its defaults are the type's.
+
+/// `[ingest]`'s keys of `chingest::FlushPolicy`.
+#[derive(Deserialize)]
+#[serde(
+    remote = "chingest::FlushPolicy",
+    default = "chingest::FlushPolicy::default"
+)]
+struct FlushKeys {
+    #[serde(rename = "flush_max_rows")]
+    max_rows: usize,
+    #[serde(rename = "flush_max_bytes")]
+    max_bytes: usize,
+    #[serde(rename = "flush_max_age_ms", with = "millis")]
+    max_age: Duration,
+    #[serde(rename = "flush_concurrency")]
+    concurrency: usize,
+}
+
+/// `[limits]`'s keys of `chingest::CardinalityLimits`.
+#[derive(Deserialize)]
+#[serde(
+    remote = "chingest::CardinalityLimits",
+    default = "chingest::CardinalityLimits::default"
+)]
+struct CardinalityKeys {
+    #[serde(rename = "max_series_per_database")]
+    max_series: usize,
+    #[serde(rename = "max_values_per_tag")]
+    max_values_per_tag: usize,
+}
+
+/// `[storage]`'s keys of `chingest::ClusterConfig`.
+#[derive(Deserialize)]
+#[serde(
+    remote = "chingest::ClusterConfig",
+    default = "chingest::ClusterConfig::default"
+)]
+struct ClusterKeys {
+    #[serde(deserialize_with = "shards")]
+    shards: Vec<Vec<String>>,
+    user: String,
+    password: String,
+    ca_file: Option<PathBuf>,
+    #[serde(rename = "timeout_ms", with = "millis")]
+    timeout: Duration,
+    keeper_path: Option<String>,
+    #[serde(rename = "refresh_ms", with = "millis")]
+    refresh: Duration,
+}
+
+/// `[promql]`'s keys of `chingest_promql::Options`.
+#[derive(Deserialize)]
+#[serde(
+    remote = "chingest_promql::Options",
+    default = "chingest_promql::Options::default"
+)]
+struct OptionsKeys {
+    #[serde(rename = "lookback_delta_ms", with = "millis")]
+    lookback: Duration,
+    #[serde(rename = "timeout_ms", with = "millis")]
+    timeout: Duration,
+}
+
+/// `[promql]`'s keys of `chingest_promql::Limits` (its field names).
+#[derive(Deserialize)]
+#[serde(
+    remote = "chingest_promql::Limits",
+    default = "chingest_promql::Limits::default"
+)]
+struct PromqlLimitsKeys {
+    max_series: usize,
+    max_samples: usize,
 }
 
 /// A configuration problem, with where it was found.
@@ -431,48 +504,50 @@ impl ServerConfig {
         if p.default_database.is_empty() {
             return invalid("promql.default_database must not be empty");
         }
-        if p.lookback_delta_ms == 0 || p.timeout_ms == 0 || p.max_series == 0 || p.max_samples == 0
+        if p.options.lookback.is_zero()
+            || p.options.timeout.is_zero()
+            || p.limits.max_series == 0
+            || p.limits.max_samples == 0
         {
             return invalid("promql limits must be positive");
         }
-        self.write
-            .durability
-            .parse::<chingest::Durability>()
-            .map_err(|e| ConfigError::Invalid(format!("write.durability: {e}")))?;
-        self.write
-            .duplicate_policy
-            .parse::<chingest::DuplicatePolicy>()
-            .map_err(|e| ConfigError::Invalid(format!("write.duplicate_policy: {e}")))?;
-        self.storage.storage_mode()?;
+        let cluster = &self.storage.cluster;
+        if self.storage.mode == StorageKind::Embedded
+            && (!cluster.shards.is_empty() || cluster.keeper_path.is_some())
+        {
+            return invalid(
+                "storage.shards or storage.keeper_path are set but storage.mode is embedded \
+                 (set mode = \"clickhouse\")",
+            );
+        }
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
-    /// The library configuration this server opens its engine with.
+    /// The library configuration this server opens its engine with: the
+    /// sections' values moved into place (every field named, so a field
+    /// the library adds is a decision here).
     pub fn ingest_config(&self) -> chingest::IngestConfig {
-        let mut config = chingest::IngestConfig::new(&self.data_dir);
-        let ingest = &self.ingest;
-        if ingest.connections > 0 {
-            config.connections = ingest.connections;
+        let library = chingest::IngestConfig::new(&self.data_dir);
+        let ingest = self.ingest.clone();
+        chingest::IngestConfig {
+            data_dir: library.data_dir,
+            connections: match ingest.connections {
+                0 => library.connections,
+                n => n,
+            },
+            flush: ingest.flush,
+            wal: self.wal.clone(),
+            max_buffered_bytes: ingest.max_buffered_bytes,
+            overload_wait: ingest.overload_wait,
+            view_retention_policy: library.view_retention_policy,
+            query: self.query.clone(),
+            cardinality: self.limits.cardinality,
+            duplicate_policy: self.write.duplicate_policy,
+            last_values: self.last_values.clone(),
+            storage: self.storage.mode(),
         }
-        config.flush.max_rows = ingest.flush_max_rows;
-        config.flush.max_bytes = ingest.flush_max_bytes;
-        config.flush.max_age = Duration::from_millis(ingest.flush_max_age_ms);
-        config.flush.concurrency = ingest.flush_concurrency;
-        config.wal = self.wal.clone();
-        config.max_buffered_bytes = ingest.max_buffered_bytes;
-        config.overload_wait = Duration::from_millis(ingest.overload_wait_ms);
-        config.duplicate_policy = self.write.duplicate_policy.parse().unwrap_or_default();
-        config.last_values = self.last_values.clone();
-        config.cardinality = chingest::CardinalityLimits {
-            max_series: self.limits.max_series_per_database,
-            max_values_per_tag: self.limits.max_values_per_tag,
-        };
-        config.query = self.query.clone();
-        // Checked by `validate`.
-        config.storage = self.storage.storage_mode().unwrap_or_default();
-        config
     }
 }
 
@@ -480,45 +555,88 @@ impl ServerConfig {
 mod tests {
     use super::*;
 
-    /// The documented example file must load and mean the defaults.
+    /// The documented example file must load and mean the defaults: every
+    /// value it sets, compared with the built-in one (the libraries'
+    /// types have no `PartialEq`; their `Debug` prints every field).
     #[test]
     fn example_config_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/chingest.toml");
         let config = ServerConfig::from_file(&path).unwrap();
         config.validate().unwrap();
-        let defaults = ServerConfig::default();
-        assert_eq!(config.http_addr, defaults.http_addr);
-        assert_eq!(config.grpc_addr, defaults.grpc_addr);
-        assert_eq!(config.clickhouse_http_addr, defaults.clickhouse_http_addr);
+        let file = format!("{config:#?}");
+        let built_in = format!("{:#?}", ServerConfig::default());
+        for (file, built_in) in file.lines().zip(built_in.lines()) {
+            assert_eq!(file.trim(), built_in.trim(), "config/chingest.toml");
+        }
+        assert_eq!(file, built_in);
+    }
+
+    /// Every key the file may set reaches the type it configures.
+    #[test]
+    fn keys_reach_the_libraries_types() {
+        let config: ServerConfig = toml::from_str(
+            "[ingest]\nconnections = 3\nflush_max_rows = 5\nflush_max_bytes = 6\n\
+             flush_max_age_ms = 7\nflush_concurrency = 2\nmax_buffered_bytes = 8\n\
+             overload_wait_ms = 9\n\
+             [limits]\nmax_series_per_database = 10\nmax_values_per_tag = 11\n\
+             [write]\ndurability = 'VISIBLE'\nduplicate_policy = 'last'\n\
+             [promql]\nlookback_delta_ms = 12\ntimeout_ms = 13\nmax_series = 14\n\
+             max_samples = 15\n\
+             [storage]\nuser = 'u'\npassword = 'p'\nca_file = '/ca.pem'\ntimeout_ms = 16\n\
+             refresh_ms = 17",
+        )
+        .unwrap();
+        let library = config.ingest_config();
+        assert_eq!(library.connections, 3);
+        let flush = &library.flush;
         assert_eq!(
-            config.limits.max_grpc_message_bytes,
-            defaults.limits.max_grpc_message_bytes
+            (
+                flush.max_rows,
+                flush.max_bytes,
+                flush.max_age,
+                flush.concurrency
+            ),
+            (5, 6, Duration::from_millis(7), 2)
         );
-        assert_eq!(config.data_dir, defaults.data_dir);
-        assert_eq!(config.limits.max_body_bytes, defaults.limits.max_body_bytes);
-        assert_eq!(config.write.durability, defaults.write.durability);
-        assert_eq!(config.wal.max_bytes, defaults.wal.max_bytes);
+        assert_eq!(library.max_buffered_bytes, 8);
+        assert_eq!(library.overload_wait, Duration::from_millis(9));
         assert_eq!(
-            config.last_values.measurements,
-            defaults.last_values.measurements
+            library.cardinality,
+            chingest::CardinalityLimits {
+                max_series: 10,
+                max_values_per_tag: 11
+            }
         );
-        assert_eq!(config.last_values.max_bytes, defaults.last_values.max_bytes);
+        assert_eq!(config.write.durability, chingest::Durability::Visible);
+        assert_eq!(library.duplicate_policy, chingest::DuplicatePolicy::Last);
+        let promql = &config.promql;
         assert_eq!(
-            config.ingest.flush_max_age_ms,
-            defaults.ingest.flush_max_age_ms
+            (promql.options.lookback, promql.options.timeout),
+            (Duration::from_millis(12), Duration::from_millis(13))
         );
-        assert_eq!(config.query.max_queued, defaults.query.max_queued);
-        assert_eq!(config.query.queue_timeout, defaults.query.queue_timeout);
-        let (p, d) = (&config.promql, &defaults.promql);
-        assert_eq!(p.default_database, d.default_database);
-        assert_eq!(p.lookback_delta_ms, d.lookback_delta_ms);
-        assert_eq!(p.timeout_ms, d.timeout_ms);
-        assert_eq!(p.max_series, d.max_series);
-        assert_eq!(p.max_samples, d.max_samples);
-        let (s, d) = (&config.storage, &defaults.storage);
-        assert_eq!((s.mode.as_str(), s.shards.len()), (d.mode.as_str(), 0));
-        assert_eq!((&s.user, &s.password), (&d.user, &d.password));
-        assert_eq!(s.timeout_ms, d.timeout_ms);
+        assert_eq!(
+            promql.limits,
+            chingest_promql::Limits {
+                max_series: 14,
+                max_samples: 15
+            }
+        );
+        assert_eq!(
+            config.storage.cluster,
+            chingest::ClusterConfig {
+                user: "u".to_owned(),
+                password: "p".to_owned(),
+                ca_file: Some(PathBuf::from("/ca.pem")),
+                timeout: Duration::from_millis(16),
+                refresh: Duration::from_millis(17),
+                ..chingest::ClusterConfig::default()
+            }
+        );
+        // A key left out keeps the library's default.
+        let config: ServerConfig = toml::from_str("[ingest]\nflush_max_rows = 5").unwrap();
+        let defaults = chingest::FlushPolicy::default();
+        assert_eq!(config.ingest.flush.max_bytes, defaults.max_bytes);
+        assert_eq!(config.ingest.flush.max_age, defaults.max_age);
     }
 
     #[test]
@@ -547,10 +665,14 @@ mod tests {
             cluster.keeper_path.as_deref(),
             Some("/clickhouse/tables/chingest")
         );
+        let err = toml::from_str::<ServerConfig>("[storage]\nmode = 'remote'").unwrap_err();
+        assert!(
+            err.to_string().contains("`embedded` or `clickhouse`"),
+            "{err}"
+        );
         for (bad, why) in [
             ("[storage]\nshards = ['http://a:8123']", "mode is embedded"),
             ("[storage]\nmode = 'clickhouse'", "needs shards"),
-            ("[storage]\nmode = 'remote'", "embedded or clickhouse"),
             (
                 "[storage]\nmode = 'clickhouse'\nshards = ['http://a:8123']\nkeeper_path = 'x/'",
                 "keeper_path must start with '/'",
@@ -584,11 +706,21 @@ mod tests {
         assert!(err.to_string().contains("http_adr"), "{err}");
         let config: ServerConfig = toml::from_str("[limits]\nmax_body_bytes = 0").unwrap();
         assert!(config.validate().is_err());
-        let config: ServerConfig = toml::from_str("[write]\ndurability = 'eventually'").unwrap();
-        assert!(config
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("eventually"));
+        // Parsed as the file is read: no default in its place.
+        for (bad, why) in [
+            (
+                "[write]\ndurability = 'eventually'",
+                "unknown durability \"eventually\"",
+            ),
+            (
+                "[write]\nduplicate_policy = 'first'",
+                "unknown duplicate policy \"first\"",
+            ),
+            ("[ingest]\nflush_max_rows = 'many'", "expected usize"),
+            ("[ingest]\nflush_max_row = 1", "flush_max_row"),
+        ] {
+            let err = toml::from_str::<ServerConfig>(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 }

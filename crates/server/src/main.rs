@@ -2,9 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context as _;
-use chingest_server::config::{parse_optional_addr, ServerConfig, ShardEntry};
+use chingest::Durability;
+use chingest_server::config::{parse_optional_addr, parse_shard, ServerConfig, StorageKind};
 use clap::{Parser, Subcommand};
 
 /// jemalloc rather than glibc's malloc, which kept what an overload's
@@ -47,8 +49,8 @@ struct ServeArgs {
     clickhouse_http_addr: Option<String>,
     /// When writes are answered: fsync, os, none or visible [default: fsync]
     /// (see config/chingest.toml). A request may ask for another.
-    #[arg(long, env = "CHINGEST_DURABILITY")]
-    durability: Option<String>,
+    #[arg(long, env = "CHINGEST_DURABILITY", value_parser = str::parse::<Durability>)]
+    durability: Option<Durability>,
     /// Log filter, e.g. info or chingest=debug [default: info].
     #[arg(long, env = "CHINGEST_LOG")]
     log: Option<String>,
@@ -136,18 +138,18 @@ impl ServeArgs {
                 self.last_values.into_iter().filter(|m| m != "-").collect();
         }
         if !self.clickhouse_shards.is_empty() {
-            config.storage.mode = "clickhouse".to_owned();
-            config.storage.shards = self
+            config.storage.mode = StorageKind::ClickHouse;
+            config.storage.cluster.shards = self
                 .clickhouse_shards
                 .iter()
-                .map(|shard| ShardEntry::parse(shard))
+                .map(|shard| parse_shard(shard))
                 .collect();
         }
         if let Some(path) = self.clickhouse_keeper_path {
-            config.storage.keeper_path = Some(path);
+            config.storage.cluster.keeper_path = Some(path);
         }
         if let Some(refresh) = self.clickhouse_refresh_ms {
-            config.storage.refresh_ms = refresh;
+            config.storage.cluster.refresh = Duration::from_millis(refresh);
         }
         config.validate()?;
         Ok(config)

@@ -131,8 +131,7 @@ impl AppState {
         let config = &self.config;
         WriteOptions {
             precision,
-            durability: durability
-                .unwrap_or_else(|| config.write.durability.parse().unwrap_or_default()),
+            durability: durability.unwrap_or(config.write.durability),
             max_line_len: config.limits.max_line_bytes,
             max_tags_per_line: config.limits.max_tags_per_line,
             max_fields_per_line: config.limits.max_fields_per_line,

@@ -150,9 +150,9 @@ async fn overload_answers_429_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.ingest.max_buffered_bytes = 256 << 10;
-    config.ingest.overload_wait_ms = 10;
-    config.ingest.flush_max_rows = 100;
-    config.ingest.flush_max_bytes = 64 << 10;
+    config.ingest.overload_wait = Duration::from_millis(10);
+    config.ingest.flush.max_rows = 100;
+    config.ingest.flush.max_bytes = 64 << 10;
     let (server, base) = serve(config).await;
     let body: String = (0..20_000).map(|i| format!("m v={i}i {i}\n")).collect();
     let r = client()
@@ -209,8 +209,8 @@ async fn bodies_past_the_memory_budget(grpc: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.ingest.max_buffered_bytes = 1 << 20;
-    config.ingest.flush_max_bytes = 256 << 10;
-    config.ingest.overload_wait_ms = 10;
+    config.ingest.flush.max_bytes = 256 << 10;
+    config.ingest.overload_wait = Duration::from_millis(10);
     let (server, base) = serve(config).await;
     let grpc_url = format!("http://{}", server.grpc_addr);
     const LINES: usize = 5_000;
@@ -1016,7 +1016,7 @@ async fn tls_serves_clients_that_trust_its_certificate() {
 async fn series_past_the_limit_are_refused_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
-    config.limits.max_series_per_database = 2;
+    config.limits.cardinality.max_series = 2;
     let (server, base) = serve(config).await;
     let r = client()
         .post(format!("{base}/write?db=card&durability=visible"))

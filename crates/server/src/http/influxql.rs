@@ -89,12 +89,7 @@ pub(super) async fn query(
         database: params.get("db").map(String::as_str),
         retention_policy,
         default_retention_policy: &state.config.write.default_retention_policy,
-        default_duplicate_policy: state
-            .config
-            .write
-            .duplicate_policy
-            .parse()
-            .unwrap_or_default(),
+        default_duplicate_policy: state.config.write.duplicate_policy,
         now,
     };
     let mut outcomes = Vec::new();

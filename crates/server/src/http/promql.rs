@@ -5,8 +5,6 @@
 //! Prometheus's JSON shapes. The database is `?db=`, a `/db/<name>` path
 //! prefix, or `[promql] default_database`.
 
-use std::time::Duration;
-
 use axum::extract::{FromRequest, Path, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Uri};
@@ -153,11 +151,7 @@ impl PromRequest {
     /// How its query is evaluated: `[promql]`'s lookback and timeout, the
     /// request's `timeout` if shorter.
     fn options(&self) -> Result<Options, ApiError> {
-        let config = &self.state.config.promql;
-        let mut options = Options {
-            lookback: Duration::from_millis(config.lookback_delta_ms),
-            timeout: Duration::from_millis(config.timeout_ms),
-        };
+        let mut options = self.state.config.promql.options;
         if let Some(timeout) = self.params.get("timeout") {
             options.timeout = options
                 .timeout
@@ -182,12 +176,8 @@ pub(super) fn source<'s>(
         .strip_prefix("/db/")
         .and_then(|rest| rest.split('/').next());
     let database = db_param.or(from_path).unwrap_or(&config.default_database);
-    let limits = promql::Limits {
-        max_series: config.max_series,
-        max_samples: config.max_samples,
-    };
     let retention_policy = &state.config.write.default_retention_policy;
-    let source = Source::new(ingestor, access, database, retention_policy, limits)?;
+    let source = Source::new(ingestor, access, database, retention_policy, config.limits)?;
     Ok(match config.result_cache_max_bytes {
         0 => source,
         _ => source.with_cache(&state.promql_cache),

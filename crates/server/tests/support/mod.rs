@@ -11,7 +11,7 @@ pub(crate) mod clickhouse;
 
 use std::sync::{LazyLock, OnceLock};
 
-use chingest_server::config::{ServerConfig, ShardEntry, StorageSection};
+use chingest_server::config::{ServerConfig, StorageKind, StorageSection};
 use chingest_server::RunningServer;
 use reqwest::{Client, StatusCode};
 
@@ -46,9 +46,11 @@ fn start_server() -> (RunningServer, Option<ClickHouseNode>) {
     });
     let storage = match &shard {
         Some(node) => StorageSection {
-            mode: "clickhouse".to_owned(),
-            shards: vec![ShardEntry::One(node.shard_url())],
-            ..StorageSection::default()
+            mode: StorageKind::ClickHouse,
+            cluster: chingest::ClusterConfig {
+                shards: vec![vec![node.shard_url()]],
+                ..chingest::ClusterConfig::default()
+            },
         },
         None => StorageSection::default(),
     };
@@ -67,7 +69,7 @@ fn start_server() -> (RunningServer, Option<ClickHouseNode>) {
         // Tests read what they wrote at once; tests of the other modes ask
         // for them per request.
         write: chingest_server::config::WriteConfig {
-            durability: "visible".to_owned(),
+            durability: chingest::Durability::Visible,
             ..Default::default()
         },
         storage,
