@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use chingest_server::config::{ServerConfig, ShardEntry};
+use chingest_server::config::{ServerConfig, StorageKind};
 
 use crate::Context;
 
@@ -148,8 +148,8 @@ pub(super) async fn with_server<T>(
     };
     let cluster = |config: &mut ServerConfig| {
         if !shards.is_empty() {
-            config.storage.mode = "clickhouse".to_owned();
-            config.storage.shards = shards.iter().map(|s| ShardEntry::One(s.clone())).collect();
+            config.storage.mode = StorageKind::ClickHouse;
+            config.storage.cluster.shards = shards.iter().map(|s| vec![s.clone()]).collect();
         }
         adjust(config);
     };
