@@ -24,7 +24,7 @@ use bytes::Bytes;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::{count, drive, wait_visible};
+use super::client::{count, drive, wait_visible};
 use super::load::{bodies, LoadArgs};
 use super::server::{authorized, free_port, http_client, wait_ready, Endpoints};
 use super::{check_stored, per_second};

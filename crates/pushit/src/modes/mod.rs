@@ -10,6 +10,7 @@ use pushit::layouts::LayoutTables;
 use crate::Context;
 
 pub(crate) mod batch;
+mod client;
 pub(crate) mod edits;
 pub(crate) mod flush;
 pub(crate) mod http;

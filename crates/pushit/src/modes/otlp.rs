@@ -18,7 +18,7 @@ use pushit::otlp_load::host_metrics;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::{bytes_per_value, count, drive, wait_visible};
+use super::client::{bytes_per_value, count, drive, wait_visible};
 use super::server::{authorized, http_client, with_server, ServerArgs};
 use super::{check_stored, millis_at, per_second};
 use crate::Context;

@@ -18,7 +18,7 @@ use prost::Message;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::{bytes_per_value, count, drive, wait_visible, Sent};
+use super::client::{bytes_per_value, count, drive, wait_visible, Sent};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second};
 use crate::Context;

@@ -29,7 +29,7 @@ use anyhow::{bail, Context as _};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::http::{count, wait_visible};
+use super::client::{count, wait_visible};
 use super::peers::{prometheus, victoriametrics};
 use super::prom::write_all;
 use super::promql_dashboard;
