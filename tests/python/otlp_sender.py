@@ -10,6 +10,7 @@ with delta temporality, a histogram aggregated as an exponential histogram,
 a synchronous gauge and an observable gauge.
 """
 
+import logging
 import sys
 
 from opentelemetry.sdk.metrics import (
@@ -23,6 +24,18 @@ from opentelemetry.sdk.metrics.view import (
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.metrics import Observation
+
+# The SDK logs a failed export and carries on; a sender whose export failed
+# must say so, or the test sees only missing rows.
+failures = []
+
+
+class Failures(logging.Handler):
+    def emit(self, record):
+        failures.append(self.format(record))
+
+
+logging.getLogger("opentelemetry").addHandler(Failures(level=logging.WARNING))
 
 transport, endpoint, token, database = sys.argv[1:5]
 headers = {"authorization": f"Bearer {token}", "x-chingest-database": database}
@@ -63,3 +76,5 @@ meter.create_observable_gauge(
     "open_files", callbacks=[lambda options: [Observation(12, {"pid": "1"})]])
 
 provider.shutdown(timeout_millis=10_000)
+if failures:
+    sys.exit("export failed: " + "\n".join(failures))
