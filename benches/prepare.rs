@@ -125,7 +125,9 @@ fn main() {
         b.iter(|| {
             lines
                 .iter()
-                .map(|line| chingest::series::raw_key_fingerprint(line.series_key.as_bytes()))
+                .map(|line| {
+                    chingest::layout::series::raw_key_fingerprint(line.series_key.as_bytes())
+                })
                 .fold(0u128, |acc, f| acc ^ f)
         })
     });
@@ -135,7 +137,7 @@ fn main() {
                 .iter()
                 .map(|line| {
                     let tags = line.tags.iter().map(|(k, v)| (k.unescape(), v.unescape()));
-                    chingest::series::SeriesKey::new(line.measurement.unescape(), tags)
+                    chingest::layout::series::SeriesKey::new(line.measurement.unescape(), tags)
                         .unwrap()
                         .series_id()
                 })

@@ -3,7 +3,7 @@
 //! An [`Ingestor`] opens the in-process ClickHouse engine on a data directory
 //! and writes InfluxDB line protocol or Arrow batches into MergeTree tables —
 //! no database server, no network hop. Each tag set is hashed to a `series_id`
-//! (see [`series`]); rows are built straight into Arrow columns, gathered per
+//! (see [`layout::series`]); rows are built straight into Arrow columns, gathered per
 //! table, and inserted in large batches through a pool of engine connections.
 //!
 //! ```no_run
@@ -73,7 +73,6 @@ pub use last_value::{
     IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher, TagTest,
     SETTLED_AFTER,
 };
-pub use layout::{names, schema, series};
 pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;

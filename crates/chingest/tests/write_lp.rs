@@ -306,13 +306,13 @@ fn hostile_names_map_to_distinct_tables() {
             (measurements.len(), 0),
             "{out:?}"
         );
-        let quoted_db = chingest::names::quote_ident(&chingest::names::encode(db));
+        let quoted_db = chingest::layout::names::quote_ident(&chingest::layout::names::encode(db));
         let got = tsv(
             &ing,
             &format!(
                 "SELECT s.measurement, f.`field.with.dots` FROM merge({}, '^[^_].*[.]my%2Erp$') AS f \
                  INNER JOIN {quoted_db}._series AS s USING series_id ORDER BY 2",
-                chingest::names::quote_literal(&chingest::names::encode(db))
+                chingest::layout::names::quote_literal(&chingest::layout::names::encode(db))
             ),
         )
         .await;

@@ -12,7 +12,7 @@
 use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
-use chingest::names::TableNames;
+use chingest::layout::names::TableNames;
 use chingest::{Access, DuplicatePolicy, Ingestor, MeasurementSchema, TagPredicate};
 
 use crate::answer::Value;
@@ -335,7 +335,7 @@ pub(crate) fn fact_source(
     let series = format!(
         "SELECT series_id, tags FROM {} FINAL WHERE measurement = {} AND ({})",
         target.names.series_table,
-        chingest::names::quote_literal(&target.schema.name),
+        chingest::layout::names::quote_literal(&target.schema.name),
         tags.sql()
     );
     let facts = format!("{} AS f", target.names.storage_table);

@@ -5,8 +5,8 @@
 //! holds every table read.
 
 use arrow::array::{Array as _, AsArray as _};
-use chingest::names::quote_literal;
-use chingest::schema::FieldType;
+use chingest::layout::names::quote_literal;
+use chingest::layout::schema::FieldType;
 use chingest::TagPredicate;
 
 use crate::answer::{Series, Value};
@@ -60,7 +60,7 @@ fn series_condition(from: &[Source], tags: Option<&TagPredicate>) -> String {
 }
 
 fn series_table(db: &str) -> String {
-    chingest::names::TableNames::new(db, "", "").series_table
+    chingest::layout::names::TableNames::new(db, "", "").series_table
 }
 
 /// `LIMIT`/`OFFSET` as SQL.

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chingest::schema::FieldType;
+use chingest::layout::schema::FieldType;
 use chingest::MeasurementSchema;
 use chingest_influxql::{parse_query, select_sql, Statement};
 

@@ -9,9 +9,9 @@ use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use chingest::arrow::array::RecordBatch;
 use chingest::chunk::ChunkBuilder;
-use chingest::names::TableNames;
-use chingest::schema::{FieldType, TableSchema};
-use chingest::series::SeriesKey;
+use chingest::layout::names::TableNames;
+use chingest::layout::schema::{FieldType, TableSchema};
+use chingest::layout::series::SeriesKey;
 
 use crate::Error;
 
@@ -89,8 +89,8 @@ impl RawConnection {
     pub fn parts(&self, database: &str, name: &str) -> Result<(u64, u64), Error> {
         let filter = format!(
             "FROM system.parts WHERE active AND database = {} AND table = {}",
-            chingest::names::quote_literal(database),
-            chingest::names::quote_literal(name)
+            chingest::layout::names::quote_literal(database),
+            chingest::layout::names::quote_literal(name)
         );
         Ok((
             self.scalar(&format!("SELECT count() {filter}"))?,

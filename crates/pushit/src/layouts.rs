@@ -15,9 +15,9 @@ use chingest::arrow::array::{
     TimestampNanosecondArray, UInt64Array,
 };
 use chingest::arrow::datatypes::{DataType, Field, Schema};
-use chingest::names::{quote_ident, quote_literal, TableNames};
-use chingest::schema::{FieldType, TableSchema};
-use chingest::series::SeriesKey;
+use chingest::layout::names::{quote_ident, quote_literal, TableNames};
+use chingest::layout::schema::{FieldType, TableSchema};
+use chingest::layout::series::SeriesKey;
 
 use crate::Error;
 
@@ -205,7 +205,7 @@ impl Layout {
 
 /// chingest's own DDL for the fact table of `schema` (no TTL).
 pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
-    vec![chingest::schema::create_table_sql(
+    vec![chingest::layout::schema::create_table_sql(
         schema,
         0,
         chingest::DuplicatePolicy::Append,
@@ -327,7 +327,11 @@ impl Samples {
             }
         }
 
-        let mut schema = vec![Field::new("time", chingest::schema::time_type(), false)];
+        let mut schema = vec![Field::new(
+            "time",
+            chingest::layout::schema::time_type(),
+            false,
+        )];
         let mut columns: Vec<ArrayRef> = Vec::new();
         let time_column = |times: Vec<i64>| -> ArrayRef {
             Arc::new(TimestampNanosecondArray::from(times).with_timezone("UTC"))

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use chingest::schema::FieldType;
+use chingest::layout::schema::FieldType;
 
 use crate::answer::Value;
 use crate::error::Error;

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chingest::schema::FieldType;
+use chingest::layout::schema::FieldType;
 
 use super::after::window_start;
 use super::model::{aggregate_of, Aggregate, Operand};

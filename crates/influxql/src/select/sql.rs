@@ -4,8 +4,8 @@
 //! interval ([`window_sql`]). Pure: no ingestor, so the engine-free golden
 //! tests (`tests/planner.rs`) pin the very text the real path sends.
 
-use chingest::names::{quote_ident, quote_literal};
-use chingest::schema::FieldType;
+use chingest::layout::names::{quote_ident, quote_literal};
+use chingest::layout::schema::FieldType;
 use chingest::{MeasurementSchema, TagPredicate};
 
 use super::model::{

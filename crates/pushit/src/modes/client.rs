@@ -163,7 +163,7 @@ pub(super) fn bytes_per_value(
     values: usize,
 ) -> anyhow::Result<f64> {
     let conn = ctx.connect()?;
-    let table = chingest::names::TableNames::new(db, "autogen", measurement);
+    let table = chingest::layout::names::TableNames::new(db, "autogen", measurement);
     conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", table.storage_table)])?;
     let (_, bytes) = conn.parts(&table.database_name, &table.storage_name)?;
     Ok(bytes as f64 / values as f64)

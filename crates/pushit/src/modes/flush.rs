@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use chingest::schema::TableSchema;
+use chingest::layout::schema::TableSchema;
 use pushit::layouts::{buffer_table, chingest_tables, Layout, Shape};
 use pushit::report::{column, Format};
 use serde_json::json;

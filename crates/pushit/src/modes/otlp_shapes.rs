@@ -15,9 +15,9 @@ use chingest::arrow::array::{
     ArrayRef, Float64Array, Int64Array, MapBuilder, RecordBatch, StringArray, StringBuilder,
     TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
-use chingest::names::TableNames;
-use chingest::schema::{FieldType, TableSchema};
-use chingest::series::SeriesKey;
+use chingest::layout::names::TableNames;
+use chingest::layout::schema::{FieldType, TableSchema};
+use chingest::layout::series::SeriesKey;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point};
@@ -198,11 +198,16 @@ pub(super) fn run(ctx: &Context, requests: &[ExportMetricsServiceRequest]) -> an
     );
     let names = &schema.names;
     conn.execute(&[&format!("DROP DATABASE IF EXISTS {DATABASE}")])?;
-    for statement in chingest::schema::create_database_sql(names, None) {
+    for statement in chingest::layout::schema::create_database_sql(names, None) {
         conn.execute(&[&statement])?;
     }
     conn.execute(&[
-        &chingest::schema::create_table_sql(&schema, 0, chingest::DuplicatePolicy::Append, None),
+        &chingest::layout::schema::create_table_sql(
+            &schema,
+            0,
+            chingest::DuplicatePolicy::Append,
+            None,
+        ),
         EXPORTER_TABLE,
     ])?;
 
