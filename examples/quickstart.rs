@@ -61,7 +61,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Facts live in `demo`.`weather.autogen`; tags in the series table.
     let table = ingestor
-        .query(
+        .query_trusted(
             "SELECT time, s.tags['city'] AS city, temperature, humidity, raining, note \
              FROM demo.`weather.autogen` AS f \
              INNER JOIN (SELECT series_id, tags FROM demo._series FINAL) AS s USING series_id \
@@ -73,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
     println!("\n{}", String::from_utf8_lossy(&table));
 
     let series = ingestor
-        .query(
+        .query_trusted(
             "SELECT count() FROM demo._series FINAL WHERE measurement = 'weather'",
             "TabSeparated",
         )

@@ -200,7 +200,7 @@ impl Default for CardinalityLimits {
 }
 
 /// Limits the engine enforces on every statement of
-/// [`Ingestor::query_read_only`](crate::Ingestor::query_read_only) (the
+/// [`Ingestor::query_untrusted`](crate::Ingestor::query_untrusted) (the
 /// server's `/sql`). They are settings of read-only connections, where a
 /// statement cannot change settings, so a caller cannot raise them. A
 /// statement past one fails with [`Error::QueryLimit`](crate::Error::QueryLimit); `0` means no limit

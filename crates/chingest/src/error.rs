@@ -34,7 +34,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A statement refused by [`Ingestor::query_read_only`](crate::Ingestor::query_read_only).
+    /// A statement refused by [`Ingestor::query_untrusted`](crate::Ingestor::query_untrusted).
     #[error("refused: {0}")]
     NotReadOnly(String),
     /// A query from an untrusted caller went past one of the

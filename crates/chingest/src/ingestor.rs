@@ -357,9 +357,12 @@ impl Ingestor {
         self.shared.writer.open()?.flush_all().await
     }
 
-    /// Runs a read query and returns its output in the named ClickHouse
-    /// output format (`"JSON"`, `"CSV"`, `"Parquet"`, `"ArrowStream"`, …).
-    pub async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+    /// Runs a statement the program itself wrote (trusted: no sandbox, no
+    /// limits, any statement the engine runs) and returns its output in the
+    /// named ClickHouse output format (`"JSON"`, `"CSV"`, `"Parquet"`,
+    /// `"ArrowStream"`, …). SQL from callers goes to
+    /// [`query_untrusted`](Self::query_untrusted).
+    pub async fn query_trusted(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         self.shared.open()?.reader.query(sql, format).await
     }
 
@@ -374,9 +377,9 @@ impl Ingestor {
     /// `max_queued` of them for up to `queue_timeout` each: past those,
     /// [`Error::TooManyQueries`] or [`Error::QueryQueueTimeout`]. Dropping
     /// the future while it waits leaves the queue.
-    pub async fn query_read_only(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
+    pub async fn query_untrusted(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         let mut chunks = self
-            .query_read_only_stream(sql, format, &ReadScope::All, None)
+            .query_untrusted_stream(sql, format, &ReadScope::All, None)
             .await?;
         let mut output = Vec::new();
         while let Some(chunk) = chunks.next().await {
@@ -385,7 +388,7 @@ impl Ingestor {
         Ok(output)
     }
 
-    /// [`query_read_only`](Self::query_read_only), streamed: the output
+    /// [`query_untrusted`](Self::query_untrusted), streamed: the output
     /// arrives chunk by chunk as the engine produces it, so a large result
     /// is never held whole. Dropping the chunks cancels the query. `scope`:
     /// the databases the caller may read; `database`: the one unqualified
@@ -398,7 +401,7 @@ impl Ingestor {
     /// one per tag and one per field (NULL where the series has no value),
     /// like the measurement's view; a measurement the cache does not hold
     /// is [`Error::NotCached`].
-    pub async fn query_read_only_stream(
+    pub async fn query_untrusted_stream(
         &self,
         sql: &str,
         format: &str,
@@ -506,7 +509,7 @@ impl Ingestor {
     /// query (every name and literal quoted), on a read-only connection
     /// under the query limits, without the sandbox's parses; its result as
     /// Arrow batches. For translators such as InfluxQL's, never for SQL
-    /// text that a caller sent (that is [`query_read_only`](Self::query_read_only)).
+    /// text that a caller sent (that is [`query_untrusted`](Self::query_untrusted)).
     /// It waits for a slot in the same queue.
     pub async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.reader.query_translated(sql).await
@@ -602,8 +605,9 @@ impl Ingestor {
         self.shared.reader.recent_samples(table, field, ids, range)
     }
 
-    /// Runs a query and returns its result as Arrow record batches.
-    pub async fn query_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+    /// [`query_trusted`](Self::query_trusted), its result as Arrow record
+    /// batches.
+    pub async fn query_trusted_arrow(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.reader.query_arrow(sql).await
     }
 

@@ -18,7 +18,7 @@
 //! // The write returned once logged; `flush` makes everything logged queryable.
 //! ingestor.flush().await?;
 //! let csv = ingestor
-//!     .query("SELECT count() FROM telegraf.`cpu.autogen`", "CSV")
+//!     .query_trusted("SELECT count() FROM telegraf.`cpu.autogen`", "CSV")
 //!     .await?;
 //! assert_eq!(csv, b"1\n");
 //! ingestor.close().await?;

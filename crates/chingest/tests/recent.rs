@@ -118,7 +118,7 @@ async fn engine(ing: &Ingestor, db: &str, field: &str, from: i64) -> String {
          AND series_id IN (SELECT series_id FROM {db}._series FINAL) \
          ORDER BY series_id, time, _block_number, _block_offset"
     );
-    let out = String::from_utf8(ing.query(&sql, "TSVRaw").await.unwrap()).unwrap();
+    let out = String::from_utf8(ing.query_trusted(&sql, "TSVRaw").await.unwrap()).unwrap();
     let mut rows: Vec<(u64, i64, String)> = Vec::new();
     for line in out.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
@@ -159,7 +159,7 @@ async fn agree(ing: &Ingestor, db: &str, from: i64) {
                 "SELECT count() = uniqExact(series_id, time) FROM {db}.`m.autogen` \
                  WHERE {field} IS NOT NULL AND time >= fromUnixTimestamp64Nano(toInt64({from}))"
             );
-            let distinct = ing.query(&sql, "TSVRaw").await.unwrap();
+            let distinct = ing.query_trusted(&sql, "TSVRaw").await.unwrap();
             assert_eq!(distinct, b"1\n", "field {field}: two rows of a point");
         }
     }

@@ -180,7 +180,7 @@ const DUP_ANSWER: &str = "a\t1\t2\t1\na\t2\t3\t9\nb\t1\t1\t\\N\n";
 /// The points of `db`'s `m`: host, time, x, y.
 async fn dup_points(ing: &Ingestor, db: &str) -> String {
     let sql = format!("SELECT h, toUnixTimestamp64Nano(time), x, y FROM {db}.m ORDER BY h, time");
-    String::from_utf8(ing.query(&sql, "TabSeparated").await.unwrap()).unwrap()
+    String::from_utf8(ing.query_trusted(&sql, "TabSeparated").await.unwrap()).unwrap()
 }
 
 /// Writes `body(n)` in `durability`.
@@ -194,7 +194,7 @@ async fn write(ing: &Ingestor, n: usize, durability: Durability) -> chingest::Re
 }
 
 async fn scalar(ing: &Ingestor, sql: &str) -> u64 {
-    let text = ing.query(sql, "TabSeparated").await.unwrap();
+    let text = ing.query_trusted(sql, "TabSeparated").await.unwrap();
     let text = String::from_utf8(text).unwrap();
     text.trim()
         .parse()
@@ -247,7 +247,7 @@ async fn set_fault(ing: &Ingestor, m: &str, check: Option<&str>) {
         Some(check) => format!("ADD CONSTRAINT chingest_fault CHECK {check}"),
         None => "DROP CONSTRAINT chingest_fault".to_owned(),
     };
-    ing.query(
+    ing.query_trusted(
         &format!("ALTER TABLE {DB}.`{m}.autogen` {alter}"),
         "TabSeparated",
     )
@@ -349,7 +349,7 @@ async fn child(phase: &str, dir: &Path) {
         "inserted-unmerged-crash" => {
             write(&ing, 0, Durability::Visible).await.unwrap();
             for table in ["cpu.autogen", "mem.autogen"] {
-                ing.query(&format!("SYSTEM STOP MERGES {DB}.`{table}`"), "TSV")
+                ing.query_trusted(&format!("SYSTEM STOP MERGES {DB}.`{table}`"), "TSV")
                     .await
                     .unwrap();
             }
@@ -509,7 +509,7 @@ async fn child(phase: &str, dir: &Path) {
             ing.write_lp("dup", "autogen", DUP_SECOND.as_bytes(), &visible)
                 .await
                 .unwrap();
-            ing.query("OPTIMIZE TABLE dup.`m.autogen` FINAL", "CSV")
+            ing.query_trusted("OPTIMIZE TABLE dup.`m.autogen` FINAL", "CSV")
                 .await
                 .unwrap();
             assert_eq!(dup_points(&ing, "dup").await, DUP_ANSWER);

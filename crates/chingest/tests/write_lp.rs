@@ -668,22 +668,22 @@ fn queries_answer_in_any_format_and_report_engine_errors() {
         let ing = ingestor().await;
         write(&ing, "lp_query", "m,k=a v=1i 1\nm,k=b v=2i 2\n").await;
         let sql = "SELECT v FROM lp_query.`m.autogen` ORDER BY v";
-        let json = ing.query(sql, "JSONEachRow").await.unwrap();
+        let json = ing.query_trusted(sql, "JSONEachRow").await.unwrap();
         assert_eq!(String::from_utf8(json).unwrap(), "{\"v\":1}\n{\"v\":2}\n");
-        let csv = ing.query(sql, "csv").await.unwrap();
+        let csv = ing.query_trusted(sql, "csv").await.unwrap();
         assert_eq!(csv, b"1\n2\n");
-        let parquet = ing.query(sql, "Parquet").await.unwrap();
+        let parquet = ing.query_trusted(sql, "Parquet").await.unwrap();
         assert_eq!(&parquet[..4], b"PAR1");
-        let batches = ing.query_arrow(sql).await.unwrap();
+        let batches = ing.query_trusted_arrow(sql).await.unwrap();
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
 
-        let err = ing.query(sql, "NoSuchFormat").await.unwrap_err();
+        let err = ing.query_trusted(sql, "NoSuchFormat").await.unwrap_err();
         assert!(
             matches!(err, Error::UnknownFormat(ref name) if name == "NoSuchFormat"),
             "{err:?}"
         );
         let err = ing
-            .query("SELECT nope FROM lp_query.`m.autogen`", "CSV")
+            .query_trusted("SELECT nope FROM lp_query.`m.autogen`", "CSV")
             .await
             .unwrap_err();
         match err {
@@ -704,17 +704,17 @@ fn a_failed_statement_leaves_nothing_in_the_next_answer() {
         // Once passed by the sandbox, `SELECT 1` runs without its checks,
         // which would otherwise run first on the connection.
         assert_eq!(
-            ing.query_read_only("SELECT 1", "CSV").await.unwrap(),
+            ing.query_untrusted("SELECT 1", "CSV").await.unwrap(),
             b"1\n"
         );
         for _ in 0..4 {
-            ing.query(failing, "JSON").await.unwrap_err();
-            ing.query_read_only(failing, "JSON").await.unwrap_err();
+            ing.query_trusted(failing, "JSON").await.unwrap_err();
+            ing.query_untrusted(failing, "JSON").await.unwrap_err();
         }
         for _ in 0..16 {
-            assert_eq!(ing.query("SELECT 1", "CSV").await.unwrap(), b"1\n");
+            assert_eq!(ing.query_trusted("SELECT 1", "CSV").await.unwrap(), b"1\n");
             assert_eq!(
-                ing.query_read_only("SELECT 1", "CSV").await.unwrap(),
+                ing.query_untrusted("SELECT 1", "CSV").await.unwrap(),
                 b"1\n"
             );
         }
@@ -726,7 +726,7 @@ fn read_only_queries_refuse_everything_but_one_read() {
         let ing = ingestor().await;
         write(&ing, "lp_ro", "m v=1i 1\n").await;
         let ok = ing
-            .query_read_only("SELECT count() FROM lp_ro.`m.autogen`", "CSV")
+            .query_untrusted("SELECT count() FROM lp_ro.`m.autogen`", "CSV")
             .await
             .unwrap();
         assert_eq!(ok, b"1\n");
@@ -744,7 +744,7 @@ fn read_only_queries_refuse_everything_but_one_read() {
             "SELECT 1 SETTINGS max_threads = 2",
         ];
         for sql in refused {
-            let err = ing.query_read_only(sql, "CSV").await.unwrap_err();
+            let err = ing.query_untrusted(sql, "CSV").await.unwrap_err();
             assert!(
                 matches!(&err, Error::NotReadOnly(_))
                     || matches!(&err, Error::Engine(m) if m.contains("readonly")),
@@ -756,7 +756,7 @@ fn read_only_queries_refuse_everything_but_one_read() {
             tsv(&ing, "SELECT count() FROM lp_ro.`m.autogen`").await,
             "1\n"
         );
-        let err = ing.query_read_only("SELECT (1", "CSV").await.unwrap_err();
+        let err = ing.query_untrusted("SELECT (1", "CSV").await.unwrap_err();
         assert!(
             matches!(&err, Error::Engine(m) if m.contains("Syntax")),
             "{err:?}"
@@ -881,7 +881,7 @@ fn tsbs_values_take_under_a_byte_each_after_merges() {
             .await
             .unwrap();
         assert_eq!(out.accepted, 100_000);
-        ing.query("OPTIMIZE TABLE lp_size.`cpu.autogen` FINAL", "CSV")
+        ing.query_trusted("OPTIMIZE TABLE lp_size.`cpu.autogen` FINAL", "CSV")
             .await
             .unwrap();
         let per_value = tsv(
@@ -925,7 +925,7 @@ fn retention_policy_durations_expire_old_rows() {
                 .await
                 .unwrap();
             // Merge: the TTL drops expired rows.
-            ing.query(
+            ing.query_trusted(
                 &format!("OPTIMIZE TABLE lp_rp.`m.{rp}` FINAL"),
                 "TabSeparated",
             )

@@ -62,7 +62,7 @@ impl Reader {
     }
 
     /// One untrusted read-only statement, streamed (see
-    /// [`Ingestor::query_read_only_stream`](crate::Ingestor::query_read_only_stream)).
+    /// [`Ingestor::query_untrusted_stream`](crate::Ingestor::query_untrusted_stream)).
     pub(crate) async fn query_read_only_stream(
         &self,
         sql: &str,

@@ -79,7 +79,7 @@ macro_rules! test_main {
 /// Runs `sql` and returns its TabSeparated output as a string.
 pub async fn tsv(ingestor: &Ingestor, sql: &str) -> String {
     let out = ingestor
-        .query(sql, "TabSeparated")
+        .query_trusted(sql, "TabSeparated")
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     String::from_utf8(out).expect("utf-8 output")

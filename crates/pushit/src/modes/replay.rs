@@ -85,7 +85,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let replayed = load(&stats.replay_rows);
         let replay = Duration::from_millis(load(&stats.replay_millis));
         let count = ingestor
-            .query(
+            .query_trusted(
                 &format!("SELECT count() FROM {DATABASE}.`cpu.autogen`"),
                 "TabSeparated",
             )

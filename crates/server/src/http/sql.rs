@@ -1,5 +1,5 @@
 //! `/sql`: one read-only SQL statement, answered in any ClickHouse output
-//! format and streamed as the engine produces it. The statement runs through `Ingestor::query_read_only`, so
+//! format and streamed as the engine produces it. The statement runs through `Ingestor::query_untrusted`, so
 //! writes, DDL, settings and table functions that reach outside the
 //! engine are refused (403, or 400 with the engine's message).
 
@@ -102,7 +102,7 @@ pub(crate) async fn stream_output(
     database: Option<&str>,
 ) -> Result<Body, chingest::Error> {
     let mut chunks = ingestor
-        .query_read_only_stream(sql, format, scope, database)
+        .query_untrusted_stream(sql, format, scope, database)
         .await?;
     let first = match chunks.next().await {
         Some(chunk) => chunk?,

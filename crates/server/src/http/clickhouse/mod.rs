@@ -274,7 +274,7 @@ async fn check_settings(
 async fn engine_settings(app: &AppState) -> Result<HashMap<String, String>, ClickHouseError> {
     let output = app
         .ingestor()?
-        .query_read_only(
+        .query_untrusted(
             "SELECT name, value FROM system.settings \
              UNION ALL SELECT alias_for, value FROM system.settings WHERE alias_for != ''",
             "JSONCompactEachRow",
