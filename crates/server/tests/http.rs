@@ -464,18 +464,7 @@ fn influxql_aggregates_from_memory_are_the_engines() {
             assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
         }
         let metric = |name: &'static str| async move {
-            let text = client()
-                .get(format!("{}/metrics", base()))
-                .bearer_auth(TOKEN)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            text.lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("{name} in /metrics"))
+            support::metric(&support::metrics().await, name) as u64
         };
         let ask = |q: String| async move {
             let r = client()
