@@ -29,6 +29,18 @@ fn pushit(dir: &Path, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// Each row's answer size: (series, points).
+fn answer_sizes(rows: &[Value]) -> Vec<(u64, u64)> {
+    rows.iter()
+        .map(|row| {
+            (
+                row["series"].as_u64().unwrap(),
+                row["points"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn rate(row: &Value) -> f64 {
     row["rows_per_s"].as_f64().expect("rows_per_s")
 }
@@ -398,15 +410,7 @@ fn promql_asks_every_query_of_chingest_alone() {
         "2",
     ];
     let rows = pushit(dir.path(), &args);
-    let sizes: Vec<(u64, u64)> = rows
-        .iter()
-        .map(|row| {
-            (
-                row["series"].as_u64().unwrap(),
-                row["points"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let sizes = answer_sizes(&rows);
     // The panel's hour at 15 s steps and the whole hour at 1 m steps, less
     // the steps with fewer than two samples in their window (the data
     // starts 15 s after the hour); 16 series; 2 instances; 1 name.
@@ -437,15 +441,7 @@ fn promql_dashboard_asks_every_panel_of_chingest_alone() {
         "0.5",
     ];
     let rows = pushit(dir.path(), &args);
-    let sizes: Vec<(u64, u64)> = rows
-        .iter()
-        .map(|row| {
-            (
-                row["series"].as_u64().unwrap(),
-                row["points"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let sizes = answer_sizes(&rows);
     // An hour of data: 1 h at 15 s steps, less the first step for a rate;
     // 6 h at 60 s steps, of which the hour's 60 have data; an instant;
     // 2 hosts; 1 host's series; mixed and a refresh, every panel once.
@@ -475,6 +471,39 @@ fn promql_dashboard_asks_every_panel_of_chingest_alone() {
     // Mixed has no target of its own; the refresh's is VictoriaMetrics'.
     assert!(rows[8].get("target").is_none(), "{}", rows[8]);
     assert_eq!(rows[9]["target"], "≥ 1× victoriametrics (cached)");
+}
+
+#[test]
+fn influxql_compares_every_panel_with_influxdb() {
+    // The run stops if a panel's first answer differs between the servers.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "influxql",
+        "--hosts",
+        "2",
+        "--hours",
+        "2",
+        "--seconds",
+        "0.3",
+    ];
+    let rows = pushit(dir.path(), &args);
+    assert_eq!(rows.len(), 10, "five panels on two servers: {rows:?}");
+    for pair in rows.chunks(2) {
+        assert_eq!(pair[0]["panel"], pair[1]["panel"]);
+        assert_eq!(
+            (&pair[0]["side"], &pair[1]["side"]),
+            (&"chingest".into(), &"influxdb".into())
+        );
+        for row in pair {
+            assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
+        }
+        let ratio = pair[0]["over_influxdb"].as_f64().unwrap();
+        let qps = |row: &Value| row["qps"].as_f64().unwrap();
+        assert!(
+            (ratio - qps(&pair[0]) / qps(&pair[1])).abs() < 1e-9,
+            "{pair:?}"
+        );
+    }
 }
 
 #[test]
