@@ -13,7 +13,7 @@ pub use sql::select_sql;
 
 use std::collections::BTreeMap;
 
-use chingest::TagPredicate;
+use chingest::{LastSeries, TagPredicate};
 
 use after::{by_group, limited, move_time_first, series_of, transformed};
 use model::{shape, transforms, wildcard, Aggregate, Column, Operand, Shape};
@@ -60,37 +60,38 @@ async fn measurement(
         }
     }
     let listed = cached_series(ctx, target, &plan.filter)?;
-    plan.filter.list_series(listed);
+    let ids = listed
+        .as_ref()
+        .map(|series| series.iter().map(|s| s.series_id).collect());
+    plan.filter.list_series(ids);
     match plan.statement(select, target, zone, ctx.now) {
         None => Ok(Vec::new()),
         Some(Statement::Raw(sql)) => raw(ctx, select, target, &plan, &sql).await,
         Some(Statement::Aggregated(aggregation)) => {
-            aggregated(ctx, select, target, &plan, &aggregation, zone).await
+            let listed = listed.as_deref();
+            aggregated(ctx, select, target, &plan, &aggregation, listed, zone).await
         }
     }
 }
 
-/// The ids of the series `filter`'s tags select, from the last-value
-/// cache when it knows the measurement (`None` when it does not, or when
-/// the tags select every series).
+/// The series `filter`'s tags select, from the last-value cache when it
+/// knows the measurement (`None` when it does not, or when the tags
+/// select every series).
 fn cached_series(
     ctx: &Context<'_>,
     target: &Target,
     filter: &Filter,
-) -> Result<Option<Vec<u64>>, Error> {
+) -> Result<Option<Vec<LastSeries>>, Error> {
     if filter.tags == TagPredicate::Any {
         return Ok(None);
     }
     let matcher = TagMatcher::new(&filter.tags)?;
-    Ok(ctx
-        .ingestor
-        .last_values(
-            &target.database,
-            &target.retention_policy,
-            &target.schema.name,
-            |tags| matcher.matches(tags),
-        )
-        .map(|series| series.iter().map(|s| s.series_id).collect()))
+    Ok(ctx.ingestor.last_values(
+        &target.database,
+        &target.retention_policy,
+        &target.schema.name,
+        |tags| matcher.matches(tags),
+    ))
 }
 
 /// `last(field), …` over all time, from the ingestor's last-value cache:
@@ -233,16 +234,18 @@ async fn raw(
 }
 
 /// Aggregates, per `GROUP BY time` interval when given: from memory when
-/// it holds the range whole, else from the engine.
+/// it holds the range whole, else from the engine. `listed`: the series
+/// the tags select, if the cache already listed them.
 async fn aggregated(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
     plan: &Plan,
     aggregation: &Aggregation,
+    listed: Option<&[LastSeries]>,
     zone: Option<chrono_tz::Tz>,
 ) -> Result<Vec<Series>, Error> {
-    let remembered = recent::rows(ctx, select, target, plan, aggregation)?;
+    let remembered = recent::rows(ctx, select, target, plan, aggregation, listed)?;
     let rows = match remembered {
         Some(rows) => rows,
         None => rows(&ctx.ingestor.query_translated(&aggregation.sql).await?),

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chingest::layout::schema::FieldType;
+use chingest::LastSeries;
 
 use super::after::window_start;
 use super::model::{aggregate_of, Aggregate, Operand};
@@ -29,13 +30,15 @@ const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
 
 /// The engine's rows for the aggregate statement (`aggregation.at`: where
 /// each output's value and time go in a row of `aggregation.width` cells),
-/// from memory; `None` when memory cannot answer it exactly.
+/// from memory; `None` when memory cannot answer it exactly. `listed`: the
+/// series the tags select, when the caller has them from the cache.
 pub(super) fn rows(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
     plan: &Plan,
     aggregation: &Aggregation,
+    listed: Option<&[LastSeries]>,
 ) -> Result<Option<Vec<Vec<Value>>>, Error> {
     let (filter, outputs, keys) = (&plan.filter, plan.outputs.as_slice(), plan.keys.as_slice());
     let (at, width, stop) = (&aggregation.at, aggregation.width, aggregation.stop);
@@ -82,12 +85,20 @@ pub(super) fn rows(
     if !probe.is_some_and(|probe| whole(&probe)) {
         return Ok(None);
     }
-    let matcher = TagMatcher::new(&filter.tags)?;
-    let Some(series) = ctx
-        .ingestor
-        .last_values(table.0, table.1, table.2, |tags| matcher.matches(tags))
-    else {
-        return Ok(None);
+    let all;
+    let series = match listed {
+        Some(series) => series,
+        None => {
+            let matcher = TagMatcher::new(&filter.tags)?;
+            let found = ctx
+                .ingestor
+                .last_values(table.0, table.1, table.2, |tags| matcher.matches(tags));
+            let Some(found) = found else {
+                return Ok(None);
+            };
+            all = found;
+            &all
+        }
     };
     let ids: Vec<u64> = series.iter().map(|s| s.series_id).collect();
     // Each series' group (index into `groups`).
