@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 /// files of a part it inserts (`fsync_after_insert`) or writes by a merge
 /// or mutation (`min_*_to_fsync_after_merge` = 1: every such part), and
 /// the part's directory after renaming it (`fsync_part_directory`).
+/// Backups may go to any directory (`backups.allowed_path`): only
+/// chingest's own statements run `BACKUP` and `RESTORE`, for an admin
+/// (untrusted statements are refused both, see `read::sandbox`).
 pub(crate) const ENGINE_CONFIG: &str = "<clickhouse>
     <merge_tree>
         <fsync_after_insert>1</fsync_after_insert>
@@ -28,6 +31,9 @@ pub(crate) const ENGINE_CONFIG: &str = "<clickhouse>
         <min_rows_to_fsync_after_merge>1</min_rows_to_fsync_after_merge>
         <min_compressed_bytes_to_fsync_after_merge>1</min_compressed_bytes_to_fsync_after_merge>
     </merge_tree>
+    <backups>
+        <allowed_path>/</allowed_path>
+    </backups>
 </clickhouse>
 ";
 
@@ -159,6 +165,19 @@ pub(crate) fn sync_catalog(
     }
     if store.is_dir() {
         sync(&store)?;
+    }
+    sync(root)
+}
+
+/// Makes every file and directory under `root` durable (symbolic links
+/// not followed): a tree the engine wrote without syncing it, such as a
+/// restore's or a snapshot's.
+pub(crate) fn sync_tree(root: &Path) -> io::Result<()> {
+    for file in entries(root, FileType::is_file)? {
+        sync(&file)?;
+    }
+    for dir in entries(root, FileType::is_dir)? {
+        sync_tree(&dir)?;
     }
     sync(root)
 }

@@ -165,6 +165,21 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A backup location, request or restore target is unusable (a
+    /// relative directory, a non-empty data directory, a database the
+    /// backup does not hold, …).
+    #[error("{0}")]
+    InvalidBackup(String),
+    /// A backup is not whole: no manifest (never finished), or files
+    /// missing, extra, shorter or different from what its manifest
+    /// lists. Nothing was restored.
+    #[error("the backup at {location} is damaged: {reason}")]
+    DamagedBackup {
+        /// Where the backup is (no credentials).
+        location: String,
+        /// What is wrong, naming the file.
+        reason: String,
+    },
     /// A file-system operation on the data directory failed.
     #[error("{context}: {source}")]
     Io {

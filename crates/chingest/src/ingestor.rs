@@ -9,6 +9,7 @@ use std::time::Duration;
 use arrow::record_batch::RecordBatch;
 use tokio::task::JoinHandle;
 
+use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
 use crate::catalog::{self, Catalog, Learner, SeriesParts, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
@@ -80,6 +81,13 @@ impl Ingestor {
             context: format!("resolving data directory {}", config.data_dir.display()),
             source,
         })?;
+        if data_dir.join(backup::RESTORING_MARKER).exists() {
+            return Err(Error::InvalidBackup(format!(
+                "{} holds a restore that did not finish ({} is there): remove the directory and restore again",
+                data_dir.display(),
+                backup::RESTORING_MARKER
+            )));
+        }
         let config = Arc::new(IngestConfig { data_dir, ..config });
         let stats = Arc::<IngestStats>::default();
         let cluster = match &config.storage {
@@ -626,6 +634,36 @@ impl Ingestor {
         shared.engine.close().await;
         tracing::info!("engine closed");
         checkpointed
+    }
+
+    /// Writes a backup of the request's databases (every one when none is
+    /// named) to a new directory or S3 prefix: every write acknowledged
+    /// before the call, exactly once, with the databases' schemas,
+    /// series and policies. Writes are still acknowledged while it runs;
+    /// their inserts wait until the engine has picked the tables' parts.
+    /// See [`backup`](crate::backup).
+    pub async fn backup(&self, request: BackupRequest) -> Result<BackupReport> {
+        let shared = self.shared.open()?;
+        backup::backup(shared.writer.open()?, &shared.catalog, request).await
+    }
+
+    /// Takes a snapshot: hard links of every table's parts, with their
+    /// definitions, in `<data dir>/shadow/<name>` (a data directory once
+    /// copied), as of every write acknowledged before the call.
+    pub async fn create_snapshot(&self) -> Result<Snapshot> {
+        let shared = self.shared.open()?;
+        let writer = shared.writer.open()?;
+        backup::create_snapshot(writer, &shared.catalog, &shared.config.data_dir).await
+    }
+
+    /// The snapshots in the data directory, oldest first.
+    pub fn snapshots(&self) -> Result<Vec<Snapshot>> {
+        backup::snapshots(&self.shared.config.data_dir)
+    }
+
+    /// Deletes the snapshot `name`; false if there is none.
+    pub fn delete_snapshot(&self, name: &str) -> Result<bool> {
+        backup::delete_snapshot(&self.shared.config.data_dir, name)
     }
 
     /// Deletes the points of `db` that `filter` matches, in every table in

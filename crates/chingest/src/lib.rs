@@ -43,6 +43,7 @@
 //! [`Ingestor`] in it must use the same one (a second directory is refused
 //! until the first is closed).
 
+pub mod backup;
 mod catalog;
 mod cluster;
 mod config;

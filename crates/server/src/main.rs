@@ -27,6 +27,128 @@ enum Command {
     /// Run the server. Settings come from the built-in defaults, then
     /// --config, then CHINGEST_* environment variables and flags.
     Serve(ServeArgs),
+    /// Ask a running server for a backup (docs/backup.md): every write it
+    /// acknowledged before, exactly once, to a new directory on the
+    /// server's machine or an S3 prefix.
+    Backup(BackupArgs),
+    /// Restore a backup into an empty data directory, for `serve`
+    /// (run it while no server uses that directory).
+    Restore(RestoreArgs),
+}
+
+/// Where `s3://` locations are.
+#[derive(Debug, clap::Args)]
+struct S3Args {
+    /// The S3 service for s3://bucket/prefix locations, e.g.
+    /// https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000; the
+    /// credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+    #[arg(long, env = "CHINGEST_S3_ENDPOINT")]
+    s3_endpoint: Option<String>,
+}
+
+impl S3Args {
+    fn credentials(&self) -> anyhow::Result<Option<chingest::backup::S3Credentials>> {
+        let Some(endpoint) = &self.s3_endpoint else {
+            return Ok(None);
+        };
+        let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
+        Ok(Some(chingest::backup::S3Credentials {
+            endpoint: endpoint.clone(),
+            access_key_id: var("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
+        }))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct BackupArgs {
+    /// The server's HTTP address.
+    #[arg(long, env = "CHINGEST_URL", default_value = "http://127.0.0.1:8086")]
+    url: String,
+    /// A token of the server's auth_tokens, when it has some.
+    #[arg(long, env = "CHINGEST_TOKEN")]
+    token: Option<String>,
+    /// Where: a new absolute directory on the server's machine, or
+    /// s3://bucket/prefix (with --s3-endpoint).
+    #[arg(long)]
+    to: String,
+    /// An earlier backup to add to: only what changed since is written.
+    #[arg(long)]
+    base: Option<String>,
+    /// A database to back up (repeat); all when none is named.
+    #[arg(long = "database")]
+    databases: Vec<String>,
+    #[command(flatten)]
+    s3: S3Args,
+}
+
+#[derive(Debug, clap::Args)]
+struct RestoreArgs {
+    /// The backup: a directory, or s3://bucket/prefix (with --s3-endpoint).
+    #[arg(long)]
+    from: String,
+    /// The data directory to restore into: empty or missing.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// A database to restore (repeat); all the backup holds when none is
+    /// named.
+    #[arg(long = "database")]
+    databases: Vec<String>,
+    #[command(flatten)]
+    s3: S3Args,
+}
+
+/// Asks the server at `args.url` for a backup; prints its report (JSON).
+async fn backup(args: BackupArgs) -> anyhow::Result<()> {
+    let mut body = serde_json::json!({ "to": args.to, "databases": args.databases });
+    if let Some(base) = &args.base {
+        body["base"] = base.clone().into();
+    }
+    if let Some(s3) = args.s3.credentials()? {
+        body["s3"] = serde_json::json!({
+            "endpoint": s3.endpoint,
+            "access_key_id": s3.access_key_id,
+            "secret_access_key": s3.secret_access_key,
+        });
+    }
+    let url = format!("{}/api/v1/admin/backup", args.url.trim_end_matches('/'));
+    let mut request = reqwest::Client::new().post(&url).json(&body);
+    if let Some(token) = &args.token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.with_context(|| format!("POST {url}"))?;
+    let status = response.status();
+    let text = response.text().await.context("reading the answer")?;
+    if !status.is_success() {
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["message"].as_str().map(str::to_owned))
+            .unwrap_or(text);
+        anyhow::bail!("the backup failed ({status}): {message}");
+    }
+    println!("{text}");
+    Ok(())
+}
+
+/// Restores a backup into an empty data directory; prints what it did.
+async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let location = chingest::backup::BackupLocation::parse(&args.from, args.s3.credentials()?)?;
+    let report = chingest::backup::restore(chingest::backup::RestoreRequest {
+        location,
+        data_dir: args.data_dir.clone(),
+        databases: args.databases,
+    })
+    .await?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "data_dir": args.data_dir,
+            "databases": report.databases,
+            "bytes_checked": report.bytes_checked,
+            "elapsed_ms": report.elapsed.as_millis() as u64,
+        })
+    );
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -158,7 +280,15 @@ impl ServeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let Command::Serve(args) = Cli::parse().command;
+    let args = match Cli::parse().command {
+        Command::Serve(args) => args,
+        Command::Backup(args) => return backup(args).await,
+        Command::Restore(args) => {
+            let restored = restore(args).await;
+            let _ = chingest::shutdown_engine();
+            return restored;
+        }
+    };
     let config = args.into_config()?;
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&config.log).context("log filter")?)

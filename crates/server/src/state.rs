@@ -16,12 +16,25 @@ use crate::error::ApiError;
 /// What a request's token lets it do. 403 (PERMISSION_DENIED) otherwise.
 /// The rules are the library's [`Access`], which `/query` hands its
 /// statements; the other endpoints ask here.
+/// The flag: whether it may administer the server (backups, snapshots).
 #[derive(Debug, Clone)]
-pub(crate) struct Grant(Access);
+pub(crate) struct Grant(Access, bool);
 
 impl Grant {
     /// No auth configured, or a token of `auth_tokens`.
-    pub(crate) const ALL: Grant = Grant(Access::ALL);
+    pub(crate) const ALL: Grant = Grant(Access::ALL, true);
+
+    /// May administer the server: back it up, take snapshots. Only
+    /// `auth_tokens` (or no auth configured) may.
+    pub(crate) fn require_admin(&self) -> Result<(), ApiError> {
+        match self.1 {
+            true => Ok(()),
+            false => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "this token may not administer the server (backups and snapshots need a token of auth_tokens)",
+            )),
+        }
+    }
 
     /// May write `db` (and create it, and its retention policies).
     pub(crate) fn require_write(&self, db: &str) -> Result<(), ApiError> {
@@ -107,7 +120,7 @@ impl AppState {
                     true => ReadScope::All,
                     false => ReadScope::Databases(t.databases.clone()),
                 },
-            });
+            }, false);
             (t.token.as_str(), grant)
         });
         // No early exit: the time taken does not tell which token matched.

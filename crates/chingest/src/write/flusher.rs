@@ -39,6 +39,10 @@ pub(crate) struct FlushContext {
     pub(crate) sink: Box<dyn Sink>,
     pub(crate) appender: Appender,
     pub(crate) policy: FlushPolicy,
+    /// Held shared by every insert of a flush, exclusively by a backup or
+    /// snapshot while it reads the tables: they see every table at the
+    /// same point of the log, no flush half in.
+    pub(crate) inserts: tokio::sync::RwLock<()>,
     closed: AtomicBool,
 }
 
@@ -54,6 +58,7 @@ impl FlushContext {
             sink,
             appender,
             policy,
+            inserts: tokio::sync::RwLock::new(()),
             closed: AtomicBool::new(false),
         }
     }
@@ -94,6 +99,7 @@ pub(crate) async fn insert(
     token: String,
     facts: Option<Facts>,
 ) -> Result<()> {
+    let _inserting = ctx.inserts.read().await;
     commit_series(ctx, db).await?;
     match facts {
         Some(facts) => ctx.sink.insert_facts(facts, token).await,

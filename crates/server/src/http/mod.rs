@@ -3,6 +3,7 @@
 //! responses ([`extract`] reads what every request carries); every error
 //! goes through [`ApiError`](crate::error::ApiError).
 
+mod admin;
 pub mod clickhouse;
 mod edit;
 mod extract;
@@ -16,7 +17,7 @@ mod promql;
 mod remote_read;
 mod sql;
 
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 
 pub use crate::state::AppState;
@@ -77,6 +78,12 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(health::ready))
         .route("/sql", get(sql::sql_get).post(sql::sql_post))
         .route("/metrics", get(metrics::render))
+        .route("/api/v1/admin/backup", post(admin::backup))
+        .route(
+            "/api/v1/admin/snapshots",
+            get(admin::snapshots).post(admin::create_snapshot),
+        )
+        .route("/api/v1/admin/snapshots/{name}", delete(admin::delete_snapshot))
         .merge(prometheus_api("/api/v1"))
         .merge(prometheus_api("/db/{db}/api/v1"))
         .layer(axum::middleware::from_fn_with_state(
