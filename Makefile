@@ -13,7 +13,7 @@ setup:
 	./engine/fetch.sh
 
 test-setup: setup
-	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas" 2>/dev/null || \
+	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas, moto.server" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
 	@.venv-otel/bin/python -c "import opentelemetry.exporter.prometheus_remote_write, opentelemetry.exporter.otlp.proto.grpc.metric_exporter, opentelemetry.exporter.otlp.proto.http.metric_exporter" 2>/dev/null || \
 		(python3 -m venv .venv-otel && .venv-otel/bin/pip install -q -r tests/python/requirements-otel.txt)

@@ -28,13 +28,16 @@
 //! The server runs as a child process (the engine is process-global), so
 //! this test binary does not open an engine itself.
 
+#[path = "support/child.rs"]
+mod child;
+
 use std::collections::{BTreeMap, HashSet};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use child::{client, get, sql, start, start_with, wait_ready, Server};
 
 const TRIALS: usize = 10;
 const WRITERS: usize = 4;
@@ -42,126 +45,6 @@ const WRITERS: usize = 4;
 const LINES: usize = 200;
 const DB: &str = "crash";
 const MEASUREMENTS: [&str; 2] = ["crash_a", "crash_b"];
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-/// A failing test must not leave a server behind (it would also hold the
-/// test's output pipe open).
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.exited_within(Duration::from_secs(60));
-    }
-}
-
-impl Server {
-    /// kill -9, and the process gone. A process on forgetfs whose file
-    /// system stopped answering cannot finish dying (its threads wait in
-    /// the kernel for the answer), and neither could this test: it aborts,
-    /// which ends the file system's connection, instead of hanging.
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        if !self.exited_within(Duration::from_secs(60)) {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "the server did not exit within 60 s of kill -9: its file system \
-                 stopped answering; aborting"
-            );
-            std::process::abort();
-        }
-    }
-
-    fn exited_within(&mut self, limit: Duration) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if !matches!(self.child.try_wait(), Ok(None)) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(data_dir: &Path) -> Server {
-    start_with(data_dir, &[])
-}
-
-/// Starts the server on `data_dir` with `args` besides the addresses.
-fn start_with(data_dir: &Path, args: &[&std::ffi::OsStr]) -> Server {
-    let (http, grpc) = (free_port(), free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_chingest"))
-        .args(["serve", "--log", "warn", "--data-dir"])
-        .arg(data_dir)
-        .args(args)
-        .args(["--http-addr", &format!("127.0.0.1:{http}")])
-        .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
-        .args(["--clickhouse-http-addr", "off"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the server binary");
-    Server {
-        child,
-        url: format!("http://127.0.0.1:{http}"),
-    }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
-
-async fn wait_ready(server: &Server) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(60) {
-        if let Ok(r) = client().get(format!("{}/ready", server.url)).send().await {
-            if r.status() == reqwest::StatusCode::OK {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the server did not become ready");
-}
-
-/// GET `path` of the server: its status and text.
-async fn get(server: &Server, path: &str) -> (reqwest::StatusCode, String) {
-    let r = client()
-        .get(format!("{}{path}", server.url))
-        .send()
-        .await
-        .unwrap();
-    (r.status(), r.text().await.unwrap())
-}
-
-async fn sql(server: &Server, query: &str) -> String {
-    let r = client()
-        .post(format!("{}/sql?format=TabSeparated", server.url))
-        .body(query.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let text = r.text().await.unwrap();
-    assert!(status.is_success(), "{query}: {status} {text}");
-    text
-}
 
 /// The body of request `id`: `LINES` lines in each of two measurements,
 /// on series new to the database every few requests. Line `l` of request

@@ -106,7 +106,8 @@ pub struct RestoreReport {
 /// A snapshot in the data directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Its name (`chingest-<unix ms>`).
+    /// Its name (`chingest_<unix ms>`: the engine keeps `[A-Za-z0-9_]`
+    /// of a `FREEZE` name as it is).
     pub name: String,
     /// Its directory: a data directory for `serve` once copied.
     pub path: PathBuf,
@@ -466,18 +467,46 @@ pub async fn restore(request: RestoreRequest) -> Result<RestoreReport> {
         )));
     }
     let existed = data_dir.exists();
+    // Marked before the engine writes anything: a restore cut off at any
+    // point leaves a directory the next open refuses.
+    durable::create_dir_all(&data_dir)
+        .map_err(io_error(format!("creating {}", data_dir.display())))?;
+    let marker = data_dir.join(RESTORING_MARKER);
+    durable::write(&marker, b"a restore began here and has not finished\n")
+        .map_err(io_error(format!("writing {}", marker.display())))?;
     // The backup is checked through the engine (objects in S3 are read
-    // by it), before anything is restored.
+    // by it) before anything is restored; refused, the directory is left
+    // as it was.
     let engine = open_engine(&data_dir).await?;
-    let result = restore_into(&request, engine, &data_dir).await;
-    if result.is_err() && !data_dir.join(RESTORING_MARKER).exists() {
-        // Refused before anything was restored: left as it was.
-        let _ = match existed {
-            true => empty_dir(&data_dir),
-            false => std::fs::remove_dir_all(&data_dir),
-        };
-    }
-    let (databases, bytes_checked) = result?;
+    let databases = match check(&engine, &request).await {
+        Ok(checked) => checked,
+        Err(err) => {
+            engine.close().await;
+            let _ = match existed {
+                true => empty_dir(&data_dir),
+                false => std::fs::remove_dir_all(&data_dir),
+            };
+            return Err(err);
+        }
+    };
+    let (databases, bytes_checked) = databases;
+    let sql = format!(
+        "RESTORE {} FROM {}",
+        database_list(&databases),
+        request.location.engine_expr()
+    );
+    let restored = engine.run_durable(move |conn| engine::execute(conn, &sql)).await;
+    engine.close().await;
+    restored?;
+    let root = data_dir.clone();
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        durable::sync_tree(&root).map_err(io_error(format!("syncing {}", root.display())))?;
+        let marker = root.join(RESTORING_MARKER);
+        std::fs::remove_file(&marker).map_err(io_error(format!("removing {}", marker.display())))?;
+        durable::sync(&root).map_err(io_error(format!("syncing {}", root.display())))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("finishing a restore failed: {e}")))??;
     Ok(RestoreReport {
         databases,
         bytes_checked,
@@ -497,56 +526,28 @@ fn empty_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 async fn open_engine(data_dir: &Path) -> Result<Engine> {
-    durable::create_dir_all(data_dir)
-        .map_err(io_error(format!("creating {}", data_dir.display())))?;
     let data_dir = data_dir
         .canonicalize()
         .map_err(io_error(format!("resolving {}", data_dir.display())))?;
     Engine::open(&data_dir, 1, &QueryLimits::default(), None, Arc::<IngestStats>::default()).await
 }
 
-async fn restore_into(
-    request: &RestoreRequest,
-    engine: Engine,
-    data_dir: &Path,
-) -> Result<(Vec<String>, u64)> {
-    let result = async {
-        let (manifest, bytes_checked) = verify(&engine, &request.location).await?;
-        let databases = match request.databases.is_empty() {
-            true => manifest.databases.clone(),
-            false => request.databases.clone(),
-        };
-        if let Some(missing) = databases.iter().find(|db| !manifest.databases.contains(db)) {
-            return Err(Error::InvalidBackup(format!(
-                "the backup at {} holds no database {missing:?} (it holds {})",
-                request.location,
-                manifest.databases.join(", ")
-            )));
-        }
-        let marker = data_dir.join(RESTORING_MARKER);
-        durable::write(&marker, b"a restore began here and has not finished\n")
-            .map_err(io_error(format!("writing {}", marker.display())))?;
-        let sql = format!(
-            "RESTORE {} FROM {}",
-            database_list(&databases),
-            request.location.engine_expr()
-        );
-        engine.run_durable(move |conn| engine::execute(conn, &sql)).await?;
-        Ok((databases, bytes_checked))
+/// Checks the backup whole and that it holds the databases asked (every
+/// one it holds when none is); returns them and the bytes checked.
+async fn check(engine: &Engine, request: &RestoreRequest) -> Result<(Vec<String>, u64)> {
+    let (manifest, bytes_checked) = verify(engine, &request.location).await?;
+    let databases = match request.databases.is_empty() {
+        true => manifest.databases.clone(),
+        false => request.databases.clone(),
+    };
+    if let Some(missing) = databases.iter().find(|db| !manifest.databases.contains(db)) {
+        return Err(Error::InvalidBackup(format!(
+            "the backup at {} holds no database {missing:?} (it holds {})",
+            request.location,
+            manifest.databases.join(", ")
+        )));
     }
-    .await;
-    engine.close().await;
-    let restored = result?;
-    let root = data_dir.to_owned();
-    tokio::task::spawn_blocking(move || -> Result<()> {
-        durable::sync_tree(&root).map_err(io_error(format!("syncing {}", root.display())))?;
-        let marker = root.join(RESTORING_MARKER);
-        std::fs::remove_file(&marker).map_err(io_error(format!("removing {}", marker.display())))?;
-        durable::sync(&root).map_err(io_error(format!("syncing {}", root.display())))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("finishing a restore failed: {e}")))??;
-    Ok(restored)
+    Ok((databases, bytes_checked))
 }
 
 /// Takes a snapshot of every database (see the module's doc).
@@ -557,7 +558,7 @@ pub(crate) async fn create_snapshot(
 ) -> Result<Snapshot> {
     let engine = Arc::clone(&writer.flush_context().engine);
     let databases = managed_databases(catalog, &[])?;
-    let name = format!("chingest-{}", now_ms());
+    let name = format!("chingest_{}", now_ms());
     let path = data_dir.join(SNAPSHOTS_DIR).join(&name);
     if path.exists() {
         return Err(Error::Conflict(format!("a snapshot named {name} exists; try again")));
@@ -663,7 +664,7 @@ pub(crate) fn snapshots(data_dir: &Path) -> Result<Vec<Snapshot>> {
 }
 
 fn is_snapshot_name(name: &str) -> bool {
-    name.strip_prefix("chingest-")
+    name.strip_prefix("chingest_")
         .is_some_and(|ms| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -671,7 +672,7 @@ fn is_snapshot_name(name: &str) -> bool {
 pub(crate) fn delete_snapshot(data_dir: &Path, name: &str) -> Result<bool> {
     if !is_snapshot_name(name) {
         return Err(Error::InvalidBackup(format!(
-            "{name:?} is not a snapshot's name (chingest-<digits>)"
+            "{name:?} is not a snapshot's name (chingest_<digits>)"
         )));
     }
     let dir = data_dir.join(SNAPSHOTS_DIR);
