@@ -122,8 +122,7 @@ impl From<chingest::Error> for ApiError {
             | E::UnknownFormat(_)
             | E::InvalidBackup(_)
             | E::Config(_) => StatusCode::BAD_REQUEST,
-            // The backup named is there but not whole.
-            E::DamagedBackup { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+
             E::NotReadOnly(_) => StatusCode::FORBIDDEN,
             E::QueryLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             E::TooManyQueries { .. } => StatusCode::TOO_MANY_REQUESTS,

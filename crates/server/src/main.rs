@@ -116,7 +116,10 @@ async fn backup(args: BackupArgs) -> anyhow::Result<()> {
     if let Some(token) = &args.token {
         request = request.bearer_auth(token);
     }
-    let response = request.send().await.with_context(|| format!("POST {url}"))?;
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
     let status = response.status();
     let text = response.text().await.context("reading the answer")?;
     if !status.is_success() {

@@ -113,14 +113,17 @@ impl AppState {
         };
         let full = config.auth_tokens.iter().map(|t| (t.as_str(), Grant::ALL));
         let scoped = config.tokens.iter().map(|t| {
-            let grant = Grant(Access {
-                read: t.read,
-                write: t.write,
-                scope: match t.databases.is_empty() {
-                    true => ReadScope::All,
-                    false => ReadScope::Databases(t.databases.clone()),
+            let grant = Grant(
+                Access {
+                    read: t.read,
+                    write: t.write,
+                    scope: match t.databases.is_empty() {
+                        true => ReadScope::All,
+                        false => ReadScope::Databases(t.databases.clone()),
+                    },
                 },
-            }, false);
+                false,
+            );
             (t.token.as_str(), grant)
         });
         // No early exit: the time taken does not tell which token matched.

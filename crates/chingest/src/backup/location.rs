@@ -77,7 +77,9 @@ impl BackupLocation {
         }
         let path = PathBuf::from(dest);
         if !path.is_absolute() {
-            return Err(invalid("a directory must be given as an absolute path".into()));
+            return Err(invalid(
+                "a directory must be given as an absolute path".into(),
+            ));
         }
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(invalid("a directory may not contain .. components".into()));
@@ -183,12 +185,16 @@ mod tests {
 
     #[test]
     fn s3_locations_need_a_bucket_a_prefix_and_credentials() {
-        let BackupLocation::S3(s3) = BackupLocation::parse("s3://bk/daily/1/", Some(creds())).unwrap()
+        let BackupLocation::S3(s3) =
+            BackupLocation::parse("s3://bk/daily/1/", Some(creds())).unwrap()
         else {
             panic!("not s3")
         };
         assert_eq!(s3.url(""), "http://127.0.0.1:9000/bk/daily/1");
-        assert_eq!(s3.url(".backup"), "http://127.0.0.1:9000/bk/daily/1/.backup");
+        assert_eq!(
+            s3.url(".backup"),
+            "http://127.0.0.1:9000/bk/daily/1/.backup"
+        );
         assert!(BackupLocation::parse("s3://bk/x", None).is_err());
         assert!(BackupLocation::parse("s3://bk", Some(creds())).is_err());
         let ftp = S3Credentials {

@@ -228,7 +228,10 @@ mod tests {
         let mut files = BTreeMap::new();
         files.insert(
             ".backup".to_owned(),
-            FileEntry { hash: 0xabc, size: 10 },
+            FileEntry {
+                hash: 0xabc,
+                size: 10,
+            },
         );
         files.insert(
             "data/my db/t/all_1_1_0/data.bin".to_owned(),
@@ -273,7 +276,10 @@ mod tests {
         let mut found = m.files.clone();
         assert_eq!(m.mismatch(&found), None);
         found.get_mut(".backup").unwrap().hash = 1;
-        assert!(m.mismatch(&found).unwrap().contains(".backup is not the file written"));
+        assert!(m
+            .mismatch(&found)
+            .unwrap()
+            .contains(".backup is not the file written"));
         found.get_mut(".backup").unwrap().size = 2;
         assert!(m.mismatch(&found).unwrap().contains("2 bytes, 10"));
         found.remove(".backup");
@@ -293,7 +299,10 @@ mod tests {
         assert_eq!(files.len(), 1);
         assert_eq!(
             files["data/d/f"],
-            FileEntry { hash: 8696274497037089104, size: 3 }
+            FileEntry {
+                hash: 8696274497037089104,
+                size: 3
+            }
         );
     }
 }

@@ -161,12 +161,18 @@ fn literal_list(values: &[String]) -> String {
 
 /// The databases `asked` names (every one when empty), each known.
 fn managed_databases(catalog: &Catalog, asked: &[String]) -> Result<Vec<String>> {
-    let known: Vec<String> = catalog.databases().iter().map(|db| db.name.clone()).collect();
+    let known: Vec<String> = catalog
+        .databases()
+        .iter()
+        .map(|db| db.name.clone())
+        .collect();
     if asked.is_empty() {
         let mut all = known;
         all.sort();
         return match all.is_empty() {
-            true => Err(Error::InvalidBackup("there are no databases to back up".into())),
+            true => Err(Error::InvalidBackup(
+                "there are no databases to back up".into(),
+            )),
             false => Ok(all),
         };
     }
@@ -246,19 +252,39 @@ pub(crate) async fn backup(
         .and_then(|row| row.first())
         .cloned()
         .ok_or_else(|| Error::Internal("BACKUP answered no id".into()))?;
-    let total_bytes = engine
+    // What the engine says it wrote: all of the databases' files
+    // (`total_size`), and those stored here rather than in the base
+    // (`uncompressed_size`).
+    let sizes = engine
         .run(move |conn| {
             let sql = format!(
-                "SELECT total_size FROM system.backups WHERE id = {}",
+                "SELECT total_size, uncompressed_size FROM system.backups WHERE id = {}",
                 quote_literal(&id)
             );
             engine::query_rows(conn, &sql)
         })
-        .await?
-        .first()
-        .and_then(|row| row.first()?.parse().ok())
-        .unwrap_or(0);
+        .await?;
+    let size = |column: usize| -> u64 {
+        sizes
+            .first()
+            .and_then(|row| row.get(column)?.parse().ok())
+            .unwrap_or(0)
+    };
+    let (total_bytes, stored_bytes) = (size(0), size(1));
     let files = list_files(&engine, &location, true).await?;
+    let found: u64 = files.values().map(|f| f.size).sum();
+    if found != stored_bytes {
+        // The engine does not always report a failed write (a full
+        // destination left files short and `BACKUP` succeeded): without a
+        // manifest, no restore takes this one.
+        return Err(Error::DamagedBackup {
+            location: location.to_string(),
+            reason: format!(
+                "the engine wrote {stored_bytes} bytes but {found} are there \
+                 (a full or failing destination?); it has no manifest, so no restore takes it"
+            ),
+        });
+    }
     let manifest = Manifest {
         created_ms: now_ms(),
         chingest_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -309,7 +335,9 @@ async fn list_files(
                 root.len() + 1,
                 s3.raw_function("**")
             );
-            let rows = engine.run(move |conn| engine::query_rows(conn, &sql)).await?;
+            let rows = engine
+                .run(move |conn| engine::query_rows(conn, &sql))
+                .await?;
             let mut files = BTreeMap::new();
             for row in rows {
                 let [path, size, hash] = row.as_slice() else {
@@ -339,8 +367,11 @@ async fn write_manifest(
     match location {
         BackupLocation::Directory(dir) => {
             let path = dir.join(MANIFEST_NAME);
+            let parent = dir.parent().unwrap_or(Path::new("/")).to_owned();
             tokio::task::spawn_blocking(move || {
+                // The backup's own name in its parent too.
                 durable::write(&path, text.as_bytes())
+                    .and_then(|()| durable::sync(&parent))
                     .map_err(io_error(format!("writing {}", path.display())))
             })
             .await
@@ -389,14 +420,14 @@ async fn read_manifest(engine: &Engine, location: &BackupLocation) -> Result<Man
         }
         BackupLocation::S3(s3) => {
             let sql = format!("SELECT raw_blob FROM {}", s3.raw_function(MANIFEST_NAME));
-            let read = engine.run(move |conn| engine::query(conn, &sql, engine::OutputFormat::RawBLOB)).await;
+            let read = engine
+                .run(move |conn| engine::query(conn, &sql, engine::OutputFormat::RawBLOB))
+                .await;
             match read {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(Error::Engine(message)) => {
-                    return Err(damaged(format!(
-                        "its {MANIFEST_NAME} cannot be read (a backup that never finished?): {message}"
-                    )))
-                }
+                Err(Error::Engine(message)) => return Err(damaged(format!(
+                    "its {MANIFEST_NAME} cannot be read (a backup that never finished?): {message}"
+                ))),
                 Err(err) => return Err(err),
             }
         }
@@ -495,14 +526,17 @@ pub async fn restore(request: RestoreRequest) -> Result<RestoreReport> {
         database_list(&databases),
         request.location.engine_expr()
     );
-    let restored = engine.run_durable(move |conn| engine::execute(conn, &sql)).await;
+    let restored = engine
+        .run_durable(move |conn| engine::execute(conn, &sql))
+        .await;
     engine.close().await;
     restored?;
     let root = data_dir.clone();
     tokio::task::spawn_blocking(move || -> Result<()> {
         durable::sync_tree(&root).map_err(io_error(format!("syncing {}", root.display())))?;
         let marker = root.join(RESTORING_MARKER);
-        std::fs::remove_file(&marker).map_err(io_error(format!("removing {}", marker.display())))?;
+        std::fs::remove_file(&marker)
+            .map_err(io_error(format!("removing {}", marker.display())))?;
         durable::sync(&root).map_err(io_error(format!("syncing {}", root.display())))
     })
     .await
@@ -529,7 +563,14 @@ async fn open_engine(data_dir: &Path) -> Result<Engine> {
     let data_dir = data_dir
         .canonicalize()
         .map_err(io_error(format!("resolving {}", data_dir.display())))?;
-    Engine::open(&data_dir, 1, &QueryLimits::default(), None, Arc::<IngestStats>::default()).await
+    Engine::open(
+        &data_dir,
+        1,
+        &QueryLimits::default(),
+        None,
+        Arc::<IngestStats>::default(),
+    )
+    .await
 }
 
 /// Checks the backup whole and that it holds the databases asked (every
@@ -561,7 +602,9 @@ pub(crate) async fn create_snapshot(
     let name = format!("chingest_{}", now_ms());
     let path = data_dir.join(SNAPSHOTS_DIR).join(&name);
     if path.exists() {
-        return Err(Error::Conflict(format!("a snapshot named {name} exists; try again")));
+        return Err(Error::Conflict(format!(
+            "a snapshot named {name} exists; try again"
+        )));
     }
     let in_list = literal_list(&databases);
     let sql = format!(
@@ -599,7 +642,10 @@ pub(crate) async fn create_snapshot(
     tokio::task::spawn_blocking(move || {
         copy_definitions(&root, &target, &tables, &database_ids)
             .and_then(|()| durable::sync_tree(&target))
-            .map_err(io_error(format!("writing the snapshot {}", target.display())))
+            .map_err(io_error(format!(
+                "writing the snapshot {}",
+                target.display()
+            )))
     })
     .await
     .map_err(|e| Error::Internal(format!("writing a snapshot failed: {e}")))??;
@@ -631,7 +677,10 @@ fn copy_definitions(
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        if database_ids.iter().any(|id| text.contains(&format!("UUID '{}'", id[0]))) {
+        if database_ids
+            .iter()
+            .any(|id| text.contains(&format!("UUID '{}'", id[0])))
+        {
             copy(path.strip_prefix(root).expect("under the root"))?;
         }
     }
@@ -656,7 +705,10 @@ pub(crate) fn snapshots(data_dir: &Path) -> Result<Vec<Snapshot>> {
         let entry = entry.map_err(io_error(format!("listing {}", dir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if is_snapshot_name(&name) && entry.path().is_dir() {
-            found.push(Snapshot { name, path: entry.path() });
+            found.push(Snapshot {
+                name,
+                path: entry.path(),
+            });
         }
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));

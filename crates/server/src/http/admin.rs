@@ -118,7 +118,11 @@ pub(super) async fn backup(
     admin(&state, &headers)?;
     let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|e| bad(format!("the body could not be read (at most {MAX_BODY_BYTES} bytes): {e}")))?;
+        .map_err(|e| {
+            bad(format!(
+                "the body could not be read (at most {MAX_BODY_BYTES} bytes): {e}"
+            ))
+        })?;
     let body: BackupBody = serde_json::from_slice(&body)
         .map_err(|e| bad(format!("the body is not a backup request: {e}")))?;
     let credentials = body.s3.map(|s3| S3Credentials {
@@ -141,7 +145,9 @@ pub(super) async fn backup(
         })
         .await
         .map_err(v2)?;
-    Ok(Json(serde_json::to_value(BackupAnswer::from(report)).expect("serializable")))
+    Ok(Json(
+        serde_json::to_value(BackupAnswer::from(report)).expect("serializable"),
+    ))
 }
 
 /// `POST /api/v1/admin/snapshots`.
@@ -151,7 +157,9 @@ pub(super) async fn create_snapshot(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     admin(&state, &headers)?;
     let snapshot = state.ingestor()?.create_snapshot().await.map_err(v2)?;
-    Ok(Json(serde_json::to_value(SnapshotAnswer::from(snapshot)).expect("serializable")))
+    Ok(Json(
+        serde_json::to_value(SnapshotAnswer::from(snapshot)).expect("serializable"),
+    ))
 }
 
 /// `GET /api/v1/admin/snapshots`.
@@ -179,7 +187,9 @@ pub(super) async fn delete_snapshot(
     admin(&state, &headers)?;
     match state.ingestor()?.delete_snapshot(&name).map_err(v2)? {
         true => Ok(StatusCode::NO_CONTENT),
-        false => Err(ApiError::new(StatusCode::NOT_FOUND, format!("no snapshot named {name}"))
-            .flavor(Flavor::V2)),
+        false => Err(
+            ApiError::new(StatusCode::NOT_FOUND, format!("no snapshot named {name}"))
+                .flavor(Flavor::V2),
+        ),
     }
 }

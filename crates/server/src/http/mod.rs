@@ -83,7 +83,10 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/admin/snapshots",
             get(admin::snapshots).post(admin::create_snapshot),
         )
-        .route("/api/v1/admin/snapshots/{name}", delete(admin::delete_snapshot))
+        .route(
+            "/api/v1/admin/snapshots/{name}",
+            delete(admin::delete_snapshot),
+        )
         .merge(prometheus_api("/api/v1"))
         .merge(prometheus_api("/db/{db}/api/v1"))
         .layer(axum::middleware::from_fn_with_state(

@@ -129,4 +129,3 @@ pub(crate) async fn sql(server: &Server, query: &str) -> String {
     assert!(status.is_success(), "{query}: {status} {text}");
     text
 }
-
