@@ -51,6 +51,7 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
     ("write", 8),
     ("read", 8),
     ("edit", 9),
+    ("backup", 9),
     ("ingestor", 10),
     ("", 11),
 ];

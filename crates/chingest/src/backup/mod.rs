@@ -288,7 +288,7 @@ pub(crate) async fn backup(
     let manifest = Manifest {
         created_ms: now_ms(),
         chingest_version: env!("CARGO_PKG_VERSION").to_owned(),
-        engine_version: crate::engine_version().to_owned(),
+        engine_version: engine::engine_version().to_owned(),
         databases: databases.clone(),
         base: base.as_ref().map(ToString::to_string),
         files,
@@ -425,9 +425,11 @@ async fn read_manifest(engine: &Engine, location: &BackupLocation) -> Result<Man
                 .await;
             match read {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(Error::Engine(message)) => return Err(damaged(format!(
+                Err(Error::Engine(message)) => {
+                    return Err(damaged(format!(
                     "its {MANIFEST_NAME} cannot be read (a backup that never finished?): {message}"
-                ))),
+                )))
+                }
                 Err(err) => return Err(err),
             }
         }
