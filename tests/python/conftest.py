@@ -81,8 +81,11 @@ def sql(server, query):
     params = urllib.parse.urlencode({"query": query, "format": "JSONEachRow"})
     request = urllib.request.Request(
         f"{server['url']}/sql?{params}", headers={"Authorization": f"Token {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=10) as r:
-        return [json.loads(line) for line in r.read().decode().splitlines()]
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return [json.loads(line) for line in r.read().decode().splitlines()]
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"{query}: {e.code} {e.read().decode()}") from None
 
 
 @pytest.fixture(scope="session")
