@@ -106,6 +106,10 @@ enum Mode {
     /// 1.6 on the same recent TSBS rows: each panel's QPS and latency over
     /// moving ranges, as a ratio to InfluxDB's.
     Influxql(modes::influxql::Args),
+    /// Backups on loaded TSBS rows against VictoriaMetrics' vmbackup: a full
+    /// backup's seconds and MB/s, the write rate beside it ÷ before, an
+    /// incremental one's bytes after 1% more rows, a restore's seconds.
+    Backup(modes::backup::Args),
     /// OTLP gauges as an OpenTelemetry Collector sends them: host metrics
     /// in requests of ~8,192 points over OTLP/gRPC (or HTTP), points/s end
     /// to end.
@@ -276,6 +280,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Memory(args) => modes::memory::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Influxql(args) => modes::influxql::run(&ctx, &args),
+        Mode::Backup(args) => modes::backup::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),
         Mode::Promql(args) => modes::promql::run(&ctx, &args),

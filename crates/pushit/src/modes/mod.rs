@@ -9,6 +9,7 @@ use pushit::layouts::LayoutTables;
 
 use crate::Context;
 
+pub(crate) mod backup;
 pub(crate) mod batch;
 mod client;
 pub(crate) mod edits;

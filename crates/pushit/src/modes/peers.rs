@@ -35,7 +35,7 @@ pub(super) struct Peer {
 impl Peer {
     /// Starts `binary` with the flags `flags` makes of its directory and
     /// a free port, and waits until `ready_path` answers 200.
-    async fn start(
+    pub(super) async fn start(
         name: &'static str,
         binary: &Path,
         dir: tempfile::TempDir,
