@@ -188,6 +188,14 @@ pub struct IngestStats {
     /// Seconds statements waited in the queue (whether they got a slot or
     /// not; those that found one free are not counted).
     pub query_queue_wait_seconds: Histogram,
+    /// Backups written whole.
+    pub backups: AtomicU64,
+    /// Backups that failed (nothing a restore takes was left).
+    pub backup_errors: AtomicU64,
+    /// When the last whole backup finished, in Unix seconds (0: none yet).
+    pub last_backup_unix_seconds: AtomicU64,
+    /// Snapshots taken.
+    pub snapshots: AtomicU64,
 }
 
 impl Default for IngestStats {
@@ -248,6 +256,10 @@ impl Default for IngestStats {
             queries_queued: AtomicU64::new(0),
             queries_refused_queue_full: AtomicU64::new(0),
             queries_refused_queue_timeout: AtomicU64::new(0),
+            backups: AtomicU64::new(0),
+            backup_errors: AtomicU64::new(0),
+            last_backup_unix_seconds: AtomicU64::new(0),
+            snapshots: AtomicU64::new(0),
             queries_abandoned_in_queue: AtomicU64::new(0),
             query_queue_wait_seconds: Histogram::new(&[0.001, 0.01, 0.1, 0.5, 1.0, 5.0, 10.0]),
         }

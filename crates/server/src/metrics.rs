@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use chingest::stats::Histogram;
+use chingest::stats::{Histogram, IngestStats};
 use chingest::Ingestor;
 
 const LATENCY_BOUNDS: &[f64] = &[
@@ -162,280 +162,7 @@ impl ServerMetrics {
         process_memory(&mut out);
 
         if let Some(ingestor) = ingestor {
-            let s = ingestor.stats();
-            let counters = [
-                (
-                    "chingest_lines_accepted_total",
-                    "Line-protocol lines stored.",
-                    &s.lines_accepted,
-                ),
-                (
-                    "chingest_lines_rejected_total",
-                    "Line-protocol lines rejected.",
-                    &s.lines_rejected,
-                ),
-                (
-                    "chingest_lines_refused_by_limits_total",
-                    "Lines (and Arrow rows) refused for a series or tag-value limit.",
-                    &s.lines_refused_by_limits,
-                ),
-                ("chingest_flushes_total", "Flushes committed.", &s.flushes),
-                (
-                    "chingest_flush_errors_total",
-                    "Insert attempts that failed (retried; the rows stay in the log).",
-                    &s.flush_errors,
-                ),
-                (
-                    "chingest_engine_broken_parts_total",
-                    "Parts the engine found broken and set aside when it opened (see /health).",
-                    &s.engine_broken_parts,
-                ),
-                (
-                    "chingest_wal_bytes_total",
-                    "Bytes appended to the write-ahead log.",
-                    &s.wal_bytes,
-                ),
-                (
-                    "chingest_wal_syncs_total",
-                    "Syncs (fdatasync) of the write-ahead log.",
-                    &s.wal_syncs,
-                ),
-                (
-                    "chingest_wal_errors_total",
-                    "Groups of writes the log failed to write or sync.",
-                    &s.wal_errors,
-                ),
-                (
-                    "chingest_wal_cut_bytes_total",
-                    "Bytes of torn segment tails cut when the log was opened.",
-                    &s.wal_cut_bytes,
-                ),
-                (
-                    "chingest_replay_records_total",
-                    "Log records replayed on open.",
-                    &s.replay_records,
-                ),
-                (
-                    "chingest_replay_rows_total",
-                    "Rows inserted by the replay on open.",
-                    &s.replay_rows,
-                ),
-                (
-                    "chingest_replay_skipped_rows_total",
-                    "Rows the replay skipped because the log showed them inserted.",
-                    &s.replay_skipped_rows,
-                ),
-                (
-                    "chingest_series_created_total",
-                    "Series rows committed.",
-                    &s.series_created,
-                ),
-                (
-                    "chingest_engine_errors_total",
-                    "Engine errors.",
-                    &s.engine_errors,
-                ),
-                (
-                    "chingest_last_value_evictions_total",
-                    "Measurements evicted from the last-value cache for its memory bound.",
-                    &s.last_value_evictions,
-                ),
-                (
-                    "chingest_last_value_rebuilds_total",
-                    "Measurements the last-value cache rebuilt from the engine (open, edits).",
-                    &s.last_value_rebuilds,
-                ),
-                (
-                    "chingest_recent_shrinks_total",
-                    "Times a measurement's span of recent samples was halved for their memory bound.",
-                    &s.recent_shrinks,
-                ),
-                (
-                    "chingest_index_reads_total",
-                    "Series and tag-value reads (PromQL selectors and lookups) answered from the in-memory index.",
-                    &s.index_reads,
-                ),
-                (
-                    "chingest_recent_reads_total",
-                    "Sample reads answered from the recent samples in memory.",
-                    &s.recent_reads,
-                ),
-                (
-                    "chingest_recent_misses_total",
-                    "Sample reads the recent samples could not answer (too old, not cached, rebuilding): they went to the engine.",
-                    &s.recent_misses,
-                ),
-                (
-                    "chingest_catalog_refreshes_total",
-                    "Cluster mode: refreshes that learnt what other nodes created on the shards (databases, tables, fields, series).",
-                    &s.catalog_refreshes,
-                ),
-                (
-                    "chingest_catalog_refresh_errors_total",
-                    "Cluster mode: refreshes that failed; the next one tries again.",
-                    &s.catalog_refresh_errors,
-                ),
-                (
-                    "chingest_queries_queued_total",
-                    "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
-                    &s.queries_queued,
-                ),
-                (
-                    "chingest_queries_abandoned_in_queue_total",
-                    "Read statements whose client went away while they waited for a slot.",
-                    &s.queries_abandoned_in_queue,
-                ),
-            ];
-            for (name, help, counter) in counters {
-                header(&mut out, name, "counter", help);
-                let _ = writeln!(out, "{name} {}", counter.load(Ordering::Relaxed));
-            }
-            header(
-                &mut out,
-                "chingest_queries_refused_total",
-                "counter",
-                "Read statements refused: the queue full (429) or no slot within the queue timeout (503).",
-            );
-            for (reason, counter) in [
-                ("queue_full", &s.queries_refused_queue_full),
-                ("queue_timeout", &s.queries_refused_queue_timeout),
-            ] {
-                let _ = writeln!(
-                    out,
-                    "chingest_queries_refused_total{{reason=\"{reason}\"}} {}",
-                    counter.load(Ordering::Relaxed)
-                );
-            }
-            let gauges = [
-                (
-                    "chingest_wal_size_bytes",
-                    "Bytes in the write-ahead log's segments.",
-                    &s.wal_size_bytes,
-                ),
-                (
-                    "chingest_wal_segments",
-                    "Segment files of the write-ahead log.",
-                    &s.wal_segments,
-                ),
-                (
-                    "chingest_wal_checkpoint_lsn",
-                    "Every log record up to this number is in the engine.",
-                    &s.wal_checkpoint_lsn,
-                ),
-                (
-                    "chingest_replay_duration_milliseconds",
-                    "How long the replay on open took.",
-                    &s.replay_millis,
-                ),
-                (
-                    "chingest_last_value_series",
-                    "Series in the last-value cache.",
-                    &s.last_value_series,
-                ),
-                (
-                    "chingest_last_value_bytes",
-                    "Bytes the last-value cache and its index hold (an estimate).",
-                    &s.last_value_bytes,
-                ),
-                (
-                    "chingest_recent_samples",
-                    "Recent samples held in memory.",
-                    &s.recent_samples,
-                ),
-                (
-                    "chingest_recent_bytes",
-                    "Bytes of room the recent samples take.",
-                    &s.recent_bytes,
-                ),
-                (
-                    "chingest_queries_running",
-                    "Read statements running (at most query.max_concurrent).",
-                    &s.queries_running,
-                ),
-                (
-                    "chingest_queries_waiting",
-                    "Read statements waiting for a slot (at most query.max_queued).",
-                    &s.queries_waiting,
-                ),
-            ];
-            for (name, help, gauge) in gauges {
-                header(&mut out, name, "gauge", help);
-                let _ = writeln!(out, "{name} {}", gauge.load(Ordering::Relaxed));
-            }
-            shard_metrics(&mut out, &s.shards.lock().unwrap());
-            header(
-                &mut out,
-                "chingest_wal_sync_duration_seconds",
-                "histogram",
-                "Write-ahead log sync latency.",
-            );
-            histogram(
-                &mut out,
-                "chingest_wal_sync_duration_seconds",
-                "",
-                &s.wal_sync_seconds,
-            );
-            header(
-                &mut out,
-                "chingest_flush_rows",
-                "histogram",
-                "Rows per flush.",
-            );
-            histogram(&mut out, "chingest_flush_rows", "", &s.flush_rows);
-            header(
-                &mut out,
-                "chingest_flush_duration_seconds",
-                "histogram",
-                "Flush latency (series and insert).",
-            );
-            histogram(
-                &mut out,
-                "chingest_flush_duration_seconds",
-                "",
-                &s.flush_seconds,
-            );
-            header(
-                &mut out,
-                "chingest_connection_wait_seconds",
-                "histogram",
-                "Waits for an engine connection.",
-            );
-            histogram(
-                &mut out,
-                "chingest_connection_wait_seconds",
-                "",
-                &s.connection_wait_seconds,
-            );
-            header(
-                &mut out,
-                "chingest_query_queue_wait_seconds",
-                "histogram",
-                "How long read statements that found every slot busy waited.",
-            );
-            histogram(
-                &mut out,
-                "chingest_query_queue_wait_seconds",
-                "",
-                &s.query_queue_wait_seconds,
-            );
-            header(
-                &mut out,
-                "chingest_buffered_bytes",
-                "gauge",
-                "Bytes held in the memory budget: request bodies and rows waiting to be inserted.",
-            );
-            let _ = writeln!(out, "chingest_buffered_bytes {}", ingestor.buffered_bytes());
-            header(
-                &mut out,
-                "chingest_buffered_bytes_limit",
-                "gauge",
-                "The memory budget.",
-            );
-            let _ = writeln!(
-                out,
-                "chingest_buffered_bytes_limit {}",
-                ingestor.config().max_buffered_bytes
-            );
+            ingestor_metrics(&mut out, ingestor);
         }
         out
     }
@@ -455,6 +182,266 @@ impl ServerMetrics {
             .entry(method)
             .or_insert_with(|| Histogram::new(LATENCY_BOUNDS))
             .observe(started.elapsed().as_secs_f64());
+    }
+}
+
+/// One of the ingestor's counters or gauges: its name, type, help, and
+/// where [`IngestStats`] keeps it.
+struct Stat {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    value: fn(&IngestStats) -> &AtomicU64,
+}
+
+const fn counter(
+    name: &'static str,
+    help: &'static str,
+    value: fn(&IngestStats) -> &AtomicU64,
+) -> Stat {
+    Stat {
+        name,
+        kind: "counter",
+        help,
+        value,
+    }
+}
+
+const fn gauge(
+    name: &'static str,
+    help: &'static str,
+    value: fn(&IngestStats) -> &AtomicU64,
+) -> Stat {
+    Stat {
+        name,
+        kind: "gauge",
+        help,
+        value,
+    }
+}
+
+/// The ingestor's counters and gauges, in the order exposed.
+const INGESTOR_STATS: &[Stat] = &[
+    counter("chingest_lines_accepted_total", "Line-protocol lines stored.", |s| &s.lines_accepted),
+    counter("chingest_lines_rejected_total", "Line-protocol lines rejected.", |s| &s.lines_rejected),
+    counter(
+        "chingest_lines_refused_by_limits_total",
+        "Lines (and Arrow rows) refused for a series or tag-value limit.",
+        |s| &s.lines_refused_by_limits,
+    ),
+    counter("chingest_flushes_total", "Flushes committed.", |s| &s.flushes),
+    counter(
+        "chingest_flush_errors_total",
+        "Insert attempts that failed (retried; the rows stay in the log).",
+        |s| &s.flush_errors,
+    ),
+    counter(
+        "chingest_engine_broken_parts_total",
+        "Parts the engine found broken and set aside when it opened (see /health).",
+        |s| &s.engine_broken_parts,
+    ),
+    counter("chingest_wal_bytes_total", "Bytes appended to the write-ahead log.", |s| &s.wal_bytes),
+    counter("chingest_wal_syncs_total", "Syncs (fdatasync) of the write-ahead log.", |s| &s.wal_syncs),
+    counter(
+        "chingest_wal_errors_total",
+        "Groups of writes the log failed to write or sync.",
+        |s| &s.wal_errors,
+    ),
+    counter(
+        "chingest_wal_cut_bytes_total",
+        "Bytes of torn segment tails cut when the log was opened.",
+        |s| &s.wal_cut_bytes,
+    ),
+    counter("chingest_replay_records_total", "Log records replayed on open.", |s| &s.replay_records),
+    counter("chingest_replay_rows_total", "Rows inserted by the replay on open.", |s| &s.replay_rows),
+    counter(
+        "chingest_replay_skipped_rows_total",
+        "Rows the replay skipped because the log showed them inserted.",
+        |s| &s.replay_skipped_rows,
+    ),
+    counter("chingest_series_created_total", "Series rows committed.", |s| &s.series_created),
+    counter("chingest_engine_errors_total", "Engine errors.", |s| &s.engine_errors),
+    counter(
+        "chingest_last_value_evictions_total",
+        "Measurements evicted from the last-value cache for its memory bound.",
+        |s| &s.last_value_evictions,
+    ),
+    counter(
+        "chingest_last_value_rebuilds_total",
+        "Measurements the last-value cache rebuilt from the engine (open, edits).",
+        |s| &s.last_value_rebuilds,
+    ),
+    counter(
+        "chingest_recent_shrinks_total",
+        "Times a measurement's span of recent samples was halved for their memory bound.",
+        |s| &s.recent_shrinks,
+    ),
+    counter(
+        "chingest_index_reads_total",
+        "Series and tag-value reads (PromQL selectors and lookups) answered from the in-memory index.",
+        |s| &s.index_reads,
+    ),
+    counter(
+        "chingest_recent_reads_total",
+        "Sample reads answered from the recent samples in memory.",
+        |s| &s.recent_reads,
+    ),
+    counter(
+        "chingest_recent_misses_total",
+        "Sample reads the recent samples could not answer (too old, not cached, rebuilding): they went to the engine.",
+        |s| &s.recent_misses,
+    ),
+    counter(
+        "chingest_catalog_refreshes_total",
+        "Cluster mode: refreshes that learnt what other nodes created on the shards (databases, tables, fields, series).",
+        |s| &s.catalog_refreshes,
+    ),
+    counter(
+        "chingest_catalog_refresh_errors_total",
+        "Cluster mode: refreshes that failed; the next one tries again.",
+        |s| &s.catalog_refresh_errors,
+    ),
+    counter(
+        "chingest_queries_queued_total",
+        "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
+        |s| &s.queries_queued,
+    ),
+    counter(
+        "chingest_queries_abandoned_in_queue_total",
+        "Read statements whose client went away while they waited for a slot.",
+        |s| &s.queries_abandoned_in_queue,
+    ),
+    counter("chingest_backups_total", "Backups written whole.", |s| &s.backups),
+    counter(
+        "chingest_backup_errors_total",
+        "Backups that failed (none that a restore would take was left).",
+        |s| &s.backup_errors,
+    ),
+    counter("chingest_snapshots_total", "Snapshots taken.", |s| &s.snapshots),
+    gauge(
+        "chingest_last_backup_timestamp_seconds",
+        "When the last whole backup finished (Unix seconds; 0: none since the start).",
+        |s| &s.last_backup_unix_seconds,
+    ),
+    gauge("chingest_wal_size_bytes", "Bytes in the write-ahead log's segments.", |s| &s.wal_size_bytes),
+    gauge("chingest_wal_segments", "Segment files of the write-ahead log.", |s| &s.wal_segments),
+    gauge(
+        "chingest_wal_checkpoint_lsn",
+        "Every log record up to this number is in the engine.",
+        |s| &s.wal_checkpoint_lsn,
+    ),
+    gauge(
+        "chingest_replay_duration_milliseconds",
+        "How long the replay on open took.",
+        |s| &s.replay_millis,
+    ),
+    gauge("chingest_last_value_series", "Series in the last-value cache.", |s| &s.last_value_series),
+    gauge(
+        "chingest_last_value_bytes",
+        "Bytes the last-value cache and its index hold (an estimate).",
+        |s| &s.last_value_bytes,
+    ),
+    gauge("chingest_recent_samples", "Recent samples held in memory.", |s| &s.recent_samples),
+    gauge("chingest_recent_bytes", "Bytes of room the recent samples take.", |s| &s.recent_bytes),
+    gauge(
+        "chingest_queries_running",
+        "Read statements running (at most query.max_concurrent).",
+        |s| &s.queries_running,
+    ),
+    gauge(
+        "chingest_queries_waiting",
+        "Read statements waiting for a slot (at most query.max_queued).",
+        |s| &s.queries_waiting,
+    ),
+];
+
+/// Where [`IngestStats`] keeps a histogram.
+type HistogramOf = fn(&IngestStats) -> &Histogram;
+
+/// The ingestor's histograms, in the order exposed: name, help, where.
+const INGESTOR_HISTOGRAMS: &[(&str, &str, HistogramOf)] = &[
+    (
+        "chingest_wal_sync_duration_seconds",
+        "Write-ahead log sync latency.",
+        |s| &s.wal_sync_seconds,
+    ),
+    ("chingest_flush_rows", "Rows per flush.", |s| &s.flush_rows),
+    (
+        "chingest_flush_duration_seconds",
+        "Flush latency (series and insert).",
+        |s| &s.flush_seconds,
+    ),
+    (
+        "chingest_connection_wait_seconds",
+        "Waits for an engine connection.",
+        |s| &s.connection_wait_seconds,
+    ),
+    (
+        "chingest_query_queue_wait_seconds",
+        "How long read statements that found every slot busy waited.",
+        |s| &s.query_queue_wait_seconds,
+    ),
+];
+
+/// The ingestor's part of the exposition.
+fn ingestor_metrics(out: &mut String, ingestor: &Ingestor) {
+    let s = ingestor.stats();
+    let (counters, gauges): (Vec<&Stat>, Vec<&Stat>) = INGESTOR_STATS
+        .iter()
+        .partition(|stat| stat.kind == "counter");
+    for stat in counters {
+        header(out, stat.name, stat.kind, stat.help);
+        let _ = writeln!(
+            out,
+            "{} {}",
+            stat.name,
+            (stat.value)(s).load(Ordering::Relaxed)
+        );
+    }
+    header(
+        out,
+        "chingest_queries_refused_total",
+        "counter",
+        "Read statements refused: the queue full (429) or no slot within the queue timeout (503).",
+    );
+    for (reason, counter) in [
+        ("queue_full", &s.queries_refused_queue_full),
+        ("queue_timeout", &s.queries_refused_queue_timeout),
+    ] {
+        let _ = writeln!(
+            out,
+            "chingest_queries_refused_total{{reason=\"{reason}\"}} {}",
+            counter.load(Ordering::Relaxed)
+        );
+    }
+    for stat in gauges {
+        header(out, stat.name, stat.kind, stat.help);
+        let _ = writeln!(
+            out,
+            "{} {}",
+            stat.name,
+            (stat.value)(s).load(Ordering::Relaxed)
+        );
+    }
+    shard_metrics(out, &s.shards.lock().unwrap());
+    for (name, help, value) in INGESTOR_HISTOGRAMS {
+        header(out, name, "histogram", help);
+        histogram(out, name, "", value(s));
+    }
+    for (name, help, value) in [
+        (
+            "chingest_buffered_bytes",
+            "Bytes held in the memory budget: request bodies and rows waiting to be inserted.",
+            ingestor.buffered_bytes(),
+        ),
+        (
+            "chingest_buffered_bytes_limit",
+            "The memory budget.",
+            ingestor.config().max_buffered_bytes,
+        ),
+    ] {
+        header(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {value}");
     }
 }
 

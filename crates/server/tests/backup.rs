@@ -515,6 +515,16 @@ fn a_backup_under_load_restores_every_acknowledged_write_once() {
             .await
             .unwrap();
         assert_eq!(listed["snapshots"], serde_json::json!([]));
+        let (_, exposition) = get(&server, "/metrics").await;
+        let metric = |name: &str| -> f64 {
+            let prefix = format!("{name} ");
+            let line = exposition.lines().find(|l| l.starts_with(&prefix)).unwrap();
+            line[prefix.len()..].parse().unwrap()
+        };
+        assert_eq!(metric("chingest_backups_total"), 2.0);
+        assert_eq!(metric("chingest_backup_errors_total"), 0.0);
+        assert_eq!(metric("chingest_snapshots_total"), 1.0);
+        assert!(metric("chingest_last_backup_timestamp_seconds") > 1.7e9);
     });
 }
 

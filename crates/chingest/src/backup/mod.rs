@@ -1,11 +1,11 @@
 //! Backups, restores and snapshots of the databases chingest manages.
 //!
 //! A backup is the engine's own `BACKUP` (to a directory or S3; on top of
-//! an earlier one, only what changed), taken after every write
-//! acknowledged so far is inserted, with inserts held while the engine
-//! picks the tables' parts: every table at the same point of the log.
-//! Writes are still acknowledged meanwhile (they wait in the log and the
-//! memory budget). Everything chingest keeps about a database lives in its
+//! an earlier one, only what changed), taken once every write logged so
+//! far is inserted (writes wait to be logged while the last of them are),
+//! with inserts held while the engine picks the tables' parts: every table
+//! at the same point of the log, no request half in. Writes are
+//! acknowledged meanwhile (they wait in the log and the memory budget). Everything chingest keeps about a database lives in its
 //! tables (schemas in the fact tables, series, retention and duplicate
 //! policies in their registries), so the backup holds all of it. A
 //! [manifest] written last makes it whole: a restore checks every file
@@ -113,16 +113,25 @@ pub struct Snapshot {
     pub path: PathBuf,
 }
 
-/// Holds the inserts of every flush for as long as it lives, after
-/// inserting every write acknowledged so far and folding every edit made
-/// so far into the parts of `databases`' tables.
+/// Holds the inserts of every flush for as long as it lives, once every
+/// edit made so far is folded into the parts of `databases`' tables and
+/// every table holds exactly the writes logged until then: all of those
+/// acknowledged so far, and none torn (a write's rows span tables, each
+/// inserted by its own flusher). Writes wait to be logged only while the
+/// last of them are inserted.
 async fn hold_inserts<'w>(
     writer: &'w Writer,
     databases: &[String],
 ) -> Result<tokio::sync::RwLockWriteGuard<'w, ()>> {
+    let context = writer.flush_context();
+    // Most of the work while writes flow.
     writer.flush_all().await?;
-    apply_patches(&writer.flush_context().engine, databases).await?;
-    Ok(writer.flush_context().inserts.write().await)
+    apply_patches(&context.engine, databases).await?;
+    let logging = context.logging.write().await;
+    writer.flush_all().await?;
+    let held = context.inserts.write().await;
+    drop(logging);
+    Ok(held)
 }
 
 /// Folds the patch parts of deletes and updates (see `edit`) into the
@@ -202,8 +211,29 @@ fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {
     move |source| Error::Io { context, source }
 }
 
-/// Writes a backup of the request's databases (see the module's doc).
+/// Writes a backup of the request's databases (see the module's doc),
+/// counted in the stats.
 pub(crate) async fn backup(
+    writer: &Writer,
+    catalog: &Catalog,
+    request: BackupRequest,
+) -> Result<BackupReport> {
+    let stats = Arc::clone(&writer.flush_context().engine.stats);
+    let written = write_backup(writer, catalog, request).await;
+    match &written {
+        Ok(_) => {
+            IngestStats::add(&stats.backups, 1);
+            let now = now_ms() / 1000;
+            stats
+                .last_backup_unix_seconds
+                .store(now, std::sync::atomic::Ordering::Relaxed);
+        }
+        Err(_) => IngestStats::add(&stats.backup_errors, 1),
+    }
+    written
+}
+
+async fn write_backup(
     writer: &Writer,
     catalog: &Catalog,
     request: BackupRequest,
@@ -651,6 +681,7 @@ pub(crate) async fn create_snapshot(
     })
     .await
     .map_err(|e| Error::Internal(format!("writing a snapshot failed: {e}")))??;
+    IngestStats::add(&engine.stats.snapshots, 1);
     tracing::info!(snapshot = %path.display(), "snapshot taken");
     Ok(Snapshot { name, path })
 }

@@ -43,6 +43,10 @@ pub(crate) struct FlushContext {
     /// snapshot while it reads the tables: they see every table at the
     /// same point of the log, no flush half in.
     pub(crate) inserts: tokio::sync::RwLock<()>,
+    /// Held shared while a write is handed to the log, exclusively while a
+    /// backup or snapshot inserts everything logged: then every table is
+    /// at the same point of the log.
+    pub(crate) logging: tokio::sync::RwLock<()>,
     closed: AtomicBool,
 }
 
@@ -59,6 +63,7 @@ impl FlushContext {
             appender,
             policy,
             inserts: tokio::sync::RwLock::new(()),
+            logging: tokio::sync::RwLock::new(()),
             closed: AtomicBool::new(false),
         }
     }

@@ -492,6 +492,7 @@ impl Writer {
             });
         }
         let (logged, answer) = oneshot::channel();
+        let logging = self.flush.logging.read().await;
         self.flush.appender.write(PendingWrite {
             db,
             rp,
@@ -502,6 +503,7 @@ impl Writer {
             sync: durability == Durability::Fsync,
             logged: Some(logged),
         })?;
+        drop(logging);
         if durability == Durability::None {
             return Ok(());
         }
