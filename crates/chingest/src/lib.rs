@@ -56,7 +56,7 @@ mod last_value;
 pub mod layout;
 pub mod read;
 pub mod stats;
-pub mod wal;
+mod wal;
 mod write;
 
 pub use arrow;
@@ -79,6 +79,7 @@ pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
 pub use stats::{IngestStats, ShardStats};
+pub use wal::{ReadError as LogReadError, RecordError as LogRecordError};
 pub use write::budget::MemoryReservation;
 pub use write::chunk;
 pub use write::points::{Point, PointValue};

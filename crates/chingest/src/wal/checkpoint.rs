@@ -22,13 +22,13 @@ const LEN: usize = 28;
 
 /// What the checkpoint file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     /// Chosen when the log was created. Part of every deduplication token,
     /// so a log created anew (its directory deleted) never repeats the
     /// tokens of the old one.
-    pub log_id: u64,
+    pub(crate) log_id: u64,
     /// Every record numbered at most this is committed to the engine.
-    pub committed: Lsn,
+    pub(crate) committed: Lsn,
 }
 
 impl Checkpoint {

@@ -24,23 +24,26 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use checkpoint::Checkpoint;
+pub(crate) use checkpoint::Checkpoint;
+/// Errors reading the log, part of the library's [`Error`](crate::Error).
+pub use record::RecordError;
 pub(crate) use record::{encode_flush, encode_write};
-pub use record::{FlushRange, Lsn, Record, RecordError, TableChunks, TableRef, WriteRecord};
-pub use segment::{list, End, ReadError, SegmentFile, SegmentReader};
+pub(crate) use record::{FlushRange, Lsn, Record, TableRef, WriteRecord};
+pub use segment::ReadError;
+pub(crate) use segment::{list, End, SegmentFile, SegmentReader};
 use segment::{truncate, SegmentWriter};
 
 /// A segment cut at its torn tail when the log was opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// The segment.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its new length.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Bytes dropped.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// What was wrong with the first dropped frame.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// What opening a log found.

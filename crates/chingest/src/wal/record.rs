@@ -33,7 +33,7 @@ use crate::layout::series::SeriesKey;
 
 /// A log sequence number: records are numbered 1, 2, 3, … in log order,
 /// for the whole life of a log (they do not restart with a new segment).
-pub type Lsn = u64;
+pub(crate) type Lsn = u64;
 
 /// Bytes before a frame's payload: length and checksum.
 pub(crate) const FRAME_HEADER_LEN: usize = 8;
@@ -44,41 +44,41 @@ const KIND_FLUSH_COMMITTED: u8 = 3;
 
 /// One fact table, by the names a write used.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TableRef {
+pub(crate) struct TableRef {
     /// Database.
-    pub database: String,
+    pub(crate) database: String,
     /// Retention policy.
-    pub retention_policy: String,
+    pub(crate) retention_policy: String,
     /// Measurement.
-    pub measurement: String,
+    pub(crate) measurement: String,
 }
 
 /// A flush's place in the log: the rows of `table` carried by the `Write`
 /// records numbered `first..=last`. Flushes take a table's rows in log
 /// order, so one range names exactly one insert's rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlushRange {
+pub(crate) struct FlushRange {
     /// The table inserted into.
-    pub table: TableRef,
+    pub(crate) table: TableRef,
     /// Lsn of the first record whose rows the insert carries.
-    pub first: Lsn,
+    pub(crate) first: Lsn,
     /// Lsn of the last.
-    pub last: Lsn,
+    pub(crate) last: Lsn,
 }
 
 /// One table's rows in a `Write` record, as Arrow IPC streams (decoded on
 /// demand: scanning the log for markers does not pay for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableChunks {
+pub(crate) struct TableChunks {
     /// Measurement the rows belong to.
-    pub measurement: String,
+    pub(crate) measurement: String,
     /// One Arrow IPC stream per chunk.
-    pub ipc: Vec<Vec<u8>>,
+    pub(crate) ipc: Vec<Vec<u8>>,
 }
 
 impl TableChunks {
     /// The chunks as Arrow batches.
-    pub fn batches(&self) -> Result<Vec<RecordBatch>, RecordError> {
+    pub(crate) fn batches(&self) -> Result<Vec<RecordBatch>, RecordError> {
         let mut batches = Vec::with_capacity(self.ipc.len());
         for stream in &self.ipc {
             let reader = StreamReader::try_new(Cursor::new(stream.as_slice()), None)
@@ -97,20 +97,20 @@ impl TableChunks {
 
 /// The rows one write had acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteRecord {
+pub(crate) struct WriteRecord {
     /// Database written to.
-    pub database: String,
+    pub(crate) database: String,
     /// Retention policy written to.
-    pub retention_policy: String,
+    pub(crate) retention_policy: String,
     /// Series this record introduced: they are inserted before its rows.
-    pub series: Vec<(u64, SeriesKey)>,
+    pub(crate) series: Vec<(u64, SeriesKey)>,
     /// Rows, per measurement.
-    pub tables: Vec<TableChunks>,
+    pub(crate) tables: Vec<TableChunks>,
 }
 
 /// A record of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record {
+pub(crate) enum Record {
     /// Rows of one write, durable before the write was answered.
     Write(WriteRecord),
     /// An insert of a flush range is about to start, with the range as its

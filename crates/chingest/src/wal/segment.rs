@@ -18,11 +18,11 @@ const SUFFIX: &str = ".wal";
 
 /// A segment file and the first lsn it may hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SegmentFile {
+pub(crate) struct SegmentFile {
     /// Where it is.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Records in it are numbered from this lsn on.
-    pub first_lsn: Lsn,
+    pub(crate) first_lsn: Lsn,
 }
 
 /// The name of the segment whose records start at `first_lsn`.
@@ -31,7 +31,7 @@ fn file_name(first_lsn: Lsn) -> String {
 }
 
 /// The segments in `dir`, oldest first. Other files are ignored.
-pub fn list(dir: &Path) -> io::Result<Vec<SegmentFile>> {
+pub(crate) fn list(dir: &Path) -> io::Result<Vec<SegmentFile>> {
     let mut segments = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -55,7 +55,7 @@ pub fn list(dir: &Path) -> io::Result<Vec<SegmentFile>> {
 
 /// How reading a segment ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// At the end of the file, after a whole frame.
     Clean,
     /// At a frame that is cut short or fails its checksum, `offset` bytes
@@ -103,7 +103,7 @@ pub enum ReadError {
 
 /// Reads one segment's frames in order.
 #[derive(Debug)]
-pub struct SegmentReader {
+pub(crate) struct SegmentReader {
     path: PathBuf,
     file: BufReader<File>,
     /// Bytes of the file up to the end of the last good frame.
@@ -117,7 +117,7 @@ pub struct SegmentReader {
 impl SegmentReader {
     /// Opens a segment and checks its header. A file shorter than the
     /// header (a crash while creating it) reads as torn at offset 0.
-    pub fn open(path: &Path) -> Result<SegmentReader, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<SegmentReader, ReadError> {
         let io_error = |source| ReadError::Io {
             path: path.to_owned(),
             source,
@@ -153,7 +153,7 @@ impl SegmentReader {
 
     /// The next record, or `None` at the end (see [`end`](Self::end)).
     /// Records numbered at most `skip_through` are checked but not decoded.
-    pub fn next(&mut self, skip_through: Lsn) -> Result<Option<(Lsn, Record)>, ReadError> {
+    pub(crate) fn next(&mut self, skip_through: Lsn) -> Result<Option<(Lsn, Record)>, ReadError> {
         loop {
             if self.end.is_some() {
                 return Ok(None);
@@ -234,12 +234,12 @@ impl SegmentReader {
     }
 
     /// The lsn of the last whole frame read, decoded or skipped.
-    pub fn last_lsn(&self) -> Option<Lsn> {
+    pub(crate) fn last_lsn(&self) -> Option<Lsn> {
         self.last_lsn
     }
 
     /// How reading ended, once [`next`](Self::next) has returned `None`.
-    pub fn end(&self) -> Option<&End> {
+    pub(crate) fn end(&self) -> Option<&End> {
         self.end.as_ref()
     }
 }
