@@ -21,6 +21,8 @@
 
 #[path = "support/child.rs"]
 mod child;
+#[path = "support/remote_write.rs"]
+mod remote_write;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -145,33 +147,20 @@ async fn write_fixed(server: &Server) {
         .unwrap();
     assert_eq!(r.status(), 204);
 
-    use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
-    use prost::Message;
-    let label = |name: &str, value: String| Label {
-        name: name.to_owned().into(),
-        value: value.into(),
-    };
-    let request = WriteRequest {
-        timeseries: (0..3)
-            .map(|n| TimeSeries {
-                labels: vec![
-                    label("__name__", "rw_metric".into()),
-                    label("instance", format!("i{n}")),
-                    label("job", "j".into()),
-                ],
-                samples: (0..30)
-                    .map(|k| Sample {
-                        value: (n * 1000 + k) as f64,
-                        timestamp: 1_700_000_000_000 + k * 10_000,
-                    })
-                    .collect(),
+    let body = remote_write::body(
+        (0..3)
+            .map(|n| {
+                let labels = [
+                    ("__name__", "rw_metric".to_owned()),
+                    ("instance", format!("i{n}")),
+                    ("job", "j".to_owned()),
+                ];
+                let samples =
+                    (0..30).map(|k| (1_700_000_000_000 + k * 10_000, (n * 1000 + k) as f64));
+                remote_write::series(&labels, samples)
             })
             .collect(),
-        metadata: Vec::new(),
-    };
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&request.encode_to_vec())
-        .unwrap();
+    );
     let r = client()
         .post(format!("{url}/api/v1/write?db={DB}&durability=visible"))
         .header("Content-Encoding", "snappy")
@@ -334,6 +323,23 @@ async fn check_requests(server: &Server, acked: &[u64], ever: &[u64]) {
     }
 }
 
+/// Serves `data_dir` and checks it: every request of `acked` once, none
+/// torn, nothing outside `ever`; the fixed data answering `original` when
+/// given.
+async fn serve_and_check(
+    data_dir: &Path,
+    acked: &[u64],
+    ever: &[u64],
+    original: Option<&[String]>,
+) {
+    let server = start(data_dir);
+    wait_ready(&server).await;
+    check_requests(&server, acked, ever).await;
+    if let Some(original) = original {
+        assert_eq!(answers(&server).await, original);
+    }
+}
+
 async fn posts_per_second(acked: &Mutex<Vec<u64>>, during: impl std::future::Future) -> f64 {
     let (before, started) = (acked.lock().unwrap().len(), Instant::now());
     during.await;
@@ -412,23 +418,16 @@ fn a_backup_under_load_restores_every_acknowledged_write_once() {
     // The full backup: everything acknowledged before it started.
     let (ok, out) = restore(&dir("full"), &dir("r_full"), &[]);
     assert!(ok, "{out}");
-    let restored = start(&dir("r_full"));
-    runtime.block_on(async {
-        wait_ready(&restored).await;
-        check_requests(&restored, &before, &all_full).await;
-        assert_eq!(answers(&restored).await, original);
-    });
-    drop(restored);
+    runtime.block_on(serve_and_check(
+        &dir("r_full"),
+        &before,
+        &all_full,
+        Some(&original),
+    ));
     // The incremental one, alone: everything.
     let (ok, out) = restore(&dir("incr"), &dir("r_incr"), &[]);
     assert!(ok, "{out}");
-    let restored = start(&dir("r_incr"));
-    runtime.block_on(async {
-        wait_ready(&restored).await;
-        check_requests(&restored, &all, &all).await;
-        assert_eq!(answers(&restored).await, original);
-    });
-    drop(restored);
+    runtime.block_on(serve_and_check(&dir("r_incr"), &all, &all, Some(&original)));
 
     // Refusals, each naming what is wrong and leaving the target as it was.
     let (ok, err) = restore(&dir("full"), &dir("r_full"), &[]);
@@ -493,11 +492,7 @@ fn a_backup_under_load_restores_every_acknowledged_write_once() {
             Path::new(snapshot["path"].as_str().unwrap()),
             &dir("from_snapshot"),
         );
-        let copied = start(&dir("from_snapshot"));
-        wait_ready(&copied).await;
-        check_requests(&copied, &all, &all).await;
-        assert_eq!(answers(&copied).await, original);
-        drop(copied);
+        serve_and_check(&dir("from_snapshot"), &all, &all, Some(&original)).await;
         let r = admin(reqwest::Method::DELETE, &format!("/{name}"))
             .await
             .unwrap();
@@ -669,11 +664,7 @@ fn power_cuts_and_full_disks_leave_nothing_taken_as_whole() {
             }
         );
         if restored {
-            let copy = start(&target);
-            runtime.block_on(async {
-                wait_ready(&copy).await;
-                check_requests(&copy, &acked, &acked).await;
-            });
+            runtime.block_on(serve_and_check(&target, &acked, &acked, None));
         } else {
             assert!(
                 err.contains("never finished")
@@ -736,11 +727,7 @@ fn power_cuts_and_full_disks_leave_nothing_taken_as_whole() {
             let (ok, err) = restore(&good, &data_dir, &[]);
             assert!(!ok && err.contains("is not empty"), "{err}");
         } else if data_dir.join("metadata").exists() {
-            let copy = start(&data_dir);
-            runtime.block_on(async {
-                wait_ready(&copy).await;
-                check_requests(&copy, &acked, &acked).await;
-            });
+            runtime.block_on(serve_and_check(&data_dir, &acked, &acked, None));
         }
     }
 

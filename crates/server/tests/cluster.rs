@@ -132,34 +132,19 @@ impl Chingest {
         instances: std::ops::Range<usize>,
         times: impl Iterator<Item = i64> + Clone,
     ) -> (reqwest::StatusCode, String) {
-        use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
-        use prost::Message;
-        let label = |name: &str, value: String| Label {
-            name: name.to_owned().into(),
-            value: value.into(),
-        };
-        let request = WriteRequest {
-            timeseries: instances
-                .map(|n| TimeSeries {
-                    labels: vec![
-                        label("__name__", name.to_owned()),
-                        label("instance", format!("i{n}")),
-                        label("job", "j".to_owned()),
-                    ],
-                    samples: times
-                        .clone()
-                        .map(|timestamp| Sample {
-                            value: 1.0,
-                            timestamp,
-                        })
-                        .collect(),
+        use support::remote_write::{body, series};
+        let body = body(
+            instances
+                .map(|n| {
+                    let labels = [
+                        ("__name__", name.to_owned()),
+                        ("instance", format!("i{n}")),
+                        ("job", "j".to_owned()),
+                    ];
+                    series(&labels, times.clone().map(|t| (t, 1.0)))
                 })
                 .collect(),
-            metadata: Vec::new(),
-        };
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&request.encode_to_vec())
-            .unwrap();
+        );
         let r = client()
             .post(format!(
                 "{}/api/v1/write?db={db}&durability=visible",

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod clickhouse;
+pub(crate) mod remote_write;
 
 use std::sync::{LazyLock, OnceLock};
 
