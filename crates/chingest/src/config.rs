@@ -13,7 +13,7 @@ pub struct InvalidConfig(pub String);
 
 /// Everything an [`Ingestor`](crate::Ingestor) needs to open. Start from
 /// [`IngestConfig::new`] and change what you need.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IngestConfig {
     /// The engine's data directory (created if missing). One per process.
     pub data_dir: PathBuf,
@@ -207,7 +207,7 @@ impl Default for CardinalityLimits {
 /// (the engine's convention). The last three say how many such statements
 /// (and [`query_translated`](crate::Ingestor::query_translated)'s) run at
 /// once and how many wait, and how long, for a slot.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Deserialize),
@@ -297,7 +297,7 @@ impl QueryLimits {
 
 /// The write-ahead log: where it lives, how large it may grow, how often
 /// its checkpoint advances.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Deserialize),
@@ -337,7 +337,7 @@ impl Default for WalConfig {
 /// When a table's batcher flushes its logged rows into the engine. A table
 /// flushes one batch at a time: rows that arrive while a flush runs are
 /// gathered into the next one, so the batch size grows with the load.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FlushPolicy {
     /// Flush as soon as this many rows are pending.
     pub max_rows: usize,

@@ -48,7 +48,7 @@ pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Val
 pub const MAX_POINTS: i64 = 11_000;
 
 /// How a query is evaluated.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// How far back an instant selector looks for a sample.
     pub lookback: Duration,
