@@ -786,6 +786,20 @@ async fn a_node_learns_what_another_creates() {
         .write("metrics", "cpu,host=a value=1i 1000000000\n".to_owned())
         .await;
     assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    // A node keeps nothing to back up: the shards are backed up on their own.
+    for path in ["/api/v1/admin/backup", "/api/v1/admin/snapshots"] {
+        let to = dir.path().join("backup").display().to_string();
+        let r = client()
+            .post(format!("{}{path}", node1.url))
+            .json(&serde_json::json!({ "to": to }))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{path}: {text}");
+        assert!(text.contains("ON CLUSTER"), "{path}: {text}");
+    }
     // Samples of the last minutes, which memory would hold: node 1 writes
     // the first ten seconds of i0 and i1, node 2 the next ten of i0 to i4.
     let start = (std::time::SystemTime::now()

@@ -233,6 +233,20 @@ pub(crate) async fn backup(
     written
 }
 
+/// In the `clickhouse` storage mode the rows are on the shards, and the
+/// node keeps nothing a new node would not make again from them.
+fn refuse_in_cluster_mode(engine: &Engine) -> Result<()> {
+    match engine.cluster {
+        None => Ok(()),
+        Some(_) => Err(Error::InvalidBackup(
+            "in the clickhouse storage mode the rows live on the shards: back them up there \
+             (BACKUP … ON CLUSTER, docs/backup.md); a node keeps nothing a new node does not \
+             rebuild from the shards"
+                .into(),
+        )),
+    }
+}
+
 async fn write_backup(
     writer: &Writer,
     catalog: &Catalog,
@@ -240,6 +254,7 @@ async fn write_backup(
 ) -> Result<BackupReport> {
     let started = Instant::now();
     let engine = Arc::clone(&writer.flush_context().engine);
+    refuse_in_cluster_mode(&engine)?;
     let databases = managed_databases(catalog, &request.databases)?;
     let location = request.location;
     if let BackupLocation::Directory(dir) = &location {
@@ -630,6 +645,7 @@ pub(crate) async fn create_snapshot(
     data_dir: &Path,
 ) -> Result<Snapshot> {
     let engine = Arc::clone(&writer.flush_context().engine);
+    refuse_in_cluster_mode(&engine)?;
     let databases = managed_databases(catalog, &[])?;
     let name = format!("chingest_{}", now_ms());
     let path = data_dir.join(SNAPSHOTS_DIR).join(&name);
