@@ -150,14 +150,9 @@ async fn write_fixed(server: &Server) {
     let body = remote_write::body(
         (0..3)
             .map(|n| {
-                let labels = [
-                    ("__name__", "rw_metric".to_owned()),
-                    ("instance", format!("i{n}")),
-                    ("job", "j".to_owned()),
-                ];
                 let samples =
                     (0..30).map(|k| (1_700_000_000_000 + k * 10_000, (n * 1000 + k) as f64));
-                remote_write::series(&labels, samples)
+                remote_write::instance_series("rw_metric", n as usize, samples)
             })
             .collect(),
     );
@@ -387,18 +382,9 @@ fn a_backup_under_load_restores_every_acknowledged_write_once() {
     let all_full = acked.lock().unwrap().clone();
     // About 1% more, then a backup on top of the first.
     runtime.block_on(async {
-        let more = (all_full.len() / 100).max(1);
-        for i in 0..more {
-            let id = 1_000_000 + i as u64;
-            let r = client()
-                .post(format!("{}/write?db={DB}", server.url))
-                .body(load_body(0, id))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 204);
-            acked.lock().unwrap().push(id);
-        }
+        let more = (all_full.len() / 100).max(1) as u64;
+        let posted = load(&server, 1_000_000..1_000_000 + more).await;
+        acked.lock().unwrap().extend(posted);
     });
     let all = acked.lock().unwrap().clone();
     let incremental = backup(&server.url, &dir("incr"), Some(&dir("full")));
@@ -591,9 +577,10 @@ fn only_admin_tokens_back_up_and_untrusted_sql_never_does() {
     });
 }
 
-/// Loads `requests` load requests (answered 204); their ids.
-async fn load(server: &Server, requests: u64) -> Vec<u64> {
-    for id in 1..=requests {
+/// Posts the load requests `ids` of writer 0, each answered 204; the ids.
+async fn load(server: &Server, ids: impl IntoIterator<Item = u64>) -> Vec<u64> {
+    let mut posted = Vec::new();
+    for id in ids {
         let r = client()
             .post(format!("{}/write?db={DB}", server.url))
             .body(load_body(0, id))
@@ -601,8 +588,9 @@ async fn load(server: &Server, requests: u64) -> Vec<u64> {
             .await
             .unwrap();
         assert_eq!(r.status(), 204);
+        posted.push(id);
     }
-    (1..=requests).collect()
+    posted
 }
 
 #[test]
@@ -612,7 +600,7 @@ fn power_cuts_and_full_disks_leave_nothing_taken_as_whole() {
     let server = start(&tmp.path().join("data"));
     let acked = runtime.block_on(async {
         wait_ready(&server).await;
-        load(&server, 300).await
+        load(&server, 1..=300).await
     });
     let good = tmp.path().join("good");
     let report = backup(&server.url, &good, None);

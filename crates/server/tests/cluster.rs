@@ -132,17 +132,10 @@ impl Chingest {
         instances: std::ops::Range<usize>,
         times: impl Iterator<Item = i64> + Clone,
     ) -> (reqwest::StatusCode, String) {
-        use support::remote_write::{body, series};
+        use support::remote_write::{body, instance_series};
         let body = body(
             instances
-                .map(|n| {
-                    let labels = [
-                        ("__name__", name.to_owned()),
-                        ("instance", format!("i{n}")),
-                        ("job", "j".to_owned()),
-                    ];
-                    series(&labels, times.clone().map(|t| (t, 1.0)))
-                })
+                .map(|n| instance_series(name, n, times.clone().map(|t| (t, 1.0))))
                 .collect(),
         );
         let r = client()

@@ -25,6 +25,20 @@ pub(crate) fn series(
     }
 }
 
+/// Series `name{instance="i<n>", job="j"}` with `samples`.
+pub(crate) fn instance_series(
+    name: &str,
+    n: usize,
+    samples: impl IntoIterator<Item = (i64, f64)>,
+) -> TimeSeries {
+    let labels = [
+        ("__name__", name.to_owned()),
+        ("instance", format!("i{n}")),
+        ("job", "j".to_owned()),
+    ];
+    series(&labels, samples)
+}
+
 /// The body of a remote write of `timeseries`, as Prometheus sends it.
 pub(crate) fn body(timeseries: Vec<TimeSeries>) -> Vec<u8> {
     let request = WriteRequest {
