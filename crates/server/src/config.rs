@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub tokens: Vec<TokenConfig>,
     /// `/metrics` asks for a token too (any configured token).
     pub metrics_require_token: bool,
+    /// Serve the web UI at `/` and `/ui/` (`ui/`, embedded in the binary).
+    pub ui: bool,
     /// Request limits.
     pub limits: Limits,
     /// Write behaviour.
@@ -245,6 +247,7 @@ impl Default for ServerConfig {
             auth_tokens: Vec::new(),
             tokens: Vec::new(),
             metrics_require_token: false,
+            ui: true,
             limits: Limits::default(),
             write: WriteConfig::default(),
             ingest: IngestSection::default(),

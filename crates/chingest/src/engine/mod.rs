@@ -48,8 +48,8 @@ pub(crate) use mirror::ShardTable;
 pub(crate) use pool::{discard, release};
 pub(crate) use register::create_memory_table;
 pub(crate) use statements::{
-    check_read_only, execute, limit_error, query, query_arrow, query_rows, stream, Canceller,
-    Streamed,
+    check_read_only, execute, limit_error, query, query_arrow, query_rows, stream, syntax_tree,
+    Canceller, Streamed,
 };
 
 /// A pool of engine connections. Cheap to share behind an `Arc`.

@@ -88,6 +88,40 @@ pub(crate) fn stream(
     })
 }
 
+/// The lines of the engine's parse of `sql` (`EXPLAIN AST`). A syntax
+/// error's `failed at position N` counts from the start of the `EXPLAIN`;
+/// it is moved to count from the start of `sql`, as its author wrote it.
+pub(crate) fn syntax_tree(conn: &Connection, sql: &str) -> Result<Vec<String>> {
+    const EXPLAIN: &str = "EXPLAIN AST ";
+    match query_rows(conn, &format!("{EXPLAIN}{sql}")) {
+        Ok(tree) => Ok(tree.into_iter().map(|row| row.join("\t")).collect()),
+        Err(Error::Engine(message)) => Err(Error::Engine(shift_position(&message, EXPLAIN.len()))),
+        Err(other) => Err(other),
+    }
+}
+
+/// `message` with its `failed at position N` moved back by `by`.
+fn shift_position(message: &str, by: usize) -> String {
+    const AT: &str = "failed at position ";
+    let Some(start) = message.find(AT).map(|i| i + AT.len()) else {
+        return message.to_owned();
+    };
+    let digits = message[start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(message.len(), |end| start + end);
+    match message[start..digits].parse::<usize>() {
+        Ok(position) if position > by => {
+            format!(
+                "{}{}{}",
+                &message[..start],
+                position - by,
+                &message[digits..]
+            )
+        }
+        _ => message.to_owned(),
+    }
+}
+
 /// Refuses anything but a single read-only statement (writes, DDL, `SET`,
 /// `INTO OUTFILE`, several statements), as classified by the engine's own
 /// parser. The read-only connection refuses table functions and settings
@@ -98,7 +132,7 @@ pub(crate) fn check_read_only(conn: &Connection, sql: &str) -> Result<()> {
         (QueryClass::ReadOnly, 1) => Ok(()),
         (QueryClass::Unknown, _) => {
             // Did not parse: let the engine say why.
-            execute(conn, &format!("EXPLAIN AST {sql}"))?;
+            syntax_tree(conn, sql)?;
             Err(Error::NotReadOnly(
                 "the statement was not recognised".into(),
             ))
@@ -197,5 +231,25 @@ impl From<chdb_rust::error::Error> for Error {
             chdb_rust::error::Error::QueryError(message) => Error::Engine(message),
             other => Error::Engine(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_error_positions_count_from_the_statement() {
+        let engine =
+            "Code: 62. DB::Exception: Syntax error: failed at position 19 (1): 1. Expected";
+        assert_eq!(
+            shift_position(engine, 12),
+            "Code: 62. DB::Exception: Syntax error: failed at position 7 (1): 1. Expected"
+        );
+        assert_eq!(shift_position("no position here", 12), "no position here");
+        assert_eq!(
+            shift_position("failed at position 3", 12),
+            "failed at position 3"
+        );
     }
 }

@@ -43,7 +43,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use crate::engine::{query_rows, Connection};
+use crate::engine::{query_rows, syntax_tree, Connection};
 use crate::error::{Error, Result};
 
 /// Table functions that only generate rows.
@@ -229,8 +229,7 @@ impl Sandbox {
         scope: &ReadScope,
         database: Option<&str>,
     ) -> Result<Checked> {
-        let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
-        let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
+        let lines = syntax_tree(conn, sql)?;
         let found = self.check_tree(&lines, scope, database.unwrap_or("default"), &[])?;
         let last_values = last_values_calls(sql, found.last_values, scope)?;
         let root = lines
@@ -280,8 +279,7 @@ impl Sandbox {
         database: Option<&str>,
         snapshots: &[String],
     ) -> Result<()> {
-        let tree = query_rows(conn, &format!("EXPLAIN AST {sql}"))?;
-        let lines: Vec<String> = tree.into_iter().map(|row| row.join("\t")).collect();
+        let lines = syntax_tree(conn, sql)?;
         let mut found = self.check_tree(&lines, scope, database.unwrap_or("default"), snapshots)?;
         let mut expected = snapshots.to_vec();
         found.snapshots.sort();

@@ -16,6 +16,7 @@ mod prometheus;
 mod promql;
 mod remote_read;
 mod sql;
+mod ui;
 
 use axum::routing::{delete, get, post};
 use axum::Router;
@@ -62,6 +63,16 @@ fn prometheus_api(prefix: &str) -> Router<AppState> {
         .route(&format!("{prefix}/read"), post(remote_read::read))
 }
 
+/// The web UI: its pages, its files, and `/` leading to it.
+fn ui_routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(ui::home))
+        .route("/ui", get(ui::home))
+        .route("/ui/", get(ui::page))
+        .route("/ui/{page}", get(ui::page))
+        .route("/ui/assets/{*path}", get(ui::file))
+}
+
 /// The router for `state`.
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -87,8 +98,13 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/admin/snapshots/{name}",
             delete(admin::delete_snapshot),
         )
+        .route("/api/v1/access", get(ui::access))
         .merge(prometheus_api("/api/v1"))
         .merge(prometheus_api("/db/{db}/api/v1"))
+        .merge(match state.config.ui {
+            true => ui_routes(),
+            false => Router::new(),
+        })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

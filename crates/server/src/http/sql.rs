@@ -1,5 +1,6 @@
 //! `/sql`: one read-only SQL statement, answered in any ClickHouse output
-//! format and streamed as the engine produces it. The statement runs through `Ingestor::query_untrusted`, so
+//! format and streamed as the engine produces it; `db` names the database
+//! of unqualified tables. The statement runs through `Ingestor::query_untrusted`, so
 //! writes, DDL, settings and table functions that reach outside the
 //! engine are refused (403, or 400 with the engine's message).
 
@@ -72,7 +73,13 @@ async fn run(
     let ingestor = state.ingestor()?;
     let format = params.get("format").map_or("JSON", String::as_str);
     let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
-    let body = stream_output(ingestor, sql, format, &grant.read_scope(), None)
+    // Unqualified table names are in `db`, as in the ClickHouse interface's
+    // `database`.
+    let database = params
+        .get("db")
+        .map(String::as_str)
+        .filter(|db| !db.is_empty());
+    let body = stream_output(ingestor, sql, format, &grant.read_scope(), database)
         .instrument(span)
         .await
         .map_err(|err| match err {
