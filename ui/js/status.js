@@ -29,6 +29,7 @@ export function parseMetrics(text) {
 function protocol(endpoint) {
   const route = endpoint.replace(/^\/db\/\{db\}/, '');
   if (route.startsWith('clickhouse ')) return 'ClickHouse';
+  if (['/metrics', '/health', '/ready', '/ping', '/api/v1/access'].includes(route)) return 'health and metrics';
   if (['/write', '/api/v2/write'].includes(route)) return 'line protocol';
   if (['/api/v1/write', '/api/v1/prom/write'].includes(route)) return 'remote write';
   if (route === '/v1/metrics') return 'OTLP';
@@ -81,11 +82,11 @@ const TILES = [
 export async function render(main, access, signal) {
   const health = h('section', { id: 'health' });
   const tiles = TILES.map((tile) => {
-    const value = h('div', { class: 'tile-value' }, '…');
-    const detail = h('div', { class: 'tile-detail' });
+    const shown = h('div', { class: 'tile-value' }, '…');
+    const said = h('div', { class: 'tile-detail' });
     const spark = h('div', { class: 'tile-chart' });
-    const el = h('section', { class: 'tile', id: `tile-${tile.id}` }, h('h3', {}, tile.title), value, detail, spark);
-    return { ...tile, el, value, detail, spark, history: [] };
+    const el = h('section', { class: 'tile', id: `tile-${tile.id}` }, h('h3', {}, tile.title), shown, said, spark);
+    return { ...tile, el, shown, said, spark, history: [] };
   });
   const protocols = h('section', { id: 'protocols' });
   const error = h('div', { id: 'status-error' });
@@ -116,13 +117,13 @@ export async function render(main, access, signal) {
         if (tile.gauge) value = tile.gauge(metrics);
         else if (previous) value = Math.max(0, (tile.rate(metrics) - tile.rate(previous.metrics)) / ((now - previous.at) / 1000));
         if (value !== null) {
-          fill(tile.value, tile.format(value));
-          tile.value.dataset.value = String(value);
+          fill(tile.shown, tile.format(value));
+          tile.shown.dataset.value = String(value);
           tile.history.push([now, value]);
           if (tile.history.length > HISTORY) tile.history.shift();
           tile.chart.setData([{ label: tile.title, xs: Float64Array.from(tile.history, (p) => p[0]), ys: Float64Array.from(tile.history, (p) => p[1]) }]);
         }
-        if (tile.detail) fill(tile.detail, tile.detail(metrics));
+        if (tile.detail) fill(tile.said, tile.detail(metrics));
       }
       const counts = requestsByProtocol(metrics);
       const before = previous ? requestsByProtocol(previous.metrics) : {};
