@@ -3,7 +3,8 @@
 # `make test` also runs `test-setup`: the Python and Node clients the tests
 # drive the server with, and the real peers some tests run beside it: Prometheus,
 # Debian's InfluxDB 1.6 (`influxd`) for the line-protocol parity test, and Apache
-# ZooKeeper, the Keeper of the cluster test's replicated tables.
+# ZooKeeper, the Keeper of the cluster test's replicated tables; and Debian's
+# Chromium, which the web UI's tests drive (with Playwright, from PyPI).
 
 CARGO ?= cargo
 
@@ -13,7 +14,7 @@ setup:
 	./engine/fetch.sh
 
 test-setup: setup
-	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas, moto.server" 2>/dev/null || \
+	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas, moto.server, playwright" 2>/dev/null || \
 		python3 -m pip install -q -r tests/python/requirements.txt
 	@.venv-otel/bin/python -c "import opentelemetry.exporter.prometheus_remote_write, opentelemetry.exporter.otlp.proto.grpc.metric_exporter, opentelemetry.exporter.otlp.proto.http.metric_exporter" 2>/dev/null || \
 		(python3 -m venv .venv-otel && .venv-otel/bin/pip install -q -r tests/python/requirements-otel.txt)
@@ -22,6 +23,7 @@ test-setup: setup
 	@./tests/apt-install.sh /usr/bin/prometheus prometheus
 	@./tests/apt-install.sh /usr/bin/influxd influxdb
 	@./tests/apt-install.sh /usr/share/zookeeper/bin/zkServer.sh zookeeper
+	@./tests/apt-install.sh /usr/bin/chromium chromium
 
 run: setup
 	$(CARGO) run --release -p chingest-server -- serve
