@@ -148,7 +148,25 @@ def test_promql_chart_has_a_line_per_series_and_the_table_the_api_values(ui, bro
     again = open_page(browser, ui, page.url.replace(ui, ""))
     finished(again)
     assert table_rows(again) == expected
+    # Hovering shows the values nearest the cursor.
+    box = page.locator("#query-chart canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    tip = page.locator(".chart-tip")
+    expect(tip).to_be_visible()
+    assert "cpu_usage_user{host=" in tip.text_content()
     shot(page, "query-promql")
+    # Dragging across the middle half zooms in: a custom range, asked again.
+    page.evaluate("() => { document.querySelector('#query-output').dataset.state = 'zooming'; }")
+    page.mouse.move(box["x"] + box["width"] * 0.25, box["y"] + 50)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + 50, steps=5)
+    page.mouse.up()
+    finished(page)
+    zoomed = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert zoomed["range"] == ["custom"]
+    assert FROM_MS < int(zoomed["from"][0]) < int(zoomed["to"][0]) < TO_MS
+    times = {row[1] for row in table_rows(page)}
+    assert times and all(iso(int(zoomed["from"][0]) - 1000) < t < iso(int(zoomed["to"][0]) + 1000) for t in times)
 
 
 def label_of(metric):
@@ -253,7 +271,10 @@ def test_status_moves_while_a_load_runs(ui, browser):
 def test_write_stores_good_lines_and_lists_each_rejected_one(ui, browser):
     page = open_page(browser, ui, "/ui/write")
     page.fill("#write-db", "uiwrite")
-    page.fill("#write-text", "w,host=a v=1 1000000000\nw,host=a v= 2000000000\nw,host=b v=3 3000000000")
+    # A file's text is what is sent.
+    body = "w,host=a v=1 1000000000\nw,host=a v= 2000000000\nw,host=b v=3 3000000000"
+    page.set_input_files("#write-file", files=[{"name": "points.lp", "mimeType": "text/plain", "buffer": body.encode()}])
+    expect(page.locator("#write-text")).to_have_value(body)
     page.click("#write-submit")
     result = page.locator("#write-result")
     expect(result).to_have_attribute("data-rejected", "1", timeout=20000)
