@@ -28,6 +28,8 @@ from conftest import ROOT, answers, free_port, wait_until_up  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from test_ui import CHROMIUM  # noqa: E402
 
+POLL_MS = 5000  # ui/js/status.js's POLL_MS
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -87,9 +89,16 @@ def main():
                     page.mouse.move(box["x"] + box["width"] * (0.2 + run / 40), box["y"] + box["height"] / 2)
                     redraw.append(float(page.locator("#query-chart .chart").get_attribute("data-draw-ms")))
                 page.evaluate("() => { document.querySelector('#query-output').dataset.state = 'again'; }")
-            print(f"100 series x 1000 points, median of {args.runs}: answered {statistics.median(fetch):.0f} ms, "
-                  f"drawn with its table {statistics.median(draw):.0f} ms, "
-                  f"redrawn under the cursor {statistics.median(redraw):.1f} ms")
+            api = []
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                urllib.request.urlopen(url + "/api/v1/query_range?" + urllib.parse.urlencode({
+                    "query": "wide_v", "db": "bench", "start": now - 999, "end": now, "step": 1})).read()
+                api.append(1000 * (time.perf_counter() - started))
+            print(f"100 series x 1000 points, median of {args.runs}: answered {statistics.median(fetch):.0f} ms "
+                  f"(the API alone, from Python: {statistics.median(api):.0f} ms), "
+                  f"drawn with its legend and table {statistics.median(draw):.0f} ms, "
+                  f"the chart redrawn under the cursor {statistics.median(redraw):.1f} ms")
             page.close()
             idle = server_cpu(proc.pid, args.seconds)
             status = browser.new_page()
@@ -100,6 +109,14 @@ def main():
             browser.close()
         print(f"server CPU over {args.seconds:.0f} s: idle {idle:.2f}% of a core, "
               f"with the Status page open {polled:.2f}% ({polls} polls): the page costs {polled - idle:.2f}%")
+        # The same cost counted directly: many polls back to back.
+        before = cpu_seconds(proc.pid)
+        for _ in range(200):
+            for path in ("/metrics", "/health"):
+                urllib.request.urlopen(url + path).read()
+        per_poll = (cpu_seconds(proc.pid) - before) / 200
+        print(f"one poll (/metrics and /health) costs the server {1000 * per_poll:.2f} ms of CPU: "
+              f"{100 * per_poll / (POLL_MS / 1000):.3f}% of a core at one poll every {POLL_MS / 1000:.0f} s")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

@@ -41,14 +41,17 @@ export function select(attrs, options, selected) {
   }));
 }
 
-/** A table of `columns` and `rows` (arrays of cells), at most `limit` rows. */
-export function table(columns, rows, limit = 2000) {
-  const shown = rows.slice(0, limit);
+/** The rows a table shows; the rest are counted, not built. */
+export const TABLE_ROWS = 2000;
+
+/** A table of `columns` and its first rows (arrays of cells) of `total`. */
+export function table(columns, rows, total = rows.length) {
+  const shown = rows.slice(0, TABLE_ROWS);
   return h('div', { class: 'table-wrap' },
     h('table', { class: 'result' },
       h('thead', {}, h('tr', {}, columns.map((c) => h('th', {}, c)))),
       h('tbody', {}, shown.map((row) => h('tr', {}, row.map((cell) => h('td', {}, cell ?? '')))))),
-    rows.length > limit ? h('p', { class: 'note' }, `${rows.length - limit} more rows not shown`) : null);
+    total > shown.length ? h('p', { class: 'note' }, `${total - shown.length} more rows not shown`) : null);
 }
 
 /** A number in a short form: 1.23k, 4.5M, 0.012. */

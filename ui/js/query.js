@@ -2,7 +2,7 @@
 // chart and a table. Everything the view needs is in the URL, so a link
 // reproduces it.
 
-import { h, fill, select, table } from './dom.js';
+import { h, fill, select, table, TABLE_ROWS } from './dom.js';
 import { call, influxql, sql, databases } from './api.js';
 import { TimeChart } from './chart.js';
 
@@ -66,8 +66,13 @@ async function runPromql(text, db, range) {
     xs: Float64Array.from(s.values, ([t]) => t * 1000),
     ys: Float64Array.from(s.values, ([, v]) => Number(v)),
   }));
-  const rows = result.flatMap((s, i) => s.values.map(([t, v]) => [series[i].label, iso(t * 1000), v]));
-  return { series, tables: [table(['series', 'time', 'value'], rows)], rows: rows.length };
+  // Only the rows the table shows are formatted.
+  const rows = [];
+  for (let i = 0; i < result.length && rows.length < TABLE_ROWS; i += 1) {
+    for (const [t, v] of result[i].values.slice(0, TABLE_ROWS - rows.length)) rows.push([series[i].label, iso(t * 1000), v]);
+  }
+  const total = result.reduce((n, s) => n + s.values.length, 0);
+  return { series, tables: [table(['series', 'time', 'value'], rows, total)], rows: total };
 }
 
 /** InfluxQL: each numeric column of each series is a line. */
@@ -90,7 +95,8 @@ async function runInfluxql(text, db) {
         });
       });
       tables.push(h('h3', { class: 'table-title' }, name));
-      tables.push(table(s.columns, s.values.map((row) => row.map((cell, c) => (timed && c === 0 ? iso(cell) : cell)))));
+      const shown = s.values.slice(0, TABLE_ROWS).map((row) => row.map((cell, c) => (timed && c === 0 ? iso(cell) : cell)));
+      tables.push(table(s.columns, shown, s.values.length));
       rows += s.values.length;
     }
   }
@@ -131,8 +137,8 @@ async function runSql(text, db) {
       series.push({ label, xs: Float64Array.from(points, (p) => p[0]), ys: Float64Array.from(points, (p) => p[1]) });
     }
   }
-  const cells = data.map((row) => row.map((cell) => (cell !== null && typeof cell === 'object' ? JSON.stringify(cell) : cell)));
-  return { series, tables: [table(columns, cells)], rows: data.length, chartless: time < 0 };
+  const cells = data.slice(0, TABLE_ROWS).map((row) => row.map((cell) => (cell !== null && typeof cell === 'object' ? JSON.stringify(cell) : cell)));
+  return { series, tables: [table(columns, cells, data.length)], rows: data.length, chartless: time < 0 };
 }
 
 const RUNNERS = { promql: runPromql, influxql: runInfluxql, sql: runSql };
