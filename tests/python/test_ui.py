@@ -24,6 +24,7 @@ from conftest import BINARY, ROOT, answers, free_port, wait_until_up
 CHROMIUM = "/usr/bin/chromium"
 ADMIN = "ui-admin-secret"
 READER = "ui-reader-secret"
+SCOPED = "ui-scoped-secret"
 DB = "uitest"
 SHOTS = ROOT / "target" / "ui-screenshots"
 # Known data: 3 hosts, one point a minute for the last 30 minutes.
@@ -57,7 +58,8 @@ def ui():
     assert BINARY.exists(), f"build the server first: {BINARY}"
     data_dir = tempfile.mkdtemp(prefix="chingest-ui-")
     config = pathlib.Path(data_dir) / "chingest.toml"
-    config.write_text(f'auth_tokens = ["{ADMIN}"]\n\n[[tokens]]\ntoken = "{READER}"\nwrite = false\n')
+    config.write_text(f'auth_tokens = ["{ADMIN}"]\n\n[[tokens]]\ntoken = "{READER}"\nwrite = false\n\n'
+                      f'[[tokens]]\ntoken = "{SCOPED}"\ndatabases = ["{DB}"]\n')
     port = free_port()
     proc = subprocess.Popen(
         [str(BINARY), "serve", "--config", str(config), "--data-dir", f"{data_dir}/data",
@@ -260,7 +262,9 @@ def test_status_moves_while_a_load_runs(ui, browser):
         while float(rows.get_attribute("data-value") or 0) <= 0:
             assert time.time() < deadline, "rows/s never moved"
             time.sleep(0.5)
-        expect(page.locator("#protocols")).to_contain_text("line protocol")
+        # The load's rows, by their protocol.
+        cells = page.locator('#protocols tr[data-protocol="line protocol"] td')
+        expect(cells.nth(4)).not_to_have_text("0", timeout=10000)
         assert int(page.locator("main").get_attribute("data-polls")) >= 2
         shot(page, "status")
     finally:
@@ -348,3 +352,33 @@ def test_assets_are_embedded_and_revalidated(ui):
     assert request(ui, "/api/v1/access", token=None)[0] == 401
     assert json.loads(request(ui, "/api/v1/access", token=READER)[1]) == {
         "auth": True, "read": True, "write": False, "admin": False, "databases": None}
+
+
+def test_markup_in_the_data_is_shown_as_text(ui, browser):
+    # A tag value, a measurement and a field named as markup that would run
+    # a script if a page inserted it as HTML.
+    evil = '<img src=x onerror="window.pwned=1">'
+    escaped = evil.replace(" ", "\\ ").replace("=", "\\=").replace(",", "\\,")
+    write(ui, [f"xss,host={escaped} v=1", f"{escaped},host=a v=2"], db="uixss")
+    page = open_page(browser, ui, "/ui/explore?db=uixss&m=xss")
+    expect(page.locator("#tags tbody tr")).to_have_count(1, timeout=20000)
+    expect(page.locator("#measurements")).to_contain_text(evil)
+    expect(page.locator("#last-values")).to_contain_text(evil)
+    page = open_page(browser, ui, "/ui/query?" + urllib.parse.urlencode(
+        {"lang": "sql", "db": "uixss", "q": "SELECT tags['host'] FROM _series ORDER BY 1", "range": "1h"}))
+    finished(page)
+    expect(page.locator("#query-table")).to_contain_text(evil)
+    assert page.evaluate("() => window.pwned") is None
+    assert page.locator("#main img").count() == 0
+
+
+def test_a_token_of_one_database_sees_only_it(ui, browser):
+    write(ui, ["other v=1"], db="uiother")
+    page = open_page(browser, ui, "/ui/explore", token=SCOPED)
+    expect(page.locator("#who-scope")).to_have_text(f"read, write · databases {DB}", timeout=20000)
+    expect(page.locator("#databases li")).to_have_text([DB], timeout=20000)
+    expect(page.locator("#measurements li")).to_have_count(2, timeout=20000)
+    page = open_page(browser, ui, "/ui/query?" + urllib.parse.urlencode(
+        {"lang": "sql", "q": "SELECT count() FROM uiother.other", "range": "1h"}), token=SCOPED)
+    expect(page.locator("#query-output")).to_have_attribute("data-state", "error", timeout=20000)
+    expect(page.locator("#query-status")).to_have_text("HTTP 403")

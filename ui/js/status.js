@@ -44,16 +44,20 @@ function protocol(endpoint) {
 const sum = (metrics, name, filter = () => true) => (metrics.get(name) || [])
   .filter((s) => filter(s.labels)).reduce((n, s) => n + s.value, 0);
 
-/** Requests by protocol, HTTP and gRPC together. */
-function requestsByProtocol(metrics) {
+/** `chingest_rows_written_total`'s protocols, named as `protocol` names them. */
+const WRITTEN = { line_protocol: 'line protocol', remote_write: 'remote write', otlp: 'OTLP', grpc: 'gRPC Write', arrow: 'gRPC WriteArrow' };
+
+/** Requests and rows written by protocol: {name: [requests, rows]}. */
+function byProtocol(metrics) {
   const counts = {};
-  for (const { labels, value } of metrics.get('chingest_http_requests_total') || []) {
-    const name = protocol(labels.endpoint);
-    counts[name] = (counts[name] || 0) + value;
-  }
-  for (const { labels, value } of metrics.get('chingest_grpc_calls_total') || []) {
-    const name = `gRPC ${labels.method.split('/').pop()}`;
-    counts[name] = (counts[name] || 0) + value;
+  const add = (name, i, value) => {
+    counts[name] = counts[name] || [0, 0];
+    counts[name][i] += value;
+  };
+  for (const { labels, value } of metrics.get('chingest_http_requests_total') || []) add(protocol(labels.endpoint), 0, value);
+  for (const { labels, value } of metrics.get('chingest_grpc_calls_total') || []) add(`gRPC ${labels.method}`, 0, value);
+  for (const { labels, value } of metrics.get('chingest_rows_written_total') || []) {
+    if (value) add(WRITTEN[labels.protocol] || labels.protocol, 1, value);
   }
   return counts;
 }
@@ -61,11 +65,13 @@ function requestsByProtocol(metrics) {
 /** The tiles: what each shows of a poll (and of the poll before, for rates). */
 const TILES = [
   { id: 'rows', title: 'Rows inserted /s', rate: (m) => sum(m, 'chingest_flush_rows_sum'), format: short },
-  { id: 'lines', title: 'Lines accepted /s', rate: (m) => sum(m, 'chingest_lines_accepted_total'), format: short,
-    detail: (m) => `${short(sum(m, 'chingest_lines_rejected_total'))} rejected in all` },
+  { id: 'written', title: 'Rows written /s', rate: (m) => sum(m, 'chingest_rows_written_total'), format: short,
+    detail: (m) => `${short(sum(m, 'chingest_lines_rejected_total'))} lines rejected in all` },
   { id: 'requests', title: 'Requests /s', rate: (m) => sum(m, 'chingest_http_requests_total') + sum(m, 'chingest_grpc_calls_total'), format: short },
   { id: 'inserts', title: 'Inserts /s', rate: (m) => sum(m, 'chingest_flushes_total'), format: short,
     detail: (m) => `${short(sum(m, 'chingest_flush_errors_total'))} failed attempts in all` },
+  { id: 'parts', title: 'Engine parts', gauge: (m) => sum(m, 'chingest_engine_parts'), format: short,
+    detail: (m) => `${short(sum(m, 'chingest_engine_part_rows'))} rows · ${bytes(sum(m, 'chingest_engine_bytes_on_disk'))} on disk` },
   { id: 'wal', title: 'Log size', gauge: (m) => sum(m, 'chingest_wal_size_bytes'), format: bytes,
     detail: (m) => `${sum(m, 'chingest_wal_segments')} segments · checkpoint ${sum(m, 'chingest_wal_checkpoint_lsn')}` },
   { id: 'buffered', title: 'Logged, not yet inserted', gauge: (m) => sum(m, 'chingest_buffered_bytes'), format: bytes,
@@ -125,15 +131,15 @@ export async function render(main, access, signal) {
         }
         if (tile.detail) fill(tile.said, tile.detail(metrics));
       }
-      const counts = requestsByProtocol(metrics);
-      const before = previous ? requestsByProtocol(previous.metrics) : {};
+      const counts = byProtocol(metrics);
+      const before = previous ? byProtocol(previous.metrics) : {};
       const seconds = previous ? (now - previous.at) / 1000 : 0;
-      fill(protocols, h('h3', {}, 'Requests by protocol'), h('table', { class: 'result' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'protocol'), h('th', {}, 'per second'), h('th', {}, 'since start'))),
-        h('tbody', {}, Object.entries(counts).sort().map(([name, count]) => h('tr', {},
-          h('td', {}, name),
-          h('td', {}, seconds ? short((count - (before[name] || 0)) / seconds) : '…'),
-          h('td', {}, short(count)))))));
+      const rate = (name, i) => (seconds ? short((counts[name][i] - (before[name] || [0, 0])[i]) / seconds) : '…');
+      fill(protocols, h('h3', {}, 'By protocol'), h('table', { class: 'result' },
+        h('thead', {}, h('tr', {}, ['protocol', 'requests /s', 'rows /s', 'requests', 'rows'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, Object.keys(counts).sort().map((name) => h('tr', { dataset: { protocol: name } },
+          h('td', {}, name), h('td', {}, rate(name, 0)), h('td', {}, rate(name, 1)),
+          h('td', {}, short(counts[name][0])), h('td', {}, short(counts[name][1])))))));
       previous = { metrics, at: now };
       main.dataset.polls = String(Number(main.dataset.polls || 0) + 1);
     } catch (err) {

@@ -24,7 +24,7 @@ use crate::layout::names::{self, NameKind};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
 use crate::read::{MeasurementSchema, Reader};
-use crate::stats::IngestStats;
+use crate::stats::{IngestStats, PartsSummary};
 use crate::wal;
 use crate::write::appender::Appender;
 use crate::write::budget::MemoryReservation;
@@ -213,6 +213,16 @@ impl Ingestor {
     /// What this ingestor has done so far: lines, flushes, series, errors.
     pub fn stats(&self) -> &IngestStats {
         &self.shared.engine.stats
+    }
+
+    /// The engine's active parts, their rows and bytes on disk; `None` in
+    /// the `clickhouse` storage mode, where the shards keep the parts.
+    pub async fn parts(&self) -> Result<Option<PartsSummary>> {
+        let shared = self.shared.open()?;
+        match shared.config.storage {
+            StorageMode::Embedded => shared.reader.parts().await.map(Some),
+            StorageMode::ClickHouse(_) => Ok(None),
+        }
     }
 
     /// Bytes held in the memory budget: rows waiting to be inserted, and

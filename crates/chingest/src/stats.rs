@@ -61,6 +61,19 @@ impl Histogram {
     }
 }
 
+/// The engine's active parts in chingest's databases (the `system`
+/// database aside): what `/metrics` shows as `chingest_engine_parts` and
+/// the rest. Many small parts mean inserts faster than merges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartsSummary {
+    /// Active parts.
+    pub parts: u64,
+    /// Rows in them.
+    pub rows: u64,
+    /// Their bytes on disk.
+    pub bytes_on_disk: u64,
+}
+
 /// One shard of the cluster (the `clickhouse` storage mode), as chingest's
 /// requests to it went.
 #[derive(Debug, Clone, Default)]

@@ -10,16 +10,53 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use chingest::stats::{Histogram, IngestStats};
+use chingest::stats::{Histogram, IngestStats, PartsSummary};
 use chingest::Ingestor;
 
 const LATENCY_BOUNDS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 
+/// The protocols rows arrive by, as `chingest_rows_written_total` labels them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Protocol {
+    /// InfluxDB line protocol over HTTP (`/write`, `/api/v2/write`).
+    LineProtocol,
+    /// Prometheus remote write.
+    RemoteWrite,
+    /// OTLP metrics, over HTTP or gRPC.
+    Otlp,
+    /// gRPC `Write` (line protocol or typed points).
+    Grpc,
+    /// gRPC `WriteArrow`.
+    Arrow,
+}
+
+impl Protocol {
+    const ALL: [Protocol; 5] = [
+        Protocol::LineProtocol,
+        Protocol::RemoteWrite,
+        Protocol::Otlp,
+        Protocol::Grpc,
+        Protocol::Arrow,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Protocol::LineProtocol => "line_protocol",
+            Protocol::RemoteWrite => "remote_write",
+            Protocol::Otlp => "otlp",
+            Protocol::Grpc => "grpc",
+            Protocol::Arrow => "arrow",
+        }
+    }
+}
+
 /// Counters kept by the HTTP and gRPC layers.
 #[derive(Debug, Default)]
 pub struct ServerMetrics {
+    /// Rows stored, by [`Protocol`] (its index in `Protocol::ALL`).
+    rows_written: [AtomicU64; Protocol::ALL.len()],
     /// Requests by (endpoint, status).
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     /// Latency by endpoint.
@@ -51,12 +88,18 @@ impl ServerMetrics {
             .observe(started.elapsed().as_secs_f64());
     }
 
+    /// Counts `rows` stored from a request of `protocol`.
+    pub(crate) fn count_rows(&self, protocol: Protocol, rows: usize) {
+        self.rows_written[protocol as usize].fetch_add(rows as u64, Ordering::Relaxed);
+    }
+
     /// The Prometheus text exposition of these counters and, once it is
-    /// open, the ingestor's.
+    /// open, the ingestor's, with the engine's `parts` when they were read.
     pub(crate) fn exposition(
         &self,
         ingestor: Option<&Ingestor>,
         promql_cache: &chingest_promql::ResultCache,
+        parts: Option<PartsSummary>,
     ) -> String {
         let mut out = String::new();
         let cache = promql_cache;
@@ -159,7 +202,40 @@ impl ServerMetrics {
             );
         }
 
+        header(
+            &mut out,
+            "chingest_rows_written_total",
+            "counter",
+            "Rows (points, samples) stored, by the protocol they came by.",
+        );
+        for protocol in Protocol::ALL {
+            let _ = writeln!(
+                out,
+                "chingest_rows_written_total{{protocol=\"{}\"}} {}",
+                protocol.label(),
+                m.rows_written[protocol as usize].load(Ordering::Relaxed)
+            );
+        }
+
         process_memory(&mut out);
+        if let Some(parts) = parts {
+            for (name, help, value) in [
+                (
+                    "chingest_engine_parts",
+                    "The engine's active parts.",
+                    parts.parts,
+                ),
+                ("chingest_engine_part_rows", "Rows in them.", parts.rows),
+                (
+                    "chingest_engine_bytes_on_disk",
+                    "Their bytes on disk.",
+                    parts.bytes_on_disk,
+                ),
+            ] {
+                header(&mut out, name, "gauge", help);
+                let _ = writeln!(out, "{name} {value}");
+            }
+        }
 
         if let Some(ingestor) = ingestor {
             ingestor_metrics(&mut out, ingestor);

@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::{
 };
 
 use crate::error::ApiError;
+use crate::metrics::Protocol;
 use crate::state::AppState;
 
 /// The header (OTLP/HTTP) or metadata (OTLP/gRPC) that names the database
@@ -66,7 +67,8 @@ pub(crate) async fn export_otlp(
     if !converted.tables.is_empty() {
         let rp = &state.config.write.default_retention_policy;
         let options = state.write_options(chingest::Precision::Nanoseconds, durability);
-        tables(ingestor, db, rp, &converted.tables, &options).await?;
+        let rows = tables(ingestor, db, rp, &converted.tables, &options).await?;
+        state.metrics.count_rows(Protocol::Otlp, rows);
     }
     let partial_success = (converted.rejected > 0).then_some(ExportMetricsPartialSuccess {
         rejected_data_points: converted.rejected,

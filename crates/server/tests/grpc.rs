@@ -666,5 +666,7 @@ fn calls_are_counted_in_metrics() {
         ] {
             assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
         }
+        let rows = support::metric(&metrics, "chingest_rows_written_total{protocol=\"grpc\"}");
+        assert!(rows >= 1.0, "{metrics}");
     })
 }

@@ -575,8 +575,11 @@ fn metrics_count_requests_lines_and_flushes() {
         let value = |name: &str| support::metric(&text, name);
         assert!(value("chingest_http_requests_total{endpoint=\"/write\",status=\"400\"}") >= 1.0);
         assert!(value("chingest_lines_accepted_total") >= 1.0);
+        assert!(value("chingest_rows_written_total{protocol=\"line_protocol\"}") >= 1.0);
         assert!(value("chingest_lines_rejected_total") >= 1.0);
         assert!(value("chingest_flushes_total") >= 1.0);
+        assert!(value("chingest_engine_parts") >= 1.0);
+        assert!(value("chingest_engine_bytes_on_disk") > 0.0);
         assert!(value("chingest_series_created_total") >= 1.0);
         assert!(value("chingest_flush_rows_count") >= 1.0);
         assert!(text.contains(

@@ -22,7 +22,7 @@ use crate::last_value::{
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};
 use crate::read::stream::{QueryChunks, Statement};
-use crate::stats::IngestStats;
+use crate::stats::{IngestStats, PartsSummary};
 
 /// The read half of an open ingestor.
 #[derive(Debug)]
@@ -59,6 +59,27 @@ impl Reader {
     pub(crate) async fn query(&self, sql: &str, format: &str) -> Result<Vec<u8>> {
         let format = engine::output_format(format)?;
         self.engine.query(sql.to_owned(), format).await
+    }
+
+    /// The engine's active parts outside `system` (see [`PartsSummary`]).
+    pub(crate) async fn parts(&self) -> Result<PartsSummary> {
+        let sql = "SELECT count(), sum(rows), sum(bytes_on_disk) FROM system.parts \
+                   WHERE active AND database != 'system'";
+        let output = self.query(sql, "TabSeparated").await?;
+        let text = String::from_utf8_lossy(&output);
+        let numbers: Vec<u64> = text
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::Engine(format!("system.parts answered {text:?}")))?;
+        match numbers[..] {
+            [parts, rows, bytes_on_disk] => Ok(PartsSummary {
+                parts,
+                rows,
+                bytes_on_disk,
+            }),
+            _ => Err(Error::Engine(format!("system.parts answered {text:?}"))),
+        }
     }
 
     /// One untrusted read-only statement, streamed (see

@@ -30,6 +30,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
 use crate::error::ApiError;
+use crate::metrics::Protocol;
 use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
 
 /// Record batches of one WriteArrow stream being committed at once: the
@@ -198,6 +199,10 @@ impl Ingest for IngestService {
         let started = Instant::now();
         let result = self.write_inner(request).await;
         self.observe("Write", &result, started);
+        if let Ok(response) = &result {
+            let rows = response.get_ref().accepted as usize;
+            self.state.metrics.count_rows(Protocol::Grpc, rows);
+        }
         result
     }
 
@@ -208,6 +213,10 @@ impl Ingest for IngestService {
         let started = Instant::now();
         let result = self.write_arrow_inner(request).await;
         self.observe("WriteArrow", &result, started);
+        if let Ok(response) = &result {
+            let rows = response.get_ref().rows as usize;
+            self.state.metrics.count_rows(Protocol::Arrow, rows);
+        }
         result
     }
 }

@@ -17,6 +17,7 @@ use tracing::Instrument;
 use super::extract::{Api, WriteTarget};
 use super::AppState;
 use crate::error::ApiError;
+use crate::metrics::Protocol;
 use crate::state::MAX_LISTED_REJECTIONS;
 
 /// Rejections spelled out in the error message; all of them (up to
@@ -90,6 +91,9 @@ async fn write(
     .instrument(span)
     .await
     .map_err(|e| ApiError::from(e).flavor(flavor))?;
+    state
+        .metrics
+        .count_rows(Protocol::LineProtocol, outcome.accepted);
     if outcome.rejected.is_empty() {
         return Ok(StatusCode::NO_CONTENT);
     }

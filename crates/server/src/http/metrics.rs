@@ -39,6 +39,9 @@ pub(crate) async fn track(State(state): State<AppState>, request: Request, next:
     response
 }
 
+/// How long a scrape waits for the engine's parts.
+const PARTS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `GET /metrics`: the exposition, behind a token if configured.
 pub(crate) async fn render(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if state.config.metrics_require_token {
@@ -46,9 +49,20 @@ pub(crate) async fn render(State(state): State<AppState>, headers: HeaderMap) ->
             return err.into_response();
         }
     }
+    let ingestor = state.ingestor.get();
+    // The engine's parts are a query: a busy engine leaves them out of this
+    // scrape rather than holding it.
+    let parts = match ingestor {
+        Some(ingestor) => tokio::time::timeout(PARTS_TIMEOUT, ingestor.parts())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        None => None,
+    };
     let mut response = state
         .metrics
-        .exposition(state.ingestor.get(), &state.promql_cache)
+        .exposition(ingestor, &state.promql_cache, parts)
         .into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

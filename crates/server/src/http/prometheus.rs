@@ -28,6 +28,7 @@ use prost::Message;
 use super::extract::{Api, WriteTarget};
 use super::AppState;
 use crate::error::ApiError;
+use crate::metrics::Protocol;
 use crate::write;
 
 /// The two messages a sender may post.
@@ -92,7 +93,8 @@ pub(super) async fn write(
     let ingestor = state.ingestor()?;
     let (db, rp) = (&target.db, target.rp_or_default(&state));
     let options = target.options(&state, chingest::Precision::Nanoseconds);
-    write::tables(ingestor, db, rp, &tables, &options).await?;
+    let rows = write::tables(ingestor, db, rp, &tables, &options).await?;
+    state.metrics.count_rows(Protocol::RemoteWrite, rows);
     let mut response = StatusCode::NO_CONTENT.into_response();
     if version == Version::V2 {
         for (name, count) in written {
