@@ -21,7 +21,7 @@ const LATENCY_BOUNDS: &[f64] = &[
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Protocol {
     /// InfluxDB line protocol over HTTP (`/write`, `/api/v2/write`).
-    LineProtocol,
+    Influx,
     /// Prometheus remote write.
     RemoteWrite,
     /// OTLP metrics, over HTTP or gRPC.
@@ -34,7 +34,7 @@ pub(crate) enum Protocol {
 
 impl Protocol {
     const ALL: [Protocol; 5] = [
-        Protocol::LineProtocol,
+        Protocol::Influx,
         Protocol::RemoteWrite,
         Protocol::Otlp,
         Protocol::Grpc,
@@ -43,7 +43,7 @@ impl Protocol {
 
     fn label(self) -> &'static str {
         match self {
-            Protocol::LineProtocol => "line_protocol",
+            Protocol::Influx => "line_protocol",
             Protocol::RemoteWrite => "remote_write",
             Protocol::Otlp => "otlp",
             Protocol::Grpc => "grpc",

@@ -91,9 +91,7 @@ async fn write(
     .instrument(span)
     .await
     .map_err(|e| ApiError::from(e).flavor(flavor))?;
-    state
-        .metrics
-        .count_rows(Protocol::LineProtocol, outcome.accepted);
+    state.metrics.count_rows(Protocol::Influx, outcome.accepted);
     if outcome.rejected.is_empty() {
         return Ok(StatusCode::NO_CONTENT);
     }
