@@ -14,9 +14,7 @@ import argparse
 import os
 import pathlib
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +22,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from conftest import ROOT, answers, free_port, wait_until_up  # noqa: E402
+from conftest import ROOT, start_server, stop_server  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from test_ui import CHROMIUM  # noqa: E402
 
@@ -53,14 +51,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
     data_dir = tempfile.mkdtemp(prefix="chingest-ui-bench-")
-    port = free_port()
-    proc = subprocess.Popen(
-        [args.binary, "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
-         "--grpc-addr", f"127.0.0.1:{free_port()}", "--clickhouse-http-addr", "off",
-         "--log", "warn", "--durability", "visible"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(proc, answers(f"{url}/ready", 200), "server", lambda: proc.stdout.read().decode())
+    proc, where = start_server(data_dir, binary=args.binary)
+    url = where["url"]
     try:
         now = int(time.time())
         lines = [f"wide,s=s{s:03d} v={(s * 7 + i) % 100} {(now - 1000 + i) * 10**9}"
@@ -118,8 +110,7 @@ def main():
         print(f"one poll (/metrics and /health) costs the server {1000 * per_poll:.2f} ms of CPU: "
               f"{100 * per_poll / (POLL_MS / 1000):.3f}% of a core at one poll every {POLL_MS / 1000:.0f} s")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop_server(proc)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -52,28 +52,42 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_server(data_dir, *args, binary=BINARY, base="http://127.0.0.1", ready=None):
+    """Starts `binary` serving `data_dir` on free loopback ports with `args`
+    besides, its writes answered once queryable, and waits until
+    `ready(url)` (default: `/ready` answers 200). Returns the process and
+    where it listens: `url`, `port`, `grpc`, `clickhouse`, `clickhouse_port`."""
+    port, grpc_port, clickhouse_port = free_port(), free_port(), free_port()
+    proc = subprocess.Popen(
+        [str(binary), "serve", "--data-dir", str(data_dir), "--http-addr", f"127.0.0.1:{port}",
+         "--grpc-addr", f"127.0.0.1:{grpc_port}",
+         "--clickhouse-http-addr", f"127.0.0.1:{clickhouse_port}", "--log", "warn",
+         # Writes are answered once queryable, so each test reads back at once
+         # (the default mode, fsync, is covered by the Rust crash tests).
+         "--durability", "visible", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"{base}:{port}"
+    ready = ready or (lambda url: answers(f"{url}/ready", 200)())
+    wait_until_up(proc, lambda: ready(url), "server", lambda: proc.stdout.read().decode())
+    host = base.split("://")[1]
+    return proc, {"url": url, "port": port, "grpc": f"{host}:{grpc_port}",
+                  "clickhouse": f"http://127.0.0.1:{clickhouse_port}", "clickhouse_port": clickhouse_port}
+
+
+def stop_server(proc):
+    """Stops a server of `start_server`, which must exit cleanly."""
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
+
+
 @pytest.fixture(scope="session")
 def server():
     assert BINARY.exists(), f"build the server first: {BINARY}"
     data_dir = tempfile.mkdtemp(prefix="chingest-py-")
-    port, grpc_port, clickhouse_port = free_port(), free_port(), free_port()
-    proc = subprocess.Popen(
-        [str(BINARY), "serve", "--data-dir", data_dir, "--http-addr", f"127.0.0.1:{port}",
-         "--grpc-addr", f"127.0.0.1:{grpc_port}",
-         "--clickhouse-http-addr", f"127.0.0.1:{clickhouse_port}",
-         "--auth-token", TOKEN, "--log", "warn",
-         # Writes are answered once queryable, so each test reads back at once
-         # (the default mode, fsync, is covered by the Rust crash tests).
-         "--durability", "visible"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(proc, answers(f"{url}/ready", 200), "server",
-                  lambda: proc.stdout.read().decode())
-    yield {"url": url, "port": port, "grpc": f"127.0.0.1:{grpc_port}",
-           "clickhouse": f"http://127.0.0.1:{clickhouse_port}", "clickhouse_port": clickhouse_port}
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
+    proc, where = start_server(data_dir, "--auth-token", TOKEN)
+    yield where
+    stop_server(proc)
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

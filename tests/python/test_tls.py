@@ -7,7 +7,6 @@ TLS.
 import datetime
 import ipaddress
 import pathlib
-import signal
 import subprocess
 import tempfile
 
@@ -20,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from influxdb_client import InfluxDBClient
 from influxdb_client.client.write_api import SYNCHRONOUS
 
-from conftest import BINARY, free_port, wait_until_up
+from conftest import start_server, stop_server
 from test_grpc import pb  # noqa: F401  (the generated modules, a fixture)
 
 TOKEN = "tls-secret"
@@ -54,26 +53,14 @@ def make_certificate(directory):
 def tls_server():
     directory = pathlib.Path(tempfile.mkdtemp(prefix="chingest-tls-"))
     cert, key = make_certificate(directory)
-    port, grpc_port, clickhouse_port = free_port(), free_port(), free_port()
-    proc = subprocess.Popen(
-        [str(BINARY), "serve", "--tls-cert", str(cert), "--tls-key", str(key),
-         "--data-dir", str(directory / "data"),
-         "--http-addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{grpc_port}",
-         "--clickhouse-http-addr", f"127.0.0.1:{clickhouse_port}",
-         "--auth-token", TOKEN, "--log", "warn", "--durability", "visible"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"https://localhost:{port}"
-    # curl, which trusts the certificate it is given.
-    wait_until_up(
-        proc,
-        lambda: subprocess.run(["curl", "-sf", "--cacert", str(cert), f"{url}/ready"],
-                               capture_output=True).returncode == 0,
-        "server", lambda: proc.stdout.read().decode())
-    yield {"url": url, "grpc": f"localhost:{grpc_port}", "cert": cert,
-           "clickhouse_port": clickhouse_port}
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
+    # Ready when curl, which trusts the certificate it is given, gets /ready.
+    proc, where = start_server(
+        directory / "data", "--tls-cert", str(cert), "--tls-key", str(key), "--auth-token", TOKEN,
+        base="https://localhost",
+        ready=lambda url: subprocess.run(["curl", "-sf", "--cacert", str(cert), f"{url}/ready"],
+                                         capture_output=True).returncode == 0)
+    yield {**where, "cert": cert}
+    stop_server(proc)
 
 
 def curl(*args):

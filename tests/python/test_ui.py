@@ -7,8 +7,6 @@ each page is saved in target/ui-screenshots/ (docs/ui.md shows them).
 import json
 import pathlib
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -19,7 +17,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import BINARY, ROOT, answers, free_port, wait_until_up
+from conftest import BINARY, ROOT, start_server, stop_server
 
 CHROMIUM = "/usr/bin/chromium"
 ADMIN = "ui-admin-secret"
@@ -60,14 +58,8 @@ def ui():
     config = pathlib.Path(data_dir) / "chingest.toml"
     config.write_text(f'auth_tokens = ["{ADMIN}"]\n\n[[tokens]]\ntoken = "{READER}"\nwrite = false\n\n'
                       f'[[tokens]]\ntoken = "{SCOPED}"\ndatabases = ["{DB}"]\n')
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(BINARY), "serve", "--config", str(config), "--data-dir", f"{data_dir}/data",
-         "--http-addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{free_port()}",
-         "--clickhouse-http-addr", "off", "--log", "warn", "--durability", "visible"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(proc, answers(f"{url}/ready", 200), "server", lambda: proc.stdout.read().decode())
+    proc, where = start_server(f"{data_dir}/data", "--config", str(config))
+    url = where["url"]
     lines = []
     for i in range(POINTS + 1):
         t = (NOW_S - POINTS * 60 + i * 60) * 10**9
@@ -76,8 +68,7 @@ def ui():
             lines.append(f"mem,host={host} used={1000 + i * n}i {t}")
     write(url, lines)
     yield url
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, proc.stdout.read().decode()
+    stop_server(proc)
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -45,7 +45,7 @@ function drawNav() {
   const scope = access.databases ? `databases ${access.databases.join(', ')}` : 'every database';
   const rights = [access.read && 'read', access.write && 'write', access.admin && 'admin'].filter(Boolean).join(', ');
   fill(who, access.auth ? [h('span', { id: 'who-scope' }, `${rights} · ${scope}`), ' ',
-    h('button', { id: 'forget-token', onclick: () => { setToken(''); start(); } }, 'Forget token')] : null);
+    h('button', { id: 'forget-token', onclick: () => { setToken(''); access = null; start(); } }, 'Forget token')] : null);
 }
 
 async function route() {
@@ -102,6 +102,11 @@ document.addEventListener('click', (event) => {
   route();
 });
 window.addEventListener('popstate', route);
-// A token that stops working (removed from the configuration) asks again.
-window.addEventListener('chingest:unauthorized', () => { access = null; askToken(true); });
+// A token that stops working (removed from the configuration) asks again;
+// before the first answer, `start` asks.
+window.addEventListener('chingest:unauthorized', () => {
+  if (!access) return;
+  access = null;
+  askToken(true);
+});
 start();
