@@ -16,7 +16,8 @@
 #      give it (a temporary directory as the volume, /proc, /dev, /sys, a
 #      tmpfs /tmp), on free loopback ports;
 #   5. runs the image's healthcheck, writes a point over HTTP and reads it back
-#      with /sql, stops the server with SIGTERM and expects a clean exit;
+#      with /sql, opens the web UI's page, stops the server with SIGTERM and
+#      expects a clean exit;
 #   6. unmounts and removes the images (podman runs on a store of its own in
 #      a temporary directory, so nothing is left in the host's, not even the
 #      build's intermediate images) and the temporary files, also when a step
@@ -333,6 +334,11 @@ got="$(curl -sS --fail-with-body "http://127.0.0.1:$clickhouse_port/?database=do
   || die "the ClickHouse interface failed: $got"
 [ "$got" = "$want" ] || die "the ClickHouse interface returned '$got', expected '$want'"
 log "read back through the ClickHouse interface"
+
+# The web UI, from the binary itself.
+got="$(curl -sS -L --fail-with-body "$base_url/")" || die "the web UI failed: $got"
+case "$got" in *'/ui/assets/js/app.js'*) ;; *) die "/ led to no UI page: $got" ;; esac
+log "the web UI answers"
 
 # The engine wrote into the volume as the image's user.
 [ -n "$(find "$volume" -mindepth 1 -maxdepth 1 -print -quit)" ] || die "nothing written into the volume"

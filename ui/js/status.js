@@ -101,6 +101,7 @@ export async function render(main, access, signal) {
   signal.addEventListener('abort', () => tiles.forEach((tile) => tile.chart.destroy()));
 
   let previous = null;
+  let first = false;
   async function poll() {
     if (signal.aborted) return;
     // A hidden tab asks nothing.
@@ -140,12 +141,14 @@ export async function render(main, access, signal) {
         h('tbody', {}, Object.keys(counts).sort().map((name) => h('tr', { dataset: { protocol: name } },
           h('td', {}, name), h('td', {}, rate(name, 0)), h('td', {}, rate(name, 1)),
           h('td', {}, short(counts[name][0])), h('td', {}, short(counts[name][1])))))));
+      first = !previous;
       previous = { metrics, at: now };
       main.dataset.polls = String(Number(main.dataset.polls || 0) + 1);
     } catch (err) {
       fill(error, h('div', { class: 'error', role: 'alert' }, `Could not read the server's counters: ${err.message}`));
     }
-    setTimeout(poll, POLL_MS);
+    // The second reading comes soon, so rates show within a second.
+    setTimeout(poll, first ? 1000 : POLL_MS);
   }
   poll();
 }
