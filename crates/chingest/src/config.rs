@@ -547,3 +547,154 @@ mod tests {
         }
     }
 }
+
+/// How a database's older data is kept at coarser resolutions: after
+/// `levels[0].after`, one row per `levels[0].interval` for each series, and
+/// so on (`["30d:5m", "180d:1h"]`). Built by [`Downsampling::parse`], which
+/// checks the levels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Downsampling {
+    levels: Vec<DownsamplingLevel>,
+}
+
+/// One level of a [`Downsampling`]: data older than `after` is kept as one
+/// row per `interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DownsamplingLevel {
+    /// The age from which this level holds the data.
+    pub after: Duration,
+    /// The width of its buckets.
+    pub interval: Duration,
+}
+
+impl Downsampling {
+    /// Parses levels written `<age>:<interval>` (`30d:5m`; units `s`, `m`,
+    /// `h`, `d`, `w`). Ages and intervals must grow from level to level,
+    /// each interval must be a whole number of seconds dividing the next
+    /// one and no longer than its own age, and there must be at least one.
+    pub fn parse<S: AsRef<str>>(levels: &[S]) -> Result<Downsampling, InvalidConfig> {
+        let invalid =
+            |text: &str, why: String| InvalidConfig(format!("downsampling level {text:?}: {why}"));
+        if levels.is_empty() {
+            return Err(InvalidConfig(
+                "downsampling needs at least one level".to_owned(),
+            ));
+        }
+        let mut parsed: Vec<DownsamplingLevel> = Vec::new();
+        for text in levels {
+            let text = text.as_ref();
+            let (after, interval) = text.split_once(':').ok_or_else(|| {
+                invalid(text, "write it <age>:<interval>, e.g. 30d:5m".to_owned())
+            })?;
+            let level = DownsamplingLevel {
+                after: parse_duration(after).map_err(|why| invalid(text, why))?,
+                interval: parse_duration(interval).map_err(|why| invalid(text, why))?,
+            };
+            if level.interval > level.after {
+                return Err(invalid(
+                    text,
+                    "the interval is longer than the age".to_owned(),
+                ));
+            }
+            if let Some(previous) = parsed.last() {
+                if level.after <= previous.after || level.interval <= previous.interval {
+                    return Err(invalid(
+                        text,
+                        "ages and intervals must grow from level to level".to_owned(),
+                    ));
+                }
+                if level.interval.as_secs() % previous.interval.as_secs() != 0 {
+                    return Err(invalid(
+                        text,
+                        format!(
+                            "the interval is not a multiple of the previous level's ({}s)",
+                            previous.interval.as_secs()
+                        ),
+                    ));
+                }
+            }
+            parsed.push(level);
+        }
+        Ok(Downsampling { levels: parsed })
+    }
+
+    /// The levels, youngest first.
+    pub fn levels(&self) -> &[DownsamplingLevel] {
+        &self.levels
+    }
+}
+
+/// A duration written `<n><unit>`: whole seconds, more than none.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?} has no unit (s, m, h, d or w)"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a whole number"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use s, m, h, d or w"
+            ))
+        }
+    };
+    match number.checked_mul(seconds) {
+        Some(0) => Err(format!("{text:?} is no time at all")),
+        Some(total) => Ok(Duration::from_secs(total)),
+        None => Err(format!("{text:?} is too long")),
+    }
+}
+
+#[cfg(test)]
+mod downsampling_tests {
+    use super::*;
+
+    fn minutes(n: u64) -> Duration {
+        Duration::from_secs(60 * n)
+    }
+
+    #[test]
+    fn levels_parse_youngest_first() {
+        let policy = Downsampling::parse(&["30d:5m", "180d:1h"]).unwrap();
+        assert_eq!(
+            policy.levels(),
+            [
+                DownsamplingLevel {
+                    after: minutes(30 * 24 * 60),
+                    interval: minutes(5)
+                },
+                DownsamplingLevel {
+                    after: minutes(180 * 24 * 60),
+                    interval: minutes(60)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_levels_say_why() {
+        for (levels, why) in [
+            (&[][..], "at least one level"),
+            (&["30d"][..], "<age>:<interval>"),
+            (&["30d:5x"][..], "unknown unit"),
+            (&["30d:m"][..], "whole number"),
+            (&["30d:0m"][..], "no time at all"),
+            (&["30d:5"][..], "no unit"),
+            (&["1h:2h"][..], "longer than the age"),
+            (&["30d:5m", "10d:1h"][..], "must grow"),
+            (&["30d:1h", "180d:5m"][..], "must grow"),
+            (&["30d:5m", "180d:7m"][..], "not a multiple"),
+        ] {
+            let err = Downsampling::parse(levels).unwrap_err().to_string();
+            assert!(err.contains(why), "{levels:?}: {err}");
+        }
+    }
+}

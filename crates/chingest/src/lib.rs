@@ -63,8 +63,8 @@ pub use arrow;
 pub use lineproto::Precision;
 
 pub use config::{
-    CardinalityLimits, ClusterConfig, DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig,
-    LastValueConfig, QueryLimits, StorageMode, WalConfig,
+    CardinalityLimits, ClusterConfig, Downsampling, DownsamplingLevel, DuplicatePolicy,
+    FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig, QueryLimits, StorageMode, WalConfig,
 };
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};

@@ -3,5 +3,6 @@
 //! tables' columns and DDL ([`schema`]). Pure: no engine, no I/O.
 
 pub mod names;
+pub mod rollup;
 pub mod schema;
 pub mod series;

@@ -1,0 +1,301 @@
+//! The rollups of a downsampled fact table ([`crate::Downsampling`]): one
+//! table per level, one row per series and bucket, keeping for each field
+//! what every query language needs of the bucket — its `count`, `sum`,
+//! `min`, `max`, and its `first` and `last` values with their times — so
+//! that a mean over buckets is exact (`sum(sum) / sum(count)`), not a mean
+//! of means. A bucket is rebuilt whole from what it rolls up, and the
+//! table keeps the newest build of each (`ReplacingMergeTree`, read with
+//! `final`). Pure: the statements only.
+
+use std::time::Duration;
+
+use super::names::{quote_ident, TableNames};
+use super::schema::{FieldType, DEDUP_WINDOW};
+
+/// What a rollup keeps of each field per bucket, and the name suffix of
+/// its column (`usage_user@sum`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// Values present in the bucket.
+    Count,
+    /// Their sum (numbers only).
+    Sum,
+    /// The least (numbers only).
+    Min,
+    /// The greatest (numbers only).
+    Max,
+    /// The value of the earliest time.
+    First,
+    /// The time of `First`.
+    FirstTime,
+    /// The value of the latest time.
+    Last,
+    /// The time of `Last`.
+    LastTime,
+}
+
+impl Aggregate {
+    const ALL: [Aggregate; 8] = [
+        Aggregate::Count,
+        Aggregate::Sum,
+        Aggregate::Min,
+        Aggregate::Max,
+        Aggregate::First,
+        Aggregate::FirstTime,
+        Aggregate::Last,
+        Aggregate::LastTime,
+    ];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Aggregate::Count => "count",
+            Aggregate::Sum => "sum",
+            Aggregate::Min => "min",
+            Aggregate::Max => "max",
+            Aggregate::First => "first",
+            Aggregate::FirstTime => "first_time",
+            Aggregate::Last => "last",
+            Aggregate::LastTime => "last_time",
+        }
+    }
+
+    /// Whether a field of type `ty` keeps it: numbers keep all; strings
+    /// and booleans their count, first and last; arrays nothing.
+    pub fn applies_to(self, ty: FieldType) -> bool {
+        match ty {
+            FieldType::Float | FieldType::Integer | FieldType::UInteger => true,
+            FieldType::String | FieldType::Boolean => {
+                !matches!(self, Aggregate::Sum | Aggregate::Min | Aggregate::Max)
+            }
+            FieldType::FloatArray | FieldType::IntegerArray | FieldType::UIntegerArray => false,
+        }
+    }
+
+    /// The column's type for a field of type `ty`.
+    fn column_type(self, ty: FieldType) -> &'static str {
+        match (self, ty) {
+            (Aggregate::Count, _) => "UInt64",
+            (Aggregate::FirstTime | Aggregate::LastTime, _) => "Nullable(DateTime64(9, 'UTC'))",
+            _ => ty.clickhouse_type(),
+        }
+    }
+
+    /// Its value over the raw rows of a bucket, for field column `f`.
+    fn of_rows(self, f: &str) -> String {
+        match self {
+            Aggregate::Count => format!("count({f})"),
+            Aggregate::Sum => format!("sum({f})"),
+            Aggregate::Min => format!("min({f})"),
+            Aggregate::Max => format!("max({f})"),
+            Aggregate::First => format!("argMinIf({f}, time, {f} IS NOT NULL)"),
+            Aggregate::FirstTime => format!("minIf(time, {f} IS NOT NULL)"),
+            Aggregate::Last => format!("argMaxIf({f}, time, {f} IS NOT NULL)"),
+            Aggregate::LastTime => format!("maxIf(time, {f} IS NOT NULL)"),
+        }
+    }
+
+    /// Its value over the finer buckets a bucket holds, whose columns are
+    /// `column(field, aggregate)`.
+    fn of_buckets(self, column: impl Fn(Aggregate) -> String) -> String {
+        let (own, first, last) = (
+            column(self),
+            column(Aggregate::FirstTime),
+            column(Aggregate::LastTime),
+        );
+        match self {
+            Aggregate::Count | Aggregate::Sum => format!("sum({own})"),
+            Aggregate::Min => format!("min({own})"),
+            Aggregate::Max => format!("max({own})"),
+            Aggregate::First => format!("argMinIf({own}, {first}, {first} IS NOT NULL)"),
+            Aggregate::FirstTime => format!("min({own})"),
+            Aggregate::Last => format!("argMaxIf({own}, {last}, {last} IS NOT NULL)"),
+            Aggregate::LastTime => format!("max({own})"),
+        }
+    }
+}
+
+/// A bucket width as names show it: `5m`, `1h`, `1d`, else seconds.
+pub fn interval_name(interval: Duration) -> String {
+    let seconds = interval.as_secs();
+    match seconds {
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// One rollup table: the fact table it rolls up and its bucket width.
+#[derive(Debug, Clone)]
+pub struct Rollup {
+    /// `` `db`.`_rollup.5m.cpu.autogen` `` (a name starting with `_`, which
+    /// the catalog never takes for a measurement's table).
+    pub table: String,
+    /// The width of its buckets.
+    pub interval: Duration,
+    fields: Vec<(String, FieldType)>,
+}
+
+impl Rollup {
+    /// The rollup of the fact table `names` with `fields` at `interval`.
+    pub fn new(names: &TableNames, fields: &[(String, FieldType)], interval: Duration) -> Rollup {
+        let name = format!("_rollup.{}.{}", interval_name(interval), names.storage_name);
+        Rollup {
+            // The storage name is encoded already; `_` and `.` are not
+            // encoded names' characters, so this cannot meet a measurement's.
+            table: format!("{}.{}", names.database, quote_ident(&name)),
+            interval,
+            fields: fields
+                .iter()
+                .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The name of the column keeping `aggregate` of `field`.
+    pub fn column(field: &str, aggregate: Aggregate) -> String {
+        quote_ident(&format!("{field}@{}", aggregate.suffix()))
+    }
+
+    /// `(quoted column, aggregate, field)` of every column but the key.
+    fn columns(&self) -> impl Iterator<Item = (String, Aggregate, &(String, FieldType))> {
+        self.fields.iter().flat_map(|field| {
+            Aggregate::ALL
+                .into_iter()
+                .filter(|a| a.applies_to(field.1))
+                .map(move |a| (Rollup::column(&field.0, a), a, field))
+        })
+    }
+
+    /// Creates the table (and, with `IF NOT EXISTS`, leaves an existing
+    /// one as it is; columns of new fields come from [`add_columns_sql`](Self::add_columns_sql)).
+    pub fn create_sql(&self) -> String {
+        let columns: String = self
+            .columns()
+            .map(|(column, a, (_, ty))| format!(", {column} {}", a.column_type(*ty)))
+            .collect();
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, time DateTime64(9, 'UTC'){columns}) \
+             ENGINE = ReplacingMergeTree ORDER BY (series_id, time) \
+             SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}",
+            self.table
+        )
+    }
+
+    /// Adds the columns of `added` fields, if missing.
+    pub fn add_columns_sql(&self, added: &[(String, FieldType)]) -> Option<String> {
+        let clauses: Vec<String> = added
+            .iter()
+            .flat_map(|(field, ty)| {
+                Aggregate::ALL
+                    .into_iter()
+                    .filter(|a| a.applies_to(*ty))
+                    .map(move |a| {
+                        format!(
+                            "ADD COLUMN IF NOT EXISTS {} {}",
+                            Rollup::column(field, a),
+                            a.column_type(*ty)
+                        )
+                    })
+            })
+            .collect();
+        (!clauses.is_empty()).then(|| format!("ALTER TABLE {} {}", self.table, clauses.join(", ")))
+    }
+
+    /// Rebuilds the buckets of `[from, to)` (ns, multiples of the interval)
+    /// from `source`: the fact table itself, or the rollup one level finer
+    /// (whose buckets divide these).
+    pub fn rebuild_sql(&self, source: Source<'_>, from_ns: i64, to_ns: i64) -> String {
+        // Positions, not aliases, map the values onto the columns: an alias
+        // named like a source column would be read inside the other
+        // aggregates in its place.
+        let (columns, values): (Vec<String>, Vec<String>) = self
+            .columns()
+            .map(|(column, a, (field, _))| {
+                let value = match source {
+                    Source::Facts(_) => a.of_rows(&quote_ident(field)),
+                    Source::Rollup(_) => a.of_buckets(|b| Rollup::column(field, b)),
+                };
+                (column, value)
+            })
+            .unzip();
+        let table = match source {
+            Source::Facts(table) => table,
+            Source::Rollup(finer) => finer.table.as_str(),
+        };
+        let bucket = format!(
+            "toStartOfInterval(time, INTERVAL {} SECOND)",
+            self.interval.as_secs()
+        );
+        format!(
+            "INSERT INTO {} (series_id, time, {}) SELECT series_id, {bucket}, {} \
+             FROM {table} WHERE time >= fromUnixTimestamp64Nano({from_ns}, 'UTC') \
+             AND time < fromUnixTimestamp64Nano({to_ns}, 'UTC') GROUP BY series_id, {bucket}",
+            self.table,
+            columns.join(", "),
+            values.join(", "),
+        )
+    }
+}
+
+/// What a rollup is rebuilt from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// The fact table (its quoted name).
+    Facts(&'a str),
+    /// The rollup one level finer.
+    Rollup(&'a Rollup),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu() -> (TableNames, Vec<(String, FieldType)>) {
+        let names = TableNames::new("db", "autogen", "cpu");
+        let fields = vec![
+            ("usage".to_owned(), FieldType::Float),
+            ("state".to_owned(), FieldType::String),
+            ("buckets".to_owned(), FieldType::FloatArray),
+        ];
+        (names, fields)
+    }
+
+    #[test]
+    fn a_rollup_keeps_what_each_field_type_can_give() {
+        let (names, fields) = cpu();
+        let rollup = Rollup::new(&names, &fields, Duration::from_secs(300));
+        assert_eq!(rollup.table, "`db`.`_rollup.5m.cpu.autogen`");
+        let sql = rollup.create_sql();
+        for column in [
+            "`usage@sum`",
+            "`usage@max`",
+            "`usage@last_time`",
+            "`state@first`",
+        ] {
+            assert!(sql.contains(column), "{column}: {sql}");
+        }
+        for absent in ["`state@sum`", "buckets"] {
+            assert!(!sql.contains(absent), "{absent}: {sql}");
+        }
+        assert_eq!(
+            crate::layout::names::parse_storage_name("_rollup.5m.cpu.autogen"),
+            None,
+            "the catalog must never take a rollup for a measurement's table"
+        );
+    }
+
+    #[test]
+    fn interval_names_are_short() {
+        for (seconds, name) in [
+            (300, "5m"),
+            (3600, "1h"),
+            (86_400, "1d"),
+            (90, "90s"),
+            (7200, "2h"),
+        ] {
+            assert_eq!(interval_name(Duration::from_secs(seconds)), name);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The rollup statements (`chingest::layout::rollup`) against the real
+//! engine: buckets built from the facts, and coarser ones from those, hold
+//! exactly what the same aggregates over the raw rows give, with sparse
+//! fields, late rows and rebuilt buckets.
+
+mod support;
+
+use std::time::Duration;
+
+use chingest::layout::names::TableNames;
+use chingest::layout::rollup::{Rollup, Source};
+use chingest::layout::schema::FieldType;
+use support::{ingestor, run, tsv, visible};
+
+test_main!(
+    rollups_hold_what_the_raw_rows_give,
+    a_rebuilt_bucket_replaces_the_old_one
+);
+
+const MINUTE_NS: i64 = 60_000_000_000;
+/// 2026-01-01T00:00:00Z.
+const START_NS: i64 = 1_767_225_600_000_000_000;
+
+fn fields() -> Vec<(String, FieldType)> {
+    vec![
+        ("usage".to_owned(), FieldType::Float),
+        ("count".to_owned(), FieldType::Integer),
+        ("state".to_owned(), FieldType::String),
+    ]
+}
+
+/// Three hosts, a point every 40 s for 3 hours; `count` only on every third
+/// point and `state` on every fifth, so buckets have fields with no value.
+fn body() -> String {
+    let mut lines = Vec::new();
+    for host in 0..3 {
+        for i in 0..270i64 {
+            let mut fields = vec![format!("usage={}.25", (i * 7 + host * 13) % 101)];
+            if i % 3 == 0 {
+                fields.push(format!("count={}i", i - 100 * host));
+            }
+            if i % 5 == 0 {
+                fields.push(format!("state=\"s{}\"", (i / 5) % 4));
+            }
+            let t = START_NS + i * 40_000_000_000;
+            lines.push(format!("cpu,host=h{host} {} {t}", fields.join(",")));
+        }
+    }
+    lines.join("\n")
+}
+
+/// The aggregates of each (series, bucket) over the raw rows, as the
+/// rollup's columns are named, in one comparable text.
+fn raw_sql(table: &str, interval_s: u64) -> String {
+    format!(
+        "SELECT series_id, toDateTime64(toStartOfInterval(time, INTERVAL {interval_s} SECOND), 9, 'UTC') AS b, \
+         count(usage), sum(usage), min(usage), max(usage), argMinIf(usage, time, usage IS NOT NULL), \
+         argMaxIf(usage, time, usage IS NOT NULL), count(count), sum(count), min(count), max(count), \
+         argMinIf(count, time, count IS NOT NULL), minIf(time, count IS NOT NULL), \
+         argMaxIf(count, time, count IS NOT NULL), maxIf(time, count IS NOT NULL), \
+         count(state), argMinIf(state, time, state IS NOT NULL), argMaxIf(state, time, state IS NOT NULL) \
+         FROM {table} GROUP BY series_id, b ORDER BY series_id, b"
+    )
+}
+
+fn rollup_sql(table: &str) -> String {
+    format!(
+        "SELECT series_id, time, `usage@count`, `usage@sum`, `usage@min`, `usage@max`, `usage@first`, \
+         `usage@last`, `count@count`, `count@sum`, `count@min`, `count@max`, `count@first`, \
+         `count@first_time`, `count@last`, `count@last_time`, `state@count`, `state@first`, `state@last` \
+         FROM {table} ORDER BY series_id, time"
+    )
+}
+
+fn rollups_hold_what_the_raw_rows_give() {
+    run(async {
+        let ing = ingestor().await;
+        ing.write_lp("rollup_exact", "autogen", body().as_bytes(), &visible())
+            .await
+            .unwrap();
+        let names = TableNames::new("rollup_exact", "autogen", "cpu");
+        let five = Rollup::new(&names, &fields(), Duration::from_secs(300));
+        let hour = Rollup::new(&names, &fields(), Duration::from_secs(3600));
+        let end = START_NS + 180 * MINUTE_NS;
+        for rollup in [&five, &hour] {
+            tsv(&ing, &rollup.create_sql()).await;
+        }
+        tsv(
+            &ing,
+            &five.rebuild_sql(Source::Facts(&names.storage_table), START_NS, end),
+        )
+        .await;
+        tsv(
+            &ing,
+            &hour.rebuild_sql(Source::Rollup(&five), START_NS, end),
+        )
+        .await;
+        for (rollup, seconds) in [(&five, 300), (&hour, 3600)] {
+            let raw = tsv(&ing, &raw_sql(&names.storage_table, seconds)).await;
+            let rolled = tsv(&ing, &rollup_sql(&rollup.table)).await;
+            assert_eq!(rolled.lines().count(), 3 * (10_800 / seconds) as usize);
+            assert_eq!(rolled, raw, "the {seconds} s rollup");
+        }
+        // A mean over buckets is the mean of the rows, not a mean of means.
+        let exact = tsv(
+            &ing,
+            &format!("SELECT avg(count) FROM {}", names.storage_table),
+        )
+        .await;
+        let rolled = tsv(
+            &ing,
+            &format!(
+                "SELECT sum(`count@sum`) / sum(`count@count`) FROM {}",
+                hour.table
+            ),
+        )
+        .await;
+        assert_eq!(rolled, exact);
+    })
+}
+
+fn a_rebuilt_bucket_replaces_the_old_one() {
+    run(async {
+        let ing = ingestor().await;
+        let db = "rollup_rebuilt";
+        ing.write_lp(
+            db,
+            "autogen",
+            b"cpu,host=a usage=1,count=1i 1767225600000000000",
+            &visible(),
+        )
+        .await
+        .unwrap();
+        let names = TableNames::new(db, "autogen", "cpu");
+        let written = &fields()[..2];
+        let five = Rollup::new(&names, written, Duration::from_secs(300));
+        tsv(&ing, &five.create_sql()).await;
+        let rebuild = five.rebuild_sql(
+            Source::Facts(&names.storage_table),
+            START_NS,
+            START_NS + 5 * MINUTE_NS,
+        );
+        tsv(&ing, &rebuild).await;
+        // A late row in the same bucket, then the bucket built again.
+        ing.write_lp(
+            db,
+            "autogen",
+            b"cpu,host=a usage=3,count=5i 1767225660000000000",
+            &visible(),
+        )
+        .await
+        .unwrap();
+        tsv(&ing, &rebuild).await;
+        let row = tsv(
+            &ing,
+            &format!(
+                "SELECT `usage@count`, `usage@sum`, `count@last` FROM {}",
+                five.table
+            ),
+        )
+        .await;
+        assert_eq!(row, "2\t4\t5\n");
+        // New fields get their columns.
+        let added = [("temp".to_owned(), FieldType::Float)];
+        tsv(&ing, &five.add_columns_sql(&added).unwrap()).await;
+        let columns = tsv(
+            &ing,
+            &format!(
+                "SELECT count() FROM system.columns WHERE database = '{db}' AND name LIKE 'temp@%'"
+            ),
+        )
+        .await;
+        assert_eq!(columns, "8\n");
+    })
+}
