@@ -603,7 +603,11 @@ impl Downsampling {
                         "ages and intervals must grow from level to level".to_owned(),
                     ));
                 }
-                if level.interval.as_secs() % previous.interval.as_secs() != 0 {
+                if !level
+                    .interval
+                    .as_secs()
+                    .is_multiple_of(previous.interval.as_secs())
+                {
                     return Err(invalid(
                         text,
                         format!(
