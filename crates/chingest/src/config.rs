@@ -50,6 +50,9 @@ pub struct IngestConfig {
     /// Where flushed rows are stored: the embedded engine, or the shards
     /// of a ClickHouse cluster.
     pub storage: StorageMode,
+    /// The databases kept at coarser resolutions as they age, and how often
+    /// their rollups are brought up to date.
+    pub downsampling: DownsamplingConfig,
 }
 
 /// Where flushed rows are stored.
@@ -380,6 +383,7 @@ impl IngestConfig {
             duplicate_policy: DuplicatePolicy::default(),
             last_values: LastValueConfig::default(),
             storage: StorageMode::Embedded,
+            downsampling: DownsamplingConfig::default(),
         }
     }
 
@@ -419,6 +423,14 @@ impl IngestConfig {
         }
         if self.wal.checkpoint_interval.is_zero() {
             return fail("wal.checkpoint_interval must be positive");
+        }
+        if !self.downsampling.databases.is_empty() {
+            if matches!(self.storage, StorageMode::ClickHouse(_)) {
+                return fail("downsampling is not available in the clickhouse storage mode");
+            }
+            if self.downsampling.period.is_zero() {
+                return fail("downsampling.period must be positive");
+            }
         }
         if self.max_buffered_bytes < self.flush.max_bytes {
             return fail("max_buffered_bytes must be at least flush.max_bytes");
@@ -544,6 +556,25 @@ mod tests {
         assert!(config("/clickhouse/tables/chingest").is_ok());
         for bad in ["clickhouse/tables", "/clickhouse/", "/t/{shard}", ""] {
             assert!(config(bad).is_err(), "{bad:?}");
+        }
+    }
+}
+
+/// Which databases are downsampled ([`Downsampling`]), and how often their
+/// rollups are brought up to date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownsamplingConfig {
+    /// Each downsampled database's levels.
+    pub databases: std::collections::BTreeMap<String, Downsampling>,
+    /// How often the rollups catch up with what was written and edited.
+    pub period: Duration,
+}
+
+impl Default for DownsamplingConfig {
+    fn default() -> Self {
+        DownsamplingConfig {
+            databases: std::collections::BTreeMap::new(),
+            period: Duration::from_secs(10),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
 use crate::catalog::{self, Catalog, Learner, SeriesParts, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
+use crate::downsample::{self, Downsampler};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
@@ -55,6 +56,10 @@ struct Shared {
     /// In the `clickhouse` storage mode, the task that learns what other
     /// nodes create ([`catalog::run_learner`]); aborted on close.
     learner: Mutex<Option<JoinHandle<()>>>,
+    /// The rollups of downsampled databases, when any is; its background
+    /// task, aborted on close.
+    downsampler: Option<Arc<Downsampler>>,
+    downsampling: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -89,6 +94,7 @@ impl Ingestor {
             )));
         }
         let config = Arc::new(IngestConfig { data_dir, ..config });
+        let config_downsampling = config.downsampling.clone();
         let stats = Arc::<IngestStats>::default();
         let cluster = match &config.storage {
             StorageMode::Embedded => None,
@@ -181,6 +187,14 @@ impl Ingestor {
                 writer: Arc::clone(&writer),
                 reader,
                 learner: Mutex::default(),
+                downsampler: (!config_downsampling.databases.is_empty()).then(|| {
+                    Arc::new(Downsampler::new(
+                        &engine,
+                        &catalog,
+                        config_downsampling.databases.clone(),
+                    ))
+                }),
+                downsampling: Mutex::default(),
             }),
         };
         let broken = replay::broken_tables(&engine, &catalog).await?;
@@ -199,6 +213,13 @@ impl Ingestor {
             rebuilds,
         ));
         writer.start_checkpointer();
+        if let Some(downsampler) = &ingestor.shared.downsampler {
+            let task = runtime.spawn(downsample::run(
+                Arc::clone(downsampler),
+                config_downsampling.period,
+            ));
+            *ingestor.shared.downsampling.lock().unwrap() = Some(task);
+        }
         if let (StorageMode::ClickHouse(config), Some(cluster), Some(parts)) =
             (&ingestor.shared.config.storage, cluster, series_parts)
         {
@@ -638,6 +659,9 @@ impl Ingestor {
         if let Some(learner) = shared.learner.lock().unwrap().take() {
             learner.abort();
         }
+        if let Some(task) = shared.downsampling.lock().unwrap().take() {
+            task.abort();
+        }
         let Some(checkpointed) = shared.writer.close().await else {
             return Ok(());
         };
@@ -680,7 +704,48 @@ impl Ingestor {
     /// its scope. Queries stop seeing them at once; the engine removes them
     /// from disk as it merges. Returns how many tables it ran on.
     pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
+        let _marked = self.mark_edit(db, filter).await?;
         edit::delete(self.shared.writer.open()?, db, filter).await
+    }
+
+    /// Before an edit of a downsampled database: holds its rollups' passes
+    /// off until the returned guard drops, and marks the tables the edit
+    /// may change, from its start on, for the next pass to rebuild.
+    async fn mark_edit(
+        &self,
+        db: &str,
+        filter: &PointFilter,
+    ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>> {
+        let Some(downsampler) = &self.shared.downsampler else {
+            return Ok(None);
+        };
+        if downsampler.policy(db).is_none() {
+            return Ok(None);
+        }
+        let held = downsampler.hold().await;
+        let range = (
+            filter.start.unwrap_or(i64::MIN),
+            filter.stop.unwrap_or(i64::MAX),
+        );
+        downsampler
+            .mark(
+                db,
+                filter.retention_policy.as_deref(),
+                filter.measurement.as_deref(),
+                range,
+            )
+            .await?;
+        Ok(Some(held))
+    }
+
+    /// Brings the rollups of every downsampled database up to date now: the
+    /// pass the background task makes every
+    /// [`DownsamplingConfig::period`](crate::DownsamplingConfig::period).
+    pub async fn downsample(&self) -> Result<()> {
+        match &self.shared.open()?.downsampler {
+            Some(downsampler) => downsampler.pass().await,
+            None => Ok(()),
+        }
     }
 
     /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and
@@ -688,6 +753,7 @@ impl Ingestor {
     /// every table in scope, and their rows in the series table. Writing
     /// one of them again creates it anew. The filter takes no time range.
     pub async fn drop_series(&self, db: &str, filter: &PointFilter) -> Result<usize> {
+        let _marked = self.mark_edit(db, filter).await?;
         edit::drop_series(self.shared.writer.open()?, db, filter).await
     }
 
@@ -702,6 +768,7 @@ impl Ingestor {
         field: &str,
         value: &FieldValue,
     ) -> Result<usize> {
+        let _marked = self.mark_edit(db, filter).await?;
         edit::update(self.shared.writer.open()?, db, filter, field, value).await
     }
 }

@@ -47,6 +47,7 @@ pub mod backup;
 mod catalog;
 mod cluster;
 mod config;
+mod downsample;
 mod durable;
 mod edit;
 mod engine;
@@ -63,8 +64,9 @@ pub use arrow;
 pub use lineproto::Precision;
 
 pub use config::{
-    CardinalityLimits, ClusterConfig, Downsampling, DownsamplingLevel, DuplicatePolicy,
-    FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig, QueryLimits, StorageMode, WalConfig,
+    CardinalityLimits, ClusterConfig, Downsampling, DownsamplingConfig, DownsamplingLevel,
+    DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig, QueryLimits,
+    StorageMode, WalConfig,
 };
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};

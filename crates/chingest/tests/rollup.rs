@@ -1,7 +1,10 @@
-//! The rollup statements (`chingest::layout::rollup`) against the real
-//! engine: buckets built from the facts, and coarser ones from those, hold
-//! exactly what the same aggregates over the raw rows give, with sparse
-//! fields, late rows and rebuilt buckets.
+//! Downsampling against the real engine: the rollup statements
+//! (`chingest::layout::rollup`) build buckets from the facts, and coarser
+//! ones from those, holding exactly what the same aggregates over the raw
+//! rows give (sparse fields and strings included); and the ingestor's
+//! passes keep a downsampled database's rollups equal to its rows after
+//! writes, late writes, new fields, deletes, corrections and dropped
+//! series.
 
 mod support;
 
@@ -10,12 +13,32 @@ use std::time::Duration;
 use chingest::layout::names::TableNames;
 use chingest::layout::rollup::{Rollup, Source};
 use chingest::layout::schema::FieldType;
-use support::{ingestor, run, tsv, visible};
+use chingest::{Downsampling, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate};
+use support::{run, tsv, visible};
 
 test_main!(
     rollups_hold_what_the_raw_rows_give,
-    a_rebuilt_bucket_replaces_the_old_one
+    a_rebuilt_bucket_replaces_the_old_one,
+    passes_keep_the_rollups_equal_to_the_rows,
 );
+
+/// The database the passes keep rolled up: 5 m after an hour, 1 h after a day.
+const DOWNSAMPLED: &str = "rollup_passes";
+
+/// Every test's ingestor: `DOWNSAMPLED` downsampled, passes only when a
+/// test asks (the background task's period is a day).
+async fn ingestor() -> Ingestor {
+    support::ingestor_with(|mut config: IngestConfig| {
+        let levels = Downsampling::parse(&["1h:5m", "1d:1h"]).unwrap();
+        config
+            .downsampling
+            .databases
+            .insert(DOWNSAMPLED.to_owned(), levels);
+        config.downsampling.period = Duration::from_secs(86_400);
+        config
+    })
+    .await
+}
 
 const MINUTE_NS: i64 = 60_000_000_000;
 /// 2026-01-01T00:00:00Z.
@@ -171,5 +194,68 @@ fn a_rebuilt_bucket_replaces_the_old_one() {
         )
         .await;
         assert_eq!(columns, "8\n");
+    })
+}
+
+/// Both levels of `DOWNSAMPLED`'s cpu table equal the raw rows' aggregates.
+async fn assert_rolled_up(ing: &Ingestor, after: &str) {
+    ing.downsample().await.unwrap();
+    let names = TableNames::new(DOWNSAMPLED, "autogen", "cpu");
+    for (interval, seconds) in [("5m", 300), ("1h", 3600)] {
+        let table = format!("`{DOWNSAMPLED}`.`_rollup.{interval}.cpu.autogen`");
+        let raw = tsv(ing, &raw_sql(&names.storage_table, seconds)).await;
+        let rolled = tsv(ing, &rollup_sql(&table)).await;
+        assert_eq!(rolled, raw, "the {interval} rollup after {after}");
+    }
+}
+
+fn passes_keep_the_rollups_equal_to_the_rows() {
+    run(async {
+        let ing = ingestor().await;
+        let write = |body: String| {
+            let ing = ing.clone();
+            async move {
+                ing.write_lp(DOWNSAMPLED, "autogen", body.as_bytes(), &visible())
+                    .await
+                    .unwrap()
+            }
+        };
+        write(body()).await;
+        assert_rolled_up(&ing, "the first pass").await;
+        // Late rows into built buckets, and a series that is new.
+        write(format!(
+            "cpu,host=h0 usage=1000.5,count=7i {}\ncpu,host=h9 usage=3 {}",
+            START_NS + 7 * MINUTE_NS,
+            START_NS + 95 * MINUTE_NS
+        ))
+        .await;
+        assert_rolled_up(&ing, "late writes").await;
+        // A correction, a delete of part of a bucket and of whole buckets.
+        let host = |h: &str| PointFilter {
+            measurement: Some("cpu".to_owned()),
+            tags: TagPredicate::Equals("host".to_owned(), h.to_owned()),
+            start: Some(START_NS + 62 * MINUTE_NS),
+            stop: Some(START_NS + 121 * MINUTE_NS),
+            ..PointFilter::all()
+        };
+        ing.update(DOWNSAMPLED, &host("h1"), "usage", &FieldValue::Float(-1.0))
+            .await
+            .unwrap();
+        assert_rolled_up(&ing, "an update").await;
+        ing.delete(DOWNSAMPLED, &host("h2")).await.unwrap();
+        assert_rolled_up(&ing, "a delete").await;
+        ing.drop_series(
+            DOWNSAMPLED,
+            &PointFilter {
+                start: None,
+                stop: None,
+                ..host("h9")
+            },
+        )
+        .await
+        .unwrap();
+        assert_rolled_up(&ing, "a dropped series").await;
+        // Nothing changed: a pass rebuilds nothing and answers the same.
+        assert_rolled_up(&ing, "a pass with nothing new").await;
     })
 }

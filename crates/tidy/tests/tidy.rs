@@ -50,6 +50,7 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
     ("last_value", 7),
     ("write", 8),
     ("read", 8),
+    ("downsample", 8),
     ("edit", 9),
     ("backup", 9),
     ("ingestor", 10),

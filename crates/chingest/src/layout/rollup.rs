@@ -239,6 +239,18 @@ impl Rollup {
     }
 }
 
+impl Rollup {
+    /// Deletes the buckets of `[from, to)` (ns): before they are rebuilt
+    /// after an edit, which can leave a bucket with no row to replace it.
+    pub fn delete_sql(&self, from_ns: i64, to_ns: i64) -> String {
+        format!(
+            "DELETE FROM {} WHERE time >= fromUnixTimestamp64Nano({from_ns}, 'UTC') \
+             AND time < fromUnixTimestamp64Nano({to_ns}, 'UTC')",
+            self.table
+        )
+    }
+}
+
 /// What a rollup is rebuilt from.
 #[derive(Debug, Clone, Copy)]
 pub enum Source<'a> {

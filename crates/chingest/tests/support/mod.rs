@@ -34,12 +34,18 @@ pub fn run<F: Future>(future: F) -> F::Output {
 /// The binary's ingestor, opened on first use with the default config on a
 /// temporary directory that lives as long as the process.
 pub async fn ingestor() -> Ingestor {
+    ingestor_with(|config| config).await
+}
+
+/// The binary's ingestor, opened on first use with the default config
+/// changed by `configure` (every caller in one binary must pass the same).
+pub async fn ingestor_with(configure: fn(IngestConfig) -> IngestConfig) -> Ingestor {
     let _open = OPEN.lock().await;
     if let Some(ingestor) = INGESTOR.lock().unwrap().as_ref() {
         return ingestor.clone();
     }
     let dir = tempfile::tempdir().expect("temp dir").keep();
-    let ingestor = Ingestor::open(IngestConfig::new(dir))
+    let ingestor = Ingestor::open(configure(IngestConfig::new(dir)))
         .await
         .expect("open ingestor");
     *INGESTOR.lock().unwrap() = Some(ingestor.clone());

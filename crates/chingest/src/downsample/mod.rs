@@ -1,0 +1,391 @@
+//! Downsampling: the rollups of every fact table of a downsampled
+//! database ([`Downsampling`], `layout::rollup`) kept equal to what they
+//! roll up. A background task ([`run`]) makes a pass every
+//! [`DownsamplingConfig::period`](crate::DownsamplingConfig::period); a
+//! pass over a table:
+//!
+//! 1. finds what changed since the last pass: the rows of blocks inserted
+//!    since (each insert into a fact table gets the next block number, and
+//!    one table's inserts run one at a time, so none becomes visible below
+//!    a number already seen), and the range an edit marked ([`Downsampler::mark`]);
+//! 2. rebuilds the finest level's buckets from the earliest change (or, the
+//!    first time, from the table's first row) to the last bucket that has
+//!    ended, then each coarser level from the finer one over the buckets
+//!    that covers;
+//! 3. records, in the database's `_downsampling` table, each level's end
+//!    and the last block seen, after the rebuilt buckets are durable.
+//!
+//! A crash anywhere repeats work, never skips it: a bucket is rebuilt
+//! whole and the table keeps the newest build. Edits hold the pass lock
+//! while they mark and edit, so a pass sees an edit's mark and its effect
+//! together.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::catalog::Catalog;
+use crate::config::Downsampling;
+use crate::engine::{query_rows, Engine};
+use crate::error::{Error, Result};
+use crate::layout::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::rollup::{Rollup, Source};
+use crate::layout::schema::FieldType;
+
+/// The registry of a downsampled database's progress: per fact table and
+/// level, the end of its built buckets, the last block seen, and the
+/// start of a range an edit marked (`i64::MAX`: none).
+pub(crate) const STATE_TABLE: &str = "_downsampling";
+
+/// No mark.
+const CLEAN: i64 = i64::MAX;
+/// The most of the finest level's time one statement rebuilds.
+const CHUNK_NS: i64 = 86_400 * 1_000_000_000;
+
+/// Keeps the rollups of the databases `policies` names.
+#[derive(Debug)]
+pub(crate) struct Downsampler {
+    engine: Weak<Engine>,
+    catalog: Weak<Catalog>,
+    policies: BTreeMap<String, Downsampling>,
+    /// Held by a pass and by an edit of a downsampled database.
+    passes: tokio::sync::Mutex<()>,
+}
+
+/// A fact table's progress: the last block rolled up, and the range an
+/// edit marked and no pass rebuilt yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct State {
+    /// The last block number of the fact table rolled up.
+    seen_block: u64,
+    /// The start of the marked range (ns), or [`CLEAN`].
+    dirty_from: i64,
+    /// Its end (ns, excluded).
+    dirty_to: i64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            seen_block: 0,
+            dirty_from: CLEAN,
+            dirty_to: i64::MIN,
+        }
+    }
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn floor_to(t: i64, interval: Duration) -> i64 {
+    let step = interval.as_nanos() as i64;
+    t.div_euclid(step).saturating_mul(step)
+}
+
+/// The end of the bucket holding `t - 1`: `[from, to)` in whole buckets
+/// is `[floor_to(from), ceil_to(to))`.
+fn ceil_to(t: i64, interval: Duration) -> i64 {
+    floor_to(t.saturating_sub(1), interval).saturating_add(interval.as_nanos() as i64)
+}
+
+impl Downsampler {
+    pub(crate) fn new(
+        engine: &Arc<Engine>,
+        catalog: &Arc<Catalog>,
+        policies: BTreeMap<String, Downsampling>,
+    ) -> Downsampler {
+        Downsampler {
+            engine: Arc::downgrade(engine),
+            catalog: Arc::downgrade(catalog),
+            policies,
+            passes: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The policy of `database`, if it is downsampled.
+    pub(crate) fn policy(&self, database: &str) -> Option<&Downsampling> {
+        self.policies.get(database)
+    }
+
+    /// Holds passes off while an edit of a downsampled database marks and
+    /// changes rows.
+    pub(crate) async fn hold(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.passes.lock().await
+    }
+
+    /// Marks the fact tables of `database` an edit is about to change (of
+    /// retention policy `rp` and measurement `measurement`, `None`: every
+    /// one) as changed from `from_ns` on; durable when it returns. The
+    /// caller holds [`hold`](Self::hold) until the edit is done.
+    pub(crate) async fn mark(
+        &self,
+        database: &str,
+        rp: Option<&str>,
+        measurement: Option<&str>,
+        (from_ns, to_ns): (i64, i64),
+    ) -> Result<()> {
+        let (Some(_), Some(engine), Some(catalog)) = (
+            self.policy(database),
+            self.engine.upgrade(),
+            self.catalog.upgrade(),
+        ) else {
+            return Ok(());
+        };
+        let Some(db) = catalog.database(database) else {
+            return Ok(());
+        };
+        for ((table_rp, table_measurement), _) in db.tables() {
+            if rp.is_some_and(|rp| rp != table_rp)
+                || measurement.is_some_and(|m| m != table_measurement)
+            {
+                continue;
+            }
+            let names = TableNames::new(database, &table_rp, &table_measurement);
+            let mut state = self.state(&engine, &names).await?;
+            state.dirty_from = state.dirty_from.min(from_ns);
+            state.dirty_to = state.dirty_to.max(to_ns);
+            self.save(&engine, &names, state).await?;
+        }
+        Ok(())
+    }
+
+    /// One pass over every downsampled database.
+    pub(crate) async fn pass(&self) -> Result<()> {
+        let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
+            return Ok(());
+        };
+        let _pass = self.passes.lock().await;
+        for (name, policy) in &self.policies {
+            let Some(database) = catalog.database(name) else {
+                continue;
+            };
+            for ((rp, measurement), table) in database.tables() {
+                let names = TableNames::new(name, &rp, &measurement);
+                let fields = table.schema().fields.clone();
+                self.pass_table(&engine, &names, &fields, policy).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn pass_table(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        fields: &[(String, FieldType)],
+        policy: &Downsampling,
+    ) -> Result<()> {
+        let rollups: Vec<Rollup> = policy
+            .levels()
+            .iter()
+            .map(|level| Rollup::new(names, fields, level.interval))
+            .collect();
+        let mut ddl = vec![state_table_sql(names)];
+        for rollup in &rollups {
+            ddl.push(rollup.create_sql());
+            ddl.extend(rollup.add_columns_sql(fields));
+        }
+        engine.execute_all(ddl).await?;
+        let state = self.state(engine, names).await?;
+        let (seen_block, inserted) = self.changes(engine, names, state.seen_block).await?;
+        let edited = match state.dirty_from {
+            CLEAN => None,
+            _ => Some(self.bounded(engine, names, &rollups[0], state).await?),
+        };
+        let changed = match (inserted, edited) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        };
+        let Some((mut from, mut to)) = changed else {
+            return Ok(());
+        };
+        let mut statements = Vec::new();
+        for (i, rollup) in rollups.iter().enumerate() {
+            // Whole buckets of this level over what changed in the finer one.
+            (from, to) = (
+                floor_to(from, rollup.interval),
+                ceil_to(to, rollup.interval),
+            );
+            // An edit can empty a bucket, which a rebuild would not replace.
+            if edited.is_some() {
+                statements.push(rollup.delete_sql(from, to));
+            }
+            let source = match i {
+                0 => Source::Facts(&names.storage_table),
+                _ => Source::Rollup(&rollups[i - 1]),
+            };
+            // Whole buckets per statement, about a day of them.
+            let step = rollup.interval.as_nanos() as i64;
+            let chunk = (CHUNK_NS / step).max(1) * step;
+            let mut start = from;
+            while start < to {
+                let end = start.saturating_add(chunk).min(to);
+                statements.push(rollup.rebuild_sql(source, start, end));
+                start = end;
+            }
+        }
+        engine.execute_all(statements).await?;
+        let done = State {
+            seen_block,
+            ..State::default()
+        };
+        self.save(engine, names, done).await
+    }
+
+    /// The marked range of `state`, its open ends bounded by the rows of
+    /// the fact table and of its finest rollup (which an edit may have
+    /// left with buckets whose rows are gone).
+    async fn bounded(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        finest: &Rollup,
+        state: State,
+    ) -> Result<(i64, i64)> {
+        let sql = format!(
+            "SELECT toUnixTimestamp64Nano(min(t)), toUnixTimestamp64Nano(max(t)) FROM \
+             (SELECT min(time) AS t FROM {} UNION ALL SELECT max(time) FROM {} \
+              UNION ALL SELECT min(time) FROM {} UNION ALL SELECT max(time) FROM {})",
+            names.storage_table, names.storage_table, finest.table, finest.table
+        );
+        let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        let number = |i: usize| rows.first().and_then(|row| row.get(i)?.parse::<i64>().ok());
+        let (Some(first), Some(last)) = (number(0), number(1)) else {
+            return Ok((state.dirty_from, state.dirty_from));
+        };
+        let last = last.saturating_add(finest.interval.as_nanos() as i64);
+        Ok((state.dirty_from.max(first), state.dirty_to.min(last)))
+    }
+
+    /// The last block number of the fact table, and the time range of the
+    /// rows inserted after block `seen` (`[first, last + 1)`, ns), if any.
+    async fn changes(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        seen: u64,
+    ) -> Result<(u64, Option<(i64, i64)>)> {
+        let parts_sql = format!(
+            "SELECT name, max_block_number FROM system.parts WHERE database = {} AND table = {} \
+             AND active AND NOT startsWith(name, 'patch-')",
+            quote_literal(&names.database_name),
+            quote_literal(&names.storage_name)
+        );
+        let table = names.storage_table.clone();
+        engine
+            .run(move |conn| {
+                let parts = query_rows(conn, &parts_sql)?;
+                let mut last = seen;
+                let mut newer = Vec::new();
+                for row in &parts {
+                    let block: u64 = row[1]
+                        .parse()
+                        .map_err(|_| Error::Engine(format!("system.parts: {row:?}")))?;
+                    last = last.max(block);
+                    if block > seen {
+                        newer.push(quote_literal(&row[0]));
+                    }
+                }
+                if newer.is_empty() {
+                    return Ok((last, None));
+                }
+                // The part names prune the read to the parts holding new rows.
+                let sql = format!(
+                    "SELECT toUnixTimestamp64Nano(min(time)), toUnixTimestamp64Nano(max(time)), count() \
+                     FROM {table} WHERE _part IN ({}) AND _block_number > {seen} AND _block_number <= {last}",
+                    newer.join(", ")
+                );
+                let rows = query_rows(conn, &sql)?;
+                let range = match rows.first() {
+                    Some(row) if row[2] != "0" => match (row[0].parse::<i64>(), row[1].parse::<i64>()) {
+                        (Ok(first), Ok(last)) => Some((first, last.saturating_add(1))),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                Ok((last, range))
+            })
+            .await
+    }
+
+    /// The fact table's progress.
+    async fn state(&self, engine: &Engine, names: &TableNames) -> Result<State> {
+        let sql = format!(
+            "SELECT seen_block, dirty_from, dirty_to FROM {} FINAL WHERE table = {}",
+            state_table(names),
+            quote_literal(&names.storage_name)
+        );
+        engine
+            .run(move |conn| {
+                let rows = match query_rows(conn, &sql) {
+                    Ok(rows) => rows,
+                    // No registry yet: nothing was ever rolled up or marked.
+                    Err(Error::Engine(message)) if message.contains("UNKNOWN_TABLE") => Vec::new(),
+                    Err(err) => return Err(err),
+                };
+                let Some(row) = rows.first() else {
+                    return Ok(State::default());
+                };
+                let number = |text: &str| -> Result<i64> {
+                    text.parse()
+                        .map_err(|_| Error::Engine(format!("{STATE_TABLE}: {text:?}")))
+                };
+                Ok(State {
+                    seen_block: number(&row[0])? as u64,
+                    dirty_from: number(&row[1])?,
+                    dirty_to: number(&row[2])?,
+                })
+            })
+            .await
+    }
+
+    /// Records the fact table's progress, durably.
+    async fn save(&self, engine: &Engine, names: &TableNames, state: State) -> Result<()> {
+        engine
+            .execute_all([
+                state_table_sql(names),
+                format!(
+                    "INSERT INTO {} VALUES ({}, {}, {}, {}, {})",
+                    state_table(names),
+                    quote_literal(&names.storage_name),
+                    state.seen_block,
+                    state.dirty_from,
+                    state.dirty_to,
+                    now_ns()
+                ),
+            ])
+            .await
+    }
+}
+
+/// The registry's quoted name in the database of `names`.
+fn state_table(names: &TableNames) -> String {
+    format!("{}.{}", names.database, quote_ident(STATE_TABLE))
+}
+
+fn state_table_sql(names: &TableNames) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (table String, seen_block UInt64, dirty_from Int64, \
+         dirty_to Int64, version Int64) ENGINE = ReplacingMergeTree(version) ORDER BY table",
+        state_table(names)
+    )
+}
+
+/// Makes a pass every `every` until the engine closes; a failed pass is
+/// counted, logged and made again at the next tick.
+pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if downsampler.engine.upgrade().is_none() {
+            return;
+        }
+        if let Err(err) = downsampler.pass().await {
+            tracing::warn!(%err, "a downsampling pass failed; trying again");
+        }
+    }
+}
