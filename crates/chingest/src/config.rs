@@ -431,6 +431,11 @@ impl IngestConfig {
             if self.downsampling.period.is_zero() {
                 return fail("downsampling.period must be positive");
             }
+            // A pass finds new rows by block number, which assumes one
+            // table's inserts commit in the order they were numbered.
+            if self.flush.concurrency != 1 {
+                return fail("downsampling needs flush.concurrency = 1");
+            }
         }
         if self.max_buffered_bytes < self.flush.max_bytes {
             return fail("max_buffered_bytes must be at least flush.max_bytes");
