@@ -67,6 +67,27 @@ pub struct ServerConfig {
     /// Where rows are stored: this machine's engine, or a ClickHouse
     /// cluster's shards.
     pub storage: StorageSection,
+    /// The databases kept at coarser resolutions as they age.
+    pub downsampling: DownsamplingSection,
+}
+
+/// Downsampling (docs/downsampling.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DownsamplingSection {
+    /// How often the rollups catch up with writes and edits, in ms.
+    pub period_ms: u64,
+    /// Each downsampled database's levels: `telegraf = ["30d:5m", "180d:1h"]`.
+    pub databases: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Default for DownsamplingSection {
+    fn default() -> Self {
+        DownsamplingSection {
+            period_ms: 10_000,
+            databases: std::collections::BTreeMap::new(),
+        }
+    }
 }
 
 /// Where rows are stored (docs/cluster.md).
@@ -257,6 +278,7 @@ impl Default for ServerConfig {
             last_values: chingest::LastValueConfig::default(),
             promql: PromqlSection::default(),
             storage: StorageSection::default(),
+            downsampling: DownsamplingSection::default(),
         }
     }
 }
@@ -523,6 +545,11 @@ impl ServerConfig {
                  (set mode = \"clickhouse\")",
             );
         }
+        for (database, levels) in &self.downsampling.databases {
+            chingest::Downsampling::parse(levels).map_err(|e| {
+                ConfigError::Invalid(format!("downsampling.databases.{database}: {e}"))
+            })?;
+        }
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -550,6 +577,18 @@ impl ServerConfig {
             duplicate_policy: self.write.duplicate_policy,
             last_values: self.last_values.clone(),
             storage: self.storage.mode(),
+            downsampling: chingest::DownsamplingConfig {
+                // Levels that do not parse are refused by `validate`.
+                databases: self
+                    .downsampling
+                    .databases
+                    .iter()
+                    .filter_map(|(db, levels)| {
+                        Some((db.clone(), chingest::Downsampling::parse(levels).ok()?))
+                    })
+                    .collect(),
+                period: Duration::from_millis(self.downsampling.period_ms),
+            },
         }
     }
 }

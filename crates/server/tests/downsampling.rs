@@ -1,0 +1,260 @@
+//! Downsampling through the real server binary (docs/downsampling.md): a
+//! database configured in `[downsampling]` gets rollups that follow its
+//! writes, late writes and deletes within a few passes, equal to the same
+//! aggregates over its rows; a kill -9 in the middle of a pass loses
+//! nothing (the next server's passes finish the work); and levels that
+//! cannot work are refused at startup, saying why.
+
+#[path = "support/child.rs"]
+mod child;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use child::{client, sql, start_with, wait_ready, Server};
+
+const DB: &str = "down";
+/// 2026-01-01T00:00:00Z in seconds.
+const START_S: i64 = 1_767_225_600;
+
+/// A configuration file downsampling `DB` (5 m after an hour, 1 h after a
+/// day) with a pass every 200 ms.
+fn config(dir: &Path, levels: &str) -> std::path::PathBuf {
+    let path = dir.join("chingest.toml");
+    std::fs::write(
+        &path,
+        format!("[downsampling]\nperiod_ms = 200\n[downsampling.databases]\n{DB} = {levels}\n"),
+    )
+    .unwrap();
+    path
+}
+
+fn start_downsampling(dir: &Path) -> Server {
+    let config = config(dir, r#"["1h:5m", "1d:1h"]"#);
+    start_with(
+        &dir.join("data"),
+        &["--config".as_ref(), config.as_os_str()],
+    )
+}
+
+/// `hosts` series, a point every `every_s` seconds for `points` points.
+fn body(hosts: usize, points: i64, every_s: i64) -> String {
+    let mut lines = Vec::new();
+    for host in 0..hosts {
+        for i in 0..points {
+            let usage = (i * 7 + host as i64 * 13) % 101;
+            lines.push(format!(
+                "cpu,host=h{host} usage={usage}.5 {}",
+                (START_S + i * every_s) * 1_000_000_000
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+async fn post(server: &Server, path: &str, body: String) {
+    let r = client()
+        .post(format!("{}{path}", server.url))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    assert!(
+        status.is_success(),
+        "{path}: {status} {}",
+        r.text().await.unwrap()
+    );
+}
+
+/// The answer to `query`, or `None` when it is refused (a rollup not made yet).
+async fn answer(server: &Server, query: &str) -> Option<String> {
+    let r = client()
+        .post(format!("{}/sql?format=TabSeparated", server.url))
+        .body(query.to_owned())
+        .send()
+        .await
+        .unwrap();
+    match r.status().is_success() {
+        true => Some(r.text().await.unwrap()),
+        false => None,
+    }
+}
+
+/// The rollup at `interval` (`5m`, `1h`), if made yet, and the same
+/// aggregates over the rows, each as text.
+async fn rollup_and_rows(
+    server: &Server,
+    interval: &str,
+    seconds: u64,
+) -> (Option<String>, String) {
+    let rollup = answer(
+        server,
+        &format!(
+            "SELECT series_id, time, `usage@count`, `usage@sum`, `usage@min`, `usage@max`, \
+             `usage@first`, `usage@last` FROM {DB}.`_rollup.{interval}.cpu.autogen` \
+             ORDER BY series_id, time"
+        ),
+    )
+    .await;
+    let rows = sql(
+        server,
+        &format!(
+            "SELECT series_id, toDateTime64(toStartOfInterval(time, INTERVAL {seconds} SECOND), 9, 'UTC') AS b, \
+             count(usage), sum(usage), min(usage), max(usage), argMin(usage, time), argMax(usage, time) \
+             FROM {DB}.`cpu.autogen` GROUP BY series_id, b ORDER BY series_id, b"
+        ),
+    )
+    .await;
+    (rollup, rows)
+}
+
+/// Waits until both levels equal the rows; fails with the difference after
+/// `limit`.
+async fn until_rolled_up(server: &Server, after: &str, limit: Duration) {
+    let started = Instant::now();
+    loop {
+        let mut equal = true;
+        let mut last = None;
+        for (interval, seconds) in [("5m", 300), ("1h", 3600)] {
+            let (rollup, rows) = rollup_and_rows(server, interval, seconds).await;
+            if rollup.as_ref() != Some(&rows) || rows.is_empty() {
+                equal = false;
+                last = Some((interval, rollup, rows));
+            }
+        }
+        if equal {
+            return;
+        }
+        if started.elapsed() > limit {
+            let (interval, rollup, rows) = last.unwrap();
+            panic!(
+                "after {after}, the {interval} rollup is not the rows' aggregates:\n\
+                 rollup ({} lines):\n{}\nrows ({} lines):\n{}",
+                rollup.as_deref().map_or(0, |r| r.lines().count()),
+                rollup
+                    .as_deref()
+                    .unwrap_or("(no table)")
+                    .lines()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                rows.lines().count(),
+                rows.lines().take(5).collect::<Vec<_>>().join("\n"),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn rollups_follow_writes_late_writes_and_deletes() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start_downsampling(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        post(&server, &format!("/write?db={DB}"), body(3, 540, 20)).await;
+        until_rolled_up(&server, "the first writes", Duration::from_secs(20)).await;
+        // Late points into built buckets, a new series.
+        let late = format!(
+            "cpu,host=h0 usage=1000 {}\ncpu,host=h7 usage=3 {}",
+            (START_S + 70) * 1_000_000_000,
+            (START_S + 5000) * 1_000_000_000
+        );
+        post(&server, &format!("/write?db={DB}"), late).await;
+        until_rolled_up(&server, "late writes", Duration::from_secs(20)).await;
+        // Part of one bucket and several whole ones of one host.
+        let delete = "DELETE FROM cpu WHERE host = 'h1' AND time >= '2026-01-01T01:02:00Z' \
+                      AND time < '2026-01-01T02:01:00Z'";
+        post(
+            &server,
+            &format!("/query?db={DB}&q={}", urlencode(delete)),
+            String::new(),
+        )
+        .await;
+        until_rolled_up(&server, "a delete", Duration::from_secs(20)).await;
+    });
+}
+
+#[test]
+fn a_kill_during_a_pass_loses_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = start_downsampling(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        // 30 days of a point a minute for 20 hosts: a first pass of many
+        // statements, killed in its middle.
+        for day in 0..30 {
+            let mut lines = Vec::new();
+            for host in 0..20 {
+                for i in 0..1440 {
+                    let t = START_S + day * 86_400 + i * 60;
+                    lines.push(format!(
+                        "cpu,host=h{host} usage={}.5 {}",
+                        (i + host) % 97,
+                        t * 1_000_000_000
+                    ));
+                }
+            }
+            post(&server, &format!("/write?db={DB}"), lines.join("\n")).await;
+        }
+        // Killed once the first pass has made its tables: it has a month
+        // of buckets to build in some sixty statements.
+        let made = format!("SELECT count() FROM {DB}.`_rollup.1h.cpu.autogen`");
+        while answer(&server, &made).await.is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    server.kill();
+    let server = start_downsampling(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        until_rolled_up(&server, "a kill -9 during a pass", Duration::from_secs(60)).await;
+    });
+}
+
+#[test]
+fn levels_that_cannot_work_are_refused_at_startup() {
+    for (levels, why) in [
+        (r#"["30d:5m", "10d:1h"]"#, "must grow"),
+        (r#"["30d:5m", "180d:7m"]"#, "not a multiple"),
+        (r#"["30d"]"#, "<age>:<interval>"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = config(tmp.path(), levels);
+        let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
+            .args([
+                "serve",
+                "--http-addr",
+                "127.0.0.1:0",
+                "--grpc-addr",
+                "127.0.0.1:0",
+            ])
+            .args(["--clickhouse-http-addr", "off", "--data-dir"])
+            .arg(tmp.path().join("data"))
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{levels} was accepted");
+        assert!(
+            stderr.contains(&format!("downsampling.databases.{DB}")) && stderr.contains(why),
+            "{levels}: {stderr}"
+        );
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
