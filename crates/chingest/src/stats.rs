@@ -186,6 +186,10 @@ pub struct IngestStats {
     /// Refreshes that failed (a shard unreachable, a table half made by
     /// another node): the next one tries again.
     pub catalog_refresh_errors: AtomicU64,
+    /// Downsampling passes that brought every rollup up to date.
+    pub downsampling_passes: AtomicU64,
+    /// Downsampling passes that failed; the next one does their work.
+    pub downsampling_errors: AtomicU64,
     /// Untrusted statements running now (at most `query.max_concurrent`).
     pub queries_running: AtomicU64,
     /// Statements waiting for a slot now.
@@ -264,6 +268,8 @@ impl Default for IngestStats {
             recent_misses: AtomicU64::new(0),
             catalog_refreshes: AtomicU64::new(0),
             catalog_refresh_errors: AtomicU64::new(0),
+            downsampling_passes: AtomicU64::new(0),
+            downsampling_errors: AtomicU64::new(0),
             queries_running: AtomicU64::new(0),
             queries_waiting: AtomicU64::new(0),
             queries_queued: AtomicU64::new(0),

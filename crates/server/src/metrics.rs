@@ -378,6 +378,16 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.catalog_refresh_errors,
     ),
     counter(
+        "chingest_downsampling_passes_total",
+        "Downsampling passes that brought every rollup up to date with writes and edits.",
+        |s| &s.downsampling_passes,
+    ),
+    counter(
+        "chingest_downsampling_errors_total",
+        "Downsampling passes that failed; the next one does their work.",
+        |s| &s.downsampling_errors,
+    ),
+    counter(
         "chingest_queries_queued_total",
         "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
         |s| &s.queries_queued,

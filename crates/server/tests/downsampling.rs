@@ -175,6 +175,15 @@ fn rollups_follow_writes_late_writes_and_deletes() {
         )
         .await;
         until_rolled_up(&server, "a delete", Duration::from_secs(20)).await;
+        let (_, metrics) = child::get(&server, "/metrics").await;
+        assert!(
+            metrics.contains("chingest_downsampling_passes_total "),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("chingest_downsampling_errors_total 0"),
+            "{metrics}"
+        );
     });
 }
 

@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{Rollup, Source};
 use crate::layout::schema::FieldType;
+use crate::stats::IngestStats;
 
 /// The registry of a downsampled database's progress: per fact table and
 /// level, the end of its built buckets, the last block seen, and the
@@ -381,11 +382,17 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        if downsampler.engine.upgrade().is_none() {
+        let Some(engine) = downsampler.engine.upgrade() else {
             return;
-        }
-        if let Err(err) = downsampler.pass().await {
-            tracing::warn!(%err, "a downsampling pass failed; trying again");
+        };
+        let stats = Arc::clone(&engine.stats);
+        drop(engine);
+        match downsampler.pass().await {
+            Ok(()) => IngestStats::add(&stats.downsampling_passes, 1),
+            Err(err) => {
+                IngestStats::add(&stats.downsampling_errors, 1);
+                tracing::warn!(%err, "a downsampling pass failed; trying again");
+            }
         }
     }
 }
