@@ -70,16 +70,7 @@ async fn post(server: &Server, path: &str, body: String) {
 
 /// The answer to `query`, or `None` when it is refused (a rollup not made yet).
 async fn answer(server: &Server, query: &str) -> Option<String> {
-    let r = client()
-        .post(format!("{}/sql?format=TabSeparated", server.url))
-        .body(query.to_owned())
-        .send()
-        .await
-        .unwrap();
-    match r.status().is_success() {
-        true => Some(r.text().await.unwrap()),
-        false => None,
-    }
+    child::try_sql(server, query).await.ok()
 }
 
 /// The rollup at `interval` (`5m`, `1h`), if made yet, and the same

@@ -118,6 +118,16 @@ pub(crate) async fn get(server: &Server, path: &str) -> (reqwest::StatusCode, St
 }
 
 pub(crate) async fn sql(server: &Server, query: &str) -> String {
+    try_sql(server, query)
+        .await
+        .unwrap_or_else(|(status, text)| panic!("{query}: {status} {text}"))
+}
+
+/// `query`'s TabSeparated answer, or the status and text of its refusal.
+pub(crate) async fn try_sql(
+    server: &Server,
+    query: &str,
+) -> Result<String, (reqwest::StatusCode, String)> {
     let r = client()
         .post(format!("{}/sql?format=TabSeparated", server.url))
         .body(query.to_owned())
@@ -126,6 +136,8 @@ pub(crate) async fn sql(server: &Server, query: &str) -> String {
         .unwrap();
     let status = r.status();
     let text = r.text().await.unwrap();
-    assert!(status.is_success(), "{query}: {status} {text}");
-    text
+    match status.is_success() {
+        true => Ok(text),
+        false => Err((status, text)),
+    }
 }
