@@ -4,38 +4,38 @@
 //! [`DownsamplingConfig::period`](crate::DownsamplingConfig::period); a
 //! pass over a table:
 //!
-//! 1. finds what changed since the last pass: the rows of blocks inserted
-//!    since (each insert into a fact table gets the next block number, and
-//!    one table's inserts run one at a time, so none becomes visible below
-//!    a number already seen), and the range an edit marked ([`Downsampler::mark`]);
-//! 2. rebuilds the finest level's buckets from the earliest change (or, the
-//!    first time, from the table's first row) to the last bucket that has
-//!    ended, then each coarser level from the finer one over the buckets
-//!    that covers;
-//! 3. records, in the database's `_downsampling` table, each level's end
-//!    and the last block seen, after the rebuilt buckets are durable.
+//! 1. finds what changed since the last pass: the time range of the rows
+//!    of blocks inserted since (each insert into a fact table gets the next
+//!    block number, and one table's inserts run one at a time, so none
+//!    becomes visible below a number already seen), and the range an edit
+//!    marked ([`Downsampler::mark`]);
+//! 2. rebuilds the finest level's buckets over that range from the rows
+//!    (deleting them first after an edit), then each coarser level's over
+//!    the same span from the finer level;
+//! 3. records, in the database's `_downsampling` table, the last block seen
+//!    and no mark, after the rebuilt buckets are durable.
 //!
 //! A crash anywhere repeats work, never skips it: a bucket is rebuilt
 //! whole and the table keeps the newest build. Edits hold the pass lock
 //! while they mark and edit, so a pass sees an edit's mark and its effect
 //! together.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::config::Downsampling;
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
+use crate::last_value::now_ns;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{Rollup, Source};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
-/// The registry of a downsampled database's progress: per fact table and
-/// level, the end of its built buckets, the last block seen, and the
-/// start of a range an edit marked (`i64::MAX`: none).
+/// The registry of a downsampled database's progress: per fact table, the
+/// last block rolled up and the range an edit marked.
 pub(crate) const STATE_TABLE: &str = "_downsampling";
 
 /// No mark.
@@ -51,6 +51,10 @@ pub(crate) struct Downsampler {
     policies: BTreeMap<String, Downsampling>,
     /// Held by a pass and by an edit of a downsampled database.
     passes: tokio::sync::Mutex<()>,
+    /// The fields each fact table's rollups and registry were made for in
+    /// this process (by storage table): tables are made again only for a
+    /// table new here or grown a field (schemas only grow), not every pass.
+    made: Mutex<HashMap<String, usize>>,
 }
 
 /// A fact table's progress: the last block rolled up, and the range an
@@ -75,12 +79,6 @@ impl Default for State {
     }
 }
 
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
-
 fn floor_to(t: i64, interval: Duration) -> i64 {
     let step = interval.as_nanos() as i64;
     t.div_euclid(step).saturating_mul(step)
@@ -103,6 +101,7 @@ impl Downsampler {
             catalog: Arc::downgrade(catalog),
             policies,
             passes: tokio::sync::Mutex::new(()),
+            made: Mutex::default(),
         }
     }
 
@@ -128,7 +127,7 @@ impl Downsampler {
         measurement: Option<&str>,
         (from_ns, to_ns): (i64, i64),
     ) -> Result<()> {
-        let (Some(_), Some(engine), Some(catalog)) = (
+        let (Some(policy), Some(engine), Some(catalog)) = (
             self.policy(database),
             self.engine.upgrade(),
             self.catalog.upgrade(),
@@ -138,13 +137,16 @@ impl Downsampler {
         let Some(db) = catalog.database(database) else {
             return Ok(());
         };
-        for ((table_rp, table_measurement), _) in db.tables() {
+        for ((table_rp, table_measurement), table) in db.tables() {
             if rp.is_some_and(|rp| rp != table_rp)
                 || measurement.is_some_and(|m| m != table_measurement)
             {
                 continue;
             }
             let names = TableNames::new(database, &table_rp, &table_measurement);
+            let fields = &table.schema().fields;
+            self.make_tables(&engine, &names, &rollups(&names, fields, policy), fields)
+                .await?;
             let mut state = self.state(&engine, &names).await?;
             state.dirty_from = state.dirty_from.min(from_ns);
             state.dirty_to = state.dirty_to.max(to_ns);
@@ -166,7 +168,12 @@ impl Downsampler {
             for ((rp, measurement), table) in database.tables() {
                 let names = TableNames::new(name, &rp, &measurement);
                 let fields = table.schema().fields.clone();
-                self.pass_table(&engine, &names, &fields, policy).await?;
+                let passed = self.pass_table(&engine, &names, &fields, policy).await;
+                if passed.is_err() {
+                    // Its tables may be gone (a database dropped and made again).
+                    self.made.lock().unwrap().remove(&names.storage_table);
+                }
+                passed?;
             }
         }
         Ok(())
@@ -179,17 +186,8 @@ impl Downsampler {
         fields: &[(String, FieldType)],
         policy: &Downsampling,
     ) -> Result<()> {
-        let rollups: Vec<Rollup> = policy
-            .levels()
-            .iter()
-            .map(|level| Rollup::new(names, fields, level.interval))
-            .collect();
-        let mut ddl = vec![state_table_sql(names)];
-        for rollup in &rollups {
-            ddl.push(rollup.create_sql());
-            ddl.extend(rollup.add_columns_sql(fields));
-        }
-        engine.execute_all(ddl).await?;
+        let rollups = rollups(names, fields, policy);
+        self.make_tables(engine, names, &rollups, fields).await?;
         let state = self.state(engine, names).await?;
         let (seen_block, inserted) = self.changes(engine, names, state.seen_block).await?;
         let edited = match state.dirty_from {
@@ -234,6 +232,34 @@ impl Downsampler {
             ..State::default()
         };
         self.save(engine, names, done).await
+    }
+
+    /// Makes the registry and `rollups` (with a column for every one of
+    /// `fields`) unless this process made them for as many fields already.
+    /// A failure forgets the table, so the next pass makes them again.
+    async fn make_tables(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        rollups: &[Rollup],
+        fields: &[(String, FieldType)],
+    ) -> Result<()> {
+        let table = &names.storage_table;
+        if self.made.lock().unwrap().get(table) == Some(&fields.len()) {
+            return Ok(());
+        }
+        self.made.lock().unwrap().remove(table);
+        let mut ddl = vec![state_table_sql(names)];
+        for rollup in rollups {
+            ddl.push(rollup.create_sql());
+            ddl.extend(rollup.add_columns_sql(fields));
+        }
+        engine.execute_all(ddl).await?;
+        self.made
+            .lock()
+            .unwrap()
+            .insert(table.clone(), fields.len());
+        Ok(())
     }
 
     /// The marked range of `state`, its open ends bounded by the rows of
@@ -312,7 +338,7 @@ impl Downsampler {
             .await
     }
 
-    /// The fact table's progress.
+    /// The fact table's progress (its registry made: [`make_tables`](Self::make_tables)).
     async fn state(&self, engine: &Engine, names: &TableNames) -> Result<State> {
         let sql = format!(
             "SELECT seen_block, dirty_from, dirty_to FROM {} FINAL WHERE table = {}",
@@ -321,12 +347,7 @@ impl Downsampler {
         );
         engine
             .run(move |conn| {
-                let rows = match query_rows(conn, &sql) {
-                    Ok(rows) => rows,
-                    // No registry yet: nothing was ever rolled up or marked.
-                    Err(Error::Engine(message)) if message.contains("UNKNOWN_TABLE") => Vec::new(),
-                    Err(err) => return Err(err),
-                };
+                let rows = query_rows(conn, &sql)?;
                 let Some(row) = rows.first() else {
                     return Ok(State::default());
                 };
@@ -346,20 +367,30 @@ impl Downsampler {
     /// Records the fact table's progress, durably.
     async fn save(&self, engine: &Engine, names: &TableNames, state: State) -> Result<()> {
         engine
-            .execute_all([
-                state_table_sql(names),
-                format!(
-                    "INSERT INTO {} VALUES ({}, {}, {}, {}, {})",
-                    state_table(names),
-                    quote_literal(&names.storage_name),
-                    state.seen_block,
-                    state.dirty_from,
-                    state.dirty_to,
-                    now_ns()
-                ),
-            ])
+            .execute(format!(
+                "INSERT INTO {} VALUES ({}, {}, {}, {}, {})",
+                state_table(names),
+                quote_literal(&names.storage_name),
+                state.seen_block,
+                state.dirty_from,
+                state.dirty_to,
+                now_ns()
+            ))
             .await
     }
+}
+
+/// The rollups of the fact table `names` with `fields`, one per level.
+fn rollups(
+    names: &TableNames,
+    fields: &[(String, FieldType)],
+    policy: &Downsampling,
+) -> Vec<Rollup> {
+    policy
+        .levels()
+        .iter()
+        .map(|level| Rollup::new(names, fields, level.interval))
+        .collect()
 }
 
 /// The registry's quoted name in the database of `names`.
