@@ -264,7 +264,8 @@ impl Downsampler {
 
     /// The marked range of `state`, its open ends bounded by the rows of
     /// the fact table and of its finest rollup (which an edit may have
-    /// left with buckets whose rows are gone).
+    /// left with buckets whose rows are gone). An empty table bounds
+    /// nothing (`min` of no rows would be 1970, `minOrNull` is none).
     async fn bounded(
         &self,
         engine: &Engine,
@@ -274,8 +275,8 @@ impl Downsampler {
     ) -> Result<(i64, i64)> {
         let sql = format!(
             "SELECT toUnixTimestamp64Nano(min(t)), toUnixTimestamp64Nano(max(t)) FROM \
-             (SELECT min(time) AS t FROM {} UNION ALL SELECT max(time) FROM {} \
-              UNION ALL SELECT min(time) FROM {} UNION ALL SELECT max(time) FROM {})",
+             (SELECT minOrNull(time) AS t FROM {} UNION ALL SELECT maxOrNull(time) FROM {} \
+              UNION ALL SELECT minOrNull(time) FROM {} UNION ALL SELECT maxOrNull(time) FROM {})",
             names.storage_table, names.storage_table, finest.table, finest.table
         );
         let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
