@@ -13,7 +13,7 @@ use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
 use crate::catalog::{self, Catalog, Learner, SeriesParts, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
-use crate::downsample::{self, Downsampler};
+use crate::downsample::{self, Downsampler, RollupView};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter};
 use crate::engine::Engine;
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::last_value::{
     self, IndexedSeries, LastSeries, LastValues, RebuildSource, RecentSamples, TagMatcher,
 };
-use crate::layout::names::{self, NameKind};
+use crate::layout::names::{self, NameKind, TableNames};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
 use crate::read::{MeasurementSchema, Reader};
@@ -29,7 +29,7 @@ use crate::stats::{IngestStats, PartsSummary};
 use crate::wal;
 use crate::write::appender::Appender;
 use crate::write::budget::MemoryReservation;
-use crate::write::flusher::FlushContext;
+use crate::write::flusher::{FlushContext, InsertObserver};
 use crate::write::points::Point;
 use crate::write::replay;
 use crate::write::request::{ArrowTable, Durability, WriteOptions, WriteOutcome};
@@ -171,7 +171,28 @@ impl Ingestor {
             None => Box::new(EmbeddedSink::new(Arc::clone(&engine))),
             Some(cluster) => Box::new(ClusterSink::new(Arc::clone(cluster))),
         };
-        let flush = FlushContext::new(Arc::clone(&engine), sink, appender, config.flush.clone());
+        let downsampler = (!config_downsampling.databases.is_empty()).then(|| {
+            Arc::new(Downsampler::new(
+                &engine,
+                &catalog,
+                config_downsampling.databases.clone(),
+            ))
+        });
+        let on_insert = downsampler.as_ref().map(|downsampler| {
+            let downsampler = Arc::downgrade(downsampler);
+            InsertObserver(Arc::new(move |table: &str, span| {
+                if let Some(downsampler) = downsampler.upgrade() {
+                    downsampler.inserting(table, span);
+                }
+            }))
+        });
+        let flush = FlushContext::new(
+            Arc::clone(&engine),
+            sink,
+            appender,
+            config.flush.clone(),
+            on_insert,
+        );
         let writer = Arc::new(Writer::new(
             Arc::clone(&config),
             Arc::clone(&catalog),
@@ -187,13 +208,7 @@ impl Ingestor {
                 writer: Arc::clone(&writer),
                 reader,
                 learner: Mutex::default(),
-                downsampler: (!config_downsampling.databases.is_empty()).then(|| {
-                    Arc::new(Downsampler::new(
-                        &engine,
-                        &catalog,
-                        config_downsampling.databases.clone(),
-                    ))
-                }),
+                downsampler,
                 downsampling: Mutex::default(),
             }),
         };
@@ -552,6 +567,24 @@ impl Ingestor {
     /// It waits for a slot in the same queue.
     pub async fn query_translated(&self, sql: &str) -> Result<Vec<RecordBatch>> {
         self.shared.open()?.reader.query_translated(sql).await
+    }
+
+    /// As [`query_translated`](Self::query_translated), for a statement
+    /// that reads rollups ([`rollups`](Self::rollups)); counted in
+    /// [`IngestStats::rollup_queries`].
+    pub async fn query_rollups(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        let shared = self.shared.open()?;
+        IngestStats::add(&shared.engine.stats.rollup_queries, 1);
+        shared.reader.query_translated(sql).await
+    }
+
+    /// What a reader may take from the rollups of `measurement` in `db` /
+    /// `rp` (docs/downsampling.md): `None` when the database is not
+    /// downsampled, or no pass has finished over the table since the
+    /// ingestor opened (then every row is to be read).
+    pub fn rollups(&self, db: &str, rp: &str, measurement: &str) -> Option<RollupView> {
+        let downsampler = self.shared.downsampler.as_ref()?;
+        downsampler.view(&TableNames::new(db, rp, measurement))
     }
 
     /// The newest value of each field of the series of `measurement` in

@@ -321,12 +321,13 @@ pub(crate) fn text(value: &Value) -> String {
     }
 }
 
-/// The `FROM` of a statement over one measurement's facts: joined to the
-/// series table (`s.tags`) when tags are read, narrowed to the series
-/// `tags` selects — by their ids when `ids` has them (from the last-value
-/// cache), else by a subquery on the series table; and the matching
-/// condition to put in its `WHERE`.
+/// The `FROM` of a statement over one measurement's facts (`facts`: its
+/// table or a rollup's, as `f`): joined to the series table (`s.tags`)
+/// when tags are read, narrowed to the series `tags` selects — by their
+/// ids when `ids` has them (from the last-value cache), else by a subquery
+/// on the series table; and the matching condition to put in its `WHERE`.
 pub(crate) fn fact_source(
+    facts: &str,
     target: &Target,
     tags: &TagPredicate,
     ids: Option<&[u64]>,
@@ -338,7 +339,6 @@ pub(crate) fn fact_source(
         chingest::layout::names::quote_literal(&target.schema.name),
         tags.sql()
     );
-    let facts = format!("{} AS f", target.names.storage_table);
     if join {
         return (
             format!("{facts} INNER JOIN ({series}) AS s USING series_id"),
@@ -355,7 +355,7 @@ pub(crate) fn fact_source(
         }
         None => None,
     };
-    (facts, condition)
+    (facts.to_owned(), condition)
 }
 
 #[cfg(test)]

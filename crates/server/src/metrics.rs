@@ -388,6 +388,11 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.downsampling_errors,
     ),
     counter(
+        "chingest_rollup_queries_total",
+        "InfluxQL and PromQL statements that read rollups.",
+        |s| &s.rollup_queries,
+    ),
+    counter(
         "chingest_queries_queued_total",
         "Read statements (SQL, ClickHouse, InfluxQL) that found every slot busy and waited.",
         |s| &s.queries_queued,

@@ -178,6 +178,158 @@ fn rollups_follow_writes_late_writes_and_deletes() {
     });
 }
 
+/// The database with the same points as `DB`, not downsampled.
+const RAW: &str = "plain";
+
+/// `points` of a float, an integer and a string field for `hosts` hosts,
+/// every `every_s` seconds from `START_S + offset_s`.
+fn mixed_body(hosts: usize, points: i64, every_s: i64, offset_s: i64) -> String {
+    let mut lines = Vec::new();
+    for host in 0..hosts {
+        for i in 0..points {
+            let t = START_S + offset_s + i * every_s;
+            let v = (i * 7 + host as i64 * 13) % 101;
+            lines.push(format!(
+                "cpu,host=h{host} usage={v}.25,n={}i,state=\"s{}\" {}",
+                v - 50,
+                v % 3,
+                t * 1_000_000_000
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+/// Writes `body` into both databases, visible to queries on return.
+async fn write_both(server: &Server, body: &str) {
+    for db in [DB, RAW] {
+        post(
+            server,
+            &format!("/write?db={db}&durability=visible"),
+            body.to_owned(),
+        )
+        .await;
+    }
+}
+
+/// The InfluxQL answer to `query` in `db`, as JSON.
+async fn influxql(server: &Server, db: &str, query: &str) -> serde_json::Value {
+    let (status, text) = child::get(
+        server,
+        &format!("/query?db={db}&epoch=ns&q={}", urlencode(query)),
+    )
+    .await;
+    assert!(status.is_success(), "{query}: {status} {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Whether two answers are equal, numbers within a relative 1e-9 (a mean
+/// is a sum over a count in both, added up in another order).
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match (a, b) {
+        (J::Number(x), J::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0)
+        }
+        (J::Array(x), J::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (J::Object(x), J::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        (x, y) => x == y,
+    }
+}
+
+/// Statements that read rollups (a `GROUP BY time` of whole 5 m or 1 h
+/// buckets, ranges cut in the middle of buckets, tags, offsets) and some
+/// that cannot (a median, a time zone), over two days of points.
+const DIFFERENTIAL: &[&str] = &[
+    "SELECT mean(usage), max(usage), min(usage), count(usage), sum(usage), first(usage), last(usage) \
+     FROM cpu WHERE time >= '2026-01-01T00:00:00Z' AND time < '2026-01-03T00:00:00Z' GROUP BY time(1h)",
+    "SELECT mean(usage), count(usage) FROM cpu WHERE time >= '2026-01-01T00:00:00Z' \
+     AND time < '2026-01-03T00:00:00Z' GROUP BY time(15m), host",
+    "SELECT mean(usage), max(usage), first(usage), last(usage) FROM cpu \
+     WHERE time >= '2026-01-01T00:07:30Z' AND time < '2026-01-02T13:31:00Z' GROUP BY time(1h), host fill(none)",
+    "SELECT mean(n), sum(n), min(n), count(state), first(state), last(state) FROM cpu \
+     WHERE time >= '2025-12-31T00:00:00Z' AND time < '2026-01-04T00:00:00Z' GROUP BY time(1d)",
+    "SELECT max(usage) FROM cpu WHERE host = 'h1' AND time >= '2026-01-01T10:00:00Z' \
+     AND time < '2026-01-02T10:00:00Z' GROUP BY time(30m)",
+    "SELECT mean(usage) FROM cpu WHERE time >= '2026-01-01T00:00:00Z' AND time < '2026-01-03T00:00:00Z' \
+     GROUP BY time(1h, 25m)",
+    "SELECT derivative(mean(usage), 1h) FROM cpu WHERE time >= '2026-01-01T00:00:00Z' \
+     AND time < '2026-01-02T00:00:00Z' GROUP BY time(1h)",
+    "SELECT median(usage) FROM cpu WHERE time >= '2026-01-01T00:00:00Z' AND time < '2026-01-02T00:00:00Z' \
+     GROUP BY time(1h)",
+    "SELECT mean(usage) FROM cpu WHERE time >= '2026-01-01T00:00:00Z' AND time < '2026-01-02T00:00:00Z' \
+     GROUP BY time(1h) tz('Europe/Paris')",
+];
+
+/// Every statement of `DIFFERENTIAL` answers the same in both databases.
+async fn answers_agree(server: &Server, after: &str) {
+    for query in DIFFERENTIAL {
+        let (down, plain) = (
+            influxql(server, DB, query).await,
+            influxql(server, RAW, query).await,
+        );
+        assert!(
+            same(&down, &plain),
+            "after {after}, {query}\ndownsampled: {down}\nplain: {plain}"
+        );
+    }
+}
+
+fn rollup_queries(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("chingest_rollup_queries_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no chingest_rollup_queries_total in {metrics}"))
+}
+
+#[test]
+fn influxql_reads_rollups_and_rows_and_answers_as_the_rows_alone() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start_downsampling(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        write_both(&server, &mixed_body(3, 2880, 60, 0)).await;
+        until_rolled_up(&server, "the first writes", Duration::from_secs(30)).await;
+        let before = rollup_queries(&child::get(&server, "/metrics").await.1);
+        answers_agree(&server, "the first writes").await;
+        let read = rollup_queries(&child::get(&server, "/metrics").await.1) - before;
+        assert!(read >= 6, "only {read} statements read rollups");
+        // Late points into rolled-up buckets and a new series, queried at
+        // once: whether a pass has rolled them up yet or not, the answers
+        // are the rows'.
+        for round in 0..4 {
+            let late = format!(
+                "cpu,host=h0 usage=1000.5,n=7i,state=\"late\" {}\ncpu,host=h9 usage=-3.5 {}",
+                (START_S + 3_600 * (round * 11 + 3) + 17) * 1_000_000_000,
+                (START_S + 86_400 + round * 1_234) * 1_000_000_000
+            );
+            write_both(&server, &late).await;
+            answers_agree(&server, &format!("late writes, round {round}")).await;
+        }
+        // A delete of part of one host's range, queried at once.
+        let delete = "DELETE FROM cpu WHERE host = 'h2' AND time >= '2026-01-01T05:02:00Z' \
+                      AND time < '2026-01-01T09:31:00Z'";
+        for db in [DB, RAW] {
+            post(
+                &server,
+                &format!("/query?db={db}&q={}", urlencode(delete)),
+                String::new(),
+            )
+            .await;
+        }
+        answers_agree(&server, "a delete").await;
+        until_rolled_up(&server, "the delete", Duration::from_secs(30)).await;
+        answers_agree(&server, "the delete rolled up").await;
+    });
+}
+
 #[test]
 fn a_kill_during_a_pass_loses_nothing() {
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -19,6 +19,14 @@
 //! whole and the table keeps the newest build. Edits hold the pass lock
 //! while they mark and edit, so a pass sees an edit's mark and its effect
 //! together.
+//!
+//! Readers ([`RollupView`]) take a bucket from a rollup only where no row
+//! may be missing from it: the downsampler keeps, in memory, the span of
+//! the rows each table was given since a pass took its last span (the
+//! flusher reports every insert before and after it is made) and of the
+//! edits marked since; readers read the rows over those spans. After a
+//! restart nothing is known until a table's first pass (which finds every
+//! row the rollups lack by block number): until then readers read rows.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -54,7 +62,43 @@ pub(crate) struct Downsampler {
     /// The fields each fact table's rollups and registry were made for in
     /// this process (by storage table): tables are made again only for a
     /// table new here or grown a field (schemas only grow), not every pass.
-    made: Mutex<HashMap<String, usize>>,
+    made: Mutex<HashMap<String, Vec<(String, FieldType)>>>,
+    /// What each table's rollups may lack.
+    unsettled: Mutex<Unsettled>,
+}
+
+/// A time span, `[from, to)` in ns.
+type Span = (i64, i64);
+
+fn union(a: Option<Span>, b: Span) -> Span {
+    a.map_or(b, |a| (a.0.min(b.0), a.1.max(b.1)))
+}
+
+/// The rows each fact table (by storage table) may hold that its rollups
+/// do not.
+#[derive(Debug, Default)]
+struct Unsettled {
+    /// Tables a pass finished in this process: for these, every row a
+    /// rollup lacks is in `pending` or `passing`.
+    known: std::collections::HashSet<String>,
+    /// Spans of inserts and marks since a pass last took them.
+    pending: HashMap<String, Span>,
+    /// The spans the running pass took.
+    passing: HashMap<String, Span>,
+}
+
+/// What a reader may take from the rollups of one fact table
+/// ([`crate::Ingestor::rollups`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollupView {
+    /// The levels, finest first: the width of their buckets and their
+    /// table's quoted name.
+    pub levels: Vec<(Duration, String)>,
+    /// The fields whose columns (`Rollup::column`) every level has.
+    pub fields: Vec<(String, FieldType)>,
+    /// The span `[from, to)` (ns) where the rollups may lack rows or keep
+    /// some an edit removed: read the rows there, in whole buckets.
+    pub unsettled: Option<(i64, i64)>,
 }
 
 /// A fact table's progress: the last block rolled up, and the range an
@@ -102,12 +146,56 @@ impl Downsampler {
             policies,
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
+            unsettled: Mutex::default(),
         }
     }
 
     /// The policy of `database`, if it is downsampled.
     pub(crate) fn policy(&self, database: &str) -> Option<&Downsampling> {
         self.policies.get(database)
+    }
+
+    /// Notes rows of `table` (a storage table) over `span` being inserted:
+    /// readers read them from the rows until a pass has rolled them up.
+    pub(crate) fn inserting(&self, table: &str, span: Span) {
+        let mut unsettled = self.unsettled.lock().unwrap();
+        let pending = unsettled.pending.get(table).copied();
+        unsettled
+            .pending
+            .insert(table.to_owned(), union(pending, span));
+    }
+
+    /// What a reader may take from the rollups of the fact table `names`;
+    /// `None` when its database is not downsampled or no pass finished
+    /// over the table since the process started.
+    pub(crate) fn view(&self, names: &TableNames) -> Option<RollupView> {
+        let policy = self.policy(&names.database_name)?;
+        let table = &names.storage_table;
+        let unsettled = {
+            let unsettled = self.unsettled.lock().unwrap();
+            if !unsettled.known.contains(table) {
+                return None;
+            }
+            let pending = unsettled.pending.get(table).copied();
+            let passing = unsettled.passing.get(table).copied();
+            match (pending, passing) {
+                (None, None) => None,
+                (a, Some(b)) | (Some(b), a) => Some(union(a, b)),
+            }
+        };
+        let fields = self.made.lock().unwrap().get(table)?.clone();
+        let levels = rollups(names, &fields, policy)
+            .into_iter()
+            .map(|rollup| (rollup.interval, rollup.table))
+            .collect();
+        Some(RollupView {
+            levels,
+            fields: fields
+                .into_iter()
+                .filter(|(_, ty)| crate::layout::rollup::Aggregate::Count.applies_to(*ty))
+                .collect(),
+            unsettled,
+        })
     }
 
     /// Holds passes off while an edit of a downsampled database marks and
@@ -150,6 +238,8 @@ impl Downsampler {
             let mut state = self.state(&engine, &names).await?;
             state.dirty_from = state.dirty_from.min(from_ns);
             state.dirty_to = state.dirty_to.max(to_ns);
+            // Readers read rows over the span before the edit changes them.
+            self.inserting(&names.storage_table, (from_ns, to_ns));
             self.save(&engine, &names, state).await?;
         }
         Ok(())
@@ -168,12 +258,39 @@ impl Downsampler {
             for ((rp, measurement), table) in database.tables() {
                 let names = TableNames::new(name, &rp, &measurement);
                 let fields = table.schema().fields.clone();
-                let passed = self.pass_table(&engine, &names, &fields, policy).await;
-                if passed.is_err() {
-                    // Its tables may be gone (a database dropped and made again).
-                    self.made.lock().unwrap().remove(&names.storage_table);
+                let storage = &names.storage_table;
+                // Taken before the pass looks for new rows: an insert it
+                // does not find reports again, after, into `pending`.
+                {
+                    let mut unsettled = self.unsettled.lock().unwrap();
+                    if let Some(span) = unsettled.pending.remove(storage) {
+                        let passing = unsettled.passing.get(storage).copied();
+                        unsettled
+                            .passing
+                            .insert(storage.clone(), union(passing, span));
+                    }
                 }
-                passed?;
+                let passed = self.pass_table(&engine, &names, &fields, policy).await;
+                let mut unsettled = self.unsettled.lock().unwrap();
+                let passing = unsettled.passing.remove(storage);
+                match passed {
+                    Ok(()) => {
+                        unsettled.known.insert(storage.clone());
+                    }
+                    Err(err) => {
+                        // Its tables may be gone (a database dropped and
+                        // made again); what it took is still unsettled.
+                        self.made.lock().unwrap().remove(storage);
+                        unsettled.known.remove(storage);
+                        if let Some(span) = passing {
+                            let pending = unsettled.pending.get(storage).copied();
+                            unsettled
+                                .pending
+                                .insert(storage.clone(), union(pending, span));
+                        }
+                        return Err(err);
+                    }
+                }
             }
         }
         Ok(())
@@ -245,7 +362,7 @@ impl Downsampler {
         fields: &[(String, FieldType)],
     ) -> Result<()> {
         let table = &names.storage_table;
-        if self.made.lock().unwrap().get(table) == Some(&fields.len()) {
+        if self.made.lock().unwrap().get(table).map(Vec::len) == Some(fields.len()) {
             return Ok(());
         }
         self.made.lock().unwrap().remove(table);
@@ -258,7 +375,7 @@ impl Downsampler {
         self.made
             .lock()
             .unwrap()
-            .insert(table.clone(), fields.len());
+            .insert(table.clone(), fields.to_vec());
         Ok(())
     }
 

@@ -47,7 +47,21 @@ pub(crate) struct FlushContext {
     /// backup or snapshot inserts everything logged: then every table is
     /// at the same point of the log.
     pub(crate) logging: tokio::sync::RwLock<()>,
+    /// Told the table and time span of each fact insert, before it is
+    /// made and again once it is durable (what downsampling must read
+    /// from the rows until a pass has rolled them up).
+    pub(crate) on_insert: Option<InsertObserver>,
     closed: AtomicBool,
+}
+
+/// Told `(storage table, [first, last + 1) ns)` of a fact insert.
+#[derive(Clone)]
+pub(crate) struct InsertObserver(pub(crate) Arc<dyn Fn(&str, (i64, i64)) + Send + Sync>);
+
+impl std::fmt::Debug for InsertObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InsertObserver")
+    }
 }
 
 impl FlushContext {
@@ -56,6 +70,7 @@ impl FlushContext {
         sink: Box<dyn Sink>,
         appender: Appender,
         policy: FlushPolicy,
+        on_insert: Option<InsertObserver>,
     ) -> Self {
         FlushContext {
             engine,
@@ -64,6 +79,7 @@ impl FlushContext {
             policy,
             inserts: tokio::sync::RwLock::new(()),
             logging: tokio::sync::RwLock::new(()),
+            on_insert,
             closed: AtomicBool::new(false),
         }
     }
@@ -106,10 +122,21 @@ pub(crate) async fn insert(
 ) -> Result<()> {
     let _inserting = ctx.inserts.read().await;
     commit_series(ctx, db).await?;
-    match facts {
-        Some(facts) => ctx.sink.insert_facts(facts, token).await,
-        None => Ok(()),
+    let Some(facts) = facts else {
+        return Ok(());
+    };
+    // Before and after: a reader that saw neither report cannot see the
+    // rows, and one that comes after a pass took the first sees the second.
+    let observed = ctx.on_insert.as_ref().zip(facts.span());
+    if let Some((observer, span)) = &observed {
+        (observer.0)(&facts.table, *span);
     }
+    let table = facts.table.clone();
+    ctx.sink.insert_facts(facts, token).await?;
+    if let Some((observer, span)) = &observed {
+        (observer.0)(&table, *span);
+    }
+    Ok(())
 }
 
 /// One table's flusher: takes each due flush of its batcher and inserts

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use arrow::array::TimestampNanosecondArray;
 use arrow::record_batch::RecordBatch;
 
 use crate::cluster::{self, Cluster};
@@ -44,6 +45,18 @@ impl Facts {
             .await
             .map_err(|e| Error::Internal(format!("merging task failed: {e}")))?;
         Ok(Some(Facts { table, batch }))
+    }
+
+    /// The time span of the rows, `[first, last + 1)` in ns; `None`
+    /// without rows.
+    pub(crate) fn span(&self) -> Option<(i64, i64)> {
+        let times = self
+            .batch
+            .column_by_name("time")?
+            .as_any()
+            .downcast_ref::<TimestampNanosecondArray>()?;
+        let (first, last) = (arrow::compute::min(times)?, arrow::compute::max(times)?);
+        Some((first, last.saturating_add(1)))
     }
 }
 

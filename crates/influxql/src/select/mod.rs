@@ -7,6 +7,7 @@
 mod after;
 mod model;
 mod recent;
+mod rollup;
 mod sql;
 
 pub use sql::select_sql;
@@ -64,7 +65,12 @@ async fn measurement(
         .as_ref()
         .map(|series| series.iter().map(|s| s.series_id).collect());
     plan.filter.list_series(ids);
-    match plan.statement(select, target, zone, ctx.now) {
+    let rollups = ctx.ingestor.rollups(
+        &target.database,
+        &target.retention_policy,
+        &target.schema.name,
+    );
+    match plan.statement(select, target, zone, ctx.now, rollups.as_ref()) {
         None => Ok(Vec::new()),
         Some(Statement::Raw(sql)) => raw(ctx, select, target, &plan, &sql).await,
         Some(Statement::Aggregated(aggregation)) => {
@@ -248,6 +254,7 @@ async fn aggregated(
     let remembered = recent::rows(ctx, select, target, plan, aggregation, listed)?;
     let rows = match remembered {
         Some(rows) => rows,
+        None if aggregation.rollups => rows(&ctx.ingestor.query_rollups(&aggregation.sql).await?),
         None => rows(&ctx.ingestor.query_translated(&aggregation.sql).await?),
     };
     after::aggregated_series(select, target, plan, aggregation, rows, zone, ctx.now)

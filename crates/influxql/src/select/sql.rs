@@ -6,7 +6,7 @@
 
 use chingest::layout::names::{quote_ident, quote_literal};
 use chingest::layout::schema::FieldType;
-use chingest::{MeasurementSchema, TagPredicate};
+use chingest::{MeasurementSchema, RollupView, TagPredicate};
 
 use super::model::{
     aggregate_of, group_keys, outputs, shape, transforms, wildcard, Aggregate, Column, Operand,
@@ -362,7 +362,7 @@ pub fn select_sql(
         let sql = match Plan::new(select, &shape, target, &wildcard)? {
             Some(mut plan) => {
                 plan.filter.list_series(listed(&target.schema.name));
-                plan.statement(select, target, select.time_zone, now)
+                plan.statement(select, target, select.time_zone, now, None)
                     .map(Statement::into_sql)
             }
             None => None,
@@ -401,6 +401,8 @@ pub(super) struct Aggregation {
     /// The range's exclusive end: the statement's, or now for `GROUP BY
     /// time` without one.
     pub(super) stop: Option<i64>,
+    /// Whether it reads rollups ([`Plan::rollup_sql`]).
+    pub(super) rollups: bool,
 }
 
 impl Statement {
@@ -438,28 +440,42 @@ impl Plan {
         }))
     }
 
-    /// Its SQL (`now`: what `now()` means); `None` when the filter selects
-    /// no series at all.
+    /// Its SQL (`now`: what `now()` means; `rollups`: what the
+    /// measurement's rollups offer, if it is downsampled); `None` when the
+    /// filter selects no series at all.
     pub(super) fn statement(
         &self,
         select: &Select,
         target: &Target,
         zone: Option<chrono_tz::Tz>,
         now: i64,
+        rollups: Option<&RollupView>,
     ) -> Option<Statement> {
         if self.filter.selects_nothing() {
             return None;
         }
         Some(match self.aggregate {
             false => Statement::Raw(self.raw_sql(select, target)),
-            true => Statement::Aggregated(self.aggregation(select, target, zone, now)),
+            true => {
+                let mut aggregation = self.aggregation(select, target, zone, now);
+                let rolled = rollups
+                    .zip(aggregation.stop)
+                    .and_then(|(view, stop)| self.rollup_sql(select, target, view, stop));
+                if let Some(sql) = rolled {
+                    aggregation.sql = sql;
+                    aggregation.rollups = true;
+                }
+                Statement::Aggregated(aggregation)
+            }
         })
     }
 
     fn raw_sql(&self, select: &Select, target: &Target) -> String {
         let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
         let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
-        let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
+        let facts = format!("{} AS f", target.names.storage_table);
+        let (from, series) =
+            fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
         let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
         columns.extend(group_sql(keys));
         columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
@@ -517,7 +533,9 @@ impl Plan {
             )
         });
         let join = !keys.is_empty() || aux_tags;
-        let (from, series) = fact_source(target, &filter.tags, filter.series.as_deref(), join);
+        let facts = format!("{} AS f", target.names.storage_table);
+        let (from, series) =
+            fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
         // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
         let stop = match (select.condition.stop, select.interval) {
             (None, Some(_)) => Some(now.saturating_add(1)),
@@ -572,6 +590,7 @@ impl Plan {
             at,
             width: columns.len(),
             stop,
+            rollups: false,
         }
     }
 }

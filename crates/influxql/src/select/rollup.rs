@@ -1,0 +1,221 @@
+//! Aggregates from rollups (docs/downsampling.md): `GROUP BY time` of
+//! whole buckets over a downsampled measurement reads one row per series
+//! and bucket where a rollup holds every row, and the rows elsewhere — the
+//! partial buckets at the range's ends, and the span the rollups may lack
+//! ([`RollupView::unsettled`]) — in one statement whose outer aggregates
+//! combine the two exactly: a count is a sum of counts, a mean a sum of
+//! sums over a sum of counts, `first` and `last` the earliest and latest
+//! by time. Each bucket comes from one side only, so none is counted
+//! twice or missed.
+
+use chingest::layout::names::quote_ident;
+use chingest::layout::rollup::{Aggregate as Kept, Rollup};
+use chingest::layout::schema::FieldType;
+use chingest::RollupView;
+
+use super::model::{aggregate_of, Aggregate, Operand};
+use super::sql::{group_sql, window_sql, Plan};
+use crate::parse::Select;
+use crate::plan::{fact_source, Target};
+
+/// One output's values in a row of either side: one or two partial
+/// columns, and the outer aggregate that combines them.
+struct Partial {
+    func: Aggregate,
+    /// (rollup side, rows side) of each partial column.
+    columns: Vec<(String, String)>,
+}
+
+impl Partial {
+    /// The partials of `func` over `field`; `None` when the rollup keeps
+    /// nothing that gives it exactly.
+    fn new(func: Aggregate, field: &str, ty: FieldType) -> Option<Partial> {
+        let kept = |k: Kept| format!("f.{}", Rollup::column(field, k));
+        let row = format!("f.{}", quote_ident(field));
+        let number = Kept::Sum.applies_to(ty);
+        let columns = match func {
+            Aggregate::Count => vec![(kept(Kept::Count), format!("toUInt64({row} IS NOT NULL)"))],
+            Aggregate::Sum if number => vec![(kept(Kept::Sum), row)],
+            Aggregate::Min if number => vec![(kept(Kept::Min), row)],
+            Aggregate::Max if number => vec![(kept(Kept::Max), row)],
+            Aggregate::Mean if number => vec![
+                (kept(Kept::Sum), row.clone()),
+                (kept(Kept::Count), format!("toUInt64({row} IS NOT NULL)")),
+            ],
+            Aggregate::First => vec![
+                (kept(Kept::First), row),
+                (kept(Kept::FirstTime), "f.time".to_owned()),
+            ],
+            Aggregate::Last => vec![
+                (kept(Kept::Last), row),
+                (kept(Kept::LastTime), "f.time".to_owned()),
+            ],
+            _ => return None,
+        };
+        Some(Partial { func, columns })
+    }
+
+    /// The outer aggregate over partial columns `p` (and `q`).
+    fn combined(&self, p: &str, q: &str) -> String {
+        let t = format!("toUnixTimestamp64Nano({q})");
+        match self.func {
+            Aggregate::Count | Aggregate::Sum => format!("sum({p})"),
+            Aggregate::Min => format!("min({p})"),
+            Aggregate::Max => format!("max({p})"),
+            Aggregate::Mean => format!("sum({p}) / sum({q})"),
+            // As `Aggregate::at_selected`: the earliest (latest) time, and
+            // among equal times the greatest value.
+            Aggregate::First => format!("argMaxIf({p}, (-{t}, {p}), {p} IS NOT NULL)"),
+            _ => format!("argMaxIf({p}, ({t}, {p}), {p} IS NOT NULL)"),
+        }
+    }
+}
+
+fn floor_to(t: i64, step: i64) -> i64 {
+    t.div_euclid(step).saturating_mul(step)
+}
+
+fn ceil_to(t: i64, step: i64) -> i64 {
+    floor_to(t.saturating_sub(1), step).saturating_add(step)
+}
+
+fn at(ns: i64) -> String {
+    format!("fromUnixTimestamp64Nano(toInt64({ns}))")
+}
+
+impl Plan {
+    /// The statement's SQL reading the rollups `view` offers, ending at
+    /// `stop` (the aggregation's); `None` when no rollup answers it
+    /// exactly: no `GROUP BY time` of whole buckets of a level, a time
+    /// zone, a condition on field values, an output that is not `count`,
+    /// `sum`, `mean`, `min`, `max`, `first` or `last` of a rolled-up
+    /// field, or no whole bucket in the range.
+    pub(super) fn rollup_sql(
+        &self,
+        select: &Select,
+        target: &Target,
+        view: &RollupView,
+        stop: i64,
+    ) -> Option<String> {
+        let interval = select.interval?;
+        if select.time_zone.is_some() || !self.filter.points.is_empty() {
+            return None;
+        }
+        let mut partials = Vec::new();
+        for output in &self.outputs {
+            let (Some(func), Operand::Field(field, ty)) =
+                (aggregate_of(&output.column), &output.operand)
+            else {
+                return None;
+            };
+            if !view.fields.iter().any(|(f, t)| f == field && t == ty) {
+                return None;
+            }
+            partials.push(Partial::new(func, field, *ty)?);
+        }
+        // The coarsest level whose buckets tile the statement's.
+        let (step, table) = view.levels.iter().rev().find_map(|(interval_of, table)| {
+            let step = interval_of.as_nanos() as i64;
+            (interval.every % step == 0 && interval.offset.rem_euclid(step) == 0)
+                .then_some((step, table))
+        })?;
+        // Whole buckets inside the range, but those the rollups may lack.
+        let (first, end) = (
+            select.condition.start.map(|start| ceil_to(start, step)),
+            floor_to(stop, step),
+        );
+        if first.is_some_and(|first| first >= end) {
+            return None;
+        }
+        let mut from_rollup: Vec<String> = first
+            .map(|first| format!("f.time >= {}", at(first)))
+            .into_iter()
+            .collect();
+        from_rollup.push(format!("f.time < {}", at(end)));
+        if let Some((from, to)) = view.unsettled {
+            let (from, to) = (floor_to(from, step), ceil_to(to, step));
+            from_rollup.push(format!(
+                "NOT (f.time >= {} AND f.time < {})",
+                at(from),
+                at(to)
+            ));
+        }
+        let from_rollup = from_rollup.join(" AND ");
+
+        let join = !self.keys.is_empty();
+        let ids = self.filter.series.as_deref();
+        let side = |source: &str, rows: bool| {
+            let (from, series) = fact_source(source, target, &self.filter.tags, ids, join);
+            let mut columns = vec!["f.time AS time".to_owned()];
+            columns.extend(group_sql(&self.keys));
+            for (i, partial) in partials.iter().enumerate() {
+                for (j, (kept, row)) in partial.columns.iter().enumerate() {
+                    let value = if rows { row } else { kept };
+                    columns.push(format!("{value} AS __p{i}_{j}"));
+                }
+            }
+            let mut conditions: Vec<String> = series.into_iter().collect();
+            if rows {
+                if let Some(start) = select.condition.start {
+                    conditions.push(format!("f.time >= {}", at(start)));
+                }
+                conditions.push(format!("f.time < {}", at(stop)));
+                conditions.push(format!("NOT ({from_rollup})"));
+            } else {
+                conditions.push(from_rollup.clone());
+            }
+            format!(
+                "SELECT {} FROM {from} WHERE {}",
+                columns.join(", "),
+                conditions.join(" AND ")
+            )
+        };
+        let rollup_side = side(&format!("{table} AS f FINAL"), false);
+        let rows_side = side(&format!("{} AS f", target.names.storage_table), true);
+
+        // The outer columns in the aggregation's places: the window, the
+        // group keys, then per output its value and, for a selector, its
+        // point's time (unused with `GROUP BY time`: NULL).
+        let mut columns = vec![format!("{} AS __t", window_sql(interval, None))];
+        let keys: Vec<String> = (0..self.keys.len()).map(|i| format!("__g{i}")).collect();
+        columns.extend(keys.iter().cloned());
+        for (i, partial) in partials.iter().enumerate() {
+            columns.push(partial.combined(&format!("__p{i}_0"), &format!("__p{i}_1")));
+            if partial.func.is_selector() {
+                columns.push("NULL".to_owned());
+            }
+        }
+        let mut group = vec!["__t".to_owned()];
+        group.extend(keys);
+        Some(format!(
+            "SELECT {} FROM ({rollup_side} UNION ALL {rows_side}) AS f GROUP BY {}",
+            columns.join(", "),
+            group.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sql::field_sql;
+    use super::*;
+
+    #[test]
+    fn a_field_is_named_alike_in_rows_and_rollups() {
+        let operand = Operand::Field("usage user".to_owned(), FieldType::Float);
+        let partial = Partial::new(Aggregate::Mean, "usage user", FieldType::Float).unwrap();
+        assert_eq!(partial.columns[0].1, field_sql(&operand));
+        assert_eq!(partial.columns[0].0, "f.`usage user@sum`");
+        assert!(Partial::new(Aggregate::Mean, "state", FieldType::String).is_none());
+        assert!(Partial::new(Aggregate::Median, "usage", FieldType::Float).is_none());
+    }
+
+    #[test]
+    fn buckets_round_outward_and_inward() {
+        let hour = 3_600_000_000_000;
+        assert_eq!(ceil_to(hour + 1, hour), 2 * hour);
+        assert_eq!(ceil_to(hour, hour), hour);
+        assert_eq!(floor_to(-1, hour), -hour);
+        assert_eq!(floor_to(2 * hour - 1, hour), hour);
+    }
+}
