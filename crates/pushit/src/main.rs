@@ -106,6 +106,10 @@ enum Mode {
     /// 1.6 on the same recent TSBS rows: each panel's QPS and latency over
     /// moving ranges, as a ratio to InfluxDB's.
     Influxql(modes::influxql::Args),
+    /// Long-range InfluxQL panels (30 days at 1 h, the fleet) on a
+    /// downsampled database against the same rows not downsampled, in one
+    /// server: each panel's QPS and latency, rollups ÷ rows.
+    Downsampling(modes::downsampling::Args),
     /// Backups on loaded TSBS rows against VictoriaMetrics' vmbackup: a full
     /// backup's seconds and MB/s, the write rate beside it ÷ before, an
     /// incremental one's bytes after 1% more rows, a restore's seconds.
@@ -280,6 +284,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Memory(args) => modes::memory::run(&ctx, &args),
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Influxql(args) => modes::influxql::run(&ctx, &args),
+        Mode::Downsampling(args) => modes::downsampling::run(&ctx, &args),
         Mode::Backup(args) => modes::backup::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),

@@ -83,6 +83,23 @@ fn at(ns: i64) -> String {
     format!("fromUnixTimestamp64Nano(toInt64({ns}))")
 }
 
+/// `f.time` in any of `ranges` (`[from, to)`, ns; `i64::MIN`: unbounded);
+/// `0` for none.
+fn ranges_sql(ranges: &[(i64, i64)]) -> String {
+    let ranges: Vec<String> = ranges
+        .iter()
+        .filter(|(from, to)| from < to)
+        .map(|&(from, to)| match from {
+            i64::MIN => format!("f.time < {}", at(to)),
+            _ => format!("(f.time >= {} AND f.time < {})", at(from), at(to)),
+        })
+        .collect();
+    match ranges.is_empty() {
+        true => "0".to_owned(),
+        false => format!("({})", ranges.join(" OR ")),
+    }
+}
+
 impl Plan {
     /// The statement's SQL reading the rollups `view` offers, ending at
     /// `stop` (the aggregation's); `None` when no rollup answers it
@@ -119,28 +136,22 @@ impl Plan {
             (interval.every % step == 0 && interval.offset.rem_euclid(step) == 0)
                 .then_some((step, table))
         })?;
-        // Whole buckets inside the range, but those the rollups may lack.
-        let (first, end) = (
-            select.condition.start.map(|start| ceil_to(start, step)),
-            floor_to(stop, step),
-        );
-        if first.is_some_and(|first| first >= end) {
+        // Whole buckets inside the range, but those the rollups may lack;
+        // the rows elsewhere in it. Each side's condition is a union of
+        // time ranges, which the primary key prunes.
+        let (start, end) = (select.condition.start.unwrap_or(i64::MIN), stop);
+        let (first, last) = (ceil_to(start, step), floor_to(end, step));
+        if first >= last {
             return None;
         }
-        let mut from_rollup: Vec<String> = first
-            .map(|first| format!("f.time >= {}", at(first)))
-            .into_iter()
-            .collect();
-        from_rollup.push(format!("f.time < {}", at(end)));
-        if let Some((from, to)) = view.unsettled {
-            let (from, to) = (floor_to(from, step), ceil_to(to, step));
-            from_rollup.push(format!(
-                "NOT (f.time >= {} AND f.time < {})",
-                at(from),
-                at(to)
-            ));
-        }
-        let from_rollup = from_rollup.join(" AND ");
+        let (skip_from, skip_to) = view.unsettled.map_or((last, last), |(from, to)| {
+            (
+                floor_to(from, step).clamp(first, last),
+                ceil_to(to, step).clamp(first, last),
+            )
+        });
+        let from_rollup = ranges_sql(&[(first, skip_from), (skip_to, last)]);
+        let from_rows = ranges_sql(&[(start, first), (skip_from, skip_to), (last, end)]);
 
         let join = !self.keys.is_empty();
         let ids = self.filter.series.as_deref();
@@ -155,15 +166,10 @@ impl Plan {
                 }
             }
             let mut conditions: Vec<String> = series.into_iter().collect();
-            if rows {
-                if let Some(start) = select.condition.start {
-                    conditions.push(format!("f.time >= {}", at(start)));
-                }
-                conditions.push(format!("f.time < {}", at(stop)));
-                conditions.push(format!("NOT ({from_rollup})"));
-            } else {
-                conditions.push(from_rollup.clone());
-            }
+            conditions.push(match rows {
+                true => from_rows.clone(),
+                false => from_rollup.clone(),
+            });
             format!(
                 "SELECT {} FROM {from} WHERE {}",
                 columns.join(", "),
@@ -208,6 +214,15 @@ mod tests {
         assert_eq!(partial.columns[0].0, "f.`usage user@sum`");
         assert!(Partial::new(Aggregate::Mean, "state", FieldType::String).is_none());
         assert!(Partial::new(Aggregate::Median, "usage", FieldType::Float).is_none());
+    }
+
+    #[test]
+    fn empty_ranges_are_left_out() {
+        assert_eq!(ranges_sql(&[(5, 5), (7, 6)]), "0");
+        assert_eq!(
+            ranges_sql(&[(i64::MIN, 3), (4, 4)]),
+            "(f.time < fromUnixTimestamp64Nano(toInt64(3)))"
+        );
     }
 
     #[test]

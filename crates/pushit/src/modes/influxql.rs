@@ -200,7 +200,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
 
 /// The TSBS rows of `hosts` hosts for `steps` steps from `start_ms`, in
 /// line-protocol bodies of 5,000 lines.
-fn bodies(hosts: usize, steps: usize, start_ms: i64) -> Vec<String> {
+pub(super) fn bodies(hosts: usize, steps: usize, start_ms: i64) -> Vec<String> {
     let shift = start_ms * 1_000_000 - tsbs::START_NS;
     tsbs::CpuOnly::new(hosts)
         .bodies(steps, 5_000)
@@ -219,7 +219,7 @@ fn bodies(hosts: usize, steps: usize, start_ms: i64) -> Vec<String> {
 
 /// Writes `bodies` into `db` (created first on InfluxDB, which does not
 /// create databases on write); the last is visible when answered.
-async fn load(
+pub(super) async fn load(
     endpoints: &Endpoints,
     db: &str,
     bodies: &[String],
@@ -254,7 +254,7 @@ async fn load(
 }
 
 /// One answer, as JSON.
-async fn answer(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+pub(super) async fn answer(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
     let r = request.send().await?;
     let status = r.status();
     let text = r.text().await?;
@@ -266,7 +266,7 @@ async fn answer(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
 
 /// JSON equal but for floats, equal within a relative 1e-9 (the servers
 /// sum in different orders).
-fn same(a: &Value, b: &Value) -> bool {
+pub(super) fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
             let (x, y) = (

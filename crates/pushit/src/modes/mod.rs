@@ -12,6 +12,7 @@ use crate::Context;
 pub(crate) mod backup;
 pub(crate) mod batch;
 mod client;
+pub(crate) mod downsampling;
 pub(crate) mod edits;
 pub(crate) mod flush;
 pub(crate) mod http;
