@@ -73,6 +73,12 @@ log "artifacts: $binary, $engine"
 image="localhost/chingest:test"
 base_image="localhost/debian-minbase:$SUITE"
 work="$(mktemp -d -t chingest-docker-test.XXXXXX)"
+# The store holds the artifacts about four times over (the build context,
+# the layer, the committed image, the exported one); a full disk fails
+# deep inside podman with "read/write on closed pipe", so say it first.
+need_kb=$(( $(du -k "$binary" "$engine" | awk '{s += $1} END {print s}') * 5 ))
+free_kb=$(df -Pk "$work" | awk 'NR == 2 {print $4}')
+[ "$free_kb" -ge "$need_kb" ] || { rmdir "$work"; die "$(( free_kb / 1024 )) MiB free under $work, the image build needs about $(( need_kb / 1024 )) MiB"; }
 server_pid=""
 mounted=""
 
