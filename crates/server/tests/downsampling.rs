@@ -1,7 +1,8 @@
 //! Downsampling through the real server binary (docs/downsampling.md): a
 //! database configured in `[downsampling]` gets rollups that follow its
 //! writes, late writes and deletes within a few passes, equal to the same
-//! aggregates over its rows; a kill -9 in the middle of a pass loses
+//! aggregates over its rows; InfluxQL reading them answers as the rows
+//! alone do; a kill -9 or a power cut in the middle of a pass loses
 //! nothing (the next server's passes finish the work); and levels that
 //! cannot work are refused at startup, saying why.
 
@@ -31,11 +32,14 @@ fn config(dir: &Path, levels: &str) -> std::path::PathBuf {
 }
 
 fn start_downsampling(dir: &Path) -> Server {
+    start_downsampling_in(dir, &dir.join("data"))
+}
+
+/// As [`start_downsampling`], its configuration file in `dir` and its data
+/// in `data_dir`.
+fn start_downsampling_in(dir: &Path, data_dir: &Path) -> Server {
     let config = config(dir, r#"["1h:5m", "1d:1h"]"#);
-    start_with(
-        &dir.join("data"),
-        &["--config".as_ref(), config.as_os_str()],
-    )
+    start_with(data_dir, &["--config".as_ref(), config.as_os_str()])
 }
 
 /// `hosts` series, a point every `every_s` seconds for `points` points.
@@ -330,6 +334,47 @@ fn influxql_reads_rollups_and_rows_and_answers_as_the_rows_alone() {
     });
 }
 
+/// Hosts and days of [`month_until_first_pass`]'s points, one a minute.
+const MONTH: (i64, i64) = (20, 30);
+
+/// Writes a month of a point a minute for 20 hosts, and returns once the
+/// first pass has made its tables: it has a month of buckets to build in
+/// some sixty statements, and the caller interrupts it.
+async fn month_until_first_pass(server: &Server) {
+    let (hosts, days) = MONTH;
+    for day in 0..days {
+        let mut lines = Vec::new();
+        for host in 0..hosts {
+            for i in 0..1440 {
+                let t = START_S + day * 86_400 + i * 60;
+                lines.push(format!(
+                    "cpu,host=h{host} usage={}.5 {}",
+                    (i + host) % 97,
+                    t * 1_000_000_000
+                ));
+            }
+        }
+        post(server, &format!("/write?db={DB}"), lines.join("\n")).await;
+    }
+    let made = format!("SELECT count() FROM {DB}.`_rollup.1h.cpu.autogen`");
+    while answer(server, &made).await.is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// After the restart: every acknowledged point is there once, and the
+/// rollups equal the rows.
+async fn nothing_lost(server: &Server, after: &str) {
+    let (hosts, days) = MONTH;
+    let rows = sql(server, &format!("SELECT count() FROM {DB}.`cpu.autogen`")).await;
+    assert_eq!(
+        rows.trim(),
+        (hosts * days * 1440).to_string(),
+        "after {after}"
+    );
+    until_rolled_up(server, after, Duration::from_secs(60)).await;
+}
+
 #[test]
 fn a_kill_during_a_pass_loses_nothing() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -337,34 +382,41 @@ fn a_kill_during_a_pass_loses_nothing() {
     let mut server = start_downsampling(tmp.path());
     runtime.block_on(async {
         wait_ready(&server).await;
-        // 30 days of a point a minute for 20 hosts: a first pass of many
-        // statements, killed in its middle.
-        for day in 0..30 {
-            let mut lines = Vec::new();
-            for host in 0..20 {
-                for i in 0..1440 {
-                    let t = START_S + day * 86_400 + i * 60;
-                    lines.push(format!(
-                        "cpu,host=h{host} usage={}.5 {}",
-                        (i + host) % 97,
-                        t * 1_000_000_000
-                    ));
-                }
-            }
-            post(&server, &format!("/write?db={DB}"), lines.join("\n")).await;
-        }
-        // Killed once the first pass has made its tables: it has a month
-        // of buckets to build in some sixty statements.
-        let made = format!("SELECT count() FROM {DB}.`_rollup.1h.cpu.autogen`");
-        while answer(&server, &made).await.is_none() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        month_until_first_pass(&server).await;
     });
     server.kill();
     let server = start_downsampling(tmp.path());
     runtime.block_on(async {
         wait_ready(&server).await;
-        until_rolled_up(&server, "a kill -9 during a pass", Duration::from_secs(60)).await;
+        nothing_lost(&server, "a kill -9 during a pass").await;
+    });
+}
+
+#[test]
+fn a_power_cut_during_a_pass_loses_nothing() {
+    // The data directory is on forgetfs, which forgets every write not
+    // synced when the disk is cut (crates/forgetfs).
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (config, backing, mountpoint) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let data_dir = mountpoint.path().join("data");
+    let disk = forgetfs::mount(backing.path(), mountpoint.path())
+        .expect("mounting forgetfs needs root and /dev/fuse");
+    let mut server = start_downsampling_in(config.path(), &data_dir);
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        month_until_first_pass(&server).await;
+    });
+    server.kill();
+    disk.cut();
+    let _disk = forgetfs::mount(backing.path(), mountpoint.path()).unwrap();
+    let server = start_downsampling_in(config.path(), &data_dir);
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        nothing_lost(&server, "a power cut during a pass").await;
     });
 }
 

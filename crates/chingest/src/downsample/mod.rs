@@ -57,7 +57,7 @@ pub(crate) struct Downsampler {
     engine: Weak<Engine>,
     catalog: Weak<Catalog>,
     policies: BTreeMap<String, Downsampling>,
-    /// Held by a pass and by an edit of a downsampled database.
+    /// Held by a pass over a table and by an edit of a downsampled database.
     passes: tokio::sync::Mutex<()>,
     /// The fields each fact table's rollups and registry were made for in
     /// this process (by storage table): tables are made again only for a
@@ -250,7 +250,6 @@ impl Downsampler {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(());
         };
-        let _pass = self.passes.lock().await;
         for (name, policy) in &self.policies {
             let Some(database) = catalog.database(name) else {
                 continue;
@@ -259,6 +258,9 @@ impl Downsampler {
                 let names = TableNames::new(name, &rp, &measurement);
                 let fields = table.schema().fields.clone();
                 let storage = &names.storage_table;
+                // One table at a time: an edit waits for one table's pass
+                // at most, not for a pass over every database.
+                let _pass = self.passes.lock().await;
                 // Taken before the pass looks for new rows: an insert it
                 // does not find reports again, after, into `pending`.
                 {
