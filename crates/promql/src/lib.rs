@@ -261,10 +261,17 @@ async fn evaluate(
     for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
         let vs = selection.selector;
         let matchers = LabelMatcher::of_selector(vs.name.as_deref(), &vs.matchers.matchers)?;
-        let work = source.select(
+        // A range function may read one sample per rollup bucket where its
+        // range holds two buckets at least and a step one (a bucket per
+        // step at most: docs/downsampling.md).
+        let thin = selection.thin.map(|(thinned, range)| select::Thinning {
+            thinned,
+            widest_ms: (range / 2).min(if step > 0 { step } else { i64::MAX }),
+        });
+        let work = source.select_thinned(
             &matchers,
-            selection.start,
-            selection.end,
+            (selection.start, selection.end),
+            thin,
             &mut series_budget,
             &mut sample_budget,
         );

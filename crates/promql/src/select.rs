@@ -10,6 +10,7 @@ use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
+use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
 use chingest::{Access, Ingestor, TagMatcher, TagTest};
 use chingest_codecs::{otlp, prometheus as remote_write};
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cache::ResultCache;
 use crate::error::Error;
+use crate::eval::Thinned;
 use crate::naming::{self, Shape};
 use crate::value::{Labels, Series, METRIC_NAME};
 
@@ -654,6 +656,7 @@ impl Source<'_> {
         matchers: &[LabelMatcher],
         found: &HashMap<u64, Labels>,
         (start, end): (i64, i64),
+        thin: Option<Thinning>,
         budget: &mut usize,
     ) -> Result<SamplesById, Error> {
         let table = self.table_of(candidate);
@@ -664,7 +667,7 @@ impl Source<'_> {
             .recent_samples(table, &candidate.field, &ids, range)
         else {
             return self
-                .engine_samples(candidate, matchers, found, (start, end), budget)
+                .engine_samples(candidate, matchers, found, (start, end), thin, budget)
                 .await;
         };
         // Memory from its first whole ms on; the engine before it.
@@ -672,7 +675,7 @@ impl Source<'_> {
             + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
         let mut out = match from > start {
             true => {
-                self.engine_samples(candidate, matchers, found, (start, from - 1), budget)
+                self.engine_samples(candidate, matchers, found, (start, from - 1), thin, budget)
                     .await?
             }
             false => SamplesById::with_capacity(ids.len()),
@@ -824,6 +827,20 @@ impl Source<'_> {
         series_budget: &mut usize,
         sample_budget: &mut usize,
     ) -> Result<Vec<Series>, Error> {
+        self.select_thinned(matchers, (start, end), None, series_budget, sample_budget)
+            .await
+    }
+
+    /// As [`select`](Self::select), where `thin` allows one sample per
+    /// rollup bucket in place of the bucket's samples (docs/downsampling.md).
+    pub(crate) async fn select_thinned(
+        &self,
+        matchers: &[LabelMatcher],
+        (start, end): (i64, i64),
+        thin: Option<Thinning>,
+        series_budget: &mut usize,
+        sample_budget: &mut usize,
+    ) -> Result<Vec<Series>, Error> {
         let mut out = Vec::new();
         for candidate in self.candidates(matchers) {
             let found = self
@@ -833,7 +850,14 @@ impl Source<'_> {
                 continue;
             }
             let points = self
-                .samples(&candidate, matchers, &found, (start, end), sample_budget)
+                .samples(
+                    &candidate,
+                    matchers,
+                    &found,
+                    (start, end),
+                    thin,
+                    sample_budget,
+                )
                 .await?;
             for (id, mut points) in points {
                 // One sample per ms: the engine may hold several (retried
@@ -863,19 +887,31 @@ impl Source<'_> {
         matchers: &[LabelMatcher],
         found: &HashMap<u64, Labels>,
         (start, end): (i64, i64),
+        thin: Option<Thinning>,
         sample_budget: &mut usize,
     ) -> Result<SamplesById, Error> {
-        let sql = format!(
-            "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
-             WHERE series_id IN ({ids}) \
-             AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
-            field = quote_ident(&candidate.field),
-            facts = candidate.names.storage_table,
-            ids = self.id_set(candidate, matchers, found),
-            time = time_condition(start, end),
-            limit = *sample_budget + 1,
-        );
-        let batches = self.statement(&sql).await?;
+        let ids = self.id_set(candidate, matchers, found);
+        let limit = *sample_budget + 1;
+        let batches = match thin
+            .and_then(|thin| self.thinned_sql(candidate, &ids, (start, end), thin))
+        {
+            Some(samples) => {
+                let sql = format!("{samples} ORDER BY series_id, t LIMIT {limit}");
+                self.statements.fetch_add(1, Ordering::Relaxed);
+                self.ingestor.query_rollups(&sql).await?
+            }
+            None => {
+                let sql = format!(
+                    "SELECT series_id, toUnixTimestamp64Milli(time), toFloat64({field}) FROM {facts} \
+                     WHERE series_id IN ({ids}) \
+                     AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
+                    field = quote_ident(&candidate.field),
+                    facts = candidate.names.storage_table,
+                    time = time_condition(start, end),
+                );
+                self.statement(&sql).await?
+            }
+        };
         let mut points = SamplesById::new();
         for batch in &batches {
             read_samples(
@@ -887,6 +923,65 @@ impl Source<'_> {
             )?;
         }
         Ok(points)
+    }
+}
+
+/// What a selection may read from rollups: the sample that stands for a
+/// bucket's samples, and the widest bucket (ms) that keeps its answer
+/// close (docs/downsampling.md).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Thinning {
+    pub(crate) thinned: Thinned,
+    pub(crate) widest_ms: i64,
+}
+
+impl Source<'_> {
+    /// The samples of `ids` in `[start, end]` (ms) of `candidate` as
+    /// `(series_id, t, v)` rows, with one sample per bucket where a rollup
+    /// holds the bucket whole (`thin`); `None` where no level fits.
+    fn thinned_sql(
+        &self,
+        candidate: &Candidate,
+        ids: &str,
+        (start, end): (i64, i64),
+        thin: Thinning,
+    ) -> Option<String> {
+        let (database, rp, measurement) = self.table_of(candidate);
+        let view = self.ingestor.rollups(database, rp, measurement)?;
+        let field = &candidate.field;
+        let rolled = view
+            .fields
+            .iter()
+            .any(|(f, ty)| f == field && Kept::Sum.applies_to(*ty));
+        let (width, table) = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
+        let (start_ns, end_ns) = ms_to_ns(start, end);
+        let split = view.split(width, start_ns, end_ns.saturating_add(1))?;
+        if !rolled {
+            return None;
+        }
+        let value = Rollup::column(
+            field,
+            match thin.thinned {
+                Thinned::Last => Kept::Last,
+                Thinned::Max => Kept::Max,
+                Thinned::Min => Kept::Min,
+            },
+        );
+        let (count, last_time) = (
+            Rollup::column(field, Kept::Count),
+            Rollup::column(field, Kept::LastTime),
+        );
+        let field = quote_ident(field);
+        Some(format!(
+            "SELECT series_id, toUnixTimestamp64Milli(t), v FROM (\
+             SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
+             WHERE series_id IN ({ids}) AND {} AND {count} > 0 \
+             UNION ALL SELECT series_id, time AS t, toFloat64({field}) AS v FROM {facts} \
+             WHERE series_id IN ({ids}) AND {} AND {field} IS NOT NULL)",
+            time_in_sql("time", &split.rollup),
+            time_in_sql("time", &split.rows),
+            facts = candidate.names.storage_table,
+        ))
     }
 }
 

@@ -334,6 +334,144 @@ fn influxql_reads_rollups_and_rows_and_answers_as_the_rows_alone() {
     });
 }
 
+/// A counter rising steadily and a gauge, per host, every 15 s from 7 s
+/// past `START_S` (no sample on a bucket's edge) for two days.
+fn node_body(hosts: i64) -> String {
+    let mut lines = Vec::new();
+    for host in 0..hosts {
+        for i in 0..11_520 {
+            let t = START_S + 7 + i * 15;
+            lines.push(format!(
+                "node,host=h{host} bytes={}i,load={}.5 {}",
+                i * 1_000 + host * 7,
+                (i * 31 + host * 17) % 97,
+                t * 1_000_000_000
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+/// The values of a counter of `/metrics`.
+async fn counter(server: &Server, name: &str) -> u64 {
+    let (_, metrics) = child::get(server, "/metrics").await;
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+}
+
+/// Waits for two more passes (after `passes`): every row written before
+/// is rolled up.
+async fn two_passes(server: &Server) {
+    let first = counter(server, "chingest_downsampling_passes_total").await;
+    while counter(server, "chingest_downsampling_passes_total").await < first + 2 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A PromQL range query's answer in `db`: per series, its labels and
+/// `(t, value)`s.
+async fn promql(
+    server: &Server,
+    db: &str,
+    query: &str,
+    step_s: i64,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    let (start, end) = (START_S + 6 * 3600, START_S + 42 * 3600);
+    let (status, text) = child::get(
+        server,
+        &format!(
+            "/api/v1/query_range?db={db}&query={}&start={start}&end={end}&step={step_s}",
+            urlencode(query)
+        ),
+    )
+    .await;
+    assert!(status.is_success(), "{query}: {status} {text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|series| {
+            let values = series["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    (
+                        v[0].as_f64().unwrap(),
+                        v[1].as_str().unwrap().parse().unwrap(),
+                    )
+                })
+                .collect();
+            (series["metric"].to_string(), values)
+        })
+        .collect()
+}
+
+/// Range functions that a bucket's last, greatest or least sample answers
+/// (at steps of a bucket at least, over ranges of two): on a steady
+/// counter and a gauge whose samples are never on a bucket's edge, equal
+/// to the rows' answers; and ones that read the rows.
+const PROMQL: &[(&str, i64, bool)] = &[
+    ("rate(node_bytes[30m])", 3600, true),
+    ("increase(node_bytes[2h])", 3600, true),
+    ("sum by (host) (rate(node_bytes[1h]))", 1800, true),
+    ("max_over_time(node_load[1h])", 3600, true),
+    ("min_over_time(node_load[1h])", 3600, true),
+    ("last_over_time(node_load[1h])", 3600, true),
+    ("rate(node_bytes[5m])", 3600, false),
+    ("avg_over_time(node_load[1h])", 3600, false),
+    ("node_load", 3600, false),
+];
+
+#[test]
+fn promql_range_functions_read_rollups_and_answer_as_the_rows() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start_downsampling(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        write_both(&server, &node_body(3)).await;
+        two_passes(&server).await;
+        for &(query, step, thinned) in PROMQL {
+            let before = counter(&server, "chingest_rollup_queries_total").await;
+            let down = promql(&server, DB, query, step).await;
+            let read = counter(&server, "chingest_rollup_queries_total").await > before;
+            assert_eq!(read, thinned, "{query}: read rollups");
+            let plain = promql(&server, RAW, query, step).await;
+            assert!(!plain.is_empty(), "{query}: no series");
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+            let equal = down.len() == plain.len()
+                && down.iter().zip(&plain).all(|((la, va), (lb, vb))| {
+                    la == lb
+                        && va.len() == vb.len()
+                        && va
+                            .iter()
+                            .zip(vb)
+                            .all(|(a, b)| a.0 == b.0 && close(a.1, b.1))
+                });
+            assert!(equal, "{query}\ndownsampled: {down:?}\nplain: {plain:?}");
+        }
+        // A late sample into a rolled-up bucket, asked at once: read from
+        // the rows until a pass has rolled it up.
+        let late = format!(
+            "node,host=h0 load=1000.5 {}",
+            (START_S + 10 * 3600 + 38) * 1_000_000_000
+        );
+        write_both(&server, &late).await;
+        let query = "max_over_time(node_load[1h])";
+        let (down, plain) = (
+            promql(&server, DB, query, 3600).await,
+            promql(&server, RAW, query, 3600).await,
+        );
+        assert_eq!(down, plain, "{query} after a late sample");
+        assert!(format!("{down:?}").contains("1000.5"), "{down:?}");
+    });
+}
+
 /// Hosts and days of [`month_until_first_pass`]'s points, one a minute.
 const MONTH: (i64, i64) = (20, 30);
 

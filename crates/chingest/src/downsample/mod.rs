@@ -70,6 +70,52 @@ pub(crate) struct Downsampler {
 /// A time span, `[from, to)` in ns.
 type Span = (i64, i64);
 
+impl RollupView {
+    /// The coarsest level whose bucket width `fits`, as (width, table).
+    pub fn level(&self, fits: impl Fn(Duration) -> bool) -> Option<(Duration, &str)> {
+        self.levels
+            .iter()
+            .rev()
+            .find(|(interval, _)| fits(*interval))
+            .map(|(interval, table)| (*interval, table.as_str()))
+    }
+
+    /// Splits `[start, end)` (ns) for a read at buckets of `interval`:
+    /// the spans whose buckets the rollup holds whole (inside the range,
+    /// outside what it may lack), and the rest, to be read from the rows.
+    /// `None` when no whole bucket is left to the rollup.
+    pub fn split(&self, interval: Duration, start: i64, end: i64) -> Option<RollupSplit> {
+        let (first, last) = (ceil_to(start, interval), floor_to(end, interval));
+        if first >= last {
+            return None;
+        }
+        let (skip_from, skip_to) = self.unsettled.map_or((last, last), |(from, to)| {
+            (
+                floor_to(from, interval).clamp(first, last),
+                ceil_to(to, interval).clamp(first, last),
+            )
+        });
+        let keep = |spans: &[Span]| -> Vec<Span> {
+            spans.iter().copied().filter(|(a, b)| a < b).collect()
+        };
+        let rollup = keep(&[(first, skip_from), (skip_to, last)]);
+        (!rollup.is_empty()).then(|| RollupSplit {
+            rows: keep(&[(start, first), (skip_from, skip_to), (last, end)]),
+            rollup,
+        })
+    }
+}
+
+/// A range split between a rollup and the rows ([`RollupView::split`]):
+/// `[from, to)` spans in ns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollupSplit {
+    /// Whole buckets the rollup holds.
+    pub rollup: Vec<(i64, i64)>,
+    /// The rest of the range.
+    pub rows: Vec<(i64, i64)>,
+}
+
 fn union(a: Option<Span>, b: Span) -> Span {
     a.map_or(b, |a| (a.0.min(b.0), a.1.max(b.1)))
 }
@@ -545,5 +591,38 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
                 tracing::warn!(%err, "a downsampling pass failed; trying again");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(unsettled: Option<Span>) -> RollupView {
+        RollupView {
+            levels: vec![(Duration::from_nanos(10), "t".to_owned())],
+            fields: Vec::new(),
+            unsettled,
+        }
+    }
+
+    #[test]
+    fn a_range_splits_into_whole_buckets_and_the_rest() {
+        let step = Duration::from_nanos(10);
+        // Cut ends go to the rows.
+        let split = view(None).split(step, 5, 47).unwrap();
+        assert_eq!(split.rollup, vec![(10, 40)]);
+        assert_eq!(split.rows, vec![(5, 10), (40, 47)]);
+        // What the rollups may lack too, in whole buckets.
+        let split = view(Some((23, 27))).split(step, 0, 50).unwrap();
+        assert_eq!(split.rollup, vec![(0, 20), (30, 50)]);
+        assert_eq!(split.rows, vec![(20, 30)]);
+        // Unsettled past the end, an unbounded start.
+        let split = view(Some((45, 90))).split(step, i64::MIN, 50).unwrap();
+        assert_eq!(split.rows.last(), Some(&(40, 50)));
+        assert_eq!(split.rows[0].0, i64::MIN);
+        // No whole bucket: nothing for the rollup.
+        assert_eq!(view(None).split(step, 11, 19), None);
+        assert_eq!(view(Some((0, 100))).split(step, 0, 50), None);
     }
 }

@@ -125,6 +125,33 @@ pub fn interval_name(interval: Duration) -> String {
     }
 }
 
+/// `column` (a `DateTime64`) in any of `spans` (`[from, to)`, ns;
+/// `i64::MIN` and `i64::MAX` unbounded); `0` for none. Each span is a
+/// range the primary key prunes.
+pub fn time_in_sql(column: &str, spans: &[(i64, i64)]) -> String {
+    let at = |ns: i64| format!("fromUnixTimestamp64Nano(toInt64({ns}))");
+    let spans: Vec<String> = spans
+        .iter()
+        .map(|&(from, to)| {
+            let mut bounds = Vec::new();
+            if from != i64::MIN {
+                bounds.push(format!("{column} >= {}", at(from)));
+            }
+            if to != i64::MAX {
+                bounds.push(format!("{column} < {}", at(to)));
+            }
+            match bounds.is_empty() {
+                true => "1".to_owned(),
+                false => format!("({})", bounds.join(" AND ")),
+            }
+        })
+        .collect();
+    match spans.is_empty() {
+        true => "0".to_owned(),
+        false => format!("({})", spans.join(" OR ")),
+    }
+}
+
 /// One rollup table: the fact table it rolls up and its bucket width.
 #[derive(Debug, Clone)]
 pub struct Rollup {
@@ -295,6 +322,16 @@ mod tests {
             crate::layout::names::parse_storage_name("_rollup.5m.cpu.autogen"),
             None,
             "the catalog must never take a rollup for a measurement's table"
+        );
+    }
+
+    #[test]
+    fn time_spans_leave_out_unbounded_ends() {
+        assert_eq!(time_in_sql("t", &[]), "0");
+        assert_eq!(
+            time_in_sql("t", &[(i64::MIN, 3), (4, 5)]),
+            "((t < fromUnixTimestamp64Nano(toInt64(3))) OR \
+             (t >= fromUnixTimestamp64Nano(toInt64(4)) AND t < fromUnixTimestamp64Nano(toInt64(5))))"
         );
     }
 

@@ -9,7 +9,7 @@
 //! twice or missed.
 
 use chingest::layout::names::quote_ident;
-use chingest::layout::rollup::{Aggregate as Kept, Rollup};
+use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
 use chingest::RollupView;
 
@@ -78,35 +78,6 @@ impl Partial {
 /// slower). A statement whose series are not listed counts as this many.
 const MIN_SERIES_DAYS: i64 = 14;
 
-fn floor_to(t: i64, step: i64) -> i64 {
-    t.div_euclid(step).saturating_mul(step)
-}
-
-fn ceil_to(t: i64, step: i64) -> i64 {
-    floor_to(t.saturating_sub(1), step).saturating_add(step)
-}
-
-fn at(ns: i64) -> String {
-    format!("fromUnixTimestamp64Nano(toInt64({ns}))")
-}
-
-/// `f.time` in any of `ranges` (`[from, to)`, ns; `i64::MIN`: unbounded);
-/// `0` for none.
-fn ranges_sql(ranges: &[(i64, i64)]) -> String {
-    let ranges: Vec<String> = ranges
-        .iter()
-        .filter(|(from, to)| from < to)
-        .map(|&(from, to)| match from {
-            i64::MIN => format!("f.time < {}", at(to)),
-            _ => format!("(f.time >= {} AND f.time < {})", at(from), at(to)),
-        })
-        .collect();
-    match ranges.is_empty() {
-        true => "0".to_owned(),
-        false => format!("({})", ranges.join(" OR ")),
-    }
-}
-
 impl Plan {
     /// The statement's SQL reading the rollups `view` offers, ending at
     /// `stop` (the aggregation's); `None` when no rollup answers it
@@ -139,33 +110,27 @@ impl Plan {
             partials.push(Partial::new(func, field, *ty)?);
         }
         // The coarsest level whose buckets tile the statement's.
-        let (step, table) = view.levels.iter().rev().find_map(|(interval_of, table)| {
-            let step = interval_of.as_nanos() as i64;
-            (interval.every % step == 0 && interval.offset.rem_euclid(step) == 0)
-                .then_some((step, table))
+        let (step, table) = view.level(|width| {
+            let width = width.as_nanos() as i64;
+            interval.every % width == 0 && interval.offset.rem_euclid(width) == 0
         })?;
         // Whole buckets inside the range, but those the rollups may lack;
-        // the rows elsewhere in it. Each side's condition is a union of
-        // time ranges, which the primary key prunes.
-        let (start, end) = (select.condition.start.unwrap_or(i64::MIN), stop);
-        let (first, last) = (ceil_to(start, step), floor_to(end, step));
+        // the rows elsewhere in it.
+        let start = select.condition.start.unwrap_or(i64::MIN);
         let series = self
             .filter
             .series
             .as_ref()
             .map_or(MIN_SERIES_DAYS, |ids| ids.len() as i64);
-        let days = end.saturating_sub(start) / 86_400_000_000_000;
-        if first >= last || series.saturating_mul(days) < MIN_SERIES_DAYS {
+        let days = stop.saturating_sub(start) / 86_400_000_000_000;
+        if series.saturating_mul(days) < MIN_SERIES_DAYS {
             return None;
         }
-        let (skip_from, skip_to) = view.unsettled.map_or((last, last), |(from, to)| {
-            (
-                floor_to(from, step).clamp(first, last),
-                ceil_to(to, step).clamp(first, last),
-            )
-        });
-        let from_rollup = ranges_sql(&[(first, skip_from), (skip_to, last)]);
-        let from_rows = ranges_sql(&[(start, first), (skip_from, skip_to), (last, end)]);
+        let split = view.split(step, start, stop)?;
+        let (from_rollup, from_rows) = (
+            time_in_sql("f.time", &split.rollup),
+            time_in_sql("f.time", &split.rows),
+        );
 
         let join = !self.keys.is_empty();
         let ids = self.filter.series.as_deref();
@@ -228,23 +193,5 @@ mod tests {
         assert_eq!(partial.columns[0].0, "f.`usage user@sum`");
         assert!(Partial::new(Aggregate::Mean, "state", FieldType::String).is_none());
         assert!(Partial::new(Aggregate::Median, "usage", FieldType::Float).is_none());
-    }
-
-    #[test]
-    fn empty_ranges_are_left_out() {
-        assert_eq!(ranges_sql(&[(5, 5), (7, 6)]), "0");
-        assert_eq!(
-            ranges_sql(&[(i64::MIN, 3), (4, 4)]),
-            "(f.time < fromUnixTimestamp64Nano(toInt64(3)))"
-        );
-    }
-
-    #[test]
-    fn buckets_round_outward_and_inward() {
-        let hour = 3_600_000_000_000;
-        assert_eq!(ceil_to(hour + 1, hour), 2 * hour);
-        assert_eq!(ceil_to(hour, hour), hour);
-        assert_eq!(floor_to(-1, hour), -hour);
-        assert_eq!(floor_to(2 * hour - 1, hour), hour);
     }
 }

@@ -40,6 +40,35 @@ pub(crate) struct Selection<'e> {
     pub(crate) selector: &'e VectorSelector,
     pub(crate) start: i64,
     pub(crate) end: i64,
+    /// For the range of a function that a bucket's last (or greatest, or
+    /// least) sample answers closely: what may stand for each bucket's
+    /// samples, and the range (docs/downsampling.md).
+    pub(crate) thin: Option<(Thinned, i64)>,
+}
+
+/// What a rollup's bucket gives a range function instead of its samples:
+/// one sample at the time of the bucket's last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Thinned {
+    /// The last sample (`rate`, `increase`, `delta`, `last_over_time`).
+    Last,
+    /// The greatest value (`max_over_time`).
+    Max,
+    /// The least value (`min_over_time`).
+    Min,
+}
+
+impl Thinned {
+    /// What stands for a bucket in the range of the function `name`;
+    /// `None` where the bucket's samples are all needed.
+    fn of_function(name: &str) -> Option<Thinned> {
+        match name {
+            "rate" | "increase" | "delta" | "last_over_time" => Some(Thinned::Last),
+            "max_over_time" => Some(Thinned::Max),
+            "min_over_time" => Some(Thinned::Min),
+            _ => None,
+        }
+    }
 }
 
 /// The selectors of `expr` evaluated at times in `[start, end]` (ms) and
@@ -54,7 +83,27 @@ pub(crate) fn selectors(
 ) -> Vec<Selection<'_>> {
     let mut out = Vec::new();
     collect(expr, start, end, query, lookback, &mut out);
+    // Inside a subquery the steps are the subquery's: nothing is thinned.
+    if contains_subquery(expr) {
+        for selection in &mut out {
+            selection.thin = None;
+        }
+    }
     out
+}
+
+fn contains_subquery(expr: &Expr) -> bool {
+    match expr {
+        Expr::Subquery(_) => true,
+        Expr::Aggregate(agg) => {
+            agg.param.as_deref().is_some_and(contains_subquery) || contains_subquery(&agg.expr)
+        }
+        Expr::Unary(u) => contains_subquery(&u.expr),
+        Expr::Binary(b) => contains_subquery(&b.lhs) || contains_subquery(&b.rhs),
+        Expr::Paren(p) => contains_subquery(&p.expr),
+        Expr::Call(call) => call.args.args.iter().any(|arg| contains_subquery(arg)),
+        _ => false,
+    }
 }
 
 fn collect<'e>(
@@ -79,6 +128,7 @@ fn collect<'e>(
                 selector: vs,
                 start: lo - lookback,
                 end: hi,
+                thin: None,
             });
         }
         Expr::MatrixSelector(ms) => {
@@ -88,6 +138,7 @@ fn collect<'e>(
                 selector: &ms.vs,
                 start: lo - range,
                 end: hi,
+                thin: None,
             });
         }
         Expr::Subquery(sq) => {
@@ -114,8 +165,13 @@ fn collect<'e>(
         }
         Expr::Paren(p) => collect(&p.expr, start, end, query, lookback, out),
         Expr::Call(call) => {
+            let thinned = Thinned::of_function(call.func.name);
             for arg in &call.args.args {
+                let before = out.len();
                 collect(arg, start, end, query, lookback, out);
+                if let (Some(thinned), Expr::MatrixSelector(ms)) = (thinned, arg.as_ref()) {
+                    out[before].thin = Some((thinned, duration_ms(&ms.range)));
+                }
             }
         }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
