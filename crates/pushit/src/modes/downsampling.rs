@@ -248,7 +248,7 @@ async fn rollup_queries(endpoints: &Endpoints) -> anyhow::Result<u64> {
 
 /// Waits until `passes` more downsampling passes have finished, failing
 /// on a failed one or after ten minutes.
-async fn wait_for_passes(endpoints: &Endpoints, passes: u64) -> anyhow::Result<()> {
+pub(super) async fn wait_for_passes(endpoints: &Endpoints, passes: u64) -> anyhow::Result<()> {
     let passed = || counter(endpoints, "chingest_downsampling_passes_total");
     let failed = || counter(endpoints, "chingest_downsampling_errors_total");
     let (first, errors) = (passed().await?, failed().await?);

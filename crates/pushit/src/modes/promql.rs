@@ -30,6 +30,7 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::client::{count, wait_visible};
+use super::downsampling::wait_for_passes;
 use super::peers::{prometheus, victoriametrics};
 use super::prom::write_all;
 use super::promql_dashboard;
@@ -58,6 +59,12 @@ pub(crate) struct Args {
     /// refreshes.
     #[arg(long)]
     dashboard: bool,
+    /// Long-range panels instead (`rate`, `max_over_time` of one series and
+    /// a fleet's `sum by (job)` over the whole data at 1 h steps), chingest
+    /// answering from a downsampled database (`1d:5m`, `7d:1h`) and, as
+    /// `chingest-rows`, from one that is not: e.g. `--hours 720`.
+    #[arg(long, conflicts_with = "dashboard")]
+    downsampled: bool,
     /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
     #[arg(long, default_value_t = 20, requires = "dashboard")]
     hosts: usize,
@@ -161,6 +168,47 @@ fn queries(data: &Data) -> Vec<Query> {
     ]
 }
 
+/// With `--downsampled`: panels over the whole data (less its first hour)
+/// at 1 h steps, each range function reading one sample per 5 m bucket.
+fn long_range_queries(data: &Data) -> Vec<Query> {
+    let end = data.end_ms() / 1000;
+    let span = data.scrapes as i64 * INTERVAL_MS / 1000 - 3_600;
+    let series = &data.series[0];
+    let selector: Vec<String> = series
+        .iter()
+        .filter(|(label, _)| *label != "__name__")
+        .map(|(label, value)| format!("{label}=\"{value}\""))
+        .collect();
+    let one = format!("{METRIC}{{{}}}", selector.join(","));
+    let days = span / 86_400;
+    let range = |name: String, query: String| {
+        let request = Request {
+            path: "/api/v1/query_range",
+            params: vec![
+                ("query", query),
+                ("start", (end - span).to_string()),
+                ("end", end.to_string()),
+                ("step", "3600".to_owned()),
+            ],
+        };
+        Query::single(name, request, Load::Concurrent, Target::FasterPeer)
+    };
+    vec![
+        range(
+            format!("panel: rate of 1 series, {days} d @ 1 h"),
+            format!("rate({one}[1h])"),
+        ),
+        range(
+            format!("panel: max_over_time of 1 series, {days} d @ 1 h"),
+            format!("max_over_time({one}[1h])"),
+        ),
+        range(
+            format!("fleet: sum by (job) (rate) of all, {days} d @ 1 h"),
+            format!("sum by (job) (rate({METRIC}[1h]))"),
+        ),
+    ]
+}
+
 /// What one server answered and measured for one query.
 struct Answered {
     /// Series (or label values) and points of its answer.
@@ -213,25 +261,44 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         data.samples(),
         data.end_ms() / 1000
     ));
-    let queries = match args.dashboard {
-        true => promql_dashboard::queries(&data, args.hosts),
-        false => queries(&data),
+    let queries = match (args.dashboard, args.downsampled) {
+        (true, _) => promql_dashboard::queries(&data, args.hosts),
+        (false, true) => long_range_queries(&data),
+        (false, false) => queries(&data),
     };
     let runtime = tokio::runtime::Runtime::new()?;
     // (server, its answers in query order)
     let mut servers: Vec<(&str, Vec<Answered>)> = Vec::new();
     let db = format!("pushit_promql_{}", std::process::id());
+    let rolled = format!("{db}_rolled");
+    let downsample = |config: &mut chingest_server::config::ServerConfig| {
+        if args.downsampled {
+            config.downsampling.period_ms = 1_000;
+            let levels = vec!["1d:5m".to_owned(), "7d:1h".to_owned()];
+            config.downsampling.databases.insert(rolled.clone(), levels);
+        }
+    };
     let answers = runtime.block_on(with_server(
         ctx,
         &args.server,
-        |_| {},
+        downsample,
         async |endpoints| {
             load_chingest(ctx, endpoints, &db, data.requests(), &data).await?;
-            settle(ctx, &ctx.connect()?)?;
-            ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await
+            if !args.downsampled {
+                settle(ctx, &ctx.connect()?)?;
+                let answers =
+                    ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
+                return Ok(vec![("chingest", answers)]);
+            }
+            load_chingest(ctx, endpoints, &rolled, data.requests(), &data).await?;
+            ctx.progress("promql: waiting for two downsampling passes");
+            wait_for_passes(endpoints, 2).await?;
+            let rows = ask_all(ctx, args, "chingest-rows", endpoints, Some(&db), &queries).await?;
+            let rolled = ask_all(ctx, args, "chingest", endpoints, Some(&rolled), &queries).await?;
+            Ok(vec![("chingest", rolled), ("chingest-rows", rows)])
         },
     ))?;
-    servers.push(("chingest", answers));
+    servers.extend(answers);
     if let Some(binary) = &args.prometheus {
         let answers = runtime.block_on(async {
             let peer = prometheus(ctx, binary, &data).await?;
