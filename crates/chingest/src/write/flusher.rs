@@ -54,9 +54,12 @@ pub(crate) struct FlushContext {
     closed: AtomicBool,
 }
 
-/// Told `(storage table, [first, last + 1) ns)` of a fact insert.
+/// What an [`InsertObserver`] calls: `(storage table, [first, last + 1) ns)`.
+type ObserveInsert = dyn Fn(&str, (i64, i64)) + Send + Sync;
+
+/// Told the storage table and time span of each fact insert.
 #[derive(Clone)]
-pub(crate) struct InsertObserver(pub(crate) Arc<dyn Fn(&str, (i64, i64)) + Send + Sync>);
+pub(crate) struct InsertObserver(pub(crate) Arc<ObserveInsert>);
 
 impl std::fmt::Debug for InsertObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
