@@ -507,6 +507,44 @@ fn influxql_compares_every_panel_with_influxdb() {
 }
 
 #[test]
+fn downsampling_compares_rollups_with_rows() {
+    // The run stops if a panel's answers differ between the databases.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "downsampling",
+        "--hosts",
+        "2",
+        "--days",
+        "2",
+        "--seconds",
+        "0.2",
+    ];
+    let rows = pushit(dir.path(), &args);
+    assert_eq!(rows.len(), 12, "six panels on two databases: {rows:?}");
+    for pair in rows.chunks(2) {
+        assert_eq!(pair[0]["panel"], pair[1]["panel"]);
+        assert_eq!(
+            (&pair[0]["side"], &pair[1]["side"]),
+            (&"rows".into(), &"rollups".into())
+        );
+        assert!(
+            pair.iter().all(|row| row["qps"].as_f64().unwrap() > 0.0),
+            "{pair:?}"
+        );
+    }
+    // A fleet's statements read rollups whatever the size; one host's two
+    // days are too few rows (docs/influxql.md).
+    let read = |panel: &str| {
+        let row = rows
+            .iter()
+            .find(|row| row["panel"] == panel && row["side"] == "rollups");
+        row.unwrap()["read_rollups"].as_bool().unwrap()
+    };
+    assert!(read("fleet, mean, whole range @ 1 h"));
+    assert!(!read("one host, mean, 2 days @ 5 m"));
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

@@ -98,10 +98,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("÷ influxdb", "over_influxdb", Format::Ratio),
         ],
     );
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_millis() as i64;
-    let end_ms = now_ms / 60_000 * 60_000;
+    let end_ms = last_whole_minute_ms()?;
     let steps = args.hours * 3600 / STEP_S as usize;
     let start_ms = end_ms - steps as i64 * STEP_S * 1000;
     ctx.progress(format!(
@@ -142,13 +139,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                                 .replace("{host}", &format!("host_{}", k as usize % args.hosts))
                                 .replace("{start}", &(end - 3_600_000).to_string())
                                 .replace("{end}", &end.to_string());
-                            let url = format!("{}/query", endpoints.http);
-                            let request = client.get(url).query(&[
-                                ("db", db),
-                                ("q", q.as_str()),
-                                ("epoch", "ms"),
-                            ]);
-                            authorized(endpoints, request)
+                            query_request(client, endpoints, db, &q)
                         })
                         .collect::<Vec<_>>()
                 };
@@ -196,6 +187,28 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     })?;
     report.finish();
     Ok(())
+}
+
+/// The start of this minute, ms since the epoch: where the data ends.
+pub(super) fn last_whole_minute_ms() -> anyhow::Result<i64> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    Ok(now_ms / 60_000 * 60_000)
+}
+
+/// `GET /query` of `q` in `db`, times in ms.
+pub(super) fn query_request(
+    client: &reqwest::Client,
+    endpoints: &Endpoints,
+    db: &str,
+    q: &str,
+) -> reqwest::RequestBuilder {
+    let url = format!("{}/query", endpoints.http);
+    let request = client
+        .get(url)
+        .query(&[("db", db), ("q", q), ("epoch", "ms")]);
+    authorized(endpoints, request)
 }
 
 /// The TSBS rows of `hosts` hosts for `steps` steps from `start_ms`, in
