@@ -5,6 +5,7 @@
 //! all read.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
@@ -12,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, TagMatcher, TagTest};
+use chingest::{Access, Ingestor, RollupView, TagMatcher, TagTest};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -670,13 +671,28 @@ impl Source<'_> {
                 .engine_samples(candidate, matchers, found, (start, end), thin, budget)
                 .await;
         };
-        // Memory from its first whole ms on; the engine before it.
-        let from = recent.from_ns.div_euclid(1_000_000)
+        // Memory from its first whole ms on; the engine before it. Read
+        // from a rollup, the engine's part ends on a bucket's edge, so no
+        // row before memory's start is read.
+        let mut from = recent.from_ns.div_euclid(1_000_000)
             + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
+        let thinned = thin.zip(thin.and_then(|thin| self.thin_level(candidate, thin)));
+        let thinned = thinned.map(|(thin, (_, width, _))| (thin.thinned, width.as_millis() as i64));
+        if let Some((_, width)) = thinned {
+            from = from.saturating_add(width - 1).div_euclid(width) * width;
+        }
         let mut out = match from > start {
             true => {
-                self.engine_samples(candidate, matchers, found, (start, from - 1), thin, budget)
-                    .await?
+                let engine_end = (from - 1).min(end);
+                self.engine_samples(
+                    candidate,
+                    matchers,
+                    found,
+                    (start, engine_end),
+                    thin,
+                    budget,
+                )
+                .await?
             }
             false => SamplesById::with_capacity(ids.len()),
         };
@@ -686,6 +702,10 @@ impl Source<'_> {
                 .map(|(ns, value)| (ns.div_euclid(1_000_000), value))
                 .skip_while(|(ms, _)| *ms < from)
                 .collect();
+            let samples = match thinned {
+                Some((kind, width)) => thin_samples(samples, kind, width),
+                None => samples,
+            };
             if samples.is_empty() {
                 continue;
             }
@@ -946,19 +966,17 @@ impl Source<'_> {
         (start, end): (i64, i64),
         thin: Thinning,
     ) -> Option<String> {
-        let (database, rp, measurement) = self.table_of(candidate);
-        let view = self.ingestor.rollups(database, rp, measurement)?;
-        let field = &candidate.field;
-        let rolled = view
-            .fields
-            .iter()
-            .any(|(f, ty)| f == field && Kept::Sum.applies_to(*ty));
-        let (width, table) = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
+        let (view, width, table) = self.thin_level(candidate, thin)?;
         let (start_ns, end_ns) = ms_to_ns(start, end);
-        let split = view.split(width, start_ns, end_ns.saturating_add(1))?;
-        if !rolled {
-            return None;
-        }
+        // The first bucket whole: one sample stands for a bucket anyway,
+        // and it spares reading the rows before its edge.
+        let step = width.as_nanos() as i64;
+        let split = view.split(
+            width,
+            start_ns.div_euclid(step) * step,
+            end_ns.saturating_add(1),
+        )?;
+        let field = &candidate.field;
         let value = Rollup::column(
             field,
             match thin.thinned {
@@ -971,18 +989,76 @@ impl Source<'_> {
             Rollup::column(field, Kept::Count),
             Rollup::column(field, Kept::LastTime),
         );
-        let field = quote_ident(field);
-        Some(format!(
-            "SELECT series_id, toUnixTimestamp64Milli(t), v FROM (\
-             SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
-             WHERE series_id IN ({ids}) AND {} AND {count} > 0 \
-             UNION ALL SELECT series_id, time AS t, toFloat64({field}) AS v FROM {facts} \
-             WHERE series_id IN ({ids}) AND {} AND {field} IS NOT NULL)",
+        let mut sides = vec![format!(
+            "SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
+             WHERE series_id IN ({ids}) AND {} AND {count} > 0",
             time_in_sql("time", &split.rollup),
-            time_in_sql("time", &split.rows),
-            facts = candidate.names.storage_table,
+        )];
+        if !split.rows.is_empty() {
+            // The rows thinned alike, a sample per bucket: a window whose
+            // samples were half a bucket's and half each sample's would
+            // be extrapolated by neither's spacing.
+            let field = quote_ident(field);
+            let v = match thin.thinned {
+                Thinned::Last => format!("argMax({field}, time)"),
+                Thinned::Max => format!("max({field})"),
+                Thinned::Min => format!("min({field})"),
+            };
+            sides.push(format!(
+                "SELECT series_id, max(time) AS t, toFloat64({v}) AS v FROM {} \
+                 WHERE series_id IN ({ids}) AND {} AND {field} IS NOT NULL \
+                 GROUP BY series_id, toStartOfInterval(time, INTERVAL {} SECOND)",
+                candidate.names.storage_table,
+                time_in_sql("time", &split.rows),
+                width.as_secs(),
+            ));
+        }
+        Some(format!(
+            "SELECT series_id, toUnixTimestamp64Milli(t), v FROM ({})",
+            sides.join(" UNION ALL ")
         ))
     }
+
+    /// The rollup level `thin` reads for `candidate` (its view, bucket
+    /// width and table), if its field is rolled up and a level fits.
+    fn thin_level(
+        &self,
+        candidate: &Candidate,
+        thin: Thinning,
+    ) -> Option<(RollupView, Duration, String)> {
+        let (database, rp, measurement) = self.table_of(candidate);
+        let view = self.ingestor.rollups(database, rp, measurement)?;
+        let rolled = view
+            .fields
+            .iter()
+            .any(|(f, ty)| *f == candidate.field && Kept::Sum.applies_to(*ty));
+        let (width, table) = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
+        let table = table.to_owned();
+        rolled.then_some((view, width, table))
+    }
+}
+
+/// One sample per bucket of `width` ms, at the time of its last: the last
+/// value, or the greatest or least (what a rollup gives for `kind`).
+fn thin_samples(samples: Vec<(i64, f64)>, kind: Thinned, width: i64) -> Vec<(i64, f64)> {
+    let mut out: Vec<(i64, f64)> = Vec::new();
+    let mut bucket = None;
+    for (t, v) in samples {
+        let this = t.div_euclid(width);
+        match out.last_mut() {
+            Some(last) if bucket == Some(this) => {
+                last.1 = match kind {
+                    Thinned::Last => v,
+                    Thinned::Max => last.1.max(v),
+                    Thinned::Min => last.1.min(v),
+                };
+                last.0 = t;
+            }
+            _ => out.push((t, v)),
+        }
+        bucket = Some(this);
+    }
+    out
 }
 
 /// The labels of a series named by its tags or by its measurement and
@@ -1141,5 +1217,27 @@ fn strings(array: &dyn Array) -> Vec<String> {
                 .collect()
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_a_sample_per_bucket_at_its_last_time() {
+        let samples = vec![
+            (1, 5.0),
+            (4, 9.0),
+            (9, 2.0),
+            (10, 7.0),
+            (25, 1.0),
+            (29, 3.0),
+        ];
+        let thin = |kind| thin_samples(samples.clone(), kind, 10);
+        assert_eq!(thin(Thinned::Last), vec![(9, 2.0), (10, 7.0), (29, 3.0)]);
+        assert_eq!(thin(Thinned::Max), vec![(9, 9.0), (10, 7.0), (29, 3.0)]);
+        assert_eq!(thin(Thinned::Min), vec![(9, 2.0), (10, 7.0), (29, 1.0)]);
+        assert_eq!(thin_samples(Vec::new(), Thinned::Last, 10), Vec::new());
     }
 }

@@ -469,6 +469,61 @@ fn promql_range_functions_read_rollups_and_answer_as_the_rows() {
         );
         assert_eq!(down, plain, "{query} after a late sample");
         assert!(format!("{down:?}").contains("1000.5"), "{down:?}");
+        // Up to now: memory holds the last hours, the rollups the rest,
+        // split on a bucket's edge.
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let first = (now_s - 40 * 3600) / 15 * 15 + 7;
+        let lines: Vec<String> = (0..)
+            .map(|i| first + i * 15)
+            .take_while(|t| *t <= now_s)
+            .enumerate()
+            .map(|(i, t)| format!("live,host=h0 bytes={}i {}", i * 500, t * 1_000_000_000))
+            .collect();
+        write_both(&server, &lines.join("\n")).await;
+        two_passes(&server).await;
+        let end = now_s / 3600 * 3600;
+        let query = "rate(live_bytes[1h])";
+        let before = counter(&server, "chingest_rollup_queries_total").await;
+        let ask = |db: &'static str| {
+            let path = format!(
+                "/api/v1/query_range?db={db}&query={}&start={}&end={end}&step=3600",
+                urlencode(query),
+                end - 36 * 3600
+            );
+            let server = &server;
+            async move { child::get(server, &path).await.1 }
+        };
+        let down = ask(DB).await;
+        assert!(
+            counter(&server, "chingest_rollup_queries_total").await > before,
+            "{down}"
+        );
+        let plain = ask(RAW).await;
+        let values = |text: &str| {
+            let json: serde_json::Value = serde_json::from_str(text).unwrap();
+            json["data"]["result"][0]["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    (
+                        v[0].as_f64().unwrap(),
+                        v[1].as_str().unwrap().parse::<f64>().unwrap(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let (down, plain) = (values(&down), values(&plain));
+        assert_eq!(down.len(), 37, "{down:?}");
+        for (a, b) in down.iter().zip(&plain) {
+            assert!(
+                a.0 == b.0 && (a.1 - b.1).abs() <= 1e-9 * b.1.abs(),
+                "{down:?}\n{plain:?}"
+            );
+        }
     });
 }
 

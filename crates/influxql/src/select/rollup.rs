@@ -156,8 +156,10 @@ impl Plan {
                 conditions.join(" AND ")
             )
         };
-        let rollup_side = side(&format!("{table} AS f FINAL"), false);
-        let rows_side = side(&format!("{} AS f", target.names.storage_table), true);
+        let mut sides = vec![side(&format!("{table} AS f FINAL"), false)];
+        if !split.rows.is_empty() {
+            sides.push(side(&format!("{} AS f", target.names.storage_table), true));
+        }
 
         // The outer columns in the aggregation's places: the window, the
         // group keys, then per output its value and, for a selector, its
@@ -174,8 +176,9 @@ impl Plan {
         let mut group = vec!["__t".to_owned()];
         group.extend(keys);
         Some(format!(
-            "SELECT {} FROM ({rollup_side} UNION ALL {rows_side}) AS f GROUP BY {}",
+            "SELECT {} FROM ({}) AS f GROUP BY {}",
             columns.join(", "),
+            sides.join(" UNION ALL "),
             group.join(", ")
         ))
     }
