@@ -12,7 +12,7 @@
 //! `--victoriametrics URL` the same requests then go to a VictoriaMetrics,
 //! over as many connections, for a second row measured the same way.
 
-use anyhow::bail;
+use anyhow::{bail, Context as _};
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message;
 use pushit::report::{column, Format};
@@ -182,21 +182,38 @@ pub(super) async fn write_all(
 /// Posts one remote write 1.0 body as Prometheus does; fails unless the
 /// receiver answers 2xx.
 async fn remote_write(request: reqwest::RequestBuilder, body: Vec<u8>) -> anyhow::Result<()> {
-    let response = request
+    let request = request
         .header("Content-Encoding", "snappy")
         .header("Content-Type", "application/x-protobuf")
         .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-        .body(body)
-        .send()
-        .await?;
-    let status = response.status();
-    if !status.is_success() {
-        bail!(
-            "remote write answered {status}: {}",
-            response.text().await.unwrap_or_default()
-        );
+        .body(body);
+    // A 429 is asked again after its Retry-After, as Prometheus does, for
+    // up to a minute.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let attempt = request.try_clone().context("a remote-write request")?;
+        let response = attempt.send().await?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let wait = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .map(std::time::Duration::from_secs);
+        match (status, wait) {
+            (reqwest::StatusCode::TOO_MANY_REQUESTS, Some(wait))
+                if std::time::Instant::now() + wait < give_up =>
+            {
+                tokio::time::sleep(wait).await
+            }
+            _ => bail!(
+                "remote write answered {status}: {}",
+                response.text().await.unwrap_or_default()
+            ),
+        }
     }
-    Ok(())
 }
 
 /// Has the VictoriaMetrics at `url` flush its in-memory buffers until
