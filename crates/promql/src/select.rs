@@ -663,12 +663,20 @@ impl Source<'_> {
         let table = self.table_of(candidate);
         let ids: Vec<u64> = found.keys().copied().collect();
         let range = ms_to_ns(start, end);
+        let level = thin.and_then(|thin| self.thin_level(candidate, thin));
         let Some(recent) = self
             .ingestor
             .recent_samples(table, &candidate.field, &ids, range)
         else {
             return self
-                .engine_samples(candidate, matchers, found, (start, end), thin, budget)
+                .engine_samples(
+                    candidate,
+                    matchers,
+                    found,
+                    (start, end),
+                    level.as_ref(),
+                    budget,
+                )
                 .await;
         };
         // Memory from its first whole ms on; the engine before it. Read
@@ -676,8 +684,9 @@ impl Source<'_> {
         // row before memory's start is read.
         let mut from = recent.from_ns.div_euclid(1_000_000)
             + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
-        let thinned = thin.zip(thin.and_then(|thin| self.thin_level(candidate, thin)));
-        let thinned = thinned.map(|(thin, (_, width, _))| (thin.thinned, width.as_millis() as i64));
+        let thinned = level
+            .as_ref()
+            .map(|level| (level.thinned, level.width.as_millis() as i64));
         if let Some((_, width)) = thinned {
             from = from.saturating_add(width - 1).div_euclid(width) * width;
         }
@@ -689,7 +698,7 @@ impl Source<'_> {
                     matchers,
                     found,
                     (start, engine_end),
-                    thin,
+                    level.as_ref(),
                     budget,
                 )
                 .await?
@@ -907,13 +916,13 @@ impl Source<'_> {
         matchers: &[LabelMatcher],
         found: &HashMap<u64, Labels>,
         (start, end): (i64, i64),
-        thin: Option<Thinning>,
+        level: Option<&ThinLevel>,
         sample_budget: &mut usize,
     ) -> Result<SamplesById, Error> {
         let ids = self.id_set(candidate, matchers, found);
         let limit = *sample_budget + 1;
-        let batches = match thin
-            .and_then(|thin| self.thinned_sql(candidate, &ids, (start, end), thin))
+        let batches = match level
+            .and_then(|level| thinned_sql(candidate, &ids, (start, end), level))
         {
             Some(samples) => {
                 let sql = format!("{samples} ORDER BY series_id, t LIMIT {limit}");
@@ -955,77 +964,19 @@ pub(crate) struct Thinning {
     pub(crate) widest_ms: i64,
 }
 
-impl Source<'_> {
-    /// The samples of `ids` in `[start, end]` (ms) of `candidate` as
-    /// `(series_id, t, v)` rows, with one sample per bucket where a rollup
-    /// holds the bucket whole (`thin`); `None` where no level fits.
-    fn thinned_sql(
-        &self,
-        candidate: &Candidate,
-        ids: &str,
-        (start, end): (i64, i64),
-        thin: Thinning,
-    ) -> Option<String> {
-        let (view, width, table) = self.thin_level(candidate, thin)?;
-        let (start_ns, end_ns) = ms_to_ns(start, end);
-        // The first bucket whole: one sample stands for a bucket anyway,
-        // and it spares reading the rows before its edge.
-        let step = width.as_nanos() as i64;
-        let split = view.split(
-            width,
-            start_ns.div_euclid(step) * step,
-            end_ns.saturating_add(1),
-        )?;
-        let field = &candidate.field;
-        let value = Rollup::column(
-            field,
-            match thin.thinned {
-                Thinned::Last => Kept::Last,
-                Thinned::Max => Kept::Max,
-                Thinned::Min => Kept::Min,
-            },
-        );
-        let (count, last_time) = (
-            Rollup::column(field, Kept::Count),
-            Rollup::column(field, Kept::LastTime),
-        );
-        let mut sides = vec![format!(
-            "SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
-             WHERE series_id IN ({ids}) AND {} AND {count} > 0",
-            time_in_sql("time", &split.rollup),
-        )];
-        if !split.rows.is_empty() {
-            // The rows thinned alike, a sample per bucket: a window whose
-            // samples were half a bucket's and half each sample's would
-            // be extrapolated by neither's spacing.
-            let field = quote_ident(field);
-            let v = match thin.thinned {
-                Thinned::Last => format!("argMax({field}, time)"),
-                Thinned::Max => format!("max({field})"),
-                Thinned::Min => format!("min({field})"),
-            };
-            sides.push(format!(
-                "SELECT series_id, max(time) AS t, toFloat64({v}) AS v FROM {} \
-                 WHERE series_id IN ({ids}) AND {} AND {field} IS NOT NULL \
-                 GROUP BY series_id, toStartOfInterval(time, INTERVAL {} SECOND)",
-                candidate.names.storage_table,
-                time_in_sql("time", &split.rows),
-                width.as_secs(),
-            ));
-        }
-        Some(format!(
-            "SELECT series_id, toUnixTimestamp64Milli(t), v FROM ({})",
-            sides.join(" UNION ALL ")
-        ))
-    }
+/// The rollup level a thinned selection reads ([`Source::thin_level`]).
+struct ThinLevel {
+    thinned: Thinned,
+    view: RollupView,
+    width: Duration,
+    /// The level's table.
+    table: String,
+}
 
+impl Source<'_> {
     /// The rollup level `thin` reads for `candidate` (its view, bucket
     /// width and table), if its field is rolled up and a level fits.
-    fn thin_level(
-        &self,
-        candidate: &Candidate,
-        thin: Thinning,
-    ) -> Option<(RollupView, Duration, String)> {
+    fn thin_level(&self, candidate: &Candidate, thin: Thinning) -> Option<ThinLevel> {
         let (database, rp, measurement) = self.table_of(candidate);
         let view = self.ingestor.rollups(database, rp, measurement)?;
         let rolled = view
@@ -1034,8 +985,75 @@ impl Source<'_> {
             .any(|(f, ty)| *f == candidate.field && Kept::Sum.applies_to(*ty));
         let (width, table) = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
         let table = table.to_owned();
-        rolled.then_some((view, width, table))
+        rolled.then_some(ThinLevel {
+            thinned: thin.thinned,
+            view,
+            width,
+            table,
+        })
     }
+}
+
+/// The samples of `ids` in `[start, end]` (ms) of `candidate` as
+/// `(series_id, t, v)` rows, with one sample per bucket where a rollup
+/// holds the bucket whole (`level`); `None` when no whole bucket is left to it.
+fn thinned_sql(
+    candidate: &Candidate,
+    ids: &str,
+    (start, end): (i64, i64),
+    level: &ThinLevel,
+) -> Option<String> {
+    let (start_ns, end_ns) = ms_to_ns(start, end);
+    // The first bucket whole: one sample stands for a bucket anyway,
+    // and it spares reading the rows before its edge.
+    let (width, table) = (level.width, &level.table);
+    let step = width.as_nanos() as i64;
+    let split = level.view.split(
+        width,
+        start_ns.div_euclid(step) * step,
+        end_ns.saturating_add(1),
+    )?;
+    let field = &candidate.field;
+    let value = Rollup::column(
+        field,
+        match level.thinned {
+            Thinned::Last => Kept::Last,
+            Thinned::Max => Kept::Max,
+            Thinned::Min => Kept::Min,
+        },
+    );
+    let (count, last_time) = (
+        Rollup::column(field, Kept::Count),
+        Rollup::column(field, Kept::LastTime),
+    );
+    let mut sides = vec![format!(
+        "SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
+         WHERE series_id IN ({ids}) AND {} AND {count} > 0",
+        time_in_sql("time", &split.rollup),
+    )];
+    if !split.rows.is_empty() {
+        // The rows thinned alike, a sample per bucket: a window whose
+        // samples were half a bucket's and half each sample's would
+        // be extrapolated by neither's spacing.
+        let field = quote_ident(field);
+        let v = match level.thinned {
+            Thinned::Last => format!("argMax({field}, time)"),
+            Thinned::Max => format!("max({field})"),
+            Thinned::Min => format!("min({field})"),
+        };
+        sides.push(format!(
+            "SELECT series_id, max(time) AS t, toFloat64({v}) AS v FROM {} \
+             WHERE series_id IN ({ids}) AND {} AND {field} IS NOT NULL \
+             GROUP BY series_id, toStartOfInterval(time, INTERVAL {} SECOND)",
+            candidate.names.storage_table,
+            time_in_sql("time", &split.rows),
+            width.as_secs(),
+        ));
+    }
+    Some(format!(
+        "SELECT series_id, toUnixTimestamp64Milli(t), v FROM ({})",
+        sides.join(" UNION ALL ")
+    ))
 }
 
 /// One sample per bucket of `width` ms, at the time of its last: the last
