@@ -180,9 +180,9 @@ impl Ingestor {
         });
         let on_insert = downsampler.as_ref().map(|downsampler| {
             let downsampler = Arc::downgrade(downsampler);
-            InsertObserver(Arc::new(move |table: &str, span| {
+            InsertObserver(Arc::new(move |database: &str, table: &str, span| {
                 if let Some(downsampler) = downsampler.upgrade() {
-                    downsampler.inserting(table, span);
+                    downsampler.inserting(database, table, span);
                 }
             }))
         });

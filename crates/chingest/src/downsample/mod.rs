@@ -120,6 +120,12 @@ fn union(a: Option<Span>, b: Span) -> Span {
     a.map_or(b, |a| (a.0.min(b.0), a.1.max(b.1)))
 }
 
+/// Widens `table`'s span in `spans` to cover `span`.
+fn widen(spans: &mut HashMap<String, Span>, table: &str, span: Span) {
+    let widened = union(spans.get(table).copied(), span);
+    spans.insert(table.to_owned(), widened);
+}
+
 /// The rows each fact table (by storage table) may hold that its rollups
 /// do not.
 #[derive(Debug, Default)]
@@ -201,14 +207,13 @@ impl Downsampler {
         self.policies.get(database)
     }
 
-    /// Notes rows of `table` (a storage table) over `span` being inserted:
-    /// readers read them from the rows until a pass has rolled them up.
-    pub(crate) fn inserting(&self, table: &str, span: Span) {
-        let mut unsettled = self.unsettled.lock().unwrap();
-        let pending = unsettled.pending.get(table).copied();
-        unsettled
-            .pending
-            .insert(table.to_owned(), union(pending, span));
+    /// Notes rows of `table` (a storage table of `database`) over `span`
+    /// being inserted: readers read them from the rows until a pass has
+    /// rolled them up. Tables of other databases are not kept.
+    pub(crate) fn inserting(&self, database: &str, table: &str, span: Span) {
+        if self.policy(database).is_some() {
+            widen(&mut self.unsettled.lock().unwrap().pending, table, span);
+        }
     }
 
     /// What a reader may take from the rollups of the fact table `names`;
@@ -285,7 +290,7 @@ impl Downsampler {
             state.dirty_from = state.dirty_from.min(from_ns);
             state.dirty_to = state.dirty_to.max(to_ns);
             // Readers read rows over the span before the edit changes them.
-            self.inserting(&names.storage_table, (from_ns, to_ns));
+            self.inserting(database, &names.storage_table, (from_ns, to_ns));
             self.save(&engine, &names, state).await?;
         }
         Ok(())
@@ -309,13 +314,11 @@ impl Downsampler {
                 let _pass = self.passes.lock().await;
                 // Taken before the pass looks for new rows: an insert it
                 // does not find reports again, after, into `pending`.
+                // (Under the pass lock, no other pass holds this table's.)
                 {
                     let mut unsettled = self.unsettled.lock().unwrap();
                     if let Some(span) = unsettled.pending.remove(storage) {
-                        let passing = unsettled.passing.get(storage).copied();
-                        unsettled
-                            .passing
-                            .insert(storage.clone(), union(passing, span));
+                        unsettled.passing.insert(storage.clone(), span);
                     }
                 }
                 let passed = self.pass_table(&engine, &names, &fields, policy).await;
@@ -331,10 +334,7 @@ impl Downsampler {
                         self.made.lock().unwrap().remove(storage);
                         unsettled.known.remove(storage);
                         if let Some(span) = passing {
-                            let pending = unsettled.pending.get(storage).copied();
-                            unsettled
-                                .pending
-                                .insert(storage.clone(), union(pending, span));
+                            widen(&mut unsettled.pending, storage, span);
                         }
                         return Err(err);
                     }

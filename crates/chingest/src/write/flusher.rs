@@ -54,10 +54,11 @@ pub(crate) struct FlushContext {
     closed: AtomicBool,
 }
 
-/// What an [`InsertObserver`] calls: `(storage table, [first, last + 1) ns)`.
-type ObserveInsert = dyn Fn(&str, (i64, i64)) + Send + Sync;
+/// What an [`InsertObserver`] calls: `(database, storage table, [first,
+/// last + 1) ns)`.
+type ObserveInsert = dyn Fn(&str, &str, (i64, i64)) + Send + Sync;
 
-/// Told the storage table and time span of each fact insert.
+/// Told the database, storage table and time span of each fact insert.
 #[derive(Clone)]
 pub(crate) struct InsertObserver(pub(crate) Arc<ObserveInsert>);
 
@@ -130,14 +131,17 @@ pub(crate) async fn insert(
     };
     // Before and after: a reader that saw neither report cannot see the
     // rows, and one that comes after a pass took the first sees the second.
-    let observed = ctx.on_insert.as_ref().zip(facts.span());
-    if let Some((observer, span)) = &observed {
-        (observer.0)(&facts.table, *span);
+    // The span is read only when someone is told it.
+    let observed = ctx
+        .on_insert
+        .as_ref()
+        .and_then(|observer| Some((observer, facts.span()?, facts.table.clone())));
+    if let Some((observer, span, table)) = &observed {
+        (observer.0)(&db.name, table, *span);
     }
-    let table = facts.table.clone();
     ctx.sink.insert_facts(facts, token).await?;
-    if let Some((observer, span)) = &observed {
-        (observer.0)(&table, *span);
+    if let Some((observer, span, table)) = &observed {
+        (observer.0)(&db.name, table, *span);
     }
     Ok(())
 }

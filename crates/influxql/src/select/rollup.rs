@@ -128,14 +128,12 @@ impl Plan {
             return None;
         }
         let split = view.split(step, start, stop)?;
-        let (from_rollup, from_rows) = (
-            time_in_sql("f.time", &split.rollup),
-            time_in_sql("f.time", &split.rows),
-        );
 
         let join = !self.keys.is_empty();
         let ids = self.filter.series.as_deref();
-        let side = |source: &str, rows: bool| {
+        // One side of the union: `source` as `f` over `spans`, reading the
+        // rows' columns or the rollup's.
+        let side = |source: &str, rows: bool, spans: &[(i64, i64)]| {
             let (from, series) = fact_source(source, target, &self.filter.tags, ids, join);
             let mut columns = vec!["f.time AS time".to_owned()];
             columns.extend(group_sql(&self.keys));
@@ -146,19 +144,17 @@ impl Plan {
                 }
             }
             let mut conditions: Vec<String> = series.into_iter().collect();
-            conditions.push(match rows {
-                true => from_rows.clone(),
-                false => from_rollup.clone(),
-            });
+            conditions.push(time_in_sql("f.time", spans));
             format!(
                 "SELECT {} FROM {from} WHERE {}",
                 columns.join(", "),
                 conditions.join(" AND ")
             )
         };
-        let mut sides = vec![side(&format!("{table} AS f FINAL"), false)];
+        let mut sides = vec![side(&format!("{table} AS f FINAL"), false, &split.rollup)];
         if !split.rows.is_empty() {
-            sides.push(side(&format!("{} AS f", target.names.storage_table), true));
+            let facts = format!("{} AS f", target.names.storage_table);
+            sides.push(side(&facts, true, &split.rows));
         }
 
         // The outer columns in the aggregation's places: the window, the

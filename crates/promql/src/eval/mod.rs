@@ -83,27 +83,7 @@ pub(crate) fn selectors(
 ) -> Vec<Selection<'_>> {
     let mut out = Vec::new();
     collect(expr, start, end, query, lookback, &mut out);
-    // Inside a subquery the steps are the subquery's: nothing is thinned.
-    if contains_subquery(expr) {
-        for selection in &mut out {
-            selection.thin = None;
-        }
-    }
     out
-}
-
-fn contains_subquery(expr: &Expr) -> bool {
-    match expr {
-        Expr::Subquery(_) => true,
-        Expr::Aggregate(agg) => {
-            agg.param.as_deref().is_some_and(contains_subquery) || contains_subquery(&agg.expr)
-        }
-        Expr::Unary(u) => contains_subquery(&u.expr),
-        Expr::Binary(b) => contains_subquery(&b.lhs) || contains_subquery(&b.rhs),
-        Expr::Paren(p) => contains_subquery(&p.expr),
-        Expr::Call(call) => call.args.args.iter().any(|arg| contains_subquery(arg)),
-        _ => false,
-    }
 }
 
 fn collect<'e>(
@@ -143,6 +123,7 @@ fn collect<'e>(
         }
         Expr::Subquery(sq) => {
             let (lo, hi) = pinned(&sq.at, &sq.offset);
+            let before = out.len();
             collect(
                 &sq.expr,
                 lo - duration_ms(&sq.range),
@@ -151,6 +132,10 @@ fn collect<'e>(
                 lookback,
                 out,
             );
+            // Inside a subquery the steps are the subquery's: nothing is thinned.
+            for selection in &mut out[before..] {
+                selection.thin = None;
+            }
         }
         Expr::Aggregate(agg) => {
             if let Some(param) = &agg.param {
@@ -604,7 +589,28 @@ pub(crate) fn unique(samples: &[Sample]) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::seek;
+    use super::{seek, selectors, Thinned};
+
+    #[test]
+    fn only_range_functions_outside_subqueries_may_be_thinned() {
+        let expr = crate::parse::parse_query(
+            "rate(a[1h]) + max_over_time(rate(b[30m])[2h:5m]) + avg_over_time(c[1h]) + d",
+        )
+        .unwrap();
+        let thin: Vec<(String, Option<(Thinned, i64)>)> = selectors(&expr, 0, 0, (0, 0), 300_000)
+            .into_iter()
+            .map(|s| (s.selector.name.clone().unwrap_or_default(), s.thin))
+            .collect();
+        assert_eq!(
+            thin,
+            [
+                ("a".to_owned(), Some((Thinned::Last, 3_600_000))),
+                ("b".to_owned(), None),
+                ("c".to_owned(), None),
+                ("d".to_owned(), None),
+            ]
+        );
+    }
 
     #[test]
     fn seeking_from_any_hint_finds_what_bisection_finds() {
