@@ -235,7 +235,8 @@ impl Downsampler {
             }
         };
         let fields = self.made.lock().unwrap().get(table)?.clone();
-        let levels = rollups(names, &fields, policy)
+        // Their names only: no field's columns are needed here.
+        let levels = rollups(names, &[], policy)
             .into_iter()
             .map(|rollup| (rollup.interval, rollup.table))
             .collect();
