@@ -18,6 +18,7 @@ use crate::catalog::Database;
 use crate::engine::{self, StatementKind};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::rollup::{Aggregate as Kept, Rollup};
 use crate::layout::schema::FieldType;
 use crate::write::Writer;
 
@@ -210,6 +211,69 @@ fn update_sql(
         value.literal(field, ty)?,
         filter.fact_condition(names, measurement)
     ))
+}
+
+/// An edit as it changes rollup buckets whose rows are gone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RollupEdit<'a> {
+    /// Deletes them.
+    Delete,
+    /// Sets `field` to `value` in them: every value the bucket held
+    /// becomes `value` (its count stays).
+    Update(&'a str, &'a FieldValue),
+}
+
+/// The statement applying `edit` to the buckets of `rollup` (a level of
+/// the fact table `names` of `measurement`, keeping `kept` fields) that
+/// `filter` matches, a bucket judged by its series and its start, before
+/// `before` (ns); `None` when none can match (or the field is not kept).
+pub(crate) fn rollup_edit_sql(
+    rollup: &str,
+    names: &TableNames,
+    measurement: &str,
+    filter: &PointFilter,
+    before: i64,
+    kept: &[(String, FieldType)],
+    edit: RollupEdit<'_>,
+) -> Result<Option<String>> {
+    let stop = filter.stop.map_or(before, |stop| stop.min(before));
+    if filter.start.is_some_and(|start| start >= stop) || before == i64::MIN {
+        return Ok(None);
+    }
+    let bounded = PointFilter {
+        stop: Some(stop),
+        ..filter.clone()
+    };
+    let condition = bounded.fact_condition(names, measurement);
+    Ok(match edit {
+        RollupEdit::Delete => Some(format!("DELETE FROM {rollup} WHERE {condition}")),
+        RollupEdit::Update(field, value) => {
+            let Some((_, ty)) = kept.iter().find(|(f, _)| f == field) else {
+                return Ok(None);
+            };
+            let literal = value.literal(field, *ty)?;
+            let column = |k: Kept| Rollup::column(field, k);
+            let mut sets = vec![
+                format!("{} = {literal}", column(Kept::First)),
+                format!("{} = {literal}", column(Kept::Last)),
+            ];
+            if Kept::Sum.applies_to(*ty) {
+                sets.push(format!(
+                    "{} = {} * {literal}",
+                    column(Kept::Sum),
+                    column(Kept::Count)
+                ));
+                sets.push(format!("{} = {literal}", column(Kept::Min)));
+                sets.push(format!("{} = {literal}", column(Kept::Max)));
+            }
+            Some(format!(
+                "ALTER TABLE {rollup} UPDATE {} WHERE {condition} AND {} > 0 \
+                 SETTINGS mutations_sync = 1",
+                sets.join(", "),
+                column(Kept::Count)
+            ))
+        }
+    })
 }
 
 /// Deletes the points of `db` that `filter` matches, in every table in

@@ -10,16 +10,17 @@ use arrow::record_batch::RecordBatch;
 use tokio::task::JoinHandle;
 
 use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
-use crate::catalog::{self, Catalog, Learner, SeriesParts, TableDefaults};
+use crate::catalog::{self, Catalog, Learner, SeriesParts, Table, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
 use crate::downsample::{self, Downsampler, RollupView};
 use crate::durable;
-use crate::edit::{self, FieldValue, PointFilter};
+use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
-    self, IndexedSeries, LastSeries, LastValues, RebuildSource, RecentSamples, TagMatcher,
+    self, BoxFuture, IndexedSeries, LastSeries, LastValues, RebuildSource, RecentSamples,
+    TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::read::sandbox::ReadScope;
@@ -67,6 +68,26 @@ impl Shared {
     fn open(&self) -> Result<&Self> {
         self.writer.open()?;
         Ok(self)
+    }
+}
+
+/// Rebuilds of the last-value cache read the rows and, where a downsampled
+/// table's rows are gone, its rollups.
+impl RebuildSource for Shared {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn flush_all(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.writer.flush_all())
+    }
+
+    fn is_closed(&self) -> bool {
+        self.writer.open().is_err()
+    }
+
+    fn rollups(&self, table: &Table) -> Option<RollupView> {
+        self.downsampler.as_ref()?.view(&table.schema().names)
     }
 }
 
@@ -122,6 +143,7 @@ impl Ingestor {
         let defaults = TableDefaults {
             view_rp: config.view_retention_policy.clone(),
             duplicates: config.duplicate_policy,
+            downsampled: config_downsampling.databases.keys().cloned().collect(),
         };
         let catalog = Arc::new(Catalog::load(&engine, config.cardinality, defaults).await?);
         catalog.repair(&engine).await?;
@@ -218,10 +240,17 @@ impl Ingestor {
             let _ = ingestor.close().await;
             return Err(err);
         }
+        // Readers and rebuilds must know where rows are gone.
+        if let Some(downsampler) = &ingestor.shared.downsampler {
+            if let Err(err) = downsampler.load().await {
+                let _ = ingestor.close().await;
+                return Err(err);
+            }
+        }
         // Rebuilt in the background: until then its tables answer `None`.
         let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
         last_values.activate(tables.map(|(_, table)| table));
-        let source: Weak<dyn RebuildSource> = Arc::downgrade(&writer) as _;
+        let source: Weak<dyn RebuildSource> = Arc::downgrade(&ingestor.shared) as _;
         runtime.spawn(last_value::run_rebuilds(
             source,
             Arc::downgrade(&last_values),
@@ -737,17 +766,19 @@ impl Ingestor {
     /// its scope. Queries stop seeing them at once; the engine removes them
     /// from disk as it merges. Returns how many tables it ran on.
     pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        let _marked = self.mark_edit(db, filter).await?;
+        let _marked = self.mark_edit(db, filter, RollupEdit::Delete).await?;
         edit::delete(self.shared.writer.open()?, db, filter).await
     }
 
     /// Before an edit of a downsampled database: holds its rollups' passes
-    /// off until the returned guard drops, and marks the tables the edit
-    /// may change, from its start on, for the next pass to rebuild.
+    /// off until the returned guard drops, marks the tables the edit may
+    /// change, from its start on, for the next pass to rebuild, and applies
+    /// `edit` to the buckets whose rows are gone.
     async fn mark_edit(
         &self,
         db: &str,
         filter: &PointFilter,
+        edit: RollupEdit<'_>,
     ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>> {
         let Some(downsampler) = &self.shared.downsampler else {
             return Ok(None);
@@ -768,6 +799,7 @@ impl Ingestor {
                 range,
             )
             .await?;
+        downsampler.edit_rollups(db, filter, edit).await?;
         Ok(Some(held))
     }
 
@@ -786,7 +818,7 @@ impl Ingestor {
     /// every table in scope, and their rows in the series table. Writing
     /// one of them again creates it anew. The filter takes no time range.
     pub async fn drop_series(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        let _marked = self.mark_edit(db, filter).await?;
+        let _marked = self.mark_edit(db, filter, RollupEdit::Delete).await?;
         edit::drop_series(self.shared.writer.open()?, db, filter).await
     }
 
@@ -801,7 +833,9 @@ impl Ingestor {
         field: &str,
         value: &FieldValue,
     ) -> Result<usize> {
-        let _marked = self.mark_edit(db, filter).await?;
+        let _marked = self
+            .mark_edit(db, filter, RollupEdit::Update(field, value))
+            .await?;
         edit::update(self.shared.writer.open()?, db, filter, field, value).await
     }
 }

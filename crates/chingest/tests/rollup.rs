@@ -21,16 +21,19 @@ test_main!(
     a_rebuilt_bucket_replaces_the_old_one,
     passes_keep_the_rollups_equal_to_the_rows,
     an_edit_before_the_first_pass_rebuilds_only_where_rows_are,
+    a_merge_adds_new_rows_once_where_the_rows_are_gone,
 );
 
-/// The database the passes keep rolled up: 5 m after an hour, 1 h after a day.
+/// The database the passes keep rolled up: 5 m and 1 h, at ages that keep
+/// the rows these tests write (2026-01-01) so that the rollups can be
+/// compared with them.
 const DOWNSAMPLED: &str = "rollup_passes";
 
 /// Every test's ingestor: `DOWNSAMPLED` downsampled, passes only when a
 /// test asks (the background task's period is a day).
 async fn ingestor() -> Ingestor {
     support::ingestor_with(|mut config: IngestConfig| {
-        let levels = Downsampling::parse(&["1h:5m", "1d:1h"]).unwrap();
+        let levels = Downsampling::parse(&["3000d:5m", "6000d:1h"]).unwrap();
         config
             .downsampling
             .databases
@@ -80,8 +83,8 @@ fn raw_sql(table: &str, interval_s: u64) -> String {
         "SELECT series_id, toDateTime64(toStartOfInterval(time, INTERVAL {interval_s} SECOND), 9, 'UTC') AS b, \
          count(usage), sum(usage), min(usage), max(usage), argMinIf(usage, time, usage IS NOT NULL), \
          argMaxIf(usage, time, usage IS NOT NULL), count(count), sum(count), min(count), max(count), \
-         argMinIf(count, time, count IS NOT NULL), minIf(time, count IS NOT NULL), \
-         argMaxIf(count, time, count IS NOT NULL), maxIf(time, count IS NOT NULL), \
+         argMinIf(count, time, count IS NOT NULL), if(count(count) = 0, NULL, minIf(time, count IS NOT NULL)), \
+         argMaxIf(count, time, count IS NOT NULL), if(count(count) = 0, NULL, maxIf(time, count IS NOT NULL)), \
          count(state), argMinIf(state, time, state IS NOT NULL), argMaxIf(state, time, state IS NOT NULL) \
          FROM {table} GROUP BY series_id, b ORDER BY series_id, b"
     )
@@ -111,12 +114,12 @@ fn rollups_hold_what_the_raw_rows_give() {
         }
         tsv(
             &ing,
-            &five.rebuild_sql(Source::Facts(&names.storage_table), START_NS, end),
+            &five.rebuild_sql(Source::Facts(&names.storage_table), START_NS, end, u64::MAX),
         )
         .await;
         tsv(
             &ing,
-            &hour.rebuild_sql(Source::Rollup(&five), START_NS, end),
+            &hour.rebuild_sql(Source::Rollup(&five), START_NS, end, u64::MAX),
         )
         .await;
         for (rollup, seconds) in [(&five, 300), (&hour, 3600)] {
@@ -163,6 +166,7 @@ fn a_rebuilt_bucket_replaces_the_old_one() {
             Source::Facts(&names.storage_table),
             START_NS,
             START_NS + 5 * MINUTE_NS,
+            u64::MAX,
         );
         tsv(&ing, &rebuild).await;
         // A late row in the same bucket, then the bucket built again.
@@ -186,7 +190,7 @@ fn a_rebuilt_bucket_replaces_the_old_one() {
         assert_eq!(row, "2\t4\t5\n");
         // New fields get their columns.
         let added = [("temp".to_owned(), FieldType::Float)];
-        tsv(&ing, &five.add_columns_sql(&added).unwrap()).await;
+        tsv(&ing, &five.add_columns_sql(&added)).await;
         let columns = tsv(
             &ing,
             &format!(
@@ -195,6 +199,97 @@ fn a_rebuilt_bucket_replaces_the_old_one() {
         )
         .await;
         assert_eq!(columns, "8\n");
+    })
+}
+
+/// Where a bucket's rows are gone, rows written into it later are merged
+/// into it, and merging again (a pass repeated after a crash) adds nothing.
+fn a_merge_adds_new_rows_once_where_the_rows_are_gone() {
+    run(async {
+        let ing = ingestor().await;
+        let db = "rollup_merge";
+        ing.write_lp(db, "autogen", body().as_bytes(), &visible())
+            .await
+            .unwrap();
+        let names = TableNames::new(db, "autogen", "cpu");
+        let five = Rollup::new(&names, &fields(), Duration::from_secs(300));
+        tsv(&ing, &five.create_sql()).await;
+        let last_block = || {
+            let sql = format!("SELECT max(_block_number) FROM {}", names.storage_table);
+            let ing = ing.clone();
+            async move { tsv(&ing, &sql).await.trim().parse::<u64>().unwrap() }
+        };
+        let seen = last_block().await;
+        let end = START_NS + 180 * MINUTE_NS;
+        tsv(
+            &ing,
+            &five.rebuild_sql(Source::Facts(&names.storage_table), START_NS, end, seen),
+        )
+        .await;
+        let before = tsv(&ing, &rollup_sql(&five.table)).await;
+        // The rows go; then a late row into h0's first bucket, its last.
+        tsv(
+            &ing,
+            &format!("DELETE FROM {} WHERE 1", names.storage_table),
+        )
+        .await;
+        ing.write_lp(
+            db,
+            "autogen",
+            format!(
+                "cpu,host=h0 usage=1000,count=3i {}",
+                START_NS + 290_000_000_000
+            )
+            .as_bytes(),
+            &visible(),
+        )
+        .await
+        .unwrap();
+        let through = last_block().await;
+        let merge = five.merge_sql(&names.storage_table, START_NS, end, seen, through);
+        let h0_first = format!(
+            "series_id = (SELECT series_id FROM {} FINAL WHERE tags['host'] = 'h0') \
+             AND time = '2026-01-01 00:00:00'",
+            names.series_table
+        );
+        let first_bucket = format!(
+            "SELECT `usage@count`, `usage@sum`, `usage@max`, `count@count`, `count@last`, \
+             `usage@last_time` FROM {} FINAL WHERE {h0_first}",
+            five.table
+        );
+        let old = tsv(&ing, &first_bucket).await;
+        tsv(&ing, &merge).await;
+        let merged = tsv(&ing, &first_bucket).await;
+        let number = |row: &str, i: usize| row.trim_end().split('\t').nth(i).unwrap().to_owned();
+        let count: u64 = number(&old, 0).parse().unwrap();
+        let sum: f64 = number(&old, 1).parse().unwrap();
+        assert_eq!(
+            number(&merged, 0),
+            (count + 1).to_string(),
+            "{old} -> {merged}"
+        );
+        assert_eq!(number(&merged, 1).parse::<f64>().unwrap(), sum + 1000.0);
+        assert_eq!(number(&merged, 2), "1000");
+        assert_eq!(
+            number(&merged, 4),
+            "3",
+            "the late row is the bucket's last count"
+        );
+        assert_eq!(number(&merged, 5), "2026-01-01 00:04:50.000000000");
+        // Again, as after a crash before the pass was recorded: the same.
+        tsv(&ing, &merge).await;
+        assert_eq!(tsv(&ing, &first_bucket).await, merged);
+        // Every other bucket is as it was.
+        let after = tsv(
+            &ing,
+            &format!(
+                "SELECT * FROM ({}) WHERE NOT ({h0_first})",
+                rollup_sql(&format!("{} FINAL", five.table)),
+            ),
+        )
+        .await;
+        assert_eq!(after.lines().count(), before.lines().count() - 1);
+        assert!(before.contains(after.lines().next().unwrap()));
     })
 }
 

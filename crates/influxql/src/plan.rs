@@ -13,7 +13,7 @@ use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use chingest::layout::names::TableNames;
-use chingest::{Access, DuplicatePolicy, Ingestor, MeasurementSchema, TagPredicate};
+use chingest::{Access, DuplicatePolicy, Ingestor, MeasurementSchema, RollupView, TagPredicate};
 
 use crate::answer::Value;
 use crate::error::Error;
@@ -319,6 +319,22 @@ pub(crate) fn text(value: &Value) -> String {
         Value::String(s) => s.clone(),
         _ => String::new(),
     }
+}
+
+/// The facts of `target` over `[start, end)` (ns) as `f`: its table or,
+/// where a downsampled database's rows are gone, its rollups' buckets as
+/// rows ([`RollupView::rows_sql`]).
+pub(crate) fn facts_as_f(
+    target: &Target,
+    rollups: Option<&RollupView>,
+    (start, end): (Option<i64>, Option<i64>),
+) -> String {
+    let table = &target.names.storage_table;
+    let (start, end) = (start.unwrap_or(i64::MIN), end.unwrap_or(i64::MAX));
+    let facts = rollups
+        .and_then(|view| view.rows_sql(table, &target.schema.fields, start, end))
+        .unwrap_or_else(|| table.clone());
+    format!("{facts} AS f")
 }
 
 /// The `FROM` of a statement over one measurement's facts (`facts`: its

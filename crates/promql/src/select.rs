@@ -526,7 +526,7 @@ impl Source<'_> {
         if !facts.is_empty() {
             sql.push_str(&format!(
                 " AND series_id IN (SELECT series_id FROM {} WHERE {})",
-                candidate.names.storage_table,
+                self.facts(candidate, range),
                 facts.join(" AND ")
             ));
         }
@@ -686,7 +686,7 @@ impl Source<'_> {
             + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
         let thinned = level
             .as_ref()
-            .map(|level| (level.thinned, level.width.as_millis() as i64));
+            .map(|level| (level.thinned, level.width().as_millis() as i64));
         if let Some((_, width)) = thinned {
             from = from.saturating_add(width - 1).div_euclid(width) * width;
         }
@@ -935,7 +935,7 @@ impl Source<'_> {
                      WHERE series_id IN ({ids}) \
                      AND {time} AND {field} IS NOT NULL ORDER BY series_id, time LIMIT {limit}",
                     field = quote_ident(&candidate.field),
-                    facts = candidate.names.storage_table,
+                    facts = self.facts(candidate, Some((start, end))),
                     time = time_condition(start, end),
                 );
                 self.statement(&sql).await?
@@ -968,14 +968,20 @@ pub(crate) struct Thinning {
 struct ThinLevel {
     thinned: Thinned,
     view: RollupView,
-    width: Duration,
-    /// The level's table.
-    table: String,
+    /// An index into the view's levels.
+    level: usize,
+}
+
+impl ThinLevel {
+    /// The width of its buckets.
+    fn width(&self) -> Duration {
+        self.view.levels[self.level].0
+    }
 }
 
 impl Source<'_> {
-    /// The rollup level `thin` reads for `candidate` (its view, bucket
-    /// width and table), if its field is rolled up and a level fits.
+    /// The rollup level `thin` reads for `candidate` (its view and level),
+    /// if its field is rolled up and a level fits.
     fn thin_level(&self, candidate: &Candidate, thin: Thinning) -> Option<ThinLevel> {
         let (database, rp, measurement) = self.table_of(candidate);
         let view = self.ingestor.rollups(database, rp, measurement)?;
@@ -983,14 +989,31 @@ impl Source<'_> {
             .fields
             .iter()
             .any(|(f, ty)| *f == candidate.field && Kept::Sum.applies_to(*ty));
-        let (width, table) = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
-        let table = table.to_owned();
+        let level = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
         rolled.then_some(ThinLevel {
             thinned: thin.thinned,
             view,
-            width,
-            table,
+            level,
         })
+    }
+
+    /// `candidate`'s facts for reading its field over `range` (ms): its
+    /// table, or where a downsampled database's rows are gone, its
+    /// rollups' buckets as rows too (docs/downsampling.md).
+    fn facts(&self, candidate: &Candidate, range: Option<(i64, i64)>) -> String {
+        let (database, rp, measurement) = self.table_of(candidate);
+        let table = &candidate.names.storage_table;
+        let (start, end) = range.map_or((i64::MIN, i64::MAX), |(start, end)| {
+            let (start, end) = ms_to_ns(start, end);
+            (start, end.saturating_add(1))
+        });
+        self.ingestor
+            .rollups(database, rp, measurement)
+            .and_then(|view| {
+                let field = view.fields.iter().find(|(f, _)| *f == candidate.field)?;
+                view.rows_sql(table, std::slice::from_ref(field), start, end)
+            })
+            .unwrap_or_else(|| table.clone())
     }
 }
 
@@ -1006,10 +1029,10 @@ fn thinned_sql(
     let (start_ns, end_ns) = ms_to_ns(start, end);
     // The first bucket whole: one sample stands for a bucket anyway,
     // and it spares reading the rows before its edge.
-    let (width, table) = (level.width, &level.table);
+    let width = level.width();
     let step = width.as_nanos() as i64;
     let split = level.view.split(
-        width,
+        level.level,
         start_ns.div_euclid(step) * step,
         end_ns.saturating_add(1),
     )?;
@@ -1026,11 +1049,18 @@ fn thinned_sql(
         Rollup::column(field, Kept::Count),
         Rollup::column(field, Kept::LastTime),
     );
-    let mut sides = vec![format!(
-        "SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} \
-         WHERE series_id IN ({ids}) AND {} AND {count} > 0",
-        time_in_sql("time", &split.rollup),
-    )];
+    // Each level's buckets; coarser ones where the finer are gone.
+    let mut sides: Vec<String> = split
+        .rollups
+        .iter()
+        .map(|(table, spans)| {
+            format!(
+                "SELECT series_id, {last_time} AS t, toFloat64({value}) AS v FROM {table} FINAL \
+                 WHERE series_id IN ({ids}) AND {} AND {count} > 0",
+                time_in_sql("time", spans),
+            )
+        })
+        .collect();
     if !split.rows.is_empty() {
         // The rows thinned alike, a sample per bucket: a window whose
         // samples were half a bucket's and half each sample's would

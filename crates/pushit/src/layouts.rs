@@ -208,6 +208,7 @@ pub fn chingest_tables(schema: &TableSchema) -> Vec<String> {
     vec![chingest::layout::schema::create_table_sql(
         schema,
         0,
+        false,
         chingest::DuplicatePolicy::Append,
         None,
     )]

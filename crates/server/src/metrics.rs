@@ -388,6 +388,11 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.downsampling_errors,
     ),
     counter(
+        "chingest_downsampling_parts_dropped_total",
+        "Parts of fact tables dropped once rolled up and past their database's first downsampling age.",
+        |s| &s.downsampling_parts_dropped,
+    ),
+    counter(
         "chingest_rollup_queries_total",
         "InfluxQL and PromQL statements that read rollups.",
         |s| &s.rollup_queries,

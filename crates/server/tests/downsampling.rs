@@ -19,8 +19,8 @@ const DB: &str = "down";
 /// 2026-01-01T00:00:00Z in seconds.
 const START_S: i64 = 1_767_225_600;
 
-/// A configuration file downsampling `DB` (5 m after an hour, 1 h after a
-/// day) with a pass every 200 ms.
+/// A configuration file downsampling `DB` at `levels` with a pass every
+/// 200 ms.
 fn config(dir: &Path, levels: &str) -> std::path::PathBuf {
     let path = dir.join("chingest.toml");
     std::fs::write(
@@ -36,9 +36,10 @@ fn start_downsampling(dir: &Path) -> Server {
 }
 
 /// As [`start_downsampling`], its configuration file in `dir` and its data
-/// in `data_dir`.
+/// in `data_dir`. Levels of 5 m and 1 h whose ages (3000 and 6000 days)
+/// keep every row these tests write, to compare the rollups with them.
 fn start_downsampling_in(dir: &Path, data_dir: &Path) -> Server {
-    let config = config(dir, r#"["1h:5m", "1d:1h"]"#);
+    let config = config(dir, r#"["3000d:5m", "6000d:1h"]"#);
     start_with(data_dir, &["--config".as_ref(), config.as_os_str()])
 }
 

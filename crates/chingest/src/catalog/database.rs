@@ -96,7 +96,7 @@ impl Database {
         let _ddl = self.ddl.lock().await;
         let duplicates = self.duplicate_policy(measurement, defaults.duplicates);
         let table = self
-            .ensure_table_locked(engine, rp, measurement, fields, duplicates)
+            .ensure_table_locked(engine, rp, measurement, fields, duplicates, defaults)
             .await?;
         if defaults.view_rp.as_deref() == Some(rp) {
             self.create_view(engine, &table, measurement).await?;
@@ -313,6 +313,7 @@ impl Database {
         measurement: &str,
         fields: &[(String, FieldType)],
         duplicates: DuplicatePolicy,
+        defaults: &TableDefaults,
     ) -> Result<Arc<Table>> {
         if let Some(table) = self.table(rp, measurement) {
             let current = table.schema();
@@ -340,6 +341,7 @@ impl Database {
         let statement = schema::create_table_sql(
             &schema,
             self.retention_seconds(rp),
+            defaults.downsampled.contains(&self.name),
             duplicates,
             engine.keeper_path(),
         );

@@ -59,6 +59,8 @@ pub(crate) struct TableDefaults {
     /// The duplicate policy of tables whose database and measurement set
     /// none.
     pub(crate) duplicates: DuplicatePolicy,
+    /// The downsampled databases: their tables get daily partitions.
+    pub(crate) downsampled: std::collections::BTreeSet<String>,
 }
 
 impl Catalog {

@@ -13,7 +13,15 @@
 //!    (deleting them first after an edit), then each coarser level's over
 //!    the same span from the finer level;
 //! 3. records, in the database's `_downsampling` table, the last block seen
-//!    and no mark, after the rebuilt buckets are durable.
+//!    and no mark, after the rebuilt buckets are durable;
+//! 4. removes what is past its age: moves the table's cuts ([`Cuts`], as
+//!    far as every level's age and the retention policy allow, durably
+//!    first), drops the fact table's parts wholly before its rows' cut and
+//!    rolled up, and deletes each level's buckets before its own cut.
+//!
+//! Where a level's source is gone (before its cut), its buckets are not
+//! rebuilt but merged with the new rows ([`Rollup::merge_sql`]), and edits
+//! change them directly ([`Downsampler::edit_rollups`]).
 //!
 //! A crash anywhere repeats work, never skips it: a bucket is rebuilt
 //! whole and the table keeps the newest build. Edits hold the pass lock
@@ -26,7 +34,8 @@
 //! flusher reports every insert before and after it is made) and of the
 //! edits marked since; readers read the rows over those spans. After a
 //! restart nothing is known until a table's first pass (which finds every
-//! row the rollups lack by block number): until then readers read rows.
+//! row the rollups lack by block number): until then readers read rows,
+//! where rows are kept. The cuts are read back when the ingestor opens.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -34,11 +43,12 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::config::Downsampling;
+use crate::edit::{rollup_edit_sql, PointFilter, RollupEdit};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::now_ns;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
-use crate::layout::rollup::{Rollup, Source};
+use crate::layout::rollup::{time_in_sql, Aggregate, Rollup, Source};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
@@ -65,54 +75,220 @@ pub(crate) struct Downsampler {
     made: Mutex<HashMap<String, Vec<(String, FieldType)>>>,
     /// What each table's rollups may lack.
     unsettled: Mutex<Unsettled>,
+    /// Each fact table's cuts (by storage table), once moved.
+    cuts: Mutex<HashMap<String, Cuts>>,
+}
+
+/// Where each resolution of a fact table begins (ns, `i64::MIN`: nothing
+/// removed): a multiple of a day and of every level's width.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Cuts {
+    /// Before it the rows are removed (or being removed).
+    rows_from: Option<i64>,
+    /// Per level: before it its buckets are removed.
+    kept_from: Vec<Option<i64>>,
+}
+
+impl Cuts {
+    fn rows_from(&self) -> i64 {
+        self.rows_from.unwrap_or(i64::MIN)
+    }
+
+    fn kept_from(&self, level: usize) -> i64 {
+        self.kept_from
+            .get(level)
+            .copied()
+            .flatten()
+            .unwrap_or(i64::MIN)
+    }
+
+    /// Where level `level`'s source (the rows, or the level finer) begins.
+    fn source_from(&self, level: usize) -> i64 {
+        match level {
+            0 => self.rows_from(),
+            _ => self.kept_from(level - 1),
+        }
+    }
+
+    /// The cuts `policy` and a retention of `retention_s` (0: forever) ask
+    /// for at `now`, never moved back.
+    fn at(&self, policy: &Downsampling, retention_s: u64, now: i64) -> Cuts {
+        let levels = policy.levels();
+        let day = Duration::from_secs(86_400);
+        let coarsest = levels.last().map_or(day, |level| level.interval);
+        let align = Duration::from_secs(lcm(day.as_secs(), coarsest.as_secs()));
+        let cut = |age: Duration| floor_to(now.saturating_sub(age.as_nanos() as i64), align);
+        let retained = (retention_s > 0).then(|| cut(Duration::from_secs(retention_s)));
+        // `None` (nothing removed) is less than any cut.
+        Cuts {
+            rows_from: self.rows_from.max(levels.first().map(|l| cut(l.after))),
+            kept_from: (0..levels.len())
+                .map(|i| {
+                    let aged = levels.get(i + 1).map(|next| cut(next.after));
+                    self.kept_from
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .max(aged)
+                        .max(retained)
+                })
+                .collect(),
+        }
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
 }
 
 /// A time span, `[from, to)` in ns.
 type Span = (i64, i64);
 
 impl RollupView {
-    /// The coarsest level whose bucket width `fits`, as (width, table).
-    pub fn level(&self, fits: impl Fn(Duration) -> bool) -> Option<(Duration, &str)> {
+    /// The coarsest level whose bucket width `fits` (an index into
+    /// [`levels`](Self::levels)).
+    pub fn level(&self, fits: impl Fn(Duration) -> bool) -> Option<usize> {
         self.levels
             .iter()
-            .rev()
-            .find(|(interval, _)| fits(*interval))
-            .map(|(interval, table)| (*interval, table.as_str()))
+            .rposition(|(interval, _)| fits(*interval))
     }
 
-    /// Splits `[start, end)` (ns) for a read at buckets of `interval`:
-    /// the spans whose buckets the rollup holds whole (inside the range,
-    /// outside what it may lack), and the rest, to be read from the rows.
-    /// `None` when no whole bucket is left to the rollup.
-    pub fn split(&self, interval: Duration, start: i64, end: i64) -> Option<RollupSplit> {
-        let (first, last) = (ceil_to(start, interval), floor_to(end, interval));
-        if first >= last {
-            return None;
-        }
-        let (skip_from, skip_to) = self.unsettled.map_or((last, last), |(from, to)| {
-            (
-                floor_to(from, interval).clamp(first, last),
-                ceil_to(to, interval).clamp(first, last),
-            )
-        });
+    /// Splits `[start, end)` (ns) for a read at the buckets of `level`:
+    /// where the rows are kept, the spans whose buckets the level holds
+    /// whole (inside the range, outside what it may lack), and the rest,
+    /// to be read from the rows; where the rows are gone, the buckets
+    /// whose start is in the range, from `level` or, where its buckets are
+    /// gone too, the coarser levels. `None` when no bucket is left to a
+    /// rollup.
+    pub fn split(&self, level: usize, start: i64, end: i64) -> Option<RollupSplit> {
         let keep = |spans: &[Span]| -> Vec<Span> {
             spans.iter().copied().filter(|(a, b)| a < b).collect()
         };
-        let rollup = keep(&[(first, skip_from), (skip_to, last)]);
-        (!rollup.is_empty()).then(|| RollupSplit {
-            rows: keep(&[(start, first), (skip_from, skip_to), (last, end)]),
-            rollup,
-        })
+        let interval = self.levels[level].0;
+        let mut rollups: Vec<(usize, Vec<Span>)> = Vec::new();
+        let mut rows = Vec::new();
+        // Where the rows are kept: whole buckets, but where unsettled.
+        let (first, last) = (
+            ceil_to(start.max(self.rows_from), interval),
+            floor_to(end, interval),
+        );
+        if first < last {
+            let (skip_from, skip_to) = self.unsettled.map_or((last, last), |(from, to)| {
+                (
+                    floor_to(from, interval).clamp(first, last),
+                    ceil_to(to, interval).clamp(first, last),
+                )
+            });
+            rollups.push((level, keep(&[(first, skip_from), (skip_to, last)])));
+            rows = keep(&[
+                (start.max(self.rows_from), first),
+                (skip_from, skip_to),
+                (last, end),
+            ]);
+        } else if end > self.rows_from {
+            rows.push((start.max(self.rows_from), end));
+        }
+        // Where the rows are gone: each level from its cut, finest first.
+        let mut upto = end.min(self.rows_from);
+        for coarser in level..self.levels.len() {
+            let from = start.max(self.kept_from[coarser]);
+            if from < upto {
+                match rollups.iter_mut().find(|(l, _)| *l == coarser) {
+                    Some((_, spans)) => spans.insert(0, (from, upto)),
+                    None => rollups.push((coarser, vec![(from, upto)])),
+                }
+            }
+            upto = upto.min(self.kept_from[coarser]);
+        }
+        let rollups: Vec<(String, Vec<Span>)> = rollups
+            .into_iter()
+            .filter(|(_, spans)| !spans.is_empty())
+            .map(|(level, spans)| (self.levels[level].1.clone(), merge_adjacent(spans)))
+            .collect();
+        let rows = merge_adjacent(rows);
+        (!rollups.is_empty()).then_some(RollupSplit { rollups, rows })
+    }
+
+    /// The rows of `facts` (a fact table's quoted name, whose fields are
+    /// `fields`) a read of `[start, end)` (ns) needs, as a statement with
+    /// their columns, where some of them are gone: the rows kept, and
+    /// before them each bucket of the finest level left as a row
+    /// ([`Rollup::as_rows_sql`]). `None` when the rows cover the range:
+    /// read the table.
+    pub fn rows_sql(
+        &self,
+        facts: &str,
+        fields: &[(String, FieldType)],
+        start: i64,
+        end: i64,
+    ) -> Option<String> {
+        if start >= self.rows_from {
+            return None;
+        }
+        let columns: String = fields
+            .iter()
+            .map(|(f, _)| format!(", {}", quote_ident(f)))
+            .collect();
+        let mut sides = vec![format!(
+            "SELECT time, series_id{columns} FROM {facts} WHERE {}",
+            time_in_sql("time", &[(self.rows_from, end)]),
+        )];
+        sides.extend(self.gone_rows_sql(fields, start, end, Aggregate::Last));
+        Some(format!("({})", sides.join(" UNION ALL ")))
+    }
+
+    /// Where the rows of `[start, end)` (ns) are gone, statements giving
+    /// each bucket of the finest level left as a row of the fact table
+    /// with `fields`, at its `at` sample (`Last` or `First`):
+    /// [`Rollup::as_rows_sql`].
+    pub fn gone_rows_sql(
+        &self,
+        fields: &[(String, FieldType)],
+        start: i64,
+        end: i64,
+        at: Aggregate,
+    ) -> Vec<String> {
+        let mut sides = Vec::new();
+        let mut upto = end.min(self.rows_from);
+        for (level, (interval, table)) in self.levels.iter().enumerate() {
+            // The bucket holding `start` may have its sample in range.
+            let from = floor_to(start, *interval).max(self.kept_from[level]);
+            if from < upto {
+                let rollup = Rollup::named(table, *interval, &self.fields);
+                sides.push(rollup.as_rows_sql(fields, from, upto, at));
+            }
+            upto = upto.min(self.kept_from[level]);
+        }
+        sides
     }
 }
 
-/// A range split between a rollup and the rows ([`RollupView::split`]):
+/// `spans` (sorted) with touching ones joined.
+fn merge_adjacent(spans: Vec<Span>) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    for (from, to) in spans {
+        match out.last_mut() {
+            Some(last) if last.1 == from => last.1 = to,
+            _ => out.push((from, to)),
+        }
+    }
+    out
+}
+
+/// A range split between rollups and the rows ([`RollupView::split`]):
 /// `[from, to)` spans in ns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollupSplit {
-    /// Whole buckets the rollup holds.
-    pub rollup: Vec<(i64, i64)>,
-    /// The rest of the range.
+    /// Per level's table (quoted), finest first, the spans of bucket
+    /// starts to read from it.
+    pub rollups: Vec<(String, Vec<(i64, i64)>)>,
+    /// The rest of the range, from the rows.
     pub rows: Vec<(i64, i64)>,
 }
 
@@ -151,11 +327,15 @@ pub struct RollupView {
     /// The span `[from, to)` (ns) where the rollups may lack rows or keep
     /// some an edit removed: read the rows there, in whole buckets.
     pub unsettled: Option<(i64, i64)>,
+    /// Before it (ns) the rows are gone; `i64::MIN` when all are kept.
+    pub rows_from: i64,
+    /// Per level: before it (ns) its buckets are gone.
+    pub kept_from: Vec<i64>,
 }
 
-/// A fact table's progress: the last block rolled up, and the range an
-/// edit marked and no pass rebuilt yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A fact table's progress: the last block rolled up, the range an
+/// edit marked and no pass rebuilt yet, and its cuts.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     /// The last block number of the fact table rolled up.
     seen_block: u64,
@@ -163,6 +343,7 @@ struct State {
     dirty_from: i64,
     /// Its end (ns, excluded).
     dirty_to: i64,
+    cuts: Cuts,
 }
 
 impl Default for State {
@@ -171,6 +352,7 @@ impl Default for State {
             seen_block: 0,
             dirty_from: CLEAN,
             dirty_to: i64::MIN,
+            cuts: Cuts::default(),
         }
     }
 }
@@ -199,6 +381,7 @@ impl Downsampler {
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
             unsettled: Mutex::default(),
+            cuts: Mutex::default(),
         }
     }
 
@@ -217,23 +400,32 @@ impl Downsampler {
     }
 
     /// What a reader may take from the rollups of the fact table `names`;
-    /// `None` when its database is not downsampled or no pass finished
-    /// over the table since the process started.
+    /// `None` when its database is not downsampled or its rollups were
+    /// not made (or found) since the process started.
     pub(crate) fn view(&self, names: &TableNames) -> Option<RollupView> {
         let policy = self.policy(&names.database_name)?;
         let table = &names.storage_table;
         let unsettled = {
             let unsettled = self.unsettled.lock().unwrap();
             if !unsettled.known.contains(table) {
-                return None;
-            }
-            let pending = unsettled.pending.get(table).copied();
-            let passing = unsettled.passing.get(table).copied();
-            match (pending, passing) {
-                (None, None) => None,
-                (a, Some(b)) | (Some(b), a) => Some(union(a, b)),
+                // No pass yet: they may lack anything.
+                Some((i64::MIN, i64::MAX))
+            } else {
+                let pending = unsettled.pending.get(table).copied();
+                let passing = unsettled.passing.get(table).copied();
+                match (pending, passing) {
+                    (None, None) => None,
+                    (a, Some(b)) | (Some(b), a) => Some(union(a, b)),
+                }
             }
         };
+        let cuts = self
+            .cuts
+            .lock()
+            .unwrap()
+            .get(table)
+            .cloned()
+            .unwrap_or_default();
         let fields = self.made.lock().unwrap().get(table)?.clone();
         // Their names only: no field's columns are needed here.
         let levels = rollups(names, &[], policy)
@@ -241,10 +433,14 @@ impl Downsampler {
             .map(|rollup| (rollup.interval, rollup.table))
             .collect();
         Some(RollupView {
+            rows_from: cuts.rows_from(),
+            kept_from: (0..policy.levels().len())
+                .map(|i| cuts.kept_from(i))
+                .collect(),
             levels,
             fields: fields
                 .into_iter()
-                .filter(|(_, ty)| crate::layout::rollup::Aggregate::Count.applies_to(*ty))
+                .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
                 .collect(),
             unsettled,
         })
@@ -292,9 +488,55 @@ impl Downsampler {
             state.dirty_to = state.dirty_to.max(to_ns);
             // Readers read rows over the span before the edit changes them.
             self.inserting(database, &names.storage_table, (from_ns, to_ns));
-            self.save(&engine, &names, state).await?;
+            self.save(&engine, &names, &state).await?;
         }
         Ok(())
+    }
+
+    /// Applies `edit` of the points of `database` that `filter` matches to
+    /// the buckets a pass cannot rebuild, each level's before its source's
+    /// cut. The caller holds [`hold`](Self::hold), and calls it before the
+    /// edit changes rows (its tag condition reads the series table, which
+    /// dropping series empties).
+    pub(crate) async fn edit_rollups(
+        &self,
+        database: &str,
+        filter: &PointFilter,
+        edit: RollupEdit<'_>,
+    ) -> Result<()> {
+        let (Some(policy), Some(engine), Some(catalog)) = (
+            self.policy(database),
+            self.engine.upgrade(),
+            self.catalog.upgrade(),
+        ) else {
+            return Ok(());
+        };
+        let Some(db) = catalog.database(database) else {
+            return Ok(());
+        };
+        let mut statements = Vec::new();
+        for ((rp, measurement), _) in db.tables() {
+            let names = TableNames::new(database, &rp, &measurement);
+            let storage = &names.storage_table;
+            let cuts = self.cuts.lock().unwrap().get(storage).cloned();
+            let kept = self.made.lock().unwrap().get(storage).cloned();
+            let (true, Some(cuts), Some(kept)) = (filter.covers(&rp, &measurement), cuts, kept)
+            else {
+                continue;
+            };
+            for (i, rollup) in rollups(&names, &kept, policy).iter().enumerate() {
+                statements.extend(rollup_edit_sql(
+                    &rollup.table,
+                    &names,
+                    &measurement,
+                    filter,
+                    cuts.source_from(i),
+                    &kept,
+                    edit,
+                )?);
+            }
+        }
+        engine.execute_all(statements).await
     }
 
     /// One pass over every downsampled database.
@@ -322,7 +564,10 @@ impl Downsampler {
                         unsettled.passing.insert(storage.clone(), span);
                     }
                 }
-                let passed = self.pass_table(&engine, &names, &fields, policy).await;
+                let retention_s = database.retention_seconds(&rp);
+                let passed = self
+                    .pass_table(&engine, &names, &fields, policy, retention_s)
+                    .await;
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
                 match passed {
@@ -351,53 +596,95 @@ impl Downsampler {
         names: &TableNames,
         fields: &[(String, FieldType)],
         policy: &Downsampling,
+        retention_s: u64,
     ) -> Result<()> {
         let rollups = rollups(names, fields, policy);
+        if !rollups[0].keeps_fields() {
+            // Nothing to keep (array fields only): the rows stay.
+            return Ok(());
+        }
         self.make_tables(engine, names, &rollups, fields).await?;
         let state = self.state(engine, names).await?;
         let (seen_block, inserted) = self.changes(engine, names, state.seen_block).await?;
         let edited = match state.dirty_from {
             CLEAN => None,
-            _ => Some(self.bounded(engine, names, &rollups[0], state).await?),
+            _ => Some(self.bounded(engine, names, &rollups[0], &state).await?),
         };
-        let changed = match (inserted, edited) {
-            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
-            (a, b) => a.or(b),
-        };
-        let Some((mut from, mut to)) = changed else {
-            return Ok(());
-        };
-        let mut statements = Vec::new();
-        for (i, rollup) in rollups.iter().enumerate() {
-            // Whole buckets of this level over what changed in the finer one.
-            (from, to) = (
-                floor_to(from, rollup.interval),
-                ceil_to(to, rollup.interval),
-            );
-            // An edit can empty a bucket, which a rebuild would not replace.
-            if edited.is_some() {
-                statements.push(rollup.delete_sql(from, to));
-            }
-            let source = match i {
-                0 => Source::Facts(&names.storage_table),
-                _ => Source::Rollup(&rollups[i - 1]),
-            };
-            // Whole buckets per statement, about a day of them.
-            let step = rollup.interval.as_nanos() as i64;
-            let chunk = (CHUNK_NS / step).max(1) * step;
-            let mut start = from;
-            while start < to {
-                let end = start.saturating_add(chunk).min(to);
-                statements.push(rollup.rebuild_sql(source, start, end));
-                start = end;
-            }
-        }
+        let changed = inserted.is_some() || edited.is_some();
+        let statements = catch_up(names, &rollups, &state, inserted, edited, seen_block);
         engine.execute_all(statements).await?;
-        let done = State {
+        let mut done = State {
             seen_block,
+            cuts: state.cuts.clone(),
             ..State::default()
         };
-        self.save(engine, names, done).await
+        if changed {
+            self.save(engine, names, &done).await?;
+        }
+        self.remove_aged(engine, names, &rollups, &mut done, policy, retention_s)
+            .await
+    }
+
+    /// Moves the cuts of the table `names` as far as its ages allow (saved
+    /// before anything is removed, so readers and passes never rely on what
+    /// is gone), deletes each level's buckets before its moved cut, and
+    /// drops the fact table's parts rolled up (`done.seen_block`) and
+    /// wholly before the rows' cut. A part merged away meanwhile is
+    /// dropped by a later pass.
+    async fn remove_aged(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        rollups: &[Rollup],
+        done: &mut State,
+        policy: &Downsampling,
+        retention_s: u64,
+    ) -> Result<()> {
+        let cuts = done.cuts.at(policy, retention_s, now_ns());
+        if cuts != done.cuts {
+            let before = std::mem::replace(&mut done.cuts, cuts.clone());
+            self.save(engine, names, done).await?;
+            self.cuts
+                .lock()
+                .unwrap()
+                .insert(names.storage_table.clone(), cuts.clone());
+            let deletes: Vec<String> = rollups
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| cuts.kept_from(*i) > before.kept_from(*i))
+                .map(|(i, rollup)| rollup.delete_sql(i64::MIN, cuts.kept_from(i)))
+                .collect();
+            engine.execute_all(deletes).await?;
+        }
+        let Some(rows_from) = cuts.rows_from else {
+            return Ok(());
+        };
+        let parts_sql = format!(
+            "SELECT name FROM system.parts WHERE database = {} AND table = {} AND active \
+             AND NOT startsWith(name, 'patch-') AND max_block_number <= {} \
+             AND toUnixTimestamp(max_time) < {}",
+            quote_literal(&names.database_name),
+            quote_literal(&names.storage_name),
+            done.seen_block,
+            rows_from.div_euclid(1_000_000_000),
+        );
+        let table = names.storage_table.clone();
+        let dropped = engine
+            .run(move |conn| {
+                let mut dropped = 0;
+                for part in query_rows(conn, &parts_sql)? {
+                    let sql = format!("ALTER TABLE {table} DROP PART {}", quote_literal(&part[0]));
+                    match crate::engine::execute(conn, &sql) {
+                        Ok(()) => dropped += 1,
+                        Err(err) if err.to_string().contains("NO_SUCH_DATA_PART") => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                Ok(dropped)
+            })
+            .await?;
+        IngestStats::add(&engine.stats.downsampling_parts_dropped, dropped);
+        Ok(())
     }
 
     /// Makes the registry and `rollups` (with a column for every one of
@@ -415,10 +702,10 @@ impl Downsampler {
             return Ok(());
         }
         self.made.lock().unwrap().remove(table);
-        let mut ddl = vec![state_table_sql(names)];
+        let mut ddl = state_table_sql(names);
         for rollup in rollups {
             ddl.push(rollup.create_sql());
-            ddl.extend(rollup.add_columns_sql(fields));
+            ddl.push(rollup.add_columns_sql(fields));
         }
         engine.execute_all(ddl).await?;
         self.made
@@ -437,7 +724,7 @@ impl Downsampler {
         engine: &Engine,
         names: &TableNames,
         finest: &Rollup,
-        state: State,
+        state: &State,
     ) -> Result<(i64, i64)> {
         let sql = format!(
             "SELECT toUnixTimestamp64Nano(min(t)), toUnixTimestamp64Nano(max(t)) FROM \
@@ -508,7 +795,7 @@ impl Downsampler {
     /// The fact table's progress (its registry made: [`make_tables`](Self::make_tables)).
     async fn state(&self, engine: &Engine, names: &TableNames) -> Result<State> {
         let sql = format!(
-            "SELECT seen_block, dirty_from, dirty_to FROM {} FINAL WHERE table = {}",
+            "SELECT seen_block, dirty_from, dirty_to, rows_from, kept_from FROM {} FINAL WHERE table = {}",
             state_table(names),
             quote_literal(&names.storage_name)
         );
@@ -526,24 +813,78 @@ impl Downsampler {
                     seen_block: number(&row[0])? as u64,
                     dirty_from: number(&row[1])?,
                     dirty_to: number(&row[2])?,
+                    cuts: parse_cuts(&row[3], &row[4])?,
                 })
             })
             .await
     }
 
     /// Records the fact table's progress, durably.
-    async fn save(&self, engine: &Engine, names: &TableNames, state: State) -> Result<()> {
+    async fn save(&self, engine: &Engine, names: &TableNames, state: &State) -> Result<()> {
+        let cut = |cut: Option<i64>| cut.unwrap_or(i64::MIN).to_string();
+        let kept: Vec<String> = state.cuts.kept_from.iter().map(|c| cut(*c)).collect();
         engine
             .execute(format!(
-                "INSERT INTO {} VALUES ({}, {}, {}, {}, {})",
+                "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, rows_from, kept_from) \
+                 VALUES ({}, {}, {}, {}, {}, {}, [{}])",
                 state_table(names),
                 quote_literal(&names.storage_name),
                 state.seen_block,
                 state.dirty_from,
                 state.dirty_to,
-                now_ns()
+                now_ns(),
+                cut(state.cuts.rows_from),
+                kept.join(", ")
             ))
             .await
+    }
+
+    /// Reads back the cuts of every table of the downsampled databases (on
+    /// open: readers must not read rows before them) and makes those
+    /// tables' rollups, so readers know their fields before a pass.
+    pub(crate) async fn load(&self) -> Result<()> {
+        let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
+            return Ok(());
+        };
+        for (name, policy) in &self.policies {
+            let Some(database) = catalog.database(name) else {
+                continue;
+            };
+            let names = TableNames::new(name, "", "");
+            let exists_sql = format!(
+                "SELECT count() FROM system.tables WHERE database = {} AND name = {}",
+                quote_literal(name),
+                quote_literal(STATE_TABLE)
+            );
+            let exists = engine
+                .run(move |conn| query_rows(conn, &exists_sql))
+                .await?;
+            if exists.first().is_none_or(|row| row[0] == "0") {
+                continue;
+            }
+            // Tables of earlier versions lack the cuts' columns.
+            engine.execute_all(state_table_sql(&names)).await?;
+            let sql = format!(
+                "SELECT table, rows_from, kept_from FROM {} FINAL",
+                state_table(&names)
+            );
+            let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+            for ((rp, measurement), table) in database.tables() {
+                let names = TableNames::new(name, &rp, &measurement);
+                let Some(row) = rows.iter().find(|row| row[0] == names.storage_name) else {
+                    continue;
+                };
+                let cuts = parse_cuts(&row[1], &row[2])?;
+                if cuts == Cuts::default() {
+                    continue;
+                }
+                let fields = table.schema().fields.clone();
+                self.make_tables(&engine, &names, &rollups(&names, &fields, policy), &fields)
+                    .await?;
+                self.cuts.lock().unwrap().insert(names.storage_table, cuts);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -565,12 +906,108 @@ fn state_table(names: &TableNames) -> String {
     format!("{}.{}", names.database, quote_ident(STATE_TABLE))
 }
 
-fn state_table_sql(names: &TableNames) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} (table String, seen_block UInt64, dirty_from Int64, \
-         dirty_to Int64, version Int64) ENGINE = ReplacingMergeTree(version) ORDER BY table",
-        state_table(names)
-    )
+/// Makes the registry of `names`' database, and gives one of an earlier
+/// version the cuts' columns.
+fn state_table_sql(names: &TableNames) -> Vec<String> {
+    let table = state_table(names);
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (table String, seen_block UInt64, dirty_from Int64, \
+             dirty_to Int64, version Int64) ENGINE = ReplacingMergeTree(version) ORDER BY table"
+        ),
+        format!(
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS rows_from Int64 DEFAULT {}, \
+             ADD COLUMN IF NOT EXISTS kept_from Array(Int64)",
+            i64::MIN
+        ),
+    ]
+}
+
+/// Cuts as the registry keeps them (`i64::MIN`: none).
+fn parse_cuts(rows_from: &str, kept_from: &str) -> Result<Cuts> {
+    let cut = |text: &str| -> Result<Option<i64>> {
+        let cut: i64 = text
+            .trim()
+            .parse()
+            .map_err(|_| Error::Engine(format!("{STATE_TABLE}: cut {text:?}")))?;
+        Ok((cut != i64::MIN).then_some(cut))
+    };
+    let kept = kept_from.trim_start_matches('[').trim_end_matches(']');
+    Ok(Cuts {
+        rows_from: cut(rows_from)?,
+        kept_from: match kept.is_empty() {
+            true => Vec::new(),
+            false => kept.split(',').map(cut).collect::<Result<_>>()?,
+        },
+    })
+}
+
+/// The statements that bring `rollups` up to block `through` where rows
+/// were `inserted` (`[from, to)`, ns) or an edit marked (`edited`): per
+/// level, finest first, in whole buckets, a rebuild from its source where
+/// that is kept (deleting the buckets first after an edit) and, where it
+/// is gone, a merge with the inserted rows (edits changed those buckets
+/// themselves); nothing before the level's own cut.
+fn catch_up(
+    names: &TableNames,
+    rollups: &[Rollup],
+    state: &State,
+    inserted: Option<Span>,
+    edited: Option<Span>,
+    through: u64,
+) -> Vec<String> {
+    let (Some((mut from, mut to)), mut new) = (
+        match (inserted, edited) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        },
+        inserted.unwrap_or((0, 0)),
+    ) else {
+        return Vec::new();
+    };
+    let mut statements = Vec::new();
+    for (i, rollup) in rollups.iter().enumerate() {
+        // Whole buckets of this level over what changed in the finer one.
+        let whole = |(from, to): Span| {
+            (
+                floor_to(from, rollup.interval),
+                ceil_to(to, rollup.interval),
+            )
+        };
+        ((from, to), new) = (whole((from, to)), whole(new));
+        let own = state.cuts.kept_from(i);
+        let source = state.cuts.source_from(i);
+        let rebuild_from = from.max(own).max(source);
+        if edited.is_some() && rebuild_from < to {
+            statements.push(rollup.delete_sql(rebuild_from, to));
+        }
+        let step = rollup.interval.as_nanos() as i64;
+        // Whole buckets per statement, about a day of them.
+        let chunk = (CHUNK_NS / step).max(1) * step;
+        let chunks = |from: i64, to: i64| {
+            let starts = std::iter::successors(Some(from), move |s| Some(s.saturating_add(chunk)));
+            starts
+                .take_while(move |s| *s < to)
+                .map(move |s| (s, s.saturating_add(chunk).min(to)))
+        };
+        for (start, end) in chunks(new.0.max(own), new.1.min(source)) {
+            statements.push(rollup.merge_sql(
+                &names.storage_table,
+                start,
+                end,
+                state.seen_block,
+                through,
+            ));
+        }
+        let source = match i {
+            0 => Source::Facts(&names.storage_table),
+            _ => Source::Rollup(&rollups[i - 1]),
+        };
+        for (start, end) in chunks(rebuild_from, to) {
+            statements.push(rollup.rebuild_sql(source, start, end, through));
+        }
+    }
+    statements
 }
 
 /// Makes a pass every `every` until the engine closes; a failed pass is
@@ -599,31 +1036,107 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
 mod tests {
     use super::*;
 
+    const MIN: i64 = i64::MIN;
+
     fn view(unsettled: Option<Span>) -> RollupView {
         RollupView {
             levels: vec![(Duration::from_nanos(10), "t".to_owned())],
             fields: Vec::new(),
             unsettled,
+            rows_from: MIN,
+            kept_from: vec![MIN],
         }
+    }
+
+    fn spans(split: &RollupSplit) -> Vec<(&str, Vec<Span>)> {
+        split
+            .rollups
+            .iter()
+            .map(|(table, spans)| (table.as_str(), spans.clone()))
+            .collect()
     }
 
     #[test]
     fn a_range_splits_into_whole_buckets_and_the_rest() {
-        let step = Duration::from_nanos(10);
         // Cut ends go to the rows.
-        let split = view(None).split(step, 5, 47).unwrap();
-        assert_eq!(split.rollup, vec![(10, 40)]);
+        let split = view(None).split(0, 5, 47).unwrap();
+        assert_eq!(spans(&split), vec![("t", vec![(10, 40)])]);
         assert_eq!(split.rows, vec![(5, 10), (40, 47)]);
         // What the rollups may lack too, in whole buckets.
-        let split = view(Some((23, 27))).split(step, 0, 50).unwrap();
-        assert_eq!(split.rollup, vec![(0, 20), (30, 50)]);
+        let split = view(Some((23, 27))).split(0, 0, 50).unwrap();
+        assert_eq!(spans(&split), vec![("t", vec![(0, 20), (30, 50)])]);
         assert_eq!(split.rows, vec![(20, 30)]);
         // Unsettled past the end, an unbounded start.
-        let split = view(Some((45, 90))).split(step, i64::MIN, 50).unwrap();
+        let split = view(Some((45, 90))).split(0, MIN, 50).unwrap();
         assert_eq!(split.rows.last(), Some(&(40, 50)));
-        assert_eq!(split.rows[0].0, i64::MIN);
+        assert_eq!(split.rows[0].0, MIN);
         // No whole bucket: nothing for the rollup.
-        assert_eq!(view(None).split(step, 11, 19), None);
-        assert_eq!(view(Some((0, 100))).split(step, 0, 50), None);
+        assert_eq!(view(None).split(0, 11, 19), None);
+        assert_eq!(view(Some((MIN, i64::MAX))).split(0, 0, 50), None);
+    }
+
+    #[test]
+    fn where_rows_are_gone_buckets_count_by_their_start_from_the_finest_level_left() {
+        let view = RollupView {
+            levels: vec![
+                (Duration::from_nanos(10), "fine".to_owned()),
+                (Duration::from_nanos(20), "coarse".to_owned()),
+            ],
+            fields: Vec::new(),
+            // Unknown after a restart: the rows where they are kept.
+            unsettled: Some((MIN, i64::MAX)),
+            rows_from: 40,
+            kept_from: vec![20, MIN],
+        };
+        let split = view.split(0, 5, 67).unwrap();
+        assert_eq!(
+            spans(&split),
+            vec![("fine", vec![(20, 40)]), ("coarse", vec![(5, 20)])]
+        );
+        assert_eq!(split.rows, vec![(40, 67)]);
+        let settled = RollupView {
+            unsettled: None,
+            ..view.clone()
+        };
+        let split = settled.split(0, 25, 67).unwrap();
+        assert_eq!(spans(&split), vec![("fine", vec![(25, 60)])]);
+        assert_eq!(split.rows, vec![(60, 67)]);
+        // The coarse level is asked for: the fine one is never read.
+        let split = settled.split(1, 5, 90).unwrap();
+        assert_eq!(spans(&split), vec![("coarse", vec![(5, 80)])]);
+        assert_eq!(split.rows, vec![(80, 90)]);
+        // Rows read where kept; the facts stand in for themselves there.
+        assert_eq!(settled.rows_sql("f", &[], 40, 90), None);
+        let rows = settled.rows_sql("f", &[], 0, 90).unwrap();
+        assert!(
+            rows.contains("FROM f WHERE") && rows.contains("FROM fine FINAL"),
+            "{rows}"
+        );
+        assert!(rows.contains("FROM coarse FINAL"), "{rows}");
+    }
+
+    #[test]
+    fn cuts_follow_the_ages_and_the_retention_and_never_move_back() {
+        let policy = Downsampling::parse(&["1d:5m", "2d:1h"]).unwrap();
+        let day = 86_400_000_000_000_i64;
+        let now = 10 * day + 5 * 3_600_000_000_000;
+        let cuts = Cuts::default().at(&policy, 0, now);
+        assert_eq!(cuts.rows_from, Some(9 * day));
+        assert_eq!(cuts.kept_from, vec![Some(8 * day), None]);
+        let retained = Cuts::default().at(&policy, 7 * 86_400 + 60, now);
+        assert_eq!(retained.kept_from, vec![Some(8 * day), Some(3 * day)]);
+        let later = Cuts {
+            rows_from: Some(12 * day),
+            ..cuts.clone()
+        };
+        assert_eq!(later.at(&policy, 0, now).rows_from, Some(12 * day));
+        assert_eq!(cuts.source_from(0), 9 * day);
+        assert_eq!(cuts.source_from(1), 8 * day);
+        assert_eq!(lcm(86_400, 3600), 86_400);
+        assert_eq!(lcm(86_400, 7 * 3600), 7 * 86_400);
+        // The registry's form round-trips.
+        let parsed = parse_cuts(&(9 * day).to_string(), &format!("[{},{MIN}]", 8 * day)).unwrap();
+        assert_eq!(parsed, cuts);
+        assert_eq!(parse_cuts(&MIN.to_string(), "[]").unwrap(), Cuts::default());
     }
 }

@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Table;
+use crate::downsample::RollupView;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::recent::SAMPLE_BYTES;
@@ -21,6 +22,7 @@ use crate::last_value::table::{
 };
 use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
+use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
@@ -33,6 +35,8 @@ pub(crate) trait RebuildSource: Send + Sync {
     fn flush_all(&self) -> BoxFuture<'_, Result<()>>;
     /// Whether the ingestor is closing: rebuilds stop.
     fn is_closed(&self) -> bool;
+    /// The rollups of a downsampled table, whose rows may be gone.
+    fn rollups(&self, table: &Table) -> Option<RollupView>;
 }
 
 /// A boxed future: [`RebuildSource`] is used as a trait object.
@@ -71,7 +75,11 @@ pub(crate) async fn run_rebuilds(
         let flushed = source.flush_all().await;
         for (table, generation, recent_from) in jobs {
             let rebuilt = match &flushed {
-                Ok(()) => rebuild(source.engine(), &cache, &table, generation, recent_from).await,
+                Ok(()) => {
+                    let rollups = source.rollups(&table);
+                    let job = (generation, recent_from, rollups.as_ref());
+                    rebuild(source.engine(), &cache, &table, job).await
+                }
                 Err(err) => Err(Error::Engine(err.to_string())),
             };
             match rebuilt {
@@ -101,8 +109,7 @@ async fn rebuild(
     engine: &Engine,
     cache: &LastValues,
     table: &Arc<Table>,
-    generation: u64,
-    recent_from: i64,
+    (generation, recent_from, rollups): (u64, i64, Option<&RollupView>),
 ) -> Result<()> {
     let schema = table.schema();
     let names = &schema.names;
@@ -153,7 +160,7 @@ async fn rebuild(
         let sql = format!(
             "SELECT {} FROM {} GROUP BY series_id",
             columns.join(", "),
-            names.storage_table
+            rows_and_rollups(&names.storage_table, &schema.fields, rollups)
         );
         for batch in engine.query_arrow(sql).await? {
             read_values(&batch, &fields, &mut values)?;
@@ -169,6 +176,38 @@ async fn rebuild(
     };
     cache.finish_rebuild(table, generation, from_engine);
     Ok(())
+}
+
+/// The rows of the fact table `facts` (with `fields`), and where they
+/// are gone, the first and last sample of each bucket of its rollups, as
+/// rows (their block numbers 0).
+fn rows_and_rollups(
+    facts: &str,
+    fields: &[(String, FieldType)],
+    rollups: Option<&RollupView>,
+) -> String {
+    let Some(rollups) = rollups else {
+        return facts.to_owned();
+    };
+    let gone: Vec<String> = [Aggregate::First, Aggregate::Last]
+        .into_iter()
+        .flat_map(|at| rollups.gone_rows_sql(fields, i64::MIN, i64::MAX, at))
+        .collect();
+    if gone.is_empty() {
+        return facts.to_owned();
+    }
+    let columns: String = fields
+        .iter()
+        .map(|(f, _)| format!(", {}", quote_ident(f)))
+        .collect();
+    let mut sides = vec![format!(
+        "SELECT time, series_id{columns}, _block_number, _block_offset FROM {facts}"
+    )];
+    sides.extend(
+        gone.iter()
+            .map(|rows| format!("SELECT *, toUInt64(0), toUInt64(0) FROM ({rows})")),
+    );
+    format!("({})", sides.join(" UNION ALL "))
 }
 
 /// The table's recent samples of its numeric `fields` (series, index in

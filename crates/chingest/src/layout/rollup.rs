@@ -3,9 +3,12 @@
 //! what every query language needs of the bucket — its `count`, `sum`,
 //! `min`, `max`, and its `first` and `last` values with their times — so
 //! that a mean over buckets is exact (`sum(sum) / sum(count)`), not a mean
-//! of means. A bucket is rebuilt whole from what it rolls up, and the
-//! table keeps the newest build of each (`ReplacingMergeTree`, read with
-//! `final`). Pure: the statements only.
+//! of means. A bucket is rebuilt whole from what it rolls up, or, where
+//! that is gone, merged with the rows written into it since; the table
+//! keeps the newest build of each (`ReplacingMergeTree`, read with
+//! `final`), and each build the last block of the fact table it holds
+//! (`_through`), so a merge repeated after a crash adds nothing twice.
+//! Pure: the statements only.
 
 use std::time::Duration;
 
@@ -88,9 +91,15 @@ impl Aggregate {
             Aggregate::Min => format!("min({f})"),
             Aggregate::Max => format!("max({f})"),
             Aggregate::First => format!("argMinIf({f}, time, {f} IS NOT NULL)"),
-            Aggregate::FirstTime => format!("minIf(time, {f} IS NOT NULL)"),
+            // NULL, not 1970, for a bucket without a value of the field: a
+            // coarser level's `min` of these skips it.
+            Aggregate::FirstTime => {
+                format!("if(count({f}) = 0, NULL, minIf(time, {f} IS NOT NULL))")
+            }
             Aggregate::Last => format!("argMaxIf({f}, time, {f} IS NOT NULL)"),
-            Aggregate::LastTime => format!("maxIf(time, {f} IS NOT NULL)"),
+            Aggregate::LastTime => {
+                format!("if(count({f}) = 0, NULL, maxIf(time, {f} IS NOT NULL))")
+            }
         }
     }
 
@@ -152,6 +161,10 @@ pub fn time_in_sql(column: &str, spans: &[(i64, i64)]) -> String {
     }
 }
 
+/// The column of a rollup holding the last block of the fact table its
+/// bucket's build holds.
+const THROUGH: &str = "_through";
+
 /// One rollup table: the fact table it rolls up and its bucket width.
 #[derive(Debug, Clone)]
 pub struct Rollup {
@@ -167,10 +180,17 @@ impl Rollup {
     /// The rollup of the fact table `names` with `fields` at `interval`.
     pub fn new(names: &TableNames, fields: &[(String, FieldType)], interval: Duration) -> Rollup {
         let name = format!("_rollup.{}.{}", interval_name(interval), names.storage_name);
+        // The storage name is encoded already; `_` and `.` are not encoded
+        // names' characters, so this cannot meet a measurement's.
+        let table = format!("{}.{}", names.database, quote_ident(&name));
+        Rollup::named(&table, interval, fields)
+    }
+
+    /// The level of `table` (quoted) at `interval`, keeping what `fields`
+    /// allow.
+    pub fn named(table: &str, interval: Duration, fields: &[(String, FieldType)]) -> Rollup {
         Rollup {
-            // The storage name is encoded already; `_` and `.` are not
-            // encoded names' characters, so this cannot meet a measurement's.
-            table: format!("{}.{}", names.database, quote_ident(&name)),
+            table: table.to_owned(),
             interval,
             fields: fields
                 .iter()
@@ -178,6 +198,11 @@ impl Rollup {
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// Whether it keeps any field (array fields are not kept).
+    pub fn keeps_fields(&self) -> bool {
+        !self.fields.is_empty()
     }
 
     /// The name of the column keeping `aggregate` of `field`.
@@ -203,16 +228,18 @@ impl Rollup {
             .map(|(column, a, (_, ty))| format!(", {column} {}", a.column_type(*ty)))
             .collect();
         format!(
-            "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, time DateTime64(9, 'UTC'){columns}) \
+            "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, time DateTime64(9, 'UTC'){columns}, \
+             {THROUGH} UInt64) \
              ENGINE = ReplacingMergeTree ORDER BY (series_id, time) \
              SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}",
             self.table
         )
     }
 
-    /// Adds the columns of `added` fields, if missing.
-    pub fn add_columns_sql(&self, added: &[(String, FieldType)]) -> Option<String> {
-        let clauses: Vec<String> = added
+    /// Adds the columns of `added` fields, and `_through` (which tables of
+    /// earlier versions lack), if missing.
+    pub fn add_columns_sql(&self, added: &[(String, FieldType)]) -> String {
+        let mut clauses: Vec<String> = added
             .iter()
             .flat_map(|(field, ty)| {
                 Aggregate::ALL
@@ -227,41 +254,160 @@ impl Rollup {
                     })
             })
             .collect();
-        (!clauses.is_empty()).then(|| format!("ALTER TABLE {} {}", self.table, clauses.join(", ")))
+        clauses.push(format!("ADD COLUMN IF NOT EXISTS {THROUGH} UInt64"));
+        format!("ALTER TABLE {} {}", self.table, clauses.join(", "))
     }
 
     /// Rebuilds the buckets of `[from, to)` (ns, multiples of the interval)
-    /// from `source`: the fact table itself, or the rollup one level finer
-    /// (whose buckets divide these).
-    pub fn rebuild_sql(&self, source: Source<'_>, from_ns: i64, to_ns: i64) -> String {
-        // Positions, not aliases, map the values onto the columns: an alias
-        // named like a source column would be read inside the other
-        // aggregates in its place.
-        let (columns, values): (Vec<String>, Vec<String>) = self
-            .columns()
-            .map(|(column, a, (field, _))| {
-                let value = match source {
-                    Source::Facts(_) => a.of_rows(&quote_ident(field)),
-                    Source::Rollup(_) => a.of_buckets(|b| Rollup::column(field, b)),
-                };
-                (column, value)
-            })
-            .unzip();
-        let table = match source {
-            Source::Facts(table) => table,
-            Source::Rollup(finer) => finer.table.as_str(),
+    /// from `source`: the fact table itself (its rows up to block
+    /// `through`), or the rollup one level finer (whose buckets divide
+    /// these, all holding the rows up to `through`).
+    pub fn rebuild_sql(
+        &self,
+        source: Source<'_>,
+        from_ns: i64,
+        to_ns: i64,
+        through: u64,
+    ) -> String {
+        let (values, table, blocks) = match source {
+            Source::Facts(table) => (
+                self.values(|a, field| a.of_rows(&quote_ident(field))),
+                table,
+                format!(" AND _block_number <= {through}"),
+            ),
+            Source::Rollup(finer) => (
+                self.values(|a, field| a.of_buckets(|b| Rollup::column(field, b))),
+                finer.table.as_str(),
+                String::new(),
+            ),
         };
-        let bucket = format!(
+        let bucket = self.bucket_sql();
+        format!(
+            "INSERT INTO {} (series_id, time, {}, {THROUGH}) SELECT series_id, {bucket}, {}, {through} \
+             FROM {table} WHERE {}{blocks} GROUP BY series_id, {bucket}",
+            self.table,
+            self.column_list(),
+            values.join(", "),
+            time_in_sql("time", &[(from_ns, to_ns)]),
+        )
+    }
+
+    /// Merges into the buckets of `[from, to)` (ns, multiples of the
+    /// interval) the rows of `facts` (its quoted name) that they do not
+    /// hold yet: those of blocks after `seen` (the last block every bucket
+    /// holds) and after the bucket's own `_through`, up to `through`. For
+    /// buckets whose rows are gone, so a rebuild would lose them; repeated
+    /// (a crash before the pass is recorded) it adds nothing twice.
+    pub fn merge_sql(
+        &self,
+        facts: &str,
+        from_ns: i64,
+        to_ns: i64,
+        seen: u64,
+        through: u64,
+    ) -> String {
+        let bucket = self.bucket_sql();
+        let range = time_in_sql("time", &[(from_ns, to_ns)]);
+        let fields: Vec<String> = self.fields.iter().map(|(f, _)| quote_ident(f)).collect();
+        // The rows no bucket holds, each with its bucket.
+        let new_rows = format!(
+            "SELECT n.* FROM (SELECT series_id, {bucket} AS bucket, time, {} , _block_number AS block \
+             FROM {facts} WHERE {range} AND _block_number > {seen} AND _block_number <= {through}) AS n \
+             LEFT JOIN (SELECT series_id, time AS bucket, {THROUGH} AS held FROM {} FINAL WHERE {range}) AS b \
+             USING (series_id, bucket) WHERE n.block > b.held",
+            fields.join(", "),
+            self.table,
+        );
+        let of_rows = self.values(|a, field| a.of_rows(&quote_ident(field)));
+        let of_buckets = self.values(|a, field| a.of_buckets(|b| Rollup::column(field, b)));
+        format!(
+            "INSERT INTO {table} (series_id, time, {columns}, {THROUGH}) \
+             WITH new AS ({new_rows}) \
+             SELECT series_id, time, {}, {through} FROM ( \
+               SELECT series_id, time, {columns} FROM {table} FINAL WHERE {range} \
+                 AND (series_id, time) IN (SELECT series_id, bucket FROM new) \
+               UNION ALL SELECT series_id, bucket, {} FROM new GROUP BY series_id, bucket) \
+             GROUP BY series_id, time",
+            of_buckets.join(", "),
+            of_rows.join(", "),
+            table = self.table,
+            columns = self.column_list(),
+        )
+    }
+
+    /// The bucket of a row's `time`.
+    fn bucket_sql(&self) -> String {
+        format!(
             "toStartOfInterval(time, INTERVAL {} SECOND)",
             self.interval.as_secs()
-        );
+        )
+    }
+
+    /// The kept columns' names, in order.
+    fn column_list(&self) -> String {
+        let columns: Vec<String> = self.columns().map(|(column, _, _)| column).collect();
+        columns.join(", ")
+    }
+
+    /// Each kept column's value, in order, as `value(aggregate, field)`.
+    // Positions, not aliases, map the values onto the columns: an alias
+    // named like a source column would be read inside the other
+    // aggregates in its place.
+    fn values(&self, value: impl Fn(Aggregate, &str) -> String) -> Vec<String> {
+        self.columns()
+            .map(|(_, a, (field, _))| value(a, field))
+            .collect()
+    }
+
+    /// The buckets of `[from, to)` (ns) as rows of the fact table (`time`,
+    /// `series_id`, then `facts`' fields in order): one per bucket, each
+    /// field at its `at` value (`Last` or `First`), at the latest (or
+    /// earliest) of their times; fields the rollup does not keep are NULL
+    /// (arrays empty). What a read of the rows gets where they are gone.
+    pub fn as_rows_sql(
+        &self,
+        facts: &[(String, FieldType)],
+        from_ns: i64,
+        to_ns: i64,
+        at: Aggregate,
+    ) -> String {
+        // A field without a value in the bucket takes no part in the pick.
+        let (at_time, pick, absent) = match at {
+            Aggregate::First => (
+                Aggregate::FirstTime,
+                "least",
+                format!("time + toIntervalSecond({})", self.interval.as_secs()),
+            ),
+            _ => (Aggregate::LastTime, "greatest", "time".to_owned()),
+        };
+        let mut times = Vec::new();
+        let mut values = Vec::new();
+        for (field, ty) in facts {
+            let kept = self.fields.iter().any(|(f, t)| f == field && t == ty);
+            values.push(match (kept, ty.clickhouse_type()) {
+                (true, _) => Rollup::column(field, at),
+                (false, ty) if ty.starts_with("Array") => format!("CAST([], '{ty}')"),
+                (false, ty) => format!("CAST(NULL, '{ty}')"),
+            });
+            if kept {
+                times.push(format!(
+                    "ifNull({}, {absent})",
+                    Rollup::column(field, at_time)
+                ));
+            }
+        }
+        let time = match times.len() {
+            0 => "time".to_owned(),
+            1 => times.remove(0),
+            _ => format!("{pick}({})", times.join(", ")),
+        };
+        let mut columns = vec![time, "series_id".to_owned()];
+        columns.extend(values);
         format!(
-            "INSERT INTO {} (series_id, time, {}) SELECT series_id, {bucket}, {} \
-             FROM {table} WHERE time >= fromUnixTimestamp64Nano({from_ns}, 'UTC') \
-             AND time < fromUnixTimestamp64Nano({to_ns}, 'UTC') GROUP BY series_id, {bucket}",
-            self.table,
+            "SELECT {} FROM (SELECT * FROM {} FINAL WHERE {})",
             columns.join(", "),
-            values.join(", "),
+            self.table,
+            time_in_sql("time", &[(from_ns, to_ns)])
         )
     }
 }
@@ -271,9 +417,9 @@ impl Rollup {
     /// after an edit, which can leave a bucket with no row to replace it.
     pub fn delete_sql(&self, from_ns: i64, to_ns: i64) -> String {
         format!(
-            "DELETE FROM {} WHERE time >= fromUnixTimestamp64Nano({from_ns}, 'UTC') \
-             AND time < fromUnixTimestamp64Nano({to_ns}, 'UTC')",
-            self.table
+            "DELETE FROM {} WHERE {}",
+            self.table,
+            time_in_sql("time", &[(from_ns, to_ns)])
         )
     }
 }

@@ -33,7 +33,7 @@ use crate::catalog::{Admission, Catalog, Database, Table};
 use crate::config::IngestConfig;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::{now_ns, BoxFuture, LastValues, RebuildSource};
+use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{self, NameKind};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
@@ -601,20 +601,6 @@ impl Drop for Writer {
     fn drop(&mut self) {
         // Wakes the flushers so they answer their waiters and end.
         self.close_batchers();
-    }
-}
-
-impl RebuildSource for Writer {
-    fn engine(&self) -> &Engine {
-        Writer::engine(self)
-    }
-
-    fn flush_all(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(Writer::flush_all(self))
-    }
-
-    fn is_closed(&self) -> bool {
-        self.flush.is_closed()
     }
 }
 

@@ -65,14 +65,11 @@ async fn measurement(
         .as_ref()
         .map(|series| series.iter().map(|s| s.series_id).collect());
     plan.filter.list_series(ids);
-    // Only `GROUP BY time` reads rollups.
-    let rollups = select.interval.and_then(|_| {
-        ctx.ingestor.rollups(
-            &target.database,
-            &target.retention_policy,
-            &target.schema.name,
-        )
-    });
+    let rollups = ctx.ingestor.rollups(
+        &target.database,
+        &target.retention_policy,
+        &target.schema.name,
+    );
     match plan.statement(select, target, zone, ctx.now, rollups.as_ref()) {
         None => Ok(Vec::new()),
         Some(Statement::Raw(sql)) => raw(ctx, select, target, &plan, &sql).await,

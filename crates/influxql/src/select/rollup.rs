@@ -111,7 +111,7 @@ impl Plan {
             partials.push(Partial::new(func, field, *ty)?);
         }
         // The coarsest level whose buckets tile the statement's.
-        let (step, table) = view.level(|width| {
+        let level = view.level(|width| {
             let width = width.as_nanos() as i64;
             interval.every % width == 0 && interval.offset.rem_euclid(width) == 0
         })?;
@@ -124,10 +124,11 @@ impl Plan {
             .as_ref()
             .map_or(MIN_SERIES_DAYS, |ids| ids.len() as i64);
         let days = stop.saturating_sub(start) / 86_400_000_000_000;
-        if series.saturating_mul(days) < MIN_SERIES_DAYS {
+        // Where the rows are gone, only rollups answer.
+        if series.saturating_mul(days) < MIN_SERIES_DAYS && start >= view.rows_from {
             return None;
         }
-        let split = view.split(step, start, stop)?;
+        let split = view.split(level, start, stop)?;
 
         let join = !self.keys.is_empty();
         let ids = self.filter.series.as_deref();
@@ -151,7 +152,11 @@ impl Plan {
                 conditions.join(" AND ")
             )
         };
-        let mut sides = vec![side(&format!("{table} AS f FINAL"), false, &split.rollup)];
+        let mut sides: Vec<String> = split
+            .rollups
+            .iter()
+            .map(|(table, spans)| side(&format!("{table} AS f FINAL"), false, spans))
+            .collect();
         if !split.rows.is_empty() {
             let facts = format!("{} AS f", target.names.storage_table);
             sides.push(side(&facts, true, &split.rows));

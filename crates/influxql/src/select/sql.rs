@@ -15,7 +15,7 @@ use super::model::{
 use crate::condition::{FieldCondition, FieldLiteral};
 use crate::error::Error;
 use crate::parse::{Interval, Name, Select};
-use crate::plan::{fact_source, named_targets, Target};
+use crate::plan::{fact_source, facts_as_f, named_targets, Target};
 
 /// Where an output's value and its point's time are in a row.
 pub(super) type Place = (usize, Option<usize>);
@@ -455,9 +455,9 @@ impl Plan {
             return None;
         }
         Some(match self.aggregate {
-            false => Statement::Raw(self.raw_sql(select, target)),
+            false => Statement::Raw(self.raw_sql(select, target, rollups)),
             true => {
-                let mut aggregation = self.aggregation(select, target, zone, now);
+                let mut aggregation = self.aggregation(select, target, zone, now, rollups);
                 let rolled = rollups
                     .zip(aggregation.stop)
                     .and_then(|(view, stop)| self.rollup_sql(select, target, view, stop));
@@ -470,10 +470,11 @@ impl Plan {
         })
     }
 
-    fn raw_sql(&self, select: &Select, target: &Target) -> String {
+    fn raw_sql(&self, select: &Select, target: &Target, rollups: Option<&RollupView>) -> String {
         let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
         let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
-        let facts = format!("{} AS f", target.names.storage_table);
+        let range = (select.condition.start, select.condition.stop);
+        let facts = facts_as_f(target, rollups, range);
         let (from, series) =
             fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
         let mut columns = vec!["toUnixTimestamp64Nano(f.time) AS __t".to_owned()];
@@ -517,6 +518,7 @@ impl Plan {
         target: &Target,
         zone: Option<chrono_tz::Tz>,
         now: i64,
+        rollups: Option<&RollupView>,
     ) -> Aggregation {
         let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
         // The selector that fields and tags selected beside it are read at.
@@ -533,14 +535,14 @@ impl Plan {
             )
         });
         let join = !keys.is_empty() || aux_tags;
-        let facts = format!("{} AS f", target.names.storage_table);
-        let (from, series) =
-            fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
         // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
         let stop = match (select.condition.stop, select.interval) {
             (None, Some(_)) => Some(now.saturating_add(1)),
             (stop, _) => stop,
         };
+        let facts = facts_as_f(target, rollups, (select.condition.start, stop));
+        let (from, series) =
+            fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
         let mut columns = vec![match select.interval {
             Some(interval) => format!("{} AS __t", window_sql(interval, zone)),
             None => "toInt64(0) AS __t".to_owned(),

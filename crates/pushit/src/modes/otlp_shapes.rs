@@ -205,6 +205,7 @@ pub(super) fn run(ctx: &Context, requests: &[ExportMetricsServiceRequest]) -> an
         &chingest::layout::schema::create_table_sql(
             &schema,
             0,
+            false,
             chingest::DuplicatePolicy::Append,
             None,
         ),
