@@ -494,8 +494,8 @@ impl Downsampler {
     }
 
     /// Applies `edit` of the points of `database` that `filter` matches to
-    /// the buckets a pass cannot rebuild, each level's before its source's
-    /// cut. The caller holds [`hold`](Self::hold), and calls it before the
+    /// the buckets of every level where the rows are gone (a pass cannot
+    /// rebuild them from the rows). The caller holds [`hold`](Self::hold), and calls it before the
     /// edit changes rows (its tag condition reads the series table, which
     /// dropping series empties).
     pub(crate) async fn edit_rollups(
@@ -530,7 +530,10 @@ impl Downsampler {
                     &names,
                     &measurement,
                     filter,
-                    cuts.source_from(i),
+                    // Readers read every level there: each shows the edit
+                    // at once (the next pass rebuilds coarser levels from
+                    // finer ones where those are kept).
+                    cuts.rows_from(),
                     &kept,
                     edit,
                 )?);
@@ -978,8 +981,11 @@ fn catch_up(
         let own = state.cuts.kept_from(i);
         let source = state.cuts.source_from(i);
         let rebuild_from = from.max(own).max(source);
-        if edited.is_some() && rebuild_from < to {
-            statements.push(rollup.delete_sql(rebuild_from, to));
+        // Where the rows are kept, readers read them over what an edit
+        // marked until the pass is done: its buckets may go first.
+        let hidden = rebuild_from.max(state.cuts.rows_from());
+        if edited.is_some() && hidden < to {
+            statements.push(rollup.delete_sql(hidden, to));
         }
         let step = rollup.interval.as_nanos() as i64;
         // Whole buckets per statement, about a day of them.
@@ -1005,6 +1011,12 @@ fn catch_up(
         };
         for (start, end) in chunks(rebuild_from, to) {
             statements.push(rollup.rebuild_sql(source, start, end, through));
+        }
+        // Before, readers read this level: emptied buckets go after.
+        if let (Some(_), Source::Rollup(finer)) = (edited, source) {
+            if rebuild_from < hidden.min(to) {
+                statements.push(rollup.delete_emptied_sql(finer, rebuild_from, hidden.min(to)));
+            }
         }
     }
     statements

@@ -272,12 +272,13 @@ impl Rollup {
         let (values, table, blocks) = match source {
             Source::Facts(table) => (
                 self.values(|a, field| a.of_rows(&quote_ident(field))),
-                table,
+                table.to_owned(),
                 format!(" AND _block_number <= {through}"),
             ),
+            // Its newest builds only: older ones may be unmerged yet.
             Source::Rollup(finer) => (
                 self.values(|a, field| a.of_buckets(|b| Rollup::column(field, b))),
-                finer.table.as_str(),
+                format!("{} FINAL", finer.table),
                 String::new(),
             ),
         };
@@ -413,6 +414,22 @@ impl Rollup {
 }
 
 impl Rollup {
+    /// Deletes the buckets of `[from, to)` (ns) that no bucket of `finer`
+    /// falls in: after they were rebuilt from it following an edit, which
+    /// can leave a bucket with nothing to replace it. (Where readers read
+    /// a level, it is rebuilt first and emptied buckets deleted after, so
+    /// that a reader never sees a bucket missing that is still there.)
+    pub fn delete_emptied_sql(&self, finer: &Rollup, from_ns: i64, to_ns: i64) -> String {
+        let range = time_in_sql("time", &[(from_ns, to_ns)]);
+        format!(
+            "DELETE FROM {} WHERE {range} AND (series_id, time) NOT IN \
+             (SELECT series_id, {} FROM {} FINAL WHERE {range})",
+            self.table,
+            self.bucket_sql(),
+            finer.table
+        )
+    }
+
     /// Deletes the buckets of `[from, to)` (ns): before they are rebuilt
     /// after an edit, which can leave a bucket with no row to replace it.
     pub fn delete_sql(&self, from_ns: i64, to_ns: i64) -> String {
