@@ -110,6 +110,10 @@ enum Mode {
     /// downsampled database against the same rows not downsampled, in one
     /// server: each panel's QPS and latency, rollups ÷ rows.
     Downsampling(modes::downsampling::Args),
+    /// Bytes on disk of a downsampled database (node-exporter counters,
+    /// 90 days, `30d:5m`) against the same samples kept whole: each
+    /// table's, and a day of the rollup ÷ a day of the rows.
+    DownsamplingDisk(modes::downsampling_disk::Args),
     /// Backups on loaded TSBS rows against VictoriaMetrics' vmbackup: a full
     /// backup's seconds and MB/s, the write rate beside it ÷ before, an
     /// incremental one's bytes after 1% more rows, a restore's seconds.
@@ -285,6 +289,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Query(args) => modes::query::run(&ctx, &args),
         Mode::Influxql(args) => modes::influxql::run(&ctx, &args),
         Mode::Downsampling(args) => modes::downsampling::run(&ctx, &args),
+        Mode::DownsamplingDisk(args) => modes::downsampling_disk::run(&ctx, &args),
         Mode::Backup(args) => modes::backup::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),

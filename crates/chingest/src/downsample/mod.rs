@@ -524,7 +524,7 @@ impl Downsampler {
             else {
                 continue;
             };
-            for (i, rollup) in rollups(&names, &kept, policy).iter().enumerate() {
+            for rollup in &rollups(&names, &kept, policy) {
                 statements.extend(rollup_edit_sql(
                     &rollup.table,
                     &names,

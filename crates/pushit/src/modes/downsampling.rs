@@ -3,7 +3,10 @@
 //! one run (docs/downsampling.md). The data: TSBS cpu-only rows of
 //! `--hosts` hosts every 10 s over the `--days` before the last whole
 //! minute, written to both databases a day at a time; the downsampled one
-//! keeps 5 m and 1 h rollups (`1d:5m`, `7d:1h`), and the run waits for
+//! keeps 5 m and 1 h rollups, at ages past the data's (`3000d:5m`,
+//! `6000d:1h`) so that its rows stay and every answer can be compared with
+//! the rows' (where rows are gone, a range's cut ends count whole buckets:
+//! `pushit downsampling-disk` measures that side), and the run waits for
 //! two passes after the load so its rollups hold every row. A statement
 //! over few series × days reads the rows even there (docs/influxql.md):
 //! the report says which read rollups. Each panel's
@@ -49,8 +52,8 @@ pub(crate) struct Args {
 const STEP_S: i64 = 10;
 /// Positions of a moving range: an hour of minutes.
 const POSITIONS: i64 = 60;
-/// The downsampled database's levels.
-const LEVELS: [&str; 2] = ["1d:5m", "7d:1h"];
+/// The downsampled database's levels: its rows are kept.
+const LEVELS: [&str; 2] = ["3000d:5m", "6000d:1h"];
 
 /// The panels: name, the days of their range (`None`: the whole data less
 /// the hour the ends move over), and the InfluxQL a Grafana panel sends,
@@ -211,7 +214,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
 }
 
 /// A counter of the server's `/metrics`.
-async fn counter(endpoints: &Endpoints, name: &str) -> anyhow::Result<u64> {
+pub(super) async fn counter(endpoints: &Endpoints, name: &str) -> anyhow::Result<u64> {
     let url = format!("{}/metrics", endpoints.http);
     let text = authorized(endpoints, http_client()?.get(url))
         .send()

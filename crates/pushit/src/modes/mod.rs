@@ -13,6 +13,7 @@ pub(crate) mod backup;
 pub(crate) mod batch;
 mod client;
 pub(crate) mod downsampling;
+pub(crate) mod downsampling_disk;
 pub(crate) mod edits;
 pub(crate) mod flush;
 pub(crate) mod http;

@@ -61,8 +61,9 @@ pub(crate) struct Args {
     dashboard: bool,
     /// Long-range panels instead (`rate`, `max_over_time` of one series and
     /// a fleet's `sum by (job)` over the whole data at 1 h steps), chingest
-    /// answering from a downsampled database (`1d:5m`, `7d:1h`) and, as
-    /// `chingest-rows`, from one that is not: e.g. `--hours 720`.
+    /// answering from a downsampled database (5 m and 1 h rollups, its rows
+    /// kept: `3000d:5m`, `6000d:1h`) and, as `chingest-rows`, from one that
+    /// is not: e.g. `--hours 720`.
     #[arg(long, conflicts_with = "dashboard")]
     downsampled: bool,
     /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
@@ -274,7 +275,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let downsample = |config: &mut chingest_server::config::ServerConfig| {
         if args.downsampled {
             config.downsampling.period_ms = 1_000;
-            let levels = vec!["1d:5m".to_owned(), "7d:1h".to_owned()];
+            // Rows kept: the load is counted in both databases.
+            let levels = vec!["3000d:5m".to_owned(), "6000d:1h".to_owned()];
             config.downsampling.databases.insert(rolled.clone(), levels);
         }
     };
