@@ -171,6 +171,8 @@ impl Report {
 fn plain(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
+        // Nothing to say (a ratio a row has not): an empty cell.
+        Value::Null => String::new(),
         Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or_default()),
         other => other.to_string(),
     }

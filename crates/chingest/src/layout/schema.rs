@@ -351,8 +351,8 @@ fn column_def(name: &str, ty: FieldType) -> String {
 /// The codecs of chingest's own columns: `time` is regular within a
 /// series (`DoubleDelta` stores a fixed interval in almost nothing),
 /// `series_id` runs long in the sort order.
-const TIME_CODEC: &str = "CODEC(DoubleDelta, ZSTD(1))";
-const SERIES_ID_CODEC: &str = "CODEC(ZSTD(1))";
+pub(crate) const TIME_CODEC: &str = "CODEC(DoubleDelta, ZSTD(1))";
+pub(crate) const SERIES_ID_CODEC: &str = "CODEC(ZSTD(1))";
 
 /// Inserts per fact table whose deduplication tokens the engine remembers.
 /// Replay repeats only the inserts that started but were not logged as
