@@ -23,6 +23,8 @@ use crate::last_value::{
     TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
+use crate::layout::rollup::Aggregate;
+use crate::layout::schema::FieldType;
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
 use crate::read::{MeasurementSchema, Reader};
@@ -86,8 +88,18 @@ impl RebuildSource for Shared {
         self.writer.open().is_err()
     }
 
-    fn rollups(&self, table: &Table) -> Option<RollupView> {
-        self.downsampler.as_ref()?.view(&table.schema().names)
+    fn gone_rows(&self, table: &Table, fields: &[(String, FieldType)]) -> Vec<String> {
+        let Some(view) = self
+            .downsampler
+            .as_ref()
+            .and_then(|d| d.view(&table.schema().names))
+        else {
+            return Vec::new();
+        };
+        [Aggregate::First, Aggregate::Last]
+            .into_iter()
+            .flat_map(|at| view.gone_rows_sql(fields, i64::MIN, i64::MAX, at))
+            .collect()
     }
 }
 
@@ -799,7 +811,11 @@ impl Ingestor {
                 range,
             )
             .await?;
-        downsampler.edit_rollups(db, filter, edit).await?;
+        let covers = |rp: &str, measurement: &str| filter.covers(rp, measurement);
+        let statement = |rollup: &str, names: &TableNames, measurement: &str, before, kept: &_| {
+            edit::rollup_edit_sql(rollup, names, measurement, filter, before, kept, edit)
+        };
+        downsampler.edit_rollups(db, covers, statement).await?;
         Ok(Some(held))
     }
 

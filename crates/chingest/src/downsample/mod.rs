@@ -43,7 +43,6 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::config::Downsampling;
-use crate::edit::{rollup_edit_sql, PointFilter, RollupEdit};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::now_ns;
@@ -493,16 +492,25 @@ impl Downsampler {
         Ok(())
     }
 
-    /// Applies `edit` of the points of `database` that `filter` matches to
-    /// the buckets of every level where the rows are gone (a pass cannot
-    /// rebuild them from the rows). The caller holds [`hold`](Self::hold), and calls it before the
-    /// edit changes rows (its tag condition reads the series table, which
-    /// dropping series empties).
+    /// Applies an edit of the tables of `database` it `covers` (by
+    /// retention policy and measurement) to the buckets of every level
+    /// where the rows are gone (a pass cannot rebuild them from the rows):
+    /// `statement(rollup, names, measurement, before, kept)` gives the
+    /// statement editing the level `rollup` (of the fact table `names`,
+    /// keeping the fields `kept`) before `before` (ns). The caller holds
+    /// [`hold`](Self::hold), and calls it before the edit changes rows (its
+    /// tag condition reads the series table, which dropping series empties).
     pub(crate) async fn edit_rollups(
         &self,
         database: &str,
-        filter: &PointFilter,
-        edit: RollupEdit<'_>,
+        covers: impl Fn(&str, &str) -> bool,
+        statement: impl Fn(
+            &str,
+            &TableNames,
+            &str,
+            i64,
+            &[(String, FieldType)],
+        ) -> Result<Option<String>>,
     ) -> Result<()> {
         let (Some(policy), Some(engine), Some(catalog)) = (
             self.policy(database),
@@ -520,22 +528,20 @@ impl Downsampler {
             let storage = &names.storage_table;
             let cuts = self.cuts.lock().unwrap().get(storage).cloned();
             let kept = self.made.lock().unwrap().get(storage).cloned();
-            let (true, Some(cuts), Some(kept)) = (filter.covers(&rp, &measurement), cuts, kept)
-            else {
+            let (true, Some(cuts), Some(kept)) = (covers(&rp, &measurement), cuts, kept) else {
                 continue;
             };
             for rollup in &rollups(&names, &kept, policy) {
-                statements.extend(rollup_edit_sql(
+                // Readers read every level there: each shows the edit at
+                // once (the next pass rebuilds coarser levels from finer
+                // ones where those are kept).
+                let before = cuts.rows_from();
+                statements.extend(statement(
                     &rollup.table,
                     &names,
                     &measurement,
-                    filter,
-                    // Readers read every level there: each shows the edit
-                    // at once (the next pass rebuilds coarser levels from
-                    // finer ones where those are kept).
-                    cuts.rows_from(),
+                    before,
                     &kept,
-                    edit,
                 )?);
             }
         }

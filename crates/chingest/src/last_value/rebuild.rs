@@ -12,7 +12,6 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Table;
-use crate::downsample::RollupView;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::recent::SAMPLE_BYTES;
@@ -22,7 +21,6 @@ use crate::last_value::table::{
 };
 use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
-use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
@@ -35,8 +33,10 @@ pub(crate) trait RebuildSource: Send + Sync {
     fn flush_all(&self) -> BoxFuture<'_, Result<()>>;
     /// Whether the ingestor is closing: rebuilds stop.
     fn is_closed(&self) -> bool;
-    /// The rollups of a downsampled table, whose rows may be gone.
-    fn rollups(&self, table: &Table) -> Option<RollupView>;
+    /// Where a downsampled table's rows are gone, statements giving each
+    /// bucket of its rollups as a row (`time`, `series_id`, then `fields`)
+    /// at its first and at its last sample; none elsewhere.
+    fn gone_rows(&self, table: &Table, fields: &[(String, FieldType)]) -> Vec<String>;
 }
 
 /// A boxed future: [`RebuildSource`] is used as a trait object.
@@ -76,8 +76,8 @@ pub(crate) async fn run_rebuilds(
         for (table, generation, recent_from) in jobs {
             let rebuilt = match &flushed {
                 Ok(()) => {
-                    let rollups = source.rollups(&table);
-                    let job = (generation, recent_from, rollups.as_ref());
+                    let gone = source.gone_rows(&table, &table.schema().fields);
+                    let job = (generation, recent_from, gone.as_slice());
                     rebuild(source.engine(), &cache, &table, job).await
                 }
                 Err(err) => Err(Error::Engine(err.to_string())),
@@ -109,7 +109,7 @@ async fn rebuild(
     engine: &Engine,
     cache: &LastValues,
     table: &Arc<Table>,
-    (generation, recent_from, rollups): (u64, i64, Option<&RollupView>),
+    (generation, recent_from, gone): (u64, i64, &[String]),
 ) -> Result<()> {
     let schema = table.schema();
     let names = &schema.names;
@@ -160,7 +160,7 @@ async fn rebuild(
         let sql = format!(
             "SELECT {} FROM {} GROUP BY series_id",
             columns.join(", "),
-            rows_and_rollups(&names.storage_table, &schema.fields, rollups)
+            rows_and_rollups(&names.storage_table, &schema.fields, gone)
         );
         for batch in engine.query_arrow(sql).await? {
             read_values(&batch, &fields, &mut values)?;
@@ -179,20 +179,9 @@ async fn rebuild(
 }
 
 /// The rows of the fact table `facts` (with `fields`), and where they
-/// are gone, the first and last sample of each bucket of its rollups, as
-/// rows (their block numbers 0).
-fn rows_and_rollups(
-    facts: &str,
-    fields: &[(String, FieldType)],
-    rollups: Option<&RollupView>,
-) -> String {
-    let Some(rollups) = rollups else {
-        return facts.to_owned();
-    };
-    let gone: Vec<String> = [Aggregate::First, Aggregate::Last]
-        .into_iter()
-        .flat_map(|at| rollups.gone_rows_sql(fields, i64::MIN, i64::MAX, at))
-        .collect();
+/// are gone, the buckets standing for them (`gone`), as rows (their block
+/// numbers 0).
+fn rows_and_rollups(facts: &str, fields: &[(String, FieldType)], gone: &[String]) -> String {
     if gone.is_empty() {
         return facts.to_owned();
     }
