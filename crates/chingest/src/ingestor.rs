@@ -803,19 +803,11 @@ impl Ingestor {
             filter.start.unwrap_or(i64::MIN),
             filter.stop.unwrap_or(i64::MAX),
         );
-        downsampler
-            .mark(
-                db,
-                filter.retention_policy.as_deref(),
-                filter.measurement.as_deref(),
-                range,
-            )
-            .await?;
         let covers = |rp: &str, measurement: &str| filter.covers(rp, measurement);
         let statement = |rollup: &str, names: &TableNames, measurement: &str, before, kept: &_| {
             edit::rollup_edit_sql(rollup, names, measurement, filter, before, kept, edit)
         };
-        downsampler.edit_rollups(db, covers, statement).await?;
+        downsampler.mark(db, covers, range, statement).await?;
         Ok(Some(held))
     }
 

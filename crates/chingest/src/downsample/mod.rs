@@ -451,59 +451,21 @@ impl Downsampler {
         self.passes.lock().await
     }
 
-    /// Marks the fact tables of `database` an edit is about to change (of
-    /// retention policy `rp` and measurement `measurement`, `None`: every
-    /// one) as changed from `from_ns` on; durable when it returns. The
-    /// caller holds [`hold`](Self::hold) until the edit is done.
+    /// Before an edit of the fact tables of `database` it `covers` (by
+    /// retention policy and measurement) over `[from, to)` (ns): marks
+    /// them as changed there, durably, for the next pass to rebuild; and,
+    /// where the rows are gone (a pass cannot rebuild from them), applies
+    /// it to every level's buckets: `statement(rollup, names, measurement,
+    /// before, kept)` gives the statement editing the level `rollup` (of
+    /// the fact table `names`, keeping the fields `kept`) before `before`.
+    /// The caller holds [`hold`](Self::hold) until the edit is done, and
+    /// calls this before the edit changes rows (its tag condition reads
+    /// the series table, which dropping series empties).
     pub(crate) async fn mark(
         &self,
         database: &str,
-        rp: Option<&str>,
-        measurement: Option<&str>,
-        (from_ns, to_ns): (i64, i64),
-    ) -> Result<()> {
-        let (Some(policy), Some(engine), Some(catalog)) = (
-            self.policy(database),
-            self.engine.upgrade(),
-            self.catalog.upgrade(),
-        ) else {
-            return Ok(());
-        };
-        let Some(db) = catalog.database(database) else {
-            return Ok(());
-        };
-        for ((table_rp, table_measurement), table) in db.tables() {
-            if rp.is_some_and(|rp| rp != table_rp)
-                || measurement.is_some_and(|m| m != table_measurement)
-            {
-                continue;
-            }
-            let names = TableNames::new(database, &table_rp, &table_measurement);
-            let fields = &table.schema().fields;
-            self.make_tables(&engine, &names, &rollups(&names, fields, policy), fields)
-                .await?;
-            let mut state = self.state(&engine, &names).await?;
-            state.dirty_from = state.dirty_from.min(from_ns);
-            state.dirty_to = state.dirty_to.max(to_ns);
-            // Readers read rows over the span before the edit changes them.
-            self.inserting(database, &names.storage_table, (from_ns, to_ns));
-            self.save(&engine, &names, &state).await?;
-        }
-        Ok(())
-    }
-
-    /// Applies an edit of the tables of `database` it `covers` (by
-    /// retention policy and measurement) to the buckets of every level
-    /// where the rows are gone (a pass cannot rebuild them from the rows):
-    /// `statement(rollup, names, measurement, before, kept)` gives the
-    /// statement editing the level `rollup` (of the fact table `names`,
-    /// keeping the fields `kept`) before `before` (ns). The caller holds
-    /// [`hold`](Self::hold), and calls it before the edit changes rows (its
-    /// tag condition reads the series table, which dropping series empties).
-    pub(crate) async fn edit_rollups(
-        &self,
-        database: &str,
         covers: impl Fn(&str, &str) -> bool,
+        (from_ns, to_ns): (i64, i64),
         statement: impl Fn(
             &str,
             &TableNames,
@@ -523,19 +485,28 @@ impl Downsampler {
             return Ok(());
         };
         let mut statements = Vec::new();
-        for ((rp, measurement), _) in db.tables() {
+        for ((rp, measurement), table) in db.tables() {
+            if !covers(&rp, &measurement) {
+                continue;
+            }
             let names = TableNames::new(database, &rp, &measurement);
-            let storage = &names.storage_table;
-            let cuts = self.cuts.lock().unwrap().get(storage).cloned();
-            let kept = self.made.lock().unwrap().get(storage).cloned();
-            let (true, Some(cuts), Some(kept)) = (covers(&rp, &measurement), cuts, kept) else {
+            let fields = &table.schema().fields;
+            self.make_tables(&engine, &names, &rollups(&names, fields, policy), fields)
+                .await?;
+            let mut state = self.state(&engine, &names).await?;
+            state.dirty_from = state.dirty_from.min(from_ns);
+            state.dirty_to = state.dirty_to.max(to_ns);
+            // Readers read rows over the span before the edit changes them.
+            self.inserting(database, &names.storage_table, (from_ns, to_ns));
+            self.save(&engine, &names, &state).await?;
+            let kept = self.made.lock().unwrap().get(&names.storage_table).cloned();
+            let (Some(kept), Some(before)) = (kept, state.cuts.rows_from) else {
                 continue;
             };
+            // Readers read every level there: each shows the edit at once
+            // (the next pass rebuilds coarser levels from finer ones where
+            // those are kept).
             for rollup in &rollups(&names, &kept, policy) {
-                // Readers read every level there: each shows the edit at
-                // once (the next pass rebuilds coarser levels from finer
-                // ones where those are kept).
-                let before = cuts.rows_from();
                 statements.extend(statement(
                     &rollup.table,
                     &names,
