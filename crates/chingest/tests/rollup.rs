@@ -22,22 +22,27 @@ test_main!(
     passes_keep_the_rollups_equal_to_the_rows,
     an_edit_before_the_first_pass_rebuilds_only_where_rows_are,
     a_merge_adds_new_rows_once_where_the_rows_are_gone,
+    points_written_again_under_the_last_policy_count_once,
 );
 
 /// The database the passes keep rolled up: 5 m and 1 h, at ages that keep
 /// the rows these tests write (2026-01-01) so that the rollups can be
 /// compared with them.
 const DOWNSAMPLED: &str = "rollup_passes";
+/// Downsampled alike, its points kept once (the `last` duplicate policy).
+const DOWNSAMPLED_LAST: &str = "rollup_last";
 
 /// Every test's ingestor: `DOWNSAMPLED` downsampled, passes only when a
 /// test asks (the background task's period is a day).
 async fn ingestor() -> Ingestor {
     support::ingestor_with(|mut config: IngestConfig| {
         let levels = Downsampling::parse(&["3000d:5m", "6000d:1h"]).unwrap();
-        config
-            .downsampling
-            .databases
-            .insert(DOWNSAMPLED.to_owned(), levels);
+        for db in [DOWNSAMPLED, DOWNSAMPLED_LAST] {
+            config
+                .downsampling
+                .databases
+                .insert(db.to_owned(), levels.clone());
+        }
         config.downsampling.period = Duration::from_secs(86_400);
         config
     })
@@ -293,12 +298,56 @@ fn a_merge_adds_new_rows_once_where_the_rows_are_gone() {
     })
 }
 
+/// Points written again under the `last` policy replace the earlier ones
+/// (a field not written again keeps its value): each counts once in the
+/// rollups, whether the engine merged them yet or not.
+fn points_written_again_under_the_last_policy_count_once() {
+    run(async {
+        let ing = ingestor().await;
+        ing.create_database(DOWNSAMPLED_LAST).await.unwrap();
+        ing.set_duplicate_policy(DOWNSAMPLED_LAST, None, chingest::DuplicatePolicy::Last)
+            .await
+            .unwrap();
+        let write = |body: String| {
+            let ing = ing.clone();
+            async move {
+                ing.write_lp(DOWNSAMPLED_LAST, "autogen", body.as_bytes(), &visible())
+                    .await
+                    .unwrap()
+            }
+        };
+        write(body()).await;
+        assert_rolled_up_in(&ing, DOWNSAMPLED_LAST, "the first pass").await;
+        // Every fourth point of h1 again, `usage` only, new values.
+        let again: Vec<String> = (0..270i64)
+            .step_by(4)
+            .map(|i| {
+                format!(
+                    "cpu,host=h1 usage={}.75 {}",
+                    500 + i,
+                    START_NS + i * 40_000_000_000
+                )
+            })
+            .collect();
+        write(again.join("\n")).await;
+        assert_rolled_up_in(&ing, DOWNSAMPLED_LAST, "points written again").await;
+        let names = TableNames::new(DOWNSAMPLED_LAST, "autogen", "cpu");
+        let count = format!("SELECT count() FROM {}", names.storage_table);
+        assert_eq!(tsv(&ing, &count).await, "810\n", "one row a point");
+    })
+}
+
 /// Both levels of `DOWNSAMPLED`'s cpu table equal the raw rows' aggregates.
 async fn assert_rolled_up(ing: &Ingestor, after: &str) {
+    assert_rolled_up_in(ing, DOWNSAMPLED, after).await
+}
+
+/// Both levels of `db`'s cpu table equal the raw rows' aggregates.
+async fn assert_rolled_up_in(ing: &Ingestor, db: &str, after: &str) {
     ing.downsample().await.unwrap();
-    let names = TableNames::new(DOWNSAMPLED, "autogen", "cpu");
+    let names = TableNames::new(db, "autogen", "cpu");
     for (interval, seconds) in [("5m", 300), ("1h", 3600)] {
-        let table = format!("`{DOWNSAMPLED}`.`_rollup.{interval}.cpu.autogen`");
+        let table = format!("`{db}`.`_rollup.{interval}.cpu.autogen`");
         let raw = tsv(ing, &raw_sql(&names.storage_table, seconds)).await;
         let rolled = tsv(ing, &rollup_sql(&table)).await;
         assert_eq!(rolled, raw, "the {interval} rollup after {after}");
