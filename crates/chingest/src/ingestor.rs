@@ -209,6 +209,7 @@ impl Ingestor {
             Arc::new(Downsampler::new(
                 &engine,
                 &catalog,
+                &last_values,
                 config_downsampling.databases.clone(),
             ))
         });
@@ -692,6 +693,16 @@ impl Ingestor {
     /// here: the number grows at every call, so no result is kept.
     pub fn settled_version(&self, database: &str) -> u64 {
         self.shared.reader.settled_version(database)
+    }
+
+    /// The time (ns) before which the engine holds every acknowledged row:
+    /// none with an earlier time is on its way to it (`i64::MAX` when none
+    /// at all is). A result the engine gives about earlier times that are
+    /// settled holds, as one from memory does, while
+    /// [`settled_version`](Self::settled_version) — read before this —
+    /// stays what it was.
+    pub fn engine_complete_before(&self) -> i64 {
+        self.shared.writer.earliest_in_flight()
     }
 
     /// Each of `ids`' samples of numeric field `field` of `measurement` in

@@ -7,9 +7,11 @@
 //! [`SETTLED_AFTER`](chingest::SETTLED_AFTER) old: only a late write or an
 //! edit changes the data it reads, and each of those moves the ingestor's
 //! [`settled_version`](chingest::Ingestor::settled_version), which an
-//! entry is stored with and dropped for. Only results read wholly from
-//! memory are stored (the engine may not yet hold every acknowledged row);
-//! queries whose steps depend on the query's own range (`@ start()`, `@`
+//! entry is stored with and dropped for. A result that read the engine is
+//! stored only for the steps before the earliest row still on its way to
+//! it ([`engine_complete_before`](chingest::Ingestor::engine_complete_before));
+//! downsampling moves the version where it changes what a settled time
+//! reads (a cut moved, a row merged where rows are gone). Queries whose steps depend on the query's own range (`@ start()`, `@`
 //! a time, a negative `offset`) are not cached. Memory is bounded
 //! ([`ResultCache::new`]), the least recently used entries dropped first.
 

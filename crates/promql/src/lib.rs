@@ -127,8 +127,8 @@ pub async fn range_query(
 }
 
 /// A range query through the result cache: the steps it holds, the
-/// others evaluated (before and after them), the settled steps of a
-/// result read wholly from memory kept for the next request.
+/// others evaluated (before and after them), the settled steps of the
+/// result (those the engine held every row for) kept for the next request.
 async fn cached_range(
     source: &Source<'_>,
     cache: &ResultCache,
@@ -139,6 +139,9 @@ async fn cached_range(
     // Read before anything is: a change from here on makes what is
     // stored below stale, and it is dropped at its next use.
     let version = source.ingestor.settled_version(&source.database);
+    // After the version: a late write it does not count yet is on its
+    // way, and bounds what an engine read may keep.
+    let complete_before = source.ingestor.engine_complete_before();
     let statements = source.statements();
     let key = cache::Key {
         database: source.database.clone(),
@@ -179,12 +182,15 @@ async fn cached_range(
     for points in all.values_mut() {
         points.sort_by_key(|p| p.0);
     }
-    // What is kept: settled steps read from memory alone, at most twice
-    // the range asked for.
-    let settled = now_ms() - i64::try_from(chingest::SETTLED_AFTER.as_millis()).unwrap_or(0);
+    // What is kept: settled steps, before what was on its way to the
+    // engine when it was read, at most twice the range asked for.
+    let mut settled = now_ms() - i64::try_from(chingest::SETTLED_AFTER.as_millis()).unwrap_or(0);
+    if source.statements() != statements {
+        settled = settled.min(complete_before.div_euclid(1_000_000));
+    }
     last = last.min(first + (settled - 1 - first).div_euclid(step) * step);
     first = first.max(first + (last - 2 * (end - start) - first).div_euclid(step).max(0) * step);
-    if source.statements() == statements && first <= last {
+    if first <= last {
         let kept = all
             .iter()
             .filter_map(|(labels, points)| {

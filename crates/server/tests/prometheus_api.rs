@@ -26,6 +26,7 @@ fn main() {
         errors_have_prometheus_types_and_statuses,
         hostile_queries_get_their_errors_while_writes_go_on,
         cached_and_recent_answers_hold_after_late_writes_and_edits,
+        cached_answers_from_the_engine_hold_after_late_writes_and_edits,
     ]);
 }
 
@@ -674,9 +675,22 @@ async fn cache_hits() -> u64 {
 /// where they hold it) is what instant queries (never cached) answer at
 /// its steps, after every kind of change to the data it reads.
 fn cached_and_recent_answers_hold_after_late_writes_and_edits() {
-    run(async {
-        let db = "promql_cache";
-        let t0 = origin();
+    run(cached_answers_hold("promql_cache", origin()))
+}
+
+/// The same a day back, before the recent samples: the answers cached
+/// are read from the engine.
+fn cached_answers_from_the_engine_hold_after_late_writes_and_edits() {
+    run(cached_answers_hold(
+        "promql_cache_engine",
+        origin() - 86_400_000,
+    ))
+}
+
+/// The cache's answers over an hour of samples from `t0` in `db` after a
+/// late write, a delete and an update.
+async fn cached_answers_hold(db: &'static str, t0: i64) {
+    {
         let (x, y) = (counter(t0, 0.0), counter(t0, 100.0));
         remote_write(
             db,
@@ -790,7 +804,7 @@ fn cached_and_recent_answers_hold_after_late_writes_and_edits() {
         )
         .await;
         check("update").await;
-    });
+    }
 }
 
 /// `ms` as an RFC 3339 time in UTC (the civil date by Howard Hinnant's

@@ -45,7 +45,7 @@ use crate::catalog::Catalog;
 use crate::config::Downsampling;
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::now_ns;
+use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{time_in_sql, Aggregate, Rollup, Source};
 use crate::layout::schema::FieldType;
@@ -65,6 +65,9 @@ const CHUNK_NS: i64 = 86_400 * 1_000_000_000;
 pub(crate) struct Downsampler {
     engine: Weak<Engine>,
     catalog: Weak<Catalog>,
+    /// Told when an answer about settled times changes here: where rows
+    /// are gone, by a merge or by moved cuts.
+    last_values: Weak<LastValues>,
     policies: BTreeMap<String, Downsampling>,
     /// Held by a pass over a table and by an edit of a downsampled database.
     passes: tokio::sync::Mutex<()>,
@@ -371,11 +374,13 @@ impl Downsampler {
     pub(crate) fn new(
         engine: &Arc<Engine>,
         catalog: &Arc<Catalog>,
+        last_values: &Arc<LastValues>,
         policies: BTreeMap<String, Downsampling>,
     ) -> Downsampler {
         Downsampler {
             engine: Arc::downgrade(engine),
             catalog: Arc::downgrade(catalog),
+            last_values: Arc::downgrade(last_values),
             policies,
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
@@ -519,6 +524,14 @@ impl Downsampler {
         engine.execute_all(statements).await
     }
 
+    /// Tells readers' caches that an answer about `database`'s settled
+    /// times may have changed.
+    fn unsettle(&self, database: &str) {
+        if let Some(last_values) = self.last_values.upgrade() {
+            last_values.unsettle(database);
+        }
+    }
+
     /// One pass over every downsampled database.
     pub(crate) async fn pass(&self) -> Result<()> {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
@@ -591,8 +604,13 @@ impl Downsampler {
             _ => Some(self.bounded(engine, names, &rollups[0], &state).await?),
         };
         let changed = inserted.is_some() || edited.is_some();
-        let statements = catch_up(names, &rollups, &state, inserted, edited, seen_block);
+        let (statements, merged) = catch_up(names, &rollups, &state, inserted, edited, seen_block);
         engine.execute_all(statements).await?;
+        if merged || edited.is_some() {
+            // Where rows are gone, rows written there are read from now
+            // on, and coarser levels edited are rebuilt from finer ones.
+            self.unsettle(&names.database_name);
+        }
         let mut done = State {
             seen_block,
             cuts: state.cuts.clone(),
@@ -628,6 +646,8 @@ impl Downsampler {
                 .lock()
                 .unwrap()
                 .insert(names.storage_table.clone(), cuts.clone());
+            // Readers read buckets where they read rows.
+            self.unsettle(&names.database_name);
             let deletes: Vec<String> = rollups
                 .iter()
                 .enumerate()
@@ -935,7 +955,7 @@ fn catch_up(
     inserted: Option<Span>,
     edited: Option<Span>,
     through: u64,
-) -> Vec<String> {
+) -> (Vec<String>, bool) {
     let (Some((mut from, mut to)), mut new) = (
         match (inserted, edited) {
             (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
@@ -943,9 +963,10 @@ fn catch_up(
         },
         inserted.unwrap_or((0, 0)),
     ) else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     let mut statements = Vec::new();
+    let mut merged = false;
     for (i, rollup) in rollups.iter().enumerate() {
         // Whole buckets of this level over what changed in the finer one.
         let whole = |(from, to): Span| {
@@ -981,6 +1002,7 @@ fn catch_up(
                 state.seen_block,
                 through,
             ));
+            merged = true;
         }
         let source = match i {
             0 => Source::Facts(&names.storage_table),
@@ -996,7 +1018,7 @@ fn catch_up(
             }
         }
     }
-    statements
+    (statements, merged)
 }
 
 /// Makes a pass every `every` until the engine closes; a failed pass is

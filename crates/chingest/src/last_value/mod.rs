@@ -256,8 +256,9 @@ impl LastValues {
         Arc::clone(versions.entry(database.to_owned()).or_default())
     }
 
-    /// Moves `database`'s settled version on.
-    fn unsettle(&self, database: &str) {
+    /// Moves `database`'s settled version on: an answer about its settled
+    /// times may have changed.
+    pub(crate) fn unsettle(&self, database: &str) {
         self.version_of(database).fetch_add(1, Ordering::AcqRel);
     }
 

@@ -21,6 +21,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use arrow::array::AsArray;
+use arrow::datatypes::TimestampNanosecondType;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::oneshot;
 
@@ -94,6 +96,9 @@ struct ProgressInner {
     base: Lsn,
     /// Table parts not yet committed, per lsn from `base` on.
     remaining: std::collections::VecDeque<u32>,
+    /// The earliest row time (ns) of each of those lsns (`i64::MAX`: no
+    /// rows).
+    earliest: std::collections::VecDeque<i64>,
 }
 
 impl Progress {
@@ -102,16 +107,18 @@ impl Progress {
             inner: Mutex::new(ProgressInner {
                 base: next_lsn,
                 remaining: Default::default(),
+                earliest: Default::default(),
             }),
         }
     }
 
     /// Records that `lsn` (the next lsn handed out) waits for `parts`
-    /// table parts.
-    fn assign(&self, lsn: Lsn, parts: u32) {
+    /// table parts, whose earliest row time is `earliest` (ns).
+    fn assign(&self, lsn: Lsn, parts: u32, earliest: i64) {
         let mut inner = self.inner.lock().unwrap();
         debug_assert_eq!(lsn, inner.base + inner.remaining.len() as u64);
         inner.remaining.push_back(parts);
+        inner.earliest.push_back(earliest);
         inner.pop_done();
     }
 
@@ -131,12 +138,21 @@ impl Progress {
     pub(crate) fn committed(&self) -> Lsn {
         self.inner.lock().unwrap().base - 1
     }
+
+    /// The earliest row time (ns) of the records numbered and not yet
+    /// done: every row acknowledged with an earlier time is in the engine.
+    /// `i64::MAX` when none is on its way.
+    pub(crate) fn earliest_in_flight(&self) -> i64 {
+        let inner = self.inner.lock().unwrap();
+        inner.earliest.iter().copied().min().unwrap_or(i64::MAX)
+    }
 }
 
 impl ProgressInner {
     fn pop_done(&mut self) {
         while self.remaining.front() == Some(&0) {
             self.remaining.pop_front();
+            self.earliest.pop_front();
             self.base += 1;
         }
     }
@@ -341,7 +357,7 @@ impl Worker {
         let mut sync = false;
         let carried = std::mem::take(&mut self.carried_series);
         for (db, series) in &carried {
-            let lsn = self.next_lsn(0);
+            let lsn = self.next_lsn(0, i64::MAX);
             first_lsn.get_or_insert(lsn);
             let empty: [(&str, &[RecordBatch]); 0] = [];
             let encoded = wal::encode_write(
@@ -360,7 +376,8 @@ impl Worker {
             let before = self.buffer.len();
             match entry {
                 Entry::Write(mut write) => {
-                    let lsn = self.next_lsn(write.tables.len() as u32);
+                    let lsn =
+                        self.next_lsn(write.tables.len() as u32, earliest_time(&write.tables));
                     first_lsn.get_or_insert(lsn);
                     self.notifier.registering(&write.tables, &write.series);
                     let series = write
@@ -402,7 +419,7 @@ impl Worker {
                     committed,
                     done,
                 } => {
-                    let lsn = self.next_lsn(0);
+                    let lsn = self.next_lsn(0, i64::MAX);
                     first_lsn.get_or_insert(lsn);
                     wal::encode_flush(&mut self.buffer, lsn, &range, committed)
                         .expect("flush markers always encode");
@@ -463,10 +480,11 @@ impl Worker {
             .store(self.files.segment_count() as u64, Ordering::Relaxed);
     }
 
-    /// Numbers the next record, which waits for `parts` table parts.
-    fn next_lsn(&mut self, parts: u32) -> Lsn {
+    /// Numbers the next record, which waits for `parts` table parts whose
+    /// earliest row time is `earliest` (ns).
+    fn next_lsn(&mut self, parts: u32, earliest: i64) -> Lsn {
         let lsn = self.files.take_lsn();
-        self.progress.assign(lsn, parts);
+        self.progress.assign(lsn, parts, earliest);
         lsn
     }
 
@@ -501,6 +519,21 @@ impl Worker {
             let _ = logged.send(Err(err));
         }
     }
+}
+
+/// The earliest row time (ns) of `tables`' chunks; `i64::MAX` for none.
+fn earliest_time(tables: &[TablePart]) -> i64 {
+    tables
+        .iter()
+        .flat_map(|part| &part.chunks)
+        .filter_map(|chunk| {
+            let times = chunk
+                .column_by_name("time")?
+                .as_primitive_opt::<TimestampNanosecondType>()?;
+            arrow::compute::min(times)
+        })
+        .min()
+        .unwrap_or(i64::MAX)
 }
 
 /// A write is in the log (acknowledged): its series go to the lookup

@@ -539,6 +539,12 @@ impl Writer {
         }
     }
 
+    /// The earliest row time (ns) of the acknowledged writes not yet all
+    /// in the engine (`i64::MAX`: none).
+    pub(crate) fn earliest_in_flight(&self) -> i64 {
+        self.flush.appender.progress.earliest_in_flight()
+    }
+
     /// The lsn the checkpoint may advance to: every record up to it is
     /// committed, series rows included.
     fn checkpoint_lsn(&self) -> wal::Lsn {
