@@ -545,6 +545,47 @@ fn downsampling_compares_rollups_with_rows() {
 }
 
 #[test]
+fn downsampling_disk_reports_each_table_once_the_rows_are_dropped() {
+    // Three days, rows kept one: the run waits for the drops itself.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "downsampling-disk",
+        "--jobs",
+        "1",
+        "--instances",
+        "1",
+        "--cpus",
+        "1",
+        "--hours",
+        "72",
+        "--levels",
+        "1d:5m",
+    ];
+    let rows = pushit(dir.path(), &args);
+    let row = |side: &str, table: &str| {
+        rows.iter()
+            .find(|r| r["database"] == side && r["table"] == table)
+            .unwrap_or_else(|| panic!("no {side} {table} in {rows:?}"))
+    };
+    let (whole, kept) = (
+        row("rows", "prometheus.autogen"),
+        row("downsampled", "prometheus.autogen"),
+    );
+    let samples = whole["samples"].as_u64().unwrap();
+    assert_eq!(whole["rows"].as_u64(), Some(samples), "{whole}");
+    // At most the last two days' partitions are left.
+    let left = kept["rows"].as_u64().unwrap();
+    assert!(left > 0 && left <= samples * 2 / 3, "{kept}");
+    let rollup = row("downsampled", "_rollup.5m.prometheus.autogen");
+    // 8 series, a bucket of each every 5 m over 72 h (and one more where
+    // the last scrape falls on a bucket's edge).
+    let buckets = rollup["rows"].as_u64().unwrap();
+    assert!((8 * 864..=8 * 865).contains(&buckets), "{rollup}");
+    let ratio = rollup["over_rows"].as_f64().unwrap();
+    assert!(ratio > 0.0 && ratio < 1.0, "{rollup}");
+}
+
+#[test]
 fn replay_reports_the_log_replayed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let rows = pushit(dir.path(), &small_load("replay", &[]));

@@ -21,7 +21,7 @@
 //!
 //! Where a level's source is gone (before its cut), its buckets are not
 //! rebuilt but merged with the new rows ([`Rollup::merge_sql`]), and edits
-//! change them directly ([`Downsampler::edit_rollups`]).
+//! change them directly ([`Downsampler::mark`]).
 //!
 //! A crash anywhere repeats work, never skips it: a bucket is rebuilt
 //! whole and the table keeps the newest build. Edits hold the pass lock
@@ -81,7 +81,7 @@ pub(crate) struct Downsampler {
     cuts: Mutex<HashMap<String, Cuts>>,
 }
 
-/// Where each resolution of a fact table begins (ns, `i64::MIN`: nothing
+/// Where each resolution of a fact table begins (ns, `None`: nothing
 /// removed): a multiple of a day and of every level's width.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Cuts {
