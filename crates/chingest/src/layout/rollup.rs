@@ -80,7 +80,7 @@ impl Aggregate {
     /// times regular per series, the values as the field's own.
     fn column_type(self, ty: FieldType) -> String {
         match (self, ty) {
-            (Aggregate::Count, _) => "UInt64 CODEC(T64, ZSTD(1))".to_owned(),
+            (Aggregate::Count, _) => format!("UInt64 {COUNT_CODEC}"),
             (Aggregate::FirstTime | Aggregate::LastTime, _) => {
                 format!("Nullable(DateTime64(9, 'UTC')) {TIME_CODEC}")
             }
@@ -170,6 +170,9 @@ pub fn time_in_sql(column: &str, spans: &[(i64, i64)]) -> String {
 /// bucket's build holds.
 const THROUGH: &str = "_through";
 
+/// The codec of counts and block numbers: small integers that T64 packs.
+const COUNT_CODEC: &str = "CODEC(T64, ZSTD(1))";
+
 /// One rollup table: the fact table it rolls up and its bucket width.
 #[derive(Debug, Clone)]
 pub struct Rollup {
@@ -234,7 +237,7 @@ impl Rollup {
             .collect();
         format!(
             "CREATE TABLE IF NOT EXISTS {} (series_id UInt64 {SERIES_ID_CODEC}, \
-             time DateTime64(9, 'UTC') {TIME_CODEC}{columns}, {THROUGH} UInt64 CODEC(T64, ZSTD(1))) \
+             time DateTime64(9, 'UTC') {TIME_CODEC}{columns}, {THROUGH} UInt64 {COUNT_CODEC}) \
              ENGINE = ReplacingMergeTree ORDER BY (series_id, time) \
              SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}",
             self.table
@@ -260,7 +263,7 @@ impl Rollup {
             })
             .collect();
         clauses.push(format!(
-            "ADD COLUMN IF NOT EXISTS {THROUGH} UInt64 CODEC(T64, ZSTD(1))"
+            "ADD COLUMN IF NOT EXISTS {THROUGH} UInt64 {COUNT_CODEC}"
         ));
         format!("ALTER TABLE {} {}", self.table, clauses.join(", "))
     }
@@ -394,8 +397,8 @@ impl Rollup {
             let kept = self.fields.iter().any(|(f, t)| f == field && t == ty);
             values.push(match (kept, ty.clickhouse_type()) {
                 (true, _) => Rollup::column(field, at),
-                (false, ty) if ty.starts_with("Array") => format!("CAST([], '{ty}')"),
-                (false, ty) => format!("CAST(NULL, '{ty}')"),
+                (false, name) if ty.is_array() => format!("CAST([], '{name}')"),
+                (false, name) => format!("CAST(NULL, '{name}')"),
             });
             if kept {
                 times.push(format!(

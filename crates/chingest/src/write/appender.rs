@@ -60,6 +60,9 @@ pub(crate) struct PendingWrite {
     /// The write's new series, admitted under the cardinality limits:
     /// released when this is dropped, after they are registered.
     pub(crate) _admission: Admission,
+    /// The earliest row time (ns) of `tables` ([`earliest_time`];
+    /// `i64::MAX`: none), computed by the writer, off the log's thread.
+    pub(crate) earliest: i64,
     /// Sync the log before answering.
     pub(crate) sync: bool,
     /// Answered once the record is written (and synced, with `sync`).
@@ -376,8 +379,7 @@ impl Worker {
             let before = self.buffer.len();
             match entry {
                 Entry::Write(mut write) => {
-                    let lsn =
-                        self.next_lsn(write.tables.len() as u32, earliest_time(&write.tables));
+                    let lsn = self.next_lsn(write.tables.len() as u32, write.earliest);
                     first_lsn.get_or_insert(lsn);
                     self.notifier.registering(&write.tables, &write.series);
                     let series = write
@@ -522,7 +524,7 @@ impl Worker {
 }
 
 /// The earliest row time (ns) of `tables`' chunks; `i64::MAX` for none.
-fn earliest_time(tables: &[TablePart]) -> i64 {
+pub(crate) fn earliest_time(tables: &[TablePart]) -> i64 {
     tables
         .iter()
         .flat_map(|part| &part.chunks)

@@ -38,7 +38,7 @@ use crate::layout::names::{self, NameKind};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::{self, TableRef};
-use crate::write::appender::{PendingWrite, WriteNotifier};
+use crate::write::appender::{earliest_time, PendingWrite, WriteNotifier};
 use crate::write::batcher::{Batcher, TablePart};
 use crate::write::budget::{MemoryBudget, MemoryReservation};
 use crate::write::flusher::FlushContext;
@@ -493,9 +493,11 @@ impl Writer {
         }
         let (logged, answer) = oneshot::channel();
         let logging = self.flush.logging.read().await;
+        let earliest = earliest_time(&tables);
         self.flush.appender.write(PendingWrite {
             db,
             rp,
+            earliest,
             tables,
             series: write.series,
             raw_keys: write.raw_keys,
