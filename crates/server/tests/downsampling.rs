@@ -108,8 +108,8 @@ async fn rollup_and_rows(
     (rollup, rows)
 }
 
-/// Waits until both levels equal the rows; fails with the difference after
-/// `limit`.
+/// Waits until both levels equal the rows and the passes that built them
+/// have finished; fails with the difference after `limit`.
 async fn until_rolled_up(server: &Server, after: &str, limit: Duration) {
     let started = Instant::now();
     loop {
@@ -123,6 +123,9 @@ async fn until_rolled_up(server: &Server, after: &str, limit: Duration) {
             }
         }
         if equal {
+            // The pass that built them may still be running: readers trust
+            // its span once it has finished, and one more pass ends after.
+            two_passes(server).await;
             return;
         }
         if started.elapsed() > limit {
