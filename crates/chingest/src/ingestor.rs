@@ -3,7 +3,7 @@
 //! cache, writer, reader); every other method hands its call to the layer
 //! that owns it.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
 use crate::catalog::{self, Catalog, Learner, SeriesParts, Table, TableDefaults};
 use crate::cluster::Cluster;
-use crate::config::{DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
-use crate::downsample::{self, Downsampler, RollupView};
+use crate::config::{Downsampling, DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
+use crate::downsample::{self, Downsampler, DownsamplingSetting, RollupView};
 use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
@@ -155,7 +155,7 @@ impl Ingestor {
         let defaults = TableDefaults {
             view_rp: config.view_retention_policy.clone(),
             duplicates: config.duplicate_policy,
-            downsampled: config_downsampling.databases.keys().cloned().collect(),
+            downsampled: RwLock::new(config_downsampling.databases.keys().cloned().collect()),
         };
         let catalog = Arc::new(Catalog::load(&engine, config.cardinality, defaults).await?);
         catalog.repair(&engine).await?;
@@ -205,7 +205,8 @@ impl Ingestor {
             None => Box::new(EmbeddedSink::new(Arc::clone(&engine))),
             Some(cluster) => Box::new(ClusterSink::new(Arc::clone(cluster))),
         };
-        let downsampler = (!config_downsampling.databases.is_empty()).then(|| {
+        // In the embedded mode only: statements may downsample any database.
+        let downsampler = cluster.is_none().then(|| {
             Arc::new(Downsampler::new(
                 &engine,
                 &catalog,
@@ -258,6 +259,9 @@ impl Ingestor {
             if let Err(err) = downsampler.load().await {
                 let _ = ingestor.close().await;
                 return Err(err);
+            }
+            for db in catalog.databases() {
+                catalog.set_downsampled(&db.name, downsampler.policy(&db.name).is_some());
             }
         }
         // Rebuilt in the background: until then its tables answer `None`.
@@ -820,6 +824,46 @@ impl Ingestor {
         };
         downsampler.mark(db, covers, range, statement).await?;
         Ok(Some(held))
+    }
+
+    /// Sets how `db` is downsampled ([`DownsamplingSetting`]), durably;
+    /// until a statement does, the configuration file's
+    /// [`DownsamplingConfig::databases`](crate::DownsamplingConfig::databases)
+    /// say. Passes move its tables to the levels (docs/downsampling.md): a
+    /// level kept keeps its buckets, a new one is built from the rows
+    /// where they are kept and, where not, from a level whose buckets
+    /// divide its own. Refused ([`Error::Conflict`]) where the new levels
+    /// could not hold data whose rows are gone, and to stop downsampling
+    /// a database whose rows went; ([`Error::Config`]) in the
+    /// `clickhouse` storage mode and with `flush.concurrency` above 1.
+    pub async fn set_downsampling(&self, db: &str, setting: DownsamplingSetting) -> Result<()> {
+        let shared = self.shared.open()?;
+        let Some(downsampler) = &shared.downsampler else {
+            return Err(Error::Config(
+                "downsampling is not available in the clickhouse storage mode".to_owned(),
+            ));
+        };
+        // As the configuration's check says: passes find new rows by block.
+        if matches!(setting, DownsamplingSetting::Levels(_)) && shared.config.flush.concurrency != 1
+        {
+            return Err(Error::Config(
+                "downsampling needs flush.concurrency = 1".to_owned(),
+            ));
+        }
+        downsampler.set(db, setting).await?;
+        let downsampled = downsampler.policy(db).is_some();
+        shared.catalog.set_downsampled(db, downsampled);
+        Ok(())
+    }
+
+    /// The levels `db` is downsampled at, if it is, and whether a
+    /// statement set that ([`set_downsampling`](Self::set_downsampling);
+    /// else the configuration file did).
+    pub fn downsampling(&self, db: &str) -> (Option<Downsampling>, bool) {
+        match &self.shared.downsampler {
+            Some(downsampler) => (downsampler.policy(db), downsampler.is_set(db)),
+            None => (None, false),
+        }
     }
 
     /// Brings the rollups of every downsampled database up to date now: the

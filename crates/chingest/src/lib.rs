@@ -68,7 +68,7 @@ pub use config::{
     DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig, QueryLimits,
     StorageMode, WalConfig,
 };
-pub use downsample::{RollupSplit, RollupView};
+pub use downsample::{DownsamplingSetting, RollupSplit, RollupView};
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};

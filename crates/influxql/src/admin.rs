@@ -6,14 +6,16 @@
 //! `DELETE WHERE …`, `DROP SERIES [FROM m] [WHERE …]` and `DROP
 //! MEASUREMENT m` (conditions on tags and time, see [`condition`]; every
 //! retention policy); and chingest's own `SET DUPLICATE POLICY
-//! append|last [ON db [MEASUREMENT m]]` and `SHOW DUPLICATE POLICIES [ON
-//! db]`.
+//! append|last [ON db [MEASUREMENT m]]`, `SHOW DUPLICATE POLICIES [ON
+//! db]`, `SET DOWNSAMPLING '<age>:<interval>', …|NONE|DEFAULT [ON db]`
+//! and `SHOW DOWNSAMPLING [ON db]`.
 //!
 //! Unlike a query's, the library's errors here fail the request, but for a
 //! database that does not exist: the statement's error, as InfluxDB says it.
 
 use std::time::Duration;
 
+use chingest::layout::rollup::interval_name;
 use chingest::PointFilter;
 
 use crate::answer::{Series, Value};
@@ -128,6 +130,37 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Admin) -> Result<Vec<Seri
                 &columns,
                 values,
             )])
+        }
+        Admin::SetDownsampling { setting, database } => {
+            let db = named_or_requested(ctx, database.as_deref())?;
+            ctx.access.require_write(db)?;
+            let set = ingestor.set_downsampling(db, setting.clone()).await;
+            missing_database(set).map(|()| Vec::new())
+        }
+        Admin::ShowDownsampling(database) => {
+            let db = named_or_requested(ctx, database.as_deref())?;
+            ctx.access.require_read_of(db)?;
+            if !ingestor.databases().iter().any(|d| d == db) {
+                return Err(not_found(db));
+            }
+            let (levels, stated) = ingestor.downsampling(db);
+            let set_by = match stated {
+                true => "statement",
+                false => "configuration",
+            };
+            let values = levels
+                .iter()
+                .flat_map(|levels| levels.levels())
+                .map(|level| {
+                    vec![
+                        Value::String(interval_name(level.after)),
+                        Value::String(interval_name(level.interval)),
+                        Value::String(set_by.to_owned()),
+                    ]
+                })
+                .collect();
+            let columns = ["age", "interval", "set_by"];
+            Ok(vec![Series::new(Some("downsampling"), &columns, values)])
         }
         Admin::Delete {
             drop_series,

@@ -98,6 +98,16 @@ pub enum Admin {
     },
     /// `SHOW DUPLICATE POLICIES [ON db]` (chingest's).
     ShowDuplicatePolicies(Option<String>),
+    /// `SET DOWNSAMPLING '30d:5m', '180d:1h' | NONE | DEFAULT [ON db]`
+    /// (chingest's).
+    SetDownsampling {
+        /// The levels; `NONE`: off; `DEFAULT`: the configuration file's.
+        setting: chingest::DownsamplingSetting,
+        /// `ON db`, else the request's.
+        database: Option<String>,
+    },
+    /// `SHOW DOWNSAMPLING [ON db]` (chingest's).
+    ShowDownsampling(Option<String>),
     /// `DELETE FROM m WHERE …`: points; `DROP SERIES`: points and series.
     Delete {
         /// Whether the series go too.
@@ -850,6 +860,26 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// The levels of `SET DOWNSAMPLING` (its words between `DOWNSAMPLING` and
+/// `ON`): `'30d:5m', '180d:1h'`, `NONE` or `DEFAULT`.
+fn downsampling_setting(words: &[String]) -> Result<chingest::DownsamplingSetting, String> {
+    use chingest::DownsamplingSetting;
+    let levels: Vec<&str> = words
+        .iter()
+        .flat_map(|word| word.split(','))
+        .map(|level| level.trim().trim_matches(|c| c == '\'' || c == '"'))
+        .filter(|level| !level.is_empty())
+        .collect();
+    match levels.as_slice() {
+        [] => Err("SET DOWNSAMPLING needs levels ('30d:5m', '180d:1h'), NONE or DEFAULT".into()),
+        [word] if word.eq_ignore_ascii_case("NONE") => Ok(DownsamplingSetting::Off),
+        [word] if word.eq_ignore_ascii_case("DEFAULT") => Ok(DownsamplingSetting::Configured),
+        levels => chingest::Downsampling::parse(levels)
+            .map(DownsamplingSetting::Levels)
+            .map_err(|err| err.to_string()),
+    }
+}
+
 /// A retention policy's duration: `INF`, or units like `1h30m`, `7d`, `52w`.
 fn retention_duration(text: &str) -> Result<Option<Duration>, String> {
     if text.eq_ignore_ascii_case("inf") {
@@ -937,6 +967,23 @@ fn admin(statement: &str, tokens: &[Spanned]) -> Result<Admin, String> {
                 measurement,
             })
         }
+        ["SET", "DOWNSAMPLING", rest @ ..] => {
+            let (levels, database) = match rest.iter().position(|w| *w == "ON") {
+                Some(on) if on + 2 == rest.len() => {
+                    (&words[2..2 + on], Some(words[3 + on].clone()))
+                }
+                Some(_) => {
+                    return Err("expected SET DOWNSAMPLING '<age>:<interval>', … [ON db]".into())
+                }
+                None => (&words[2..], None),
+            };
+            Ok(Admin::SetDownsampling {
+                setting: downsampling_setting(levels)?,
+                database,
+            })
+        }
+        ["SHOW", "DOWNSAMPLING"] => Ok(Admin::ShowDownsampling(None)),
+        ["SHOW", "DOWNSAMPLING", "ON", _] => Ok(Admin::ShowDownsampling(Some(words[3].clone()))),
         ["SHOW", "DUPLICATE", "POLICIES"] => Ok(Admin::ShowDuplicatePolicies(None)),
         ["SHOW", "DUPLICATE", "POLICIES", "ON", _] => {
             Ok(Admin::ShowDuplicatePolicies(Some(words[4].clone())))
@@ -965,8 +1012,8 @@ fn admin(statement: &str, tokens: &[Spanned]) -> Result<Admin, String> {
             "statement not supported: {statement:?}. /query answers SELECT, SHOW MEASUREMENTS, \
              SHOW TAG KEYS, SHOW TAG VALUES, SHOW FIELD KEYS, SHOW SERIES, CREATE DATABASE, \
              SHOW DATABASES, SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP \
-             SERIES, DROP MEASUREMENT, SET DUPLICATE POLICY and SHOW DUPLICATE POLICIES; SQL \
-             goes to /sql"
+             SERIES, DROP MEASUREMENT, SET DUPLICATE POLICY, SHOW DUPLICATE POLICIES, SET \
+             DOWNSAMPLING and SHOW DOWNSAMPLING; SQL goes to /sql"
         )),
     }
 }
@@ -1208,6 +1255,51 @@ mod tests {
         let err = admin("GRANT ALL TO someone").unwrap_err();
         assert!(err.contains("/sql"), "{err}");
         assert!(admin("CREATE DATABASE \"open").is_err());
+    }
+
+    #[test]
+    fn downsampling_statements_parse() {
+        use chingest::{Downsampling, DownsamplingSetting};
+        let levels = |l: &[&str]| DownsamplingSetting::Levels(Downsampling::parse(l).unwrap());
+        let set = |setting, database: Option<&str>| Admin::SetDownsampling {
+            setting,
+            database: database.map(str::to_owned),
+        };
+        for (text, expected) in [
+            (
+                "SET DOWNSAMPLING '30d:5m', '180d:1h' ON telegraf",
+                set(levels(&["30d:5m", "180d:1h"]), Some("telegraf")),
+            ),
+            (
+                "set downsampling '1d:5m','2d:1h'",
+                set(levels(&["1d:5m", "2d:1h"]), None),
+            ),
+            (
+                "SET DOWNSAMPLING none ON \"my db\"",
+                set(DownsamplingSetting::Off, Some("my db")),
+            ),
+            (
+                "SET DOWNSAMPLING DEFAULT",
+                set(DownsamplingSetting::Configured, None),
+            ),
+            ("SHOW DOWNSAMPLING", Admin::ShowDownsampling(None)),
+            (
+                "show downsampling on db",
+                Admin::ShowDownsampling(Some("db".into())),
+            ),
+        ] {
+            assert_eq!(admin(text), Ok(expected), "{text}");
+        }
+        for (bad, why) in [
+            ("SET DOWNSAMPLING", "needs levels"),
+            ("SET DOWNSAMPLING ON db", "needs levels"),
+            ("SET DOWNSAMPLING '1d:1h', '2d:5m'", "grow"),
+            ("SET DOWNSAMPLING '1d:5m' ON a b", "expected"),
+            ("SET DOWNSAMPLING '5m'", "<age>:<interval>"),
+        ] {
+            let err = admin(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

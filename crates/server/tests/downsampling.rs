@@ -793,20 +793,7 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
         wait_ready(&server).await;
         write_both(&server, &aged.body()).await;
         // The rows before the first age go, a day's part at a time.
-        let left = format!(
-            "SELECT count() FROM {DB}.`cpu.autogen` WHERE time < toDateTime({})",
-            aged.rows_from
-        );
-        let started = Instant::now();
-        let dropped = "chingest_downsampling_parts_dropped_total";
-        // (The count is taken once a pass's drops are all done.)
-        while sql(&server, &left).await.trim() != "0" || counter(&server, dropped).await < 2 {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "rows stay: {left}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        until_rows_gone(&server, &aged).await;
         let kept = format!(
             "SELECT count() FROM {RAW}.`cpu.autogen` WHERE time < toDateTime({})",
             aged.rows_from
@@ -882,6 +869,169 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
             influxql(&server, RAW, "SELECT last(usage) FROM cpu GROUP BY host").await,
         );
         assert!(same(&down, &plain), "{down}\n{plain}");
+    });
+}
+
+/// Waits until the rows of `DB` before `aged.rows_from` are gone (a pass's
+/// drops all done).
+async fn until_rows_gone(server: &Server, aged: &Aged) {
+    let left = format!(
+        "SELECT count() FROM {DB}.`cpu.autogen` WHERE time < toDateTime({})",
+        aged.rows_from
+    );
+    let started = Instant::now();
+    let dropped = "chingest_downsampling_parts_dropped_total";
+    while sql(server, &left).await.trim() != "0" || counter(server, dropped).await < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "rows stay: {left}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs an administrative statement on `db`: its status and answer.
+async fn admin(server: &Server, db: &str, statement: &str) -> (reqwest::StatusCode, String) {
+    let r = client()
+        .post(format!(
+            "{}/query?db={db}&q={}",
+            server.url,
+            urlencode(statement)
+        ))
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+/// Whether `db` has a rollup of `cpu` at `width` (`/sql` reads it).
+async fn has_rollup(server: &Server, db: &str, width: &str) -> bool {
+    let query = format!("SELECT count() FROM {db}.`_rollup.{width}.cpu.autogen`");
+    answer(server, &query).await.is_some()
+}
+
+#[test]
+fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = start_aged(tmp.path());
+    let aged = Aged::now();
+    // Windows of 1 h and more, and days: exact at every level set below.
+    let statements = || {
+        let mut statements = aged.statements();
+        statements.retain(|s| !s.contains("time(5m)"));
+        statements.push(format!(
+            "SELECT count(usage), max(usage), last(usage) FROM cpu WHERE time >= {} AND time < {} \
+             GROUP BY time(1d)",
+            aged.day0 * 1_000_000_000,
+            aged.end * 1_000_000_000
+        ));
+        statements
+    };
+    let agree = |after: &'static str| {
+        let server = &server;
+        let statements = statements();
+        async move {
+            for query in statements {
+                let (down, plain) = (
+                    influxql(server, DB, &query).await,
+                    influxql(server, RAW, &query).await,
+                );
+                assert!(
+                    same(&down, &plain),
+                    "after {after}, {query}\ndownsampled: {down}\nplain: {plain}"
+                );
+            }
+        }
+    };
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        write_both(&server, &aged.body()).await;
+        until_rows_gone(&server, &aged).await;
+        let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
+        assert!(
+            shown.contains(r#"["1d","5m","configuration"],["2d","1h","configuration"]"#),
+            "{shown}"
+        );
+        // What would lose data is refused (409), and changes nothing; an
+        // unknown database is the statement's error, as InfluxDB's.
+        for (statement, status, why) in [
+            (
+                "SET DOWNSAMPLING '1d:5m', '2d:10m'",
+                409,
+                "none of the new levels",
+            ),
+            ("SET DOWNSAMPLING NONE", 409, "stays downsampled"),
+            (
+                "SET DOWNSAMPLING DEFAULT ON nowhere",
+                200,
+                "database not found",
+            ),
+        ] {
+            let answer = admin(&server, DB, statement).await;
+            assert!(
+                answer.0.as_u16() == status && answer.1.contains(why),
+                "{statement}: {answer:?}"
+            );
+        }
+        agree("refused changes").await;
+        // 15 m buckets for the 5 m ones (built from them where the rows
+        // are gone), the hour's kept, and days (from all three).
+        let (status, text) =
+            admin(&server, DB, "SET DOWNSAMPLING '1d:15m', '3d:1h', '60d:1d'").await;
+        assert!(status.is_success(), "{status} {text}");
+        let started = Instant::now();
+        while has_rollup(&server, DB, "5m").await || !has_rollup(&server, DB, "1d").await {
+            assert!(started.elapsed() < Duration::from_secs(60), "no migration");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        two_passes(&server).await;
+        agree("new levels").await;
+        aged_promql_agrees(&server, &aged, "", "new levels").await;
+    });
+    // The statement's levels outlive a restart with the file's.
+    server.kill();
+    let server = start_aged(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
+        assert!(
+            shown.contains(
+                r#"["1d","15m","statement"],["3d","1h","statement"],["60d","1d","statement"]"#
+            ),
+            "{shown}"
+        );
+        two_passes(&server).await;
+        assert!(!has_rollup(&server, DB, "5m").await);
+        let fine = format!(
+            "SELECT count() FROM {DB}.`_rollup.15m.cpu.autogen` WHERE time < toDateTime({})",
+            aged.rows_from
+        );
+        assert!(sql(&server, &fine).await.trim().parse::<u64>().unwrap() > 0);
+        // A database downsampled by a statement: its rows are rolled up;
+        // off again (no row went), its rollups go.
+        post(&server, "/query?q=CREATE+DATABASE+late", String::new()).await;
+        post(&server, "/write?db=late", aged.body()).await;
+        let (status, text) = admin(&server, "late", "SET DOWNSAMPLING '3000d:5m'").await;
+        assert!(status.is_success(), "{status} {text}");
+        let count = "SELECT count() FROM late.`_rollup.5m.cpu.autogen`";
+        let started = Instant::now();
+        while answer(&server, count).await.is_none_or(|n| n.trim() == "0") {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "late is not rolled up"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (status, text) = admin(&server, "late", "SET DOWNSAMPLING NONE").await;
+        assert!(status.is_success(), "{status} {text}");
+        assert!(!has_rollup(&server, "late", "5m").await);
+        let (_, shown) = admin(&server, "late", "SHOW DOWNSAMPLING").await;
+        assert!(
+            shown.contains(r#""columns":["age","interval","set_by"]"#),
+            "{shown}"
+        );
+        assert!(!shown.contains("5m"), "{shown}");
     });
 }
 

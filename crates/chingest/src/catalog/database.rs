@@ -341,7 +341,7 @@ impl Database {
         let statement = schema::create_table_sql(
             &schema,
             self.retention_seconds(rp),
-            defaults.downsampled.contains(&self.name),
+            defaults.downsampled.read().unwrap().contains(&self.name),
             duplicates,
             engine.keeper_path(),
         );

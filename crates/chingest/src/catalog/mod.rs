@@ -51,7 +51,7 @@ pub(crate) struct Catalog {
 }
 
 /// What every new table gets unless its database says otherwise.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct TableDefaults {
     /// The retention policy whose tables get a view named after the
     /// measurement ([`IngestConfig::view_retention_policy`](crate::IngestConfig::view_retention_policy)).
@@ -59,8 +59,9 @@ pub(crate) struct TableDefaults {
     /// The duplicate policy of tables whose database and measurement set
     /// none.
     pub(crate) duplicates: DuplicatePolicy,
-    /// The downsampled databases: their tables get daily partitions.
-    pub(crate) downsampled: std::collections::BTreeSet<String>,
+    /// The downsampled databases: their tables get daily partitions
+    /// (tables made before a database is downsampled keep theirs).
+    pub(crate) downsampled: std::sync::RwLock<std::collections::BTreeSet<String>>,
 }
 
 impl Catalog {
@@ -77,6 +78,16 @@ impl Catalog {
     /// What new tables get by default.
     pub(crate) fn defaults(&self) -> &TableDefaults {
         &self.defaults
+    }
+
+    /// Whether `database` is downsampled: its new tables get daily
+    /// partitions.
+    pub(crate) fn set_downsampled(&self, database: &str, downsampled: bool) {
+        let mut set = self.defaults.downsampled.write().unwrap();
+        match downsampled {
+            true => set.insert(database.to_owned()),
+            false => set.remove(database),
+        };
     }
 
     /// The table for (`rp`, `measurement`) of `db`, created or extended to

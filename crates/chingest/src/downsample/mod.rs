@@ -38,7 +38,7 @@
 //! where rows are kept. The cuts are read back when the ingestor opens.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use crate::catalog::Catalog;
@@ -47,9 +47,24 @@ use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
-use crate::layout::rollup::{time_in_sql, Aggregate, Rollup, Source};
+use crate::layout::rollup::{is_rollup_of, rollup_name, time_in_sql, Aggregate, Rollup, Source};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
+use migrate::plan_migration;
+
+mod migrate;
+
+/// How `SET DOWNSAMPLING` sets a database's levels
+/// ([`crate::Ingestor::set_downsampling`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DownsamplingSetting {
+    /// These levels, whatever the configuration file says.
+    Levels(Downsampling),
+    /// Not downsampled, whatever the configuration file says.
+    Off,
+    /// The configuration file's levels, if it names the database.
+    Configured,
+}
 
 /// The registry of a downsampled database's progress: per fact table, the
 /// last block rolled up and the range an edit marked.
@@ -60,7 +75,8 @@ const CLEAN: i64 = i64::MAX;
 /// The most of the finest level's time one statement rebuilds.
 const CHUNK_NS: i64 = 86_400 * 1_000_000_000;
 
-/// Keeps the rollups of the databases `policies` names.
+/// Keeps the rollups of the downsampled databases: those the
+/// configuration file names, and those `SET DOWNSAMPLING` set.
 #[derive(Debug)]
 pub(crate) struct Downsampler {
     engine: Weak<Engine>,
@@ -68,7 +84,11 @@ pub(crate) struct Downsampler {
     /// Told when an answer about settled times changes here: where rows
     /// are gone, by a merge or by moved cuts.
     last_values: Weak<LastValues>,
-    policies: BTreeMap<String, Downsampling>,
+    /// The configuration file's levels, by database.
+    configured: BTreeMap<String, Downsampling>,
+    /// The levels statements set (recorded in each database's registry,
+    /// they outlive the file's); `None`: not downsampled.
+    set: RwLock<BTreeMap<String, Option<Downsampling>>>,
     /// Held by a pass over a table and by an edit of a downsampled database.
     passes: tokio::sync::Mutex<()>,
     /// The fields each fact table's rollups and registry were made for in
@@ -77,8 +97,22 @@ pub(crate) struct Downsampler {
     made: Mutex<HashMap<String, Vec<(String, FieldType)>>>,
     /// What each table's rollups may lack.
     unsettled: Mutex<Unsettled>,
-    /// Each fact table's cuts (by storage table), once moved.
-    cuts: Mutex<HashMap<String, Cuts>>,
+    /// Each fact table's levels and cuts (by storage table), once a pass
+    /// or the registry told them.
+    kept: Mutex<HashMap<String, Kept>>,
+    /// Fact tables (by storage table) whose next pass drops the rollups
+    /// of levels they no longer have.
+    retiring: Mutex<std::collections::HashSet<String>>,
+}
+
+/// The resolutions a fact table's data is kept at: the widths of its
+/// levels' buckets (finest first; which may still be a database's earlier
+/// levels, until a pass moves the table to its new ones) and where each
+/// begins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Kept {
+    levels: Vec<Duration>,
+    cuts: Cuts,
 }
 
 /// Where each resolution of a fact table begins (ns, `None`: nothing
@@ -336,7 +370,7 @@ pub struct RollupView {
 }
 
 /// A fact table's progress: the last block rolled up, the range an
-/// edit marked and no pass rebuilt yet, and its cuts.
+/// edit marked and no pass rebuilt yet, its levels and its cuts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     /// The last block number of the fact table rolled up.
@@ -345,7 +379,21 @@ struct State {
     dirty_from: i64,
     /// Its end (ns, excluded).
     dirty_to: i64,
+    /// The widths of the levels its rollups hold; empty before a first
+    /// pass (and in registries of earlier versions, whose levels never
+    /// changed: the database's).
+    levels: Vec<Duration>,
     cuts: Cuts,
+}
+
+impl State {
+    /// Its levels, or `policy`'s when it records none.
+    fn levels_or(&self, policy: &Downsampling) -> Vec<Duration> {
+        match self.levels.is_empty() {
+            true => intervals(policy),
+            false => self.levels.clone(),
+        }
+    }
 }
 
 impl Default for State {
@@ -354,9 +402,15 @@ impl Default for State {
             seen_block: 0,
             dirty_from: CLEAN,
             dirty_to: i64::MIN,
+            levels: Vec::new(),
             cuts: Cuts::default(),
         }
     }
+}
+
+/// The widths of `policy`'s levels, finest first.
+fn intervals(policy: &Downsampling) -> Vec<Duration> {
+    policy.levels().iter().map(|level| level.interval).collect()
 }
 
 fn floor_to(t: i64, interval: Duration) -> i64 {
@@ -375,30 +429,61 @@ impl Downsampler {
         engine: &Arc<Engine>,
         catalog: &Arc<Catalog>,
         last_values: &Arc<LastValues>,
-        policies: BTreeMap<String, Downsampling>,
+        configured: BTreeMap<String, Downsampling>,
     ) -> Downsampler {
         Downsampler {
             engine: Arc::downgrade(engine),
             catalog: Arc::downgrade(catalog),
             last_values: Arc::downgrade(last_values),
-            policies,
+            configured,
+            set: RwLock::default(),
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
             unsettled: Mutex::default(),
-            cuts: Mutex::default(),
+            kept: Mutex::default(),
+            retiring: Mutex::default(),
         }
     }
 
-    /// The policy of `database`, if it is downsampled.
-    pub(crate) fn policy(&self, database: &str) -> Option<&Downsampling> {
-        self.policies.get(database)
+    /// The levels of `database`, if it is downsampled: a statement's, else
+    /// the configuration file's.
+    pub(crate) fn policy(&self, database: &str) -> Option<Downsampling> {
+        match self.set.read().unwrap().get(database) {
+            Some(set) => set.clone(),
+            None => self.configured.get(database).cloned(),
+        }
+    }
+
+    /// Whether a statement set the levels of `database`.
+    pub(crate) fn is_set(&self, database: &str) -> bool {
+        self.set.read().unwrap().contains_key(database)
+    }
+
+    /// Every downsampled database and its levels.
+    fn policies(&self) -> Vec<(String, Downsampling)> {
+        let set = self.set.read().unwrap();
+        let configured = self
+            .configured
+            .iter()
+            .filter(|(name, _)| !set.contains_key(*name))
+            .map(|(name, policy)| (name.clone(), policy.clone()));
+        let stated = set
+            .iter()
+            .filter_map(|(name, policy)| Some((name.clone(), policy.clone()?)));
+        let mut all: Vec<_> = configured.chain(stated).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
     }
 
     /// Notes rows of `table` (a storage table of `database`) over `span`
     /// being inserted: readers read them from the rows until a pass has
     /// rolled them up. Tables of other databases are not kept.
     pub(crate) fn inserting(&self, database: &str, table: &str, span: Span) {
-        if self.policy(database).is_some() {
+        let downsampled = match self.set.read().unwrap().get(database) {
+            Some(set) => set.is_some(),
+            None => self.configured.contains_key(database),
+        };
+        if downsampled {
             widen(&mut self.unsettled.lock().unwrap().pending, table, span);
         }
     }
@@ -423,31 +508,35 @@ impl Downsampler {
                 }
             }
         };
-        let cuts = self
-            .cuts
-            .lock()
-            .unwrap()
-            .get(table)
-            .cloned()
-            .unwrap_or_default();
+        let kept = self.kept.lock().unwrap().get(table).cloned();
+        let Kept { levels, cuts } = kept.unwrap_or_else(|| Kept {
+            levels: intervals(&policy),
+            cuts: Cuts::default(),
+        });
         let fields = self.made.lock().unwrap().get(table)?.clone();
-        // Their names only: no field's columns are needed here.
-        let levels = rollups(names, &[], policy)
-            .into_iter()
-            .map(|rollup| (rollup.interval, rollup.table))
-            .collect();
         Some(RollupView {
             rows_from: cuts.rows_from(),
-            kept_from: (0..policy.levels().len())
-                .map(|i| cuts.kept_from(i))
+            kept_from: (0..levels.len()).map(|i| cuts.kept_from(i)).collect(),
+            // Their names only: no field's columns are needed here.
+            levels: rollups(names, &[], &levels)
+                .into_iter()
+                .map(|rollup| (rollup.interval, rollup.table))
                 .collect(),
-            levels,
             fields: fields
                 .into_iter()
                 .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
                 .collect(),
             unsettled,
         })
+    }
+
+    /// The levels the rollups of the fact table `names` hold, as far as
+    /// this process knows: `policy`'s until a pass or the registry said.
+    fn levels_of(&self, names: &TableNames, policy: &Downsampling) -> Vec<Duration> {
+        match self.kept.lock().unwrap().get(&names.storage_table) {
+            Some(kept) => kept.levels.clone(),
+            None => intervals(policy),
+        }
     }
 
     /// Holds passes off while an edit of a downsampled database marks and
@@ -496,7 +585,8 @@ impl Downsampler {
             }
             let names = TableNames::new(database, &rp, &measurement);
             let fields = &table.schema().fields;
-            self.make_tables(&engine, &names, &rollups(&names, fields, policy), fields)
+            let levels = self.levels_of(&names, &policy);
+            self.make_tables(&engine, &names, &rollups(&names, fields, &levels), fields)
                 .await?;
             let mut state = self.state(&engine, &names).await?;
             state.dirty_from = state.dirty_from.min(from_ns);
@@ -511,7 +601,7 @@ impl Downsampler {
             // Readers read every level there: each shows the edit at once
             // (the next pass rebuilds coarser levels from finer ones where
             // those are kept).
-            for rollup in &rollups(&names, &kept, policy) {
+            for rollup in &rollups(&names, &kept, &state.levels_or(&policy)) {
                 statements.extend(statement(
                     &rollup.table,
                     &names,
@@ -537,17 +627,21 @@ impl Downsampler {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(());
         };
-        for (name, policy) in &self.policies {
-            let Some(database) = catalog.database(name) else {
+        for (name, _) in self.policies() {
+            let Some(database) = catalog.database(&name) else {
                 continue;
             };
             for ((rp, measurement), table) in database.tables() {
-                let names = TableNames::new(name, &rp, &measurement);
+                let names = TableNames::new(&name, &rp, &measurement);
                 let fields = table.schema().fields.clone();
                 let storage = &names.storage_table;
                 // One table at a time: an edit waits for one table's pass
                 // at most, not for a pass over every database.
                 let _pass = self.passes.lock().await;
+                // Read under the lock: a statement may have changed it.
+                let Some(policy) = self.policy(&name) else {
+                    break;
+                };
                 // Taken before the pass looks for new rows: an insert it
                 // does not find reports again, after, into `pending`.
                 // (Under the pass lock, no other pass holds this table's.)
@@ -559,7 +653,7 @@ impl Downsampler {
                 }
                 let retention_s = database.retention_seconds(&rp);
                 let passed = self
-                    .pass_table(&engine, &names, &fields, policy, retention_s)
+                    .pass_table(&engine, &names, &fields, &policy, retention_s)
                     .await;
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
@@ -591,13 +685,20 @@ impl Downsampler {
         policy: &Downsampling,
         retention_s: u64,
     ) -> Result<()> {
-        let rollups = rollups(names, fields, policy);
+        let levels = intervals(policy);
+        let rollups = rollups(names, fields, &levels);
         if !rollups[0].keeps_fields() {
             // Nothing to keep (array fields only): the rows stay.
             return Ok(());
         }
         self.make_tables(engine, names, &rollups, fields).await?;
-        let state = self.state(engine, names).await?;
+        let mut state = self.state(engine, names).await?;
+        if !state.levels.is_empty() && state.levels != levels {
+            self.migrate(engine, names, fields, &mut state, &levels)
+                .await?;
+        } else if self.retiring.lock().unwrap().remove(&names.storage_table) {
+            self.drop_retired(engine, names, &levels).await?;
+        }
         let (seen_block, inserted) = self.changes(engine, names, state.seen_block).await?;
         let edited = match state.dirty_from {
             CLEAN => None,
@@ -613,14 +714,110 @@ impl Downsampler {
         }
         let mut done = State {
             seen_block,
+            levels,
             cuts: state.cuts.clone(),
             ..State::default()
         };
-        if changed {
+        if changed || state.levels.is_empty() {
             self.save(engine, names, &done).await?;
         }
         self.remove_aged(engine, names, &rollups, &mut done, policy, retention_s)
-            .await
+            .await?;
+        self.kept.lock().unwrap().insert(
+            names.storage_table.clone(),
+            Kept {
+                levels: done.levels,
+                cuts: done.cuts,
+            },
+        );
+        Ok(())
+    }
+
+    /// Moves the rollups of the fact table `names` from the levels its
+    /// `state` records to `levels` ([`plan_migration`]): builds each new
+    /// level, from the rows where they are kept and from a level whose
+    /// buckets divide its own where not; then records the new levels and
+    /// cuts, and readers read them from then on. The tables of the levels
+    /// left go at the table's next pass (a read may have just begun).
+    async fn migrate(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        fields: &[(String, FieldType)],
+        state: &mut State,
+        levels: &[Duration],
+    ) -> Result<()> {
+        let plan = plan_migration(&state.levels, &state.cuts, levels).map_err(Error::Conflict)?;
+        let (old, new) = (
+            rollups(names, fields, &state.levels),
+            rollups(names, fields, levels),
+        );
+        let mut statements = Vec::new();
+        for build in plan.builds {
+            let rollup = &new[build.level];
+            let source = match build.source {
+                None => Source::Facts(&names.storage_table),
+                Some(level) => Source::Rollup(&old[level]),
+            };
+            let table = match source {
+                Source::Facts(table) => table,
+                Source::Rollup(finer) => &finer.table,
+            };
+            let Some((first, last)) = time_bounds(engine, table, build.span).await? else {
+                continue;
+            };
+            let from = floor_to(first, rollup.interval).max(build.span.0);
+            let to = ceil_to(last.saturating_add(1), rollup.interval).min(build.span.1);
+            for (start, end) in chunks(rollup.interval, from, to) {
+                statements.push(rollup.rebuild_sql(source, start, end, state.seen_block));
+            }
+        }
+        engine.execute_all(statements).await?;
+        state.levels = levels.to_vec();
+        state.cuts = plan.cuts;
+        self.save(engine, names, state).await?;
+        let storage = &names.storage_table;
+        let kept = Kept {
+            levels: state.levels.clone(),
+            cuts: state.cuts.clone(),
+        };
+        self.kept.lock().unwrap().insert(storage.clone(), kept);
+        self.retiring.lock().unwrap().insert(storage.clone());
+        // A bucket read as a row may now come from another level.
+        self.unsettle(&names.database_name);
+        Ok(())
+    }
+
+    /// Drops the rollups of the fact table `names` at widths not among
+    /// `levels`: the levels a migration (or a crash after one) left.
+    async fn drop_retired(
+        &self,
+        engine: &Engine,
+        names: &TableNames,
+        levels: &[Duration],
+    ) -> Result<()> {
+        let sql = format!(
+            "SELECT name FROM system.tables WHERE database = {} AND startsWith(name, '_rollup.')",
+            quote_literal(&names.database_name)
+        );
+        let tables = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        let kept: Vec<String> = levels
+            .iter()
+            .map(|interval| rollup_name(&names.storage_name, *interval))
+            .collect();
+        let drops: Vec<String> = tables
+            .iter()
+            .map(|row| &row[0])
+            .filter(|name| is_rollup_of(name, &names.storage_name) && !kept.contains(name))
+            .map(|name| {
+                format!(
+                    "DROP TABLE IF EXISTS {}.{}",
+                    names.database,
+                    quote_ident(name)
+                )
+            })
+            .collect();
+        engine.execute_all(drops).await
     }
 
     /// Moves the cuts of the table `names` as far as its ages allow (saved
@@ -642,10 +839,14 @@ impl Downsampler {
         if cuts != done.cuts {
             let before = std::mem::replace(&mut done.cuts, cuts.clone());
             self.save(engine, names, done).await?;
-            self.cuts
+            let kept = Kept {
+                levels: done.levels.clone(),
+                cuts: cuts.clone(),
+            };
+            self.kept
                 .lock()
                 .unwrap()
-                .insert(names.storage_table.clone(), cuts.clone());
+                .insert(names.storage_table.clone(), kept);
             // Readers read buckets where they read rows.
             self.unsettle(&names.database_name);
             let deletes: Vec<String> = rollups
@@ -794,39 +995,26 @@ impl Downsampler {
 
     /// The fact table's progress (its registry made: [`make_tables`](Self::make_tables)).
     async fn state(&self, engine: &Engine, names: &TableNames) -> Result<State> {
-        let sql = format!(
-            "SELECT seen_block, dirty_from, dirty_to, rows_from, kept_from FROM {} FINAL WHERE table = {}",
-            state_table(names),
-            quote_literal(&names.storage_name)
-        );
-        engine
-            .run(move |conn| {
-                let rows = query_rows(conn, &sql)?;
-                let Some(row) = rows.first() else {
-                    return Ok(State::default());
-                };
-                let number = |text: &str| -> Result<i64> {
-                    text.parse()
-                        .map_err(|_| Error::Engine(format!("{STATE_TABLE}: {text:?}")))
-                };
-                Ok(State {
-                    seen_block: number(&row[0])? as u64,
-                    dirty_from: number(&row[1])?,
-                    dirty_to: number(&row[2])?,
-                    cuts: parse_cuts(&row[3], &row[4])?,
-                })
-            })
-            .await
+        let mut registry = read_registry(engine, names, Some(&names.storage_name)).await?;
+        Ok(registry
+            .tables
+            .remove(&names.storage_name)
+            .unwrap_or_default())
     }
 
     /// Records the fact table's progress, durably.
     async fn save(&self, engine: &Engine, names: &TableNames, state: &State) -> Result<()> {
         let cut = |cut: Option<i64>| cut.unwrap_or(i64::MIN).to_string();
         let kept: Vec<String> = state.cuts.kept_from.iter().map(|c| cut(*c)).collect();
+        let levels: Vec<String> = state
+            .levels
+            .iter()
+            .map(|l| l.as_secs().to_string())
+            .collect();
         engine
             .execute(format!(
-                "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, rows_from, kept_from) \
-                 VALUES ({}, {}, {}, {}, {}, {}, [{}])",
+                "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, rows_from, \
+                 kept_from, levels) VALUES ({}, {}, {}, {}, {}, {}, [{}], [{}])",
                 state_table(names),
                 quote_literal(&names.storage_name),
                 state.seen_block,
@@ -834,70 +1022,171 @@ impl Downsampler {
                 state.dirty_to,
                 now_ns(),
                 cut(state.cuts.rows_from),
-                kept.join(", ")
+                kept.join(", "),
+                levels.join(", ")
             ))
             .await
     }
 
-    /// Reads back the cuts of every table of the downsampled databases (on
-    /// open: readers must not read rows before them) and makes those
-    /// tables' rollups, so readers know their fields before a pass.
+    /// Reads back, on open, the levels statements set and each table's
+    /// levels and cuts (readers must not read rows before them), makes
+    /// the rollups of tables with cuts (readers need their fields before a
+    /// pass), and has each table's first pass drop the rollups of levels
+    /// it left. Fails where the levels asked for cannot take over a
+    /// table's data ([`plan_migration`]), or a database whose rows went
+    /// is no longer downsampled.
     pub(crate) async fn load(&self) -> Result<()> {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(());
         };
-        for (name, policy) in &self.policies {
-            let Some(database) = catalog.database(name) else {
+        let sql = format!(
+            "SELECT database FROM system.tables WHERE name = {}",
+            quote_literal(STATE_TABLE)
+        );
+        let registered = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        for row in registered {
+            let Some(database) = catalog.database(&row[0]) else {
                 continue;
             };
+            let name = &row[0];
             let names = TableNames::new(name, "", "");
-            let exists_sql = format!(
-                "SELECT count() FROM system.tables WHERE database = {} AND name = {}",
-                quote_literal(name),
-                quote_literal(STATE_TABLE)
-            );
-            let exists = engine
-                .run(move |conn| query_rows(conn, &exists_sql))
-                .await?;
-            if exists.first().is_none_or(|row| row[0] == "0") {
-                continue;
-            }
-            // Tables of earlier versions lack the cuts' columns.
+            // Registries of earlier versions lack the later columns.
             engine.execute_all(state_table_sql(&names)).await?;
-            let sql = format!(
-                "SELECT table, rows_from, kept_from FROM {} FINAL",
-                state_table(&names)
-            );
-            let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+            let mut registry = read_registry(&engine, &names, None).await?;
+            if let Some(set) = registry.set {
+                self.set.write().unwrap().insert(name.clone(), set);
+            }
+            let policy = self.policy(name);
             for ((rp, measurement), table) in database.tables() {
                 let names = TableNames::new(name, &rp, &measurement);
-                let Some(row) = rows.iter().find(|row| row[0] == names.storage_name) else {
+                let Some(state) = registry.tables.remove(&names.storage_name) else {
                     continue;
                 };
-                let cuts = parse_cuts(&row[1], &row[2])?;
-                if cuts == Cuts::default() {
+                let refused = |why: String| {
+                    Error::Config(format!(
+                        "downsampling of database {name:?}, measurement {measurement:?} in {rp:?}: {why}"
+                    ))
+                };
+                let Some(policy) = &policy else {
+                    if rows_went(&engine, &names, &state).await? {
+                        return Err(refused(no_longer_downsampled(&state.cuts)));
+                    }
                     continue;
+                };
+                let levels = state.levels_or(policy);
+                plan_migration(&levels, &state.cuts, &intervals(policy)).map_err(refused)?;
+                let storage = names.storage_table.clone();
+                if state.cuts != Cuts::default() {
+                    let fields = table.schema().fields.clone();
+                    self.make_tables(&engine, &names, &rollups(&names, &fields, &levels), &fields)
+                        .await?;
                 }
-                let fields = table.schema().fields.clone();
-                self.make_tables(&engine, &names, &rollups(&names, &fields, policy), &fields)
-                    .await?;
-                self.cuts.lock().unwrap().insert(names.storage_table, cuts);
+                let kept = Kept {
+                    levels,
+                    cuts: state.cuts,
+                };
+                self.kept.lock().unwrap().insert(storage.clone(), kept);
+                self.retiring.lock().unwrap().insert(storage);
             }
         }
         Ok(())
     }
+
+    /// Sets the levels of `database` ([`DownsamplingSetting`]), durably:
+    /// passes move its tables to them. Refused ([`Error::Conflict`]) where
+    /// they cannot take over a table's data ([`plan_migration`]), and off
+    /// where rows went (they are kept only in the rollups). Off, its
+    /// rollups are dropped.
+    pub(crate) async fn set(&self, database: &str, setting: DownsamplingSetting) -> Result<()> {
+        let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
+            return Err(Error::Closed);
+        };
+        let db = catalog
+            .database(database)
+            .ok_or_else(|| Error::DatabaseNotFound(database.to_owned()))?;
+        let _pass = self.passes.lock().await;
+        let wanted = match &setting {
+            DownsamplingSetting::Levels(levels) => Some(levels.clone()),
+            DownsamplingSetting::Off => None,
+            DownsamplingSetting::Configured => self.configured.get(database).cloned(),
+        };
+        let names = TableNames::new(database, "", "");
+        engine.execute_all(state_table_sql(&names)).await?;
+        let mut registry = read_registry(&engine, &names, None).await?;
+        let current = self.policy(database);
+        let mut tables = Vec::new();
+        for ((rp, measurement), _) in db.tables() {
+            let names = TableNames::new(database, &rp, &measurement);
+            let state = registry.tables.remove(&names.storage_name);
+            tables.push(names.clone());
+            let Some(state) = state else {
+                continue;
+            };
+            let refused = |why: String| {
+                Error::Conflict(format!("measurement {measurement:?} in {rp:?}: {why}"))
+            };
+            match (&wanted, &current) {
+                (None, _) if rows_went(&engine, &names, &state).await? => {
+                    return Err(refused(no_longer_downsampled(&state.cuts)));
+                }
+                (Some(wanted), Some(current)) => {
+                    let levels = state.levels_or(current);
+                    plan_migration(&levels, &state.cuts, &intervals(wanted)).map_err(refused)?;
+                }
+                _ => {}
+            }
+        }
+        let stored: Vec<String> = match &setting {
+            DownsamplingSetting::Levels(levels) => levels
+                .levels()
+                .iter()
+                .map(|l| format!("{}s:{}s", l.after.as_secs(), l.interval.as_secs()))
+                .collect(),
+            DownsamplingSetting::Off => vec![OFF.to_owned()],
+            DownsamplingSetting::Configured => Vec::new(),
+        };
+        let stored: Vec<String> = stored.iter().map(|s| quote_literal(s)).collect();
+        engine
+            .execute(format!(
+                "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, policy) \
+                 VALUES ('', 0, {CLEAN}, {}, {}, [{}])",
+                state_table(&names),
+                i64::MIN,
+                now_ns(),
+                stored.join(", ")
+            ))
+            .await?;
+        {
+            let mut set = self.set.write().unwrap();
+            match setting {
+                DownsamplingSetting::Configured => set.remove(database),
+                _ => set.insert(database.to_owned(), wanted.clone()),
+            };
+        }
+        if wanted.is_none() {
+            // Its rollups go; set again, they are built anew.
+            for names in tables {
+                self.drop_retired(&engine, &names, &[]).await?;
+                self.save(&engine, &names, &State::default()).await?;
+                let table = &names.storage_table;
+                self.made.lock().unwrap().remove(table);
+                self.kept.lock().unwrap().remove(table);
+                let mut unsettled = self.unsettled.lock().unwrap();
+                unsettled.known.remove(table);
+                unsettled.pending.remove(table);
+            }
+        }
+        self.unsettle(database);
+        Ok(())
+    }
 }
 
-/// The rollups of the fact table `names` with `fields`, one per level.
-fn rollups(
-    names: &TableNames,
-    fields: &[(String, FieldType)],
-    policy: &Downsampling,
-) -> Vec<Rollup> {
-    policy
-        .levels()
+/// The rollups of the fact table `names` with `fields`, one per level
+/// (the widths of their buckets).
+fn rollups(names: &TableNames, fields: &[(String, FieldType)], levels: &[Duration]) -> Vec<Rollup> {
+    levels
         .iter()
-        .map(|level| Rollup::new(names, fields, level.interval))
+        .map(|interval| Rollup::new(names, fields, *interval))
         .collect()
 }
 
@@ -907,7 +1196,9 @@ fn state_table(names: &TableNames) -> String {
 }
 
 /// Makes the registry of `names`' database, and gives one of an earlier
-/// version the cuts' columns.
+/// version the later columns: the cuts, each table's levels (widths in
+/// seconds), and in the row of table `''` the levels a statement set
+/// (`'<age>s:<interval>s'`s; [`OFF`]; none: the configuration file's).
 fn state_table_sql(names: &TableNames) -> Vec<String> {
     let table = state_table(names);
     vec![
@@ -917,10 +1208,146 @@ fn state_table_sql(names: &TableNames) -> Vec<String> {
         ),
         format!(
             "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS rows_from Int64 DEFAULT {}, \
-             ADD COLUMN IF NOT EXISTS kept_from Array(Int64)",
+             ADD COLUMN IF NOT EXISTS kept_from Array(Int64), \
+             ADD COLUMN IF NOT EXISTS levels Array(UInt32), \
+             ADD COLUMN IF NOT EXISTS policy Array(String)",
             i64::MIN
         ),
     ]
+}
+
+/// The registry's mark of a database a statement set not downsampled.
+const OFF: &str = "off";
+
+/// What a database's registry holds.
+#[derive(Debug, Default)]
+struct Registry {
+    /// The levels a statement set: `Some(None)` off; `None`: none set.
+    set: Option<Option<Downsampling>>,
+    /// Each fact table's progress, by storage name.
+    tables: HashMap<String, State>,
+}
+
+/// Reads the registry of the database of `names`: every row, or only the
+/// fact table `only`'s (a storage name).
+async fn read_registry(
+    engine: &Engine,
+    names: &TableNames,
+    only: Option<&str>,
+) -> Result<Registry> {
+    let filter = only.map_or(String::new(), |table| {
+        format!(" WHERE table = {}", quote_literal(table))
+    });
+    let sql = format!(
+        "SELECT table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy \
+         FROM {} FINAL{filter}",
+        state_table(names)
+    );
+    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    let mut registry = Registry::default();
+    for row in rows {
+        let bad = |text: &str| Error::Engine(format!("{STATE_TABLE}: {text:?}"));
+        let number = |text: &str| -> Result<i64> { text.parse().map_err(|_| bad(text)) };
+        if row[0].is_empty() {
+            let stored = parse_array(&row[7], |text| {
+                Ok(text.trim().trim_matches('\'').to_owned())
+            })?;
+            registry.set = match stored.as_slice() {
+                [] => None,
+                [off] if off == OFF => Some(None),
+                levels => Some(Some(
+                    Downsampling::parse(levels).map_err(|err| bad(&err.to_string()))?,
+                )),
+            };
+            continue;
+        }
+        let state = State {
+            seen_block: number(&row[1])? as u64,
+            dirty_from: number(&row[2])?,
+            dirty_to: number(&row[3])?,
+            levels: parse_array(&row[6], |text| {
+                Ok(Duration::from_secs(number(text.trim())? as u64))
+            })?,
+            cuts: parse_cuts(&row[4], &row[5])?,
+        };
+        registry.tables.insert(row[0].clone(), state);
+    }
+    Ok(registry)
+}
+
+/// Whether rows of the fact table `names` went (its rollups hold buckets
+/// before the rows' cut; its coarsest level holds every bucket there
+/// that any level does). A registry of an earlier version, which does not
+/// name its levels, went as soon as it has a cut.
+async fn rows_went(engine: &Engine, names: &TableNames, state: &State) -> Result<bool> {
+    let (Some(rows_from), Some(coarsest)) = (state.cuts.rows_from, state.levels.last()) else {
+        return Ok(state.cuts.rows_from.is_some());
+    };
+    let rollup = Rollup::new(names, &[], *coarsest);
+    let sql = format!(
+        "SELECT count() FROM (SELECT 1 FROM {} WHERE {} LIMIT 1)",
+        rollup.table,
+        time_in_sql("time", &[(i64::MIN, rows_from)])
+    );
+    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    Ok(rows.first().is_none_or(|row| row[0] != "0"))
+}
+
+/// Why a database whose rows went before `cuts` cannot stop being
+/// downsampled.
+fn no_longer_downsampled(cuts: &Cuts) -> String {
+    format!(
+        "its rows before {} went, and are kept only in its rollups: it stays downsampled \
+         (give it its levels, or levels with longer ages to keep more rows from now on)",
+        date(cuts.rows_from())
+    )
+}
+
+/// A time (ns) as the UTC date it falls on, `YYYY-MM-DD`.
+fn date(ns: i64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let days = ns.div_euclid(86_400_000_000_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// An array as the engine writes it (`[a,b]`), each item by `item`.
+fn parse_array<T>(text: &str, item: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    match inner.is_empty() {
+        true => Ok(Vec::new()),
+        false => inner.split(',').map(item).collect(),
+    }
+}
+
+/// The span `[from, to)` (ns) in whole buckets of `interval`, about a day
+/// of them at a time: the spans one statement rebuilds.
+fn chunks(interval: Duration, from: i64, to: i64) -> impl Iterator<Item = Span> {
+    let step = interval.as_nanos() as i64;
+    let chunk = (CHUNK_NS / step).max(1) * step;
+    std::iter::successors(Some(from), move |s| Some(s.saturating_add(chunk)))
+        .take_while(move |s| *s < to)
+        .map(move |s| (s, s.saturating_add(chunk).min(to)))
+}
+
+/// The first and last time (ns) of `table`'s rows in `span`, if any.
+async fn time_bounds(engine: &Engine, table: &str, span: Span) -> Result<Option<Span>> {
+    let sql = format!(
+        "SELECT toUnixTimestamp64Nano(minOrNull(time)), toUnixTimestamp64Nano(maxOrNull(time)) \
+         FROM {table} WHERE {}",
+        time_in_sql("time", &[span])
+    );
+    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    let number = |i: usize| rows.first().and_then(|row| row.get(i)?.parse::<i64>().ok());
+    Ok(number(0).zip(number(1)))
 }
 
 /// Cuts as the registry keeps them (`i64::MIN`: none).
@@ -932,13 +1359,9 @@ fn parse_cuts(rows_from: &str, kept_from: &str) -> Result<Cuts> {
             .map_err(|_| Error::Engine(format!("{STATE_TABLE}: cut {text:?}")))?;
         Ok((cut != i64::MIN).then_some(cut))
     };
-    let kept = kept_from.trim_start_matches('[').trim_end_matches(']');
     Ok(Cuts {
         rows_from: cut(rows_from)?,
-        kept_from: match kept.is_empty() {
-            true => Vec::new(),
-            false => kept.split(',').map(cut).collect::<Result<_>>()?,
-        },
+        kept_from: parse_array(kept_from, cut)?,
     })
 }
 
@@ -985,16 +1408,7 @@ fn catch_up(
         if edited.is_some() && hidden < to {
             statements.push(rollup.delete_sql(hidden, to));
         }
-        let step = rollup.interval.as_nanos() as i64;
-        // Whole buckets per statement, about a day of them.
-        let chunk = (CHUNK_NS / step).max(1) * step;
-        let chunks = |from: i64, to: i64| {
-            let starts = std::iter::successors(Some(from), move |s| Some(s.saturating_add(chunk)));
-            starts
-                .take_while(move |s| *s < to)
-                .map(move |s| (s, s.saturating_add(chunk).min(to)))
-        };
-        for (start, end) in chunks(new.0.max(own), new.1.min(source)) {
+        for (start, end) in chunks(rollup.interval, new.0.max(own), new.1.min(source)) {
             statements.push(rollup.merge_sql(
                 &names.storage_table,
                 start,
@@ -1008,7 +1422,7 @@ fn catch_up(
             0 => Source::Facts(&names.storage_table),
             _ => Source::Rollup(&rollups[i - 1]),
         };
-        for (start, end) in chunks(rebuild_from, to) {
+        for (start, end) in chunks(rollup.interval, rebuild_from, to) {
             statements.push(rollup.rebuild_sql(source, start, end, through));
         }
         // Before, readers read this level: emptied buckets go after.

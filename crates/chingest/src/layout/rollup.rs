@@ -166,6 +166,22 @@ pub fn time_in_sql(column: &str, spans: &[(i64, i64)]) -> String {
     }
 }
 
+/// The (unquoted) name of the rollup at `interval` of the fact table
+/// `storage_name`: `_rollup.5m.cpu.autogen`. The storage name is encoded
+/// already; `_` and `.` are not encoded names' characters, so this cannot
+/// meet a measurement's.
+pub fn rollup_name(storage_name: &str, interval: Duration) -> String {
+    format!("_rollup.{}.{storage_name}", interval_name(interval))
+}
+
+/// Whether `name` is the name of a rollup of the fact table `storage_name`
+/// (at any width).
+pub fn is_rollup_of(name: &str, storage_name: &str) -> bool {
+    name.strip_prefix("_rollup.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(_, table)| table == storage_name)
+}
+
 /// The column of a rollup holding the last block of the fact table its
 /// bucket's build holds.
 const THROUGH: &str = "_through";
@@ -187,9 +203,7 @@ pub struct Rollup {
 impl Rollup {
     /// The rollup of the fact table `names` with `fields` at `interval`.
     pub fn new(names: &TableNames, fields: &[(String, FieldType)], interval: Duration) -> Rollup {
-        let name = format!("_rollup.{}.{}", interval_name(interval), names.storage_name);
-        // The storage name is encoded already; `_` and `.` are not encoded
-        // names' characters, so this cannot meet a measurement's.
+        let name = rollup_name(&names.storage_name, interval);
         let table = format!("{}.{}", names.database, quote_ident(&name));
         Rollup::named(&table, interval, fields)
     }
