@@ -712,10 +712,15 @@ impl Aged {
 
 /// Every statement of `aged` answers the same in both databases.
 async fn aged_answers_agree(server: &Server, aged: &Aged, after: &str) {
-    for query in aged.statements() {
+    statements_agree(server, &aged.statements(), after).await;
+}
+
+/// Each of `statements` answers the same in both databases.
+async fn statements_agree(server: &Server, statements: &[String], after: &str) {
+    for query in statements {
         let (down, plain) = (
-            influxql(server, DB, &query).await,
-            influxql(server, RAW, &query).await,
+            influxql(server, DB, query).await,
+            influxql(server, RAW, query).await,
         );
         assert!(
             same(&down, &plain),
@@ -917,33 +922,14 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
     let mut server = start_aged(tmp.path());
     let aged = Aged::now();
     // Windows of 1 h and more, and days: exact at every level set below.
-    let statements = || {
-        let mut statements = aged.statements();
-        statements.retain(|s| !s.contains("time(5m)"));
-        statements.push(format!(
-            "SELECT count(usage), max(usage), last(usage) FROM cpu WHERE time >= {} AND time < {} \
-             GROUP BY time(1d)",
-            aged.day0 * 1_000_000_000,
-            aged.end * 1_000_000_000
-        ));
-        statements
-    };
-    let agree = |after: &'static str| {
-        let server = &server;
-        let statements = statements();
-        async move {
-            for query in statements {
-                let (down, plain) = (
-                    influxql(server, DB, &query).await,
-                    influxql(server, RAW, &query).await,
-                );
-                assert!(
-                    same(&down, &plain),
-                    "after {after}, {query}\ndownsampled: {down}\nplain: {plain}"
-                );
-            }
-        }
-    };
+    let mut statements = aged.statements();
+    statements.retain(|s| !s.contains("time(5m)"));
+    statements.push(format!(
+        "SELECT count(usage), max(usage), last(usage) FROM cpu WHERE time >= {} AND time < {} \
+         GROUP BY time(1d)",
+        aged.day0 * 1_000_000_000,
+        aged.end * 1_000_000_000
+    ));
     runtime.block_on(async {
         wait_ready(&server).await;
         write_both(&server, &aged.body()).await;
@@ -974,7 +960,7 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
                 "{statement}: {answer:?}"
             );
         }
-        agree("refused changes").await;
+        statements_agree(&server, &statements, "refused changes").await;
         // 15 m buckets for the 5 m ones (built from them where the rows
         // are gone), the hour's kept, and days (from all three).
         let (status, text) =
@@ -986,12 +972,12 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         two_passes(&server).await;
-        agree("new levels").await;
+        statements_agree(&server, &statements, "new levels").await;
         aged_promql_agrees(&server, &aged, "", "new levels").await;
     });
     // The statement's levels outlive a restart with the file's.
     server.kill();
-    let server = start_aged(tmp.path());
+    let mut server = start_aged(tmp.path());
     runtime.block_on(async {
         wait_ready(&server).await;
         let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
@@ -1032,7 +1018,61 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
             "{shown}"
         );
         assert!(!shown.contains("5m"), "{shown}");
+        // Back to the file's levels: where the rows went, the hour's
+        // buckets hold what the 15 m ones did.
+        let (status, text) = admin(&server, DB, "SET DOWNSAMPLING DEFAULT").await;
+        assert!(status.is_success(), "{status} {text}");
+        let started = Instant::now();
+        while !has_rollup(&server, DB, "5m").await || has_rollup(&server, DB, "1d").await {
+            assert!(started.elapsed() < Duration::from_secs(60), "no migration");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        statements_agree(&server, &statements, "the file's levels again").await;
     });
+    // Files that would lose data are refused at startup.
+    server.kill();
+    let data_dir = tmp.path().join("data");
+    for (levels, why) in [
+        (Some(r#"["1d:5m", "2d:10m"]"#), "none of the new levels"),
+        (None, "stays downsampled"),
+    ] {
+        let config = match levels {
+            Some(levels) => config(tmp.path(), levels),
+            None => {
+                let path = tmp.path().join("chingest.toml");
+                std::fs::write(&path, "[downsampling]\nperiod_ms = 200\n").unwrap();
+                path
+            }
+        };
+        let stderr = refused_at_startup(&data_dir, &config);
+        assert!(stderr.contains(why), "{levels:?}: {stderr}");
+    }
+    let server = start_aged(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        statements_agree(&server, &statements, "refused starts").await;
+    });
+}
+
+/// Starts the server on `data_dir` with the configuration file `config`,
+/// which it must refuse: what it printed.
+fn refused_at_startup(data_dir: &Path, config: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
+        .args([
+            "serve",
+            "--http-addr",
+            "127.0.0.1:0",
+            "--grpc-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--clickhouse-http-addr", "off", "--data-dir"])
+        .arg(data_dir)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{} was accepted", config.display());
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -1044,22 +1084,7 @@ fn levels_that_cannot_work_are_refused_at_startup() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let config = config(tmp.path(), levels);
-        let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
-            .args([
-                "serve",
-                "--http-addr",
-                "127.0.0.1:0",
-                "--grpc-addr",
-                "127.0.0.1:0",
-            ])
-            .args(["--clickhouse-http-addr", "off", "--data-dir"])
-            .arg(tmp.path().join("data"))
-            .arg("--config")
-            .arg(&config)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{levels} was accepted");
+        let stderr = refused_at_startup(&tmp.path().join("data"), &config);
         assert!(
             stderr.contains(&format!("downsampling.databases.{DB}")) && stderr.contains(why),
             "{levels}: {stderr}"

@@ -26,6 +26,23 @@ pub(super) struct Migration {
     pub builds: Vec<Build>,
     /// The cuts by the new levels.
     pub cuts: Cuts,
+    /// The span `[from, to)` (ns) the old levels keep and the new ones
+    /// could not: the migration loses the buckets there, if any.
+    pub uncovered: Option<Span>,
+}
+
+impl Migration {
+    /// Why it may not lose what the old levels (`old`) hold in its
+    /// uncovered span.
+    pub(super) fn loses(&self, old: &[Duration]) -> String {
+        let widths: Vec<String> = old.iter().map(|w| interval_name(*w)).collect();
+        format!(
+            "its data before {} is kept only at widths ({}) none of the new levels can be built \
+             from: keep one of them, or add a level whose width is a multiple of one of theirs",
+            date(self.uncovered.map_or(i64::MIN, |span| span.1)),
+            widths.join(", ")
+        )
+    }
 }
 
 /// How the rollups of a table whose levels are `old` (bucket widths,
@@ -33,8 +50,8 @@ pub(super) struct Migration {
 /// its buckets. A new level is built from the rows where they are kept
 /// and, before, from the finest old level whose buckets divide its own
 /// (each old level holds every bucket from its cut on), which sets where
-/// it begins. Refused (why) where data would go: a span kept only by old
-/// levels no new one can be built from, or a cut that falls inside a new
+/// it begins. What old levels keep that no new one can be built from is
+/// [`Migration::uncovered`]. Refused (why) where a cut falls inside a new
 /// level's bucket.
 pub(super) fn plan_migration(
     old: &[Duration],
@@ -86,21 +103,13 @@ pub(super) fn plan_migration(
     let reach = |cuts: &mut dyn Iterator<Item = i64>| cuts.fold(rows_from, i64::min);
     let old_reach = reach(&mut (0..old.len()).map(|level| cuts.kept_from(level)));
     let new_reach = reach(&mut kept_from.iter().map(|cut| cut.unwrap_or(i64::MIN)));
-    if new_reach > old_reach {
-        let widths: Vec<String> = old.iter().map(|w| interval_name(*w)).collect();
-        return Err(format!(
-            "its data before {} is kept only at widths ({}) none of the new levels can be built \
-             from: keep one of them, or add a level whose width is a multiple of one of theirs",
-            date(new_reach),
-            widths.join(", ")
-        ));
-    }
     Ok(Migration {
         builds,
         cuts: Cuts {
             rows_from: cuts.rows_from,
             kept_from,
         },
+        uncovered: (new_reach > old_reach).then_some((old_reach, new_reach)),
     })
 }
 
@@ -128,7 +137,10 @@ mod tests {
         let old = [minutes(5), minutes(60)];
         // Nothing new: nothing built.
         let same = plan_migration(&old, &cut(), &old).unwrap();
-        assert_eq!((same.builds, same.cuts), (Vec::new(), cut()));
+        assert_eq!(
+            (same.builds, same.cuts, same.uncovered),
+            (Vec::new(), cut(), None)
+        );
         // A 15 m level between: from the rows, then the 5 m buckets, and
         // not the hour's.
         let plan = plan_migration(&old, &cut(), &[minutes(5), minutes(15), minutes(60)]).unwrap();
@@ -176,20 +188,23 @@ mod tests {
     }
 
     #[test]
-    fn what_no_new_level_can_hold_is_refused() {
+    fn what_no_new_level_can_hold_is_uncovered_and_cut_buckets_refused() {
         let old = [minutes(5), minutes(60)];
         // 10 m buckets cannot be built from hours: the data before day 8
         // would go with them.
-        let why = plan_migration(&old, &cut(), &[minutes(5), minutes(10)]).unwrap_err();
+        let plan = plan_migration(&old, &cut(), &[minutes(5), minutes(10)]).unwrap();
+        assert_eq!(plan.uncovered, Some((MIN, 8 * DAY)));
+        let why = plan.loses(&old);
         assert!(
             why.contains("before 1970-01-09") && why.contains("5m, 1h"),
             "{why}"
         );
         // Finer than what is left where the rows went, alone.
-        let why = plan_migration(&old, &cut(), &[minutes(1)]).unwrap_err();
-        assert!(why.contains("before 1970-01-10"), "{why}");
+        let plan = plan_migration(&old, &cut(), &[minutes(1)]).unwrap();
+        assert_eq!(plan.uncovered, Some((MIN, 9 * DAY)));
         // With the hour's kept, that keeps what the 5 m buckets held.
-        assert!(plan_migration(&old, &cut(), &[minutes(1), minutes(60)]).is_ok());
+        let plan = plan_migration(&old, &cut(), &[minutes(1), minutes(60)]).unwrap();
+        assert_eq!(plan.uncovered, None);
         // A 7 h bucket would straddle the rows' cut.
         let why = plan_migration(&old, &cut(), &[minutes(5), minutes(420)]).unwrap_err();
         assert!(why.contains("inside a 7h bucket"), "{why}");

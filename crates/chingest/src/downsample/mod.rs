@@ -50,7 +50,7 @@ use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{is_rollup_of, rollup_name, time_in_sql, Aggregate, Rollup, Source};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
-use migrate::plan_migration;
+use migrate::{plan_migration, Migration};
 
 mod migrate;
 
@@ -747,7 +747,14 @@ impl Downsampler {
         state: &mut State,
         levels: &[Duration],
     ) -> Result<()> {
-        let plan = plan_migration(&state.levels, &state.cuts, levels).map_err(Error::Conflict)?;
+        let plan = checked_migration(
+            engine,
+            names,
+            (&state.levels, &state.cuts),
+            levels,
+            Error::Conflict,
+        )
+        .await?;
         let (old, new) = (
             rollups(names, fields, &state.levels),
             rollups(names, fields, levels),
@@ -1074,7 +1081,8 @@ impl Downsampler {
                     continue;
                 };
                 let levels = state.levels_or(policy);
-                plan_migration(&levels, &state.cuts, &intervals(policy)).map_err(refused)?;
+                let new = intervals(policy);
+                checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused).await?;
                 let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
                     let fields = table.schema().fields.clone();
@@ -1131,7 +1139,9 @@ impl Downsampler {
                 }
                 (Some(wanted), Some(current)) => {
                     let levels = state.levels_or(current);
-                    plan_migration(&levels, &state.cuts, &intervals(wanted)).map_err(refused)?;
+                    let new = intervals(wanted);
+                    checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused)
+                        .await?;
                 }
                 _ => {}
             }
@@ -1284,13 +1294,38 @@ async fn rows_went(engine: &Engine, names: &TableNames, state: &State) -> Result
         return Ok(state.cuts.rows_from.is_some());
     };
     let rollup = Rollup::new(names, &[], *coarsest);
+    holds_buckets(engine, &rollup, (i64::MIN, rows_from)).await
+}
+
+/// Whether `rollup` holds a bucket in `span`.
+async fn holds_buckets(engine: &Engine, rollup: &Rollup, span: Span) -> Result<bool> {
     let sql = format!(
         "SELECT count() FROM (SELECT 1 FROM {} WHERE {} LIMIT 1)",
         rollup.table,
-        time_in_sql("time", &[(i64::MIN, rows_from)])
+        time_in_sql("time", &[span])
     );
     let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
     Ok(rows.first().is_none_or(|row| row[0] != "0"))
+}
+
+/// How the rollups of the fact table `names` move from the levels `old`
+/// (with their cuts) to `new` ([`plan_migration`]); refused (`refused`,
+/// why) where it would lose buckets: the old coarsest level holds every
+/// bucket any level does where no new level could be built.
+async fn checked_migration(
+    engine: &Engine,
+    names: &TableNames,
+    (old, cuts): (&[Duration], &Cuts),
+    new: &[Duration],
+    refused: impl Fn(String) -> Error,
+) -> Result<Migration> {
+    let plan = plan_migration(old, cuts, new).map_err(&refused)?;
+    if let (Some(span), Some(coarsest)) = (plan.uncovered, old.last()) {
+        if holds_buckets(engine, &Rollup::new(names, &[], *coarsest), span).await? {
+            return Err(refused(plan.loses(old)));
+        }
+    }
+    Ok(plan)
 }
 
 /// Why a database whose rows went before `cuts` cannot stop being
