@@ -1340,18 +1340,9 @@ fn no_longer_downsampled(cuts: &Cuts) -> String {
 
 /// A time (ns) as the UTC date it falls on, `YYYY-MM-DD`.
 fn date(ns: i64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let days = ns.div_euclid(86_400_000_000_000);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    chrono::DateTime::from_timestamp_nanos(ns)
+        .format("%Y-%m-%d")
+        .to_string()
 }
 
 /// An array as the engine writes it (`[a,b]`), each item by `item`.
