@@ -25,7 +25,9 @@ pub(crate) fn execute(conn: &Connection, sql: &str) -> Result<()> {
 /// Runs a query on `conn` and returns its TabSeparated output as lines of
 /// tab-separated fields (for small catalog queries).
 pub(crate) fn query_rows(conn: &Connection, sql: &str) -> Result<Vec<Vec<String>>> {
+    let started = std::time::Instant::now();
     let result = conn.query(sql, OutputFormat::TabSeparatedRaw)?;
+    traced(started, sql);
     let text = String::from_utf8_lossy(result.data_ref());
     Ok(text
         .lines()
@@ -40,9 +42,23 @@ pub(crate) fn query(conn: &Connection, sql: &str, format: OutputFormat) -> Resul
 
 /// Runs a query on `conn` and returns its result as Arrow batches.
 pub(crate) fn query_arrow(conn: &Connection, sql: &str) -> Result<Vec<RecordBatch>> {
-    conn.query_arrow(sql)?
+    let started = std::time::Instant::now();
+    let batches = conn
+        .query_arrow(sql)?
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::Engine(e.to_string()))
+        .map_err(|e| Error::Engine(e.to_string()));
+    traced(started, sql);
+    batches
+}
+
+/// Logs a statement's time (`RUST_LOG=chingest::engine=debug`): where a
+/// slow answer's time went.
+fn traced(started: std::time::Instant, sql: &str) {
+    tracing::debug!(
+        micros = started.elapsed().as_micros() as u64,
+        sql = sql.get(..sql.floor_char_boundary(1000)).unwrap_or(sql),
+        "statement"
+    );
 }
 
 /// How a streamed statement ended.
