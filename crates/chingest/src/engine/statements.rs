@@ -51,7 +51,7 @@ pub(crate) fn query_arrow(conn: &Connection, sql: &str) -> Result<Vec<RecordBatc
     batches
 }
 
-/// Logs a statement's time (`RUST_LOG=chingest::engine=debug`): where a
+/// Logs a statement's time (`log = "info,chingest::engine=debug"`): where a
 /// slow answer's time went.
 fn traced(started: std::time::Instant, sql: &str) {
     tracing::debug!(
