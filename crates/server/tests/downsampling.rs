@@ -966,6 +966,16 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
         let (status, text) =
             admin(&server, DB, "SET DOWNSAMPLING '1d:15m', '3d:1h', '60d:1d'").await;
         assert!(status.is_success(), "{status} {text}");
+        // Killed while the passes move the tables (a pass every 200 ms).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    });
+    server.kill();
+    // The statement's levels outlive the kill and a restart with the
+    // file's; until the move is done readers read the levels recorded.
+    let mut server = start_aged(tmp.path());
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        statements_agree(&server, &statements, "a kill while moving").await;
         let started = Instant::now();
         while has_rollup(&server, DB, "5m").await || !has_rollup(&server, DB, "1d").await {
             assert!(started.elapsed() < Duration::from_secs(60), "no migration");
@@ -974,12 +984,6 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
         two_passes(&server).await;
         statements_agree(&server, &statements, "new levels").await;
         aged_promql_agrees(&server, &aged, "", "new levels").await;
-    });
-    // The statement's levels outlive a restart with the file's.
-    server.kill();
-    let mut server = start_aged(tmp.path());
-    runtime.block_on(async {
-        wait_ready(&server).await;
         let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
         assert!(
             shown.contains(

@@ -95,6 +95,9 @@ pub(crate) struct Downsampler {
     /// this process (by storage table): tables are made again only for a
     /// table new here or grown a field (schemas only grow), not every pass.
     made: Mutex<HashMap<String, Vec<(String, FieldType)>>>,
+    /// Tables (by storage table) whose rollups are made again at their
+    /// next pass (one failed).
+    stale: Mutex<std::collections::HashSet<String>>,
     /// What each table's rollups may lack.
     unsettled: Mutex<Unsettled>,
     /// Each fact table's levels and cuts (by storage table), once a pass
@@ -439,6 +442,7 @@ impl Downsampler {
             set: RwLock::default(),
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
+            stale: Mutex::default(),
             unsettled: Mutex::default(),
             kept: Mutex::default(),
             retiring: Mutex::default(),
@@ -663,8 +667,10 @@ impl Downsampler {
                     }
                     Err(err) => {
                         // Its tables may be gone (a database dropped and
-                        // made again); what it took is still unsettled.
-                        self.made.lock().unwrap().remove(storage);
+                        // made again): made again at the next pass, while
+                        // readers keep reading them where rows are gone.
+                        // What it took is still unsettled.
+                        self.stale.lock().unwrap().insert(storage.clone());
                         unsettled.known.remove(storage);
                         if let Some(span) = passing {
                             widen(&mut unsettled.pending, storage, span);
@@ -759,6 +765,13 @@ impl Downsampler {
             rollups(names, fields, &state.levels),
             rollups(names, fields, levels),
         );
+        // The new levels' tables (`make_tables` made those of the levels
+        // it had).
+        let ddl: Vec<String> = new
+            .iter()
+            .flat_map(|rollup| [rollup.create_sql(), rollup.add_columns_sql(fields)])
+            .collect();
+        engine.execute_all(ddl).await?;
         let mut statements = Vec::new();
         for build in plan.builds {
             let rollup = &new[build.level];
@@ -896,8 +909,9 @@ impl Downsampler {
     }
 
     /// Makes the registry and `rollups` (with a column for every one of
-    /// `fields`) unless this process made them for as many fields already.
-    /// A failure forgets the table, so the next pass makes them again.
+    /// `fields`) unless this process made them for as many fields already
+    /// and no pass over the table failed since ([`stale`](Self::stale)).
+    /// Until they are made, readers keep the fields made before.
     async fn make_tables(
         &self,
         engine: &Engine,
@@ -906,10 +920,11 @@ impl Downsampler {
         fields: &[(String, FieldType)],
     ) -> Result<()> {
         let table = &names.storage_table;
-        if self.made.lock().unwrap().get(table).map(Vec::len) == Some(fields.len()) {
+        let stale = self.stale.lock().unwrap().contains(table);
+        if !stale && self.made.lock().unwrap().get(table).map(Vec::len) == Some(fields.len()) {
             return Ok(());
         }
-        self.made.lock().unwrap().remove(table);
+        // Readers keep the fields made before until these are.
         let mut ddl = state_table_sql(names);
         for rollup in rollups {
             ddl.push(rollup.create_sql());
@@ -920,6 +935,7 @@ impl Downsampler {
             .lock()
             .unwrap()
             .insert(table.clone(), fields.to_vec());
+        self.stale.lock().unwrap().remove(table);
         Ok(())
     }
 
