@@ -860,6 +860,8 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
         // (Not h1: next to the range deleted, a window holds one bucket's
         // sample where it held an hour of the rows', too few for a rate.)
         aged_promql_agrees(&server, &aged, "{host=\"h0\"}", "edits").await;
+        let failed = counter(&server, "chingest_downsampling_errors_total").await;
+        assert_eq!(failed, 0, "passes failed");
     });
     // After a restart the cuts are read back, and the last values are
     // rebuilt from the rollups where the rows are gone.
@@ -1032,6 +1034,9 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         statements_agree(&server, &statements, "the file's levels again").await;
+        // Every move went through at its first attempt.
+        let failed = counter(&server, "chingest_downsampling_errors_total").await;
+        assert_eq!(failed, 0, "passes failed");
     });
     // Files that would lose data are refused at startup.
     server.kill();
