@@ -793,6 +793,17 @@ async fn a_node_learns_what_another_creates() {
         assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{path}: {text}");
         assert!(text.contains("ON CLUSTER"), "{path}: {text}");
     }
+    // Nor does it downsample (not built for the shards yet): refused.
+    let r = client()
+        .post(format!("{}/query?db=metrics", node1.url))
+        .form(&[("q", "SET DOWNSAMPLING '30d:5m'")])
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
+    assert!(text.contains("clickhouse storage mode"), "{text}");
     // Samples of the last minutes, which memory would hold: node 1 writes
     // the first ten seconds of i0 and i1, node 2 the next ten of i0 to i4.
     let start = (std::time::SystemTime::now()
