@@ -1063,6 +1063,39 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
     });
 }
 
+#[test]
+fn statements_that_cannot_downsample_are_refused() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("chingest.toml");
+    std::fs::write(&config, "[ingest]\nflush_concurrency = 2\n").unwrap();
+    let server = start_with(
+        &tmp.path().join("data"),
+        &["--config".as_ref(), config.as_os_str()],
+    );
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        post(&server, "/query?q=CREATE+DATABASE+db", String::new()).await;
+        for (statement, status, why) in [
+            // Passes find new rows by block number: one insert at a time.
+            ("SET DOWNSAMPLING '30d:5m'", 400, "flush.concurrency = 1"),
+            // Levels are checked as the file's are; the request is refused.
+            ("SET DOWNSAMPLING '30d:5m', '10d:1h'", 400, "must grow"),
+            ("SET DOWNSAMPLING '30d:7m', '60d:1h'", 400, "not a multiple"),
+            // Off needs nothing: accepted.
+            ("SET DOWNSAMPLING NONE", 200, ""),
+        ] {
+            let answer = admin(&server, "db", statement).await;
+            assert!(
+                answer.0.as_u16() == status && answer.1.contains(why),
+                "{statement}: {answer:?}"
+            );
+        }
+        let (_, shown) = admin(&server, "db", "SHOW DOWNSAMPLING").await;
+        assert!(!shown.contains("30d"), "{shown}");
+    });
+}
+
 /// Starts the server on `data_dir` with the configuration file `config`,
 /// which it must refuse: what it printed.
 fn refused_at_startup(data_dir: &Path, config: &Path) -> String {
