@@ -1189,16 +1189,17 @@ fn read_samples(
     let times = batch.column(1).as_primitive::<Int64Type>();
     let values = batch.column(2).as_primitive::<Float64Type>();
     // A series' samples come in runs: looked up once a run.
-    let mut current: Option<(u64, Option<&mut Vec<(i64, f64)>>)> = None;
+    let mut run: Option<u64> = None;
+    let mut list: Option<&mut Vec<(i64, f64)>> = None;
     for row in 0..batch.num_rows() {
         let id = ids.value(row);
-        if current.as_ref().is_none_or(|(at, _)| *at != id) {
-            let list = wanted
+        if run != Some(id) {
+            run = Some(id);
+            list = wanted
                 .contains_key(&id)
                 .then(|| points.entry(id).or_default());
-            current = Some((id, list));
         }
-        let Some((_, Some(list))) = &mut current else {
+        let Some(list) = &mut list else {
             continue;
         };
         if *budget == 0 {
