@@ -458,6 +458,15 @@ impl Downsampler {
         }
     }
 
+    /// Whether `database` is downsampled ([`policy`](Self::policy) without
+    /// the copy: asked on every insert and read).
+    fn is_downsampled(&self, database: &str) -> bool {
+        match self.set.read().unwrap().get(database) {
+            Some(set) => set.is_some(),
+            None => self.configured.contains_key(database),
+        }
+    }
+
     /// Whether a statement set the levels of `database`.
     pub(crate) fn is_set(&self, database: &str) -> bool {
         self.set.read().unwrap().contains_key(database)
@@ -483,11 +492,7 @@ impl Downsampler {
     /// being inserted: readers read them from the rows until a pass has
     /// rolled them up. Tables of other databases are not kept.
     pub(crate) fn inserting(&self, database: &str, table: &str, span: Span) {
-        let downsampled = match self.set.read().unwrap().get(database) {
-            Some(set) => set.is_some(),
-            None => self.configured.contains_key(database),
-        };
-        if downsampled {
+        if self.is_downsampled(database) {
             widen(&mut self.unsettled.lock().unwrap().pending, table, span);
         }
     }
@@ -496,7 +501,9 @@ impl Downsampler {
     /// `None` when its database is not downsampled or its rollups were
     /// not made (or found) since the process started.
     pub(crate) fn view(&self, names: &TableNames) -> Option<RollupView> {
-        let policy = self.policy(&names.database_name)?;
+        if !self.is_downsampled(&names.database_name) {
+            return None;
+        }
         let table = &names.storage_table;
         let unsettled = {
             let unsettled = self.unsettled.lock().unwrap();
@@ -513,10 +520,13 @@ impl Downsampler {
             }
         };
         let kept = self.kept.lock().unwrap().get(table).cloned();
-        let Kept { levels, cuts } = kept.unwrap_or_else(|| Kept {
-            levels: intervals(&policy),
-            cuts: Cuts::default(),
-        });
+        let Kept { levels, cuts } = match kept {
+            Some(kept) => kept,
+            None => Kept {
+                levels: intervals(&self.policy(&names.database_name)?),
+                cuts: Cuts::default(),
+            },
+        };
         let fields = self.made.lock().unwrap().get(table)?.clone();
         Some(RollupView {
             rows_from: cuts.rows_from(),
