@@ -65,7 +65,7 @@ pub use lineproto::Precision;
 
 pub use config::{
     CardinalityLimits, ClusterConfig, Downsampling, DownsamplingConfig, DownsamplingLevel,
-    DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, LastValueConfig, QueryLimits,
+    DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, Keeps, LastValueConfig, QueryLimits,
     StorageMode, WalConfig,
 };
 pub use downsample::{DownsamplingSetting, RollupSplit, RollupView};

@@ -11,9 +11,11 @@ mod support;
 use std::time::Duration;
 
 use chingest::layout::names::TableNames;
-use chingest::layout::rollup::{Rollup, Source};
+use chingest::layout::rollup::{Resolution, Rollup, Source};
 use chingest::layout::schema::FieldType;
-use chingest::{Downsampling, FieldValue, IngestConfig, Ingestor, PointFilter, TagPredicate};
+use chingest::{
+    Downsampling, FieldValue, IngestConfig, Ingestor, Keeps, PointFilter, TagPredicate,
+};
 use support::{run, tsv, visible};
 
 test_main!(
@@ -111,8 +113,16 @@ fn rollups_hold_what_the_raw_rows_give() {
             .await
             .unwrap();
         let names = TableNames::new("rollup_exact", "autogen", "cpu");
-        let five = Rollup::new(&names, &fields(), Duration::from_secs(300));
-        let hour = Rollup::new(&names, &fields(), Duration::from_secs(3600));
+        let five = Rollup::new(
+            &names,
+            &fields(),
+            Resolution::aggregates(Duration::from_secs(300)),
+        );
+        let hour = Rollup::new(
+            &names,
+            &fields(),
+            Resolution::aggregates(Duration::from_secs(3600)),
+        );
         let end = START_NS + 180 * MINUTE_NS;
         for rollup in [&five, &hour] {
             tsv(&ing, &rollup.create_sql()).await;
@@ -148,6 +158,30 @@ fn rollups_hold_what_the_raw_rows_give() {
         )
         .await;
         assert_eq!(rolled, exact);
+        // A level keeping the last sample only, built from the rows or
+        // from a level keeping every aggregate, holds their last values.
+        let last = Rollup::new(
+            &names,
+            &fields(),
+            Resolution {
+                interval: Duration::from_secs(3600),
+                keeps: Keeps::Last,
+            },
+        );
+        tsv(&ing, &last.create_sql()).await;
+        let kept = |table: &str| {
+            format!(
+                "SELECT series_id, time, `usage@count`, `usage@last`, `usage@last_time`, \
+                 `state@count`, `state@last`, `state@last_time` FROM {table} FINAL \
+                 ORDER BY series_id, time"
+            )
+        };
+        let whole = tsv(&ing, &kept(&hour.table)).await;
+        for source in [Source::Facts(&names.storage_table), Source::Rollup(&five)] {
+            tsv(&ing, &last.rebuild_sql(source, START_NS, end, u64::MAX)).await;
+            assert_eq!(tsv(&ing, &kept(&last.table)).await, whole, "{source:?}");
+            tsv(&ing, &last.delete_sql(START_NS, end)).await;
+        }
     })
 }
 
@@ -165,7 +199,11 @@ fn a_rebuilt_bucket_replaces_the_old_one() {
         .unwrap();
         let names = TableNames::new(db, "autogen", "cpu");
         let written = &fields()[..2];
-        let five = Rollup::new(&names, written, Duration::from_secs(300));
+        let five = Rollup::new(
+            &names,
+            written,
+            Resolution::aggregates(Duration::from_secs(300)),
+        );
         tsv(&ing, &five.create_sql()).await;
         let rebuild = five.rebuild_sql(
             Source::Facts(&names.storage_table),
@@ -217,7 +255,11 @@ fn a_merge_adds_new_rows_once_where_the_rows_are_gone() {
             .await
             .unwrap();
         let names = TableNames::new(db, "autogen", "cpu");
-        let five = Rollup::new(&names, &fields(), Duration::from_secs(300));
+        let five = Rollup::new(
+            &names,
+            &fields(),
+            Resolution::aggregates(Duration::from_secs(300)),
+        );
         tsv(&ing, &five.create_sql()).await;
         let last_block = || {
             let sql = format!("SELECT max(_block_number) FROM {}", names.storage_table);

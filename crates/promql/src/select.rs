@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, RollupView, TagMatcher, TagTest};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -981,7 +981,17 @@ struct ThinLevel {
 impl ThinLevel {
     /// The width of its buckets.
     fn width(&self) -> Duration {
-        self.view.levels[self.level].0
+        self.view.levels[self.level].0.interval
+    }
+}
+
+impl Thinned {
+    /// What a level must keep to give it.
+    fn reads(self) -> Keeps {
+        match self {
+            Thinned::Last => Keeps::Last,
+            Thinned::Max | Thinned::Min => Keeps::Aggregates,
+        }
     }
 }
 
@@ -995,7 +1005,9 @@ impl Source<'_> {
             .fields
             .iter()
             .any(|(f, ty)| *f == candidate.field && Kept::Sum.applies_to(*ty));
-        let level = view.level(|width| width.as_millis() as i64 <= thin.widest_ms)?;
+        let level = view.level(thin.thinned.reads(), |width| {
+            width.as_millis() as i64 <= thin.widest_ms
+        })?;
         rolled.then_some(ThinLevel {
             thinned: thin.thinned,
             view,
@@ -1041,6 +1053,7 @@ fn thinned_sql(
         level.level,
         start_ns.div_euclid(step) * step,
         end_ns.saturating_add(1),
+        level.thinned.reads(),
     )?;
     let field = &candidate.field;
     let value = Rollup::column(

@@ -708,15 +708,26 @@ async fn aged_answers_agree(server: &Server, aged: &Aged, after: &str) {
 
 /// Each of `statements` answers the same in both databases.
 async fn statements_agree(server: &Server, statements: &[impl AsRef<str>], after: &str) {
+    statements_agree_in(server, (DB, RAW), statements, after).await;
+}
+
+/// Each of `statements` answers the same in the databases `down` and
+/// `plain`.
+async fn statements_agree_in(
+    server: &Server,
+    (down_db, plain_db): (&str, &str),
+    statements: &[impl AsRef<str>],
+    after: &str,
+) {
     for query in statements {
         let query = query.as_ref();
         let (down, plain) = (
-            influxql(server, DB, query).await,
-            influxql(server, RAW, query).await,
+            influxql(server, down_db, query).await,
+            influxql(server, plain_db, query).await,
         );
         assert!(
             same(&down, &plain),
-            "after {after}, {query}\ndownsampled: {down}\nplain: {plain}"
+            "after {after}, {query}\n{down_db}: {down}\n{plain_db}: {plain}"
         );
     }
 }
@@ -725,44 +736,58 @@ async fn statements_agree(server: &Server, statements: &[impl AsRef<str>], after
 /// `selector` picks: from rollups (1 h buckets, then rows and memory) as
 /// from the rows.
 async fn aged_promql_agrees(server: &Server, aged: &Aged, selector: &str, after: &str) {
-    for query in [
+    let queries = [
         format!("max_over_time(cpu_usage{selector}[1h])"),
         format!("min_over_time(cpu_usage{selector}[1h])"),
         format!("last_over_time(cpu_usage{selector}[1h])"),
         format!("rate(cpu_requests{selector}[2h])"),
-    ] {
+    ];
+    promql_agrees(server, aged, (DB, RAW), &queries, after).await;
+}
+
+/// The answer of PromQL `query` in `db` over `aged`'s days at 1 h steps,
+/// its values as numbers.
+async fn aged_range(server: &Server, aged: &Aged, db: &str, query: &str) -> serde_json::Value {
+    let path = format!(
+        "/api/v1/query_range?db={db}&query={}&start={}&end={}&step=3600",
+        urlencode(query),
+        aged.day0 + 7200,
+        aged.end
+    );
+    let (status, text) = child::get(server, &path).await;
+    assert!(status.is_success(), "{query}: {status} {text}");
+    let mut result =
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["data"]["result"].clone();
+    // Values as numbers: a rate added up in another order.
+    for series in result.as_array_mut().unwrap() {
+        for point in series["values"].as_array_mut().unwrap() {
+            point[1] = point[1].as_str().unwrap().parse::<f64>().unwrap().into();
+        }
+    }
+    result
+}
+
+/// Each of `queries` over `aged`'s days answers the same in the databases
+/// `down` and `plain`.
+async fn promql_agrees(
+    server: &Server,
+    aged: &Aged,
+    (down_db, plain_db): (&str, &str),
+    queries: &[String],
+    after: &str,
+) {
+    for query in queries {
         let query = query.as_str();
-        let ask = |db: &'static str| {
-            let path = format!(
-                "/api/v1/query_range?db={db}&query={}&start={}&end={}&step=3600",
-                urlencode(query),
-                aged.day0 + 7200,
-                aged.end
-            );
-            async move {
-                let (status, text) = child::get(server, &path).await;
-                assert!(status.is_success(), "{query}: {status} {text}");
-                serde_json::from_str::<serde_json::Value>(&text).unwrap()["data"]["result"].clone()
-            }
-        };
-        let (down, plain) = (ask(DB).await, ask(RAW).await);
+        let (down, plain) = (
+            aged_range(server, aged, down_db, query).await,
+            aged_range(server, aged, plain_db, query).await,
+        );
         let points = plain[0]["values"].as_array().map_or(0, Vec::len) as i64;
         assert_eq!(
             points,
             (aged.end - aged.day0 - 7200) / 3600 + 1,
             "{query}: {plain}"
         );
-        // Values as numbers: a rate added up in another order.
-        let numbers = |v: &serde_json::Value| -> serde_json::Value {
-            let mut v = v.clone();
-            for series in v.as_array_mut().unwrap() {
-                for point in series["values"].as_array_mut().unwrap() {
-                    point[1] = point[1].as_str().unwrap().parse::<f64>().unwrap().into();
-                }
-            }
-            v
-        };
-        let (down, plain) = (numbers(&down), numbers(&plain));
         if !same(&down, &plain) {
             // The points that differ, not three days of them.
             let differ: Vec<String> = (0..plain.as_array().unwrap().len())
@@ -775,7 +800,7 @@ async fn aged_promql_agrees(server: &Server, aged: &Aged, selector: &str, after:
                         .collect::<Vec<_>>()
                 })
                 .collect();
-            panic!("after {after}, {query}: {differ:?}\ndownsampled: {down}");
+            panic!("after {after}, {query} in {down_db}: {differ:?}\n{down}");
         }
     }
 }
@@ -790,7 +815,7 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
         wait_ready(&server).await;
         write_both(&server, &aged.body()).await;
         // The rows before the first age go, a day's part at a time.
-        until_rows_gone(&server, &aged).await;
+        until_rows_gone(&server, DB, &aged).await;
         let kept = format!(
             "SELECT count() FROM {RAW}.`cpu.autogen` WHERE time < toDateTime({})",
             aged.rows_from
@@ -871,11 +896,11 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
     });
 }
 
-/// Waits until the rows of `DB` before `aged.rows_from` are gone (a pass's
+/// Waits until the rows of `db` before `aged.rows_from` are gone (a pass's
 /// drops all done).
-async fn until_rows_gone(server: &Server, aged: &Aged) {
+async fn until_rows_gone(server: &Server, db: &str, aged: &Aged) {
     let left = format!(
-        "SELECT count() FROM {DB}.`cpu.autogen` WHERE time < toDateTime({})",
+        "SELECT count() FROM {db}.`cpu.autogen` WHERE time < toDateTime({})",
         aged.rows_from
     );
     let started = Instant::now();
@@ -887,6 +912,130 @@ async fn until_rows_gone(server: &Server, aged: &Aged) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A database whose levels keep the last sample only.
+const LAST: &str = "lastonly";
+
+#[test]
+fn levels_keeping_the_last_sample_answer_reads_of_last_samples_as_the_rows() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start_aged(tmp.path());
+    let aged = Aged::now();
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        post(&server, "/query?q=CREATE+DATABASE+lastonly", String::new()).await;
+        let set = "SET DOWNSAMPLING '1d:5m:last', '2d:1h:last'";
+        let (status, text) = admin(&server, LAST, set).await;
+        assert!(status.is_success(), "{status} {text}");
+        let (_, shown) = admin(&server, LAST, "SHOW DOWNSAMPLING").await;
+        assert!(
+            shown.contains(r#"["1d","5m","last","statement"],["2d","1h","last","statement"]"#),
+            "{shown}"
+        );
+        // An aggregate level cannot follow one keeping the last sample.
+        let (status, text) = admin(&server, LAST, "SET DOWNSAMPLING '1d:5m:last', '2d:1h'").await;
+        assert!(
+            status.as_u16() == 400 && text.contains("keeps the last sample only"),
+            "{status} {text}"
+        );
+        write_both(&server, &aged.body()).await;
+        post(
+            &server,
+            "/write?db=lastonly&durability=visible",
+            aged.body(),
+        )
+        .await;
+        until_rows_gone(&server, DB, &aged).await;
+        until_rows_gone(&server, LAST, &aged).await;
+        assert!(has_rollup(&server, LAST, "5m_last").await);
+        assert!(!has_rollup(&server, LAST, "5m").await);
+        // What reads the last sample of a bucket, or counts, answers as
+        // the rows: PromQL's rate, increase and last_over_time, InfluxQL's
+        // count and last (by the hour, across the cuts).
+        let selectors = ["", "{host=\"h0\"}"];
+        let queries: Vec<String> = selectors
+            .iter()
+            .flat_map(|s| {
+                [
+                    format!("last_over_time(cpu_usage{s}[1h])"),
+                    format!("rate(cpu_requests{s}[2h])"),
+                    format!("increase(cpu_requests{s}[2h])"),
+                ]
+            })
+            .collect();
+        promql_agrees(&server, &aged, (LAST, RAW), &queries, "the rows went").await;
+        let (day0, end) = (aged.day0 * 1_000_000_000, aged.end * 1_000_000_000);
+        let counted = [
+            format!(
+                "SELECT count(usage), last(usage), count(requests), last(requests) FROM cpu \
+                 WHERE time >= {day0} AND time < {end} GROUP BY time(1h), host"
+            ),
+            format!(
+                "SELECT last(requests) FROM cpu WHERE time >= {day0} AND time < {end} \
+                 GROUP BY time(1d)"
+            ),
+        ];
+        statements_agree_in(&server, (LAST, RAW), &counted, "the rows went").await;
+        // Where the rows are gone, a bucket's other samples are not kept:
+        // a maximum is that of the last samples, a mean their mean.
+        let max = "max_over_time(cpu_usage{host=\"h0\"}[1h])";
+        let (last, raw) = (
+            aged_range(&server, &aged, LAST, max).await,
+            aged_range(&server, &aged, RAW, max).await,
+        );
+        let values = |v: &serde_json::Value| -> Vec<f64> {
+            v[0]["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[1].as_f64().unwrap())
+                .collect()
+        };
+        let (last, raw) = (values(&last), values(&raw));
+        assert_eq!(last.len(), raw.len());
+        assert!(
+            last.iter().zip(&raw).all(|(l, r)| l <= r),
+            "{last:?}\n{raw:?}"
+        );
+        assert!(last.iter().zip(&raw).any(|(l, r)| l < r), "{last:?}");
+        let mean = format!(
+            "SELECT mean(usage) FROM cpu WHERE time >= {day0} AND time < {} GROUP BY time(1h)",
+            aged.fine_from * 1_000_000_000
+        );
+        let answered = influxql(&server, LAST, &mean).await;
+        let hours = answered["results"][0]["series"][0]["values"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(hours, Some(24), "{answered}");
+        // A database keeping every aggregate moves to the last sample
+        // (built from its buckets where the rows are gone), and answers
+        // alike; back is refused: the aggregates are gone.
+        let (status, text) = admin(&server, DB, set).await;
+        assert!(status.is_success(), "{status} {text}");
+        let started = Instant::now();
+        while has_rollup(&server, DB, "5m").await || !has_rollup(&server, DB, "1h_last").await {
+            assert!(started.elapsed() < Duration::from_secs(60), "no migration");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        promql_agrees(
+            &server,
+            &aged,
+            (DB, RAW),
+            &queries,
+            "a move to the last sample",
+        )
+        .await;
+        statements_agree_in(&server, (DB, LAST), &counted, "a move to the last sample").await;
+        let (status, text) = admin(&server, DB, "SET DOWNSAMPLING DEFAULT").await;
+        assert!(
+            status.as_u16() == 409 && text.contains("5m:last, 1h:last"),
+            "{status} {text}"
+        );
+        let failed = counter(&server, "chingest_downsampling_errors_total").await;
+        assert_eq!(failed, 0, "passes failed");
+    });
 }
 
 /// Runs an administrative statement on `db`: its status and answer.
@@ -927,7 +1076,7 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
     runtime.block_on(async {
         wait_ready(&server).await;
         write_both(&server, &aged.body()).await;
-        until_rows_gone(&server, &aged).await;
+        until_rows_gone(&server, DB, &aged).await;
         let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
         assert!(
             shown.contains(r#"["1d","5m","configuration"],["2d","1h","configuration"]"#),
@@ -1012,7 +1161,7 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
         assert!(!has_rollup(&server, "late", "5m").await);
         let (_, shown) = admin(&server, "late", "SHOW DOWNSAMPLING").await;
         assert!(
-            shown.contains(r#""columns":["age","interval","set_by"]"#),
+            shown.contains(r#""columns":["age","interval","keeps","set_by"]"#),
             "{shown}"
         );
         assert!(!shown.contains("5m"), "{shown}");

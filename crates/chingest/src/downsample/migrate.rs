@@ -3,10 +3,8 @@
 //! built from what holds their data, and nothing whose rows are gone may
 //! be left without a level.
 
-use std::time::Duration;
-
 use super::{date, Cuts, Span};
-use crate::layout::rollup::interval_name;
+use crate::layout::rollup::{interval_name, Resolution};
 
 /// One span of a new level to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +32,8 @@ pub(super) struct Migration {
 impl Migration {
     /// Why it may not lose what the old levels (`old`) hold in its
     /// uncovered span.
-    pub(super) fn loses(&self, old: &[Duration]) -> String {
-        let widths: Vec<String> = old.iter().map(|w| interval_name(*w)).collect();
+    pub(super) fn loses(&self, old: &[Resolution]) -> String {
+        let widths: Vec<String> = old.iter().map(ToString::to_string).collect();
         format!(
             "its data before {} is kept only at widths ({}) none of the new levels can be built \
              from: keep one of them, or add a level whose width is a multiple of one of theirs",
@@ -45,27 +43,28 @@ impl Migration {
     }
 }
 
-/// How the rollups of a table whose levels are `old` (bucket widths,
-/// finest first, `cuts` by them) become `new`'s. A level in both keeps
-/// its buckets. A new level is built from the rows where they are kept
-/// and, before, from the finest old level whose buckets divide its own
-/// (each old level holds every bucket from its cut on), which sets where
-/// it begins. What old levels keep that no new one can be built from is
-/// [`Migration::uncovered`]. Refused (why) where a cut falls inside a new
-/// level's bucket.
+/// How the rollups of a table whose levels are `old` (finest first,
+/// `cuts` by them) become `new`'s. A level in both keeps its buckets. A
+/// new level is built from the rows where they are kept and, before, from
+/// the finest old level whose buckets divide its own and keep what it
+/// keeps (each old level holds every bucket from its cut on), which sets
+/// where it begins. What old levels keep that no new one can be built
+/// from is [`Migration::uncovered`]. Refused (why) where a cut falls
+/// inside a new level's bucket.
 pub(super) fn plan_migration(
-    old: &[Duration],
+    old: &[Resolution],
     cuts: &Cuts,
-    new: &[Duration],
+    new: &[Resolution],
 ) -> Result<Migration, String> {
     let rows_from = cuts.rows_from();
     let mut builds = Vec::new();
     let mut kept_from = Vec::new();
-    for (level, &interval) in new.iter().enumerate() {
-        if let Some(same) = old.iter().position(|width| *width == interval) {
+    for (level, resolution) in new.iter().enumerate() {
+        if let Some(same) = old.iter().position(|old| old == resolution) {
             kept_from.push(cuts.kept_from.get(same).copied().flatten());
             continue;
         }
+        let interval = resolution.interval;
         let name = interval_name(interval);
         let step = interval.as_nanos() as i64;
         let on_edge = |cut: i64, what: &str| match cut == i64::MIN || cut.rem_euclid(step) == 0 {
@@ -82,15 +81,17 @@ pub(super) fn plan_migration(
             span: (rows_from, i64::MAX),
         });
         let mut upto = rows_from;
-        for (source, &finer) in old.iter().enumerate() {
+        for (source, finer) in old.iter().enumerate() {
             let from = cuts.kept_from(source);
-            if from >= upto || !interval.as_nanos().is_multiple_of(finer.as_nanos()) {
+            if from >= upto
+                || !interval
+                    .as_nanos()
+                    .is_multiple_of(finer.interval.as_nanos())
+                || !finer.keeps.provides(resolution.keeps)
+            {
                 continue;
             }
-            on_edge(
-                from,
-                &format!("its {} buckets are kept", interval_name(finer)),
-            )?;
+            on_edge(from, &format!("its {finer} buckets are kept"))?;
             builds.push(Build {
                 level,
                 source: Some(source),
@@ -115,13 +116,23 @@ pub(super) fn plan_migration(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::Keeps;
 
     const DAY: i64 = 86_400_000_000_000;
     const MIN: i64 = i64::MIN;
 
-    fn minutes(n: u64) -> Duration {
-        Duration::from_secs(60 * n)
+    fn minutes(n: u64) -> Resolution {
+        Resolution::aggregates(Duration::from_secs(60 * n))
+    }
+
+    fn last(n: u64) -> Resolution {
+        Resolution {
+            keeps: Keeps::Last,
+            ..minutes(n)
+        }
     }
 
     /// Rows kept from day 9, 5 m buckets from day 8, 1 h ones for ever.
@@ -208,5 +219,31 @@ mod tests {
         // A 7 h bucket would straddle the rows' cut.
         let why = plan_migration(&old, &cut(), &[minutes(5), minutes(420)]).unwrap_err();
         assert!(why.contains("inside a 7h bucket"), "{why}");
+    }
+
+    #[test]
+    fn a_level_keeping_the_last_sample_builds_from_any_and_feeds_only_its_kind() {
+        let old = [minutes(5), minutes(60)];
+        // The same widths keeping the last sample only: new tables, from
+        // the rows, then from the old levels of each width.
+        let plan = plan_migration(&old, &cut(), &[last(5), last(60)]).unwrap();
+        let sources: Vec<_> = plan.builds.iter().map(|b| (b.level, b.source)).collect();
+        assert_eq!(
+            sources,
+            [
+                (0, None),
+                (0, Some(0)),
+                (1, None),
+                (1, Some(0)),
+                (1, Some(1))
+            ]
+        );
+        assert_eq!(plan.uncovered, None);
+        // Back to every aggregate: nothing keeps them where rows are gone.
+        let plan = plan_migration(&[last(5), last(60)], &cut(), &old).unwrap();
+        assert_eq!(plan.uncovered, Some((MIN, 9 * DAY)));
+        assert!(plan
+            .loses(&[last(5), last(60)])
+            .contains("5m:last, 1h:last"));
     }
 }

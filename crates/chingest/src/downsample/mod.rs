@@ -42,12 +42,14 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::config::Downsampling;
+use crate::config::{Downsampling, Keeps};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
-use crate::layout::rollup::{is_rollup_of, rollup_name, time_in_sql, Aggregate, Rollup, Source};
+use crate::layout::rollup::{
+    is_rollup_of, rollup_name, time_in_sql, Aggregate, Resolution, Rollup, Source,
+};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 use migrate::{plan_migration, Migration};
@@ -108,13 +110,12 @@ pub(crate) struct Downsampler {
     retiring: Mutex<std::collections::HashSet<String>>,
 }
 
-/// The resolutions a fact table's data is kept at: the widths of its
-/// levels' buckets (finest first; which may still be a database's earlier
-/// levels, until a pass moves the table to its new ones) and where each
-/// begins.
+/// The resolutions a fact table's data is kept at: its levels (finest
+/// first; which may still be a database's earlier levels, until a pass
+/// moves the table to its new ones) and where each begins.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Kept {
-    levels: Vec<Duration>,
+    levels: Vec<Resolution>,
     cuts: Cuts,
 }
 
@@ -190,12 +191,12 @@ fn lcm(a: u64, b: u64) -> u64 {
 type Span = (i64, i64);
 
 impl RollupView {
-    /// The coarsest level whose bucket width `fits` (an index into
-    /// [`levels`](Self::levels)).
-    pub fn level(&self, fits: impl Fn(Duration) -> bool) -> Option<usize> {
+    /// The coarsest level whose bucket width `fits` and that keeps what a
+    /// reader `reads` (an index into [`levels`](Self::levels)).
+    pub fn level(&self, reads: Keeps, fits: impl Fn(Duration) -> bool) -> Option<usize> {
         self.levels
             .iter()
-            .rposition(|(interval, _)| fits(*interval))
+            .rposition(|(level, _)| level.keeps.provides(reads) && fits(level.interval))
     }
 
     /// Splits `[start, end)` (ns) for a read at the buckets of `level`:
@@ -204,12 +205,13 @@ impl RollupView {
     /// to be read from the rows; where the rows are gone, the buckets
     /// whose start is in the range, from `level` or, where its buckets are
     /// gone too, the coarser levels. `None` when no bucket is left to a
-    /// rollup.
-    pub fn split(&self, level: usize, start: i64, end: i64) -> Option<RollupSplit> {
+    /// rollup, or when a coarser level it needs does not keep what the
+    /// reader `reads` (read the rows, [`rows_sql`](Self::rows_sql), instead).
+    pub fn split(&self, level: usize, start: i64, end: i64, reads: Keeps) -> Option<RollupSplit> {
         let keep = |spans: &[Span]| -> Vec<Span> {
             spans.iter().copied().filter(|(a, b)| a < b).collect()
         };
-        let interval = self.levels[level].0;
+        let interval = self.levels[level].0.interval;
         let mut rollups: Vec<(usize, Vec<Span>)> = Vec::new();
         let mut rows = Vec::new();
         // Where the rows are kept: whole buckets, but where unsettled.
@@ -237,6 +239,9 @@ impl RollupView {
         let mut upto = end.min(self.rows_from);
         for coarser in level..self.levels.len() {
             let from = start.max(self.kept_from[coarser]);
+            if from < upto && !self.levels[coarser].0.keeps.provides(reads) {
+                return None;
+            }
             if from < upto {
                 match rollups.iter_mut().find(|(l, _)| *l == coarser) {
                     Some((_, spans)) => spans.insert(0, (from, upto)),
@@ -295,11 +300,11 @@ impl RollupView {
     ) -> Vec<String> {
         let mut sides = Vec::new();
         let mut upto = end.min(self.rows_from);
-        for (level, (interval, table)) in self.levels.iter().enumerate() {
+        for (level, (resolution, table)) in self.levels.iter().enumerate() {
             // The bucket holding `start` may have its sample in range.
-            let from = floor_to(start, *interval).max(self.kept_from[level]);
+            let from = floor_to(start, resolution.interval).max(self.kept_from[level]);
             if from < upto {
-                let rollup = Rollup::named(table, *interval, &self.fields);
+                let rollup = Rollup::named(table, *resolution, &self.fields);
                 sides.push(rollup.as_rows_sql(fields, from, upto, at));
             }
             upto = upto.min(self.kept_from[level]);
@@ -358,9 +363,8 @@ struct Unsettled {
 /// ([`crate::Ingestor::rollups`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollupView {
-    /// The levels, finest first: the width of their buckets and their
-    /// table's quoted name.
-    pub levels: Vec<(Duration, String)>,
+    /// The levels, finest first, and their tables' quoted names.
+    pub levels: Vec<(Resolution, String)>,
     /// The fields whose columns (`Rollup::column`) every level has.
     pub fields: Vec<(String, FieldType)>,
     /// The span `[from, to)` (ns) where the rollups may lack rows or keep
@@ -382,18 +386,18 @@ struct State {
     dirty_from: i64,
     /// Its end (ns, excluded).
     dirty_to: i64,
-    /// The widths of the levels its rollups hold; empty before a first
-    /// pass (and in registries of earlier versions, whose levels never
-    /// changed: the database's).
-    levels: Vec<Duration>,
+    /// The levels its rollups hold; empty before a first pass (and in
+    /// registries of earlier versions, whose levels never changed: the
+    /// database's).
+    levels: Vec<Resolution>,
     cuts: Cuts,
 }
 
 impl State {
     /// Its levels, or `policy`'s when it records none.
-    fn levels_or(&self, policy: &Downsampling) -> Vec<Duration> {
+    fn levels_or(&self, policy: &Downsampling) -> Vec<Resolution> {
         match self.levels.is_empty() {
-            true => intervals(policy),
+            true => resolutions(policy),
             false => self.levels.clone(),
         }
     }
@@ -411,9 +415,9 @@ impl Default for State {
     }
 }
 
-/// The widths of `policy`'s levels, finest first.
-fn intervals(policy: &Downsampling) -> Vec<Duration> {
-    policy.levels().iter().map(|level| level.interval).collect()
+/// `policy`'s levels, finest first.
+fn resolutions(policy: &Downsampling) -> Vec<Resolution> {
+    policy.levels().iter().map(Resolution::of).collect()
 }
 
 fn floor_to(t: i64, interval: Duration) -> i64 {
@@ -523,7 +527,7 @@ impl Downsampler {
         let Kept { levels, cuts } = match kept {
             Some(kept) => kept,
             None => Kept {
-                levels: intervals(&self.policy(&names.database_name)?),
+                levels: resolutions(&self.policy(&names.database_name)?),
                 cuts: Cuts::default(),
             },
         };
@@ -534,7 +538,7 @@ impl Downsampler {
             // Their names only: no field's columns are needed here.
             levels: rollups(names, &[], &levels)
                 .into_iter()
-                .map(|rollup| (rollup.interval, rollup.table))
+                .map(|rollup| (rollup.resolution(), rollup.table))
                 .collect(),
             fields: fields
                 .into_iter()
@@ -546,10 +550,10 @@ impl Downsampler {
 
     /// The levels the rollups of the fact table `names` hold, as far as
     /// this process knows: `policy`'s until a pass or the registry said.
-    fn levels_of(&self, names: &TableNames, policy: &Downsampling) -> Vec<Duration> {
+    fn levels_of(&self, names: &TableNames, policy: &Downsampling) -> Vec<Resolution> {
         match self.kept.lock().unwrap().get(&names.storage_table) {
             Some(kept) => kept.levels.clone(),
-            None => intervals(policy),
+            None => resolutions(policy),
         }
     }
 
@@ -701,7 +705,7 @@ impl Downsampler {
         policy: &Downsampling,
         retention_s: u64,
     ) -> Result<()> {
-        let levels = intervals(policy);
+        let levels = resolutions(policy);
         let rollups = rollups(names, fields, &levels);
         if !rollups[0].keeps_fields() {
             // Nothing to keep (array fields only): the rows stay.
@@ -761,7 +765,7 @@ impl Downsampler {
         names: &TableNames,
         fields: &[(String, FieldType)],
         state: &mut State,
-        levels: &[Duration],
+        levels: &[Resolution],
     ) -> Result<()> {
         let plan = checked_migration(
             engine,
@@ -818,13 +822,13 @@ impl Downsampler {
         Ok(())
     }
 
-    /// Drops the rollups of the fact table `names` at widths not among
-    /// `levels`: the levels a migration (or a crash after one) left.
+    /// Drops the rollups of the fact table `names` not among `levels`:
+    /// the levels a migration (or a crash after one) left.
     async fn drop_retired(
         &self,
         engine: &Engine,
         names: &TableNames,
-        levels: &[Duration],
+        levels: &[Resolution],
     ) -> Result<()> {
         let sql = format!(
             "SELECT name FROM system.tables WHERE database = {} AND startsWith(name, '_rollup.')",
@@ -833,7 +837,7 @@ impl Downsampler {
         let tables = engine.run(move |conn| query_rows(conn, &sql)).await?;
         let kept: Vec<String> = levels
             .iter()
-            .map(|interval| rollup_name(&names.storage_name, *interval))
+            .map(|level| rollup_name(&names.storage_name, *level))
             .collect();
         let drops: Vec<String> = tables
             .iter()
@@ -1042,12 +1046,17 @@ impl Downsampler {
         let levels: Vec<String> = state
             .levels
             .iter()
-            .map(|l| l.as_secs().to_string())
+            .map(|l| l.interval.as_secs().to_string())
+            .collect();
+        let keeps: Vec<String> = state
+            .levels
+            .iter()
+            .map(|l| quote_literal(l.keeps.suffix().trim_start_matches(':')))
             .collect();
         engine
             .execute(format!(
                 "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, rows_from, \
-                 kept_from, levels) VALUES ({}, {}, {}, {}, {}, {}, [{}], [{}])",
+                 kept_from, levels, keeps) VALUES ({}, {}, {}, {}, {}, {}, [{}], [{}], [{}])",
                 state_table(names),
                 quote_literal(&names.storage_name),
                 state.seen_block,
@@ -1056,7 +1065,8 @@ impl Downsampler {
                 now_ns(),
                 cut(state.cuts.rows_from),
                 kept.join(", "),
-                levels.join(", ")
+                levels.join(", "),
+                keeps.join(", ")
             ))
             .await
     }
@@ -1107,7 +1117,7 @@ impl Downsampler {
                     continue;
                 };
                 let levels = state.levels_or(policy);
-                let new = intervals(policy);
+                let new = resolutions(policy);
                 checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused).await?;
                 let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
@@ -1165,7 +1175,7 @@ impl Downsampler {
                 }
                 (Some(wanted), Some(current)) => {
                     let levels = state.levels_or(current);
-                    let new = intervals(wanted);
+                    let new = resolutions(wanted);
                     checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused)
                         .await?;
                 }
@@ -1173,11 +1183,9 @@ impl Downsampler {
             }
         }
         let stored: Vec<String> = match &setting {
-            DownsamplingSetting::Levels(levels) => levels
-                .levels()
-                .iter()
-                .map(|l| format!("{}s:{}s", l.after.as_secs(), l.interval.as_secs()))
-                .collect(),
+            DownsamplingSetting::Levels(levels) => {
+                levels.levels().iter().map(|l| l.to_seconds()).collect()
+            }
             DownsamplingSetting::Off => vec![OFF.to_owned()],
             DownsamplingSetting::Configured => Vec::new(),
         };
@@ -1217,12 +1225,15 @@ impl Downsampler {
     }
 }
 
-/// The rollups of the fact table `names` with `fields`, one per level
-/// (the widths of their buckets).
-fn rollups(names: &TableNames, fields: &[(String, FieldType)], levels: &[Duration]) -> Vec<Rollup> {
+/// The rollups of the fact table `names` with `fields`, one per level.
+fn rollups(
+    names: &TableNames,
+    fields: &[(String, FieldType)],
+    levels: &[Resolution],
+) -> Vec<Rollup> {
     levels
         .iter()
-        .map(|interval| Rollup::new(names, fields, *interval))
+        .map(|level| Rollup::new(names, fields, *level))
         .collect()
 }
 
@@ -1233,8 +1244,10 @@ fn state_table(names: &TableNames) -> String {
 
 /// Makes the registry of `names`' database, and gives one of an earlier
 /// version the later columns: the cuts, each table's levels (widths in
-/// seconds), and in the row of table `''` the levels a statement set
-/// (`'<age>s:<interval>s'`s; [`OFF`]; none: the configuration file's).
+/// seconds, and what each keeps: `''` every aggregate, `'last'`; missing:
+/// every aggregate), and in the row of table `''` the levels a statement
+/// set (`'<age>s:<interval>s[:last]'`s; [`OFF`]; none: the configuration
+/// file's).
 fn state_table_sql(names: &TableNames) -> Vec<String> {
     let table = state_table(names);
     vec![
@@ -1246,7 +1259,8 @@ fn state_table_sql(names: &TableNames) -> Vec<String> {
             "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS rows_from Int64 DEFAULT {}, \
              ADD COLUMN IF NOT EXISTS kept_from Array(Int64), \
              ADD COLUMN IF NOT EXISTS levels Array(UInt32), \
-             ADD COLUMN IF NOT EXISTS policy Array(String)",
+             ADD COLUMN IF NOT EXISTS policy Array(String), \
+             ADD COLUMN IF NOT EXISTS keeps Array(String)",
             i64::MIN
         ),
     ]
@@ -1275,8 +1289,8 @@ async fn read_registry(
         format!(" WHERE table = {}", quote_literal(table))
     });
     let sql = format!(
-        "SELECT table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy \
-         FROM {} FINAL{filter}",
+        "SELECT table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy, \
+         keeps FROM {} FINAL{filter}",
         state_table(names)
     );
     let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
@@ -1297,13 +1311,26 @@ async fn read_registry(
             };
             continue;
         }
+        let keeps = parse_array(&row[8], |text| match text.trim().trim_matches('\'') {
+            "" => Ok(Keeps::Aggregates),
+            "last" => Ok(Keeps::Last),
+            other => Err(bad(other)),
+        })?;
+        let widths = parse_array(&row[6], |text| {
+            Ok(Duration::from_secs(number(text.trim())? as u64))
+        })?;
         let state = State {
             seen_block: number(&row[1])? as u64,
             dirty_from: number(&row[2])?,
             dirty_to: number(&row[3])?,
-            levels: parse_array(&row[6], |text| {
-                Ok(Duration::from_secs(number(text.trim())? as u64))
-            })?,
+            levels: widths
+                .into_iter()
+                .enumerate()
+                .map(|(i, interval)| Resolution {
+                    interval,
+                    keeps: keeps.get(i).copied().unwrap_or_default(),
+                })
+                .collect(),
             cuts: parse_cuts(&row[4], &row[5])?,
         };
         registry.tables.insert(row[0].clone(), state);
@@ -1341,8 +1368,8 @@ async fn holds_buckets(engine: &Engine, rollup: &Rollup, span: Span) -> Result<b
 async fn checked_migration(
     engine: &Engine,
     names: &TableNames,
-    (old, cuts): (&[Duration], &Cuts),
-    new: &[Duration],
+    (old, cuts): (&[Resolution], &Cuts),
+    new: &[Resolution],
     refused: impl Fn(String) -> Error,
 ) -> Result<Migration> {
     let plan = plan_migration(old, cuts, new).map_err(&refused)?;
@@ -1514,10 +1541,15 @@ mod tests {
     use super::*;
 
     const MIN: i64 = i64::MIN;
+    const ALL: Keeps = Keeps::Aggregates;
+
+    fn width(nanos: u64) -> Resolution {
+        Resolution::aggregates(Duration::from_nanos(nanos))
+    }
 
     fn view(unsettled: Option<Span>) -> RollupView {
         RollupView {
-            levels: vec![(Duration::from_nanos(10), "t".to_owned())],
+            levels: vec![(width(10), "t".to_owned())],
             fields: Vec::new(),
             unsettled,
             rows_from: MIN,
@@ -1536,28 +1568,28 @@ mod tests {
     #[test]
     fn a_range_splits_into_whole_buckets_and_the_rest() {
         // Cut ends go to the rows.
-        let split = view(None).split(0, 5, 47).unwrap();
+        let split = view(None).split(0, 5, 47, ALL).unwrap();
         assert_eq!(spans(&split), vec![("t", vec![(10, 40)])]);
         assert_eq!(split.rows, vec![(5, 10), (40, 47)]);
         // What the rollups may lack too, in whole buckets.
-        let split = view(Some((23, 27))).split(0, 0, 50).unwrap();
+        let split = view(Some((23, 27))).split(0, 0, 50, ALL).unwrap();
         assert_eq!(spans(&split), vec![("t", vec![(0, 20), (30, 50)])]);
         assert_eq!(split.rows, vec![(20, 30)]);
         // Unsettled past the end, an unbounded start.
-        let split = view(Some((45, 90))).split(0, MIN, 50).unwrap();
+        let split = view(Some((45, 90))).split(0, MIN, 50, ALL).unwrap();
         assert_eq!(split.rows.last(), Some(&(40, 50)));
         assert_eq!(split.rows[0].0, MIN);
         // No whole bucket: nothing for the rollup.
-        assert_eq!(view(None).split(0, 11, 19), None);
-        assert_eq!(view(Some((MIN, i64::MAX))).split(0, 0, 50), None);
+        assert_eq!(view(None).split(0, 11, 19, ALL), None);
+        assert_eq!(view(Some((MIN, i64::MAX))).split(0, 0, 50, ALL), None);
     }
 
     #[test]
     fn where_rows_are_gone_buckets_count_by_their_start_from_the_finest_level_left() {
         let view = RollupView {
             levels: vec![
-                (Duration::from_nanos(10), "fine".to_owned()),
-                (Duration::from_nanos(20), "coarse".to_owned()),
+                (width(10), "fine".to_owned()),
+                (width(20), "coarse".to_owned()),
             ],
             fields: Vec::new(),
             // Unknown after a restart: the rows where they are kept.
@@ -1565,7 +1597,7 @@ mod tests {
             rows_from: 40,
             kept_from: vec![20, MIN],
         };
-        let split = view.split(0, 5, 67).unwrap();
+        let split = view.split(0, 5, 67, ALL).unwrap();
         assert_eq!(
             spans(&split),
             vec![("fine", vec![(20, 40)]), ("coarse", vec![(5, 20)])]
@@ -1575,11 +1607,11 @@ mod tests {
             unsettled: None,
             ..view.clone()
         };
-        let split = settled.split(0, 25, 67).unwrap();
+        let split = settled.split(0, 25, 67, ALL).unwrap();
         assert_eq!(spans(&split), vec![("fine", vec![(25, 60)])]);
         assert_eq!(split.rows, vec![(60, 67)]);
         // The coarse level is asked for: the fine one is never read.
-        let split = settled.split(1, 5, 90).unwrap();
+        let split = settled.split(1, 5, 90, ALL).unwrap();
         assert_eq!(spans(&split), vec![("coarse", vec![(5, 80)])]);
         assert_eq!(split.rows, vec![(80, 90)]);
         // Rows read where kept; the facts stand in for themselves there.
@@ -1590,6 +1622,19 @@ mod tests {
             "{rows}"
         );
         assert!(rows.contains("FROM coarse FINAL"), "{rows}");
+        // A coarse level keeping the last sample only: chosen and split
+        // into for a reader of last samples, never for one of aggregates.
+        let mut last = settled.clone();
+        last.levels[1].0.keeps = Keeps::Last;
+        assert_eq!(last.level(ALL, |_| true), Some(0));
+        assert_eq!(last.level(Keeps::Last, |_| true), Some(1));
+        assert_eq!(last.split(0, 5, 67, ALL), None);
+        assert_eq!(
+            spans(&last.split(0, 5, 67, Keeps::Last).unwrap())[1].0,
+            "coarse"
+        );
+        // Nor where the fine level alone answers.
+        assert!(last.split(0, 25, 67, ALL).is_some());
     }
 
     #[test]

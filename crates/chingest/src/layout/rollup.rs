@@ -8,12 +8,15 @@
 //! keeps the newest build of each (`ReplacingMergeTree`, read with
 //! `final`), and each build the last block of the fact table it holds
 //! (`_through`), so a merge repeated after a crash adds nothing twice.
+//! A level that keeps the last sample only ([`Keeps::Last`]) has its
+//! `count`, `last` and `last_time` columns alone.
 //! Pure: the statements only.
 
 use std::time::Duration;
 
 use super::names::{quote_ident, TableNames};
 use super::schema::{FieldType, DEDUP_WINDOW, SERIES_ID_CODEC, TIME_CODEC};
+use crate::config::{DownsamplingLevel, Keeps};
 
 /// What a rollup keeps of each field per bucket, and the name suffix of
 /// its column (`usage_user@sum`).
@@ -59,6 +62,17 @@ impl Aggregate {
             Aggregate::FirstTime => "first_time",
             Aggregate::Last => "last",
             Aggregate::LastTime => "last_time",
+        }
+    }
+
+    /// Whether a level keeping `keeps` keeps it.
+    pub fn kept_by(self, keeps: Keeps) -> bool {
+        match keeps {
+            Keeps::Aggregates => true,
+            Keeps::Last => matches!(
+                self,
+                Aggregate::Count | Aggregate::Last | Aggregate::LastTime
+            ),
         }
     }
 
@@ -166,12 +180,53 @@ pub fn time_in_sql(column: &str, spans: &[(i64, i64)]) -> String {
     }
 }
 
-/// The (unquoted) name of the rollup at `interval` of the fact table
-/// `storage_name`: `_rollup.5m.cpu.autogen`. The storage name is encoded
-/// already; `_` and `.` are not encoded names' characters, so this cannot
-/// meet a measurement's.
-pub fn rollup_name(storage_name: &str, interval: Duration) -> String {
-    format!("_rollup.{}.{storage_name}", interval_name(interval))
+/// A rollup level: the width of its buckets and what it keeps of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Resolution {
+    /// The width of its buckets.
+    pub interval: Duration,
+    /// What it keeps of each.
+    pub keeps: Keeps,
+}
+
+impl Resolution {
+    /// A level keeping every aggregate.
+    pub fn aggregates(interval: Duration) -> Resolution {
+        Resolution {
+            interval,
+            keeps: Keeps::Aggregates,
+        }
+    }
+
+    /// The resolution of a configured level.
+    pub fn of(level: &DownsamplingLevel) -> Resolution {
+        Resolution {
+            interval: level.interval,
+            keeps: level.keeps,
+        }
+    }
+}
+
+/// As levels are written: `5m`, `1h:last`.
+impl std::fmt::Display for Resolution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", interval_name(self.interval), self.keeps.suffix())
+    }
+}
+
+/// The (unquoted) name of the rollup at `resolution` of the fact table
+/// `storage_name`: `_rollup.5m.cpu.autogen`, `_rollup.5m_last.cpu.autogen`.
+/// The storage name is encoded already; `_` and `.` are not encoded
+/// names' characters, so this cannot meet a measurement's.
+pub fn rollup_name(storage_name: &str, resolution: Resolution) -> String {
+    let keeps = match resolution.keeps {
+        Keeps::Aggregates => "",
+        Keeps::Last => "_last",
+    };
+    format!(
+        "_rollup.{}{keeps}.{storage_name}",
+        interval_name(resolution.interval)
+    )
 }
 
 /// Whether `name` is the name of a rollup of the fact table `storage_name`
@@ -189,7 +244,8 @@ const THROUGH: &str = "_through";
 /// The codec of counts and block numbers: small integers that T64 packs.
 const COUNT_CODEC: &str = "CODEC(T64, ZSTD(1))";
 
-/// One rollup table: the fact table it rolls up and its bucket width.
+/// One rollup table: the fact table it rolls up, its bucket width and
+/// what it keeps.
 #[derive(Debug, Clone)]
 pub struct Rollup {
     /// `` `db`.`_rollup.5m.cpu.autogen` `` (a name starting with `_`, which
@@ -197,23 +253,30 @@ pub struct Rollup {
     pub table: String,
     /// The width of its buckets.
     pub interval: Duration,
+    /// What it keeps of each bucket.
+    pub keeps: Keeps,
     fields: Vec<(String, FieldType)>,
 }
 
 impl Rollup {
-    /// The rollup of the fact table `names` with `fields` at `interval`.
-    pub fn new(names: &TableNames, fields: &[(String, FieldType)], interval: Duration) -> Rollup {
-        let name = rollup_name(&names.storage_name, interval);
+    /// The rollup of the fact table `names` with `fields` at `resolution`.
+    pub fn new(
+        names: &TableNames,
+        fields: &[(String, FieldType)],
+        resolution: Resolution,
+    ) -> Rollup {
+        let name = rollup_name(&names.storage_name, resolution);
         let table = format!("{}.{}", names.database, quote_ident(&name));
-        Rollup::named(&table, interval, fields)
+        Rollup::named(&table, resolution, fields)
     }
 
-    /// The level of `table` (quoted) at `interval`, keeping what `fields`
-    /// allow.
-    pub fn named(table: &str, interval: Duration, fields: &[(String, FieldType)]) -> Rollup {
+    /// The level of `table` (quoted) at `resolution`, keeping what
+    /// `fields` allow.
+    pub fn named(table: &str, resolution: Resolution, fields: &[(String, FieldType)]) -> Rollup {
         Rollup {
             table: table.to_owned(),
-            interval,
+            interval: resolution.interval,
+            keeps: resolution.keeps,
             fields: fields
                 .iter()
                 .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
@@ -235,11 +298,25 @@ impl Rollup {
     /// `(quoted column, aggregate, field)` of every column but the key.
     fn columns(&self) -> impl Iterator<Item = (String, Aggregate, &(String, FieldType))> {
         self.fields.iter().flat_map(|field| {
-            Aggregate::ALL
-                .into_iter()
-                .filter(|a| a.applies_to(field.1))
+            self.kept(field.1)
                 .map(move |a| (Rollup::column(&field.0, a), a, field))
         })
+    }
+
+    /// Its level.
+    pub fn resolution(&self) -> Resolution {
+        Resolution {
+            interval: self.interval,
+            keeps: self.keeps,
+        }
+    }
+
+    /// What it keeps of a field of type `ty`.
+    fn kept(&self, ty: FieldType) -> impl Iterator<Item = Aggregate> {
+        let keeps = self.keeps;
+        Aggregate::ALL
+            .into_iter()
+            .filter(move |a| a.applies_to(ty) && a.kept_by(keeps))
     }
 
     /// Creates the table (and, with `IF NOT EXISTS`, leaves an existing
@@ -264,16 +341,13 @@ impl Rollup {
         let mut clauses: Vec<String> = added
             .iter()
             .flat_map(|(field, ty)| {
-                Aggregate::ALL
-                    .into_iter()
-                    .filter(|a| a.applies_to(*ty))
-                    .map(move |a| {
-                        format!(
-                            "ADD COLUMN IF NOT EXISTS {} {}",
-                            Rollup::column(field, a),
-                            a.column_type(*ty)
-                        )
-                    })
+                self.kept(*ty).map(move |a| {
+                    format!(
+                        "ADD COLUMN IF NOT EXISTS {} {}",
+                        Rollup::column(field, a),
+                        a.column_type(*ty)
+                    )
+                })
             })
             .collect();
         clauses.push(format!(
@@ -386,9 +460,10 @@ impl Rollup {
 
     /// The buckets of `[from, to)` (ns) as rows of the fact table (`time`,
     /// `series_id`, then `facts`' fields in order): one per bucket, each
-    /// field at its `at` value (`Last` or `First`), at the latest (or
-    /// earliest) of their times; fields the rollup does not keep are NULL
-    /// (arrays empty). What a read of the rows gets where they are gone.
+    /// field at its `at` value (`Last` or `First`; `Last` where the level
+    /// keeps no other), at the latest (or earliest) of their times; fields
+    /// the rollup does not keep are NULL (arrays empty). What a read of
+    /// the rows gets where they are gone.
     pub fn as_rows_sql(
         &self,
         facts: &[(String, FieldType)],
@@ -396,6 +471,10 @@ impl Rollup {
         to_ns: i64,
         at: Aggregate,
     ) -> String {
+        let at = match at.kept_by(self.keeps) {
+            true => at,
+            false => Aggregate::Last,
+        };
         // A field without a value in the bucket takes no part in the pick.
         let (at_time, pick, absent) = match at {
             Aggregate::First => (
@@ -491,7 +570,11 @@ mod tests {
     #[test]
     fn a_rollup_keeps_what_each_field_type_can_give() {
         let (names, fields) = cpu();
-        let rollup = Rollup::new(&names, &fields, Duration::from_secs(300));
+        let rollup = Rollup::new(
+            &names,
+            &fields,
+            Resolution::aggregates(Duration::from_secs(300)),
+        );
         assert_eq!(rollup.table, "`db`.`_rollup.5m.cpu.autogen`");
         let sql = rollup.create_sql();
         for column in [
@@ -509,6 +592,36 @@ mod tests {
             crate::layout::names::parse_storage_name("_rollup.5m.cpu.autogen"),
             None,
             "the catalog must never take a rollup for a measurement's table"
+        );
+    }
+
+    #[test]
+    fn a_level_keeping_the_last_sample_has_its_columns_alone() {
+        let (names, fields) = cpu();
+        let last = Resolution {
+            interval: Duration::from_secs(300),
+            keeps: Keeps::Last,
+        };
+        let rollup = Rollup::new(&names, &fields, last);
+        assert_eq!(rollup.table, "`db`.`_rollup.5m_last.cpu.autogen`");
+        assert!(is_rollup_of("_rollup.5m_last.cpu.autogen", "cpu.autogen"));
+        let sql = rollup.create_sql();
+        for column in [
+            "`usage@count`",
+            "`usage@last`",
+            "`usage@last_time`",
+            "`state@last`",
+        ] {
+            assert!(sql.contains(column), "{column}: {sql}");
+        }
+        for absent in ["@sum`", "@min`", "@max`", "@first`", "@first_time`"] {
+            assert!(!sql.contains(absent), "{absent}: {sql}");
+        }
+        // A read of its buckets as rows takes the last sample, whatever it asks.
+        let rows = rollup.as_rows_sql(&fields, 0, 1, Aggregate::First);
+        assert!(
+            rows.contains("`usage@last`") && !rows.contains("@first"),
+            "{rows}"
         );
     }
 

@@ -11,7 +11,7 @@
 use chingest::layout::names::quote_ident;
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::RollupView;
+use chingest::{Keeps, RollupView};
 
 use super::model::{aggregate_of, Aggregate, Operand};
 use super::sql::{group_sql, window_sql, Plan};
@@ -24,6 +24,8 @@ struct Partial {
     func: Aggregate,
     /// (rollup side, rows side) of each partial column.
     columns: Vec<(String, String)>,
+    /// What a level must keep to give them.
+    reads: Keeps,
 }
 
 impl Partial {
@@ -52,7 +54,15 @@ impl Partial {
             ],
             _ => return None,
         };
-        Some(Partial { func, columns })
+        let reads = match func {
+            Aggregate::Count | Aggregate::Last => Keeps::Last,
+            _ => Keeps::Aggregates,
+        };
+        Some(Partial {
+            func,
+            columns,
+            reads,
+        })
     }
 
     /// The outer aggregate over partial columns `p` (and `q`).
@@ -110,8 +120,13 @@ impl Plan {
             }
             partials.push(Partial::new(func, field, *ty)?);
         }
-        // The coarsest level whose buckets tile the statement's.
-        let level = view.level(|width| {
+        // The coarsest level whose buckets tile the statement's and that
+        // keeps what its outputs read.
+        let reads = match partials.iter().all(|p| p.reads == Keeps::Last) {
+            true => Keeps::Last,
+            false => Keeps::Aggregates,
+        };
+        let level = view.level(reads, |width| {
             let width = width.as_nanos() as i64;
             interval.every % width == 0 && interval.offset.rem_euclid(width) == 0
         })?;
@@ -128,7 +143,7 @@ impl Plan {
         if series.saturating_mul(days) < MIN_SERIES_DAYS && start >= view.rows_from {
             return None;
         }
-        let split = view.split(level, start, stop)?;
+        let split = view.split(level, start, stop, reads)?;
 
         let join = !self.keys.is_empty();
         let ids = self.filter.series.as_deref();
