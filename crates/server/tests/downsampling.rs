@@ -1079,7 +1079,7 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
         until_rows_gone(&server, DB, &aged).await;
         let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
         assert!(
-            shown.contains(r#"["1d","5m","configuration"],["2d","1h","configuration"]"#),
+            shown.contains(r#"["1d","5m","aggregates","configuration"],["2d","1h","aggregates","configuration"]"#),
             "{shown}"
         );
         // What would lose data is refused (409), and changes nothing; an
@@ -1129,9 +1129,10 @@ fn levels_set_by_a_statement_take_over_existing_data_and_outlive_a_restart() {
         aged_promql_agrees(&server, &aged, "", "new levels").await;
         let (_, shown) = admin(&server, DB, "SHOW DOWNSAMPLING").await;
         assert!(
-            shown.contains(
-                r#"["1d","15m","statement"],["3d","1h","statement"],["60d","1d","statement"]"#
-            ),
+            shown.contains(concat!(
+                r#"["1d","15m","aggregates","statement"],["3d","1h","aggregates","statement"],"#,
+                r#"["60d","1d","aggregates","statement"]"#
+            )),
             "{shown}"
         );
         two_passes(&server).await;
