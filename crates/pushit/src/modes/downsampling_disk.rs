@@ -2,8 +2,8 @@
 //! against the same samples kept whole (docs/downsampling.md). The data:
 //! `pushit promql`'s node-exporter CPU counters (`--jobs` × `--instances` ×
 //! `--cpus` × 8 modes, a scrape every 15 s) over `--hours`, remote-written
-//! into a database downsampled at `--levels` and into one that is not, on
-//! the in-process server. Once the passes have dropped the rows past the
+//! into a database downsampled at each `--levels` and into one that is
+//! not, on the in-process server. Once the passes have dropped the rows past the
 //! first age (no part dropped over two passes), every table of both is
 //! merged whole (`OPTIMIZE … FINAL`, as time would) and the engine's bytes
 //! per table are reported, with what a day of the finest rollup takes
@@ -39,9 +39,11 @@ pub(crate) struct Args {
     /// Hours of scrapes, 15 s apart, ending on the last full hour.
     #[arg(long, default_value_t = 2160)]
     hours: usize,
-    /// The downsampled database's levels, comma-separated.
-    #[arg(long, default_value = "30d:5m")]
-    levels: String,
+    /// A downsampled database's levels, comma-separated; once per
+    /// database (by default one keeping every aggregate and one keeping
+    /// the last sample).
+    #[arg(long, default_values = ["30d:5m", "30d:5m:last"])]
+    levels: Vec<String>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -53,12 +55,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if args.server.url.is_some() {
         bail!("downsampling-disk reads the engine's parts: it needs the in-process server");
     }
-    let levels: Vec<String> = args
-        .levels
-        .split(',')
-        .map(|l| l.trim().to_owned())
-        .collect();
-    chingest::Downsampling::parse(&levels)?;
+    let pid = std::process::id();
+    let rows_db = format!("pushit_disk_rows_{pid}");
+    // Each downsampled database and its levels.
+    let mut rolled = Vec::new();
+    for (i, text) in args.levels.iter().enumerate() {
+        let levels: Vec<String> = text.split(',').map(|l| l.trim().to_owned()).collect();
+        chingest::Downsampling::parse(&levels)?;
+        rolled.push((format!("pushit_disk_rolled{i}_{pid}"), text.clone(), levels));
+    }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
@@ -75,25 +80,25 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         data.series.len(),
         data.scrapes
     ));
-    let pid = std::process::id();
-    let (rows_db, rolled_db) = (
-        format!("pushit_disk_rows_{pid}"),
-        format!("pushit_disk_rolled_{pid}"),
-    );
     let runtime = tokio::runtime::Runtime::new()?;
     let configure = |config: &mut chingest_server::config::ServerConfig| {
         config.downsampling.period_ms = 1_000;
-        config
-            .downsampling
-            .databases
-            .insert(rolled_db.clone(), levels.clone());
+        for (db, _, levels) in &rolled {
+            config
+                .downsampling
+                .databases
+                .insert(db.clone(), levels.clone());
+        }
     };
+    let databases: Vec<&String> = std::iter::once(&rows_db)
+        .chain(rolled.iter().map(|(db, _, _)| db))
+        .collect();
     runtime.block_on(with_server(
         ctx,
         &args.server,
         configure,
         async |endpoints| {
-            for db in [&rows_db, &rolled_db] {
+            for db in &databases {
                 let path = format!("/api/v1/write?db={db}");
                 let name = format!("downsampling-disk/{db}");
                 write_all(
@@ -118,7 +123,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         },
     ))?;
     let conn = ctx.connect()?;
-    let in_list = format!("{}, {}", quote_literal(&rows_db), quote_literal(&rolled_db));
+    let in_list: Vec<String> = databases.iter().map(|db| quote_literal(db)).collect();
+    let in_list = in_list.join(", ");
     let tables = String::from_utf8(conn.query(&format!(
         "SELECT database, name FROM system.tables WHERE database IN ({in_list}) \
          AND engine LIKE '%MergeTree' ORDER BY database, name"
@@ -163,11 +169,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     for (db, table, rows, bytes) in &parsed {
         // A rollup covers every day; the rows kept, their last days only.
         let per_day = *bytes as f64 / days;
-        let side = if *db == rows_db {
-            "rows"
-        } else {
-            "downsampled"
-        };
+        let levels = rolled.iter().find(|(name, _, _)| name == db);
+        let side = levels.map_or("rows kept whole".to_owned(), |(_, text, _)| text.clone());
         report.push(json!({
             "database": side,
             "table": table,
@@ -175,7 +178,6 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             "over_rows": table.starts_with("_rollup").then_some(per_day / raw),
             "bytes": bytes,
             "days": days,
-            "levels": args.levels,
             "samples": samples,
         }));
     }
