@@ -190,6 +190,8 @@ pub struct IngestStats {
     pub downsampling_passes: AtomicU64,
     /// Downsampling passes that failed; the next one does their work.
     pub downsampling_errors: AtomicU64,
+    /// Time spent in downsampling passes, in milliseconds.
+    pub downsampling_pass_millis: AtomicU64,
     /// Parts of fact tables dropped once rolled up and past the first age.
     pub downsampling_parts_dropped: AtomicU64,
     /// Query-language statements that read rollups.
@@ -274,6 +276,7 @@ impl Default for IngestStats {
             catalog_refresh_errors: AtomicU64::new(0),
             downsampling_passes: AtomicU64::new(0),
             downsampling_errors: AtomicU64::new(0),
+            downsampling_pass_millis: AtomicU64::new(0),
             downsampling_parts_dropped: AtomicU64::new(0),
             rollup_queries: AtomicU64::new(0),
             queries_running: AtomicU64::new(0),

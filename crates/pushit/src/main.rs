@@ -114,6 +114,10 @@ enum Mode {
     /// 90 days, `30d:5m`) against the same samples kept whole: each
     /// table's, and a day of the rollup ÷ a day of the rows.
     DownsamplingDisk(modes::downsampling_disk::Args),
+    /// What downsampling passes cost while live rows arrive: CPU per
+    /// thousand rows into a downsampled database ÷ into one that is not,
+    /// and the time spent in passes.
+    DownsamplingLive(modes::downsampling_live::Args),
     /// Backups on loaded TSBS rows against VictoriaMetrics' vmbackup: a full
     /// backup's seconds and MB/s, the write rate beside it ÷ before, an
     /// incremental one's bytes after 1% more rows, a restore's seconds.
@@ -290,6 +294,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Influxql(args) => modes::influxql::run(&ctx, &args),
         Mode::Downsampling(args) => modes::downsampling::run(&ctx, &args),
         Mode::DownsamplingDisk(args) => modes::downsampling_disk::run(&ctx, &args),
+        Mode::DownsamplingLive(args) => modes::downsampling_live::run(&ctx, &args),
         Mode::Backup(args) => modes::backup::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),

@@ -388,6 +388,11 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.downsampling_errors,
     ),
     counter(
+        "chingest_downsampling_pass_milliseconds_total",
+        "Time spent in downsampling passes (what a pass costs against the period between passes).",
+        |s| &s.downsampling_pass_millis,
+    ),
+    counter(
         "chingest_downsampling_parts_dropped_total",
         "Parts of fact tables dropped once rolled up and past their database's first downsampling age.",
         |s| &s.downsampling_parts_dropped,

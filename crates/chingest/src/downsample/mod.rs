@@ -42,13 +42,13 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::config::{Downsampling, Keeps};
+use crate::config::{Downsampling, DuplicatePolicy, Keeps};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{
-    is_rollup_of, rollup_name, time_in_sql, Aggregate, Resolution, Rollup, Source,
+    blocks_after_sql, is_rollup_of, rollup_name, time_in_sql, Aggregate, Resolution, Rollup, Source,
 };
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
@@ -670,8 +670,9 @@ impl Downsampler {
                     }
                 }
                 let retention_s = database.retention_seconds(&rp);
+                let appends = table.duplicates == DuplicatePolicy::Append;
                 let passed = self
-                    .pass_table(&engine, &names, &fields, &policy, retention_s)
+                    .pass_table(&engine, &names, &fields, &policy, (retention_s, appends))
                     .await;
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
@@ -703,7 +704,7 @@ impl Downsampler {
         names: &TableNames,
         fields: &[(String, FieldType)],
         policy: &Downsampling,
-        retention_s: u64,
+        (retention_s, appends): (u64, bool),
     ) -> Result<()> {
         let levels = resolutions(policy);
         let rollups = rollups(names, fields, &levels);
@@ -725,7 +726,13 @@ impl Downsampler {
             _ => Some(self.bounded(engine, names, &rollups[0], &state).await?),
         };
         let changed = inserted.is_some() || edited.is_some();
-        let (statements, merged) = catch_up(names, &rollups, &state, inserted, edited, seen_block);
+        let changes = Changes {
+            inserted,
+            edited,
+            appends,
+            through: seen_block,
+        };
+        let (statements, merged) = catch_up(names, &rollups, &state, changes);
         engine.execute_all(statements).await?;
         if merged || edited.is_some() {
             // Where rows are gone, rows written there are read from now
@@ -988,7 +995,7 @@ impl Downsampler {
         seen: u64,
     ) -> Result<(u64, Option<(i64, i64)>)> {
         let parts_sql = format!(
-            "SELECT name, max_block_number FROM system.parts WHERE database = {} AND table = {} \
+            "SELECT max(max_block_number) FROM system.parts WHERE database = {} AND table = {} \
              AND active AND NOT startsWith(name, 'patch-')",
             quote_literal(&names.database_name),
             quote_literal(&names.storage_name)
@@ -997,25 +1004,19 @@ impl Downsampler {
         engine
             .run(move |conn| {
                 let parts = query_rows(conn, &parts_sql)?;
-                let mut last = seen;
-                let mut newer = Vec::new();
-                for row in &parts {
-                    let block: u64 = row[1]
-                        .parse()
-                        .map_err(|_| Error::Engine(format!("system.parts: {row:?}")))?;
-                    last = last.max(block);
-                    if block > seen {
-                        newer.push(quote_literal(&row[0]));
-                    }
-                }
-                if newer.is_empty() {
+                let last = match parts.first().map(|row| row[0].parse::<u64>()) {
+                    Some(Ok(block)) => block.max(seen),
+                    Some(Err(_)) => return Err(Error::Engine(format!("system.parts: {parts:?}"))),
+                    None => seen,
+                };
+                if last == seen {
                     return Ok((last, None));
                 }
-                // The part names prune the read to the parts holding new rows.
+                // Only the parts holding new rows are read.
                 let sql = format!(
                     "SELECT toUnixTimestamp64Nano(min(time)), toUnixTimestamp64Nano(max(time)), count() \
-                     FROM {table} WHERE _part IN ({}) AND _block_number > {seen} AND _block_number <= {last}",
-                    newer.join(", ")
+                     FROM {table} WHERE {} AND _block_number <= {last}",
+                    blocks_after_sql(seen)
                 );
                 let rows = query_rows(conn, &sql)?;
                 let range = match rows.first() {
@@ -1444,20 +1445,43 @@ fn parse_cuts(rows_from: &str, kept_from: &str) -> Result<Cuts> {
     })
 }
 
-/// The statements that bring `rollups` up to block `through` where rows
-/// were `inserted` (`[from, to)`, ns) or an edit marked (`edited`): per
-/// level, finest first, in whole buckets, a rebuild from its source where
-/// that is kept (deleting the buckets first after an edit) and, where it
-/// is gone, a merge with the inserted rows (edits changed those buckets
-/// themselves); nothing before the level's own cut.
+/// What changed in a fact table since its last pass.
+#[derive(Debug, Clone, Copy)]
+struct Changes {
+    /// The span of the rows inserted (`[from, to)`, ns).
+    inserted: Option<Span>,
+    /// The span an edit marked.
+    edited: Option<Span>,
+    /// Whether the table keeps every row written (the `append` duplicate
+    /// policy): rows are then only ever added, but by edits.
+    appends: bool,
+    /// The last block the pass takes.
+    through: u64,
+}
+
+/// The statements that bring `rollups` up to block `changes.through`
+/// where rows were inserted or an edit marked: per level, finest first,
+/// in whole buckets, nothing before the level's own cut. Where the
+/// level's source is kept, a rebuild from it (deleting the buckets first
+/// after an edit); where it is gone, a merge with the inserted rows (edits
+/// changed those buckets themselves). Where rows were only added (the
+/// `append` policy, no edit), a merge everywhere: it reads the new rows
+/// alone, where a rebuild would read every row of their buckets again at
+/// each pass while they fill. Returns whether any merge went where the
+/// rows are gone.
 fn catch_up(
     names: &TableNames,
     rollups: &[Rollup],
     state: &State,
-    inserted: Option<Span>,
-    edited: Option<Span>,
-    through: u64,
+    changes: Changes,
 ) -> (Vec<String>, bool) {
+    let Changes {
+        inserted,
+        edited,
+        appends,
+        through,
+    } = changes;
+    let only_added = appends && edited.is_none();
     let (Some((mut from, mut to)), mut new) = (
         match (inserted, edited) {
             (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
@@ -1487,7 +1511,11 @@ fn catch_up(
         if edited.is_some() && hidden < to {
             statements.push(rollup.delete_sql(hidden, to));
         }
-        for (start, end) in chunks(rollup.interval, new.0.max(own), new.1.min(source)) {
+        let merge_to = match only_added {
+            true => new.1,
+            false => new.1.min(source),
+        };
+        for (start, end) in chunks(rollup.interval, new.0.max(own), merge_to) {
             statements.push(rollup.merge_sql(
                 &names.storage_table,
                 start,
@@ -1495,7 +1523,10 @@ fn catch_up(
                 state.seen_block,
                 through,
             ));
-            merged = true;
+            merged |= start < source;
+        }
+        if only_added {
+            continue;
         }
         let source = match i {
             0 => Source::Facts(&names.storage_table),
@@ -1526,7 +1557,13 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
         };
         let stats = Arc::clone(&engine.stats);
         drop(engine);
-        match downsampler.pass().await {
+        let started = std::time::Instant::now();
+        let passed = downsampler.pass().await;
+        IngestStats::add(
+            &stats.downsampling_pass_millis,
+            started.elapsed().as_millis() as u64,
+        );
+        match passed {
             Ok(()) => IngestStats::add(&stats.downsampling_passes, 1),
             Err(err) => {
                 IngestStats::add(&stats.downsampling_errors, 1);

@@ -18,7 +18,9 @@ use crate::layout::names::quote_literal;
 
 /// Runs a statement on `conn`, discarding its output.
 pub(crate) fn execute(conn: &Connection, sql: &str) -> Result<()> {
+    let started = std::time::Instant::now();
     conn.query(sql, OutputFormat::Null)?;
+    traced(started, sql);
     Ok(())
 }
 

@@ -214,6 +214,16 @@ impl std::fmt::Display for Resolution {
     }
 }
 
+/// A fact table's rows of blocks after `seen`, read from the parts that
+/// hold any: a part's name holds its last block (`<partition>_<first>_<last>_<level>`),
+/// and a condition on the name prunes the parts read before any is
+/// opened (a condition on `_block_number` alone reads every part). Each
+/// statement judges the parts it reads itself, so a merge between two
+/// statements hides nothing.
+pub fn blocks_after_sql(seen: u64) -> String {
+    format!("toUInt64(splitByChar('_', _part)[3]) > {seen} AND _block_number > {seen}")
+}
+
 /// The (unquoted) name of the rollup at `resolution` of the fact table
 /// `storage_name`: `_rollup.5m.cpu.autogen`, `_rollup.5m_last.cpu.autogen`.
 /// The storage name is encoded already; `_` and `.` are not encoded
@@ -395,8 +405,10 @@ impl Rollup {
     /// interval) the rows of `facts` (its quoted name) that they do not
     /// hold yet: those of blocks after `seen` (the last block every bucket
     /// holds) and after the bucket's own `_through`, up to `through`. For
-    /// buckets whose rows are gone, so a rebuild would lose them; repeated
-    /// (a crash before the pass is recorded) it adds nothing twice.
+    /// buckets whose rows are gone, so a rebuild would lose them, and for
+    /// rows only ever added (it reads the new parts only, where a rebuild
+    /// reads every row of the bucket); repeated (a crash before the pass
+    /// is recorded) it adds nothing twice.
     pub fn merge_sql(
         &self,
         facts: &str,
@@ -411,10 +423,11 @@ impl Rollup {
         // The rows no bucket holds, each with its bucket.
         let new_rows = format!(
             "SELECT n.* FROM (SELECT series_id, {bucket} AS bucket, time, {} , _block_number AS block \
-             FROM {facts} WHERE {range} AND _block_number > {seen} AND _block_number <= {through}) AS n \
+             FROM {facts} WHERE {range} AND {} AND _block_number <= {through}) AS n \
              LEFT JOIN (SELECT series_id, time AS bucket, {THROUGH} AS held FROM {} FINAL WHERE {range}) AS b \
              USING (series_id, bucket) WHERE n.block > b.held",
             fields.join(", "),
+            blocks_after_sql(seen),
             self.table,
         );
         let of_rows = self.values(|a, field| a.of_rows(&quote_ident(field)));
