@@ -25,6 +25,7 @@ test_main!(
     an_edit_before_the_first_pass_rebuilds_only_where_rows_are,
     a_merge_adds_new_rows_once_where_the_rows_are_gone,
     points_written_again_under_the_last_policy_count_once,
+    rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows,
 );
 
 /// The database the passes keep rolled up: 5 m and 1 h, at ages that keep
@@ -480,5 +481,52 @@ fn an_edit_before_the_first_pass_rebuilds_only_where_rows_are() {
         )
         .await;
         assert_eq!(rows, "2026-01-01 00:00:00.000000000\t1\t2\n");
+    })
+}
+
+fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
+    run(async {
+        let ing = ingestor().await;
+        let write = |body: String| {
+            let ing = ing.clone();
+            async move {
+                ing.write_lp(DOWNSAMPLED, "autogen", body.as_bytes(), &visible())
+                    .await
+                    .unwrap()
+            }
+        };
+        let now_ns = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as i64
+        };
+        const BUCKET_NS: i64 = 300 * 1_000_000_000;
+        // Not in a 5 m bucket's last two seconds: it stays open throughout.
+        while now_ns().rem_euclid(BUCKET_NS) > BUCKET_NS - 2_000_000_000 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        write(format!("live,host=a v=1 {START_NS}")).await;
+        ing.downsample().await.unwrap();
+        let t = now_ns();
+        write(format!("live,host=a v=2 {t}")).await;
+        ing.downsample().await.unwrap();
+        let held = format!(
+            "SELECT count() FROM `{DOWNSAMPLED}`.`_rollup.5m.live.autogen` \
+             WHERE time >= fromUnixTimestamp64Nano(toInt64({}))",
+            t - t.rem_euclid(BUCKET_NS)
+        );
+        assert_eq!(tsv(&ing, &held).await, "0\n", "the open bucket waits");
+        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        assert!(
+            view.unsettled.is_some_and(|(from, to)| from <= t && t < to),
+            "readers read its rows: {view:?}"
+        );
+        // A late row in a closed bucket: that pass takes the open one too.
+        write(format!("live,host=a v=3 {}", START_NS + MINUTE_NS)).await;
+        ing.downsample().await.unwrap();
+        assert_eq!(tsv(&ing, &held).await, "1\n");
+        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        assert_eq!(view.unsettled, None);
     })
 }

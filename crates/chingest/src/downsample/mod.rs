@@ -11,9 +11,11 @@
 //!    marked ([`Downsampler::mark`]);
 //! 2. rebuilds the finest level's buckets over that range from the rows
 //!    (deleting them first after an edit), then each coarser level's over
-//!    the same span from the finer level;
+//!    the same span from the finer level; or, where rows were only added
+//!    (the `append` policy, no mark), merges the new rows into each
+//!    level's buckets ([`Rollup::merge_sql`]), reading the new parts only;
 //! 3. records, in the database's `_downsampling` table, the last block seen
-//!    and no mark, after the rebuilt buckets are durable;
+//!    and no mark, after the changed buckets are durable;
 //! 4. removes what is past its age: moves the table's cuts ([`Cuts`], as
 //!    far as every level's age and the retention policy allow, durably
 //!    first), drops the fact table's parts wholly before its rows' cut and
@@ -24,7 +26,8 @@
 //! change them directly ([`Downsampler::mark`]).
 //!
 //! A crash anywhere repeats work, never skips it: a bucket is rebuilt
-//! whole and the table keeps the newest build. Edits hold the pass lock
+//! whole or merged with the rows after its own last block, and the table
+//! keeps the newest build. Edits hold the pass lock
 //! while they mark and edit, so a pass sees an edit's mark and its effect
 //! together.
 //!
@@ -42,7 +45,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::config::{Downsampling, DuplicatePolicy, Keeps};
+use crate::config::{Downsampling, Keeps};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
@@ -670,15 +673,19 @@ impl Downsampler {
                     }
                 }
                 let retention_s = database.retention_seconds(&rp);
-                let appends = table.duplicates == DuplicatePolicy::Append;
                 let passed = self
-                    .pass_table(&engine, &names, &fields, &policy, (retention_s, appends))
+                    .pass_table(&engine, &names, &fields, &policy, retention_s)
                     .await;
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
                 match passed {
-                    Ok(()) => {
+                    Ok(Passed::Done) => {
                         unsettled.known.insert(storage.clone());
+                    }
+                    Ok(Passed::Deferred) => {
+                        if let Some(span) = passing {
+                            widen(&mut unsettled.pending, storage, span);
+                        }
                     }
                     Err(err) => {
                         // Its tables may be gone (a database dropped and
@@ -704,13 +711,13 @@ impl Downsampler {
         names: &TableNames,
         fields: &[(String, FieldType)],
         policy: &Downsampling,
-        (retention_s, appends): (u64, bool),
-    ) -> Result<()> {
+        retention_s: u64,
+    ) -> Result<Passed> {
         let levels = resolutions(policy);
         let rollups = rollups(names, fields, &levels);
         if !rollups[0].keeps_fields() {
             // Nothing to keep (array fields only): the rows stay.
-            return Ok(());
+            return Ok(Passed::Done);
         }
         self.make_tables(engine, names, &rollups, fields).await?;
         let mut state = self.state(engine, names).await?;
@@ -725,14 +732,23 @@ impl Downsampler {
             CLEAN => None,
             _ => Some(self.bounded(engine, names, &rollups[0], &state).await?),
         };
+        // Rows arriving at the present fill the newest bucket pass after
+        // pass; rebuilt at each, each of its rows would be read about
+        // bucket ÷ period times. Until it closes readers read its rows,
+        // then one pass builds it (a table known since this process
+        // started: the first pass takes everything).
+        let open = floor_to(now_ns(), levels[0].interval);
+        let known = self
+            .unsettled
+            .lock()
+            .unwrap()
+            .known
+            .contains(&names.storage_table);
+        if known && edited.is_none() && inserted.is_some_and(|(from, _)| from >= open) {
+            return Ok(Passed::Deferred);
+        }
         let changed = inserted.is_some() || edited.is_some();
-        let changes = Changes {
-            inserted,
-            edited,
-            appends,
-            through: seen_block,
-        };
-        let (statements, merged) = catch_up(names, &rollups, &state, changes);
+        let (statements, merged) = catch_up(names, &rollups, &state, inserted, edited, seen_block);
         engine.execute_all(statements).await?;
         if merged || edited.is_some() {
             // Where rows are gone, rows written there are read from now
@@ -757,7 +773,7 @@ impl Downsampler {
                 cuts: done.cuts,
             },
         );
-        Ok(())
+        Ok(Passed::Done)
     }
 
     /// Moves the rollups of the fact table `names` from the levels its
@@ -1445,43 +1461,20 @@ fn parse_cuts(rows_from: &str, kept_from: &str) -> Result<Cuts> {
     })
 }
 
-/// What changed in a fact table since its last pass.
-#[derive(Debug, Clone, Copy)]
-struct Changes {
-    /// The span of the rows inserted (`[from, to)`, ns).
-    inserted: Option<Span>,
-    /// The span an edit marked.
-    edited: Option<Span>,
-    /// Whether the table keeps every row written (the `append` duplicate
-    /// policy): rows are then only ever added, but by edits.
-    appends: bool,
-    /// The last block the pass takes.
-    through: u64,
-}
-
-/// The statements that bring `rollups` up to block `changes.through`
-/// where rows were inserted or an edit marked: per level, finest first,
-/// in whole buckets, nothing before the level's own cut. Where the
-/// level's source is kept, a rebuild from it (deleting the buckets first
-/// after an edit); where it is gone, a merge with the inserted rows (edits
-/// changed those buckets themselves). Where rows were only added (the
-/// `append` policy, no edit), a merge everywhere: it reads the new rows
-/// alone, where a rebuild would read every row of their buckets again at
-/// each pass while they fill. Returns whether any merge went where the
-/// rows are gone.
+/// The statements that bring `rollups` up to block `through` where rows
+/// were `inserted` (`[from, to)`, ns) or an edit marked (`edited`): per
+/// level, finest first, in whole buckets, a rebuild from its source where
+/// that is kept (deleting the buckets first after an edit) and, where it
+/// is gone, a merge with the inserted rows (edits changed those buckets
+/// themselves); nothing before the level's own cut.
 fn catch_up(
     names: &TableNames,
     rollups: &[Rollup],
     state: &State,
-    changes: Changes,
+    inserted: Option<Span>,
+    edited: Option<Span>,
+    through: u64,
 ) -> (Vec<String>, bool) {
-    let Changes {
-        inserted,
-        edited,
-        appends,
-        through,
-    } = changes;
-    let only_added = appends && edited.is_none();
     let (Some((mut from, mut to)), mut new) = (
         match (inserted, edited) {
             (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
@@ -1511,11 +1504,7 @@ fn catch_up(
         if edited.is_some() && hidden < to {
             statements.push(rollup.delete_sql(hidden, to));
         }
-        let merge_to = match only_added {
-            true => new.1,
-            false => new.1.min(source),
-        };
-        for (start, end) in chunks(rollup.interval, new.0.max(own), merge_to) {
+        for (start, end) in chunks(rollup.interval, new.0.max(own), new.1.min(source)) {
             statements.push(rollup.merge_sql(
                 &names.storage_table,
                 start,
@@ -1523,10 +1512,7 @@ fn catch_up(
                 state.seen_block,
                 through,
             ));
-            merged |= start < source;
-        }
-        if only_added {
-            continue;
+            merged = true;
         }
         let source = match i {
             0 => Source::Facts(&names.storage_table),
@@ -1543,6 +1529,15 @@ fn catch_up(
         }
     }
     (statements, merged)
+}
+
+/// What a pass did with a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Passed {
+    /// Its rollups hold every row it found.
+    Done,
+    /// Its new rows all fall in the newest bucket: left to a later pass.
+    Deferred,
 }
 
 /// Makes a pass every `every` until the engine closes; a failed pass is

@@ -405,10 +405,8 @@ impl Rollup {
     /// interval) the rows of `facts` (its quoted name) that they do not
     /// hold yet: those of blocks after `seen` (the last block every bucket
     /// holds) and after the bucket's own `_through`, up to `through`. For
-    /// buckets whose rows are gone, so a rebuild would lose them, and for
-    /// rows only ever added (it reads the new parts only, where a rebuild
-    /// reads every row of the bucket); repeated (a crash before the pass
-    /// is recorded) it adds nothing twice.
+    /// buckets whose rows are gone, so a rebuild would lose them; repeated
+    /// (a crash before the pass is recorded) it adds nothing twice.
     pub fn merge_sql(
         &self,
         facts: &str,
