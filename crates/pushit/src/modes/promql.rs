@@ -66,6 +66,11 @@ pub(crate) struct Args {
     /// is not: e.g. `--hours 720`.
     #[arg(long, conflicts_with = "dashboard")]
     downsampled: bool,
+    /// With --downsampled: the downsampled database's levels,
+    /// comma-separated (ages past the data's keep its rows; `:last` levels
+    /// keep each bucket's last sample only).
+    #[arg(long, default_value = "3000d:5m,6000d:1h", requires = "downsampled")]
+    downsampled_levels: String,
     /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
     #[arg(long, default_value_t = 20, requires = "dashboard")]
     hosts: usize,
@@ -275,8 +280,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let downsample = |config: &mut chingest_server::config::ServerConfig| {
         if args.downsampled {
             config.downsampling.period_ms = 1_000;
-            // Rows kept: the load is counted in both databases.
-            let levels = vec!["3000d:5m".to_owned(), "6000d:1h".to_owned()];
+            let levels = args
+                .downsampled_levels
+                .split(',')
+                .map(|l| l.trim().to_owned())
+                .collect();
             config.downsampling.databases.insert(rolled.clone(), levels);
         }
     };
@@ -295,6 +303,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             load_chingest(ctx, endpoints, &rolled, data.requests(), &data).await?;
             ctx.progress("promql: waiting for two downsampling passes");
             wait_for_passes(endpoints, 2).await?;
+            // Both databases as merged as the engine makes them: the one
+            // loaded last has had less time.
+            settle(ctx, &ctx.connect()?)?;
             let rows = ask_all(ctx, args, "chingest-rows", endpoints, Some(&db), &queries).await?;
             let rolled = ask_all(ctx, args, "chingest", endpoints, Some(&rolled), &queries).await?;
             Ok(vec![("chingest", rolled), ("chingest-rows", rows)])
