@@ -351,14 +351,7 @@ fn points_written_again_under_the_last_policy_count_once() {
         ing.set_duplicate_policy(DOWNSAMPLED_LAST, None, chingest::DuplicatePolicy::Last)
             .await
             .unwrap();
-        let write = |body: String| {
-            let ing = ing.clone();
-            async move {
-                ing.write_lp(DOWNSAMPLED_LAST, "autogen", body.as_bytes(), &visible())
-                    .await
-                    .unwrap()
-            }
-        };
+        let write = |body: String| write_to(&ing, DOWNSAMPLED_LAST, body);
         write(body()).await;
         assert_rolled_up_in(&ing, DOWNSAMPLED_LAST, "the first pass").await;
         // Every fourth point of h1 again, `usage` only, new values.
@@ -397,17 +390,17 @@ async fn assert_rolled_up_in(ing: &Ingestor, db: &str, after: &str) {
     }
 }
 
+/// Writes line protocol into `db`, visible on return.
+async fn write_to(ing: &Ingestor, db: &str, body: String) {
+    ing.write_lp(db, "autogen", body.as_bytes(), &visible())
+        .await
+        .unwrap();
+}
+
 fn passes_keep_the_rollups_equal_to_the_rows() {
     run(async {
         let ing = ingestor().await;
-        let write = |body: String| {
-            let ing = ing.clone();
-            async move {
-                ing.write_lp(DOWNSAMPLED, "autogen", body.as_bytes(), &visible())
-                    .await
-                    .unwrap()
-            }
-        };
+        let write = |body: String| write_to(&ing, DOWNSAMPLED, body);
         write(body()).await;
         assert_rolled_up(&ing, "the first pass").await;
         // Late rows into built buckets, and a series that is new.
@@ -487,14 +480,7 @@ fn an_edit_before_the_first_pass_rebuilds_only_where_rows_are() {
 fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
     run(async {
         let ing = ingestor().await;
-        let write = |body: String| {
-            let ing = ing.clone();
-            async move {
-                ing.write_lp(DOWNSAMPLED, "autogen", body.as_bytes(), &visible())
-                    .await
-                    .unwrap()
-            }
-        };
+        let write = |body: String| write_to(&ing, DOWNSAMPLED, body);
         let now_ns = || {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -560,6 +560,8 @@ fn downsampling_disk_reports_each_table_once_the_rows_are_dropped() {
         "72",
         "--levels",
         "1d:5m",
+        "--levels",
+        "1d:5m:last",
     ];
     let rows = pushit(dir.path(), &args);
     let row = |side: &str, table: &str| {
@@ -568,21 +570,52 @@ fn downsampling_disk_reports_each_table_once_the_rows_are_dropped() {
             .unwrap_or_else(|| panic!("no {side} {table} in {rows:?}"))
     };
     let (whole, kept) = (
-        row("rows", "prometheus.autogen"),
-        row("downsampled", "prometheus.autogen"),
+        row("rows kept whole", "prometheus.autogen"),
+        row("1d:5m", "prometheus.autogen"),
     );
     let samples = whole["samples"].as_u64().unwrap();
     assert_eq!(whole["rows"].as_u64(), Some(samples), "{whole}");
     // At most the last two days' partitions are left.
     let left = kept["rows"].as_u64().unwrap();
     assert!(left > 0 && left <= samples * 2 / 3, "{kept}");
-    let rollup = row("downsampled", "_rollup.5m.prometheus.autogen");
+    let rollup = row("1d:5m", "_rollup.5m.prometheus.autogen");
     // 8 series, a bucket of each every 5 m over 72 h (and one more where
     // the last scrape falls on a bucket's edge).
     let buckets = rollup["rows"].as_u64().unwrap();
     assert!((8 * 864..=8 * 865).contains(&buckets), "{rollup}");
     let ratio = rollup["over_rows"].as_f64().unwrap();
     assert!(ratio > 0.0 && ratio < 1.0, "{rollup}");
+    // Keeping the last sample only: as many buckets, fewer bytes.
+    let last = row("1d:5m:last", "_rollup.5m_last.prometheus.autogen");
+    assert_eq!(last["rows"], rollup["rows"], "{last}");
+    assert!(last["bytes"].as_u64() < rollup["bytes"].as_u64(), "{last}");
+}
+
+#[test]
+fn downsampling_live_reports_each_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "downsampling-live",
+        "--hosts",
+        "50",
+        "--seconds",
+        "3",
+        "--rounds",
+        "1",
+        "--period-ms",
+        "500",
+    ];
+    let rows = pushit(dir.path(), &args);
+    let sides: Vec<&str> = rows
+        .iter()
+        .map(|r| r["downsampled"].as_str().unwrap())
+        .collect();
+    assert_eq!(sides, ["off", "on"], "{rows:?}");
+    for row in &rows {
+        assert!(row["rows"].as_u64().unwrap() >= 100, "{row}");
+        assert!(row["cpu_ms_per_k"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    assert!(rows[1]["passes"].as_u64().unwrap() >= 2, "{rows:?}");
 }
 
 #[test]
