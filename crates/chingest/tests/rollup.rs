@@ -514,5 +514,11 @@ fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
         assert_eq!(tsv(&ing, &held).await, "1\n");
         let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
         assert_eq!(view.unsettled, None);
+        // A row stamped an hour ahead (a clock ahead) is not waited for.
+        write(format!("live,host=a v=4 {}", t + 3600 * 1_000_000_000)).await;
+        ing.downsample().await.unwrap();
+        assert_eq!(tsv(&ing, &held).await, "2\n");
+        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        assert_eq!(view.unsettled, None);
     })
 }

@@ -737,14 +737,18 @@ impl Downsampler {
         // bucket ÷ period times. Until it closes readers read its rows,
         // then one pass builds it (a table known since this process
         // started: the first pass takes everything).
+        // (Rows stamped later than the newest bucket are not waited for:
+        // a clock ahead would defer the table for ever.)
         let open = floor_to(now_ns(), levels[0].interval);
+        let open_end = open.saturating_add(levels[0].interval.as_nanos() as i64);
         let known = self
             .unsettled
             .lock()
             .unwrap()
             .known
             .contains(&names.storage_table);
-        if known && edited.is_none() && inserted.is_some_and(|(from, _)| from >= open) {
+        let in_open = |(from, to): Span| from >= open && to <= open_end;
+        if known && edited.is_none() && inserted.is_some_and(in_open) {
             return Ok(Passed::Deferred);
         }
         let changed = inserted.is_some() || edited.is_some();
