@@ -629,6 +629,22 @@ impl Keeps {
         }
     }
 
+    /// Its name, as `SHOW DOWNSAMPLING` and a database's registry write
+    /// it: `aggregates`, `last`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Keeps::Aggregates => "aggregates",
+            Keeps::Last => "last",
+        }
+    }
+
+    /// The kind [`name`](Self::name) names.
+    pub fn named(name: &str) -> Option<Keeps> {
+        [Keeps::Aggregates, Keeps::Last]
+            .into_iter()
+            .find(|keeps| keeps.name() == name)
+    }
+
     /// Whether a level keeping this keeps what one keeping `other` does
     /// (so can be built from, or read in place of, it).
     pub fn provides(self, other: Keeps) -> bool {
@@ -792,6 +808,10 @@ mod downsampling_tests {
         assert_eq!(keeps, [Keeps::Aggregates, Keeps::Last, Keeps::Last]);
         let written: Vec<String> = policy.levels().iter().map(|l| l.to_seconds()).collect();
         assert_eq!(Downsampling::parse(&written).unwrap(), policy);
+        for keeps in [Keeps::Aggregates, Keeps::Last] {
+            assert_eq!(Keeps::named(keeps.name()), Some(keeps));
+        }
+        assert_eq!(Keeps::named(""), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use chingest::layout::rollup::interval_name;
-use chingest::{Keeps, PointFilter};
+use chingest::PointFilter;
 
 use crate::answer::{Series, Value};
 use crate::condition::{self, Dialect};
@@ -152,14 +152,10 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Admin) -> Result<Vec<Seri
                 .iter()
                 .flat_map(|levels| levels.levels())
                 .map(|level| {
-                    let keeps = match level.keeps {
-                        Keeps::Aggregates => "aggregates",
-                        Keeps::Last => "last",
-                    };
                     vec![
                         Value::String(interval_name(level.after)),
                         Value::String(interval_name(level.interval)),
-                        Value::String(keeps.to_owned()),
+                        Value::String(level.keeps.name().to_owned()),
                         Value::String(set_by.to_owned()),
                     ]
                 })

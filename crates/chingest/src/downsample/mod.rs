@@ -11,11 +11,11 @@
 //!    marked ([`Downsampler::mark`]);
 //! 2. rebuilds the finest level's buckets over that range from the rows
 //!    (deleting them first after an edit), then each coarser level's over
-//!    the same span from the finer level; or, where rows were only added
-//!    (the `append` policy, no mark), merges the new rows into each
-//!    level's buckets ([`Rollup::merge_sql`]), reading the new parts only;
+//!    the same span from the finer level (unless every new row falls in
+//!    the newest finest bucket and nothing is marked: that waits for the
+//!    bucket to close, so live rows are rolled up once);
 //! 3. records, in the database's `_downsampling` table, the last block seen
-//!    and no mark, after the changed buckets are durable;
+//!    and no mark, after the rebuilt buckets are durable;
 //! 4. removes what is past its age: moves the table's cuts ([`Cuts`], as
 //!    far as every level's age and the retention policy allow, durably
 //!    first), drops the fact table's parts wholly before its rows' cut and
@@ -26,8 +26,7 @@
 //! change them directly ([`Downsampler::mark`]).
 //!
 //! A crash anywhere repeats work, never skips it: a bucket is rebuilt
-//! whole or merged with the rows after its own last block, and the table
-//! keeps the newest build. Edits hold the pass lock
+//! whole and the table keeps the newest build. Edits hold the pass lock
 //! while they mark and edit, so a pass sees an edit's mark and its effect
 //! together.
 //!
@@ -242,10 +241,10 @@ impl RollupView {
         let mut upto = end.min(self.rows_from);
         for coarser in level..self.levels.len() {
             let from = start.max(self.kept_from[coarser]);
-            if from < upto && !self.levels[coarser].0.keeps.provides(reads) {
-                return None;
-            }
             if from < upto {
+                if !self.levels[coarser].0.keeps.provides(reads) {
+                    return None;
+                }
                 match rollups.iter_mut().find(|(l, _)| *l == coarser) {
                     Some((_, spans)) => spans.insert(0, (from, upto)),
                     None => rollups.push((coarser, vec![(from, upto)])),
@@ -1072,7 +1071,7 @@ impl Downsampler {
         let keeps: Vec<String> = state
             .levels
             .iter()
-            .map(|l| quote_literal(l.keeps.suffix().trim_start_matches(':')))
+            .map(|l| quote_literal(l.keeps.name()))
             .collect();
         engine
             .execute(format!(
@@ -1265,8 +1264,8 @@ fn state_table(names: &TableNames) -> String {
 
 /// Makes the registry of `names`' database, and gives one of an earlier
 /// version the later columns: the cuts, each table's levels (widths in
-/// seconds, and what each keeps: `''` every aggregate, `'last'`; missing:
-/// every aggregate), and in the row of table `''` the levels a statement
+/// seconds, and what each keeps, [`Keeps::name`]; missing: every
+/// aggregate), and in the row of table `''` the levels a statement
 /// set (`'<age>s:<interval>s[:last]'`s; [`OFF`]; none: the configuration
 /// file's).
 fn state_table_sql(names: &TableNames) -> Vec<String> {
@@ -1332,10 +1331,9 @@ async fn read_registry(
             };
             continue;
         }
-        let keeps = parse_array(&row[8], |text| match text.trim().trim_matches('\'') {
-            "" => Ok(Keeps::Aggregates),
-            "last" => Ok(Keeps::Last),
-            other => Err(bad(other)),
+        let keeps = parse_array(&row[8], |text| {
+            let name = text.trim().trim_matches('\'');
+            Keeps::named(name).ok_or_else(|| bad(name))
         })?;
         let widths = parse_array(&row[6], |text| {
             Ok(Duration::from_secs(number(text.trim())? as u64))
