@@ -986,12 +986,18 @@ impl ThinLevel {
 }
 
 impl Thinned {
-    /// What a level must keep to give it.
-    fn reads(self) -> Keeps {
+    /// The rollup column whose value stands for a bucket.
+    fn kept(self) -> Kept {
         match self {
-            Thinned::Last => Keeps::Last,
-            Thinned::Max | Thinned::Min => Keeps::Aggregates,
+            Thinned::Last => Kept::Last,
+            Thinned::Max => Kept::Max,
+            Thinned::Min => Kept::Min,
         }
+    }
+
+    /// What a level must keep to give it ([`thinned_sql`]'s columns).
+    fn reads(self) -> Keeps {
+        Kept::needs([self.kept(), Kept::Count, Kept::LastTime])
     }
 }
 
@@ -1056,14 +1062,7 @@ fn thinned_sql(
         level.thinned.reads(),
     )?;
     let field = &candidate.field;
-    let value = Rollup::column(
-        field,
-        match level.thinned {
-            Thinned::Last => Kept::Last,
-            Thinned::Max => Kept::Max,
-            Thinned::Min => Kept::Min,
-        },
-    );
+    let value = Rollup::column(field, level.thinned.kept());
     let (count, last_time) = (
         Rollup::column(field, Kept::Count),
         Rollup::column(field, Kept::LastTime),

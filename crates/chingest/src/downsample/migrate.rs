@@ -36,7 +36,8 @@ impl Migration {
         let widths: Vec<String> = old.iter().map(ToString::to_string).collect();
         format!(
             "its data before {} is kept only at widths ({}) none of the new levels can be built \
-             from: keep one of them, or add a level whose width is a multiple of one of theirs",
+             from: keep one of them, or add a level whose width is a multiple of one of theirs \
+             and that keeps no more than it does",
             date(self.uncovered.map_or(i64::MIN, |span| span.1)),
             widths.join(", ")
         )

@@ -76,6 +76,14 @@ impl Aggregate {
         }
     }
 
+    /// What a level must keep for a reader of `read` (the columns it reads).
+    pub fn needs(read: impl IntoIterator<Item = Aggregate>) -> Keeps {
+        match read.into_iter().all(|a| a.kept_by(Keeps::Last)) {
+            true => Keeps::Last,
+            false => Keeps::Aggregates,
+        }
+    }
+
     /// Whether a field of type `ty` keeps it: numbers keep all; strings
     /// and booleans their count, first and last; arrays nothing.
     pub fn applies_to(self, ty: FieldType) -> bool {
@@ -634,6 +642,10 @@ mod tests {
             rows.contains("`usage@last`") && !rows.contains("@first"),
             "{rows}"
         );
+        // What a reader needs follows from the columns it reads.
+        let needs = Aggregate::needs;
+        assert_eq!(needs([Aggregate::Count, Aggregate::LastTime]), Keeps::Last);
+        assert_eq!(needs([Aggregate::Last, Aggregate::Max]), Keeps::Aggregates);
     }
 
     #[test]

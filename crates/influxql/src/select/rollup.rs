@@ -32,36 +32,28 @@ impl Partial {
     /// The partials of `func` over `field`; `None` when the rollup keeps
     /// nothing that gives it exactly.
     fn new(func: Aggregate, field: &str, ty: FieldType) -> Option<Partial> {
-        let kept = |k: Kept| format!("f.{}", Rollup::column(field, k));
         let row = format!("f.{}", quote_ident(field));
         let number = Kept::Sum.applies_to(ty);
-        let columns = match func {
-            Aggregate::Count => vec![(kept(Kept::Count), format!("toUInt64({row} IS NOT NULL)"))],
-            Aggregate::Sum if number => vec![(kept(Kept::Sum), row)],
-            Aggregate::Min if number => vec![(kept(Kept::Min), row)],
-            Aggregate::Max if number => vec![(kept(Kept::Max), row)],
+        let kept = match func {
+            Aggregate::Count => vec![(Kept::Count, format!("toUInt64({row} IS NOT NULL)"))],
+            Aggregate::Sum if number => vec![(Kept::Sum, row)],
+            Aggregate::Min if number => vec![(Kept::Min, row)],
+            Aggregate::Max if number => vec![(Kept::Max, row)],
             Aggregate::Mean if number => vec![
-                (kept(Kept::Sum), row.clone()),
-                (kept(Kept::Count), format!("toUInt64({row} IS NOT NULL)")),
+                (Kept::Sum, row.clone()),
+                (Kept::Count, format!("toUInt64({row} IS NOT NULL)")),
             ],
-            Aggregate::First => vec![
-                (kept(Kept::First), row),
-                (kept(Kept::FirstTime), "f.time".to_owned()),
-            ],
-            Aggregate::Last => vec![
-                (kept(Kept::Last), row),
-                (kept(Kept::LastTime), "f.time".to_owned()),
-            ],
+            Aggregate::First => vec![(Kept::First, row), (Kept::FirstTime, "f.time".to_owned())],
+            Aggregate::Last => vec![(Kept::Last, row), (Kept::LastTime, "f.time".to_owned())],
             _ => return None,
-        };
-        let reads = match func {
-            Aggregate::Count | Aggregate::Last => Keeps::Last,
-            _ => Keeps::Aggregates,
         };
         Some(Partial {
             func,
-            columns,
-            reads,
+            reads: Kept::needs(kept.iter().map(|(k, _)| *k)),
+            columns: kept
+                .into_iter()
+                .map(|(k, row)| (format!("f.{}", Rollup::column(field, k)), row))
+                .collect(),
         })
     }
 
