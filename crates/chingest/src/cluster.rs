@@ -353,20 +353,28 @@ impl Cluster {
     /// Runs `sql`, a statement of the `kind`, on every shard, in order:
     /// on each replica or on the first that answers, as `kind` says.
     pub(crate) async fn execute_everywhere(&self, sql: &str, kind: StatementKind) -> Result<()> {
+        for shard in 0..self.shards.len() {
+            self.execute_on(shard, sql, kind).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `sql`, a statement of the `kind`, on shard `shard`: on each
+    /// replica or on the first that answers, as `kind` says.
+    pub(crate) async fn execute_on(&self, shard: usize, sql: &str, kind: StatementKind) -> Result<()> {
         let every_replica = match kind {
             StatementKind::Create => true,
             StatementKind::Change => self.keeper_path.is_none(),
         };
         let body = bytes::Bytes::from(sql.to_owned());
-        for (shard, replicas) in self.shards.iter().enumerate() {
-            if every_replica {
-                for replica in replicas {
-                    self.post_to(shard, std::slice::from_ref(replica), None, body.clone())
-                        .await?;
-                }
-            } else {
-                self.post_to(shard, replicas, None, body.clone()).await?;
+        let replicas = &self.shards[shard];
+        if every_replica {
+            for replica in replicas {
+                self.post_to(shard, std::slice::from_ref(replica), None, body.clone())
+                    .await?;
             }
+        } else {
+            self.post_to(shard, replicas, None, body).await?;
         }
         Ok(())
     }

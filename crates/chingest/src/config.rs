@@ -425,11 +425,21 @@ impl IngestConfig {
             return fail("wal.checkpoint_interval must be positive");
         }
         if !self.downsampling.databases.is_empty() {
-            if matches!(self.storage, StorageMode::ClickHouse(_)) {
-                return fail("downsampling is not available in the clickhouse storage mode");
-            }
             if self.downsampling.period.is_zero() {
                 return fail("downsampling.period must be positive");
+            }
+            if let StorageMode::ClickHouse(cluster) = &self.storage {
+                // A pass finds new rows by block number: a replicated
+                // table's blocks may become visible out of their order.
+                if cluster.keeper_path.is_some() {
+                    return fail(
+                        "downsampling is not available over replicated shards (storage.keeper_path)",
+                    );
+                }
+                // Every node learns a moved cut before rows go.
+                if self.downsampling.removal_delay < self.downsampling.period.saturating_mul(3) {
+                    return fail("downsampling.removal_delay must be at least 3 periods");
+                }
             }
             // A pass finds new rows by block number, which assumes one
             // table's inserts commit in the order they were numbered.
@@ -571,8 +581,14 @@ mod tests {
 pub struct DownsamplingConfig {
     /// Each downsampled database's levels.
     pub databases: std::collections::BTreeMap<String, Downsampling>,
-    /// How often the rollups catch up with what was written and edited.
+    /// How often the rollups catch up with what was written and edited
+    /// (and, in the `clickhouse` storage mode, how often each node learns
+    /// the shards' rollups).
     pub period: Duration,
+    /// In the `clickhouse` storage mode: how long after a cut moves the
+    /// rows (or buckets) before it are removed, so that every node has
+    /// learnt it; at least 3 periods.
+    pub removal_delay: Duration,
 }
 
 impl Default for DownsamplingConfig {
@@ -580,6 +596,7 @@ impl Default for DownsamplingConfig {
         DownsamplingConfig {
             databases: std::collections::BTreeMap::new(),
             period: Duration::from_secs(10),
+            removal_delay: Duration::from_secs(600),
         }
     }
 }

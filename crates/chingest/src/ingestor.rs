@@ -61,7 +61,7 @@ struct Shared {
     learner: Mutex<Option<JoinHandle<()>>>,
     /// The rollups of downsampled databases, when any is; its background
     /// task, aborted on close.
-    downsampler: Option<Arc<Downsampler>>,
+    downsampler: Arc<Downsampler>,
     downsampling: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -89,11 +89,7 @@ impl RebuildSource for Shared {
     }
 
     fn gone_rows(&self, table: &Table, fields: &[(String, FieldType)]) -> Vec<String> {
-        let Some(view) = self
-            .downsampler
-            .as_ref()
-            .and_then(|d| d.view(&table.schema().names))
-        else {
+        let Some(view) = self.downsampler.view(&table.schema().names) else {
             return Vec::new();
         };
         [Aggregate::First, Aggregate::Last]
@@ -205,23 +201,24 @@ impl Ingestor {
             None => Box::new(EmbeddedSink::new(Arc::clone(&engine))),
             Some(cluster) => Box::new(ClusterSink::new(Arc::clone(cluster))),
         };
-        // In the embedded mode only: statements may downsample any database.
-        let downsampler = cluster.is_none().then(|| {
-            Arc::new(Downsampler::new(
-                &engine,
-                &catalog,
-                &last_values,
-                config_downsampling.databases.clone(),
-            ))
-        });
-        let on_insert = downsampler.as_ref().map(|downsampler| {
-            let downsampler = Arc::downgrade(downsampler);
-            InsertObserver(Arc::new(move |database: &str, table: &str, span| {
-                if let Some(downsampler) = downsampler.upgrade() {
-                    downsampler.inserting(database, table, span);
-                }
-            }))
-        });
+        // Statements may downsample any database (in the embedded mode),
+        // and in the cluster mode readers learn any shard's rollups.
+        let downsampler = Arc::new(Downsampler::new(
+            &engine,
+            &catalog,
+            &last_values,
+            &config_downsampling,
+        ));
+        let on_insert = {
+            let downsampler = Arc::downgrade(&downsampler);
+            Some(InsertObserver(Arc::new(
+                move |database: &str, table: &str, span| {
+                    if let Some(downsampler) = downsampler.upgrade() {
+                        downsampler.inserting(database, table, span);
+                    }
+                },
+            )))
+        };
         let flush = FlushContext::new(
             Arc::clone(&engine),
             sink,
@@ -244,7 +241,7 @@ impl Ingestor {
                 writer: Arc::clone(&writer),
                 reader,
                 learner: Mutex::default(),
-                downsampler,
+                downsampler: Arc::clone(&downsampler),
                 downsampling: Mutex::default(),
             }),
         };
@@ -255,14 +252,16 @@ impl Ingestor {
             return Err(err);
         }
         // Readers and rebuilds must know where rows are gone.
-        if let Some(downsampler) = &ingestor.shared.downsampler {
-            if let Err(err) = downsampler.load().await {
-                let _ = ingestor.close().await;
-                return Err(err);
-            }
-            for db in catalog.databases() {
-                catalog.set_downsampled(&db.name, downsampler.policy(&db.name).is_some());
-            }
+        let loaded = match cluster {
+            None => downsampler.load().await,
+            Some(_) => downsampler.learn().await,
+        };
+        if let Err(err) = loaded {
+            let _ = ingestor.close().await;
+            return Err(err);
+        }
+        for db in catalog.databases() {
+            catalog.set_downsampled(&db.name, downsampler.policy(&db.name).is_some());
         }
         // Rebuilt in the background: until then its tables answer `None`.
         let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
@@ -274,13 +273,8 @@ impl Ingestor {
             rebuilds,
         ));
         writer.start_checkpointer();
-        if let Some(downsampler) = &ingestor.shared.downsampler {
-            let task = runtime.spawn(downsample::run(
-                Arc::clone(downsampler),
-                config_downsampling.period,
-            ));
-            *ingestor.shared.downsampling.lock().unwrap() = Some(task);
-        }
+        let task = runtime.spawn(downsample::run(downsampler, config_downsampling.period));
+        *ingestor.shared.downsampling.lock().unwrap() = Some(task);
         if let (StorageMode::ClickHouse(config), Some(cluster), Some(parts)) =
             (&ingestor.shared.config.storage, cluster, series_parts)
         {
@@ -629,8 +623,9 @@ impl Ingestor {
     /// downsampled, or no pass has finished over the table since the
     /// ingestor opened (then every row is to be read).
     pub fn rollups(&self, db: &str, rp: &str, measurement: &str) -> Option<RollupView> {
-        let downsampler = self.shared.downsampler.as_ref()?;
-        downsampler.view(&TableNames::new(db, rp, measurement))
+        self.shared
+            .downsampler
+            .view(&TableNames::new(db, rp, measurement))
     }
 
     /// The newest value of each field of the series of `measurement` in
@@ -807,9 +802,14 @@ impl Ingestor {
         filter: &PointFilter,
         edit: RollupEdit<'_>,
     ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>> {
-        let Some(downsampler) = &self.shared.downsampler else {
-            return Ok(None);
-        };
+        let downsampler = &self.shared.downsampler;
+        if self.shared.engine.cluster.is_some() && downsampler.is_downsampled_anywhere(db) {
+            return Err(Error::Conflict(format!(
+                "database {db:?} is downsampled: deleting or changing its points is not \
+                 supported in the clickhouse storage mode (its rollups on the shards would \
+                 keep them)"
+            )));
+        }
         if downsampler.policy(db).is_none() {
             return Ok(None);
         }
@@ -838,11 +838,14 @@ impl Ingestor {
     /// `clickhouse` storage mode and with `flush.concurrency` above 1.
     pub async fn set_downsampling(&self, db: &str, setting: DownsamplingSetting) -> Result<()> {
         let shared = self.shared.open()?;
-        let Some(downsampler) = &shared.downsampler else {
+        if shared.engine.cluster.is_some() {
             return Err(Error::Config(
-                "downsampling is not available in the clickhouse storage mode".to_owned(),
+                "SET DOWNSAMPLING is not available in the clickhouse storage mode: give every \
+                 node the levels in its configuration file ([downsampling.databases])"
+                    .to_owned(),
             ));
-        };
+        }
+        let downsampler = &shared.downsampler;
         // As the configuration's check says: passes find new rows by block.
         if matches!(setting, DownsamplingSetting::Levels(_)) && shared.config.flush.concurrency != 1
         {
@@ -860,20 +863,15 @@ impl Ingestor {
     /// statement set that ([`set_downsampling`](Self::set_downsampling);
     /// else the configuration file did).
     pub fn downsampling(&self, db: &str) -> (Option<Downsampling>, bool) {
-        match &self.shared.downsampler {
-            Some(downsampler) => (downsampler.policy(db), downsampler.is_set(db)),
-            None => (None, false),
-        }
+        let downsampler = &self.shared.downsampler;
+        (downsampler.policy(db), downsampler.is_set(db))
     }
 
     /// Brings the rollups of every downsampled database up to date now: the
     /// pass the background task makes every
     /// [`DownsamplingConfig::period`](crate::DownsamplingConfig::period).
     pub async fn downsample(&self) -> Result<()> {
-        match &self.shared.open()?.downsampler {
-            Some(downsampler) => downsampler.pass().await,
-            None => Ok(()),
-        }
+        self.shared.open()?.downsampler.pass().await.map(|_| ())
     }
 
     /// Drops the series `filter` matches (InfluxQL's `DROP SERIES`, and

@@ -77,6 +77,9 @@ pub struct ServerConfig {
 pub struct DownsamplingSection {
     /// How often the rollups catch up with writes and edits, in ms.
     pub period_ms: u64,
+    /// In the cluster mode, how long after a cut moves what is before it
+    /// is removed, in ms (every node learns it meanwhile).
+    pub removal_delay_ms: u64,
     /// Each downsampled database's levels: `telegraf = ["30d:5m", "180d:1h"]`.
     pub databases: std::collections::BTreeMap<String, Vec<String>>,
 }
@@ -85,6 +88,7 @@ impl Default for DownsamplingSection {
     fn default() -> Self {
         DownsamplingSection {
             period_ms: 10_000,
+            removal_delay_ms: 600_000,
             databases: std::collections::BTreeMap::new(),
         }
     }
@@ -588,6 +592,7 @@ impl ServerConfig {
                     })
                     .collect(),
                 period: Duration::from_millis(self.downsampling.period_ms),
+                removal_delay: Duration::from_millis(self.downsampling.removal_delay_ms),
             },
         }
     }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use arrow::array::UInt64Array;
 use arrow::record_batch::RecordBatch;
 
+use support::aged::{same, Aged};
 use support::clickhouse::{free_port, post, ClickHouseNode, ZooKeeper};
 
 /// A test: its name and its body.
@@ -28,7 +29,7 @@ type Test = (
 /// Runs the tests whose names contain the first free argument (all
 /// without one), in order.
 fn main() {
-    let tests: [Test; 5] = [
+    let tests: [Test; 6] = [
         (
             "a_token_stores_an_arrow_insert_once_across_a_restart",
             || Box::pin(a_token_stores_an_arrow_insert_once_across_a_restart()),
@@ -46,6 +47,10 @@ fn main() {
         ("a_node_learns_what_another_creates", || {
             Box::pin(a_node_learns_what_another_creates())
         }),
+        (
+            "downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups",
+            || Box::pin(downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups()),
+        ),
     ];
     let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -935,4 +940,192 @@ async fn a_node_learns_what_another_creates() {
         node2.sql("SELECT count(idle) FROM metrics.cpu").await,
         "1\n"
     );
+}
+
+/// Downsampling on the shards (docs/downsampling.md, "In the cluster
+/// mode"): two nodes over two shards, both configured to downsample
+/// `down` (`1d:5m`, `2d:1h`), the same three days of points written into
+/// it and into the plain `plain`. Each shard gets the rollups of its own
+/// series, one node makes every pass (the lease), the rows past a day go
+/// from both shards, and both nodes answer InfluxQL and PromQL over the
+/// days in `down` as in `plain`. Edits and `SET DOWNSAMPLING` are refused.
+/// The node making passes is killed: the other takes the lease over, and
+/// the rows of a measurement written after go too.
+async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard0 = ClickHouseNode::start_new(&dir.path().join("shard0")).await;
+    let shard1 = ClickHouseNode::start_new(&dir.path().join("shard1")).await;
+    let shards = [&shard0, &shard1];
+    let config = dir.path().join("chingest.toml");
+    std::fs::write(
+        &config,
+        "[downsampling]\nperiod_ms = 200\nremoval_delay_ms = 3000\n\
+         [downsampling.databases]\ndown = [\"1d:5m\", \"2d:1h\"]\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let args = ["--config", config.as_str(), "--clickhouse-refresh-ms", "500"];
+    let mut nodes = vec![
+        Chingest::start_with(&dir.path().join("node1"), &shards, &args).await,
+        Chingest::start_with(&dir.path().join("node2"), &shards, &args).await,
+    ];
+    let aged = Aged::now();
+    // Its hosts, and four more, for series on both shards.
+    let body = |measurement: &str| {
+        let body = aged.body().replace("cpu,", &format!("{measurement},"));
+        let more = body.replace("host=h0", "host=h2").replace("host=h1", "host=h3");
+        let most = body.replace("host=h0", "host=h4").replace("host=h1", "host=h5");
+        [body, more, most].join("\n")
+    };
+    for db in ["down", "plain"] {
+        let (status, text) = nodes[0].write(db, body("cpu")).await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    }
+    let before_cut = |db: &str, measurement: &str| {
+        format!(
+            "SELECT count() FROM {db}.`{measurement}.autogen` WHERE time < toDateTime({})",
+            aged.rows_from
+        )
+    };
+    for shard in shards {
+        let rows = shard.query(&before_cut("plain", "cpu")).await.unwrap();
+        assert_ne!(rows.trim(), "0", "every shard holds rows before the cut");
+    }
+    until_gone_from(&shards, &before_cut("down", "cpu")).await;
+    for (i, shard) in shards.iter().enumerate() {
+        let rollups = shard
+            .query(
+                "SELECT count() FROM system.tables WHERE database = 'down' \
+                 AND startsWith(name, '_rollup.')",
+            )
+            .await
+            .unwrap();
+        assert_eq!(rollups.trim(), "2", "each shard keeps both levels");
+        // Each bucket on its series' shard (`series_id` mod 2).
+        let buckets = shard
+            .query(&format!(
+                "SELECT count(), countIf(series_id % 2 != {i}) FROM down.`_rollup.1h.cpu.autogen`"
+            ))
+            .await
+            .unwrap();
+        let [held, misplaced] = numbers(&buckets);
+        assert!(held > 0 && misplaced == 0, "shard {i}: {buckets}");
+    }
+    for node in &nodes {
+        for query in aged.statements() {
+            let (down, plain) = (
+                node.influxql("down", &query).await,
+                node.influxql("plain", &query).await,
+            );
+            assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
+        }
+        for query in ["rate(cpu_requests[2h])", "max_over_time(cpu_usage[1h])"] {
+            let (down, plain) = (
+                range_over(node, &aged, "down", query).await,
+                range_over(node, &aged, "plain", query).await,
+            );
+            assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
+        }
+    }
+    // One node made the passes.
+    let mut passes = Vec::new();
+    for node in &nodes {
+        let (_, text) = node.get("/metrics").await;
+        passes.push(support::metric(&text, "chingest_downsampling_passes_total"));
+        assert_eq!(
+            support::metric(&text, "chingest_downsampling_errors_total"),
+            0.0,
+            "{text}"
+        );
+    }
+    assert!(
+        passes.iter().filter(|p| **p > 0.0).count() == 1,
+        "passes per node: {passes:?}"
+    );
+    // What would change rollups on the shards is refused, saying why.
+    let r = client()
+        .post(format!("{}/query?db=down", nodes[1].url))
+        .form(&[("q", "DELETE FROM cpu WHERE host = 'h1'")])
+        .send()
+        .await
+        .unwrap();
+    let (status, text) = (r.status(), r.text().await.unwrap());
+    assert_eq!(status, reqwest::StatusCode::CONFLICT, "{text}");
+    assert!(text.contains("clickhouse storage mode"), "{text}");
+    let r = client()
+        .post(format!("{}/query?db=down", nodes[1].url))
+        .form(&[("q", "SET DOWNSAMPLING '30d:5m'")])
+        .send()
+        .await
+        .unwrap();
+    let (status, text) = (r.status(), r.text().await.unwrap());
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
+    // The node making passes dies: the other takes over.
+    let runner = passes.iter().position(|p| *p > 0.0).unwrap();
+    drop(nodes.remove(runner));
+    let survivor = &nodes[0];
+    for db in ["down", "plain"] {
+        let (status, text) = survivor.write(db, body("mem")).await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    }
+    until_gone_from(&shards, &before_cut("down", "mem")).await;
+    let (_, text) = survivor.get("/metrics").await;
+    assert!(support::metric(&text, "chingest_downsampling_passes_total") > 0.0);
+    for query in aged.statements() {
+        let query = query.replace("FROM cpu", "FROM mem");
+        let (down, plain) = (
+            survivor.influxql("down", &query).await,
+            survivor.influxql("plain", &query).await,
+        );
+        assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
+    }
+}
+
+/// Waits until `count` (a count of rows) answers 0 on every shard.
+async fn until_gone_from(shards: &[&ClickHouseNode], count: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let mut left = 0;
+        for shard in shards {
+            left += shard.query(count).await.unwrap().trim().parse::<u64>().unwrap();
+        }
+        if left == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{left} rows stay: {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// PromQL `query` in `db` over `aged`'s days at 1 h steps, through
+/// `node`: its series sorted, values as numbers.
+async fn range_over(node: &Chingest, aged: &Aged, db: &str, query: &str) -> serde_json::Value {
+    let r = client()
+        .get(format!("{}/api/v1/query_range", node.url))
+        .query(&[
+            ("db", db),
+            ("query", query),
+            ("start", &(aged.day0 + 7200).to_string()),
+            ("end", &aged.end.to_string()),
+            ("step", "3600"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let answer: serde_json::Value = r.json().await.unwrap();
+    let mut series = answer["data"]["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{query}: {answer}"))
+        .clone();
+    series.sort_by_key(|s| s["metric"].to_string());
+    for s in &mut series {
+        for point in s["values"].as_array_mut().unwrap() {
+            let value: f64 = point[1].as_str().unwrap().parse().unwrap();
+            point[1] = serde_json::json!(value);
+        }
+    }
+    serde_json::Value::Array(series)
 }

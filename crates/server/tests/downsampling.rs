@@ -8,6 +8,8 @@
 //! rollups; and levels that cannot work are refused at startup, saying
 //! why.
 
+#[path = "support/aged.rs"]
+mod aged;
 #[path = "support/child.rs"]
 mod child;
 
@@ -15,6 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use aged::{same, Aged};
 use child::{client, sql, start_with, wait_ready, Server};
 
 const DB: &str = "down";
@@ -231,25 +234,6 @@ async fn influxql(server: &Server, db: &str, query: &str) -> serde_json::Value {
     .await;
     assert!(status.is_success(), "{query}: {status} {text}");
     serde_json::from_str(&text).unwrap()
-}
-
-/// Whether two answers are equal, numbers within a relative 1e-9 (a mean
-/// is a sum over a count in both, added up in another order).
-fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    use serde_json::Value as J;
-    match (a, b) {
-        (J::Number(x), J::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0)
-        }
-        (J::Array(x), J::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
-        }
-        (J::Object(x), J::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-        }
-        (x, y) => x == y,
-    }
 }
 
 /// Statements that read rollups (a `GROUP BY time` of whole 5 m or 1 h
@@ -618,87 +602,6 @@ fn start_aged(dir: &Path) -> Server {
         &dir.join("data"),
         &["--config".as_ref(), config.as_os_str()],
     )
-}
-
-/// The times (s) [`rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups`]
-/// works with: 00:00 three days ago (its points start there), the end of
-/// the last whole hour, and the cuts (where the rows start, where the 5 m
-/// buckets start).
-struct Aged {
-    day0: i64,
-    end: i64,
-    rows_from: i64,
-    fine_from: i64,
-}
-
-impl Aged {
-    fn now() -> Aged {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64;
-        let today = now / 86_400 * 86_400;
-        Aged {
-            day0: today - 3 * 86_400,
-            end: now / 3600 * 3600,
-            rows_from: (now - 86_400) / 86_400 * 86_400,
-            fine_from: (now - 2 * 86_400) / 86_400 * 86_400,
-        }
-    }
-
-    /// A gauge and a steady counter for two hosts, a point a minute 7 s past
-    /// it (never on a bucket's edge), from `day0` to now; and a host seen
-    /// only on the first day, for an hour.
-    fn body(&self) -> String {
-        let mut lines = Vec::new();
-        let now = self.end + 3600;
-        for host in 0..2 {
-            for (i, t) in (self.day0 + 7..now).step_by(60).enumerate() {
-                let i = i as i64;
-                lines.push(format!(
-                    "cpu,host=h{host} usage={}.5,requests={}i {}",
-                    (i * 31 + host * 17) % 97,
-                    i * 60 + host,
-                    t * 1_000_000_000
-                ));
-            }
-        }
-        for i in 0..60 {
-            let t = self.day0 + 10 * 3600 + 7 + i * 60;
-            lines.push(format!("cpu,host=h9 usage={i}.5 {}", t * 1_000_000_000));
-        }
-        lines.join("\n")
-    }
-
-    /// InfluxQL statements over whole hours, across the cuts: exact from
-    /// rollups where the rows are gone (a bucket counts by its start).
-    fn statements(&self) -> Vec<String> {
-        let (day0, end, fine) = (
-            self.day0 * 1_000_000_000,
-            self.end * 1_000_000_000,
-            self.fine_from,
-        );
-        vec![
-            format!(
-                "SELECT mean(usage), max(usage), min(usage), count(usage), sum(usage), first(usage), \
-                 last(usage) FROM cpu WHERE time >= {day0} AND time < {end} GROUP BY time(1h)"
-            ),
-            format!(
-                "SELECT mean(usage), count(requests), last(requests) FROM cpu WHERE time >= {day0} \
-                 AND time < {end} GROUP BY time(1h), host"
-            ),
-            format!(
-                "SELECT max(usage), sum(requests) FROM cpu WHERE time >= {day0} AND time < {end} \
-                 GROUP BY time(6h), host"
-            ),
-            format!(
-                "SELECT mean(usage), count(usage) FROM cpu WHERE time >= {} AND time < {end} \
-                 GROUP BY time(5m)",
-                fine * 1_000_000_000
-            ),
-            "SELECT last(usage) FROM cpu WHERE host = 'h9'".to_owned(),
-        ]
-    }
 }
 
 /// Every statement of `aged` answers the same in both databases.

@@ -44,8 +44,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::config::{Downsampling, Keeps};
-use crate::engine::{query_rows, Engine};
+use crate::config::{Downsampling, DownsamplingConfig, Keeps};
+use crate::engine::{query_rows, Engine, StatementKind};
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
@@ -54,8 +54,10 @@ use crate::layout::rollup::{
 };
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
+use cluster::{Lease, Store};
 use migrate::{plan_migration, Migration};
 
+mod cluster;
 mod migrate;
 
 /// How `SET DOWNSAMPLING` sets a database's levels
@@ -76,6 +78,8 @@ pub(crate) const STATE_TABLE: &str = "_downsampling";
 
 /// No mark.
 const CLEAN: i64 = i64::MAX;
+/// A lease on passes in the cluster mode lasts this many periods.
+const LEASE_PERIODS: u32 = 15;
 /// The most of the finest level's time one statement rebuilds.
 const CHUNK_NS: i64 = 86_400 * 1_000_000_000;
 
@@ -110,6 +114,23 @@ pub(crate) struct Downsampler {
     /// Fact tables (by storage table) whose next pass drops the rollups
     /// of levels they no longer have.
     retiring: Mutex<std::collections::HashSet<String>>,
+    /// The cuts before which each fact table's rows and buckets were
+    /// removed by this process, by [`Store::key`].
+    removed: Mutex<HashMap<String, Cuts>>,
+    /// In the `clickhouse` storage mode: the lease on passes, and what
+    /// readers take from each table's rollups, learnt from every shard
+    /// ([`learn`](Self::learn)), by storage table.
+    cluster: Option<ClusterDownsampling>,
+}
+
+/// What the downsampler keeps in the `clickhouse` storage mode.
+#[derive(Debug)]
+struct ClusterDownsampling {
+    lease: Lease,
+    /// How long after a cut is recorded the rows and buckets before it
+    /// are removed: every node learns it meanwhile.
+    removal_delay: Duration,
+    learnt: Mutex<HashMap<String, (Kept, Vec<(String, FieldType)>)>>,
 }
 
 /// The resolutions a fact table's data is kept at: its levels (finest
@@ -315,6 +336,30 @@ impl RollupView {
     }
 }
 
+/// What a reader may take from the rollups of the fact table `names`,
+/// kept at `levels` from `cuts`, with columns for `fields`.
+fn view_of(
+    names: &TableNames,
+    Kept { levels, cuts }: Kept,
+    fields: Vec<(String, FieldType)>,
+    unsettled: Option<Span>,
+) -> RollupView {
+    RollupView {
+        rows_from: cuts.rows_from(),
+        kept_from: (0..levels.len()).map(|i| cuts.kept_from(i)).collect(),
+        // Their names only: no field's columns are needed here.
+        levels: rollups(names, &[], &levels)
+            .into_iter()
+            .map(|rollup| (rollup.resolution(), rollup.table))
+            .collect(),
+        fields: fields
+            .into_iter()
+            .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
+            .collect(),
+        unsettled,
+    }
+}
+
 /// `spans` (sorted) with touching ones joined.
 fn merge_adjacent(spans: Vec<Span>) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
@@ -393,6 +438,8 @@ struct State {
     /// database's).
     levels: Vec<Resolution>,
     cuts: Cuts,
+    /// When the cuts were last moved (ns; 0: never).
+    cuts_at: i64,
 }
 
 impl State {
@@ -413,6 +460,7 @@ impl Default for State {
             dirty_to: i64::MIN,
             levels: Vec::new(),
             cuts: Cuts::default(),
+            cuts_at: 0,
         }
     }
 }
@@ -438,13 +486,18 @@ impl Downsampler {
         engine: &Arc<Engine>,
         catalog: &Arc<Catalog>,
         last_values: &Arc<LastValues>,
-        configured: BTreeMap<String, Downsampling>,
+        config: &DownsamplingConfig,
     ) -> Downsampler {
+        let cluster = engine.cluster.as_ref().map(|_| ClusterDownsampling {
+            lease: Lease::new(config.period.saturating_mul(LEASE_PERIODS)),
+            removal_delay: config.removal_delay,
+            learnt: Mutex::default(),
+        });
         Downsampler {
             engine: Arc::downgrade(engine),
             catalog: Arc::downgrade(catalog),
             last_values: Arc::downgrade(last_values),
-            configured,
+            configured: config.databases.clone(),
             set: RwLock::default(),
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
@@ -452,6 +505,8 @@ impl Downsampler {
             unsettled: Mutex::default(),
             kept: Mutex::default(),
             retiring: Mutex::default(),
+            removed: Mutex::default(),
+            cluster,
         }
     }
 
@@ -471,6 +526,17 @@ impl Downsampler {
             Some(set) => set.is_some(),
             None => self.configured.contains_key(database),
         }
+    }
+
+    /// Whether this node downsamples `database`, or, in the cluster mode,
+    /// another node did (its rollups were learnt).
+    pub(crate) fn is_downsampled_anywhere(&self, database: &str) -> bool {
+        let prefix = format!("{}.", TableNames::new(database, "", "").database);
+        self.is_downsampled(database)
+            || self.cluster.as_ref().is_some_and(|cluster| {
+                let learnt = cluster.learnt.lock().unwrap();
+                learnt.keys().any(|table| table.starts_with(&prefix))
+            })
     }
 
     /// Whether a statement set the levels of `database`.
@@ -507,6 +573,12 @@ impl Downsampler {
     /// `None` when its database is not downsampled or its rollups were
     /// not made (or found) since the process started.
     pub(crate) fn view(&self, names: &TableNames) -> Option<RollupView> {
+        if let Some(cluster) = &self.cluster {
+            // Other nodes' writes are unseen here: rows are read wherever
+            // they are kept.
+            let (kept, fields) = cluster.learnt.lock().unwrap().get(&names.storage_table)?.clone();
+            return Some(view_of(names, kept, fields, Some((i64::MIN, i64::MAX))));
+        }
         if !self.is_downsampled(&names.database_name) {
             return None;
         }
@@ -526,7 +598,7 @@ impl Downsampler {
             }
         };
         let kept = self.kept.lock().unwrap().get(table).cloned();
-        let Kept { levels, cuts } = match kept {
+        let kept = match kept {
             Some(kept) => kept,
             None => Kept {
                 levels: resolutions(&self.policy(&names.database_name)?),
@@ -534,20 +606,7 @@ impl Downsampler {
             },
         };
         let fields = self.made.lock().unwrap().get(table)?.clone();
-        Some(RollupView {
-            rows_from: cuts.rows_from(),
-            kept_from: (0..levels.len()).map(|i| cuts.kept_from(i)).collect(),
-            // Their names only: no field's columns are needed here.
-            levels: rollups(names, &[], &levels)
-                .into_iter()
-                .map(|rollup| (rollup.resolution(), rollup.table))
-                .collect(),
-            fields: fields
-                .into_iter()
-                .filter(|(_, ty)| Aggregate::Count.applies_to(*ty))
-                .collect(),
-            unsettled,
-        })
+        Some(view_of(names, kept, fields, unsettled))
     }
 
     /// The levels the rollups of the fact table `names` hold, as far as
@@ -608,12 +667,12 @@ impl Downsampler {
             let levels = self.levels_of(&names, &policy);
             self.make_tables(&engine, &names, &rollups(&names, fields, &levels), fields)
                 .await?;
-            let mut state = self.state(&engine, &names).await?;
+            let mut state = self.state(Store::Here(&engine), &names).await?;
             state.dirty_from = state.dirty_from.min(from_ns);
             state.dirty_to = state.dirty_to.max(to_ns);
             // Readers read rows over the span before the edit changes them.
             self.inserting(database, &names.storage_table, (from_ns, to_ns));
-            self.save(&engine, &names, &state).await?;
+            self.save(Store::Here(&engine), &names, &state).await?;
             let kept = self.made.lock().unwrap().get(&names.storage_table).cloned();
             let (Some(kept), Some(before)) = (kept, state.cuts.rows_from) else {
                 continue;
@@ -642,11 +701,15 @@ impl Downsampler {
         }
     }
 
-    /// One pass over every downsampled database.
-    pub(crate) async fn pass(&self) -> Result<()> {
+    /// One pass over every downsampled database; in the `clickhouse`
+    /// storage mode over each shard, and only over the databases whose
+    /// [`Lease`] this node holds. Whether it passed over any table.
+    pub(crate) async fn pass(&self) -> Result<bool> {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
-            return Ok(());
+            return Ok(false);
         };
+        // (In the embedded mode a pass is made even with no table.)
+        let mut passed_any = engine.cluster.is_none();
         for (name, _) in self.policies() {
             let Some(database) = catalog.database(&name) else {
                 continue;
@@ -662,6 +725,14 @@ impl Downsampler {
                 let Some(policy) = self.policy(&name) else {
                     break;
                 };
+                // Asked before each table: a pass that outlives its term
+                // stops at the next table.
+                if let (Some(cluster), Some(shards)) = (&self.cluster, &engine.cluster) {
+                    if !cluster.lease.holds(shards, &names).await? {
+                        break;
+                    }
+                }
+                passed_any = true;
                 // Taken before the pass looks for new rows: an insert it
                 // does not find reports again, after, into `pending`.
                 // (Under the pass lock, no other pass holds this table's.)
@@ -672,9 +743,30 @@ impl Downsampler {
                     }
                 }
                 let retention_s = database.retention_seconds(&rp);
-                let passed = self
-                    .pass_table(&engine, &names, &fields, &policy, retention_s)
-                    .await;
+                let passed = match &engine.cluster {
+                    None => {
+                        let store = Store::Here(&engine);
+                        self.pass_table(&engine, store, &names, &fields, &policy, retention_s)
+                            .await
+                    }
+                    Some(shards) => {
+                        let mut passed = Ok(Passed::Done);
+                        for shard in 0..shards.shards() {
+                            let store = Store::Shard(&engine, shards, shard);
+                            match self
+                                .pass_table(&engine, store, &names, &fields, &policy, retention_s)
+                                .await
+                            {
+                                Ok(Passed::Done) => {}
+                                other => passed = other,
+                            }
+                            if passed.is_err() {
+                                break;
+                            }
+                        }
+                        passed
+                    }
+                };
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
                 match passed {
@@ -701,12 +793,52 @@ impl Downsampler {
                 }
             }
         }
+        Ok(passed_any)
+    }
+
+    /// In the `clickhouse` storage mode: learns what readers may take
+    /// from the rollups of every database with a registry here, from the
+    /// registries of all shards ([`cluster::learnt_tables`]).
+    pub(crate) async fn learn(&self) -> Result<()> {
+        let (Some(cluster), Some(engine), Some(catalog)) =
+            (&self.cluster, self.engine.upgrade(), self.catalog.upgrade())
+        else {
+            return Ok(());
+        };
+        let sql = format!(
+            "SELECT database FROM system.tables WHERE name = {}",
+            quote_literal(STATE_TABLE)
+        );
+        let mut learnt = HashMap::new();
+        for row in engine.run(move |conn| query_rows(conn, &sql)).await? {
+            let Some(database) = catalog.database(&row[0]) else {
+                continue;
+            };
+            let facts: Vec<_> = database
+                .tables()
+                .into_iter()
+                .map(|((rp, measurement), table)| {
+                    let names = TableNames::new(&row[0], &rp, &measurement);
+                    (names, table.schema().fields.clone())
+                })
+                .collect();
+            let names = TableNames::new(&row[0], "", "");
+            learnt.extend(cluster::learnt_tables(&engine, &names, &facts).await?);
+        }
+        let changed = *cluster.learnt.lock().unwrap() != learnt;
+        *cluster.learnt.lock().unwrap() = learnt;
+        if changed {
+            for db in catalog.databases() {
+                self.unsettle(&db.name);
+            }
+        }
         Ok(())
     }
 
     async fn pass_table(
         &self,
         engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         fields: &[(String, FieldType)],
         policy: &Downsampling,
@@ -719,17 +851,26 @@ impl Downsampler {
             return Ok(Passed::Done);
         }
         self.make_tables(engine, names, &rollups, fields).await?;
-        let mut state = self.state(engine, names).await?;
+        let mut state = self.state(store, names).await?;
         if !state.levels.is_empty() && state.levels != levels {
-            self.migrate(engine, names, fields, &mut state, &levels)
+            if !store.is_here() {
+                let kept: Vec<String> = state.levels.iter().map(ToString::to_string).collect();
+                return Err(Error::Conflict(format!(
+                    "{} is kept at {} on the shards: changing the levels of a database is not \
+                     supported in the clickhouse storage mode",
+                    names.storage_table,
+                    kept.join(", ")
+                )));
+            }
+            self.migrate(store, names, fields, &mut state, &levels)
                 .await?;
         } else if self.retiring.lock().unwrap().remove(&names.storage_table) {
-            self.drop_retired(engine, names, &levels).await?;
+            self.drop_retired(store, names, &levels).await?;
         }
-        let (seen_block, inserted) = self.changes(engine, names, state.seen_block).await?;
+        let (seen_block, inserted) = self.changes(store, names, state.seen_block).await?;
         let edited = match state.dirty_from {
             CLEAN => None,
-            _ => Some(self.bounded(engine, names, &rollups[0], &state).await?),
+            _ => Some(self.bounded(store, names, &rollups[0], &state).await?),
         };
         // Rows arriving at the present fill the newest bucket pass after
         // pass; rebuilt at each, each of its rows would be read about
@@ -752,7 +893,7 @@ impl Downsampler {
         }
         let changed = inserted.is_some() || edited.is_some();
         let (statements, merged) = catch_up(names, &rollups, &state, inserted, edited, seen_block);
-        engine.execute_all(statements).await?;
+        store.execute_all(statements).await?;
         if merged || edited.is_some() {
             // Where rows are gone, rows written there are read from now
             // on, and coarser levels edited are rebuilt from finer ones.
@@ -762,12 +903,13 @@ impl Downsampler {
             seen_block,
             levels,
             cuts: state.cuts.clone(),
+            cuts_at: state.cuts_at,
             ..State::default()
         };
         if changed || state.levels.is_empty() {
-            self.save(engine, names, &done).await?;
+            self.save(store, names, &done).await?;
         }
-        self.remove_aged(engine, names, &rollups, &mut done, policy, retention_s)
+        self.remove_aged(store, names, &rollups, &mut done, policy, retention_s)
             .await?;
         self.kept.lock().unwrap().insert(
             names.storage_table.clone(),
@@ -787,14 +929,14 @@ impl Downsampler {
     /// left go at the table's next pass (a read may have just begun).
     async fn migrate(
         &self,
-        engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         fields: &[(String, FieldType)],
         state: &mut State,
         levels: &[Resolution],
     ) -> Result<()> {
         let plan = checked_migration(
-            engine,
+            store,
             names,
             (&state.levels, &state.cuts),
             levels,
@@ -811,7 +953,7 @@ impl Downsampler {
             .iter()
             .flat_map(|rollup| [rollup.create_sql(), rollup.add_columns_sql(fields)])
             .collect();
-        engine.execute_all(ddl).await?;
+        store.execute_all(ddl).await?;
         let mut statements = Vec::new();
         for build in plan.builds {
             let rollup = &new[build.level];
@@ -823,7 +965,7 @@ impl Downsampler {
                 Source::Facts(table) => table,
                 Source::Rollup(finer) => &finer.table,
             };
-            let Some((first, last)) = time_bounds(engine, table, build.span).await? else {
+            let Some((first, last)) = time_bounds(store, table, build.span).await? else {
                 continue;
             };
             let from = floor_to(first, rollup.interval).max(build.span.0);
@@ -832,10 +974,15 @@ impl Downsampler {
                 statements.push(rollup.rebuild_sql(source, start, end, state.seen_block));
             }
         }
-        engine.execute_all(statements).await?;
+        store.execute_all(statements).await?;
         state.levels = levels.to_vec();
         state.cuts = plan.cuts;
-        self.save(engine, names, state).await?;
+        self.save(store, names, state).await?;
+        // The removed cuts of the levels left mean nothing to the new.
+        self.removed
+            .lock()
+            .unwrap()
+            .insert(store.key(&names.storage_table), state.cuts.clone());
         let storage = &names.storage_table;
         let kept = Kept {
             levels: state.levels.clone(),
@@ -852,7 +999,7 @@ impl Downsampler {
     /// the levels a migration (or a crash after one) left.
     async fn drop_retired(
         &self,
-        engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         levels: &[Resolution],
     ) -> Result<()> {
@@ -860,7 +1007,7 @@ impl Downsampler {
             "SELECT name FROM system.tables WHERE database = {} AND startsWith(name, '_rollup.')",
             quote_literal(&names.database_name)
         );
-        let tables = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        let tables = store.rows(sql).await?;
         let kept: Vec<String> = levels
             .iter()
             .map(|level| rollup_name(&names.storage_name, *level))
@@ -877,7 +1024,7 @@ impl Downsampler {
                 )
             })
             .collect();
-        engine.execute_all(drops).await
+        store.execute_all(drops).await
     }
 
     /// Moves the cuts of the table `names` as far as its ages allow (saved
@@ -888,35 +1035,52 @@ impl Downsampler {
     /// dropped by a later pass.
     async fn remove_aged(
         &self,
-        engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         rollups: &[Rollup],
         done: &mut State,
         policy: &Downsampling,
         retention_s: u64,
     ) -> Result<()> {
-        let cuts = done.cuts.at(policy, retention_s, now_ns());
+        let now = now_ns();
+        let cuts = done.cuts.at(policy, retention_s, now);
+        let key = store.key(&names.storage_table);
+        if !self.removed.lock().unwrap().contains_key(&key) && store.is_here() {
+            // Removed up to the cuts recorded, but for a crash in between
+            // (its buckets are never read).
+            self.removed.lock().unwrap().insert(key.clone(), done.cuts.clone());
+        }
         if cuts != done.cuts {
-            let before = std::mem::replace(&mut done.cuts, cuts.clone());
-            self.save(engine, names, done).await?;
-            let kept = Kept {
-                levels: done.levels.clone(),
-                cuts: cuts.clone(),
-            };
-            self.kept
-                .lock()
-                .unwrap()
-                .insert(names.storage_table.clone(), kept);
+            done.cuts = cuts.clone();
+            done.cuts_at = now;
+            self.save(store, names, done).await?;
+            if store.is_here() {
+                let kept = Kept {
+                    levels: done.levels.clone(),
+                    cuts: cuts.clone(),
+                };
+                self.kept
+                    .lock()
+                    .unwrap()
+                    .insert(names.storage_table.clone(), kept);
+            }
             // Readers read buckets where they read rows.
             self.unsettle(&names.database_name);
-            let deletes: Vec<String> = rollups
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| cuts.kept_from(*i) > before.kept_from(*i))
-                .map(|(i, rollup)| rollup.delete_sql(i64::MIN, cuts.kept_from(i)))
-                .collect();
-            engine.execute_all(deletes).await?;
         }
+        // In the cluster mode other nodes learn the cuts first.
+        let delay = self.cluster.as_ref().map_or(0, |c| c.removal_delay.as_nanos() as i64);
+        if now.saturating_sub(done.cuts_at) < delay {
+            return Ok(());
+        }
+        let removed = self.removed.lock().unwrap().get(&key).cloned().unwrap_or_default();
+        let deletes: Vec<String> = rollups
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| cuts.kept_from(*i) > removed.kept_from(*i))
+            .map(|(i, rollup)| rollup.delete_sql(i64::MIN, cuts.kept_from(i)))
+            .collect();
+        store.execute_all(deletes).await?;
+        self.removed.lock().unwrap().insert(key, cuts.clone());
         let Some(rows_from) = cuts.rows_from else {
             return Ok(());
         };
@@ -929,22 +1093,20 @@ impl Downsampler {
             done.seen_block,
             rows_from.div_euclid(1_000_000_000),
         );
-        let table = names.storage_table.clone();
-        let dropped = engine
-            .run(move |conn| {
-                let mut dropped = 0;
-                for part in query_rows(conn, &parts_sql)? {
-                    let sql = format!("ALTER TABLE {table} DROP PART {}", quote_literal(&part[0]));
-                    match crate::engine::execute(conn, &sql) {
-                        Ok(()) => dropped += 1,
-                        Err(err) if err.to_string().contains("NO_SUCH_DATA_PART") => {}
-                        Err(err) => return Err(err),
-                    }
-                }
-                Ok(dropped)
-            })
-            .await?;
-        IngestStats::add(&engine.stats.downsampling_parts_dropped, dropped);
+        let mut dropped = 0;
+        for part in store.rows(parts_sql).await? {
+            let sql = format!(
+                "ALTER TABLE {} DROP PART {}",
+                names.storage_table,
+                quote_literal(&part[0])
+            );
+            match store.execute_all(vec![sql]).await {
+                Ok(()) => dropped += 1,
+                Err(err) if err.to_string().contains("NO_SUCH_DATA_PART") => {}
+                Err(err) => return Err(err),
+            }
+        }
+        IngestStats::add(&store.stats().downsampling_parts_dropped, dropped);
         Ok(())
     }
 
@@ -966,11 +1128,18 @@ impl Downsampler {
         }
         // Readers keep the fields made before until these are.
         let mut ddl = state_table_sql(names);
+        let mut tables = vec![(names.database_name.clone(), STATE_TABLE.to_owned())];
         for rollup in rollups {
             ddl.push(rollup.create_sql());
             ddl.push(rollup.add_columns_sql(fields));
+            let name = rollup_name(&names.storage_name, rollup.resolution());
+            tables.push((names.database_name.clone(), name));
         }
-        engine.execute_all(ddl).await?;
+        // In the cluster mode on every shard, read here through
+        // `Distributed` tables.
+        engine
+            .execute_on_storage(ddl, StatementKind::Create, tables)
+            .await?;
         self.made
             .lock()
             .unwrap()
@@ -985,7 +1154,7 @@ impl Downsampler {
     /// nothing (`min` of no rows would be 1970, `minOrNull` is none).
     async fn bounded(
         &self,
-        engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         finest: &Rollup,
         state: &State,
@@ -996,7 +1165,7 @@ impl Downsampler {
               UNION ALL SELECT minOrNull(time) FROM {} UNION ALL SELECT maxOrNull(time) FROM {})",
             names.storage_table, names.storage_table, finest.table, finest.table
         );
-        let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        let rows = store.rows(sql).await?;
         let number = |i: usize| rows.first().and_then(|row| row.get(i)?.parse::<i64>().ok());
         let (Some(first), Some(last)) = (number(0), number(1)) else {
             return Ok((state.dirty_from, state.dirty_from));
@@ -1009,7 +1178,7 @@ impl Downsampler {
     /// rows inserted after block `seen` (`[first, last + 1)`, ns), if any.
     async fn changes(
         &self,
-        engine: &Engine,
+        store: Store<'_>,
         names: &TableNames,
         seen: u64,
     ) -> Result<(u64, Option<(i64, i64)>)> {
@@ -1019,40 +1188,36 @@ impl Downsampler {
             quote_literal(&names.database_name),
             quote_literal(&names.storage_name)
         );
-        let table = names.storage_table.clone();
-        engine
-            .run(move |conn| {
-                let parts = query_rows(conn, &parts_sql)?;
-                let last = match parts.first().map(|row| row[0].parse::<u64>()) {
-                    Some(Ok(block)) => block.max(seen),
-                    Some(Err(_)) => return Err(Error::Engine(format!("system.parts: {parts:?}"))),
-                    None => seen,
-                };
-                if last == seen {
-                    return Ok((last, None));
-                }
-                // Only the parts holding new rows are read.
-                let sql = format!(
-                    "SELECT toUnixTimestamp64Nano(min(time)), toUnixTimestamp64Nano(max(time)), count() \
-                     FROM {table} WHERE {} AND _block_number <= {last}",
-                    blocks_after_sql(seen)
-                );
-                let rows = query_rows(conn, &sql)?;
-                let range = match rows.first() {
-                    Some(row) if row[2] != "0" => match (row[0].parse::<i64>(), row[1].parse::<i64>()) {
-                        (Ok(first), Ok(last)) => Some((first, last.saturating_add(1))),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                Ok((last, range))
-            })
-            .await
+        let parts = store.rows(parts_sql).await?;
+        let last = match parts.first().map(|row| row[0].parse::<u64>()) {
+            Some(Ok(block)) => block.max(seen),
+            Some(Err(_)) => return Err(Error::Engine(format!("system.parts: {parts:?}"))),
+            None => seen,
+        };
+        if last == seen {
+            return Ok((last, None));
+        }
+        // Only the parts holding new rows are read.
+        let sql = format!(
+            "SELECT toUnixTimestamp64Nano(min(time)), toUnixTimestamp64Nano(max(time)), count() \
+             FROM {} WHERE {} AND _block_number <= {last}",
+            names.storage_table,
+            blocks_after_sql(seen)
+        );
+        let rows = store.rows(sql).await?;
+        let range = match rows.first() {
+            Some(row) if row[2] != "0" => match (row[0].parse::<i64>(), row[1].parse::<i64>()) {
+                (Ok(first), Ok(last)) => Some((first, last.saturating_add(1))),
+                _ => None,
+            },
+            _ => None,
+        };
+        Ok((last, range))
     }
 
     /// The fact table's progress (its registry made: [`make_tables`](Self::make_tables)).
-    async fn state(&self, engine: &Engine, names: &TableNames) -> Result<State> {
-        let mut registry = read_registry(engine, names, Some(&names.storage_name)).await?;
+    async fn state(&self, store: Store<'_>, names: &TableNames) -> Result<State> {
+        let mut registry = read_registry(store, names, Some(&names.storage_name)).await?;
         Ok(registry
             .tables
             .remove(&names.storage_name)
@@ -1060,7 +1225,7 @@ impl Downsampler {
     }
 
     /// Records the fact table's progress, durably.
-    async fn save(&self, engine: &Engine, names: &TableNames, state: &State) -> Result<()> {
+    async fn save(&self, store: Store<'_>, names: &TableNames, state: &State) -> Result<()> {
         let cut = |cut: Option<i64>| cut.unwrap_or(i64::MIN).to_string();
         let kept: Vec<String> = state.cuts.kept_from.iter().map(|c| cut(*c)).collect();
         let levels: Vec<String> = state
@@ -1073,10 +1238,10 @@ impl Downsampler {
             .iter()
             .map(|l| quote_literal(l.keeps.name()))
             .collect();
-        engine
+        store
             .execute(format!(
                 "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version, rows_from, \
-                 kept_from, levels, keeps) VALUES ({}, {}, {}, {}, {}, {}, [{}], [{}], [{}])",
+                 kept_from, levels, keeps, cuts_at) VALUES ({}, {}, {}, {}, {}, {}, [{}], [{}], [{}], {})",
                 state_table(names),
                 quote_literal(&names.storage_name),
                 state.seen_block,
@@ -1086,7 +1251,8 @@ impl Downsampler {
                 cut(state.cuts.rows_from),
                 kept.join(", "),
                 levels.join(", "),
-                keeps.join(", ")
+                keeps.join(", "),
+                state.cuts_at
             ))
             .await
     }
@@ -1115,7 +1281,7 @@ impl Downsampler {
             let names = TableNames::new(name, "", "");
             // Registries of earlier versions lack the later columns.
             engine.execute_all(state_table_sql(&names)).await?;
-            let mut registry = read_registry(&engine, &names, None).await?;
+            let mut registry = read_registry(Store::Here(&engine), &names, None).await?;
             if let Some(set) = registry.set {
                 self.set.write().unwrap().insert(name.clone(), set);
             }
@@ -1131,14 +1297,14 @@ impl Downsampler {
                     ))
                 };
                 let Some(policy) = &policy else {
-                    if rows_went(&engine, &names, &state).await? {
+                    if rows_went(Store::Here(&engine), &names, &state).await? {
                         return Err(refused(no_longer_downsampled(&state.cuts)));
                     }
                     continue;
                 };
                 let levels = state.levels_or(policy);
                 let new = resolutions(policy);
-                checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused).await?;
+                checked_migration(Store::Here(&engine), &names, (&levels, &state.cuts), &new, refused).await?;
                 let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
                     let fields = table.schema().fields.clone();
@@ -1176,7 +1342,7 @@ impl Downsampler {
         };
         let names = TableNames::new(database, "", "");
         engine.execute_all(state_table_sql(&names)).await?;
-        let mut registry = read_registry(&engine, &names, None).await?;
+        let mut registry = read_registry(Store::Here(&engine), &names, None).await?;
         let current = self.policy(database);
         let mut tables = Vec::new();
         for ((rp, measurement), _) in db.tables() {
@@ -1190,13 +1356,13 @@ impl Downsampler {
                 Error::Conflict(format!("measurement {measurement:?} in {rp:?}: {why}"))
             };
             match (&wanted, &current) {
-                (None, _) if rows_went(&engine, &names, &state).await? => {
+                (None, _) if rows_went(Store::Here(&engine), &names, &state).await? => {
                     return Err(refused(no_longer_downsampled(&state.cuts)));
                 }
                 (Some(wanted), Some(current)) => {
                     let levels = state.levels_or(current);
                     let new = resolutions(wanted);
-                    checked_migration(&engine, &names, (&levels, &state.cuts), &new, refused)
+                    checked_migration(Store::Here(&engine), &names, (&levels, &state.cuts), &new, refused)
                         .await?;
                 }
                 _ => {}
@@ -1230,11 +1396,12 @@ impl Downsampler {
         if wanted.is_none() {
             // Its rollups go; set again, they are built anew.
             for names in tables {
-                self.drop_retired(&engine, &names, &[]).await?;
-                self.save(&engine, &names, &State::default()).await?;
+                self.drop_retired(Store::Here(&engine), &names, &[]).await?;
+                self.save(Store::Here(&engine), &names, &State::default()).await?;
                 let table = &names.storage_table;
                 self.made.lock().unwrap().remove(table);
                 self.kept.lock().unwrap().remove(table);
+                self.removed.lock().unwrap().remove(table);
                 let mut unsettled = self.unsettled.lock().unwrap();
                 unsettled.known.remove(table);
                 unsettled.pending.remove(table);
@@ -1280,7 +1447,8 @@ fn state_table_sql(names: &TableNames) -> Vec<String> {
              ADD COLUMN IF NOT EXISTS kept_from Array(Int64), \
              ADD COLUMN IF NOT EXISTS levels Array(UInt32), \
              ADD COLUMN IF NOT EXISTS policy Array(String), \
-             ADD COLUMN IF NOT EXISTS keeps Array(String)",
+             ADD COLUMN IF NOT EXISTS keeps Array(String), \
+             ADD COLUMN IF NOT EXISTS cuts_at Int64",
             i64::MIN
         ),
     ]
@@ -1301,7 +1469,7 @@ struct Registry {
 /// Reads the registry of the database of `names`: every row, or only the
 /// fact table `only`'s (a storage name).
 async fn read_registry(
-    engine: &Engine,
+    store: Store<'_>,
     names: &TableNames,
     only: Option<&str>,
 ) -> Result<Registry> {
@@ -1309,74 +1477,97 @@ async fn read_registry(
         format!(" WHERE table = {}", quote_literal(table))
     });
     let sql = format!(
-        "SELECT table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy, \
-         keeps FROM {} FINAL{filter}",
+        "SELECT {REGISTRY_COLUMNS} FROM {} FINAL{filter}",
         state_table(names)
     );
-    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    let rows = store.rows(sql).await?;
     let mut registry = Registry::default();
     for row in rows {
-        let bad = |text: &str| Error::Engine(format!("{STATE_TABLE}: {text:?}"));
-        let number = |text: &str| -> Result<i64> { text.parse().map_err(|_| bad(text)) };
-        if row[0].is_empty() {
-            let stored = parse_array(&row[7], |text| {
-                Ok(text.trim().trim_matches('\'').to_owned())
-            })?;
-            registry.set = match stored.as_slice() {
-                [] => None,
-                [off] if off == OFF => Some(None),
-                levels => Some(Some(
-                    Downsampling::parse(levels).map_err(|err| bad(&err.to_string()))?,
-                )),
-            };
-            continue;
+        match parse_registry_row(&row)? {
+            Some((table, state)) => {
+                registry.tables.insert(table, state);
+            }
+            None => {
+                let stored = parse_array(&row[7], |text| {
+                    Ok(text.trim().trim_matches('\'').to_owned())
+                })?;
+                registry.set = match stored.as_slice() {
+                    [] => None,
+                    [off] if off == OFF => Some(None),
+                    levels => Some(Some(
+                        Downsampling::parse(levels).map_err(|err| bad_registry(&err.to_string()))?,
+                    )),
+                };
+            }
         }
-        let keeps = parse_array(&row[8], |text| {
-            let name = text.trim().trim_matches('\'');
-            Keeps::named(name).ok_or_else(|| bad(name))
-        })?;
-        let widths = parse_array(&row[6], |text| {
-            Ok(Duration::from_secs(number(text.trim())? as u64))
-        })?;
-        let state = State {
-            seen_block: number(&row[1])? as u64,
-            dirty_from: number(&row[2])?,
-            dirty_to: number(&row[3])?,
-            levels: widths
-                .into_iter()
-                .enumerate()
-                .map(|(i, interval)| Resolution {
-                    interval,
-                    keeps: keeps.get(i).copied().unwrap_or_default(),
-                })
-                .collect(),
-            cuts: parse_cuts(&row[4], &row[5])?,
-        };
-        registry.tables.insert(row[0].clone(), state);
     }
     Ok(registry)
+}
+
+fn bad_registry(text: &str) -> Error {
+    Error::Engine(format!("{STATE_TABLE}: {text:?}"))
+}
+
+/// The columns of a registry row [`parse_registry_row`] reads.
+const REGISTRY_COLUMNS: &str =
+    "table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy, keeps, cuts_at";
+
+/// A registry row ([`REGISTRY_COLUMNS`]) as a fact table's storage name
+/// and progress; `None` for the row of table `''` (the levels a
+/// statement set).
+fn parse_registry_row(row: &[String]) -> Result<Option<(String, State)>> {
+    if row.len() < 10 {
+        return Err(bad_registry(&row.join("\t")));
+    }
+    if row[0].is_empty() {
+        return Ok(None);
+    }
+    let number = |text: &str| -> Result<i64> { text.parse().map_err(|_| bad_registry(text)) };
+    let keeps = parse_array(&row[8], |text| {
+        let name = text.trim().trim_matches('\'');
+        Keeps::named(name).ok_or_else(|| bad_registry(name))
+    })?;
+    let widths = parse_array(&row[6], |text| {
+        Ok(Duration::from_secs(number(text.trim())? as u64))
+    })?;
+    let state = State {
+        seen_block: number(&row[1])? as u64,
+        dirty_from: number(&row[2])?,
+        dirty_to: number(&row[3])?,
+        levels: widths
+            .into_iter()
+            .enumerate()
+            .map(|(i, interval)| Resolution {
+                interval,
+                keeps: keeps.get(i).copied().unwrap_or_default(),
+            })
+            .collect(),
+        cuts: parse_cuts(&row[4], &row[5])?,
+        cuts_at: number(&row[9])?,
+    };
+    Ok(Some((row[0].clone(), state)))
 }
 
 /// Whether rows of the fact table `names` went (its rollups hold buckets
 /// before the rows' cut; its coarsest level holds every bucket there
 /// that any level does). A registry of an earlier version, which does not
 /// name its levels, went as soon as it has a cut.
-async fn rows_went(engine: &Engine, names: &TableNames, state: &State) -> Result<bool> {
+async fn rows_went(store: Store<'_>, names: &TableNames, state: &State) -> Result<bool> {
     let (Some(rows_from), Some(coarsest)) = (state.cuts.rows_from, state.levels.last()) else {
         return Ok(state.cuts.rows_from.is_some());
     };
     let rollup = Rollup::new(names, &[], *coarsest);
-    holds_buckets(engine, &rollup, (i64::MIN, rows_from)).await
+    holds_buckets(store, &rollup, (i64::MIN, rows_from)).await
 }
 
 /// Whether `rollup` holds a bucket in `span`.
-async fn holds_buckets(engine: &Engine, rollup: &Rollup, span: Span) -> Result<bool> {
+async fn holds_buckets(store: Store<'_>, rollup: &Rollup, span: Span) -> Result<bool> {
     let sql = format!(
         "SELECT count() FROM (SELECT 1 FROM {} WHERE {} LIMIT 1)",
         rollup.table,
         time_in_sql("time", &[span])
     );
-    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    let rows = store.rows(sql).await?;
     Ok(rows.first().is_none_or(|row| row[0] != "0"))
 }
 
@@ -1385,7 +1576,7 @@ async fn holds_buckets(engine: &Engine, rollup: &Rollup, span: Span) -> Result<b
 /// why) where it would lose buckets: the old coarsest level holds every
 /// bucket any level does where no new level could be built.
 async fn checked_migration(
-    engine: &Engine,
+    store: Store<'_>,
     names: &TableNames,
     (old, cuts): (&[Resolution], &Cuts),
     new: &[Resolution],
@@ -1393,7 +1584,7 @@ async fn checked_migration(
 ) -> Result<Migration> {
     let plan = plan_migration(old, cuts, new).map_err(&refused)?;
     if let (Some(span), Some(coarsest)) = (plan.uncovered, old.last()) {
-        if holds_buckets(engine, &Rollup::new(names, &[], *coarsest), span).await? {
+        if holds_buckets(store, &Rollup::new(names, &[], *coarsest), span).await? {
             return Err(refused(plan.loses(old)));
         }
     }
@@ -1437,13 +1628,13 @@ fn chunks(interval: Duration, from: i64, to: i64) -> impl Iterator<Item = Span> 
 }
 
 /// The first and last time (ns) of `table`'s rows in `span`, if any.
-async fn time_bounds(engine: &Engine, table: &str, span: Span) -> Result<Option<Span>> {
+async fn time_bounds(store: Store<'_>, table: &str, span: Span) -> Result<Option<Span>> {
     let sql = format!(
         "SELECT toUnixTimestamp64Nano(minOrNull(time)), toUnixTimestamp64Nano(maxOrNull(time)) \
          FROM {table} WHERE {}",
         time_in_sql("time", &[span])
     );
-    let rows = engine.run(move |conn| query_rows(conn, &sql)).await?;
+    let rows = store.rows(sql).await?;
     let number = |i: usize| rows.first().and_then(|row| row.get(i)?.parse::<i64>().ok());
     Ok(number(0).zip(number(1)))
 }
@@ -1554,14 +1745,21 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
         };
         let stats = Arc::clone(&engine.stats);
         drop(engine);
+        if let Err(err) = downsampler.learn().await {
+            IngestStats::add(&stats.downsampling_errors, 1);
+            tracing::warn!(%err, "learning the shards' rollups failed; trying again");
+        }
         let started = std::time::Instant::now();
         let passed = downsampler.pass().await;
-        IngestStats::add(
-            &stats.downsampling_pass_millis,
-            started.elapsed().as_millis() as u64,
-        );
+        if !matches!(passed, Ok(false)) {
+            IngestStats::add(
+                &stats.downsampling_pass_millis,
+                started.elapsed().as_millis() as u64,
+            );
+        }
         match passed {
-            Ok(()) => IngestStats::add(&stats.downsampling_passes, 1),
+            Ok(false) => {}
+            Ok(true) => IngestStats::add(&stats.downsampling_passes, 1),
             Err(err) => {
                 IngestStats::add(&stats.downsampling_errors, 1);
                 tracing::warn!(%err, "a downsampling pass failed; trying again");

@@ -376,8 +376,9 @@ impl Rollup {
 
     /// Rebuilds the buckets of `[from, to)` (ns, multiples of the interval)
     /// from `source`: the fact table itself (its rows up to block
-    /// `through`), or the rollup one level finer (whose buckets divide
-    /// these, all holding the rows up to `through`).
+    /// `through`, points written again merged, also on a shard), or the
+    /// rollup one level finer (whose buckets divide these, all holding the
+    /// rows up to `through`).
     pub fn rebuild_sql(
         &self,
         source: Source<'_>,
@@ -401,7 +402,7 @@ impl Rollup {
         let bucket = self.bucket_sql();
         format!(
             "INSERT INTO {} (series_id, time, {}, {THROUGH}) SELECT series_id, {bucket}, {}, {through} \
-             FROM {table} WHERE {}{blocks} GROUP BY series_id, {bucket}",
+             FROM {table} WHERE {}{blocks} GROUP BY series_id, {bucket} SETTINGS final = 1",
             self.table,
             self.column_list(),
             values.join(", "),
@@ -445,7 +446,7 @@ impl Rollup {
                SELECT series_id, time, {columns} FROM {table} FINAL WHERE {range} \
                  AND (series_id, time) IN (SELECT series_id, bucket FROM new) \
                UNION ALL SELECT series_id, bucket, {} FROM new GROUP BY series_id, bucket) \
-             GROUP BY series_id, time",
+             GROUP BY series_id, time SETTINGS final = 1",
             of_buckets.join(", "),
             of_rows.join(", "),
             table = self.table,

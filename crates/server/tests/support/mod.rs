@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod aged;
 pub(crate) mod clickhouse;
 pub(crate) mod remote_write;
 

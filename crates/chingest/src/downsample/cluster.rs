@@ -1,0 +1,285 @@
+//! Downsampling in the `clickhouse` storage mode: every shard holds the
+//! rollups and the registry of its own series, and a pass runs there
+//! ([`Store::Shard`]); one node at a time makes passes over a database,
+//! the holder of its [`Lease`]; every node reads the registries of all
+//! shards each period ([`learnt_tables`]) to know where rows are gone.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::cluster::{Cluster, StatementKind};
+use crate::engine::{query_rows, Engine};
+use crate::error::Result;
+use crate::layout::names::{quote_ident, quote_literal, TableNames};
+use crate::layout::rollup::{rollup_name, Aggregate, Rollup};
+use crate::layout::schema::FieldType;
+use crate::stats::IngestStats;
+
+use super::{parse_registry_row, state_table, Cuts, Kept, State, REGISTRY_COLUMNS};
+
+/// Where a pass's statements run: the embedded engine, or one shard of
+/// the `clickhouse` storage mode (its own tables, by the same names).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Store<'a> {
+    Here(&'a Engine),
+    Shard(&'a Engine, &'a Cluster, usize),
+}
+
+impl Store<'_> {
+    /// The rows `sql` returns, as text fields.
+    pub(super) async fn rows(&self, sql: String) -> Result<Vec<Vec<String>>> {
+        match self {
+            Store::Here(engine) => engine.run(move |conn| query_rows(conn, &sql)).await,
+            Store::Shard(_, cluster, shard) => cluster.query_rows(*shard, &sql).await,
+        }
+    }
+
+    /// Runs `statements` in order, stopping at the first that fails;
+    /// durably ([`Engine::execute_all`]) or on the shard's replicas.
+    pub(super) async fn execute_all(&self, statements: Vec<String>) -> Result<()> {
+        match self {
+            Store::Here(engine) => engine.execute_all(statements).await,
+            Store::Shard(_, cluster, shard) => {
+                for sql in &statements {
+                    cluster
+                        .execute_on(*shard, sql, StatementKind::Change)
+                        .await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// [`execute_all`](Self::execute_all) of one statement.
+    pub(super) async fn execute(&self, sql: String) -> Result<()> {
+        self.execute_all(vec![sql]).await
+    }
+
+    /// The counters passes add to.
+    pub(super) fn stats(&self) -> &IngestStats {
+        match self {
+            Store::Here(engine) | Store::Shard(engine, _, _) => &engine.stats,
+        }
+    }
+
+    /// `table`'s key among what this process removed of each table, per
+    /// store.
+    pub(super) fn key(&self, table: &str) -> String {
+        match self {
+            Store::Here(_) => table.to_owned(),
+            Store::Shard(_, _, shard) => format!("{table}@{shard}"),
+        }
+    }
+
+    /// Whether readers take what a pass keeps here from this process's
+    /// memory (the embedded mode) rather than from every shard's registry.
+    pub(super) fn is_here(&self) -> bool {
+        matches!(self, Store::Here(_))
+    }
+}
+
+/// The right to make passes over a database's tables in the cluster
+/// mode, held by one node per term (a stretch of time the same on every
+/// node whose clock agrees). A node claims a term by inserting its id
+/// into the database's lease table on the first shard under the
+/// deduplication token of the term: the first insert of a token is
+/// stored, later ones are dropped as duplicates, so every node reads the
+/// same holder back. The holder of a term also claims the next one, so
+/// a live holder keeps the lease; when it dies, another node takes it
+/// from the term after the next.
+#[derive(Debug)]
+pub(super) struct Lease {
+    /// This node's id, random per process.
+    node: u64,
+    term: Duration,
+    /// Databases whose lease table this process made.
+    made: Mutex<HashSet<String>>,
+}
+
+/// A lease table's name in each downsampled database.
+const LEASE_TABLE: &str = "_downsampling_lease";
+
+impl Lease {
+    /// A lease whose terms last `term`, for a node new to the cluster.
+    pub(super) fn new(term: Duration) -> Lease {
+        let seed = format!("{}:{}", std::process::id(), super::now_ns());
+        Lease {
+            node: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()),
+            term,
+            made: Mutex::default(),
+        }
+    }
+
+    /// Whether this node holds the lease on the passes over `database`
+    /// (encoded names as [`TableNames`]) now.
+    pub(super) async fn holds(&self, cluster: &Cluster, database: &TableNames) -> Result<bool> {
+        let table = format!("{}.{}", database.database, quote_ident(LEASE_TABLE));
+        if !self.made.lock().unwrap().contains(&database.database_name) {
+            let create = format!(
+                "CREATE TABLE IF NOT EXISTS {table} (term UInt64, node UInt64) \
+                 ENGINE = MergeTree ORDER BY term \
+                 SETTINGS non_replicated_deduplication_window = 1000"
+            );
+            // On every shard, as the tables a `Distributed` one is made
+            // over; used on the first.
+            cluster
+                .execute_everywhere(&create, StatementKind::Create)
+                .await?;
+            self.made
+                .lock()
+                .unwrap()
+                .insert(database.database_name.clone());
+        }
+        let term = (super::now_ns().max(0) as u64) / self.term.as_nanos().max(1) as u64;
+        let holders = |rows: Vec<Vec<String>>| -> HashMap<u64, u64> {
+            let mut holders = HashMap::new();
+            // The first row of a term is its holder (only one is stored
+            // unless a claim came more than 1,000 terms late).
+            for row in rows {
+                if let (Some(Ok(term)), Some(Ok(node))) =
+                    (row.first().map(|t| t.parse()), row.get(1).map(|n| n.parse()))
+                {
+                    holders.entry(term).or_insert(node);
+                }
+            }
+            holders
+        };
+        let read = format!(
+            "SELECT term, node FROM {table} WHERE term IN ({term}, {}) ORDER BY term, _block_number",
+            term + 1
+        );
+        let mut held = holders(cluster.query_rows(0, &read).await?);
+        if !held.contains_key(&term) {
+            self.claim(cluster, &table, term).await?;
+            held = holders(cluster.query_rows(0, &read).await?);
+        }
+        let holds = held.get(&term) == Some(&self.node);
+        if holds && !held.contains_key(&(term + 1)) {
+            self.claim(cluster, &table, term + 1).await?;
+        }
+        Ok(holds)
+    }
+
+    async fn claim(&self, cluster: &Cluster, table: &str, term: u64) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO {table} (term, node) SETTINGS insert_deduplication_token = \
+             'term-{term}' VALUES ({term}, {})",
+            self.node
+        );
+        cluster.execute_on(0, &sql, StatementKind::Change).await
+    }
+}
+
+/// What readers of the database of `names` may take from its rollups in
+/// the cluster mode, by fact table (storage table): the levels and, per
+/// cut, the earliest any shard records (before it every shard removed
+/// what it removed, after it none did), and the fields whose columns the
+/// rollups have here (their `Distributed` tables, as the first shard's
+/// were last learnt). A table some shard has no row for keeps all its
+/// rows there: no cut. A table whose rollups are not all here is left
+/// out (its rows are read).
+pub(super) async fn learnt_tables(
+    engine: &Engine,
+    names: &TableNames,
+    facts: &[(TableNames, Vec<(String, FieldType)>)],
+) -> Result<HashMap<String, (Kept, Vec<(String, FieldType)>)>> {
+    let shards = engine.cluster.as_ref().map_or(1, |c| c.shards());
+    let sql = format!(
+        "SELECT {REGISTRY_COLUMNS} FROM {} FINAL WHERE table != ''",
+        state_table(names)
+    );
+    let mut states: HashMap<String, Vec<State>> = HashMap::new();
+    for row in engine.run(move |conn| query_rows(conn, &sql)).await? {
+        if let Some((table, state)) = parse_registry_row(&row)? {
+            states.entry(table).or_default().push(state);
+        }
+    }
+    let columns_sql = format!(
+        "SELECT table, name FROM system.columns WHERE database = {} \
+         AND startsWith(table, '_rollup.')",
+        quote_literal(&names.database_name)
+    );
+    let mut columns: HashMap<String, HashSet<String>> = HashMap::new();
+    for row in engine.run(move |conn| query_rows(conn, &columns_sql)).await? {
+        if let [table, column] = row.as_slice() {
+            columns
+                .entry(table.clone())
+                .or_default()
+                .insert(quote_ident(column));
+        }
+    }
+    let mut learnt = HashMap::new();
+    for (facts, fields) in facts {
+        let Some(states) = states.get(&facts.storage_name) else {
+            continue;
+        };
+        let levels = &states[0].levels;
+        if levels.is_empty() || states.iter().any(|s| &s.levels != levels) {
+            continue;
+        }
+        let rollups: Vec<Option<&HashSet<String>>> = levels
+            .iter()
+            .map(|level| columns.get(&rollup_name(&facts.storage_name, *level)))
+            .collect();
+        let Some(Some(finest)) = rollups.first() else {
+            continue;
+        };
+        if rollups.iter().any(Option::is_none) {
+            continue;
+        }
+        let cuts = match states.len() == shards {
+            false => Cuts::default(),
+            true => earliest(states.iter().map(|s| &s.cuts), levels.len()),
+        };
+        let fields = fields
+            .iter()
+            .filter(|(field, ty)| {
+                Aggregate::Count.applies_to(*ty)
+                    && finest.contains(&Rollup::column(field, Aggregate::Count))
+            })
+            .cloned()
+            .collect();
+        let kept = Kept {
+            levels: levels.clone(),
+            cuts,
+        };
+        learnt.insert(facts.storage_table.clone(), (kept, fields));
+    }
+    Ok(learnt)
+}
+
+/// Per cut, the earliest of `cuts` (`None`, nothing removed, is earliest).
+fn earliest<'a>(cuts: impl Iterator<Item = &'a Cuts> + Clone, levels: usize) -> Cuts {
+    let min = |of: &dyn Fn(&Cuts) -> Option<i64>| -> Option<i64> {
+        cuts.clone().map(of).min().flatten()
+    };
+    Cuts {
+        rows_from: min(&|c| c.rows_from),
+        kept_from: (0..levels)
+            .map(|i| min(&|c| c.kept_from.get(i).copied().flatten()))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earliest_cut_of_the_shards_is_read_and_none_is_earliest() {
+        let a = Cuts {
+            rows_from: Some(20),
+            kept_from: vec![Some(5), None],
+        };
+        let b = Cuts {
+            rows_from: Some(10),
+            kept_from: vec![Some(7), Some(1)],
+        };
+        let both = earliest([&a, &b].into_iter(), 2);
+        assert_eq!(both.rows_from, Some(10));
+        assert_eq!(both.kept_from, vec![Some(5), None]);
+        let c = Cuts::default();
+        assert_eq!(earliest([&a, &c].into_iter(), 2).rows_from, None);
+    }
+}
