@@ -73,6 +73,15 @@ impl Shared {
     }
 }
 
+/// What [`Ingestor::mark_edit`] leaves to the end of an edit: the pass
+/// lock it holds, and (in the cluster mode) the tables to mark, over
+/// `range`.
+struct EditMarks<'a> {
+    held: Option<tokio::sync::MutexGuard<'a, ()>>,
+    tables: Vec<TableNames>,
+    range: (i64, i64),
+}
+
 /// Rebuilds of the last-value cache read the rows and, where a downsampled
 /// table's rows are gone, its rollups.
 impl RebuildSource for Shared {
@@ -788,42 +797,60 @@ impl Ingestor {
     /// its scope. Queries stop seeing them at once; the engine removes them
     /// from disk as it merges. Returns how many tables it ran on.
     pub async fn delete(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        let _marked = self.mark_edit(db, filter, RollupEdit::Delete).await?;
-        edit::delete(self.shared.writer.open()?, db, filter).await
+        let marks = self.mark_edit(db, filter, RollupEdit::Delete).await?;
+        let deleted = edit::delete(self.shared.writer.open()?, db, filter).await;
+        self.marked(marks).await?;
+        deleted
     }
 
     /// Before an edit of a downsampled database: holds its rollups' passes
-    /// off until the returned guard drops, marks the tables the edit may
+    /// off until [`marked`](Self::marked), marks the tables the edit may
     /// change, from its start on, for the next pass to rebuild, and applies
-    /// `edit` to the buckets whose rows are gone.
+    /// `edit` to the buckets whose rows are gone (in the cluster mode to
+    /// every bucket, the marks recorded by `marked`, after the edit).
     async fn mark_edit(
         &self,
         db: &str,
         filter: &PointFilter,
         edit: RollupEdit<'_>,
-    ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>> {
+    ) -> Result<EditMarks<'_>> {
         let downsampler = &self.shared.downsampler;
-        if self.shared.engine.cluster.is_some() && downsampler.is_downsampled_anywhere(db) {
-            return Err(Error::Conflict(format!(
-                "database {db:?} is downsampled: deleting or changing its points is not \
-                 supported in the clickhouse storage mode (its rollups on the shards would \
-                 keep them)"
-            )));
-        }
-        if downsampler.policy(db).is_none() {
-            return Ok(None);
-        }
-        let held = downsampler.hold().await;
         let range = (
             filter.start.unwrap_or(i64::MIN),
             filter.stop.unwrap_or(i64::MAX),
         );
+        let downsampled = match self.shared.engine.cluster {
+            None => downsampler.policy(db).is_some(),
+            Some(_) => downsampler.is_downsampled_anywhere(db),
+        };
+        if !downsampled {
+            return Ok(EditMarks {
+                held: None,
+                tables: Vec::new(),
+                range,
+            });
+        }
+        let held = downsampler.hold().await;
         let covers = |rp: &str, measurement: &str| filter.covers(rp, measurement);
         let statement = |rollup: &str, names: &TableNames, measurement: &str, before, kept: &_| {
             edit::rollup_edit_sql(rollup, names, measurement, filter, before, kept, edit)
         };
-        downsampler.mark(db, covers, range, statement).await?;
-        Ok(Some(held))
+        let tables = downsampler.mark(db, covers, range, statement).await?;
+        Ok(EditMarks {
+            held: Some(held),
+            tables,
+            range,
+        })
+    }
+
+    /// After an edit, also one that failed part way (a rebuild from the
+    /// rows is right either way): records the marks
+    /// [`mark_edit`](Self::mark_edit) left to it, and lets passes run
+    /// again.
+    async fn marked(&self, marks: EditMarks<'_>) -> Result<()> {
+        let marked = self.shared.downsampler.marked(&marks.tables, marks.range).await;
+        drop(marks.held);
+        marked
     }
 
     /// Sets how `db` is downsampled ([`DownsamplingSetting`]), durably;
@@ -879,8 +906,10 @@ impl Ingestor {
     /// every table in scope, and their rows in the series table. Writing
     /// one of them again creates it anew. The filter takes no time range.
     pub async fn drop_series(&self, db: &str, filter: &PointFilter) -> Result<usize> {
-        let _marked = self.mark_edit(db, filter, RollupEdit::Delete).await?;
-        edit::drop_series(self.shared.writer.open()?, db, filter).await
+        let marks = self.mark_edit(db, filter, RollupEdit::Delete).await?;
+        let dropped = edit::drop_series(self.shared.writer.open()?, db, filter).await;
+        self.marked(marks).await?;
+        dropped
     }
 
     /// Sets `field` to `value` in the points of `db` that `filter` matches
@@ -894,9 +923,11 @@ impl Ingestor {
         field: &str,
         value: &FieldValue,
     ) -> Result<usize> {
-        let _marked = self
+        let marks = self
             .mark_edit(db, filter, RollupEdit::Update(field, value))
             .await?;
-        edit::update(self.shared.writer.open()?, db, filter, field, value).await
+        let updated = edit::update(self.shared.writer.open()?, db, filter, field, value).await;
+        self.marked(marks).await?;
+        updated
     }
 }

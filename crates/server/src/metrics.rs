@@ -393,6 +393,11 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.downsampling_pass_millis,
     ),
     counter(
+        "chingest_downsampling_learn_errors_total",
+        "Cluster mode: learnings of the shards' rollups that failed; the next one tries again.",
+        |s| &s.downsampling_learn_errors,
+    ),
+    counter(
         "chingest_downsampling_parts_dropped_total",
         "Parts of fact tables dropped once rolled up and past their database's first downsampling age.",
         |s| &s.downsampling_parts_dropped,

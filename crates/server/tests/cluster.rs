@@ -948,9 +948,12 @@ async fn a_node_learns_what_another_creates() {
 /// it and into the plain `plain`. Each shard gets the rollups of its own
 /// series, one node makes every pass (the lease), the rows past a day go
 /// from both shards, and both nodes answer InfluxQL and PromQL over the
-/// days in `down` as in `plain`. Edits and `SET DOWNSAMPLING` are refused.
-/// The node making passes is killed: the other takes the lease over, and
-/// the rows of a measurement written after go too.
+/// days in `down` as in `plain` (rollups read where rows are gone and
+/// where they are kept): after the rows went, after deletes on either
+/// node (at once there, and everywhere after their passes), after a late
+/// point (at once on its node, soon on the other). `SET DOWNSAMPLING` is
+/// refused. The node making passes is killed: the other takes the lease
+/// over, and the rows of a measurement written after go too.
 async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     let dir = tempfile::tempdir().unwrap();
     let shard0 = ClickHouseNode::start_new(&dir.path().join("shard0")).await;
@@ -1012,20 +1015,7 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
         assert!(held > 0 && misplaced == 0, "shard {i}: {buckets}");
     }
     for node in &nodes {
-        for query in aged.statements() {
-            let (down, plain) = (
-                node.influxql("down", &query).await,
-                node.influxql("plain", &query).await,
-            );
-            assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
-        }
-        for query in ["rate(cpu_requests[2h])", "max_over_time(cpu_usage[1h])"] {
-            let (down, plain) = (
-                range_over(node, &aged, "down", query).await,
-                range_over(node, &aged, "plain", query).await,
-            );
-            assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
-        }
+        answers_agree(node, &aged, "cpu", "the rows went").await;
     }
     // One node made the passes.
     let mut passes = Vec::new();
@@ -1042,16 +1032,7 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
         passes.iter().filter(|p| **p > 0.0).count() == 1,
         "passes per node: {passes:?}"
     );
-    // What would change rollups on the shards is refused, saying why.
-    let r = client()
-        .post(format!("{}/query?db=down", nodes[1].url))
-        .form(&[("q", "DELETE FROM cpu WHERE host = 'h1'")])
-        .send()
-        .await
-        .unwrap();
-    let (status, text) = (r.status(), r.text().await.unwrap());
-    assert_eq!(status, reqwest::StatusCode::CONFLICT, "{text}");
-    assert!(text.contains("clickhouse storage mode"), "{text}");
+    // Levels come from the file.
     let r = client()
         .post(format!("{}/query?db=down", nodes[1].url))
         .form(&[("q", "SET DOWNSAMPLING '30d:5m'")])
@@ -1060,6 +1041,65 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
         .unwrap();
     let (status, text) = (r.status(), r.text().await.unwrap());
     assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
+    // Deletes on either node: where the rows are gone (whole hours, from
+    // the buckets themselves) and where they are kept (from the middle
+    // of a 5 m bucket: its pass rebuilds it from the rows).
+    let ns = |s: i64| s * 1_000_000_000;
+    let deletes = [
+        format!(
+            "DELETE FROM cpu WHERE host = 'h1' AND time >= {} AND time < {}",
+            ns(aged.day0 + 6 * 3600),
+            ns(aged.day0 + 8 * 3600)
+        ),
+        format!(
+            "DELETE FROM cpu WHERE host = 'h3' AND time >= {} AND time < {}",
+            ns(aged.rows_from + 5 * 3600 + 150),
+            ns(aged.rows_from + 9 * 3600)
+        ),
+    ];
+    for (delete, node) in deletes.iter().zip(&nodes) {
+        for db in ["down", "plain"] {
+            let r = client()
+                .post(format!("{}/query?db={db}", node.url))
+                .form(&[("q", delete.as_str())])
+                .send()
+                .await
+                .unwrap();
+            let (status, text) = (r.status(), r.text().await.unwrap());
+            assert!(status.is_success() && !text.contains("error"), "{delete}: {text}");
+        }
+        // At once on the node that deleted.
+        influxql_agrees(node, &aged, delete).await;
+    }
+    // Every node, once a pass took the marks.
+    let marked = format!(
+        "SELECT count() FROM down._downsampling FINAL WHERE position(table, '.mark.') > 0 \
+         AND dirty_from != {}",
+        i64::MAX
+    );
+    until_gone_from(&shards, &marked).await;
+    for node in &nodes {
+        influxql_agrees(node, &aged, "the deletes' passes").await;
+    }
+    // A late point into a rolled-up bucket: at once on the node that
+    // wrote it, within a period or two on the other.
+    let late = format!(
+        "cpu,host=h0 usage=1000.5,requests=7i {}\n",
+        ns(aged.rows_from + 3 * 3600 + 1)
+    );
+    for db in ["down", "plain"] {
+        let (status, text) = nodes[1].write(db, late.clone()).await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{text}");
+    }
+    influxql_agrees(&nodes[1], &aged, "a late point").await;
+    let started = std::time::Instant::now();
+    while !influxql_agree(&nodes[0], &aged).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the other node reads the late point"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     // The node making passes dies: the other takes over.
     let runner = passes.iter().position(|p| *p > 0.0).unwrap();
     drop(nodes.remove(runner));
@@ -1071,14 +1111,64 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     until_gone_from(&shards, &before_cut("down", "mem")).await;
     let (_, text) = survivor.get("/metrics").await;
     assert!(support::metric(&text, "chingest_downsampling_passes_total") > 0.0);
-    for query in aged.statements() {
-        let query = query.replace("FROM cpu", "FROM mem");
-        let (down, plain) = (
-            survivor.influxql("down", &query).await,
-            survivor.influxql("plain", &query).await,
-        );
-        assert!(same(&down, &plain), "{query}\ndown: {down}\nplain: {plain}");
+    answers_agree(survivor, &aged, "mem", "the lease was taken over").await;
+}
+
+/// InfluxQL over `aged`'s days of `measurement`, and PromQL range
+/// functions over them at 1 h steps (while the series are regular: where
+/// an edit left a hole, PromQL reads last samples from the buckets,
+/// docs/downsampling.md): the same in `down` as in `plain`.
+async fn answers_agree(node: &Chingest, aged: &Aged, measurement: &str, after: &str) {
+    for (query, down, plain) in answers(node, aged, measurement).await {
+        assert!(same(&down, &plain), "after {after}, {query}\ndown: {down}\nplain: {plain}");
     }
+}
+
+/// [`answers_agree`] of the InfluxQL statements only (exact also where an
+/// edit left a hole).
+async fn influxql_agrees(node: &Chingest, aged: &Aged, after: &str) {
+    for (query, down, plain) in influxql_answers(node, aged, "cpu").await {
+        assert!(same(&down, &plain), "after {after}, {query}\ndown: {down}\nplain: {plain}");
+    }
+}
+
+/// Whether [`influxql_agrees`] would pass.
+async fn influxql_agree(node: &Chingest, aged: &Aged) -> bool {
+    let answers = influxql_answers(node, aged, "cpu").await;
+    answers.iter().all(|(_, down, plain)| same(down, plain))
+}
+
+/// Each query of [`answers_agree`] and its answers in `down` and `plain`.
+async fn answers(
+    node: &Chingest,
+    aged: &Aged,
+    measurement: &str,
+) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut answers = influxql_answers(node, aged, measurement).await;
+    for query in ["rate({m}_requests[2h])", "max_over_time({m}_usage[1h])"] {
+        let query = query.replace("{m}", measurement);
+        let down = range_over(node, aged, "down", &query).await;
+        let plain = range_over(node, aged, "plain", &query).await;
+        answers.push((query, down, plain));
+    }
+    answers
+}
+
+/// Each of `aged`'s InfluxQL statements over `measurement` and its
+/// answers in `down` and `plain`.
+async fn influxql_answers(
+    node: &Chingest,
+    aged: &Aged,
+    measurement: &str,
+) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut answers = Vec::new();
+    for query in aged.statements() {
+        let query = query.replace("FROM cpu", &format!("FROM {measurement}"));
+        let down = node.influxql("down", &query).await;
+        let plain = node.influxql("plain", &query).await;
+        answers.push((query, down, plain));
+    }
+    answers
 }
 
 /// Waits until `count` (a count of rows) answers 0 on every shard.

@@ -10,13 +10,16 @@ use std::time::Duration;
 
 use crate::cluster::{Cluster, StatementKind};
 use crate::engine::{query_rows, Engine};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
-use crate::layout::rollup::{rollup_name, Aggregate, Rollup};
+use crate::layout::rollup::{blocks_after_sql, rollup_name, Aggregate, Rollup};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
-use super::{parse_registry_row, state_table, Cuts, Kept, State, REGISTRY_COLUMNS};
+use super::{
+    parse_registry_row, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK,
+    REGISTRY_COLUMNS, STATE_TABLE,
+};
 
 /// Where a pass's statements run: the embedded engine, or one shard of
 /// the `clickhouse` storage mode (its own tables, by the same names).
@@ -171,51 +174,68 @@ impl Lease {
     }
 }
 
-/// What readers of the database of `names` may take from its rollups in
-/// the cluster mode, by fact table (storage table): the levels and, per
-/// cut, the earliest any shard records (before it every shard removed
-/// what it removed, after it none did), and the fields whose columns the
-/// rollups have here (their `Distributed` tables, as the first shard's
-/// were last learnt). A table some shard has no row for keeps all its
-/// rows there: no cut. A table whose rollups are not all here is left
-/// out (its rows are read).
+/// What a node learnt of one fact table's rollups on the shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Learnt {
+    /// The levels and, per cut, the earliest any shard records (before
+    /// it every shard removed what it removed, after it none did; a shard
+    /// with no registry row for the table removed nothing).
+    pub(super) kept: Kept,
+    /// The fields whose columns the rollups have here (their
+    /// `Distributed` tables, as the first shard's were last learnt).
+    pub(super) fields: Vec<(String, FieldType)>,
+    /// Where some shard holds rows no pass rolled up (from the earliest
+    /// of them on: later writes land after it, but for late ones) or an
+    /// edit's mark no pass took.
+    pub(super) unsettled: Option<Span>,
+}
+
+/// What readers of the database of `names` may take from the rollups of
+/// its fact tables `facts` (with their fields) in the cluster mode, by
+/// storage table, from every shard's registry. A table whose rollups are
+/// not all here is left out (its rows are read).
 pub(super) async fn learnt_tables(
     engine: &Engine,
+    cluster: &Cluster,
     names: &TableNames,
     facts: &[(TableNames, Vec<(String, FieldType)>)],
-) -> Result<HashMap<String, (Kept, Vec<(String, FieldType)>)>> {
-    let shards = engine.cluster.as_ref().map_or(1, |c| c.shards());
+) -> Result<HashMap<String, Learnt>> {
     let sql = format!(
-        "SELECT {REGISTRY_COLUMNS} FROM {} FINAL WHERE table != ''",
+        "SELECT {REGISTRY_COLUMNS}, _shard_num FROM {} FINAL WHERE table != ''",
         state_table(names)
     );
-    let mut states: HashMap<String, Vec<State>> = HashMap::new();
+    let mut states: HashMap<String, HashMap<usize, State>> = HashMap::new();
+    let mut marked: HashMap<String, Span> = HashMap::new();
     for row in engine.run(move |conn| query_rows(conn, &sql)).await? {
-        if let Some((table, state)) = parse_registry_row(&row)? {
-            states.entry(table).or_default().push(state);
+        let Some((table, state)) = parse_registry_row(&row)? else {
+            continue;
+        };
+        let shard = row
+            .get(10)
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| Error::Engine(format!("{STATE_TABLE}: {row:?}")))?;
+        match table.split_once(MARK) {
+            Some((facts, _)) if state.dirty_from != CLEAN => {
+                let span = union(marked.get(facts).copied(), (state.dirty_from, state.dirty_to));
+                marked.insert(facts.to_owned(), span);
+            }
+            Some(_) => {}
+            None => {
+                // `_shard_num` counts from 1.
+                states.entry(table).or_default().insert(shard - 1, state);
+            }
         }
     }
-    let columns_sql = format!(
-        "SELECT table, name FROM system.columns WHERE database = {} \
-         AND startsWith(table, '_rollup.')",
-        quote_literal(&names.database_name)
-    );
-    let mut columns: HashMap<String, HashSet<String>> = HashMap::new();
-    for row in engine.run(move |conn| query_rows(conn, &columns_sql)).await? {
-        if let [table, column] = row.as_slice() {
-            columns
-                .entry(table.clone())
-                .or_default()
-                .insert(quote_ident(column));
-        }
-    }
+    let columns = rollup_columns(Store::Here(engine), names).await?;
     let mut learnt = HashMap::new();
     for (facts, fields) in facts {
         let Some(states) = states.get(&facts.storage_name) else {
             continue;
         };
-        let levels = &states[0].levels;
-        if levels.is_empty() || states.iter().any(|s| &s.levels != levels) {
+        let Some(levels) = states.values().next().map(|s| &s.levels) else {
+            continue;
+        };
+        if levels.is_empty() || states.values().any(|s| &s.levels != levels) {
             continue;
         }
         let rollups: Vec<Option<&HashSet<String>>> = levels
@@ -228,25 +248,154 @@ pub(super) async fn learnt_tables(
         if rollups.iter().any(Option::is_none) {
             continue;
         }
-        let cuts = match states.len() == shards {
+        let cuts = match states.len() == cluster.shards() {
             false => Cuts::default(),
-            true => earliest(states.iter().map(|s| &s.cuts), levels.len()),
+            true => earliest(states.values().map(|s| &s.cuts), levels.len()),
         };
-        let fields = fields
-            .iter()
-            .filter(|(field, ty)| {
-                Aggregate::Count.applies_to(*ty)
-                    && finest.contains(&Rollup::column(field, Aggregate::Count))
-            })
-            .cloned()
-            .collect();
-        let kept = Kept {
-            levels: levels.clone(),
-            cuts,
+        let mut unsettled = marked.get(&facts.storage_name).copied();
+        for shard in 0..cluster.shards() {
+            let from = match states.get(&shard) {
+                // No pass there yet.
+                None => Some(i64::MIN),
+                Some(state) => first_after(cluster, shard, facts, state.seen_block).await?,
+            };
+            if let Some(from) = from {
+                unsettled = Some(union(unsettled, (from, i64::MAX)));
+            }
+        }
+        let table = Learnt {
+            kept: Kept {
+                levels: levels.clone(),
+                cuts,
+            },
+            fields: fields_with_columns(fields, finest),
+            unsettled,
         };
-        learnt.insert(facts.storage_table.clone(), (kept, fields));
+        learnt.insert(facts.storage_table.clone(), table);
     }
     Ok(learnt)
+}
+
+/// The time (ns) of the earliest row of the fact table `facts` on shard
+/// `shard` in a block after `seen`, if any (only parts holding such rows
+/// are read).
+async fn first_after(
+    cluster: &Cluster,
+    shard: usize,
+    facts: &TableNames,
+    seen: u64,
+) -> Result<Option<i64>> {
+    let sql = format!(
+        "SELECT toUnixTimestamp64Nano(minOrNull(time)) FROM {} WHERE {}",
+        facts.storage_table,
+        blocks_after_sql(seen)
+    );
+    let rows = cluster.query_rows(shard, &sql).await?;
+    Ok(rows.first().and_then(|row| row.first()?.parse().ok()))
+}
+
+/// An edit's mark of a fact table in the cluster mode
+/// ([`Downsampler::marked`](super::Downsampler::marked)), as a shard's
+/// registry holds it.
+#[derive(Debug)]
+pub(super) struct Mark {
+    key: String,
+    pub(super) span: Span,
+    version: i64,
+}
+
+/// The marks of the fact table `names` in `store`'s registry that no pass
+/// took yet.
+pub(super) async fn marks(store: Store<'_>, names: &TableNames) -> Result<Vec<Mark>> {
+    let sql = format!(
+        "SELECT table, dirty_from, dirty_to, version FROM {} FINAL \
+         WHERE startsWith(table, {}) AND dirty_from != {CLEAN}",
+        state_table(names),
+        quote_literal(&format!("{}{MARK}", names.storage_name))
+    );
+    let mut marks = Vec::new();
+    for row in store.rows(sql).await? {
+        let number = |i: usize| -> Result<i64> {
+            row.get(i)
+                .and_then(|text| text.parse().ok())
+                .ok_or_else(|| Error::Engine(format!("{STATE_TABLE}: mark {row:?}")))
+        };
+        marks.push(Mark {
+            key: row[0].clone(),
+            span: (number(1)?, number(2)?),
+            version: number(3)?,
+        });
+    }
+    Ok(marks)
+}
+
+/// Records that a pass took `marks`: each written again unmarked, with a
+/// later version (the node that wrote it may have a clock ahead).
+pub(super) async fn clear_marks(
+    store: Store<'_>,
+    names: &TableNames,
+    marks: &[Mark],
+) -> Result<()> {
+    if marks.is_empty() {
+        return Ok(());
+    }
+    let now = super::now_ns();
+    let rows: Vec<String> = marks
+        .iter()
+        .map(|mark| {
+            format!(
+                "({}, 0, {CLEAN}, {}, {})",
+                quote_literal(&mark.key),
+                i64::MIN,
+                now.max(mark.version.saturating_add(1))
+            )
+        })
+        .collect();
+    store
+        .execute(format!(
+            "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version) VALUES {}",
+            state_table(names),
+            rows.join(", ")
+        ))
+        .await
+}
+
+/// The columns (quoted) of each rollup (by name) of the database of
+/// `names` in `store`.
+pub(super) async fn rollup_columns(
+    store: Store<'_>,
+    names: &TableNames,
+) -> Result<HashMap<String, HashSet<String>>> {
+    let sql = format!(
+        "SELECT table, name FROM system.columns WHERE database = {} \
+         AND startsWith(table, '_rollup.')",
+        quote_literal(&names.database_name)
+    );
+    let mut columns: HashMap<String, HashSet<String>> = HashMap::new();
+    for row in store.rows(sql).await? {
+        if let [table, column] = row.as_slice() {
+            columns
+                .entry(table.clone())
+                .or_default()
+                .insert(quote_ident(column));
+        }
+    }
+    Ok(columns)
+}
+
+/// Those of `fields` a rollup with `columns` keeps.
+pub(super) fn fields_with_columns(
+    fields: &[(String, FieldType)],
+    columns: &HashSet<String>,
+) -> Vec<(String, FieldType)> {
+    fields
+        .iter()
+        .filter(|(field, ty)| {
+            Aggregate::Count.applies_to(*ty)
+                && columns.contains(&Rollup::column(field, Aggregate::Count))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Per cut, the earliest of `cuts` (`None`, nothing removed, is earliest).

@@ -130,7 +130,21 @@ struct ClusterDownsampling {
     /// How long after a cut is recorded the rows and buckets before it
     /// are removed: every node learns it meanwhile.
     removal_delay: Duration,
-    learnt: Mutex<HashMap<String, (Kept, Vec<(String, FieldType)>)>>,
+    /// What readers take from the rollups, one lock for both halves.
+    known: Mutex<Known>,
+}
+
+/// What a node knows of the rollups in the cluster mode.
+#[derive(Debug, Default)]
+struct Known {
+    /// Each table's, by storage table, as last learnt.
+    learnt: HashMap<String, cluster::Learnt>,
+    /// The spans of this node's inserts and edits (by storage table),
+    /// each with the number of its last report: read from the rows until
+    /// a learning begun after that report is done.
+    pending: HashMap<String, (Span, u64)>,
+    /// The number of the last report.
+    reports: u64,
 }
 
 /// The resolutions a fact table's data is kept at: its levels (finest
@@ -491,7 +505,7 @@ impl Downsampler {
         let cluster = engine.cluster.as_ref().map(|_| ClusterDownsampling {
             lease: Lease::new(config.period.saturating_mul(LEASE_PERIODS)),
             removal_delay: config.removal_delay,
-            learnt: Mutex::default(),
+            known: Mutex::default(),
         });
         Downsampler {
             engine: Arc::downgrade(engine),
@@ -534,8 +548,8 @@ impl Downsampler {
         let prefix = format!("{}.", TableNames::new(database, "", "").database);
         self.is_downsampled(database)
             || self.cluster.as_ref().is_some_and(|cluster| {
-                let learnt = cluster.learnt.lock().unwrap();
-                learnt.keys().any(|table| table.starts_with(&prefix))
+                let known = cluster.known.lock().unwrap();
+                known.learnt.keys().any(|table| table.starts_with(&prefix))
             })
     }
 
@@ -564,7 +578,14 @@ impl Downsampler {
     /// being inserted: readers read them from the rows until a pass has
     /// rolled them up. Tables of other databases are not kept.
     pub(crate) fn inserting(&self, database: &str, table: &str, span: Span) {
-        if self.is_downsampled(database) {
+        if let Some(cluster) = &self.cluster {
+            // Any database: another node may downsample it.
+            let mut known = cluster.known.lock().unwrap();
+            known.reports += 1;
+            let widened = union(known.pending.get(table).map(|p| p.0), span);
+            let report = known.reports;
+            known.pending.insert(table.to_owned(), (widened, report));
+        } else if self.is_downsampled(database) {
             widen(&mut self.unsettled.lock().unwrap().pending, table, span);
         }
     }
@@ -574,10 +595,17 @@ impl Downsampler {
     /// not made (or found) since the process started.
     pub(crate) fn view(&self, names: &TableNames) -> Option<RollupView> {
         if let Some(cluster) = &self.cluster {
-            // Other nodes' writes are unseen here: rows are read wherever
-            // they are kept.
-            let (kept, fields) = cluster.learnt.lock().unwrap().get(&names.storage_table)?.clone();
-            return Some(view_of(names, kept, fields, Some((i64::MIN, i64::MAX))));
+            let table = &names.storage_table;
+            let (learnt, pending) = {
+                let known = cluster.known.lock().unwrap();
+                let pending = known.pending.get(table).map(|p| p.0);
+                (known.learnt.get(table)?.clone(), pending)
+            };
+            let unsettled = match (learnt.unsettled, pending) {
+                (None, None) => None,
+                (a, Some(b)) | (Some(b), a) => Some(union(a, b)),
+            };
+            return Some(view_of(names, learnt.kept, learnt.fields, unsettled));
         }
         if !self.is_downsampled(&names.database_name) {
             return None;
@@ -633,7 +661,14 @@ impl Downsampler {
     /// the fact table `names`, keeping the fields `kept`) before `before`.
     /// The caller holds [`hold`](Self::hold) until the edit is done, and
     /// calls this before the edit changes rows (its tag condition reads
-    /// the series table, which dropping series empties).
+    /// the series table, which dropping series empties), then
+    /// [`marked`](Self::marked) with what this returns.
+    ///
+    /// In the `clickhouse` storage mode, where a pass may run on another
+    /// node at any time, the marks wait for the edit: this applies it to
+    /// every level's buckets on every shard (where rows are kept too:
+    /// the pass the mark asks for rebuilds those from the edited rows),
+    /// and returns the tables `marked` marks once the edit is done.
     pub(crate) async fn mark(
         &self,
         database: &str,
@@ -646,16 +681,33 @@ impl Downsampler {
             i64,
             &[(String, FieldType)],
         ) -> Result<Option<String>>,
-    ) -> Result<()> {
-        let (Some(policy), Some(engine), Some(catalog)) = (
-            self.policy(database),
-            self.engine.upgrade(),
-            self.catalog.upgrade(),
-        ) else {
-            return Ok(());
+    ) -> Result<Vec<TableNames>> {
+        let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
+            return Ok(Vec::new());
         };
         let Some(db) = catalog.database(database) else {
-            return Ok(());
+            return Ok(Vec::new());
+        };
+        if let Some(shards) = &engine.cluster {
+            let tables: Vec<_> = db
+                .tables()
+                .into_iter()
+                .filter(|((rp, measurement), _)| covers(rp, measurement))
+                .map(|((rp, measurement), table)| {
+                    let names = TableNames::new(database, &rp, &measurement);
+                    (names, measurement, table.schema().fields.clone())
+                })
+                .collect();
+            // Read from the rows here until the marks are learnt.
+            for (names, _, _) in &tables {
+                self.inserting(database, &names.storage_table, (from_ns, to_ns));
+            }
+            self.edit_on_shards(&engine, shards, database, &tables, statement)
+                .await?;
+            return Ok(tables.into_iter().map(|(names, _, _)| names).collect());
+        }
+        let Some(policy) = self.policy(database) else {
+            return Ok(Vec::new());
         };
         let mut statements = Vec::new();
         for ((rp, measurement), table) in db.tables() {
@@ -690,7 +742,86 @@ impl Downsampler {
                 )?);
             }
         }
-        engine.execute_all(statements).await
+        engine.execute_all(statements).await?;
+        Ok(Vec::new())
+    }
+
+    /// [`mark`](Self::mark)'s edit of the buckets of `tables` (with their
+    /// measurements and fields) on every shard: every level a shard's
+    /// registry records, each with the fields it has columns for there.
+    async fn edit_on_shards(
+        &self,
+        engine: &Engine,
+        shards: &crate::cluster::Cluster,
+        database: &str,
+        tables: &[(TableNames, String, Vec<(String, FieldType)>)],
+        statement: impl Fn(
+            &str,
+            &TableNames,
+            &str,
+            i64,
+            &[(String, FieldType)],
+        ) -> Result<Option<String>>,
+    ) -> Result<()> {
+        let registry_names = TableNames::new(database, "", "");
+        let registry = vec![(registry_names.database_name.clone(), STATE_TABLE.to_owned())];
+        engine
+            .execute_on_storage(state_table_sql(&registry_names), StatementKind::Create, registry)
+            .await?;
+        for shard in 0..shards.shards() {
+            let store = Store::Shard(engine, shards, shard);
+            let mut registry = read_registry(store, &registry_names, None).await?;
+            let columns = cluster::rollup_columns(store, &registry_names).await?;
+            let mut statements = Vec::new();
+            for (names, measurement, fields) in tables {
+                let Some(state) = registry.tables.remove(&names.storage_name) else {
+                    continue;
+                };
+                for level in &state.levels {
+                    let table = rollup_name(&names.storage_name, *level);
+                    let Some(columns) = columns.get(&table) else {
+                        continue;
+                    };
+                    let kept = cluster::fields_with_columns(fields, columns);
+                    let rollup = Rollup::new(names, &kept, *level);
+                    statements.extend(statement(&rollup.table, names, measurement, i64::MAX, &kept)?);
+                }
+            }
+            store.execute_all(statements).await?;
+        }
+        Ok(())
+    }
+
+    /// Records, after an edit, the marks [`mark`](Self::mark) left to it
+    /// (the `clickhouse` storage mode): on every shard, a mark of `span`
+    /// for each of `tables`, which the next pass over the table takes.
+    pub(crate) async fn marked(&self, tables: &[TableNames], (from_ns, to_ns): Span) -> Result<()> {
+        let (Some(engine), Some(first)) = (self.engine.upgrade(), tables.first()) else {
+            return Ok(());
+        };
+        let Some(shards) = &engine.cluster else {
+            return Ok(());
+        };
+        let now = now_ns();
+        let rows: Vec<String> = tables
+            .iter()
+            .enumerate()
+            .map(|(i, names)| {
+                let key = format!("{}{MARK}{now}-{i}", names.storage_name);
+                format!("({}, 0, {from_ns}, {to_ns}, {now})", quote_literal(&key))
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version) VALUES {}",
+            state_table(first),
+            rows.join(", ")
+        );
+        shards.execute_everywhere(&sql, StatementKind::Change).await?;
+        // A learning begun before they were recorded did not see them.
+        for names in tables {
+            self.inserting(&names.database_name, &names.storage_table, (from_ns, to_ns));
+        }
+        Ok(())
     }
 
     /// Tells readers' caches that an answer about `database`'s settled
@@ -805,6 +936,35 @@ impl Downsampler {
         else {
             return Ok(());
         };
+        let Some(shards) = &engine.cluster else {
+            return Ok(());
+        };
+        // What this node reported before now, this learning reads where
+        // it is; what it reports later stays pending.
+        let begun = cluster.known.lock().unwrap().reports;
+        let learnt = self.learn_from(&engine, shards, &catalog).await?;
+        let changed = {
+            let mut known = cluster.known.lock().unwrap();
+            known.pending.retain(|_, (_, report)| *report > begun);
+            let changed = known.learnt != learnt;
+            known.learnt = learnt;
+            changed
+        };
+        if changed {
+            for db in catalog.databases() {
+                self.unsettle(&db.name);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`learn`](Self::learn)'s reads.
+    async fn learn_from(
+        &self,
+        engine: &Engine,
+        shards: &crate::cluster::Cluster,
+        catalog: &Catalog,
+    ) -> Result<HashMap<String, cluster::Learnt>> {
         let sql = format!(
             "SELECT database FROM system.tables WHERE name = {}",
             quote_literal(STATE_TABLE)
@@ -823,16 +983,9 @@ impl Downsampler {
                 })
                 .collect();
             let names = TableNames::new(&row[0], "", "");
-            learnt.extend(cluster::learnt_tables(&engine, &names, &facts).await?);
+            learnt.extend(cluster::learnt_tables(engine, shards, &names, &facts).await?);
         }
-        let changed = *cluster.learnt.lock().unwrap() != learnt;
-        *cluster.learnt.lock().unwrap() = learnt;
-        if changed {
-            for db in catalog.databases() {
-                self.unsettle(&db.name);
-            }
-        }
-        Ok(())
+        Ok(learnt)
     }
 
     async fn pass_table(
@@ -866,6 +1019,15 @@ impl Downsampler {
                 .await?;
         } else if self.retiring.lock().unwrap().remove(&names.storage_table) {
             self.drop_retired(store, names, &levels).await?;
+        }
+        // Marks of edits made on any node (the cluster mode).
+        let marks = match store.is_here() {
+            true => Vec::new(),
+            false => cluster::marks(store, names).await?,
+        };
+        for mark in &marks {
+            state.dirty_from = state.dirty_from.min(mark.span.0);
+            state.dirty_to = state.dirty_to.max(mark.span.1);
         }
         let (seen_block, inserted) = self.changes(store, names, state.seen_block).await?;
         let edited = match state.dirty_from {
@@ -909,6 +1071,7 @@ impl Downsampler {
         if changed || state.levels.is_empty() {
             self.save(store, names, &done).await?;
         }
+        cluster::clear_marks(store, names, &marks).await?;
         self.remove_aged(store, names, &rollups, &mut done, policy, retention_s)
             .await?;
         self.kept.lock().unwrap().insert(
@@ -1454,6 +1617,10 @@ fn state_table_sql(names: &TableNames) -> Vec<String> {
     ]
 }
 
+/// Between a fact table's storage name and a mark's id, the key of an
+/// edit's mark in the cluster mode (a storage name holds one `.`).
+const MARK: &str = ".mark.";
+
 /// The registry's mark of a database a statement set not downsampled.
 const OFF: &str = "off";
 
@@ -1746,7 +1913,7 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
         let stats = Arc::clone(&engine.stats);
         drop(engine);
         if let Err(err) = downsampler.learn().await {
-            IngestStats::add(&stats.downsampling_errors, 1);
+            IngestStats::add(&stats.downsampling_learn_errors, 1);
             tracing::warn!(%err, "learning the shards' rollups failed; trying again");
         }
         let started = std::time::Instant::now();
