@@ -361,7 +361,12 @@ impl Cluster {
 
     /// Runs `sql`, a statement of the `kind`, on shard `shard`: on each
     /// replica or on the first that answers, as `kind` says.
-    pub(crate) async fn execute_on(&self, shard: usize, sql: &str, kind: StatementKind) -> Result<()> {
+    pub(crate) async fn execute_on(
+        &self,
+        shard: usize,
+        sql: &str,
+        kind: StatementKind,
+    ) -> Result<()> {
         let every_replica = match kind {
             StatementKind::Create => true,
             StatementKind::Change => self.keeper_path.is_none(),

@@ -835,7 +835,7 @@ impl Ingestor {
         let statement = |rollup: &str, names: &TableNames, measurement: &str, before, kept: &_| {
             edit::rollup_edit_sql(rollup, names, measurement, filter, before, kept, edit)
         };
-        let tables = downsampler.mark(db, covers, range, statement).await?;
+        let tables = downsampler.mark(db, covers, range, &statement).await?;
         Ok(EditMarks {
             held: Some(held),
             tables,
@@ -848,7 +848,11 @@ impl Ingestor {
     /// [`mark_edit`](Self::mark_edit) left to it, and lets passes run
     /// again.
     async fn marked(&self, marks: EditMarks<'_>) -> Result<()> {
-        let marked = self.shared.downsampler.marked(&marks.tables, marks.range).await;
+        let marked = self
+            .shared
+            .downsampler
+            .marked(&marks.tables, marks.range)
+            .await;
         drop(marks.held);
         marked
     }

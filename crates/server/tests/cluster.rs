@@ -967,7 +967,12 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     )
     .unwrap();
     let config = config.display().to_string();
-    let args = ["--config", config.as_str(), "--clickhouse-refresh-ms", "500"];
+    let args = [
+        "--config",
+        config.as_str(),
+        "--clickhouse-refresh-ms",
+        "500",
+    ];
     let mut nodes = vec![
         Chingest::start_with(&dir.path().join("node1"), &shards, &args).await,
         Chingest::start_with(&dir.path().join("node2"), &shards, &args).await,
@@ -976,8 +981,12 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     // Its hosts, and four more, for series on both shards.
     let body = |measurement: &str| {
         let body = aged.body().replace("cpu,", &format!("{measurement},"));
-        let more = body.replace("host=h0", "host=h2").replace("host=h1", "host=h3");
-        let most = body.replace("host=h0", "host=h4").replace("host=h1", "host=h5");
+        let more = body
+            .replace("host=h0", "host=h2")
+            .replace("host=h1", "host=h3");
+        let most = body
+            .replace("host=h0", "host=h4")
+            .replace("host=h1", "host=h5");
         [body, more, most].join("\n")
     };
     for db in ["down", "plain"] {
@@ -1066,7 +1075,10 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
                 .await
                 .unwrap();
             let (status, text) = (r.status(), r.text().await.unwrap());
-            assert!(status.is_success() && !text.contains("error"), "{delete}: {text}");
+            assert!(
+                status.is_success() && !text.contains("error"),
+                "{delete}: {text}"
+            );
         }
         // At once on the node that deleted.
         influxql_agrees(node, &aged, delete).await;
@@ -1120,7 +1132,10 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
 /// docs/downsampling.md): the same in `down` as in `plain`.
 async fn answers_agree(node: &Chingest, aged: &Aged, measurement: &str, after: &str) {
     for (query, down, plain) in answers(node, aged, measurement).await {
-        assert!(same(&down, &plain), "after {after}, {query}\ndown: {down}\nplain: {plain}");
+        assert!(
+            same(&down, &plain),
+            "after {after}, {query}\ndown: {down}\nplain: {plain}"
+        );
     }
 }
 
@@ -1128,7 +1143,10 @@ async fn answers_agree(node: &Chingest, aged: &Aged, measurement: &str, after: &
 /// edit left a hole).
 async fn influxql_agrees(node: &Chingest, aged: &Aged, after: &str) {
     for (query, down, plain) in influxql_answers(node, aged, "cpu").await {
-        assert!(same(&down, &plain), "after {after}, {query}\ndown: {down}\nplain: {plain}");
+        assert!(
+            same(&down, &plain),
+            "after {after}, {query}\ndown: {down}\nplain: {plain}"
+        );
     }
 }
 
@@ -1177,7 +1195,13 @@ async fn until_gone_from(shards: &[&ClickHouseNode], count: &str) {
     loop {
         let mut left = 0;
         for shard in shards {
-            left += shard.query(count).await.unwrap().trim().parse::<u64>().unwrap();
+            left += shard
+                .query(count)
+                .await
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap();
         }
         if left == 0 {
             return;

@@ -2,7 +2,9 @@
 //! rollups and the registry of its own series, and a pass runs there
 //! ([`Store::Shard`]); one node at a time makes passes over a database,
 //! the holder of its [`Lease`]; every node reads the registries of all
-//! shards each period ([`learnt_tables`]) to know where rows are gone.
+//! shards each period ([`learnt_tables`]) to know where rows are gone
+//! and what the rollups may lack; an edit on any node leaves a [`Mark`]
+//! on each shard, which the next pass takes ([`marks`], [`clear_marks`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -17,8 +19,8 @@ use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
 use super::{
-    parse_registry_row, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK,
-    REGISTRY_COLUMNS, STATE_TABLE,
+    parse_registry_row, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK, REGISTRY_COLUMNS,
+    STATE_TABLE,
 };
 
 /// Where a pass's statements run: the embedded engine, or one shard of
@@ -140,9 +142,10 @@ impl Lease {
             // The first row of a term is its holder (only one is stored
             // unless a claim came more than 1,000 terms late).
             for row in rows {
-                if let (Some(Ok(term)), Some(Ok(node))) =
-                    (row.first().map(|t| t.parse()), row.get(1).map(|n| n.parse()))
-                {
+                if let (Some(Ok(term)), Some(Ok(node))) = (
+                    row.first().map(|t| t.parse()),
+                    row.get(1).map(|n| n.parse()),
+                ) {
                     holders.entry(term).or_insert(node);
                 }
             }
@@ -216,7 +219,10 @@ pub(super) async fn learnt_tables(
             .ok_or_else(|| Error::Engine(format!("{STATE_TABLE}: {row:?}")))?;
         match table.split_once(MARK) {
             Some((facts, _)) if state.dirty_from != CLEAN => {
-                let span = union(marked.get(facts).copied(), (state.dirty_from, state.dirty_to));
+                let span = union(
+                    marked.get(facts).copied(),
+                    (state.dirty_from, state.dirty_to),
+                );
                 marked.insert(facts.to_owned(), span);
             }
             Some(_) => {}
@@ -400,9 +406,8 @@ pub(super) fn fields_with_columns(
 
 /// Per cut, the earliest of `cuts` (`None`, nothing removed, is earliest).
 fn earliest<'a>(cuts: impl Iterator<Item = &'a Cuts> + Clone, levels: usize) -> Cuts {
-    let min = |of: &dyn Fn(&Cuts) -> Option<i64>| -> Option<i64> {
-        cuts.clone().map(of).min().flatten()
-    };
+    let min =
+        |of: &dyn Fn(&Cuts) -> Option<i64>| -> Option<i64> { cuts.clone().map(of).min().flatten() };
     Cuts {
         rows_from: min(&|c| c.rows_from),
         kept_from: (0..levels)

@@ -38,6 +38,10 @@
 //! restart nothing is known until a table's first pass (which finds every
 //! row the rollups lack by block number): until then readers read rows,
 //! where rows are kept. The cuts are read back when the ingestor opens.
+//!
+//! In the `clickhouse` storage mode the same passes run on each shard,
+//! by one node at a time, and readers learn from the shards what they
+//! may read ([`cluster`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -674,13 +678,7 @@ impl Downsampler {
         database: &str,
         covers: impl Fn(&str, &str) -> bool,
         (from_ns, to_ns): (i64, i64),
-        statement: impl Fn(
-            &str,
-            &TableNames,
-            &str,
-            i64,
-            &[(String, FieldType)],
-        ) -> Result<Option<String>>,
+        statement: &EditStatement<'_>,
     ) -> Result<Vec<TableNames>> {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(Vec::new());
@@ -689,22 +687,23 @@ impl Downsampler {
             return Ok(Vec::new());
         };
         if let Some(shards) = &engine.cluster {
-            let tables: Vec<_> = db
+            let tables: Vec<EditedTable> = db
                 .tables()
                 .into_iter()
                 .filter(|((rp, measurement), _)| covers(rp, measurement))
-                .map(|((rp, measurement), table)| {
-                    let names = TableNames::new(database, &rp, &measurement);
-                    (names, measurement, table.schema().fields.clone())
+                .map(|((rp, measurement), table)| EditedTable {
+                    names: TableNames::new(database, &rp, &measurement),
+                    measurement,
+                    fields: table.schema().fields.clone(),
                 })
                 .collect();
             // Read from the rows here until the marks are learnt.
-            for (names, _, _) in &tables {
-                self.inserting(database, &names.storage_table, (from_ns, to_ns));
+            for table in &tables {
+                self.inserting(database, &table.names.storage_table, (from_ns, to_ns));
             }
             self.edit_on_shards(&engine, shards, database, &tables, statement)
                 .await?;
-            return Ok(tables.into_iter().map(|(names, _, _)| names).collect());
+            return Ok(tables.into_iter().map(|table| table.names).collect());
         }
         let Some(policy) = self.policy(database) else {
             return Ok(Vec::new());
@@ -754,26 +753,29 @@ impl Downsampler {
         engine: &Engine,
         shards: &crate::cluster::Cluster,
         database: &str,
-        tables: &[(TableNames, String, Vec<(String, FieldType)>)],
-        statement: impl Fn(
-            &str,
-            &TableNames,
-            &str,
-            i64,
-            &[(String, FieldType)],
-        ) -> Result<Option<String>>,
+        tables: &[EditedTable],
+        statement: &EditStatement<'_>,
     ) -> Result<()> {
         let registry_names = TableNames::new(database, "", "");
         let registry = vec![(registry_names.database_name.clone(), STATE_TABLE.to_owned())];
         engine
-            .execute_on_storage(state_table_sql(&registry_names), StatementKind::Create, registry)
+            .execute_on_storage(
+                state_table_sql(&registry_names),
+                StatementKind::Create,
+                registry,
+            )
             .await?;
         for shard in 0..shards.shards() {
             let store = Store::Shard(engine, shards, shard);
             let mut registry = read_registry(store, &registry_names, None).await?;
             let columns = cluster::rollup_columns(store, &registry_names).await?;
             let mut statements = Vec::new();
-            for (names, measurement, fields) in tables {
+            for EditedTable {
+                names,
+                measurement,
+                fields,
+            } in tables
+            {
                 let Some(state) = registry.tables.remove(&names.storage_name) else {
                     continue;
                 };
@@ -784,7 +786,13 @@ impl Downsampler {
                     };
                     let kept = cluster::fields_with_columns(fields, columns);
                     let rollup = Rollup::new(names, &kept, *level);
-                    statements.extend(statement(&rollup.table, names, measurement, i64::MAX, &kept)?);
+                    statements.extend(statement(
+                        &rollup.table,
+                        names,
+                        measurement,
+                        i64::MAX,
+                        &kept,
+                    )?);
                 }
             }
             store.execute_all(statements).await?;
@@ -816,7 +824,9 @@ impl Downsampler {
             state_table(first),
             rows.join(", ")
         );
-        shards.execute_everywhere(&sql, StatementKind::Change).await?;
+        shards
+            .execute_everywhere(&sql, StatementKind::Change)
+            .await?;
         // A learning begun before they were recorded did not see them.
         for names in tables {
             self.inserting(&names.database_name, &names.storage_table, (from_ns, to_ns));
@@ -1211,7 +1221,10 @@ impl Downsampler {
         if !self.removed.lock().unwrap().contains_key(&key) && store.is_here() {
             // Removed up to the cuts recorded, but for a crash in between
             // (its buckets are never read).
-            self.removed.lock().unwrap().insert(key.clone(), done.cuts.clone());
+            self.removed
+                .lock()
+                .unwrap()
+                .insert(key.clone(), done.cuts.clone());
         }
         if cuts != done.cuts {
             done.cuts = cuts.clone();
@@ -1231,11 +1244,20 @@ impl Downsampler {
             self.unsettle(&names.database_name);
         }
         // In the cluster mode other nodes learn the cuts first.
-        let delay = self.cluster.as_ref().map_or(0, |c| c.removal_delay.as_nanos() as i64);
+        let delay = self
+            .cluster
+            .as_ref()
+            .map_or(0, |c| c.removal_delay.as_nanos() as i64);
         if now.saturating_sub(done.cuts_at) < delay {
             return Ok(());
         }
-        let removed = self.removed.lock().unwrap().get(&key).cloned().unwrap_or_default();
+        let removed = self
+            .removed
+            .lock()
+            .unwrap()
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
         let deletes: Vec<String> = rollups
             .iter()
             .enumerate()
@@ -1467,7 +1489,14 @@ impl Downsampler {
                 };
                 let levels = state.levels_or(policy);
                 let new = resolutions(policy);
-                checked_migration(Store::Here(&engine), &names, (&levels, &state.cuts), &new, refused).await?;
+                checked_migration(
+                    Store::Here(&engine),
+                    &names,
+                    (&levels, &state.cuts),
+                    &new,
+                    refused,
+                )
+                .await?;
                 let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
                     let fields = table.schema().fields.clone();
@@ -1525,8 +1554,14 @@ impl Downsampler {
                 (Some(wanted), Some(current)) => {
                     let levels = state.levels_or(current);
                     let new = resolutions(wanted);
-                    checked_migration(Store::Here(&engine), &names, (&levels, &state.cuts), &new, refused)
-                        .await?;
+                    checked_migration(
+                        Store::Here(&engine),
+                        &names,
+                        (&levels, &state.cuts),
+                        &new,
+                        refused,
+                    )
+                    .await?;
                 }
                 _ => {}
             }
@@ -1560,7 +1595,8 @@ impl Downsampler {
             // Its rollups go; set again, they are built anew.
             for names in tables {
                 self.drop_retired(Store::Here(&engine), &names, &[]).await?;
-                self.save(Store::Here(&engine), &names, &State::default()).await?;
+                self.save(Store::Here(&engine), &names, &State::default())
+                    .await?;
                 let table = &names.storage_table;
                 self.made.lock().unwrap().remove(table);
                 self.kept.lock().unwrap().remove(table);
@@ -1573,6 +1609,22 @@ impl Downsampler {
         self.unsettle(database);
         Ok(())
     }
+}
+
+/// Gives the statement applying an edit to the buckets of one level
+/// ([`Downsampler::mark`]): `(rollup, names, measurement, before, kept)`,
+/// the level's table, its fact table's names and measurement, the time
+/// before which it applies, and the fields the level keeps.
+pub(crate) type EditStatement<'a> = dyn Fn(&str, &TableNames, &str, i64, &[(String, FieldType)]) -> Result<Option<String>>
+    + Send
+    + Sync
+    + 'a;
+
+/// A fact table an edit may change, in the cluster mode.
+struct EditedTable {
+    names: TableNames,
+    measurement: String,
+    fields: Vec<(String, FieldType)>,
 }
 
 /// The rollups of the fact table `names` with `fields`, one per level.
@@ -1662,7 +1714,8 @@ async fn read_registry(
                     [] => None,
                     [off] if off == OFF => Some(None),
                     levels => Some(Some(
-                        Downsampling::parse(levels).map_err(|err| bad_registry(&err.to_string()))?,
+                        Downsampling::parse(levels)
+                            .map_err(|err| bad_registry(&err.to_string()))?,
                     )),
                 };
             }
