@@ -798,7 +798,7 @@ async fn a_node_learns_what_another_creates() {
         assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{path}: {text}");
         assert!(text.contains("ON CLUSTER"), "{path}: {text}");
     }
-    // Nor does it downsample (not built for the shards yet): refused.
+    // Downsampling levels come from every node's file: the statement is refused.
     let r = client()
         .post(format!("{}/query?db=metrics", node1.url))
         .form(&[("q", "SET DOWNSAMPLING '30d:5m'")])
