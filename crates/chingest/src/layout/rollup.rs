@@ -276,6 +276,13 @@ pub struct Rollup {
     fields: Vec<(String, FieldType)>,
 }
 
+/// The settings of a statement building buckets: points written again
+/// read merged (also on a shard, whose connections do not set it), and
+/// its threads at the lowest priority (nice 19), so that at full ingest
+/// the inserts and queries keep the cores and passes take the idle time
+/// (readers read the rows the rollups lack meanwhile).
+const BUILD_SETTINGS: &str = "final = 1, os_thread_priority = 19";
+
 impl Rollup {
     /// The rollup of the fact table `names` with `fields` at `resolution`.
     pub fn new(
@@ -376,9 +383,8 @@ impl Rollup {
 
     /// Rebuilds the buckets of `[from, to)` (ns, multiples of the interval)
     /// from `source`: the fact table itself (its rows up to block
-    /// `through`, points written again merged, also on a shard), or the
-    /// rollup one level finer (whose buckets divide these, all holding the
-    /// rows up to `through`).
+    /// `through`), or the rollup one level finer (whose buckets divide
+    /// these, all holding the rows up to `through`); [`BUILD_SETTINGS`].
     pub fn rebuild_sql(
         &self,
         source: Source<'_>,
@@ -402,7 +408,7 @@ impl Rollup {
         let bucket = self.bucket_sql();
         format!(
             "INSERT INTO {} (series_id, time, {}, {THROUGH}) SELECT series_id, {bucket}, {}, {through} \
-             FROM {table} WHERE {}{blocks} GROUP BY series_id, {bucket} SETTINGS final = 1",
+             FROM {table} WHERE {}{blocks} GROUP BY series_id, {bucket} SETTINGS {BUILD_SETTINGS}",
             self.table,
             self.column_list(),
             values.join(", "),
@@ -446,7 +452,7 @@ impl Rollup {
                SELECT series_id, time, {columns} FROM {table} FINAL WHERE {range} \
                  AND (series_id, time) IN (SELECT series_id, bucket FROM new) \
                UNION ALL SELECT series_id, bucket, {} FROM new GROUP BY series_id, bucket) \
-             GROUP BY series_id, time SETTINGS final = 1",
+             GROUP BY series_id, time SETTINGS {BUILD_SETTINGS}",
             of_buckets.join(", "),
             of_rows.join(", "),
             table = self.table,
