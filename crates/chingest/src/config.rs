@@ -424,7 +424,12 @@ impl IngestConfig {
         if self.wal.checkpoint_interval.is_zero() {
             return fail("wal.checkpoint_interval must be positive");
         }
-        if !self.downsampling.databases.is_empty() {
+        let levelled = |levels: &std::collections::BTreeMap<String, Option<Downsampling>>| {
+            levels.values().any(Option::is_some)
+        };
+        if !self.downsampling.databases.is_empty()
+            || self.downsampling.measurements.values().any(levelled)
+        {
             if self.downsampling.period.is_zero() {
                 return fail("downsampling.period must be positive");
             }
@@ -581,6 +586,13 @@ mod tests {
 pub struct DownsamplingConfig {
     /// Each downsampled database's levels.
     pub databases: std::collections::BTreeMap<String, Downsampling>,
+    /// Per database, measurements with levels of their own, whatever the
+    /// database's are (`None`: kept whole; also in a database that is not
+    /// downsampled).
+    pub measurements: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, Option<Downsampling>>,
+    >,
     /// How often the rollups catch up with what was written and edited
     /// (and, in the `clickhouse` storage mode, how often each node learns
     /// the shards' rollups).
@@ -595,6 +607,7 @@ impl Default for DownsamplingConfig {
     fn default() -> Self {
         DownsamplingConfig {
             databases: std::collections::BTreeMap::new(),
+            measurements: std::collections::BTreeMap::new(),
             period: Duration::from_secs(10),
             removal_delay: Duration::from_secs(600),
         }

@@ -270,7 +270,7 @@ impl Ingestor {
             return Err(err);
         }
         for db in catalog.databases() {
-            catalog.set_downsampled(&db.name, downsampler.policy(&db.name).is_some());
+            catalog.set_downsampled(&db.name, downsampler.is_downsampled(&db.name));
         }
         // Rebuilt in the background: until then its tables answer `None`.
         let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
@@ -820,7 +820,7 @@ impl Ingestor {
             filter.stop.unwrap_or(i64::MAX),
         );
         let downsampled = match self.shared.engine.cluster {
-            None => downsampler.policy(db).is_some(),
+            None => downsampler.is_downsampled(db),
             Some(_) => downsampler.is_downsampled_anywhere(db),
         };
         if !downsampled {
@@ -885,7 +885,7 @@ impl Ingestor {
             ));
         }
         downsampler.set(db, setting).await?;
-        let downsampled = downsampler.policy(db).is_some();
+        let downsampled = downsampler.is_downsampled(db);
         shared.catalog.set_downsampled(db, downsampled);
         Ok(())
     }

@@ -82,6 +82,10 @@ pub struct DownsamplingSection {
     pub removal_delay_ms: u64,
     /// Each downsampled database's levels: `telegraf = ["30d:5m", "180d:1h"]`.
     pub databases: std::collections::BTreeMap<String, Vec<String>>,
+    /// Per database, measurements with levels of their own (`[]`: kept
+    /// whole): `[downsampling.measurements.telegraf]`, `cpu = ["7d:1m"]`.
+    pub measurements:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 impl Default for DownsamplingSection {
@@ -90,6 +94,7 @@ impl Default for DownsamplingSection {
             period_ms: 10_000,
             removal_delay_ms: 600_000,
             databases: std::collections::BTreeMap::new(),
+            measurements: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -554,6 +559,15 @@ impl ServerConfig {
                 ConfigError::Invalid(format!("downsampling.databases.{database}: {e}"))
             })?;
         }
+        for (database, measurements) in &self.downsampling.measurements {
+            for (measurement, levels) in measurements {
+                measurement_levels(levels).map_err(|e| {
+                    ConfigError::Invalid(format!(
+                        "downsampling.measurements.{database}.{measurement}: {e}"
+                    ))
+                })?;
+            }
+        }
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -591,10 +605,35 @@ impl ServerConfig {
                         Some((db.clone(), chingest::Downsampling::parse(levels).ok()?))
                     })
                     .collect(),
+                // As the databases' levels.
+                measurements: self
+                    .downsampling
+                    .measurements
+                    .iter()
+                    .map(|(db, measurements)| {
+                        let levels = measurements
+                            .iter()
+                            .filter_map(|(m, levels)| {
+                                Some((m.clone(), measurement_levels(levels).ok()?))
+                            })
+                            .collect();
+                        (db.clone(), levels)
+                    })
+                    .collect(),
                 period: Duration::from_millis(self.downsampling.period_ms),
                 removal_delay: Duration::from_millis(self.downsampling.removal_delay_ms),
             },
         }
+    }
+}
+
+/// A measurement's levels as the file gives them: none (`[]`), kept whole.
+fn measurement_levels(
+    levels: &[String],
+) -> Result<Option<chingest::Downsampling>, chingest::InvalidConfig> {
+    match levels.is_empty() {
+        true => Ok(None),
+        false => chingest::Downsampling::parse(levels).map(Some),
     }
 }
 
@@ -673,6 +712,25 @@ mod tests {
                 refresh: Duration::from_millis(17),
                 ..chingest::ClusterConfig::default()
             }
+        );
+        // A measurement's levels, or none, reach the library; bad ones are
+        // refused naming their key.
+        let config: ServerConfig =
+            toml::from_str("[downsampling.measurements.telegraf]\ncpu = ['7d:1m']\nevents = []")
+                .unwrap();
+        let own = &config.ingest_config().downsampling.measurements["telegraf"];
+        assert_eq!(
+            own["cpu"],
+            Some(chingest::Downsampling::parse(&["7d:1m"]).unwrap())
+        );
+        assert_eq!(own["events"], None);
+        let config: ServerConfig =
+            toml::from_str("[downsampling.measurements.telegraf]\ncpu = ['7d:7m', '30d:1h']")
+                .unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("downsampling.measurements.telegraf.cpu"),
+            "{err}"
         );
         // A key left out keeps the library's default.
         let config: ServerConfig = toml::from_str("[ingest]\nflush_max_rows = 5").unwrap();

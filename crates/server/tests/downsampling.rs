@@ -817,6 +817,84 @@ async fn until_rows_gone(server: &Server, db: &str, aged: &Aged) {
     }
 }
 
+/// Measurements with levels of their own (`[downsampling.measurements]`)
+/// in a database downsampled at `1d:5m`, `2d:1h`: `mem` kept whole, `disk`
+/// at `1d:1h` alone. Once passes ran, the rows of `cpu` and `disk` past a
+/// day are gone and all of `mem`'s kept; `disk` has its one level's rollup
+/// and no other; InfluxQL by the hour answers for each as the plain twin.
+#[test]
+fn measurements_with_levels_of_their_own_keep_them() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("chingest.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[downsampling]\nperiod_ms = 200\n[downsampling.databases]\n\
+             {DB} = [\"1d:5m\", \"2d:1h\"]\n[downsampling.measurements.{DB}]\n\
+             mem = []\ndisk = [\"1d:1h\"]\n"
+        ),
+    )
+    .unwrap();
+    let server = start_with(
+        &tmp.path().join("data"),
+        &["--config".as_ref(), config.as_os_str()],
+    );
+    let aged = Aged::now();
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        for measurement in ["cpu", "mem", "disk"] {
+            let body = aged.body().replace("cpu,", &format!("{measurement},"));
+            write_both(&server, &body).await;
+        }
+        until_rows_gone(&server, DB, &aged).await;
+        let before_cut = |db: &str, measurement: &str| {
+            format!(
+                "SELECT count() FROM {db}.`{measurement}.autogen` WHERE time < toDateTime({})",
+                aged.rows_from
+            )
+        };
+        let started = Instant::now();
+        while sql(&server, &before_cut(DB, "disk")).await.trim() != "0" {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "disk's rows stay"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            sql(&server, &before_cut(DB, "mem")).await,
+            sql(&server, &before_cut(RAW, "mem")).await,
+            "mem is kept whole"
+        );
+        let buckets = format!("SELECT count() FROM {DB}.`_rollup.1h.disk.autogen`");
+        assert_ne!(sql(&server, &buckets).await.trim(), "0");
+        for missing in ["_rollup.5m.disk.autogen", "_rollup.1h.mem.autogen"] {
+            let r = client()
+                .post(format!("{}/sql", server.url))
+                .body(format!("SELECT count() FROM {DB}.`{missing}`"))
+                .send()
+                .await
+                .unwrap();
+            let (status, text) = (r.status(), r.text().await.unwrap());
+            assert!(
+                !status.is_success() && text.contains("UNKNOWN_TABLE"),
+                "{missing}: {text}"
+            );
+        }
+        for measurement in ["cpu", "mem", "disk"] {
+            // By the hour and coarser: `disk` keeps no 5 m buckets.
+            let statements: Vec<String> = aged
+                .statements()
+                .into_iter()
+                .filter(|q| !q.contains("time(5m)"))
+                .map(|q| q.replace("FROM cpu", &format!("FROM {measurement}")))
+                .collect();
+            statements_agree(&server, &statements, measurement).await;
+        }
+    });
+}
+
 /// A database whose levels keep the last sample only.
 const LAST: &str = "lastonly";
 

@@ -98,6 +98,9 @@ pub(crate) struct Downsampler {
     last_values: Weak<LastValues>,
     /// The configuration file's levels, by database.
     configured: BTreeMap<String, Downsampling>,
+    /// The file's levels of single measurements (`None`: kept whole), by
+    /// database and measurement: they override their database's.
+    measurements: BTreeMap<String, BTreeMap<String, Option<Downsampling>>>,
     /// The levels statements set (recorded in each database's registry,
     /// they outlive the file's); `None`: not downsampled.
     set: RwLock<BTreeMap<String, Option<Downsampling>>>,
@@ -516,6 +519,7 @@ impl Downsampler {
             catalog: Arc::downgrade(catalog),
             last_values: Arc::downgrade(last_values),
             configured: config.databases.clone(),
+            measurements: config.measurements.clone(),
             set: RwLock::default(),
             passes: tokio::sync::Mutex::new(()),
             made: Mutex::default(),
@@ -537,13 +541,39 @@ impl Downsampler {
         }
     }
 
-    /// Whether `database` is downsampled ([`policy`](Self::policy) without
-    /// the copy: asked on every insert and read).
-    fn is_downsampled(&self, database: &str) -> bool {
-        match self.set.read().unwrap().get(database) {
+    /// The levels of `measurement`'s tables in `database`, if they are
+    /// downsampled: the file's for the measurement, else the database's.
+    pub(crate) fn table_policy(&self, database: &str, measurement: &str) -> Option<Downsampling> {
+        match self
+            .measurements
+            .get(database)
+            .and_then(|m| m.get(measurement))
+        {
+            Some(own) => own.clone(),
+            None => self.policy(database),
+        }
+    }
+
+    /// [`table_policy`](Self::table_policy) of the fact table `names`.
+    fn policy_of(&self, names: &TableNames) -> Option<Downsampling> {
+        let (measurement, _) = names.storage_name.split_once('.')?;
+        self.table_policy(
+            &names.database_name,
+            &crate::layout::names::decode(measurement)?,
+        )
+    }
+
+    /// Whether any table of `database` is downsampled (asked on every
+    /// insert and read).
+    pub(crate) fn is_downsampled(&self, database: &str) -> bool {
+        let own = match self.set.read().unwrap().get(database) {
             Some(set) => set.is_some(),
             None => self.configured.contains_key(database),
-        }
+        };
+        own || self
+            .measurements
+            .get(database)
+            .is_some_and(|m| m.values().any(Option::is_some))
     }
 
     /// Whether this node downsamples `database`, or, in the cluster mode,
@@ -562,19 +592,18 @@ impl Downsampler {
         self.set.read().unwrap().contains_key(database)
     }
 
-    /// Every downsampled database and its levels.
-    fn policies(&self) -> Vec<(String, Downsampling)> {
+    /// Every database with a downsampled table.
+    fn downsampled(&self) -> Vec<String> {
         let set = self.set.read().unwrap();
-        let configured = self
-            .configured
-            .iter()
-            .filter(|(name, _)| !set.contains_key(*name))
-            .map(|(name, policy)| (name.clone(), policy.clone()));
-        let stated = set
-            .iter()
-            .filter_map(|(name, policy)| Some((name.clone(), policy.clone()?)));
-        let mut all: Vec<_> = configured.chain(stated).collect();
-        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut all: Vec<String> = (self.configured.keys())
+            .chain(set.keys())
+            .chain(self.measurements.keys())
+            .cloned()
+            .collect();
+        drop(set);
+        all.sort();
+        all.dedup();
+        all.retain(|name| self.is_downsampled(name));
         all
     }
 
@@ -633,7 +662,7 @@ impl Downsampler {
         let kept = match kept {
             Some(kept) => kept,
             None => Kept {
-                levels: resolutions(&self.policy(&names.database_name)?),
+                levels: resolutions(&self.policy_of(names)?),
                 cuts: Cuts::default(),
             },
         };
@@ -705,14 +734,14 @@ impl Downsampler {
                 .await?;
             return Ok(tables.into_iter().map(|table| table.names).collect());
         }
-        let Some(policy) = self.policy(database) else {
-            return Ok(Vec::new());
-        };
         let mut statements = Vec::new();
         for ((rp, measurement), table) in db.tables() {
             if !covers(&rp, &measurement) {
                 continue;
             }
+            let Some(policy) = self.table_policy(database, &measurement) else {
+                continue;
+            };
             let names = TableNames::new(database, &rp, &measurement);
             let fields = &table.schema().fields;
             let levels = self.levels_of(&names, &policy);
@@ -851,7 +880,7 @@ impl Downsampler {
         };
         // (In the embedded mode a pass is made even with no table.)
         let mut passed_any = engine.cluster.is_none();
-        for (name, _) in self.policies() {
+        for name in self.downsampled() {
             let Some(database) = catalog.database(&name) else {
                 continue;
             };
@@ -863,8 +892,8 @@ impl Downsampler {
                 // at most, not for a pass over every database.
                 let _pass = self.passes.lock().await;
                 // Read under the lock: a statement may have changed it.
-                let Some(policy) = self.policy(&name) else {
-                    break;
+                let Some(policy) = self.table_policy(&name, &measurement) else {
+                    continue;
                 };
                 // Asked before each table: a pass that outlives its term
                 // stops at the next table.
@@ -1470,12 +1499,12 @@ impl Downsampler {
             if let Some(set) = registry.set {
                 self.set.write().unwrap().insert(name.clone(), set);
             }
-            let policy = self.policy(name);
             for ((rp, measurement), table) in database.tables() {
                 let names = TableNames::new(name, &rp, &measurement);
                 let Some(state) = registry.tables.remove(&names.storage_name) else {
                     continue;
                 };
+                let policy = self.table_policy(name, &measurement);
                 let refused = |why: String| {
                     Error::Config(format!(
                         "downsampling of database {name:?}, measurement {measurement:?} in {rp:?}: {why}"
@@ -1538,6 +1567,14 @@ impl Downsampler {
         let current = self.policy(database);
         let mut tables = Vec::new();
         for ((rp, measurement), _) in db.tables() {
+            // Its levels are its own, not the database's.
+            if self
+                .measurements
+                .get(database)
+                .is_some_and(|m| m.contains_key(&measurement))
+            {
+                continue;
+            }
             let names = TableNames::new(database, &rp, &measurement);
             let state = registry.tables.remove(&names.storage_name);
             tables.push(names.clone());
