@@ -1516,16 +1516,8 @@ impl Downsampler {
                     }
                     continue;
                 };
+                check_move(&engine, &names, &state, (policy, policy), refused).await?;
                 let levels = state.levels_or(policy);
-                let new = resolutions(policy);
-                checked_migration(
-                    Store::Here(&engine),
-                    &names,
-                    (&levels, &state.cuts),
-                    &new,
-                    refused,
-                )
-                .await?;
                 let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
                     let fields = table.schema().fields.clone();
@@ -1589,16 +1581,7 @@ impl Downsampler {
                     return Err(refused(no_longer_downsampled(&state.cuts)));
                 }
                 (Some(wanted), Some(current)) => {
-                    let levels = state.levels_or(current);
-                    let new = resolutions(wanted);
-                    checked_migration(
-                        Store::Here(&engine),
-                        &names,
-                        (&levels, &state.cuts),
-                        &new,
-                        refused,
-                    )
-                    .await?;
+                    check_move(&engine, &names, &state, (current, wanted), refused).await?;
                 }
                 _ => {}
             }
@@ -1846,6 +1829,28 @@ async fn checked_migration(
         }
     }
     Ok(plan)
+}
+
+/// Refuses (`refused`, why) moving the table `names` from the levels its
+/// `state` records (`current`'s if it records none) to `wanted`'s where
+/// that would lose data ([`checked_migration`]).
+async fn check_move(
+    engine: &Engine,
+    names: &TableNames,
+    state: &State,
+    (current, wanted): (&Downsampling, &Downsampling),
+    refused: impl Fn(String) -> Error,
+) -> Result<()> {
+    let (levels, new) = (state.levels_or(current), resolutions(wanted));
+    checked_migration(
+        Store::Here(engine),
+        names,
+        (&levels, &state.cuts),
+        &new,
+        refused,
+    )
+    .await?;
+    Ok(())
 }
 
 /// Why a database whose rows went before `cuts` cannot stop being
