@@ -511,23 +511,17 @@ impl Source<'_> {
         if let Some(found) = self.indexed_series(candidate, matchers, range, budget)? {
             return Ok(found);
         }
-        let condition = self.series_condition(candidate, matchers);
         let mut sql = format!(
-            "SELECT series_id, mapKeys(tags), mapValues(tags) FROM {} FINAL WHERE {condition}",
+            "SELECT series_id, mapKeys(tags), mapValues(tags) FROM {} FINAL WHERE {}",
             candidate.names.series_table,
+            self.series_condition(candidate, matchers)
         );
         let mut facts = Vec::new();
         if let Some((start, end)) = range {
             facts.push(time_condition(start, end));
         }
         if candidate.sparse {
-            // Only the selected series' rows are read for the field (the
-            // table's key starts with the series), not every row's.
-            facts.push(format!(
-                "series_id IN (SELECT series_id FROM {} WHERE {condition}) AND {} IS NOT NULL",
-                candidate.names.series_table,
-                quote_ident(&candidate.field)
-            ));
+            facts.push(format!("{} IS NOT NULL", quote_ident(&candidate.field)));
         }
         if !facts.is_empty() {
             sql.push_str(&format!(
