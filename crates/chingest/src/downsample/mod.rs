@@ -543,7 +543,7 @@ impl Downsampler {
 
     /// The levels of `measurement`'s tables in `database`, if they are
     /// downsampled: the file's for the measurement, else the database's.
-    pub(crate) fn table_policy(&self, database: &str, measurement: &str) -> Option<Downsampling> {
+    fn table_policy(&self, database: &str, measurement: &str) -> Option<Downsampling> {
         match self
             .measurements
             .get(database)
@@ -595,7 +595,9 @@ impl Downsampler {
     /// Every database with a downsampled table.
     fn downsampled(&self) -> Vec<String> {
         let set = self.set.read().unwrap();
-        let mut all: Vec<String> = (self.configured.keys())
+        let mut all: Vec<String> = self
+            .configured
+            .keys()
             .chain(set.keys())
             .chain(self.measurements.keys())
             .cloned()
@@ -1113,13 +1115,17 @@ impl Downsampler {
         cluster::clear_marks(store, names, &marks).await?;
         self.remove_aged(store, names, &rollups, &mut done, policy, retention_s)
             .await?;
-        self.kept.lock().unwrap().insert(
-            names.storage_table.clone(),
-            Kept {
+        // (In the cluster mode readers learn them from every shard.)
+        if store.is_here() {
+            let kept = Kept {
                 levels: done.levels,
                 cuts: done.cuts,
-            },
-        );
+            };
+            self.kept
+                .lock()
+                .unwrap()
+                .insert(names.storage_table.clone(), kept);
+        }
         Ok(Passed::Done)
     }
 
