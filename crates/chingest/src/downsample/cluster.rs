@@ -4,7 +4,7 @@
 //! the holder of its [`Lease`]; every node reads the registries of all
 //! shards each period ([`learnt_tables`]) to know where rows are gone
 //! and what the rollups may lack; an edit on any node leaves a [`Mark`]
-//! on each shard, which the next pass takes ([`marks`], [`clear_marks`]).
+//! on each shard, which the next pass takes ([`clear_marks`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -214,7 +214,7 @@ pub(super) async fn learnt_tables(
             continue;
         };
         let shard = row
-            .get(10)
+            .get(11)
             .and_then(|n| n.parse::<usize>().ok())
             .ok_or_else(|| Error::Engine(format!("{STATE_TABLE}: {row:?}")))?;
         match table.split_once(MARK) {
@@ -305,34 +305,9 @@ async fn first_after(
 /// registry holds it.
 #[derive(Debug)]
 pub(super) struct Mark {
-    key: String,
+    pub(super) key: String,
     pub(super) span: Span,
-    version: i64,
-}
-
-/// The marks of the fact table `names` in `store`'s registry that no pass
-/// took yet.
-pub(super) async fn marks(store: Store<'_>, names: &TableNames) -> Result<Vec<Mark>> {
-    let sql = format!(
-        "SELECT table, dirty_from, dirty_to, version FROM {} FINAL \
-         WHERE startsWith(table, {}) AND dirty_from != {CLEAN}",
-        state_table(names),
-        quote_literal(&format!("{}{MARK}", names.storage_name))
-    );
-    let mut marks = Vec::new();
-    for row in store.rows(sql).await? {
-        let number = |i: usize| -> Result<i64> {
-            row.get(i)
-                .and_then(|text| text.parse().ok())
-                .ok_or_else(|| Error::Engine(format!("{STATE_TABLE}: mark {row:?}")))
-        };
-        marks.push(Mark {
-            key: row[0].clone(),
-            span: (number(1)?, number(2)?),
-            version: number(3)?,
-        });
-    }
-    Ok(marks)
+    pub(super) version: i64,
 }
 
 /// Records that a pass took `marks`: each written again unmarked, with a

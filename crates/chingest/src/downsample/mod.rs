@@ -58,7 +58,7 @@ use crate::layout::rollup::{
 };
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
-use cluster::{Lease, Store};
+use cluster::{Lease, Mark, Store};
 use migrate::{plan_migration, Migration};
 
 mod cluster;
@@ -749,7 +749,7 @@ impl Downsampler {
             let levels = self.levels_of(&names, &policy);
             self.make_tables(&engine, &names, &rollups(&names, fields, &levels), fields)
                 .await?;
-            let mut state = self.state(Store::Here(&engine), &names).await?;
+            let (mut state, _) = self.state(Store::Here(&engine), &names).await?;
             state.dirty_from = state.dirty_from.min(from_ns);
             state.dirty_to = state.dirty_to.max(to_ns);
             // Readers read rows over the span before the edit changes them.
@@ -1045,7 +1045,7 @@ impl Downsampler {
             return Ok(Passed::Done);
         }
         self.make_tables(engine, names, &rollups, fields).await?;
-        let mut state = self.state(store, names).await?;
+        let (mut state, marks) = self.state(store, names).await?;
         if !state.levels.is_empty() && state.levels != levels {
             if !store.is_here() {
                 let kept: Vec<String> = state.levels.iter().map(ToString::to_string).collect();
@@ -1062,10 +1062,6 @@ impl Downsampler {
             self.drop_retired(store, names, &levels).await?;
         }
         // Marks of edits made on any node (the cluster mode).
-        let marks = match store.is_here() {
-            true => Vec::new(),
-            false => cluster::marks(store, names).await?,
-        };
         for mark in &marks {
             state.dirty_from = state.dirty_from.min(mark.span.0);
             state.dirty_to = state.dirty_to.max(mark.span.1);
@@ -1436,12 +1432,13 @@ impl Downsampler {
     }
 
     /// The fact table's progress (its registry made: [`make_tables`](Self::make_tables)).
-    async fn state(&self, store: Store<'_>, names: &TableNames) -> Result<State> {
+    async fn state(&self, store: Store<'_>, names: &TableNames) -> Result<(State, Vec<Mark>)> {
         let mut registry = read_registry(store, names, Some(&names.storage_name)).await?;
-        Ok(registry
+        let state = registry
             .tables
             .remove(&names.storage_name)
-            .unwrap_or_default())
+            .unwrap_or_default();
+        Ok((state, registry.marks))
     }
 
     /// Records the fact table's progress, durably.
@@ -1709,6 +1706,8 @@ struct Registry {
     set: Option<Option<Downsampling>>,
     /// Each fact table's progress, by storage name.
     tables: HashMap<String, State>,
+    /// The marks of edits no pass took yet (the cluster mode).
+    marks: Vec<Mark>,
 }
 
 /// Reads the registry of the database of `names`: every row, or only the
@@ -1719,7 +1718,11 @@ async fn read_registry(
     only: Option<&str>,
 ) -> Result<Registry> {
     let filter = only.map_or(String::new(), |table| {
-        format!(" WHERE table = {}", quote_literal(table))
+        format!(
+            " WHERE table = {} OR startsWith(table, {})",
+            quote_literal(table),
+            quote_literal(&format!("{table}{MARK}"))
+        )
     });
     let sql = format!(
         "SELECT {REGISTRY_COLUMNS} FROM {} FINAL{filter}",
@@ -1729,6 +1732,16 @@ async fn read_registry(
     let mut registry = Registry::default();
     for row in rows {
         match parse_registry_row(&row)? {
+            Some((key, state)) if key.contains(MARK) => {
+                if state.dirty_from != CLEAN {
+                    let version = row[10].parse().map_err(|_| bad_registry(&row[10]))?;
+                    registry.marks.push(Mark {
+                        key,
+                        span: (state.dirty_from, state.dirty_to),
+                        version,
+                    });
+                }
+            }
             Some((table, state)) => {
                 registry.tables.insert(table, state);
             }
@@ -1756,7 +1769,8 @@ fn bad_registry(text: &str) -> Error {
 
 /// The columns of a registry row [`parse_registry_row`] reads.
 const REGISTRY_COLUMNS: &str =
-    "table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy, keeps, cuts_at";
+    "table, seen_block, dirty_from, dirty_to, rows_from, kept_from, levels, policy, keeps, cuts_at, \
+     version";
 
 /// A registry row ([`REGISTRY_COLUMNS`]) as a fact table's storage name
 /// and progress; `None` for the row of table `''` (the levels a
