@@ -59,8 +59,8 @@ struct Shared {
     /// In the `clickhouse` storage mode, the task that learns what other
     /// nodes create ([`catalog::run_learner`]); aborted on close.
     learner: Mutex<Option<JoinHandle<()>>>,
-    /// The rollups of downsampled databases, when any is; its background
-    /// task, aborted on close.
+    /// The rollups of downsampled databases (and in the cluster mode what
+    /// is learnt of the shards'); its background task, aborted on close.
     downsampler: Arc<Downsampler>,
     downsampling: Mutex<Option<JoinHandle<()>>>,
 }
@@ -220,13 +220,11 @@ impl Ingestor {
         ));
         let on_insert = {
             let downsampler = Arc::downgrade(&downsampler);
-            Some(InsertObserver(Arc::new(
-                move |database: &str, table: &str, span| {
-                    if let Some(downsampler) = downsampler.upgrade() {
-                        downsampler.inserting(database, table, span);
-                    }
-                },
-            )))
+            InsertObserver(Arc::new(move |database: &str, table: &str, span| {
+                if let Some(downsampler) = downsampler.upgrade() {
+                    downsampler.inserting(database, table, span);
+                }
+            }))
         };
         let flush = FlushContext::new(
             Arc::clone(&engine),
@@ -819,11 +817,7 @@ impl Ingestor {
             filter.start.unwrap_or(i64::MIN),
             filter.stop.unwrap_or(i64::MAX),
         );
-        let downsampled = match self.shared.engine.cluster {
-            None => downsampler.is_downsampled(db),
-            Some(_) => downsampler.is_downsampled_anywhere(db),
-        };
-        if !downsampled {
+        if !downsampler.is_downsampled_anywhere(db) {
             return Ok(EditMarks {
                 held: None,
                 tables: Vec::new(),

@@ -577,7 +577,8 @@ impl Downsampler {
     }
 
     /// Whether this node downsamples `database`, or, in the cluster mode,
-    /// another node did (its rollups were learnt).
+    /// another node did (its rollups were learnt); in the embedded mode,
+    /// [`is_downsampled`](Self::is_downsampled).
     pub(crate) fn is_downsampled_anywhere(&self, database: &str) -> bool {
         let prefix = format!("{}.", TableNames::new(database, "", "").database);
         self.is_downsampled(database)
@@ -1006,12 +1007,31 @@ impl Downsampler {
         shards: &crate::cluster::Cluster,
         catalog: &Catalog,
     ) -> Result<HashMap<String, cluster::Learnt>> {
+        // The registries and rollups the first shard has (every shard has
+        // them once made), each readable here first: a node whose catalog
+        // refresh has not made them yet would read rows where they are gone.
         let sql = format!(
-            "SELECT database FROM system.tables WHERE name = {}",
+            "SELECT database, name FROM system.tables WHERE name = {} \
+             OR startsWith(name, '_rollup.')",
             quote_literal(STATE_TABLE)
         );
+        let on_shards = shards.query_rows(0, &sql).await?;
+        let here = engine.run(move |conn| query_rows(conn, &sql)).await?;
+        let missing: Vec<(String, String)> = on_shards
+            .iter()
+            .filter(|row| !here.contains(row))
+            .filter_map(|row| Some((row.first()?.clone(), row.get(1)?.clone())))
+            .collect();
+        if !missing.is_empty() {
+            engine
+                .execute_on_storage(Vec::new(), StatementKind::Create, missing)
+                .await?;
+        }
         let mut learnt = HashMap::new();
-        for row in engine.run(move |conn| query_rows(conn, &sql)).await? {
+        for row in on_shards
+            .iter()
+            .filter(|row| row.get(1).map(String::as_str) == Some(STATE_TABLE))
+        {
             let Some(database) = catalog.database(&row[0]) else {
                 continue;
             };

@@ -50,7 +50,7 @@ pub(crate) struct FlushContext {
     /// Told the table and time span of each fact insert, before it is
     /// made and again once it is durable (what downsampling must read
     /// from the rows until a pass has rolled them up).
-    pub(crate) on_insert: Option<InsertObserver>,
+    pub(crate) on_insert: InsertObserver,
     closed: AtomicBool,
 }
 
@@ -74,7 +74,7 @@ impl FlushContext {
         sink: Box<dyn Sink>,
         appender: Appender,
         policy: FlushPolicy,
-        on_insert: Option<InsertObserver>,
+        on_insert: InsertObserver,
     ) -> Self {
         FlushContext {
             engine,
@@ -131,17 +131,14 @@ pub(crate) async fn insert(
     };
     // Before and after: a reader that saw neither report cannot see the
     // rows, and one that comes after a pass took the first sees the second.
-    // The span is read only when someone is told it.
-    let observed = ctx
-        .on_insert
-        .as_ref()
-        .and_then(|observer| Some((observer, facts.span()?, facts.table.clone())));
-    if let Some((observer, span, table)) = &observed {
-        (observer.0)(&db.name, table, *span);
+    let observed = facts.span().map(|span| (span, facts.table.clone()));
+    let observe = ctx.on_insert.0.as_ref();
+    if let Some((span, table)) = &observed {
+        observe(&db.name, table, *span);
     }
     ctx.sink.insert_facts(facts, token).await?;
-    if let Some((observer, span, table)) = &observed {
-        (observer.0)(&db.name, table, *span);
+    if let Some((span, table)) = &observed {
+        observe(&db.name, table, *span);
     }
     Ok(())
 }
