@@ -959,14 +959,16 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     let shard0 = ClickHouseNode::start_new(&dir.path().join("shard0")).await;
     let shard1 = ClickHouseNode::start_new(&dir.path().join("shard1")).await;
     let shards = [&shard0, &shard1];
-    let config = dir.path().join("chingest.toml");
-    std::fs::write(
-        &config,
-        "[downsampling]\nperiod_ms = 200\nremoval_delay_ms = 3000\n\
-         [downsampling.databases]\ndown = [\"1d:5m\", \"2d:1h\"]\n",
-    )
-    .unwrap();
-    let config = config.display().to_string();
+    let config_file = dir.path().join("chingest.toml");
+    let levels = |levels: &str| {
+        let file = format!(
+            "[downsampling]\nperiod_ms = 200\nremoval_delay_ms = 3000\n\
+             [downsampling.databases]\ndown = {levels}\n"
+        );
+        std::fs::write(&config_file, file).unwrap();
+    };
+    levels(r#"["1d:5m", "2d:1h"]"#);
+    let config = config_file.display().to_string();
     let args = [
         "--config",
         config.as_str(),
@@ -1124,6 +1126,74 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     let (_, text) = survivor.get("/metrics").await;
     assert!(support::metric(&text, "chingest_downsampling_passes_total") > 0.0);
     answers_agree(survivor, &aged, "mem", "the lease was taken over").await;
+    // Levels changed in every node's file move every shard's rollups,
+    // the nodes answering alike throughout: a 2 h level after 3 days
+    // (built from the hours, and read by 6 h groups), then back to the
+    // first levels (the 2 h tables go once every node has learnt that).
+    nodes.clear();
+    let restart = || async {
+        [
+            Chingest::start_with(&dir.path().join("node1"), &shards, &args).await,
+            Chingest::start_with(&dir.path().join("node2"), &shards, &args).await,
+        ]
+    };
+    levels(r#"["1d:5m", "2d:1h", "3d:2h"]"#);
+    let nodes = restart().await;
+    until_moved(&nodes, &shards, &aged, "[300, 3600, 7200]").await;
+    for shard in shards {
+        let buckets = shard
+            .query("SELECT count() FROM down.`_rollup.2h.cpu.autogen`")
+            .await
+            .unwrap();
+        assert_ne!(buckets.trim(), "0", "2 h buckets on every shard");
+    }
+    for node in &nodes {
+        influxql_agrees(node, &aged, "a level added").await;
+        answers_agree(node, &aged, "mem", "a level added").await;
+    }
+    drop(nodes);
+    levels(r#"["1d:5m", "2d:1h"]"#);
+    let nodes = restart().await;
+    until_moved(&nodes, &shards, &aged, "[300, 3600]").await;
+    let retired = "SELECT count() FROM system.tables WHERE database = 'down' \
+                   AND startsWith(name, '_rollup.2h.')";
+    until_gone_from(&shards, retired).await;
+    for node in &nodes {
+        // (PromQL over cpu reads last samples where its edits and late
+        // point left holes and resets: compared over mem.)
+        influxql_agrees(node, &aged, "a level removed").await;
+        answers_agree(node, &aged, "mem", "a level removed").await;
+        let (_, text) = node.get("/metrics").await;
+        assert_eq!(
+            support::metric(&text, "chingest_downsampling_errors_total"),
+            0.0,
+            "{text}"
+        );
+    }
+}
+
+/// Waits until every shard's registry records `levels` (in seconds, as
+/// the engine writes an array) for `down`'s cpu and mem, checking that
+/// `nodes` answer InfluxQL alike meanwhile.
+async fn until_moved(nodes: &[Chingest], shards: &[&ClickHouseNode], aged: &Aged, levels: &str) {
+    let moved = format!(
+        "SELECT count() FROM down._downsampling FINAL WHERE table IN \
+         ('cpu.autogen', 'mem.autogen') AND levels != {levels}"
+    );
+    let started = std::time::Instant::now();
+    loop {
+        for node in nodes {
+            influxql_agrees(node, aged, &format!("a move to {levels} began")).await;
+        }
+        let mut left = 0;
+        for shard in shards {
+            left += numbers::<1>(&shard.query(&moved).await.unwrap())[0];
+        }
+        if left == 0 {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the move");
+    }
 }
 
 /// InfluxQL over `aged`'s days of `measurement`, and PromQL range

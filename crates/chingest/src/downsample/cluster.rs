@@ -18,6 +18,7 @@ use crate::layout::rollup::{blocks_after_sql, rollup_name, Aggregate, Rollup};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
+use super::migrate::plan_migration;
 use super::{
     parse_registry_row, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK, REGISTRY_COLUMNS,
     STATE_TABLE,
@@ -238,12 +239,27 @@ pub(super) async fn learnt_tables(
         let Some(states) = states.get(&facts.storage_name) else {
             continue;
         };
-        let Some(levels) = states.values().next().map(|s| &s.levels) else {
+        // The first shard's: a move records them there first, once every
+        // shard holds them (`Downsampler::move_shards`).
+        let Some(levels) = states.get(&0).or(states.values().next()).map(|s| &s.levels) else {
             continue;
         };
-        if levels.is_empty() || states.values().any(|s| &s.levels != levels) {
+        if levels.is_empty() {
             continue;
         }
+        // A shard yet to record them will record the cuts its move plans.
+        let Some(cuts) = states
+            .values()
+            .map(|state| match &state.levels == levels {
+                true => Some(state.cuts.clone()),
+                false => plan_migration(&state.levels, &state.cuts, levels)
+                    .ok()
+                    .map(|plan| plan.cuts),
+            })
+            .collect::<Option<Vec<Cuts>>>()
+        else {
+            continue;
+        };
         let rollups: Vec<Option<&HashSet<String>>> = levels
             .iter()
             .map(|level| columns.get(&rollup_name(&facts.storage_name, *level)))
@@ -256,7 +272,7 @@ pub(super) async fn learnt_tables(
         }
         let cuts = match states.len() == cluster.shards() {
             false => Cuts::default(),
-            true => earliest(states.values().map(|s| &s.cuts), levels.len()),
+            true => earliest(cuts.iter(), levels.len()),
         };
         let mut unsettled = marked.get(&facts.storage_name).copied();
         for shard in 0..cluster.shards() {

@@ -778,8 +778,8 @@ impl Downsampler {
     }
 
     /// [`mark`](Self::mark)'s edit of the buckets of `tables` (with their
-    /// measurements and fields) on every shard: every level a shard's
-    /// registry records, each with the fields it has columns for there.
+    /// measurements and fields) on every shard: every level whose table
+    /// the shard holds, each with the fields it has columns for there.
     async fn edit_on_shards(
         &self,
         engine: &Engine,
@@ -799,7 +799,6 @@ impl Downsampler {
             .await?;
         for shard in 0..shards.shards() {
             let store = Store::Shard(engine, shards, shard);
-            let mut registry = read_registry(store, &registry_names, None).await?;
             let columns = cluster::rollup_columns(store, &registry_names).await?;
             let mut statements = Vec::new();
             for EditedTable {
@@ -808,18 +807,15 @@ impl Downsampler {
                 fields,
             } in tables
             {
-                let Some(state) = registry.tables.remove(&names.storage_name) else {
-                    continue;
-                };
-                for level in &state.levels {
-                    let table = rollup_name(&names.storage_name, *level);
-                    let Some(columns) = columns.get(&table) else {
+                // Every level's table there, also a move's new levels
+                // being built (`move_shards`).
+                for (table, columns) in &columns {
+                    if !is_rollup_of(table, &names.storage_name) {
                         continue;
-                    };
+                    }
                     let kept = cluster::fields_with_columns(fields, columns);
-                    let rollup = Rollup::new(names, &kept, *level);
                     statements.extend(statement(
-                        &rollup.table,
+                        &format!("{}.{}", names.database, quote_ident(table)),
                         names,
                         measurement,
                         i64::MAX,
@@ -916,30 +912,9 @@ impl Downsampler {
                     }
                 }
                 let retention_s = database.retention_seconds(&rp);
-                let passed = match &engine.cluster {
-                    None => {
-                        let store = Store::Here(&engine);
-                        self.pass_table(&engine, store, &names, &fields, &policy, retention_s)
-                            .await
-                    }
-                    Some(shards) => {
-                        let mut passed = Ok(Passed::Done);
-                        for shard in 0..shards.shards() {
-                            let store = Store::Shard(&engine, shards, shard);
-                            match self
-                                .pass_table(&engine, store, &names, &fields, &policy, retention_s)
-                                .await
-                            {
-                                Ok(Passed::Done) => {}
-                                other => passed = other,
-                            }
-                            if passed.is_err() {
-                                break;
-                            }
-                        }
-                        passed
-                    }
-                };
+                let passed = self
+                    .pass_everywhere(&engine, &names, &fields, &policy, retention_s)
+                    .await;
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
                 match passed {
@@ -1027,6 +1002,22 @@ impl Downsampler {
                 .execute_on_storage(Vec::new(), StatementKind::Create, missing)
                 .await?;
         }
+        // Those of levels a move left, dropped on the shards.
+        let left: Vec<String> = here
+            .iter()
+            .filter(|row| !on_shards.contains(row))
+            .filter_map(|row| match row.as_slice() {
+                [database, table] if table.starts_with("_rollup.") => Some(format!(
+                    "DROP TABLE IF EXISTS {}.{}",
+                    quote_ident(database),
+                    quote_ident(table)
+                )),
+                _ => None,
+            })
+            .collect();
+        if !left.is_empty() {
+            engine.execute_all(left).await?;
+        }
         let mut learnt = HashMap::new();
         for row in on_shards
             .iter()
@@ -1049,10 +1040,12 @@ impl Downsampler {
         Ok(learnt)
     }
 
-    async fn pass_table(
+    /// A pass over the fact table `names`: here in the embedded mode; in
+    /// the cluster mode over each shard in turn, once every shard holds
+    /// the table's levels ([`move_shards`](Self::move_shards)).
+    async fn pass_everywhere(
         &self,
         engine: &Engine,
-        store: Store<'_>,
         names: &TableNames,
         fields: &[(String, FieldType)],
         policy: &Downsampling,
@@ -1065,21 +1058,65 @@ impl Downsampler {
             return Ok(Passed::Done);
         }
         self.make_tables(engine, names, &rollups, fields).await?;
-        let (mut state, marks) = self.state(store, names).await?;
-        if !state.levels.is_empty() && state.levels != levels {
-            if !store.is_here() {
-                let kept: Vec<String> = state.levels.iter().map(ToString::to_string).collect();
-                return Err(Error::Conflict(format!(
-                    "{} is kept at {} on the shards: changing the levels of a database is not \
-                     supported in the clickhouse storage mode",
-                    names.storage_table,
-                    kept.join(", ")
-                )));
+        let stores: Vec<Store> = match &engine.cluster {
+            None => vec![Store::Here(engine)],
+            Some(shards) => (0..shards.shards())
+                .map(|shard| Store::Shard(engine, shards, shard))
+                .collect(),
+        };
+        // This process's first pass over the table drops what a move (by
+        // another process, or one cut short) left.
+        if !self
+            .unsettled
+            .lock()
+            .unwrap()
+            .known
+            .contains(&names.storage_table)
+        {
+            let mut retiring = self.retiring.lock().unwrap();
+            retiring.extend(stores.iter().map(|store| store.key(&names.storage_table)));
+        }
+        let mut states = Vec::new();
+        for store in &stores {
+            states.push(self.state(*store, names).await?);
+        }
+        if let Some(shards) = &engine.cluster {
+            self.move_shards(engine, shards, names, fields, &mut states, &levels)
+                .await?;
+        }
+        let mut passed = Passed::Done;
+        for (store, state) in stores.into_iter().zip(states) {
+            let table = (names, fields, &rollups[..]);
+            if let Passed::Deferred = self
+                .pass_table(store, table, policy, retention_s, state)
+                .await?
+            {
+                passed = Passed::Deferred;
             }
+        }
+        Ok(passed)
+    }
+
+    /// A pass over the fact table `names` (with `fields` and the
+    /// `rollups` of `policy`'s levels) in `store`, whose registry holds
+    /// `state` and `marks`.
+    async fn pass_table(
+        &self,
+        store: Store<'_>,
+        (names, fields, rollups): (&TableNames, &[(String, FieldType)], &[Rollup]),
+        policy: &Downsampling,
+        retention_s: u64,
+        (mut state, marks): (State, Vec<Mark>),
+    ) -> Result<Passed> {
+        let levels = resolutions(policy);
+        let retiring = store.key(&names.storage_table);
+        if !state.levels.is_empty() && state.levels != levels {
+            // (Only in the embedded mode: `move_shards` moved the shards.)
             self.migrate(store, names, fields, &mut state, &levels)
                 .await?;
-        } else if self.retiring.lock().unwrap().remove(&names.storage_table) {
+        } else if self.retires(&retiring, &state) {
             self.drop_retired(store, names, &levels).await?;
+            self.retiring.lock().unwrap().remove(&retiring);
         }
         // Marks of edits made on any node (the cluster mode).
         for mark in &marks {
@@ -1111,7 +1148,7 @@ impl Downsampler {
             return Ok(Passed::Deferred);
         }
         let changed = inserted.is_some() || edited.is_some();
-        let (statements, merged) = catch_up(names, &rollups, &state, inserted, edited, seen_block);
+        let (statements, merged) = catch_up(names, rollups, &state, inserted, edited, seen_block);
         store.execute_all(statements).await?;
         if merged || edited.is_some() {
             // Where rows are gone, rows written there are read from now
@@ -1129,7 +1166,7 @@ impl Downsampler {
             self.save(store, names, &done).await?;
         }
         cluster::clear_marks(store, names, &marks).await?;
-        self.remove_aged(store, names, &rollups, &mut done, policy, retention_s)
+        self.remove_aged(store, names, rollups, &mut done, policy, retention_s)
             .await?;
         // (In the cluster mode readers learn them from every shard.)
         if store.is_here() {
@@ -1146,11 +1183,10 @@ impl Downsampler {
     }
 
     /// Moves the rollups of the fact table `names` from the levels its
-    /// `state` records to `levels` ([`plan_migration`]): builds each new
-    /// level, from the rows where they are kept and from a level whose
-    /// buckets divide its own where not; then records the new levels and
-    /// cuts, and readers read them from then on. The tables of the levels
-    /// left go at the table's next pass (a read may have just begun).
+    /// `state` records to `levels` ([`build_levels`](Self::build_levels)),
+    /// records the new levels and cuts, and readers read them from then on.
+    /// The tables of the levels left go at the table's next pass (a read
+    /// may have just begun).
     async fn migrate(
         &self,
         store: Store<'_>,
@@ -1159,6 +1195,87 @@ impl Downsampler {
         state: &mut State,
         levels: &[Resolution],
     ) -> Result<()> {
+        state.cuts = self
+            .build_levels(store, names, fields, state, levels)
+            .await?;
+        state.levels = levels.to_vec();
+        self.record_move(store, names, state).await?;
+        let kept = Kept {
+            levels: state.levels.clone(),
+            cuts: state.cuts.clone(),
+        };
+        self.kept
+            .lock()
+            .unwrap()
+            .insert(names.storage_table.clone(), kept);
+        // A bucket read as a row may now come from another level.
+        self.unsettle(&names.database_name);
+        Ok(())
+    }
+
+    /// In the cluster mode, moves the rollups of the fact table `names` on
+    /// every shard whose registry (in `states`, by shard) records other
+    /// levels to `levels`, in two rounds: each such shard builds the new
+    /// levels ([`build_levels`](Self::build_levels)), then each records
+    /// them, the first shard first. Readers take the levels the first
+    /// shard records ([`cluster::learnt_tables`]), so whichever they read
+    /// is whole on every shard: the old ones until it records the new,
+    /// the new ones after. No pass rolls up more rows meanwhile. The old
+    /// levels' tables go once every node has learnt the new
+    /// ([`retires`](Self::retires)).
+    async fn move_shards(
+        &self,
+        engine: &Engine,
+        shards: &crate::cluster::Cluster,
+        names: &TableNames,
+        fields: &[(String, FieldType)],
+        states: &mut [(State, Vec<Mark>)],
+        levels: &[Resolution],
+    ) -> Result<()> {
+        let moving: Vec<usize> = (0..states.len())
+            .filter(|shard| {
+                let kept = &states[*shard].0.levels;
+                !kept.is_empty() && kept != levels
+            })
+            .collect();
+        let mut cuts = Vec::new();
+        for shard in &moving {
+            let store = Store::Shard(engine, shards, *shard);
+            let state = &states[*shard].0;
+            cuts.push(
+                self.build_levels(store, names, fields, state, levels)
+                    .await?,
+            );
+        }
+        for (shard, cuts) in moving.into_iter().zip(cuts) {
+            let state = &mut states[shard].0;
+            state.levels = levels.to_vec();
+            state.cuts = cuts;
+            let store = Store::Shard(engine, shards, shard);
+            self.record_move(store, names, state).await?;
+            tracing::info!(
+                table = %names.storage_table,
+                shard,
+                "downsampling: moved to the configured levels"
+            );
+        }
+        Ok(())
+    }
+
+    /// Builds the levels `levels` of the fact table `names` from the
+    /// levels its `state` records ([`plan_migration`]): from the rows where
+    /// they are kept and from a level whose buckets divide its own where
+    /// not, up to the block `state` rolled up. Returns the cuts by the new
+    /// levels. Refused ([`Error::Conflict`]) where they cannot take over
+    /// the old levels' data.
+    async fn build_levels(
+        &self,
+        store: Store<'_>,
+        names: &TableNames,
+        fields: &[(String, FieldType)],
+        state: &State,
+        levels: &[Resolution],
+    ) -> Result<Cuts> {
         let plan = checked_migration(
             store,
             names,
@@ -1199,24 +1316,43 @@ impl Downsampler {
             }
         }
         store.execute_all(statements).await?;
-        state.levels = levels.to_vec();
-        state.cuts = plan.cuts;
+        Ok(plan.cuts)
+    }
+
+    /// Records in `store` that the table `names` moved to the levels and
+    /// cuts of `state` (now: removals before the new cuts wait, in the
+    /// cluster mode, for every node to learn them), and that the tables
+    /// of the levels it left go.
+    async fn record_move(
+        &self,
+        store: Store<'_>,
+        names: &TableNames,
+        state: &mut State,
+    ) -> Result<()> {
+        state.cuts_at = now_ns();
         self.save(store, names, state).await?;
+        let key = store.key(&names.storage_table);
         // The removed cuts of the levels left mean nothing to the new.
         self.removed
             .lock()
             .unwrap()
-            .insert(store.key(&names.storage_table), state.cuts.clone());
-        let storage = &names.storage_table;
-        let kept = Kept {
-            levels: state.levels.clone(),
-            cuts: state.cuts.clone(),
-        };
-        self.kept.lock().unwrap().insert(storage.clone(), kept);
-        self.retiring.lock().unwrap().insert(storage.clone());
-        // A bucket read as a row may now come from another level.
-        self.unsettle(&names.database_name);
+            .insert(key.clone(), state.cuts.clone());
+        self.retiring.lock().unwrap().insert(key);
         Ok(())
+    }
+
+    /// Whether the pass over the table whose key in `store` is `key`, with
+    /// `state`, drops the rollups of levels it left: once it is
+    /// [`retiring`](Self::retiring); in the cluster mode only once the
+    /// nodes, which read the old levels until they learn the new, had
+    /// [`removal_delay`](ClusterDownsampling::removal_delay) to learn them.
+    fn retires(&self, key: &str, state: &State) -> bool {
+        if !self.retiring.lock().unwrap().contains(key) {
+            return false;
+        }
+        self.cluster.as_ref().is_none_or(|cluster| {
+            now_ns().saturating_sub(state.cuts_at) >= cluster.removal_delay.as_nanos() as i64
+        })
     }
 
     /// Drops the rollups of the fact table `names` not among `levels`:
@@ -1248,7 +1384,13 @@ impl Downsampler {
                 )
             })
             .collect();
-        store.execute_all(drops).await
+        store.execute_all(drops.clone()).await?;
+        if let Store::Shard(engine, _, _) = store {
+            // The `Distributed` table that read it here (other nodes drop
+            // theirs when they learn, `learn_from`).
+            engine.execute_all(drops).await?;
+        }
+        Ok(())
     }
 
     /// Moves the cuts of the table `names` as far as its ages allow (saved
@@ -1541,7 +1683,6 @@ impl Downsampler {
                 };
                 check_move(&engine, &names, &state, (policy, policy), refused).await?;
                 let levels = state.levels_or(policy);
-                let storage = names.storage_table.clone();
                 if state.cuts != Cuts::default() {
                     let fields = table.schema().fields.clone();
                     self.make_tables(&engine, &names, &rollups(&names, &fields, &levels), &fields)
@@ -1551,8 +1692,10 @@ impl Downsampler {
                     levels,
                     cuts: state.cuts,
                 };
-                self.kept.lock().unwrap().insert(storage.clone(), kept);
-                self.retiring.lock().unwrap().insert(storage);
+                self.kept
+                    .lock()
+                    .unwrap()
+                    .insert(names.storage_table.clone(), kept);
             }
         }
         Ok(())
