@@ -126,6 +126,11 @@ impl Engine {
             let per_shard_joins = "--distributed_product_mode=local".to_owned();
             read_only_args.push(per_shard_joins.clone());
             args.push(per_shard_joins);
+            // A read of given series (`series_id IN (…)`) asks only their
+            // shards: `Distributed` places by `series_id` as `shard_of`.
+            let skip_shards = "--optimize_skip_unused_shards=1".to_owned();
+            read_only_args.push(skip_shards.clone());
+            args.push(skip_shards);
             // Rows written through a `Distributed` table (the registries')
             // reach their shard before the statement returns, instead of
             // waiting in a local queue.
