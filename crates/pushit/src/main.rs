@@ -118,6 +118,9 @@ enum Mode {
     /// thousand rows into a downsampled database ÷ into one that is not,
     /// and the time spent in passes.
     DownsamplingLive(modes::downsampling_live::Args),
+    /// What a downsampling pass costs when nothing happened: the
+    /// milliseconds of each pass over many quiet tables, and per table.
+    DownsamplingIdle(modes::downsampling_idle::Args),
     /// Backups on loaded TSBS rows against VictoriaMetrics' vmbackup: a full
     /// backup's seconds and MB/s, the write rate beside it ÷ before, an
     /// incremental one's bytes after 1% more rows, a restore's seconds.
@@ -295,6 +298,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Downsampling(args) => modes::downsampling::run(&ctx, &args),
         Mode::DownsamplingDisk(args) => modes::downsampling_disk::run(&ctx, &args),
         Mode::DownsamplingLive(args) => modes::downsampling_live::run(&ctx, &args),
+        Mode::DownsamplingIdle(args) => modes::downsampling_idle::run(&ctx, &args),
         Mode::Backup(args) => modes::backup::run(&ctx, &args),
         Mode::Edits(args) => modes::edits::run(&ctx, &args),
         Mode::Prom(args) => modes::prom::run(&ctx, &args),

@@ -883,6 +883,8 @@ impl Downsampler {
             let Some(database) = catalog.database(&name) else {
                 continue;
             };
+            // Read at the first table this node passes over.
+            let mut glances: Option<Vec<Glance>> = None;
             for ((rp, measurement), table) in database.tables() {
                 let names = TableNames::new(&name, &rp, &measurement);
                 let fields = table.schema().fields.clone();
@@ -905,16 +907,37 @@ impl Downsampler {
                 // Taken before the pass looks for new rows: an insert it
                 // does not find reports again, after, into `pending`.
                 // (Under the pass lock, no other pass holds this table's.)
-                {
+                let (reported, known) = {
                     let mut unsettled = self.unsettled.lock().unwrap();
-                    if let Some(span) = unsettled.pending.remove(storage) {
+                    let reported = unsettled.pending.remove(storage);
+                    if let Some(span) = reported {
                         unsettled.passing.insert(storage.clone(), span);
                     }
-                }
+                    (reported.is_some(), unsettled.known.contains(storage))
+                };
                 let retention_s = database.retention_seconds(&rp);
-                let passed = self
-                    .pass_everywhere(&engine, &names, &fields, &policy, retention_s)
-                    .await;
+                if glances.is_none() {
+                    glances = Some(self.glance(&engine, &name).await);
+                }
+                let stores = stores(&engine);
+                let now = now_ns();
+                let idle = !reported
+                    && known
+                    && !self.stale.lock().unwrap().contains(storage)
+                    && glances.as_ref().is_some_and(|glances| {
+                        glances.len() == stores.len()
+                            && glances.iter().zip(&stores).all(|(glance, store)| {
+                                let key = store.key(storage);
+                                self.idle(&key, glance, &names, &policy, retention_s, now)
+                            })
+                    });
+                let passed = match idle {
+                    true => Ok(Passed::Done),
+                    false => {
+                        self.pass_everywhere(&engine, &names, &fields, &policy, retention_s)
+                            .await
+                    }
+                };
                 let mut unsettled = self.unsettled.lock().unwrap();
                 let passing = unsettled.passing.remove(storage);
                 match passed {
@@ -1040,6 +1063,66 @@ impl Downsampler {
         Ok(learnt)
     }
 
+    /// What a pass reads at once of the tables of `database` in each
+    /// store ([`Glance`]); none where that fails (each table is then
+    /// passed over, which reports what failed).
+    async fn glance(&self, engine: &Engine, database: &str) -> Vec<Glance> {
+        let names = TableNames::new(database, "", "");
+        let mut glances = Vec::new();
+        for store in stores(engine) {
+            match Glance::read(store, &names).await {
+                Ok(glance) => glances.push(glance),
+                Err(_) => return Vec::new(),
+            }
+        }
+        glances
+    }
+
+    /// Whether a pass over the table `names` in a store (its [`Store::key`]
+    /// there `key`) has nothing to do, by what `glance` read there at
+    /// `now`: no block after the last one rolled up, no edit marked, its
+    /// levels `policy`'s, its cuts where `policy` and `retention_s` put
+    /// them, nothing before them left to remove, and no level's tables to
+    /// drop. (New rows or an edit reported here are passed over anyway.)
+    fn idle(
+        &self,
+        key: &str,
+        glance: &Glance,
+        names: &TableNames,
+        policy: &Downsampling,
+        retention_s: u64,
+        now: i64,
+    ) -> bool {
+        let storage = &names.storage_name;
+        let Some(state) = glance.registry.tables.get(storage) else {
+            return false;
+        };
+        let marked = glance.registry.marks.iter().any(|mark| {
+            mark.key
+                .split_once(MARK)
+                .is_some_and(|(table, _)| table == storage)
+        });
+        let (last_block, first_end_s) = glance.parts.get(storage).copied().unwrap_or((0, i64::MAX));
+        let delay = self
+            .cluster
+            .as_ref()
+            .map_or(0, |cluster| cluster.removal_delay.as_nanos() as i64);
+        let removal_due = self.removed.lock().unwrap().get(key) != Some(&state.cuts)
+            && now.saturating_sub(state.cuts_at) >= delay;
+        let parts_due = state
+            .cuts
+            .rows_from
+            .is_some_and(|rows_from| first_end_s < rows_from.div_euclid(1_000_000_000));
+        !marked
+            && state.dirty_from == CLEAN
+            && last_block <= state.seen_block
+            && state.levels == resolutions(policy)
+            && state.cuts.at(policy, retention_s, now) == state.cuts
+            && !removal_due
+            && !parts_due
+            && !self.retires(key, state)
+    }
+
     /// A pass over the fact table `names`: here in the embedded mode; in
     /// the cluster mode over each shard in turn, once every shard holds
     /// the table's levels ([`move_shards`](Self::move_shards)).
@@ -1058,12 +1141,7 @@ impl Downsampler {
             return Ok(Passed::Done);
         }
         self.make_tables(engine, names, &rollups, fields).await?;
-        let stores: Vec<Store> = match &engine.cluster {
-            None => vec![Store::Here(engine)],
-            Some(shards) => (0..shards.shards())
-                .map(|shard| Store::Shard(engine, shards, shard))
-                .collect(),
-        };
+        let stores = stores(engine);
         // This process's first pass over the table drops what a move (by
         // another process, or one cut short) left.
         if !self
@@ -1853,6 +1931,51 @@ fn state_table_sql(names: &TableNames) -> Vec<String> {
             i64::MIN
         ),
     ]
+}
+
+/// What a pass reads at once of a downsampled database's tables in one
+/// store, so that it passes over only those something happened to
+/// ([`Downsampler::idle`]).
+struct Glance {
+    registry: Registry,
+    /// By storage name: the last block of its active parts and the end of
+    /// the part ending first (s).
+    parts: HashMap<String, (u64, i64)>,
+}
+
+impl Glance {
+    /// Two statements: the registry of the database of `names`, and its
+    /// tables' parts.
+    async fn read(store: Store<'_>, names: &TableNames) -> Result<Glance> {
+        let registry = read_registry(store, names, None).await?;
+        let sql = format!(
+            "SELECT table, max(max_block_number), min(toUnixTimestamp(max_time)) \
+             FROM system.parts WHERE database = {} AND active \
+             AND NOT startsWith(name, 'patch-') GROUP BY table",
+            quote_literal(&names.database_name)
+        );
+        let mut parts = HashMap::new();
+        for row in store.rows(sql).await? {
+            let bad = || Error::Engine(format!("system.parts: {row:?}"));
+            let [table, block, end] = row.as_slice() else {
+                return Err(bad());
+            };
+            let block = block.parse().map_err(|_| bad())?;
+            let end = end.parse().map_err(|_| bad())?;
+            parts.insert(table.clone(), (block, end));
+        }
+        Ok(Glance { registry, parts })
+    }
+}
+
+/// Where a pass's statements run: the embedded engine, or each shard.
+fn stores(engine: &Engine) -> Vec<Store<'_>> {
+    match &engine.cluster {
+        None => vec![Store::Here(engine)],
+        Some(shards) => (0..shards.shards())
+            .map(|shard| Store::Shard(engine, shards, shard))
+            .collect(),
+    }
 }
 
 /// Between a fact table's storage name and a mark's id, the key of an

@@ -210,12 +210,15 @@ impl Engine {
 
     /// Runs statements in order on one connection, stopping at the first
     /// that fails (DDL that must happen in sequence), and makes their
-    /// effect durable.
+    /// effect durable. No statement, nothing to make durable: no sync.
     pub(crate) async fn execute_all(
         &self,
         statements: impl IntoIterator<Item = String>,
     ) -> Result<()> {
         let statements: Vec<String> = statements.into_iter().collect();
+        if statements.is_empty() {
+            return Ok(());
+        }
         self.run_durable(move |conn| statements.iter().try_for_each(|sql| execute(conn, sql)))
             .await
     }

@@ -14,6 +14,7 @@ pub(crate) mod batch;
 mod client;
 pub(crate) mod downsampling;
 pub(crate) mod downsampling_disk;
+pub(crate) mod downsampling_idle;
 pub(crate) mod downsampling_live;
 pub(crate) mod edits;
 pub(crate) mod flush;
