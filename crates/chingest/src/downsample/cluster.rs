@@ -101,6 +101,9 @@ pub(super) struct Lease {
     term: Duration,
     /// Databases whose lease table this process made.
     made: Mutex<HashSet<String>>,
+    /// By database, the last term read and whether this node holds it
+    /// (a term's holder never changes once read).
+    read: Mutex<HashMap<String, (u64, bool)>>,
 }
 
 /// A lease table's name in each downsampled database.
@@ -114,11 +117,12 @@ impl Lease {
             node: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()),
             term,
             made: Mutex::default(),
+            read: Mutex::default(),
         }
     }
 
     /// Whether this node holds the lease on the passes over `database`
-    /// (encoded names as [`TableNames`]) now.
+    /// (encoded names as [`TableNames`]) now: read once per term.
     pub(super) async fn holds(&self, cluster: &Cluster, database: &TableNames) -> Result<bool> {
         let table = format!("{}.{}", database.database, quote_ident(LEASE_TABLE));
         if !self.made.lock().unwrap().contains(&database.database_name) {
@@ -138,6 +142,11 @@ impl Lease {
                 .insert(database.database_name.clone());
         }
         let term = (super::now_ns().max(0) as u64) / self.term.as_nanos().max(1) as u64;
+        if let Some((read, holds)) = self.read.lock().unwrap().get(&database.database_name) {
+            if *read == term {
+                return Ok(*holds);
+            }
+        }
         let holders = |rows: Vec<Vec<String>>| -> HashMap<u64, u64> {
             let mut holders = HashMap::new();
             // The first row of a term is its holder (only one is stored
@@ -165,6 +174,10 @@ impl Lease {
         if holds && !held.contains_key(&(term + 1)) {
             self.claim(cluster, &table, term + 1).await?;
         }
+        self.read
+            .lock()
+            .unwrap()
+            .insert(database.database_name.clone(), (term, holds));
         Ok(holds)
     }
 
