@@ -195,6 +195,9 @@ pub struct IngestStats {
     /// Cluster mode: learnings of the shards' rollups that failed (a
     /// table half made by another node); the next one tries again.
     pub downsampling_learn_errors: AtomicU64,
+    /// Cluster mode: time spent learning the shards' rollups, in
+    /// milliseconds.
+    pub downsampling_learn_millis: AtomicU64,
     /// Parts of fact tables dropped once rolled up and past the first age.
     pub downsampling_parts_dropped: AtomicU64,
     /// Query-language statements that read rollups.
@@ -281,6 +284,7 @@ impl Default for IngestStats {
             downsampling_errors: AtomicU64::new(0),
             downsampling_pass_millis: AtomicU64::new(0),
             downsampling_learn_errors: AtomicU64::new(0),
+            downsampling_learn_millis: AtomicU64::new(0),
             downsampling_parts_dropped: AtomicU64::new(0),
             rollup_queries: AtomicU64::new(0),
             queries_running: AtomicU64::new(0),

@@ -398,6 +398,11 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.downsampling_learn_errors,
     ),
     counter(
+        "chingest_downsampling_learn_milliseconds_total",
+        "Cluster mode: time spent learning the shards' rollups (every node, every period).",
+        |s| &s.downsampling_learn_millis,
+    ),
+    counter(
         "chingest_downsampling_parts_dropped_total",
         "Parts of fact tables dropped once rolled up and past their database's first downsampling age.",
         |s| &s.downsampling_parts_dropped,

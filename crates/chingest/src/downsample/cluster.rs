@@ -287,46 +287,93 @@ pub(super) async fn learnt_tables(
             false => Cuts::default(),
             true => earliest(cuts.iter(), levels.len()),
         };
-        let mut unsettled = marked.get(&facts.storage_name).copied();
-        for shard in 0..cluster.shards() {
-            let from = match states.get(&shard) {
-                // No pass there yet.
-                None => Some(i64::MIN),
-                Some(state) => first_after(cluster, shard, facts, state.seen_block).await?,
-            };
-            if let Some(from) = from {
-                unsettled = Some(union(unsettled, (from, i64::MAX)));
-            }
-        }
         let table = Learnt {
             kept: Kept {
                 levels: levels.clone(),
                 cuts,
             },
             fields: fields_with_columns(fields, finest),
-            unsettled,
+            unsettled: marked.get(&facts.storage_name).copied(),
         };
         learnt.insert(facts.storage_table.clone(), table);
+    }
+    // What the rollups may lack: on each shard, the rows after the last
+    // block a pass took there (all of them before a first pass).
+    for shard in 0..cluster.shards() {
+        let seen: Vec<(&TableNames, Option<u64>)> = facts
+            .iter()
+            .filter(|(facts, _)| learnt.contains_key(&facts.storage_table))
+            .map(|(facts, _)| {
+                let state = states.get(&facts.storage_name).and_then(|s| s.get(&shard));
+                (facts, state.map(|state| state.seen_block))
+            })
+            .collect();
+        for (table, from) in firsts_after(cluster, shard, names, &seen).await? {
+            if let Some(learnt) = learnt.get_mut(&table) {
+                learnt.unsettled = Some(union(learnt.unsettled, (from, i64::MAX)));
+            }
+        }
     }
     Ok(learnt)
 }
 
-/// The time (ns) of the earliest row of the fact table `facts` on shard
-/// `shard` in a block after `seen`, if any (only parts holding such rows
-/// are read).
-async fn first_after(
+/// Of the fact tables `seen` (each with the last block a pass rolled up
+/// on shard `shard`, `None`: no pass there yet) of the database of
+/// `names`, those holding rows in a later block there, by storage table,
+/// each with the time (ns) of the earliest of them: their last blocks in
+/// one statement, then the earliest rows of those with later ones, a
+/// hundred tables a statement (only parts holding such rows are read).
+async fn firsts_after(
     cluster: &Cluster,
     shard: usize,
-    facts: &TableNames,
-    seen: u64,
-) -> Result<Option<i64>> {
+    names: &TableNames,
+    seen: &[(&TableNames, Option<u64>)],
+) -> Result<Vec<(String, i64)>> {
     let sql = format!(
-        "SELECT toUnixTimestamp64Nano(minOrNull(time)) FROM {} WHERE {}",
-        facts.storage_table,
-        blocks_after_sql(seen)
+        "SELECT table, max(max_block_number) FROM system.parts WHERE database = {} AND active \
+         AND NOT startsWith(name, 'patch-') GROUP BY table",
+        quote_literal(&names.database_name)
     );
-    let rows = cluster.query_rows(shard, &sql).await?;
-    Ok(rows.first().and_then(|row| row.first()?.parse().ok()))
+    let mut last_blocks = HashMap::new();
+    for row in cluster.query_rows(shard, &sql).await? {
+        if let [table, block] = row.as_slice() {
+            let block: u64 = block
+                .parse()
+                .map_err(|_| Error::Engine(format!("system.parts: {row:?}")))?;
+            last_blocks.insert(table.clone(), block);
+        }
+    }
+    let mut firsts = Vec::new();
+    let mut reads = Vec::new();
+    for (facts, seen) in seen {
+        match seen {
+            None => firsts.push((facts.storage_table.clone(), i64::MIN)),
+            Some(seen) if last_blocks.get(&facts.storage_name) > Some(seen) => {
+                reads.push(format!(
+                    "SELECT {}, toUnixTimestamp64Nano(minOrNull(time)) FROM {} WHERE {}",
+                    quote_literal(&facts.storage_table),
+                    facts.storage_table,
+                    blocks_after_sql(*seen)
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    // (A hundred a statement: well within the engine's longest query.)
+    for reads in reads.chunks(100) {
+        for row in cluster
+            .query_rows(shard, &reads.join(" UNION ALL "))
+            .await?
+        {
+            // (No such row, merged away since: `NULL`.)
+            if let [table, from] = row.as_slice() {
+                if let Ok(from) = from.parse() {
+                    firsts.push((table.clone(), from));
+                }
+            }
+        }
+    }
+    Ok(firsts)
 }
 
 /// An edit's mark of a fact table in the cluster mode

@@ -2313,7 +2313,13 @@ pub(crate) async fn run(downsampler: Arc<Downsampler>, every: Duration) {
         };
         let stats = Arc::clone(&engine.stats);
         drop(engine);
-        if let Err(err) = downsampler.learn().await {
+        let started = std::time::Instant::now();
+        let learnt = downsampler.learn().await;
+        if downsampler.cluster.is_some() {
+            let millis = started.elapsed().as_millis() as u64;
+            IngestStats::add(&stats.downsampling_learn_millis, millis);
+        }
+        if let Err(err) = learnt {
             IngestStats::add(&stats.downsampling_learn_errors, 1);
             tracing::warn!(%err, "learning the shards' rollups failed; trying again");
         }

@@ -2,7 +2,8 @@
 //! happened (docs/downsampling.md). One row into each of `--tables`
 //! measurements of a downsampled database on the in-process server; once
 //! their first passes are done, the passes over `--seconds` of quiet: the
-//! milliseconds of each, and per table.
+//! milliseconds of each, and per table; with `--cluster`, also the time a
+//! node spends each period learning the shards' rollups.
 
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         config.downsampling.databases.insert(db.clone(), levels);
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    let (passes, pass_ms) = runtime.block_on(with_server(
+    let (passes, pass_ms, learn_ms) = runtime.block_on(with_server(
         ctx,
         &args.server,
         configure,
@@ -74,14 +75,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             ctx.progress("downsampling-idle: quiet");
-            let (passes0, ms0) = (passes().await?, pass_ms().await?);
+            let learn_ms = || counter(endpoints, "chingest_downsampling_learn_milliseconds_total");
+            let (passes0, ms0, learn0) = (passes().await?, pass_ms().await?, learn_ms().await?);
             tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
-            let (passes1, ms1) = (passes().await?, pass_ms().await?);
+            let (passes1, ms1, learn1) = (passes().await?, pass_ms().await?, learn_ms().await?);
             let failed = counter(endpoints, "chingest_downsampling_errors_total").await?;
             if failed > 0 {
                 bail!("{failed} downsampling passes failed (see the server's log)");
             }
-            Ok((passes1 - passes0, ms1 - ms0))
+            Ok((passes1 - passes0, ms1 - ms0, learn1 - learn0))
         },
     ))?;
     let mut report = ctx.report(
@@ -91,6 +93,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("passes", "passes", Format::Count),
             column("ms / pass", "ms_per_pass", Format::Ratio),
             column("ms / table", "ms_per_table", Format::Ratio),
+            column("learning ms / pass", "learn_ms_per_pass", Format::Ratio),
         ],
     );
     let per_pass = pass_ms as f64 / passes.max(1) as f64;
@@ -99,6 +102,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         "passes": passes,
         "ms_per_pass": per_pass,
         "ms_per_table": per_pass / args.tables as f64,
+        "learn_ms_per_pass": learn_ms as f64 / passes.max(1) as f64,
         "period_ms": args.period_ms,
         "seconds": args.seconds,
     }));
