@@ -78,33 +78,53 @@ impl Chingest {
         Chingest::start_with(data_dir, shards, &[]).await
     }
 
-    /// [`start`](Self::start) with more arguments.
+    /// [`start`](Self::start) with more arguments; the node's standard
+    /// error goes to `<data_dir>.log`. A node that exits before it is ready
+    /// is started again on other ports, twice at most: a port [`free_port`]
+    /// found free may be taken before the node binds it.
     async fn start_with(data_dir: &Path, shards: &[&ClickHouseNode], args: &[&str]) -> Chingest {
-        let (http, clickhouse) = (free_port(), free_port());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_chingest"));
-        command
-            .args(["serve", "--log", "warn", "--data-dir"])
-            .arg(data_dir)
-            .args(["--http-addr", &format!("127.0.0.1:{http}")])
-            .args(["--grpc-addr", &format!("127.0.0.1:{}", free_port())])
-            .args(["--clickhouse-http-addr", &format!("127.0.0.1:{clickhouse}")]);
-        for shard in shards {
-            command.args(["--clickhouse-shard", &shard.shard_url()]);
-        }
-        command.args(args);
-        let node = Chingest {
-            child: command.stdout(Stdio::null()).spawn().unwrap(),
-            url: format!("http://127.0.0.1:{http}"),
-            clickhouse: format!("http://127.0.0.1:{clickhouse}"),
-        };
-        for _ in 0..1200 {
-            let ready = client().get(format!("{}/ready", node.url)).send().await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                return node;
+        for _ in 0..3 {
+            let (http, clickhouse) = (free_port(), free_port());
+            let mut command = Command::new(env!("CARGO_BIN_EXE_chingest"));
+            command
+                .args(["serve", "--log", "warn", "--data-dir"])
+                .arg(data_dir)
+                .args(["--http-addr", &format!("127.0.0.1:{http}")])
+                .args(["--grpc-addr", &format!("127.0.0.1:{}", free_port())])
+                .args(["--clickhouse-http-addr", &format!("127.0.0.1:{clickhouse}")]);
+            for shard in shards {
+                command.args(["--clickhouse-shard", &shard.shard_url()]);
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            command.args(args);
+            // Its warnings and errors, shown if it exits before it is ready.
+            let log = data_dir.with_extension("log");
+            let stderr = std::fs::File::create(&log).unwrap();
+            let mut node = Chingest {
+                child: command
+                    .stdout(Stdio::null())
+                    .stderr(stderr)
+                    .spawn()
+                    .unwrap(),
+                url: format!("http://127.0.0.1:{http}"),
+                clickhouse: format!("http://127.0.0.1:{clickhouse}"),
+            };
+            for _ in 0..1200 {
+                let ready = client().get(format!("{}/ready", node.url)).send().await;
+                if ready.is_ok_and(|r| r.status().is_success()) {
+                    return node;
+                }
+                if let Some(status) = node.child.try_wait().unwrap() {
+                    let said = std::fs::read_to_string(&log).unwrap_or_default();
+                    eprintln!("chingest exited before it was ready ({status}): {said}");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if node.child.try_wait().unwrap().is_none() {
+                panic!("chingest did not become ready in 60 s");
+            }
         }
-        panic!("chingest did not become ready in 60 s");
+        panic!("chingest exited before it was ready, three times");
     }
 
     /// Line protocol into `db`, answered once queryable; the status and
