@@ -1103,12 +1103,8 @@ impl Downsampler {
                 .is_some_and(|(table, _)| table == storage)
         });
         let (last_block, first_end_s) = glance.parts.get(storage).copied().unwrap_or((0, i64::MAX));
-        let delay = self
-            .cluster
-            .as_ref()
-            .map_or(0, |cluster| cluster.removal_delay.as_nanos() as i64);
         let removal_due = self.removed.lock().unwrap().get(key) != Some(&state.cuts)
-            && now.saturating_sub(state.cuts_at) >= delay;
+            && self.learnt_by_all(state.cuts_at, now);
         let parts_due = state
             .cuts
             .rows_from
@@ -1428,9 +1424,18 @@ impl Downsampler {
         if !self.retiring.lock().unwrap().contains(key) {
             return false;
         }
-        self.cluster.as_ref().is_none_or(|cluster| {
-            now_ns().saturating_sub(state.cuts_at) >= cluster.removal_delay.as_nanos() as i64
-        })
+        self.learnt_by_all(state.cuts_at, now_ns())
+    }
+
+    /// Whether every node has learnt, by `now`, cuts or levels recorded at
+    /// `recorded` (ns): at once in the embedded mode; in the cluster mode
+    /// once [`removal_delay`](ClusterDownsampling::removal_delay) passed.
+    fn learnt_by_all(&self, recorded: i64, now: i64) -> bool {
+        let delay = self
+            .cluster
+            .as_ref()
+            .map_or(0, |cluster| cluster.removal_delay.as_nanos() as i64);
+        now.saturating_sub(recorded) >= delay
     }
 
     /// Drops the rollups of the fact table `names` not among `levels`:
@@ -1515,11 +1520,7 @@ impl Downsampler {
             self.unsettle(&names.database_name);
         }
         // In the cluster mode other nodes learn the cuts first.
-        let delay = self
-            .cluster
-            .as_ref()
-            .map_or(0, |c| c.removal_delay.as_nanos() as i64);
-        if now.saturating_sub(done.cuts_at) < delay {
+        if !self.learnt_by_all(done.cuts_at, now) {
             return Ok(());
         }
         let removed = self
