@@ -80,7 +80,8 @@ impl Chingest {
 
     /// [`start`](Self::start) with more arguments; the node's standard
     /// error goes to `<data_dir>.log`. A node that exits before it is ready
-    /// is started again on other ports, twice at most: a port [`free_port`]
+    /// is started again on other ports, twice at most, its shards first
+    /// made to answer ([`ClickHouseNode::ensure_up`]): a port [`free_port`]
     /// found free may be taken before the node binds it.
     async fn start_with(data_dir: &Path, shards: &[&ClickHouseNode], args: &[&str]) -> Chingest {
         for _ in 0..3 {
@@ -116,6 +117,9 @@ impl Chingest {
                 if let Some(status) = node.child.try_wait().unwrap() {
                     let said = std::fs::read_to_string(&log).unwrap_or_default();
                     eprintln!("chingest exited before it was ready ({status}): {said}");
+                    for shard in shards {
+                        shard.ensure_up().await;
+                    }
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -1137,6 +1141,9 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     // The node making passes dies: the other takes over.
     let runner = passes.iter().position(|p| *p > 0.0).unwrap();
     drop(nodes.remove(runner));
+    for shard in shards {
+        shard.ensure_up().await;
+    }
     let survivor = &nodes[0];
     for db in ["down", "plain"] {
         let (status, text) = survivor.write(db, body("mem")).await;
@@ -1152,6 +1159,9 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     // first levels (the 2 h tables go once every node has learnt that).
     nodes.clear();
     let restart = || async {
+        for shard in shards {
+            shard.ensure_up().await;
+        }
         [
             Chingest::start_with(&dir.path().join("node1"), &shards, &args).await,
             Chingest::start_with(&dir.path().join("node2"), &shards, &args).await,

@@ -10,7 +10,12 @@ use std::time::Duration;
 /// A ClickHouse node on loopback ports over `dir`, killed (-9) when
 /// dropped.
 pub(crate) struct ClickHouseNode {
-    child: Child,
+    /// The process, and how to start it again ([`ensure_up`](Self::ensure_up)).
+    child: std::sync::Mutex<Child>,
+    start: std::sync::Mutex<Command>,
+    /// Its standard output and error: the tail is shown when a test
+    /// panics with the node up (the node's own fatal errors end there).
+    log: PathBuf,
     pub(crate) http: String,
     pub(crate) tcp_port: u16,
 }
@@ -54,14 +59,14 @@ impl ClickHouseNode {
             std::fs::write(&file, format!("<clickhouse>{config}</clickhouse>")).unwrap();
             command.arg(file);
         }
-        let child = command
+        command
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+            .stderr(log);
         let node = ClickHouseNode {
-            child,
+            child: std::sync::Mutex::new(command.spawn().unwrap()),
+            start: std::sync::Mutex::new(command),
+            log: dir.with_extension("log"),
             http: format!("http://127.0.0.1:{http_port}"),
             tcp_port,
         };
@@ -81,6 +86,37 @@ impl ClickHouseNode {
         );
     }
 
+    /// Starts the node again, on its directory and ports, if it stopped
+    /// answering: the engine library's server mode has been seen to shut
+    /// down its servers ("a fatal error", nothing in its log) after a
+    /// chingest node was killed while its statements ran, which a real
+    /// server's restart then recovers from.
+    pub(crate) async fn ensure_up(&self) {
+        for _ in 0..20 {
+            if self.query("SELECT 1").await.is_ok_and(|a| a == "1\n") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        eprintln!(
+            "ClickHouse node {} stopped answering: started again",
+            self.http
+        );
+        {
+            let mut child = self.child.lock().unwrap();
+            let _ = child.kill();
+            let _ = child.wait();
+            *child = self.start.lock().unwrap().spawn().unwrap();
+        }
+        for _ in 0..600 {
+            if self.query("SELECT 1").await.is_ok_and(|a| a == "1\n") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("ClickHouse node {} not up again after 30 s", self.http);
+    }
+
     /// A statement's answer (TSV), or its error.
     pub(crate) async fn query(&self, sql: &str) -> Result<String, String> {
         post(&self.http, None, sql.as_bytes().to_vec()).await
@@ -89,8 +125,15 @@ impl ClickHouseNode {
 
 impl Drop for ClickHouseNode {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            eprintln!("ClickHouse node {} ended its log with:\n{tail}", self.http);
+        }
+        let child = self.child.get_mut().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
