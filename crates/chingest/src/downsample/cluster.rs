@@ -20,8 +20,8 @@ use crate::stats::IngestStats;
 
 use super::migrate::plan_migration;
 use super::{
-    parse_registry_row, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK, REGISTRY_COLUMNS,
-    STATE_TABLE,
+    parse_registry_row, parts_by_table, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK,
+    REGISTRY_COLUMNS, STATE_TABLE,
 };
 
 /// Where a pass's statements run: the embedded engine, or one shard of
@@ -308,7 +308,7 @@ pub(super) async fn learnt_tables(
                 (facts, state.map(|state| state.seen_block))
             })
             .collect();
-        for (table, from) in firsts_after(cluster, shard, names, &seen).await? {
+        for (table, from) in firsts_after(engine, cluster, shard, names, &seen).await? {
             if let Some(learnt) = learnt.get_mut(&table) {
                 learnt.unsettled = Some(union(learnt.unsettled, (from, i64::MAX)));
             }
@@ -321,34 +321,22 @@ pub(super) async fn learnt_tables(
 /// on shard `shard`, `None`: no pass there yet) of the database of
 /// `names`, those holding rows in a later block there, by storage table,
 /// each with the time (ns) of the earliest of them: their last blocks in
-/// one statement, then the earliest rows of those with later ones, a
+/// one statement ([`parts_by_table`]), then the earliest rows of those with later ones, a
 /// hundred tables a statement (only parts holding such rows are read).
 async fn firsts_after(
+    engine: &Engine,
     cluster: &Cluster,
     shard: usize,
     names: &TableNames,
     seen: &[(&TableNames, Option<u64>)],
 ) -> Result<Vec<(String, i64)>> {
-    let sql = format!(
-        "SELECT table, max(max_block_number) FROM system.parts WHERE database = {} AND active \
-         AND NOT startsWith(name, 'patch-') GROUP BY table",
-        quote_literal(&names.database_name)
-    );
-    let mut last_blocks = HashMap::new();
-    for row in cluster.query_rows(shard, &sql).await? {
-        if let [table, block] = row.as_slice() {
-            let block: u64 = block
-                .parse()
-                .map_err(|_| Error::Engine(format!("system.parts: {row:?}")))?;
-            last_blocks.insert(table.clone(), block);
-        }
-    }
+    let parts = parts_by_table(Store::Shard(engine, cluster, shard), names).await?;
     let mut firsts = Vec::new();
     let mut reads = Vec::new();
     for (facts, seen) in seen {
         match seen {
             None => firsts.push((facts.storage_table.clone(), i64::MIN)),
-            Some(seen) if last_blocks.get(&facts.storage_name) > Some(seen) => {
+            Some(seen) if parts.get(&facts.storage_name).map(|(block, _)| block) > Some(seen) => {
                 reads.push(format!(
                     "SELECT {}, toUnixTimestamp64Nano(minOrNull(time)) FROM {} WHERE {}",
                     quote_literal(&facts.storage_table),

@@ -1949,24 +1949,34 @@ impl Glance {
     /// tables' parts.
     async fn read(store: Store<'_>, names: &TableNames) -> Result<Glance> {
         let registry = read_registry(store, names, None).await?;
-        let sql = format!(
-            "SELECT table, max(max_block_number), min(toUnixTimestamp(max_time)) \
-             FROM system.parts WHERE database = {} AND active \
-             AND NOT startsWith(name, 'patch-') GROUP BY table",
-            quote_literal(&names.database_name)
-        );
-        let mut parts = HashMap::new();
-        for row in store.rows(sql).await? {
-            let bad = || Error::Engine(format!("system.parts: {row:?}"));
-            let [table, block, end] = row.as_slice() else {
-                return Err(bad());
-            };
-            let block = block.parse().map_err(|_| bad())?;
-            let end = end.parse().map_err(|_| bad())?;
-            parts.insert(table.clone(), (block, end));
-        }
+        let parts = parts_by_table(store, names).await?;
         Ok(Glance { registry, parts })
     }
+}
+
+/// By table (storage name) of the database of `names` in `store`: the last
+/// block of its active parts and the end of the part ending first (s).
+async fn parts_by_table(
+    store: Store<'_>,
+    names: &TableNames,
+) -> Result<HashMap<String, (u64, i64)>> {
+    let sql = format!(
+        "SELECT table, max(max_block_number), min(toUnixTimestamp(max_time)) \
+         FROM system.parts WHERE database = {} AND active \
+         AND NOT startsWith(name, 'patch-') GROUP BY table",
+        quote_literal(&names.database_name)
+    );
+    let mut parts = HashMap::new();
+    for row in store.rows(sql).await? {
+        let bad = || Error::Engine(format!("system.parts: {row:?}"));
+        let [table, block, end] = row.as_slice() else {
+            return Err(bad());
+        };
+        let block = block.parse().map_err(|_| bad())?;
+        let end = end.parse().map_err(|_| bad())?;
+        parts.insert(table.clone(), (block, end));
+    }
+    Ok(parts)
 }
 
 /// Where a pass's statements run: the embedded engine, or each shard.
