@@ -187,8 +187,11 @@ pub struct CardinalityLimits {
     /// Series per database (InfluxDB's `max-series-per-database`).
     pub max_series: usize,
     /// Distinct values of one tag key in one measurement (InfluxDB's
-    /// `max-values-per-tag`). Values are tracked (8 bytes each, hashed)
-    /// only while this is set.
+    /// `max-values-per-tag`), for series written as line protocol (HTTP
+    /// `/write`, gRPC `Write`, typed points), as InfluxDB applies it;
+    /// remote write, OTLP and Arrow batches name series by pods and
+    /// instances by design and meet only the series limit. Values are
+    /// tracked (8 bytes each, hashed) only while this is set.
     pub max_values_per_tag: usize,
 }
 
@@ -472,10 +475,13 @@ pub struct LastValueConfig {
     /// `db.*` (every measurement of a database), `db.measurement`, or a
     /// bare `measurement` (in every database). Empty: the cache is off.
     pub measurements: Vec<String>,
-    /// Upper bound on the cache's memory, over all measurements, in bytes
+    /// A hard cap on the cache's memory, over all measurements, in bytes
     /// (an estimate: tags and their index, values and per-series
-    /// bookkeeping). A measurement whose growth would pass it is evicted
-    /// whole.
+    /// bookkeeping), for machines too small for their series limit. A
+    /// measurement whose growth would pass it is evicted whole (its reads
+    /// go to the engine). `0` (the default): no cap besides the
+    /// cardinality limits — the index holds every series a database may
+    /// keep ([`CardinalityLimits::max_series`]), never evicted.
     pub max_bytes: usize,
     /// How far back each series' samples of numeric fields are kept in
     /// memory, from now, for reads of recent times (a dashboard's panels)
@@ -489,15 +495,16 @@ pub struct LastValueConfig {
 }
 
 impl Default for LastValueConfig {
-    /// Every measurement, within 64 MiB (what a series of TSBS's cpu
-    /// table takes: `benches/last_values.rs`); recent samples of the last
+    /// Every measurement, bounded by the series limit (a series of six
+    /// tags takes about 300 bytes: `crates/chingest/tests/index.rs`);
+    /// recent samples of the last
     /// 8 hours — Grafana's default range of 6 hours with its `rate`
     /// windows, ending now or an hour or two back — within 256 MiB (16.7
     /// M samples: 8,700 series scraped every 15 s).
     fn default() -> Self {
         LastValueConfig {
             measurements: vec!["*".to_owned()],
-            max_bytes: 64 << 20,
+            max_bytes: 0,
             recent_span: Duration::from_secs(8 * 3600),
             recent_max_bytes: 256 << 20,
         }

@@ -647,7 +647,7 @@ impl Ingestor {
         db: &str,
         rp: &str,
         measurement: &str,
-        keep: impl FnMut(&[(String, String)]) -> bool,
+        keep: impl FnMut(&[(&str, &str)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
         self.shared.reader.last_values(db, rp, measurement, keep)
     }
@@ -682,9 +682,27 @@ impl Ingestor {
         key: &str,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
+        range: Option<(i64, i64)>,
     ) -> Option<Vec<String>> {
         let table = (db, rp, measurement);
-        self.shared.reader.tag_values(table, key, matchers, field)
+        self.shared
+            .reader
+            .tag_values(table, key, matchers, field, range)
+    }
+
+    /// The tag keys of the series of `measurement` in `db` / `rp` the
+    /// matchers select (with a value of `field` if given, in `range` (ns)
+    /// if given), sorted, from the in-memory index; `None` when the
+    /// measurement is not indexed now.
+    pub fn tag_keys(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<String>> {
+        let table = (db, rp, measurement);
+        self.shared.reader.tag_keys(table, matchers, field, range)
     }
 
     /// A number that grows whenever an answer about `database`'s times

@@ -88,7 +88,7 @@ fn render(series: &[LastSeries]) -> String {
     lines.join("\n")
 }
 
-fn all(_: &[(String, String)]) -> bool {
+fn all(_: &[(&str, &str)]) -> bool {
     true
 }
 
@@ -177,7 +177,7 @@ async fn child(phase: &str, dir: &Path) {
             // A tag filter sees only its series, fields sorted by name.
             let a = ing
                 .last_values("lv", "autogen", "m", |tags| {
-                    tags.iter().any(|(k, v)| k == "host" && v == "a")
+                    tags.iter().any(|(k, v)| *k == "host" && *v == "a")
                 })
                 .unwrap();
             assert_eq!(a.len(), 1);

@@ -417,23 +417,42 @@ async fn index(ing: &Ingestor, base: i64) {
     // Tag values, all or among selected series.
     let table = ("ix", "autogen", "m");
     assert_eq!(
-        ing.tag_values(table, "host", &[], None).unwrap(),
+        ing.tag_values(table, "host", &[], None, None).unwrap(),
         ["a", "b", "c", "d"]
     );
     // Of the series with a value of x: not d.
     assert_eq!(
-        ing.tag_values(table, "host", &[], Some("x")).unwrap(),
+        ing.tag_values(table, "host", &[], Some("x"), None).unwrap(),
         ["a", "b", "c"]
     );
     assert!(ing
-        .tag_values(table, "host", &[], Some("nope"))
+        .tag_values(table, "host", &[], Some("nope"), None)
         .unwrap()
         .is_empty());
     assert_eq!(
-        ing.tag_values(table, "dc", &[eq("host", "b")], None)
+        ing.tag_values(table, "dc", &[eq("host", "b")], None, None)
             .unwrap(),
         ["west"]
     );
+    // Of the series with a value in a range; keys alike.
+    assert_eq!(
+        ing.tag_values(table, "host", &[], Some("x"), at(20))
+            .unwrap(),
+        ["c"]
+    );
+    assert_eq!(
+        ing.tag_keys(table, &[], None, None).unwrap(),
+        ["dc", "host"]
+    );
+    assert_eq!(
+        ing.tag_keys(table, &[eq("dc", "")], Some("x"), None)
+            .unwrap(),
+        ["host"]
+    );
+    assert!(ing
+        .tag_keys(table, &[], Some("x"), at(30))
+        .unwrap()
+        .is_empty());
     assert!(ing
         .indexed_series(("ix", "autogen", "nope"), &[], "x", None)
         .is_none());

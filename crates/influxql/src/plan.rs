@@ -189,16 +189,16 @@ impl TagKey {
     }
 
     /// The key's value in `tags` (sorted by key); `""` if absent.
-    fn value<'t>(&self, tags: &'t [(String, String)]) -> &'t str {
+    fn value<'t, T: AsRef<str>>(&self, tags: &'t [(T, T)]) -> &'t str {
         if let Some((k, v)) = tags.get(self.at.get()) {
-            if *k == self.key {
-                return v;
+            if k.as_ref() == self.key {
+                return v.as_ref();
             }
         }
-        match tags.binary_search_by(|(k, _)| k.as_str().cmp(&self.key)) {
+        match tags.binary_search_by(|(k, _)| k.as_ref().cmp(self.key.as_str())) {
             Ok(i) => {
                 self.at.set(i);
-                &tags[i].1
+                tags[i].1.as_ref()
             }
             Err(_) => "",
         }
@@ -227,7 +227,7 @@ impl TagMatcher {
     }
 
     /// Whether a series' tags, sorted by key, match.
-    pub(crate) fn matches(&self, tags: &[(String, String)]) -> bool {
+    pub(crate) fn matches<T: AsRef<str>>(&self, tags: &[(T, T)]) -> bool {
         match self {
             TagMatcher::Any => true,
             TagMatcher::Equals(k, v, wanted) => (k.value(tags) == v) == *wanted,

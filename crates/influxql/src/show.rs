@@ -237,7 +237,7 @@ fn indexed_tag_values(
     let accepts: Vec<_> = tests
         .iter()
         .map(|(key, matcher)| {
-            let test = move |value: &str| matcher.matches(&[(key.clone(), value.to_owned())]);
+            let test = move |value: &str| matcher.matches(&[(key.as_str(), value)]);
             (key.as_str(), test)
         })
         .collect();
@@ -260,7 +260,8 @@ fn indexed_tag_values(
             }
             for key in &keys {
                 let table = (db, rp.as_str(), measurement.name.as_str());
-                let Some(values) = ctx.ingestor.tag_values(table, key, &matchers, None) else {
+                let Some(values) = ctx.ingestor.tag_values(table, key, &matchers, None, None)
+                else {
                     return Ok(None);
                 };
                 found

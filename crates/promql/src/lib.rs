@@ -39,7 +39,9 @@ use promql_parser::parser::Expr;
 
 pub use cache::ResultCache;
 pub use error::Error;
-pub use lookup::{exemplars, label_names, label_values, metadata, series, tsdb_status, TsdbStatus};
+pub use lookup::{
+    exemplars, label_names, label_values, metadata, series, tsdb_status, Listing, TsdbStatus,
+};
 pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
 pub use select::{Exemplar, LabelMatcher, Limits, MatchKind, Metadata, Source};
 pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Value, METRIC_NAME};

@@ -12,14 +12,26 @@ use crate::parse::parse_query;
 use crate::select::{Exemplar, LabelMatcher, Metadata, Source};
 use crate::value::{Labels, METRIC_NAME};
 
-/// The series any of the `match[]` selectors select (every series when
-/// none is given), with a sample in `[start, end]` (ms) when given.
-pub async fn series(
-    source: &Source<'_>,
-    selectors: &[String],
-    range: Option<(i64, i64)>,
-) -> Result<Vec<Labels>, Error> {
-    let mut matcher_sets = Vec::new();
+/// A lookup's answer, cut at the `limit` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing<T> {
+    /// Sorted, each once, at most `limit`.
+    pub items: Vec<T>,
+    /// Whether there were more than `limit`.
+    pub truncated: bool,
+}
+
+impl<T> Listing<T> {
+    fn cut(mut items: Vec<T>, limit: usize) -> Listing<T> {
+        let truncated = items.len() > limit;
+        items.truncate(limit);
+        Listing { items, truncated }
+    }
+}
+
+/// The matchers of each `match[]` selector.
+fn matcher_sets(selectors: &[String]) -> Result<Vec<Vec<LabelMatcher>>, Error> {
+    let mut sets = Vec::new();
     for text in selectors {
         let expr = parse_query(text)
             .map_err(|err| Error::BadData(format!("invalid parameter \"match[]\": {err}")))?;
@@ -28,47 +40,74 @@ pub async fn series(
                 "invalid parameter \"match[]\": {text:?} is not a series selector"
             )));
         };
-        matcher_sets.push(LabelMatcher::of_selector(
+        sets.push(LabelMatcher::of_selector(
             vs.name.as_deref(),
             &vs.matchers.matchers,
         )?);
     }
-    source.series(&matcher_sets, range).await
+    Ok(sets)
 }
 
-/// The label names of [`series`]' answer, sorted.
+/// The series any of the `match[]` selectors select (every series when
+/// none is given), with a sample in `[start, end]` (ms) when given; at most
+/// `limit` (Prometheus 3's parameter: a listing is cut, never refused for
+/// its size).
+pub async fn series(
+    source: &Source<'_>,
+    selectors: &[String],
+    range: Option<(i64, i64)>,
+    limit: usize,
+) -> Result<Listing<Labels>, Error> {
+    let (items, truncated) = source
+        .series(&matcher_sets(selectors)?, range, Some(limit))
+        .await?;
+    Ok(Listing { items, truncated })
+}
+
+/// The label names of [`series`]' answer, sorted, at most `limit`: from
+/// the index whatever the number of series.
 pub async fn label_names(
     source: &Source<'_>,
     selectors: &[String],
     range: Option<(i64, i64)>,
-) -> Result<Vec<String>, Error> {
-    let names: BTreeSet<String> = series(source, selectors, range)
+    limit: usize,
+) -> Result<Listing<String>, Error> {
+    let sets = matcher_sets(selectors)?;
+    if let Some(names) = source.indexed_label_names(&sets, range) {
+        return Ok(Listing::cut(names, limit));
+    }
+    let names: BTreeSet<String> = source
+        .series(&sets, range, None)
         .await?
+        .0
         .iter()
         .flat_map(|labels| labels.pairs().iter().map(|(n, _)| n.clone()))
         .collect();
-    Ok(names.into_iter().collect())
+    Ok(Listing::cut(names.into_iter().collect(), limit))
 }
 
-/// The values of label `name` in [`series`]' answer, sorted.
+/// The values of label `name` in [`series`]' answer, sorted, at most
+/// `limit`: from the index whatever the number of series.
 pub async fn label_values(
     source: &Source<'_>,
     name: &str,
     selectors: &[String],
     range: Option<(i64, i64)>,
-) -> Result<Vec<String>, Error> {
-    if selectors.is_empty() && range.is_none() {
-        if let Some(values) = source.indexed_label_values(name) {
-            return Ok(values);
-        }
+    limit: usize,
+) -> Result<Listing<String>, Error> {
+    let sets = matcher_sets(selectors)?;
+    if let Some(values) = source.indexed_label_values(name, &sets, range) {
+        return Ok(Listing::cut(values, limit));
     }
-    let values: BTreeSet<String> = series(source, selectors, range)
+    let values: BTreeSet<String> = source
+        .series(&sets, range, None)
         .await?
+        .0
         .iter()
         .map(|labels| labels.get(name).to_owned())
         .filter(|v| !v.is_empty())
         .collect();
-    Ok(values.into_iter().collect())
+    Ok(Listing::cut(values.into_iter().collect(), limit))
 }
 
 /// The metadata of every metric family (of `metric` only, when given),
@@ -132,7 +171,7 @@ pub struct TsdbStatus {
 /// The cardinality of every series of the database, each list cut at
 /// `limit` entries.
 pub async fn tsdb_status(source: &Source<'_>, limit: usize) -> Result<TsdbStatus, Error> {
-    let all = source.series(&[], None).await?;
+    let (all, _) = source.series(&[], None, None).await?;
     let mut by_metric: HashMap<&str, usize> = HashMap::new();
     let mut by_pair: HashMap<(&str, &str), usize> = HashMap::new();
     for labels in &all {

@@ -300,7 +300,7 @@ impl Source<'_> {
             return Ok(Vec::new());
         };
         let found = self
-            .candidate_series(&candidate, matchers, None, series_budget)
+            .candidate_series(&candidate, matchers, None, series_budget, Overflow::Refuse)
             .await?;
         if found.is_empty() {
             return Ok(Vec::new());
@@ -500,15 +500,17 @@ impl Source<'_> {
     }
 
     /// The series of `candidate` the matchers select, by id; bounded by
-    /// `budget` (series left for the query).
+    /// `budget` (series left for the query), past which `overflow` says
+    /// what happens.
     async fn candidate_series(
         &self,
         candidate: &Candidate,
         matchers: &[LabelMatcher],
         range: Option<(i64, i64)>,
         budget: &mut usize,
+        overflow: Overflow,
     ) -> Result<HashMap<u64, Labels>, Error> {
-        if let Some(found) = self.indexed_series(candidate, matchers, range, budget)? {
+        if let Some(found) = self.indexed_series(candidate, matchers, range, budget, overflow)? {
             return Ok(found);
         }
         let mut sql = format!(
@@ -530,14 +532,14 @@ impl Source<'_> {
                 facts.join(" AND ")
             ));
         }
-        sql.push_str(&format!(" LIMIT {}", *budget + 1));
+        sql.push_str(&format!(" LIMIT {}", budget.saturating_add(1)));
         let batches = self.statement(&sql).await?;
         let otlp = match candidate.naming {
             Naming::Otlp { gauge } => Some((gauge, self.otlp_names(candidate, gauge).await?)),
             _ => None,
         };
         let mut out = HashMap::new();
-        for batch in &batches {
+        'batches: for batch in &batches {
             let ids = batch.column(0).as_primitive::<UInt64Type>();
             let keys = batch.column(1).as_list::<i32>();
             let values = batch.column(2).as_list::<i32>();
@@ -552,10 +554,9 @@ impl Source<'_> {
                     (naming, _) => plain_labels(naming, keys.into_iter().zip(values)),
                 };
                 if matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
-                    if *budget == 0 {
-                        return Err(too_many_series(self.limits.max_series));
+                    if !overflow.take(budget, self.limits.max_series)? {
+                        break 'batches;
                     }
-                    *budget -= 1;
                     out.insert(id, labels);
                 }
             }
@@ -575,33 +576,16 @@ impl Source<'_> {
         matchers: &[LabelMatcher],
         range: Option<(i64, i64)>,
         budget: &mut usize,
+        overflow: Overflow,
     ) -> Result<Option<HashMap<u64, Labels>>, Error> {
-        if matches!(candidate.naming, Naming::Otlp { .. }) {
-            return Ok(None);
-        }
-        let tests: Vec<_> = matchers
-            .iter()
-            .map(|m| move |value: &str| m.matches(value))
-            .collect();
+        let range = range.map(|(start, end)| ms_to_ns(start, end));
         // What the index can say; everything is checked again on the
         // labels below (a renamed tag, the metric name of a field).
-        let pushed: Vec<TagMatcher<'_>> = matchers
-            .iter()
-            .zip(&tests)
-            .filter(|(m, _)| self.pushed_down(candidate, m))
-            .map(|(m, test)| TagMatcher {
-                key: &m.name,
-                test: match m.kind {
-                    MatchKind::Equal => TagTest::Equal(&m.value),
-                    _ => TagTest::Matches(test),
-                },
+        let Some(indexed) =
+            self.with_index_matchers(candidate, matchers, false, |table, pushed| {
+                self.ingestor
+                    .indexed_series(table, pushed, &candidate.field, range)
             })
-            .collect();
-        let range = range.map(|(start, end)| ms_to_ns(start, end));
-        let table = self.table_of(candidate);
-        let Some(indexed) = self
-            .ingestor
-            .indexed_series(table, &pushed, &candidate.field, range)
         else {
             return Ok(None);
         };
@@ -611,10 +595,9 @@ impl Source<'_> {
             if !matchers.iter().all(|m| m.matches(labels.get(&m.name))) {
                 continue;
             }
-            if *budget == 0 {
-                return Err(too_many_series(self.limits.max_series));
+            if !overflow.take(budget, self.limits.max_series)? {
+                break;
             }
-            *budget -= 1;
             out.insert(series.series_id, labels);
         }
         Ok(Some(out))
@@ -789,60 +772,145 @@ impl Source<'_> {
         Ok(names)
     }
 
-    /// The values of label `name` over every series of the database, from
-    /// the postings of its tables' tags (no label set is built); `None`
-    /// when some table's series cannot be answered so (not indexed now,
-    /// named by measurement and field or by OTLP's rules, or the label a
-    /// renamed tag key): ask [`series`](Self::series).
-    pub(crate) fn indexed_label_values(&self, name: &str) -> Option<Vec<String>> {
-        let mut values = std::collections::BTreeSet::new();
-        for candidate in self.candidates(&[]) {
-            if !matches!(candidate.naming, Naming::Tag) {
+    /// Calls `ask` with the candidate's table and the matchers the index
+    /// can say of it. `None` for OTLP's names (made by the engine), and,
+    /// when the selection must be `exact` (not checked again on labels),
+    /// for a matcher on a renamed tag key.
+    fn with_index_matchers<T>(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        exact: bool,
+        ask: impl FnOnce((&str, &str, &str), &[TagMatcher<'_>]) -> Option<T>,
+    ) -> Option<T> {
+        if matches!(candidate.naming, Naming::Otlp { .. }) {
+            return None;
+        }
+        let tests: Vec<_> = matchers
+            .iter()
+            .map(|m| move |value: &str| m.matches(value))
+            .collect();
+        let mut pushed = Vec::with_capacity(matchers.len());
+        for (m, test) in matchers.iter().zip(&tests) {
+            if self.pushed_down(candidate, m) {
+                pushed.push(TagMatcher {
+                    key: &m.name,
+                    test: match m.kind {
+                        MatchKind::Equal => TagTest::Equal(&m.value),
+                        _ => TagTest::Matches(test),
+                    },
+                });
+            } else if exact
+                && !(m.name == METRIC_NAME && matches!(candidate.naming, Naming::Fixed(_)))
+            {
+                // (A fixed name's matchers chose the candidate already.)
                 return None;
             }
-            let named = |k: &String| naming::label_name(k) == name;
-            match candidate.tag_keys.iter().filter(|k| named(k)).count() {
-                0 => continue,
-                1 if candidate.tag_keys.iter().any(|k| k == name) => {}
-                _ => return None,
+        }
+        ask(self.table_of(candidate), &pushed)
+    }
+
+    /// The values of label `name` among the series any of `selectors`
+    /// selects (every series when there are none), with a sample in
+    /// `range` (ms) if given, from the index's postings (no label set is
+    /// built); sorted. `None` when some table's series cannot be answered
+    /// so (not indexed now, named by OTLP's rules, the label a renamed tag
+    /// key or a fixed metric name): ask [`series`](Self::series).
+    pub(crate) fn indexed_label_values(
+        &self,
+        name: &str,
+        selectors: &[Vec<LabelMatcher>],
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<String>> {
+        let range = range.map(|(start, end)| ms_to_ns(start, end));
+        let mut values = std::collections::BTreeSet::new();
+        for matchers in every_series_or(selectors) {
+            for candidate in self.candidates(matchers) {
+                if name == METRIC_NAME && !matches!(candidate.naming, Naming::Tag) {
+                    return None;
+                }
+                let named = |k: &String| naming::label_name(k) == name;
+                match candidate.tag_keys.iter().filter(|k| named(k)).count() {
+                    0 => continue,
+                    1 if candidate.tag_keys.iter().any(|k| k == name) => {}
+                    _ => return None,
+                }
+                let field = Some(candidate.field.as_str());
+                values.extend(self.with_index_matchers(
+                    &candidate,
+                    matchers,
+                    true,
+                    |table, pushed| self.ingestor.tag_values(table, name, pushed, field, range),
+                )?);
             }
-            let table = self.table_of(&candidate);
-            values.extend(
-                self.ingestor
-                    .tag_values(table, name, &[], Some(&candidate.field))?,
-            );
         }
         values.remove("");
         Some(values.into_iter().collect())
     }
 
+    /// The label names of the series any of `selectors` selects, as
+    /// [`indexed_label_values`](Self::indexed_label_values) finds them;
+    /// `None` when it would say `None`.
+    pub(crate) fn indexed_label_names(
+        &self,
+        selectors: &[Vec<LabelMatcher>],
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<String>> {
+        let range = range.map(|(start, end)| ms_to_ns(start, end));
+        let mut names = std::collections::BTreeSet::new();
+        for matchers in every_series_or(selectors) {
+            for candidate in self.candidates(matchers) {
+                let field = Some(candidate.field.as_str());
+                let keys =
+                    self.with_index_matchers(&candidate, matchers, true, |table, pushed| {
+                        self.ingestor.tag_keys(table, pushed, field, range)
+                    })?;
+                if let Naming::Fixed(_) = candidate.naming {
+                    // Named by its table, not a tag: a series without
+                    // tags would not show whether any is selected.
+                    if keys.is_empty() {
+                        return None;
+                    }
+                    names.insert(METRIC_NAME.to_owned());
+                }
+                names.extend(keys.iter().map(|k| naming::label_name(k)));
+            }
+        }
+        Some(names.into_iter().collect())
+    }
+
     /// The label sets of the series any of `selectors` selects (all series
     /// when there are none), with a sample in `range` if given; sorted,
-    /// each once.
+    /// each once. With a `limit`, at most that many (the `bool` says
+    /// whether more were found); without, every one, refused past
+    /// `query.max_series`.
     pub async fn series(
         &self,
         selectors: &[Vec<LabelMatcher>],
         range: Option<(i64, i64)>,
-    ) -> Result<Vec<Labels>, Error> {
-        let everything = [Vec::new()];
-        let selectors = if selectors.is_empty() {
-            &everything[..]
-        } else {
-            selectors
+        limit: Option<usize>,
+    ) -> Result<(Vec<Labels>, bool), Error> {
+        let (mut budget, overflow) = match limit {
+            // One more than asked: whether more were found.
+            Some(limit) => (limit.saturating_add(1), Overflow::Truncate),
+            None => (self.limits.max_series, Overflow::Refuse),
         };
-        let mut budget = self.limits.max_series;
         let mut out = Vec::new();
-        for matchers in selectors {
+        for matchers in every_series_or(selectors) {
             for candidate in self.candidates(matchers) {
                 let found = self
-                    .candidate_series(&candidate, matchers, range, &mut budget)
+                    .candidate_series(&candidate, matchers, range, &mut budget, overflow)
                     .await?;
                 out.extend(found.into_values());
             }
         }
         out.sort();
         out.dedup();
-        Ok(out)
+        let truncated = limit.is_some_and(|limit| out.len() > limit);
+        if let Some(limit) = limit {
+            out.truncate(limit);
+        }
+        Ok((out, truncated))
     }
 
     /// The series the matchers select with their samples in `[start, end]`
@@ -873,7 +941,7 @@ impl Source<'_> {
         let mut out = Vec::new();
         for candidate in self.candidates(matchers) {
             let found = self
-                .candidate_series(&candidate, matchers, None, series_budget)
+                .candidate_series(&candidate, matchers, None, series_budget, Overflow::Refuse)
                 .await?;
             if found.is_empty() {
                 continue;
@@ -1236,6 +1304,40 @@ fn ms_to_ns(start: i64, end: i64) -> (i64, i64) {
         start.saturating_mul(1_000_000),
         end.saturating_mul(1_000_000).saturating_add(999_999),
     )
+}
+
+/// `selectors`, or one selector of every series when there are none.
+fn every_series_or(selectors: &[Vec<LabelMatcher>]) -> &[Vec<LabelMatcher>] {
+    const EVERYTHING: &[Vec<LabelMatcher>] = &[Vec::new()];
+    match selectors.is_empty() {
+        true => EVERYTHING,
+        false => selectors,
+    }
+}
+
+/// What a read does once it has selected as many series as it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Fails: a query's answer would be wrong without every series.
+    Refuse,
+    /// Stops selecting: a listing bounded by its `limit`.
+    Truncate,
+}
+
+impl Overflow {
+    /// Takes one series from `budget`: `Ok(false)` when none is left and
+    /// the read stops there, an error when it must fail (`limit` is the
+    /// configured bound the message names).
+    fn take(self, budget: &mut usize, limit: usize) -> Result<bool, Error> {
+        if *budget == 0 {
+            return match self {
+                Overflow::Refuse => Err(too_many_series(limit)),
+                Overflow::Truncate => Ok(false),
+            };
+        }
+        *budget -= 1;
+        Ok(true)
+    }
 }
 
 fn too_many_series(limit: usize) -> Error {

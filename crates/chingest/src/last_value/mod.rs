@@ -28,9 +28,12 @@
 //! either. A rebuild reads them back as it reads the newest values: the
 //! first times with them, the samples since `now - recent_span`.
 //!
-//! Memory is bounded ([`LastValueConfig::max_bytes`], over all tables): the
-//! table whose growth passes the bound is evicted whole and answers `None`
-//! until the next open (or an edit that covers it), never partly. The
+//! Memory is bounded by the cardinality limits: every series a database
+//! may keep is indexed, at a few hundred bytes each (tags as ids of strings
+//! kept once: `postings.rs`). [`LastValueConfig::max_bytes`] is an opt-in
+//! hard cap over all tables for small machines: the table whose growth
+//! passes it is evicted whole and answers `None` until the next open (or
+//! an edit that covers it), never partly. The
 //! recent samples have a bound of their own
 //! ([`LastValueConfig::recent_max_bytes`]): the table whose samples pass
 //! it keeps half the span it had (every sample from a later time on, never
@@ -366,7 +369,7 @@ impl LastValues {
     fn account_or_evict(&self, table: &Table, cache: &TableLast, before: Usage, state: &mut State) {
         self.account(before, state);
         let total = self.stats.last_value_bytes.load(Ordering::Relaxed);
-        if total as usize > self.config.max_bytes {
+        if self.config.max_bytes > 0 && total as usize > self.config.max_bytes {
             self.evict(table, cache, state);
             return;
         }

@@ -1,9 +1,21 @@
-//! A table's inverted index of tags: tag key → value → the sorted slots of
-//! the series that carry it (Prometheus's postings), so a selector's
-//! series are found by a few list intersections instead of a scan of every
-//! series, and a tag's values are listed without reading any series.
+//! A table's index of tags: every series' tags as pairs of ids of strings
+//! kept once per table, and the inverted index (key, value) → the sorted
+//! slots of the series that carry it (Prometheus's postings).
+//!
+//! A selector's series are found by a few list intersections instead of a
+//! scan of every series; a tag's values, or the keys of some series, are
+//! listed without building any series' tags. Shaped for a million series:
+//! a series' tags cost 8 bytes a pair in one arena (no allocation of its
+//! own), each key and value text is stored once however many series carry
+//! it, and a value only one series carries (a pod's name) keeps its slot
+//! inline instead of in a list (measured in `tests/index.rs`).
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use hashbrown::HashTable;
+
+use crate::layout::series::SeriesIdHasher;
 
 /// What a series' value of a tag must be (a series without the tag has
 /// the value `""`, as PromQL and InfluxQL read it).
@@ -31,49 +43,194 @@ impl TagTest<'_> {
     }
 }
 
-/// Bytes counted per distinct (key, value) besides their text, and per
-/// series carrying one.
-pub(super) const ENTRY_BYTES: usize = 64;
-pub(super) const SLOT_BYTES: usize = 4;
+/// Bytes counted per distinct text besides its length: its box, its
+/// entry in the hash table and the allocator's rounding.
+const STRING_BYTES: usize = 32;
+/// Bytes counted per distinct (key, value) pair: its postings entry and
+/// its place in the key's list of values.
+const PAIR_BYTES: usize = 44;
+/// Bytes per tag of a series: its pair in the arena and its slot in the
+/// pair's postings.
+pub(super) const TAG_BYTES: usize = 12;
 
-/// Tag key → value → slots, each list sorted.
-#[derive(Debug, Default)]
-pub(super) struct Postings {
-    keys: HashMap<Box<str>, HashMap<Box<str>, Vec<u32>>>,
+/// Where a series' tags are in the index's arena: `len` pairs from `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TagsAt {
+    start: u32,
+    len: u32,
 }
 
-impl Postings {
-    /// Adds `slot` to the lists of its tags; returns the bytes it grew by.
-    /// Slots usually come in increasing order (new series are appended),
-    /// but a series whose tags arrive late is put in its place.
-    pub(super) fn add(&mut self, slot: u32, tags: &[(String, String)]) -> usize {
-        let mut grown = 0;
-        for (key, value) in tags {
-            let values = match self.keys.get_mut(key.as_str()) {
-                Some(values) => values,
-                None => {
-                    grown += key.len();
-                    self.keys.entry(key.as_str().into()).or_default()
-                }
-            };
-            let slots = match values.get_mut(value.as_str()) {
-                Some(slots) => slots,
-                None => {
-                    grown += ENTRY_BYTES + value.len();
-                    values.entry(value.as_str().into()).or_default()
-                }
-            };
-            match slots.last() {
+impl TagsAt {
+    /// A series whose tags are not known yet.
+    pub(super) const UNKNOWN: TagsAt = TagsAt {
+        start: 0,
+        len: u32::MAX,
+    };
+
+    pub(super) fn is_known(self) -> bool {
+        self.len != u32::MAX
+    }
+}
+
+/// Strings kept once, numbered in the order first met.
+#[derive(Debug, Default)]
+struct Strings {
+    texts: Vec<Box<str>>,
+    /// Ids into `texts`, found by the text's hash.
+    ids: HashTable<u32>,
+}
+
+fn hash(text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}
+
+impl Strings {
+    fn id(&self, text: &str) -> Option<u32> {
+        self.ids
+            .find(hash(text), |&id| &*self.texts[id as usize] == text)
+            .copied()
+    }
+
+    /// The id of `text`, added if new; and the bytes it grew by.
+    fn intern(&mut self, text: &str) -> (u32, usize) {
+        if let Some(id) = self.id(text) {
+            return (id, 0);
+        }
+        let id = u32::try_from(self.texts.len()).expect("fewer than 2^32 tag texts in a table");
+        self.texts.push(text.into());
+        let texts = &self.texts;
+        self.ids
+            .insert_unique(hash(text), id, |&id| hash(&texts[id as usize]));
+        (id, STRING_BYTES + text.len())
+    }
+
+    fn text(&self, id: u32) -> &str {
+        &self.texts[id as usize]
+    }
+}
+
+/// The slots of one (key, value) pair's series, sorted: inline while one
+/// series carries it.
+#[derive(Debug, Clone)]
+enum Posting {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Posting {
+    fn slots(&self) -> &[u32] {
+        match self {
+            Posting::One(slot) => std::slice::from_ref(slot),
+            Posting::Many(slots) => slots,
+        }
+    }
+
+    /// Adds `slot` in its place (usually last: new series are appended).
+    fn add(&mut self, slot: u32) {
+        match self {
+            Posting::One(one) if *one == slot => {}
+            Posting::One(one) => {
+                let mut slots = vec![(*one).min(slot), (*one).max(slot)];
+                slots.shrink_to_fit();
+                *self = Posting::Many(slots);
+            }
+            Posting::Many(slots) => match slots.last() {
                 Some(&last) if last >= slot => {
                     if let Err(at) = slots.binary_search(&slot) {
                         slots.insert(at, slot);
                     }
                 }
                 _ => slots.push(slot),
-            }
-            grown += SLOT_BYTES;
+            },
         }
-        grown
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<SeriesIdHasher>>;
+
+/// A (key, value) pair of ids as one map key.
+fn pair(key: u32, value: u32) -> u64 {
+    (u64::from(key) << 32) | u64::from(value)
+}
+
+/// The tags of a table's series and their postings.
+#[derive(Debug, Default)]
+pub(super) struct TagIndex {
+    strings: Strings,
+    /// Every tagged series' (key, value) ids, series after series; a
+    /// series' sorted by key text.
+    arena: Vec<(u32, u32)>,
+    /// (key, value) → the slots of the series carrying it.
+    postings: IdMap<u64, Posting>,
+    /// Key → the values some series carries, in the order first met.
+    values: IdMap<u32, Vec<u32>>,
+}
+
+impl TagIndex {
+    /// Records the tags (sorted by key) of the series in `slot`; returns
+    /// where they are and the bytes the index grew by. Slots usually come
+    /// in increasing order (new series are appended), but a series whose
+    /// tags arrive late is put in its place.
+    pub(super) fn add(&mut self, slot: u32, tags: &[(String, String)]) -> (TagsAt, usize) {
+        let start = u32::try_from(self.arena.len()).expect("fewer than 2^32 tags in a table");
+        let mut grown = tags.len() * TAG_BYTES;
+        for (key, value) in tags {
+            let (key, key_grown) = self.strings.intern(key);
+            let (value, value_grown) = self.strings.intern(value);
+            grown += key_grown + value_grown;
+            self.arena.push((key, value));
+            match self.postings.get_mut(&pair(key, value)) {
+                Some(posting) => posting.add(slot),
+                None => {
+                    self.postings.insert(pair(key, value), Posting::One(slot));
+                    self.values.entry(key).or_default().push(value);
+                    grown += PAIR_BYTES;
+                }
+            }
+        }
+        let len = u32::try_from(tags.len()).expect("fewer than 2^32 tags in a series");
+        (TagsAt { start, len }, grown)
+    }
+
+    /// The (key, value) pairs of the series whose tags are `at`, sorted by
+    /// key.
+    pub(super) fn tags(&self, at: TagsAt) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let pairs = match at.is_known() {
+            true => &self.arena[at.start as usize..(at.start + at.len) as usize],
+            false => &[],
+        };
+        pairs
+            .iter()
+            .map(|&(k, v)| (self.strings.text(k), self.strings.text(v)))
+    }
+
+    /// The tags as owned pairs.
+    pub(super) fn owned_tags(&self, at: TagsAt) -> Vec<(String, String)> {
+        self.tags(at)
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// Makes the postings again for series that moved to other slots
+    /// (`series` gives each slot's tags, in slot order); the arena stays.
+    pub(super) fn reindex(&mut self, series: impl Iterator<Item = TagsAt>) {
+        self.postings.clear();
+        self.values.clear();
+        for (slot, at) in series.enumerate() {
+            if !at.is_known() {
+                continue;
+            }
+            for &(key, value) in &self.arena[at.start as usize..(at.start + at.len) as usize] {
+                match self.postings.get_mut(&pair(key, value)) {
+                    Some(posting) => posting.add(slot as u32),
+                    None => {
+                        self.postings
+                            .insert(pair(key, value), Posting::One(slot as u32));
+                        self.values.entry(key).or_default().push(value);
+                    }
+                }
+            }
+        }
     }
 
     /// The slots (sorted) of `all` series that every matcher accepts.
@@ -98,19 +255,34 @@ impl Postings {
         selected.unwrap_or_else(|| (0..all).collect())
     }
 
+    /// The postings of `key`'s values that `accept` takes.
+    fn lists_of(&self, key: u32, mut accept: impl FnMut(&str) -> bool) -> Vec<&[u32]> {
+        let Some(values) = self.values.get(&key) else {
+            return Vec::new();
+        };
+        values
+            .iter()
+            .filter(|&&value| accept(self.strings.text(value)))
+            .filter_map(|&value| self.postings.get(&pair(key, value)))
+            .map(Posting::slots)
+            .collect()
+    }
+
     /// The slots of `all` series whose value of the matcher's key it
     /// accepts.
     fn matching(&self, all: u32, matcher: &TagMatcher<'_>) -> Vec<u32> {
-        let values = self.keys.get(matcher.key);
+        let key = self.strings.id(matcher.key);
         if let TagTest::Equal(wanted) = matcher.test {
             if !wanted.is_empty() {
-                return values
-                    .and_then(|values| values.get(wanted))
-                    .cloned()
+                let value = self.strings.id(wanted);
+                return key
+                    .zip(value)
+                    .and_then(|(k, v)| self.postings.get(&pair(k, v)))
+                    .map(|posting| posting.slots().to_vec())
                     .unwrap_or_default();
             }
         }
-        let Some(values) = values else {
+        let Some(key) = key.filter(|key| self.values.contains_key(key)) else {
             // No series has the key: each reads as "".
             return match matcher.test.accepts("") {
                 true => (0..all).collect(),
@@ -119,12 +291,7 @@ impl Postings {
         };
         if matcher.test.accepts("") {
             // Every series but those with a value refused.
-            let refused: Vec<&[u32]> = values
-                .iter()
-                .filter(|(value, _)| !matcher.test.accepts(value))
-                .map(|(_, slots)| slots.as_slice())
-                .collect();
-            let refused = union(&refused);
+            let refused = union(&self.lists_of(key, |value| !matcher.test.accepts(value)));
             let mut out = Vec::with_capacity(all as usize - refused.len().min(all as usize));
             let mut refused = refused.iter().peekable();
             for slot in 0..all {
@@ -134,30 +301,88 @@ impl Postings {
             }
             out
         } else {
-            let accepted: Vec<&[u32]> = values
-                .iter()
-                .filter(|(value, _)| matcher.test.accepts(value))
-                .map(|(_, slots)| slots.as_slice())
-                .collect();
-            union(&accepted)
+            union(&self.lists_of(key, |value| matcher.test.accepts(value)))
         }
     }
 
-    /// The values of `key` among `slots` (sorted), or every value of `key`
-    /// when `slots` is `None`; sorted, each once.
-    pub(super) fn values(&self, key: &str, slots: Option<&[u32]>) -> Vec<String> {
-        let Some(values) = self.keys.get(key) else {
+    /// The values of `key` every series has (when `slots` is `None`) or
+    /// the series of `slots` have (`tags_of` says where a slot's tags
+    /// are); sorted, each once, without `""`.
+    pub(super) fn values(
+        &self,
+        key: &str,
+        slots: Option<&[u32]>,
+        tags_of: impl Fn(u32) -> TagsAt,
+    ) -> Vec<String> {
+        let Some(key) = self.strings.id(key) else {
             return Vec::new();
         };
-        let mut out: Vec<String> = values
-            .iter()
-            .filter(|(_, list)| match slots {
-                None => !list.is_empty(),
-                Some(slots) => !intersect(list, slots).is_empty(),
-            })
-            .map(|(value, _)| value.to_string())
+        let ids: Vec<u32> = match slots {
+            None => self.values.get(&key).cloned().unwrap_or_default(),
+            Some(slots) => {
+                let mut ids: Vec<u32> = slots
+                    .iter()
+                    .filter_map(|&slot| {
+                        let at = tags_of(slot);
+                        self.arena_of(at)
+                            .iter()
+                            .find(|(k, _)| *k == key)
+                            .map(|&(_, v)| v)
+                    })
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            }
+        };
+        self.sorted_texts(ids)
+    }
+
+    /// The keys of the series of `slots` (every key some series has when
+    /// `None`); sorted, each once.
+    pub(super) fn keys(
+        &self,
+        slots: Option<&[u32]>,
+        tags_of: impl Fn(u32) -> TagsAt,
+    ) -> Vec<String> {
+        let ids: Vec<u32> = match slots {
+            None => self.values.keys().copied().collect(),
+            Some(slots) => {
+                let mut ids: Vec<u32> = Vec::new();
+                for &slot in slots {
+                    for &(key, _) in self.arena_of(tags_of(slot)) {
+                        if !ids.contains(&key) {
+                            ids.push(key);
+                        }
+                    }
+                    // Every key is met once the few keys of a measurement
+                    // are: stop early on a long list of alike series.
+                    if ids.len() == self.values.len() {
+                        break;
+                    }
+                }
+                ids
+            }
+        };
+        self.sorted_texts(ids)
+    }
+
+    fn arena_of(&self, at: TagsAt) -> &[(u32, u32)] {
+        match at.is_known() {
+            true => &self.arena[at.start as usize..(at.start + at.len) as usize],
+            false => &[],
+        }
+    }
+
+    fn sorted_texts(&self, ids: Vec<u32>) -> Vec<String> {
+        let mut out: Vec<String> = ids
+            .into_iter()
+            .map(|id| self.strings.text(id))
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
             .collect();
         out.sort_unstable();
+        out.dedup();
         out
     }
 }
@@ -219,24 +444,22 @@ mod tests {
     }
 
     /// Four series: 0 {job=a, mode=idle}, 1 {job=a, mode=user}, 2 {job=b,
-    /// mode=idle}, 3 {job=b} (no mode).
-    fn four() -> Postings {
-        let mut postings = Postings::default();
-        postings.add(0, &tags(&[("job", "a"), ("mode", "idle")]));
-        postings.add(1, &tags(&[("job", "a"), ("mode", "user")]));
-        postings.add(3, &tags(&[("job", "b")]));
+    /// mode=idle}, 3 {job=b} (no mode); and where each one's tags are.
+    fn four() -> (TagIndex, Vec<TagsAt>) {
+        let mut index = TagIndex::default();
+        let mut at = vec![TagsAt::UNKNOWN; 4];
+        at[0] = index.add(0, &tags(&[("job", "a"), ("mode", "idle")])).0;
+        at[1] = index.add(1, &tags(&[("job", "a"), ("mode", "user")])).0;
+        at[3] = index.add(3, &tags(&[("job", "b")])).0;
         // Late tags: put in place.
-        postings.add(2, &tags(&[("job", "b"), ("mode", "idle")]));
-        postings
-    }
-
-    fn select(postings: &Postings, matchers: &[TagMatcher<'_>]) -> Vec<u32> {
-        postings.select(4, matchers)
+        at[2] = index.add(2, &tags(&[("job", "b"), ("mode", "idle")])).0;
+        (index, at)
     }
 
     #[test]
     fn matchers_select_as_a_scan_would() {
-        let p = four();
+        let (p, _) = four();
+        let select = |matchers: &[TagMatcher<'_>]| p.select(4, matchers);
         let eq = |key, value| TagMatcher {
             key,
             test: TagTest::Equal(value),
@@ -244,31 +467,56 @@ mod tests {
         let not_idle = |v: &str| v != "idle";
         let starts_i = |v: &str| v.starts_with('i');
         let empty_or_user = |v: &str| v.is_empty() || v == "user";
-        assert_eq!(select(&p, &[eq("job", "a")]), [0, 1]);
-        assert_eq!(select(&p, &[eq("job", "b"), eq("mode", "idle")]), [2]);
-        assert_eq!(select(&p, &[eq("job", "c")]), [] as [u32; 0]);
+        assert_eq!(select(&[eq("job", "a")]), [0, 1]);
+        assert_eq!(select(&[eq("job", "b"), eq("mode", "idle")]), [2]);
+        assert_eq!(select(&[eq("job", "c")]), [] as [u32; 0]);
         // A series without the tag reads as "".
-        assert_eq!(select(&p, &[eq("mode", "")]), [3]);
-        assert_eq!(select(&p, &[eq("absent", "")]), [0, 1, 2, 3]);
-        assert_eq!(select(&p, &[eq("absent", "x")]), [] as [u32; 0]);
+        assert_eq!(select(&[eq("mode", "")]), [3]);
+        assert_eq!(select(&[eq("absent", "")]), [0, 1, 2, 3]);
+        assert_eq!(select(&[eq("absent", "x")]), [] as [u32; 0]);
+        // A value that is some other key's text selects nothing.
+        assert_eq!(select(&[eq("job", "mode")]), [] as [u32; 0]);
         let m = |key, test| TagMatcher {
             key,
             test: TagTest::Matches(test),
         };
-        assert_eq!(select(&p, &[m("mode", &not_idle)]), [1, 3]);
-        assert_eq!(select(&p, &[m("mode", &starts_i)]), [0, 2]);
-        assert_eq!(select(&p, &[m("mode", &empty_or_user)]), [1, 3]);
-        assert_eq!(select(&p, &[m("mode", &not_idle), eq("job", "b")]), [3]);
-        assert_eq!(select(&p, &[]), [0, 1, 2, 3]);
+        assert_eq!(select(&[m("mode", &not_idle)]), [1, 3]);
+        assert_eq!(select(&[m("mode", &starts_i)]), [0, 2]);
+        assert_eq!(select(&[m("mode", &empty_or_user)]), [1, 3]);
+        assert_eq!(select(&[m("mode", &not_idle), eq("job", "b")]), [3]);
+        assert_eq!(select(&[]), [0, 1, 2, 3]);
     }
 
     #[test]
-    fn values_of_a_key_among_slots() {
-        let p = four();
-        assert_eq!(p.values("mode", None), ["idle", "user"]);
-        assert_eq!(p.values("mode", Some(&[2, 3])), ["idle"]);
-        assert_eq!(p.values("job", Some(&[1, 2])), ["a", "b"]);
-        assert!(p.values("absent", None).is_empty());
+    fn values_and_keys_among_slots() {
+        let (p, at) = four();
+        let of = |slot: u32| at[slot as usize];
+        assert_eq!(p.values("mode", None, of), ["idle", "user"]);
+        assert_eq!(p.values("mode", Some(&[2, 3]), of), ["idle"]);
+        assert_eq!(p.values("job", Some(&[1, 2]), of), ["a", "b"]);
+        assert!(p.values("absent", None, of).is_empty());
+        assert_eq!(p.keys(None, of), ["job", "mode"]);
+        assert_eq!(p.keys(Some(&[3]), of), ["job"]);
+        assert_eq!(
+            p.tags(at[1]).collect::<Vec<_>>(),
+            [("job", "a"), ("mode", "user")]
+        );
+        assert_eq!(p.tags(TagsAt::UNKNOWN).count(), 0);
+    }
+
+    #[test]
+    fn reindexed_after_slots_move() {
+        let (mut p, at) = four();
+        // Series 1 leaves: 2 and 3 move down.
+        let moved = [at[0], at[2], at[3]];
+        p.reindex(moved.iter().copied());
+        let eq = |key, value| TagMatcher {
+            key,
+            test: TagTest::Equal(value),
+        };
+        assert_eq!(p.select(3, &[eq("job", "b")]), [1, 2]);
+        assert_eq!(p.select(3, &[eq("mode", "user")]), [] as [u32; 0]);
+        assert_eq!(p.values("mode", None, |s| moved[s as usize]), ["idle"]);
     }
 
     #[test]

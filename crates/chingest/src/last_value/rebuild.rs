@@ -14,10 +14,11 @@ use arrow::record_batch::RecordBatch;
 use crate::catalog::Table;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::last_value::postings::TAG_BYTES;
 use crate::last_value::recent::SAMPLE_BYTES;
 use crate::last_value::table::{
     EngineLast, EngineSamples, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT,
-    SERIES_BYTES, TAG_BYTES, VALUE_BYTES,
+    SERIES_BYTES, VALUE_BYTES,
 };
 use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
@@ -125,7 +126,9 @@ async fn rebuild(
         .filter(|(_, ty)| Values::new(*ty, 0).is_some())
         .cloned()
         .collect();
-    // Too large before reading a value: evicted without the scan.
+    // Past the hard cap, if one is set, before reading a value (at most:
+    // texts are counted per series, the index keeps each once): evicted
+    // without the scan.
     let estimate: usize = tags
         .iter()
         .map(|(_, t)| {
@@ -137,7 +140,7 @@ async fn rebuild(
         })
         .sum();
     let total = cache.stats.last_value_bytes.load(Ordering::Relaxed) as usize;
-    if total + estimate > cache.config.max_bytes {
+    if cache.config.max_bytes > 0 && total + estimate > cache.config.max_bytes {
         let last = cache.cache(table);
         let mut state = last.state.write().unwrap();
         if state.generation == generation && state.status == Status::Building {

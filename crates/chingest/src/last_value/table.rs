@@ -19,7 +19,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::config::DuplicatePolicy;
 use crate::error::Result;
-use crate::last_value::postings::{Postings, TagMatcher};
+use crate::last_value::postings::{TagIndex, TagMatcher, TagsAt};
 use crate::last_value::recent::{self, Sample, SAMPLE_BYTES};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
@@ -123,14 +123,12 @@ const NO_TIME: i64 = i64::MIN;
 const NO_FIRST: i64 = i64::MAX;
 /// `recent_from` of a table that keeps no recent samples.
 pub(super) const NO_RECENT: i64 = i64::MAX;
-/// Bookkeeping per series besides tags and fields: its index entry, id and
-/// tag slice.
-pub(super) const SERIES_BYTES: usize = 48;
+/// Bookkeeping per series besides tags and fields: its id, where its tags
+/// are, and its entry in the id → slot map.
+pub(super) const SERIES_BYTES: usize = 40;
 /// A field's first and newest time, value and recent samples' list per
 /// series (strings add their length, samples [`SAMPLE_BYTES`] each).
 pub(super) const VALUE_BYTES: usize = 48;
-/// Per tag, besides its key's and value's bytes.
-pub(super) const TAG_BYTES: usize = 48;
 
 /// The last values of one fact table.
 #[derive(Debug)]
@@ -157,8 +155,8 @@ pub(super) struct State {
     pub(super) bytes: usize,
     /// Series met whose tags are not known yet.
     pub(super) untagged: usize,
-    /// Tag key → value → slots.
-    postings: Postings,
+    /// Every series' tags, and (key, value) → slots.
+    tags: TagIndex,
     /// Every acknowledged sample of a numeric field whose time is at or
     /// after this (ns) is in the fields' `recent`; [`NO_RECENT`]: none is
     /// kept. Moves forward only, as old samples are trimmed.
@@ -173,7 +171,9 @@ pub(super) struct State {
 #[derive(Debug)]
 pub(super) struct CachedSeries {
     pub(super) id: u64,
-    pub(super) tags: Option<Box<[(String, String)]>>,
+    /// Where its tags are in `State::tags` ([`TagsAt::UNKNOWN`]: not known
+    /// yet).
+    pub(super) tags: TagsAt,
 }
 
 /// One field's first time, newest time and value, and recent samples per
@@ -286,7 +286,7 @@ impl State {
             field_index: HashMap::new(),
             bytes: 0,
             untagged: 0,
-            postings: Postings::default(),
+            tags: TagIndex::default(),
             recent_from,
             recent_bytes: 0,
             recent_samples: 0,
@@ -309,7 +309,10 @@ impl State {
         }
         let slot = self.series.len();
         self.index.insert(id, slot as u32);
-        self.series.push(CachedSeries { id, tags: None });
+        self.series.push(CachedSeries {
+            id,
+            tags: TagsAt::UNKNOWN,
+        });
         for field in &mut self.fields {
             field.firsts.push(NO_FIRST);
             field.times.push(NO_TIME);
@@ -325,18 +328,14 @@ impl State {
 
     /// Gives the series in `slot` its tags, if it has none yet.
     pub(super) fn set_tags(&mut self, slot: usize, tags: impl FnOnce() -> Vec<(String, String)>) {
-        let series = &mut self.series[slot];
-        if series.tags.is_some() {
+        if self.series[slot].tags.is_known() {
             return;
         }
         let mut tags = tags();
         tags.sort();
-        self.bytes += tags
-            .iter()
-            .map(|(k, v)| TAG_BYTES + k.len() + v.len())
-            .sum::<usize>();
-        self.bytes += self.postings.add(slot as u32, &tags);
-        series.tags = Some(tags.into_boxed_slice());
+        let (at, grown) = self.tags.add(slot as u32, &tags);
+        self.bytes += grown;
+        self.series[slot].tags = at;
         self.untagged -= 1;
     }
 
@@ -481,8 +480,8 @@ impl State {
     /// facts of a series no longer in the series table, which the
     /// measurement's view does not show either).
     pub(super) fn drop_untagged(&mut self) {
-        let keep: Vec<bool> = self.series.iter().map(|s| s.tags.is_some()).collect();
-        self.series.retain(|s| s.tags.is_some());
+        let keep: Vec<bool> = self.series.iter().map(|s| s.tags.is_known()).collect();
+        self.series.retain(|s| s.tags.is_known());
         for field in &mut self.fields {
             retain(&mut field.firsts, &keep);
             retain(&mut field.times, &keep);
@@ -504,11 +503,7 @@ impl State {
             .map(|(slot, s)| (s.id, slot as u32))
             .collect();
         // The slots moved: the postings are made again.
-        self.postings = Postings::default();
-        for (slot, series) in self.series.iter().enumerate() {
-            let tags = series.tags.as_deref().unwrap_or_default();
-            self.postings.add(slot as u32, tags);
-        }
+        self.tags.reindex(self.series.iter().map(|s| s.tags));
         self.bytes -= self.untagged * (SERIES_BYTES + VALUE_BYTES * self.fields.len());
         self.untagged = 0;
     }
@@ -546,6 +541,35 @@ impl State {
         self.recent_samples += samples.len() - count;
     }
 
+    /// The slots (sorted) of the tagged series the matchers select that
+    /// have a value of `field` (any field when `None`), in `range` (ns, by
+    /// their first and newest times) when given.
+    fn selected(
+        &self,
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+    ) -> Vec<u32> {
+        let mut slots = self.tags.select(self.series.len() as u32, matchers);
+        let columns: Vec<&FieldColumn> = match field {
+            Some(field) => match self.field_index.get(field) {
+                Some(&f) => vec![&self.fields[f]],
+                None => return Vec::new(),
+            },
+            None => self.fields.iter().collect(),
+        };
+        slots.retain(|&slot| {
+            let slot = slot as usize;
+            self.series[slot].tags.is_known()
+                && columns.iter().any(|column| {
+                    let (first, last) = (column.firsts[slot], column.times[slot]);
+                    first != NO_FIRST
+                        && !range.is_some_and(|(start, end)| first > end || last < start)
+                })
+        });
+        slots
+    }
+
     /// The tagged series the matchers select that have a value of field
     /// `field` in `range` (ns, by their first and newest times), by slot.
     fn select(
@@ -558,38 +582,33 @@ impl State {
             return Vec::new();
         };
         let column = &self.fields[f];
-        let slots = self.postings.select(self.series.len() as u32, matchers);
-        let mut out = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let slot = slot as usize;
-            let (first, last) = (column.firsts[slot], column.times[slot]);
-            let (Some(tags), false) = (&self.series[slot].tags, first == NO_FIRST) else {
-                continue;
-            };
-            if range.is_some_and(|(start, end)| first > end || last < start) {
-                continue;
-            }
-            out.push(IndexedSeries {
-                series_id: self.series[slot].id,
-                tags: tags.to_vec(),
-                first_ns: first,
-                last_ns: last,
-            });
-        }
-        out
+        self.selected(matchers, Some(field), range)
+            .into_iter()
+            .map(|slot| {
+                let slot = slot as usize;
+                IndexedSeries {
+                    series_id: self.series[slot].id,
+                    tags: self.tags.owned_tags(self.series[slot].tags),
+                    first_ns: column.firsts[slot],
+                    last_ns: column.times[slot],
+                }
+            })
+            .collect()
     }
 
     /// The series `keep` accepts that have a value, fields sorted by name.
-    pub(super) fn read(
-        &self,
-        mut keep: impl FnMut(&[(String, String)]) -> bool,
-    ) -> Vec<LastSeries> {
+    pub(super) fn read(&self, mut keep: impl FnMut(&[(&str, &str)]) -> bool) -> Vec<LastSeries> {
         let mut order: Vec<usize> = (0..self.fields.len()).collect();
         order.sort_by(|&a, &b| self.fields[a].name.cmp(&self.fields[b].name));
         let mut found = Vec::new();
+        let mut tags: Vec<(&str, &str)> = Vec::new();
         for (slot, series) in self.series.iter().enumerate() {
-            let Some(tags) = &series.tags else { continue };
-            if !keep(tags) {
+            if !series.tags.is_known() {
+                continue;
+            }
+            tags.clear();
+            tags.extend(self.tags.tags(series.tags));
+            if !keep(&tags) {
                 continue;
             }
             let fields: Vec<(String, LastValue)> = order
@@ -607,7 +626,7 @@ impl State {
             if !fields.is_empty() {
                 found.push(LastSeries {
                     series_id: series.id,
-                    tags: tags.to_vec(),
+                    tags: self.tags.owned_tags(series.tags),
                     fields,
                 });
             }
@@ -718,26 +737,40 @@ impl TableLast {
 
     /// The values of tag `key` among the series the matchers accept
     /// (every series of the table when there are none) that have a value
-    /// of `field` if given, sorted; `None` unless the cache is whole.
+    /// of `field` if given, in `range` (ns) if given; sorted; `None`
+    /// unless the cache is whole.
     pub(crate) fn tag_values(
         &self,
         key: &str,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
+        range: Option<(i64, i64)>,
     ) -> Option<Vec<String>> {
         let state = self.ready()?;
-        if matchers.is_empty() && field.is_none() {
-            return Some(state.postings.values(key, None));
+        let tags_of = |slot: u32| state.series[slot as usize].tags;
+        if matchers.is_empty() && field.is_none() && range.is_none() {
+            return Some(state.tags.values(key, None, tags_of));
         }
-        let mut slots = state.postings.select(state.series.len() as u32, matchers);
-        if let Some(field) = field {
-            let firsts = state
-                .field_index
-                .get(field)
-                .map(|&f| &state.fields[f].firsts);
-            slots.retain(|&slot| firsts.is_some_and(|firsts| firsts[slot as usize] != NO_FIRST));
+        let slots = state.selected(matchers, field, range);
+        Some(state.tags.values(key, Some(&slots), tags_of))
+    }
+
+    /// The tag keys of the series the matchers accept, as
+    /// [`tag_values`](Self::tag_values) selects them; sorted; `None`
+    /// unless the cache is whole.
+    pub(crate) fn tag_keys(
+        &self,
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<String>> {
+        let state = self.ready()?;
+        let tags_of = |slot: u32| state.series[slot as usize].tags;
+        if matchers.is_empty() && field.is_none() && range.is_none() {
+            return Some(state.tags.keys(None, tags_of));
         }
-        Some(state.postings.values(key, Some(&slots)))
+        let slots = state.selected(matchers, field, range);
+        Some(state.tags.keys(Some(&slots), tags_of))
     }
 
     /// Each of `ids`' samples of numeric field `field` in `[from, end]`
@@ -793,7 +826,7 @@ impl TableLast {
     /// The cached series `keep` accepts; `None` unless the cache is whole.
     pub(crate) fn read(
         &self,
-        keep: impl FnMut(&[(String, String)]) -> bool,
+        keep: impl FnMut(&[(&str, &str)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
         Some(self.ready()?.read(keep))
     }
@@ -810,14 +843,14 @@ impl TableLast {
         }
         let rows: Vec<usize> = (0..state.series.len())
             .filter(|&slot| {
-                state.series[slot].tags.is_some()
+                state.series[slot].tags.is_known()
                     && state.fields.iter().any(|f| f.times[slot] != NO_TIME)
             })
             .collect();
         let tag_keys: BTreeSet<&str> = rows
             .iter()
-            .flat_map(|&slot| state.series[slot].tags.iter().flatten())
-            .map(|(key, _)| key.as_str())
+            .flat_map(|&slot| state.tags.tags(state.series[slot].tags))
+            .map(|(key, _)| key)
             .collect();
         let mut columns: Vec<(String, ArrayRef, bool)> = Vec::new();
         let ids = UInt64Array::from_iter_values(rows.iter().map(|&slot| state.series[slot].id));
@@ -834,10 +867,11 @@ impl TableLast {
         columns.push(("time".to_owned(), Arc::new(times), false));
         for key in tag_keys {
             let values = rows.iter().map(|&slot| {
-                let tags = state.series[slot].tags.as_deref().unwrap_or_default();
-                tags.iter()
-                    .find(|(k, _)| k == key)
-                    .map_or("", |(_, v)| v.as_str())
+                state
+                    .tags
+                    .tags(state.series[slot].tags)
+                    .find(|(k, _)| *k == key)
+                    .map_or("", |(_, v)| v)
             });
             let name = match key == "series_id" || state.field_index.contains_key(key) {
                 true => format!("{key}_tag"),

@@ -187,7 +187,7 @@ impl Reader {
         db: &str,
         rp: &str,
         measurement: &str,
-        keep: impl FnMut(&[(String, String)]) -> bool,
+        keep: impl FnMut(&[(&str, &str)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
         self.cache_of((db, rp, measurement))?.read(keep)
     }
@@ -218,18 +218,36 @@ impl Reader {
     }
 
     /// The values of tag `key` among a measurement's series the matchers
-    /// select (with a value of `field` if given), sorted, from the
-    /// in-memory index; `None` if the measurement is not indexed now.
+    /// select (with a value of `field` if given, in `range` if given),
+    /// sorted, from the in-memory index; `None` if the measurement is not
+    /// indexed now.
     pub(crate) fn tag_values(
         &self,
         table: (&str, &str, &str),
         key: &str,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
+        range: Option<(i64, i64)>,
     ) -> Option<Vec<String>> {
-        let values = self.cache_of(table)?.tag_values(key, matchers, field)?;
+        let values = self
+            .cache_of(table)?
+            .tag_values(key, matchers, field, range)?;
         IngestStats::add(&self.engine.stats.index_reads, 1);
         Some(values)
+    }
+
+    /// The tag keys of a measurement's series the matchers select, as
+    /// [`tag_values`](Self::tag_values) selects them.
+    pub(crate) fn tag_keys(
+        &self,
+        table: (&str, &str, &str),
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+    ) -> Option<Vec<String>> {
+        let keys = self.cache_of(table)?.tag_keys(matchers, field, range)?;
+        IngestStats::add(&self.engine.stats.index_reads, 1);
+        Some(keys)
     }
 
     /// See [`LastValues::settled_version`]; in the `clickhouse` storage

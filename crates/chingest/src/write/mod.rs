@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::catalog::{Admission, Catalog, Database, Table};
-use crate::config::IngestConfig;
+use crate::config::{CardinalityLimits, IngestConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{now_ns, LastValues};
@@ -369,9 +369,16 @@ impl Writer {
                     .await?;
                 let (chunk, series) =
                     input.into_chunk(&stored.schema(), table.measurement, &database)?;
+                // The values-per-tag limit is line protocol's (InfluxDB's):
+                // remote write, OTLP and Arrow producers label series with
+                // pods and instances by design, the series limit bounds them.
+                let limits = CardinalityLimits {
+                    max_values_per_tag: 0,
+                    ..self.config.cardinality
+                };
                 let series = write
                     .admission
-                    .admit_all(&database, series, self.config.cardinality)
+                    .admit_all(&database, series, limits)
                     .map_err(|reason| {
                         IngestStats::add(&self.engine().stats.lines_refused_by_limits, rows as u64);
                         let column = match table.tags {

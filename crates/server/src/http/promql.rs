@@ -104,6 +104,16 @@ fn success(data: serde_json::Value) -> Response {
     Json(json!({ "status": "success", "data": data })).into_response()
 }
 
+/// A listing's answer: cut at the request's `limit`, with Prometheus 3's
+/// warning when it was.
+fn listed(data: serde_json::Value, truncated: bool) -> Response {
+    if !truncated {
+        return success(data);
+    }
+    let warnings = ["results truncated due to limit"];
+    Json(json!({ "status": "success", "data": data, "warnings": warnings })).into_response()
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -225,21 +235,17 @@ pub(super) async fn series(request: PromRequest) -> Result<Response, ApiError> {
     if selectors.is_empty() {
         return Err(bad_data("no match[] parameter provided"));
     }
-    let limit = params.limit()?;
-    let series = promql::series(&source, &selectors, params.range()?).await?;
-    let data: Vec<serde_json::Value> = series.iter().take(limit).map(labels_json).collect();
-    Ok(success(json!(data)))
+    let listing = promql::series(&source, &selectors, params.range()?, params.limit()?).await?;
+    let data: Vec<serde_json::Value> = listing.items.iter().map(labels_json).collect();
+    Ok(listed(json!(data), listing.truncated))
 }
 
 /// `GET|POST /api/v1/labels`.
 pub(super) async fn labels(request: PromRequest) -> Result<Response, ApiError> {
     let (params, source) = (&request.params, request.source()?);
-    let limit = params.limit()?;
-    let names = promql::label_names(&source, &params.all("match[]"), params.range()?).await?;
-    Ok(success(json!(names
-        .into_iter()
-        .take(limit)
-        .collect::<Vec<_>>())))
+    let (selectors, range, limit) = (params.all("match[]"), params.range()?, params.limit()?);
+    let listing = promql::label_names(&source, &selectors, range, limit).await?;
+    Ok(listed(json!(listing.items), listing.truncated))
 }
 
 /// `GET /api/v1/label/<name>/values`.
@@ -258,13 +264,9 @@ pub(super) async fn label_values(
     // The name is judged first, whatever the credentials (as it was).
     let request = request?;
     let (params, source) = (&request.params, request.source()?);
-    let limit = params.limit()?;
-    let values =
-        promql::label_values(&source, &name, &params.all("match[]"), params.range()?).await?;
-    Ok(success(json!(values
-        .into_iter()
-        .take(limit)
-        .collect::<Vec<_>>())))
+    let (selectors, range, limit) = (params.all("match[]"), params.range()?, params.limit()?);
+    let listing = promql::label_values(&source, &name, &selectors, range, limit).await?;
+    Ok(listed(json!(listing.items), listing.truncated))
 }
 
 /// `GET|POST /api/v1/format_query?query=…`.
