@@ -446,10 +446,15 @@ const INGESTOR_STATS: &[Stat] = &[
         "How long the replay on open took.",
         |s| &s.replay_millis,
     ),
-    gauge("chingest_last_value_series", "Series in the last-value cache.", |s| &s.last_value_series),
+    gauge(
+        "chingest_last_value_series",
+        "Series in the series index and last-value cache.",
+        |s| &s.last_value_series,
+    ),
     gauge(
         "chingest_last_value_bytes",
-        "Bytes the last-value cache and its index hold (an estimate).",
+        "Bytes the series index and last values hold (an estimate; per series: this over \
+         chingest_last_value_series).",
         |s| &s.last_value_bytes,
     ),
     gauge("chingest_recent_samples", "Recent samples held in memory.", |s| &s.recent_samples),
@@ -557,8 +562,10 @@ fn ingestor_metrics(out: &mut String, ingestor: &Ingestor) {
 }
 
 /// The process's resident memory now and at its peak (Linux's `VmRSS` and
-/// `VmHWM`), under the names Prometheus's process collectors use; nothing
-/// where `/proc` does not have them.
+/// `VmHWM`), under the names Prometheus's process collectors use, and its
+/// private part (`RssAnon`: what the process itself allocated, without
+/// the engine library's mapped code); nothing where `/proc` does not have
+/// them.
 fn process_memory(out: &mut String) {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return;
@@ -577,6 +584,11 @@ fn process_memory(out: &mut String) {
             "chingest_process_resident_memory_peak_bytes",
             "The largest resident memory size since the process started.",
             "VmHWM:",
+        ),
+        (
+            "chingest_process_resident_anon_bytes",
+            "Resident private memory (RssAnon): what the process allocated.",
+            "RssAnon:",
         ),
     ] {
         if let Some(kib) = kib(key) {

@@ -233,26 +233,70 @@ impl TagIndex {
         }
     }
 
-    /// The slots (sorted) of `all` series that every matcher accepts.
-    pub(super) fn select(&self, all: u32, matchers: &[TagMatcher<'_>]) -> Vec<u32> {
-        // Matchers that name values first: their lists are short.
-        let mut order: Vec<&TagMatcher<'_>> = matchers.iter().collect();
-        order.sort_by_key(|m| match m.test {
-            TagTest::Equal(v) if !v.is_empty() => 0,
-            _ => 1,
-        });
-        let mut selected: Option<Vec<u32>> = None;
-        for matcher in order {
-            if selected.as_ref().is_some_and(Vec::is_empty) {
-                break;
+    /// The slots (sorted) of `all` series that every matcher accepts
+    /// (`tags_of` says where a slot's tags are).
+    ///
+    /// Matchers naming a value are their postings, intersected shortest
+    /// first without copying; the others then test the few series left by
+    /// their tags, or, while many are left, union the postings of the
+    /// values they accept.
+    pub(super) fn select(
+        &self,
+        all: u32,
+        matchers: &[TagMatcher<'_>],
+        tags_of: impl Fn(u32) -> TagsAt,
+    ) -> Vec<u32> {
+        let mut named: Vec<&[u32]> = Vec::new();
+        let mut others: Vec<&TagMatcher<'_>> = Vec::new();
+        for matcher in matchers {
+            match matcher.test {
+                TagTest::Equal(value) if !value.is_empty() => {
+                    named.push(self.posting(matcher.key, value))
+                }
+                _ => others.push(matcher),
             }
-            let found = self.matching(all, matcher);
+        }
+        named.sort_by_key(|slots| slots.len());
+        let mut selected: Option<Vec<u32>> = None;
+        for slots in named {
             selected = Some(match selected {
-                None => found,
-                Some(before) => intersect(&before, &found),
+                None => slots.to_vec(),
+                Some(before) => intersect(&before, slots),
+            });
+            if selected.as_ref().is_some_and(Vec::is_empty) {
+                return Vec::new();
+            }
+        }
+        for matcher in others {
+            selected = Some(match selected {
+                // Few left: a look at each one's value.
+                Some(mut before) if before.len() < all as usize / 64 => {
+                    let key = self.strings.id(matcher.key);
+                    before.retain(|&slot| {
+                        let value = key.and_then(|key| {
+                            self.arena_of(tags_of(slot))
+                                .iter()
+                                .find(|(k, _)| *k == key)
+                                .map(|&(_, v)| self.strings.text(v))
+                        });
+                        matcher.test.accepts(value.unwrap_or(""))
+                    });
+                    before
+                }
+                Some(before) => intersect(&before, &self.matching(all, matcher)),
+                None => self.matching(all, matcher),
             });
         }
         selected.unwrap_or_else(|| (0..all).collect())
+    }
+
+    /// The slots of the series carrying `key=value`.
+    fn posting(&self, key: &str, value: &str) -> &[u32] {
+        self.strings
+            .id(key)
+            .zip(self.strings.id(value))
+            .and_then(|(k, v)| self.postings.get(&pair(k, v)))
+            .map_or(&[], Posting::slots)
     }
 
     /// The postings of `key`'s values that `accept` takes.
@@ -271,17 +315,12 @@ impl TagIndex {
     /// The slots of `all` series whose value of the matcher's key it
     /// accepts.
     fn matching(&self, all: u32, matcher: &TagMatcher<'_>) -> Vec<u32> {
-        let key = self.strings.id(matcher.key);
         if let TagTest::Equal(wanted) = matcher.test {
             if !wanted.is_empty() {
-                let value = self.strings.id(wanted);
-                return key
-                    .zip(value)
-                    .and_then(|(k, v)| self.postings.get(&pair(k, v)))
-                    .map(|posting| posting.slots().to_vec())
-                    .unwrap_or_default();
+                return self.posting(matcher.key, wanted).to_vec();
             }
         }
+        let key = self.strings.id(matcher.key);
         let Some(key) = key.filter(|key| self.values.contains_key(key)) else {
             // No series has the key: each reads as "".
             return match matcher.test.accepts("") {
@@ -319,6 +358,23 @@ impl TagIndex {
         };
         let ids: Vec<u32> = match slots {
             None => self.values.get(&key).cloned().unwrap_or_default(),
+            // Few values against many series: the values whose postings
+            // meet the slots.
+            Some(slots)
+                if self
+                    .values
+                    .get(&key)
+                    .is_some_and(|values| values.len() * 8 < slots.len()) =>
+            {
+                self.values[&key]
+                    .iter()
+                    .copied()
+                    .filter(|&value| {
+                        let posting = self.postings.get(&pair(key, value));
+                        posting.is_some_and(|posting| meet(posting.slots(), slots))
+                    })
+                    .collect()
+            }
             Some(slots) => {
                 let mut ids: Vec<u32> = slots
                     .iter()
@@ -418,6 +474,23 @@ fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Whether the sorted lists have a slot in common.
+fn meet(a: &[u32], b: &[u32]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.len() * 16 < long.len() {
+        return short.iter().any(|slot| long.binary_search(slot).is_ok());
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < short.len() && j < long.len() {
+        match short[i].cmp(&long[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
 /// The slots in any of the sorted lists, sorted, each once.
 fn union(lists: &[&[u32]]) -> Vec<u32> {
     match lists {
@@ -458,8 +531,8 @@ mod tests {
 
     #[test]
     fn matchers_select_as_a_scan_would() {
-        let (p, _) = four();
-        let select = |matchers: &[TagMatcher<'_>]| p.select(4, matchers);
+        let (p, at) = four();
+        let select = |matchers: &[TagMatcher<'_>]| p.select(4, matchers, |s| at[s as usize]);
         let eq = |key, value| TagMatcher {
             key,
             test: TagTest::Equal(value),
@@ -514,9 +587,84 @@ mod tests {
             key,
             test: TagTest::Equal(value),
         };
-        assert_eq!(p.select(3, &[eq("job", "b")]), [1, 2]);
-        assert_eq!(p.select(3, &[eq("mode", "user")]), [] as [u32; 0]);
+        let of = |s: u32| moved[s as usize];
+        assert_eq!(p.select(3, &[eq("job", "b")], of), [1, 2]);
+        assert_eq!(p.select(3, &[eq("mode", "user")], of), [] as [u32; 0]);
         assert_eq!(p.values("mode", None, |s| moved[s as usize]), ["idle"]);
+    }
+
+    proptest::proptest! {
+        /// Any matchers over any series select what a scan of their tags
+        /// would, values and keys alike, on both sides of the point where
+        /// the few series left are tested one by one.
+        #[test]
+        fn the_index_answers_as_a_scan(
+            series in proptest::collection::vec(
+                proptest::collection::btree_map(0u8..4, 0u8..30, 0..4), 1..400),
+            matchers in proptest::collection::vec((0u8..4, 0u8..31, 0u8..3), 0..4),
+        ) {
+            let text = |key: u8, value: u8| (format!("k{key}"), format!("v{value}"));
+            let mut index = TagIndex::default();
+            let mut at = Vec::new();
+            let mut all_tags = Vec::new();
+            for (slot, tags) in series.iter().enumerate() {
+                let tags: Vec<(String, String)> = tags.iter().map(|(&k, &v)| text(k, v)).collect();
+                at.push(index.add(slot as u32, &tags).0);
+                all_tags.push(tags);
+            }
+            // Kind 0: equal (value 30: one no series has); 1: not equal; 2:
+            // a value at most the given one (a predicate).
+            let values: Vec<(String, String)> = matchers.iter().map(|&(k, v, _)| text(k, v)).collect();
+            let tests: Vec<Box<dyn Fn(&str) -> bool>> = matchers
+                .iter()
+                .zip(&values)
+                .map(|(&(_, _, kind), (_, value))| -> Box<dyn Fn(&str) -> bool> {
+                    let value = value.clone();
+                    match kind {
+                        1 => Box::new(move |v: &str| v != value),
+                        _ => Box::new(move |v: &str| !v.is_empty() && v <= value.as_str()),
+                    }
+                })
+                .collect();
+            let built: Vec<TagMatcher<'_>> = matchers
+                .iter()
+                .zip(&values)
+                .zip(&tests)
+                .map(|((&(_, _, kind), (key, value)), test)| TagMatcher {
+                    key,
+                    test: match kind {
+                        0 => TagTest::Equal(value),
+                        _ => TagTest::Matches(test.as_ref()),
+                    },
+                })
+                .collect();
+            let value_of = |tags: &[(String, String)], key: &str| {
+                tags.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str()).to_owned()
+            };
+            let scanned: Vec<u32> = (0..series.len() as u32)
+                .filter(|&slot| {
+                    built.iter().all(|m| m.test.accepts(&value_of(&all_tags[slot as usize], m.key)))
+                })
+                .collect();
+            let of = |slot: u32| at[slot as usize];
+            let selected = index.select(series.len() as u32, &built, of);
+            proptest::prop_assert_eq!(&selected, &scanned);
+            let mut values: Vec<String> = scanned
+                .iter()
+                .map(|&slot| value_of(&all_tags[slot as usize], "k0"))
+                .filter(|v| !v.is_empty())
+                .collect();
+            values.sort();
+            values.dedup();
+            proptest::prop_assert_eq!(index.values("k0", Some(&selected), of), values);
+            let mut keys: Vec<String> = scanned
+                .iter()
+                .flat_map(|&slot| all_tags[slot as usize].iter().map(|(k, _)| k.clone()))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            proptest::prop_assert_eq!(index.keys(Some(&selected), of), keys);
+        }
     }
 
     #[test]

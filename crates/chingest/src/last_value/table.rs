@@ -550,7 +550,10 @@ impl State {
         field: Option<&str>,
         range: Option<(i64, i64)>,
     ) -> Vec<u32> {
-        let mut slots = self.tags.select(self.series.len() as u32, matchers);
+        let tags_of = |slot: u32| self.series[slot as usize].tags;
+        let mut slots = self
+            .tags
+            .select(self.series.len() as u32, matchers, tags_of);
         let columns: Vec<&FieldColumn> = match field {
             Some(field) => match self.field_index.get(field) {
                 Some(&f) => vec![&self.fields[f]],

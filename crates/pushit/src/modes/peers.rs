@@ -92,6 +92,16 @@ impl Peer {
     }
 
     /// The sum of `metric` over its series on `/metrics`.
+    /// Its private resident memory now (Linux's `RssAnon`), bytes.
+    pub(super) fn rss_anon(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status
+            .lines()
+            .find_map(|line| line.strip_prefix("RssAnon:"))?;
+        let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        Some(kib * 1024)
+    }
+
     async fn metric(&self, client: &reqwest::Client, metric: &str) -> anyhow::Result<f64> {
         let text = client
             .get(format!("{}/metrics", self.url))
@@ -135,7 +145,7 @@ impl Drop for Peer {
 
 /// The value of `line` (of the text exposition format) if it is a sample
 /// of `metric`.
-fn sample_of(line: &str, metric: &str) -> Option<f64> {
+pub(super) fn sample_of(line: &str, metric: &str) -> Option<f64> {
     let rest = line.strip_prefix(metric)?;
     let rest = match rest.strip_prefix('{') {
         Some(labels) => &labels[labels.find('}')? + 1..],

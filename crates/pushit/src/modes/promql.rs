@@ -31,14 +31,14 @@ use serde_json::json;
 
 use super::client::{count, wait_visible};
 use super::downsampling::wait_for_passes;
-use super::peers::{prometheus, victoriametrics};
+use super::peers::{prometheus, sample_of, victoriametrics};
 use super::prom::write_all;
-use super::promql_dashboard;
 use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC, MODES};
 use super::promql_query::{Load, Query, Request, Target};
 use super::query::{ask, hammer, rounds, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second, settle};
+use super::{promql_cardinality, promql_dashboard};
 use crate::Context;
 
 /// Flags of `pushit promql`.
@@ -74,6 +74,13 @@ pub(crate) struct Args {
     /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
     #[arg(long, default_value_t = 20, requires = "dashboard")]
     hosts: usize,
+    /// What Grafana asks of a Kubernetes-sized fleet instead: this many
+    /// series of `http_requests_total{code,instance,job,namespace,path,pod}`
+    /// (two a pod) over the last five minutes; a namespace's pods, a pod's
+    /// series and rate, the 500s summed by path, label names
+    /// (promql_cardinality.rs). E.g. 200000 or 1000000.
+    #[arg(long, conflicts_with_all = ["dashboard", "downsampled"])]
+    cardinality: Option<usize>,
     /// Hours of scrapes, 15 s apart, ending on the last full hour.
     #[arg(long, default_value_t = 24)]
     hours: usize,
@@ -250,9 +257,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
     // On the hour, a minute back: VictoriaMetrics hides the last 30 s.
-    let data = match args.dashboard {
-        true => promql_dashboard::generate(args.hosts, args.hours, now_ms - 60_000),
-        false => Data::generate(
+    let data = match (args.dashboard, args.cardinality) {
+        (true, _) => promql_dashboard::generate(args.hosts, args.hours, now_ms - 60_000),
+        (false, Some(series)) => promql_cardinality::generate(series, now_ms - 60_000),
+        (false, None) => Data::generate(
             usize::from(args.jobs),
             args.instances,
             args.cpus,
@@ -268,6 +276,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         data.end_ms() / 1000
     ));
     let queries = match (args.dashboard, args.downsampled) {
+        _ if args.cardinality.is_some() => promql_cardinality::queries(&data),
         (true, _) => promql_dashboard::queries(&data, args.hosts),
         (false, true) => long_range_queries(&data),
         (false, false) => queries(&data),
@@ -288,6 +297,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             config.downsampling.databases.insert(rolled.clone(), levels);
         }
     };
+    let mut memory = Vec::new();
     let answers = runtime.block_on(with_server(
         ctx,
         &args.server,
@@ -298,6 +308,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 settle(ctx, &ctx.connect()?)?;
                 let answers =
                     ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
+                memory.push(chingest_memory(endpoints, args.server.url.is_none()).await?);
                 return Ok(vec![("chingest", answers)]);
             }
             load_chingest(ctx, endpoints, &rolled, data.requests(), &data).await?;
@@ -315,7 +326,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if let Some(binary) = &args.prometheus {
         let answers = runtime.block_on(async {
             let peer = prometheus(ctx, binary, &data).await?;
-            ask_all(ctx, args, "prometheus", &peer.endpoints(), None, &queries).await
+            let answers = ask_all(ctx, args, "prometheus", &peer.endpoints(), None, &queries).await;
+            memory.push(peer_memory("prometheus", peer.rss_anon()));
+            answers
         })?;
         servers.push(("prometheus", answers));
     }
@@ -328,12 +341,96 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             let answers = runtime.block_on(async {
                 let peer =
                     victoriametrics(ctx, name, binary, flags, data.requests(), &data).await?;
-                ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await
+                let answers = ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await;
+                memory.push(peer_memory(name, peer.rss_anon()));
+                answers
             })?;
             servers.push((name, answers));
         }
     }
-    report(ctx, args, &queries, &servers)
+    report(ctx, args, &queries, &servers)?;
+    report_memory(ctx, &memory, data.series.len());
+    Ok(())
+}
+
+/// One server's memory once its queries are answered.
+struct Memory {
+    server: String,
+    /// Private resident memory (`RssAnon`), bytes.
+    rss_anon: Option<u64>,
+    /// chingest's: its index of series and last values, bytes and series.
+    index: Option<(f64, f64)>,
+    note: &'static str,
+}
+
+fn peer_memory(server: &str, rss_anon: Option<u64>) -> Memory {
+    Memory {
+        server: server.to_owned(),
+        rss_anon,
+        index: None,
+        note: "",
+    }
+}
+
+/// chingest's memory from its `/metrics`; `in_process`: the server runs in
+/// pushit's process, whose memory also holds the generated data.
+async fn chingest_memory(endpoints: &Endpoints, in_process: bool) -> anyhow::Result<Memory> {
+    let text = authorized(
+        endpoints,
+        http_client()?.get(format!("{}/metrics", endpoints.http)),
+    )
+    .send()
+    .await?
+    .error_for_status()?
+    .text()
+    .await?;
+    let metric = |name: &str| text.lines().find_map(|line| sample_of(line, name));
+    let index = metric("chingest_last_value_bytes").zip(metric("chingest_last_value_series"));
+    Ok(Memory {
+        server: "chingest".to_owned(),
+        rss_anon: metric("chingest_process_resident_anon_bytes").map(|b| b as u64),
+        index,
+        note: match in_process {
+            true => "pushit's process (with the generated data): use --url for the server's own",
+            false => "",
+        },
+    })
+}
+
+fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
+    let mut report = ctx.report(
+        "promql-memory",
+        vec![
+            column("server", "server", Format::Text),
+            column("RssAnon", "rss_anon_bytes", Format::Mib),
+            column("bytes/series", "rss_anon_per_series", Format::Count),
+            column("index", "index_bytes", Format::Mib),
+            column(
+                "index bytes/series",
+                "index_bytes_per_series",
+                Format::Count,
+            ),
+            column("note", "note", Format::Text),
+        ],
+    );
+    for server in memory {
+        let mut row = json!({
+            "server": server.server,
+            "rss_anon_bytes": server.rss_anon,
+            "rss_anon_per_series": server.rss_anon.map(|b| b / series.max(1) as u64),
+            "index_bytes": server.index.map(|(bytes, _)| bytes),
+            "index_bytes_per_series": server.index.map(|(bytes, n)| (bytes / n.max(1.0)).round()),
+            "series": series,
+        });
+        if !server.note.is_empty() {
+            row["note"] = server.note.into();
+        }
+        if let Some(fields) = row.as_object_mut() {
+            fields.retain(|_, value| !value.is_null());
+        }
+        report.push(row);
+    }
+    report.finish();
 }
 
 /// Remote-writes `requests` into chingest's `db` and waits until every

@@ -70,6 +70,15 @@ impl Data {
         }
     }
 
+    /// No series yet: `scrapes` scrapes, the last at `end_ms`.
+    pub(super) fn ending(scrapes: usize, end_ms: i64) -> Data {
+        Data {
+            scrapes,
+            end_ms,
+            ..Data::empty(0, 0)
+        }
+    }
+
     /// Adds a series of `kind` with `labels`; `value` gives its value at
     /// each scrape, in order.
     pub(super) fn push(&mut self, labels: Labels, kind: Kind, value: impl FnMut(usize) -> f64) {
