@@ -43,12 +43,12 @@ impl TagTest<'_> {
     }
 }
 
-/// Bytes counted per distinct text besides its length: its box, its
-/// entry in the hash table and the allocator's rounding.
-const STRING_BYTES: usize = 32;
+/// Bytes counted per distinct text besides its length: where it is, and
+/// its entry in the hash table.
+const STRING_BYTES: usize = 20;
 /// Bytes counted per distinct (key, value) pair: its postings entry and
 /// its place in the key's list of values.
-const PAIR_BYTES: usize = 44;
+const PAIR_BYTES: usize = 32;
 /// Bytes per tag of a series: its pair in the arena and its slot in the
 /// pair's postings.
 pub(super) const TAG_BYTES: usize = 12;
@@ -72,11 +72,18 @@ impl TagsAt {
     }
 }
 
-/// Strings kept once, numbered in the order first met.
+/// Bytes of a block of [`Strings`]' texts.
+const BLOCK: usize = 64 << 10;
+
+/// Strings kept once, numbered in the order first met, laid end to end in
+/// blocks that never move (no allocation, no pointer a text).
 #[derive(Debug, Default)]
 struct Strings {
-    texts: Vec<Box<str>>,
-    /// Ids into `texts`, found by the text's hash.
+    /// Of [`BLOCK`] bytes, or one longer text alone.
+    blocks: Vec<String>,
+    /// Each text's block, start and length.
+    spans: Vec<(u32, u32, u32)>,
+    /// Ids into `spans`, found by the text's hash.
     ids: HashTable<u32>,
 }
 
@@ -87,7 +94,7 @@ fn hash(text: &str) -> u64 {
 impl Strings {
     fn id(&self, text: &str) -> Option<u32> {
         self.ids
-            .find(hash(text), |&id| &*self.texts[id as usize] == text)
+            .find(hash(text), |&id| self.text(id) == text)
             .copied()
     }
 
@@ -96,25 +103,42 @@ impl Strings {
         if let Some(id) = self.id(text) {
             return (id, 0);
         }
-        let id = u32::try_from(self.texts.len()).expect("fewer than 2^32 tag texts in a table");
-        self.texts.push(text.into());
-        let texts = &self.texts;
-        self.ids
-            .insert_unique(hash(text), id, |&id| hash(&texts[id as usize]));
+        let id = u32::try_from(self.spans.len()).expect("fewer than 2^32 tag texts in a table");
+        let fits = |block: &String| block.len() + text.len() <= block.capacity();
+        if !self.blocks.last().is_some_and(fits) {
+            self.blocks
+                .push(String::with_capacity(BLOCK.max(text.len())));
+        }
+        let block = self.blocks.len() - 1;
+        let start = self.blocks[block].len();
+        self.blocks[block].push_str(text);
+        let narrow = |n: usize| u32::try_from(n).expect("tag texts under 4 GiB");
+        self.spans
+            .push((narrow(block), narrow(start), narrow(text.len())));
+        let (blocks, spans) = (&self.blocks, &self.spans);
+        self.ids.insert_unique(hash(text), id, |&id| {
+            hash(text_of(blocks, spans[id as usize]))
+        });
         (id, STRING_BYTES + text.len())
     }
 
     fn text(&self, id: u32) -> &str {
-        &self.texts[id as usize]
+        text_of(&self.blocks, self.spans[id as usize])
     }
 }
 
+fn text_of(blocks: &[String], (block, start, len): (u32, u32, u32)) -> &str {
+    &blocks[block as usize][start as usize..(start + len) as usize]
+}
+
 /// The slots of one (key, value) pair's series, sorted: inline while one
-/// series carries it.
+/// series carries it (a pod's name), boxed when many do (a 16-byte entry
+/// either way).
 #[derive(Debug, Clone)]
 enum Posting {
     One(u32),
-    Many(Vec<u32>),
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<u32>>),
 }
 
 impl Posting {
@@ -132,7 +156,7 @@ impl Posting {
             Posting::One(one) => {
                 let mut slots = vec![(*one).min(slot), (*one).max(slot)];
                 slots.shrink_to_fit();
-                *self = Posting::Many(slots);
+                *self = Posting::Many(Box::new(slots));
             }
             Posting::Many(slots) => match slots.last() {
                 Some(&last) if last >= slot => {
@@ -423,6 +447,44 @@ impl TagIndex {
         self.sorted_texts(ids)
     }
 
+    /// The values of `key` some series `keep` accepts carries; sorted,
+    /// each once, without `""`. Each value's postings are read until a
+    /// series is accepted.
+    pub(super) fn values_where(&self, key: &str, keep: impl Fn(u32) -> bool) -> Vec<String> {
+        let Some(key) = self.strings.id(key) else {
+            return Vec::new();
+        };
+        let values = self.values.get(&key).map_or(&[][..], Vec::as_slice);
+        let ids = values
+            .iter()
+            .copied()
+            .filter(|&value| self.carried_where(key, value, &keep))
+            .collect();
+        self.sorted_texts(ids)
+    }
+
+    /// The keys some series `keep` accepts carries; sorted, each once.
+    pub(super) fn keys_where(&self, keep: impl Fn(u32) -> bool) -> Vec<String> {
+        let ids = self
+            .values
+            .iter()
+            .filter(|(&key, values)| {
+                values
+                    .iter()
+                    .any(|&value| self.carried_where(key, value, &keep))
+            })
+            .map(|(&key, _)| key)
+            .collect();
+        self.sorted_texts(ids)
+    }
+
+    /// Whether a series `keep` accepts carries `key=value`.
+    fn carried_where(&self, key: u32, value: u32, keep: impl Fn(u32) -> bool) -> bool {
+        self.postings
+            .get(&pair(key, value))
+            .is_some_and(|posting| posting.slots().iter().any(|&slot| keep(slot)))
+    }
+
     fn arena_of(&self, at: TagsAt) -> &[(u32, u32)] {
         match at.is_known() {
             true => &self.arena[at.start as usize..(at.start + at.len) as usize],
@@ -575,6 +637,23 @@ mod tests {
             [("job", "a"), ("mode", "user")]
         );
         assert_eq!(p.tags(TagsAt::UNKNOWN).count(), 0);
+    }
+
+    #[test]
+    fn values_and_keys_of_series_a_test_keeps() {
+        let (p, _) = four();
+        let odd = |slot: u32| slot % 2 == 1;
+        assert_eq!(p.values_where("mode", odd), ["user"]);
+        assert_eq!(p.values_where("job", odd), ["a", "b"]);
+        assert_eq!(p.keys_where(|slot| slot == 3), ["job"]);
+        assert!(p.keys_where(|_| false).is_empty());
+    }
+
+    #[test]
+    fn entries_stay_small() {
+        // What the docs' bytes a series count on.
+        assert_eq!(std::mem::size_of::<Posting>(), 16);
+        assert_eq!(std::mem::size_of::<TagsAt>(), 8);
     }
 
     #[test]

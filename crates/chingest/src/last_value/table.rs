@@ -554,23 +554,37 @@ impl State {
         let mut slots = self
             .tags
             .select(self.series.len() as u32, matchers, tags_of);
+        let Some(has_rows) = self.has_rows(field, range) else {
+            return Vec::new();
+        };
+        slots.retain(|&slot| has_rows(slot));
+        slots
+    }
+
+    /// Whether the series in a slot is tagged and has a value of `field`
+    /// (any field when `None`) in `range` (ns) when given — with neither,
+    /// whether it is tagged (a series of the series table, rows or not);
+    /// `None` when the table has no such field.
+    fn has_rows(
+        &self,
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+    ) -> Option<impl Fn(u32) -> bool + '_> {
         let columns: Vec<&FieldColumn> = match field {
-            Some(field) => match self.field_index.get(field) {
-                Some(&f) => vec![&self.fields[f]],
-                None => return Vec::new(),
-            },
+            Some(field) => vec![&self.fields[*self.field_index.get(field)?]],
             None => self.fields.iter().collect(),
         };
-        slots.retain(|&slot| {
+        let any_rows = field.is_none() && range.is_none();
+        Some(move |slot: u32| {
             let slot = slot as usize;
             self.series[slot].tags.is_known()
-                && columns.iter().any(|column| {
-                    let (first, last) = (column.firsts[slot], column.times[slot]);
-                    first != NO_FIRST
-                        && !range.is_some_and(|(start, end)| first > end || last < start)
-                })
-        });
-        slots
+                && (any_rows
+                    || columns.iter().any(|column| {
+                        let (first, last) = (column.firsts[slot], column.times[slot]);
+                        first != NO_FIRST
+                            && !range.is_some_and(|(start, end)| first > end || last < start)
+                    }))
+        })
     }
 
     /// The tagged series the matchers select that have a value of field
@@ -754,6 +768,13 @@ impl TableLast {
         if matchers.is_empty() && field.is_none() && range.is_none() {
             return Some(state.tags.values(key, None, tags_of));
         }
+        if matchers.is_empty() {
+            // Each value's first series with rows tells: no selection made.
+            let Some(has_rows) = state.has_rows(field, range) else {
+                return Some(Vec::new());
+            };
+            return Some(state.tags.values_where(key, has_rows));
+        }
         let slots = state.selected(matchers, field, range);
         Some(state.tags.values(key, Some(&slots), tags_of))
     }
@@ -771,6 +792,12 @@ impl TableLast {
         let tags_of = |slot: u32| state.series[slot as usize].tags;
         if matchers.is_empty() && field.is_none() && range.is_none() {
             return Some(state.tags.keys(None, tags_of));
+        }
+        if matchers.is_empty() {
+            let Some(has_rows) = state.has_rows(field, range) else {
+                return Some(Vec::new());
+            };
+            return Some(state.tags.keys_where(has_rows));
         }
         let slots = state.selected(matchers, field, range);
         Some(state.tags.keys(Some(&slots), tags_of))
