@@ -161,9 +161,20 @@ pub fn label_name(tag_key: &str) -> String {
     sanitize(tag_key, false)
 }
 
+/// [`label_name`] of an owned key: the key itself when it is a label name
+/// already (no copy: every series' every tag goes through here).
+pub fn into_label_name(tag_key: String) -> String {
+    match is_label_name(&tag_key) {
+        true => tag_key,
+        false => label_name(&tag_key),
+    }
+}
+
 /// Whether `name` is a valid label name as it is.
 pub fn is_label_name(name: &str) -> bool {
-    !name.is_empty() && label_name(name) == name
+    !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn sanitize(name: &str, metric: bool) -> String {
@@ -189,6 +200,9 @@ mod tests {
         assert_eq!(metric_name("9lives", "x"), "_9lives_x");
         assert_eq!(label_name("resource.service.name"), "resource_service_name");
         assert!(is_label_name("host") && !is_label_name("a-b") && !is_label_name(""));
+        assert!(is_label_name("_1") && !is_label_name("1a") && !is_label_name("é"));
+        assert_eq!(into_label_name("a.b".to_owned()), "a_b");
+        assert_eq!(into_label_name("1a".to_owned()), "_1a");
         assert_eq!(
             otlp_metric_name("http.server.duration", "s", false, false),
             "http_server_duration_seconds"

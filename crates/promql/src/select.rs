@@ -972,7 +972,7 @@ impl Source<'_> {
                 });
             }
         }
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        crate::value::sort_by_labels(&mut out);
         Ok(out)
     }
 
@@ -1198,7 +1198,8 @@ fn thin_samples(samples: Vec<(i64, f64)>, kind: Thinned, width: i64) -> Vec<(i64
 /// The labels of a series named by its tags or by its measurement and
 /// field: its tags with valid label names, and the metric name.
 fn plain_labels(naming: &Naming, tags: impl Iterator<Item = (String, String)>) -> Labels {
-    let mut pairs: Vec<(String, String)> = tags.map(|(k, v)| (naming::label_name(&k), v)).collect();
+    let mut pairs: Vec<(String, String)> =
+        tags.map(|(k, v)| (naming::into_label_name(k), v)).collect();
     if let Naming::Fixed(metric) = naming {
         pairs.push((METRIC_NAME.to_owned(), metric.clone()));
     }

@@ -302,7 +302,7 @@ impl Evaluator {
             .into_iter()
             .map(|(labels, points)| Series { labels, points })
             .collect();
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        crate::value::sort_by_labels(&mut out);
         Ok(Value::Matrix(out))
     }
 

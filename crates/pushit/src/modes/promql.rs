@@ -308,6 +308,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 settle(ctx, &ctx.connect()?)?;
                 let answers =
                     ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
+                tokio::time::sleep(MEMORY_SETTLE).await;
                 memory.push(chingest_memory(endpoints, args.server.url.is_none()).await?);
                 return Ok(vec![("chingest", answers)]);
             }
@@ -327,6 +328,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let answers = runtime.block_on(async {
             let peer = prometheus(ctx, binary, &data).await?;
             let answers = ask_all(ctx, args, "prometheus", &peer.endpoints(), None, &queries).await;
+            tokio::time::sleep(MEMORY_SETTLE).await;
             memory.push(peer_memory("prometheus", peer.rss_anon()));
             answers
         })?;
@@ -342,6 +344,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 let peer =
                     victoriametrics(ctx, name, binary, flags, data.requests(), &data).await?;
                 let answers = ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await;
+                tokio::time::sleep(MEMORY_SETTLE).await;
                 memory.push(peer_memory(name, peer.rss_anon()));
                 answers
             })?;
@@ -352,6 +355,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     report_memory(ctx, &memory, data.series.len());
     Ok(())
 }
+
+/// How long each server is left idle after its queries before its memory
+/// is read: what a query allocated is returned (Go's and jemalloc's
+/// decay) alike on every server.
+const MEMORY_SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// One server's memory once its queries are answered.
 struct Memory {
