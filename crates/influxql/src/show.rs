@@ -1,8 +1,11 @@
 //! `SHOW MEASUREMENTS`, `SHOW TAG KEYS`, `SHOW TAG VALUES`, `SHOW SERIES`
 //! (from the database's series table) and `SHOW FIELD KEYS` (from the
-//! ingestor's catalog, no query). `SHOW TAG VALUES` of given keys, what a
-//! Grafana variable asks, comes from the ingestor's index of tags when it
-//! holds every table read.
+//! ingestor's catalog, no query). `SHOW TAG KEYS` and `SHOW TAG VALUES` of
+//! given keys — what Grafana's query editor, ad-hoc filters and variables
+//! ask — come from the ingestor's index of tags when it holds every table
+//! read.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use arrow::array::{Array as _, AsArray as _};
 use chingest::layout::names::quote_literal;
@@ -135,6 +138,10 @@ async fn tag_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Error> 
     let Some(db) = database(ctx, show)? else {
         return Ok(Vec::new());
     };
+    if let Some(mut series) = indexed_tag_keys(ctx, &db, show)? {
+        limit_values(&mut series, show);
+        return Ok(series);
+    }
     let sql = format!(
         "SELECT measurement, key FROM {} FINAL ARRAY JOIN mapKeys(tags) AS key WHERE {} \
          GROUP BY measurement, key ORDER BY measurement, key",
@@ -189,24 +196,18 @@ async fn tag_values(
     Ok(series)
 }
 
-/// `SHOW TAG VALUES` of keys named (`=`, `IN`) in measurements named (or
-/// all), `WHERE` a conjunction of conditions on one tag each, from the
-/// index of every table of those measurements (each retention policy's:
-/// the series table the engine would read spans them all); `None` when
-/// the statement asks more or a table is not indexed now.
-fn indexed_tag_values(
+/// Asks the index of every table of the measurements `show` names (or
+/// all, each retention policy's: the series table the engine would read
+/// spans them all), with its `WHERE` — a conjunction of conditions on one
+/// tag each — as the index's matchers: `ask(table, matchers)` per table,
+/// with the table's measurement. `None` when the statement asks more or
+/// a table is not indexed now (`ask` said `None`).
+fn ask_index<T>(
     ctx: &Context<'_>,
     db: &str,
     show: &Show,
-    keys: &KeyFilter,
-) -> Result<Option<Vec<Series>>, Error> {
-    let mut keys = match keys {
-        KeyFilter::Equals(key) => vec![key.clone()],
-        KeyFilter::In(keys) => keys.clone(),
-        _ => return Ok(None),
-    };
-    keys.sort();
-    keys.dedup();
+    mut ask: impl FnMut((&str, &str, &str), &[chingest::TagMatcher<'_>]) -> Option<T>,
+) -> Result<Option<Vec<(String, T)>>, Error> {
     let mut named = Vec::new();
     for source in &show.from {
         match &source.measurement {
@@ -248,27 +249,58 @@ fn indexed_tag_values(
             test: chingest::TagTest::Matches(test),
         })
         .collect();
-    // (measurement, key) → values, over every retention policy.
-    let mut found: std::collections::BTreeMap<
-        (String, String),
-        std::collections::BTreeSet<String>,
-    > = Default::default();
+    let mut answers = Vec::new();
     for (rp, _) in ctx.ingestor.retention_policies(db) {
         for measurement in ctx.ingestor.measurements(db, &rp) {
             if !named.is_empty() && !named.contains(&measurement.name.as_str()) {
                 continue;
             }
-            for key in &keys {
-                let table = (db, rp.as_str(), measurement.name.as_str());
-                let Some(values) = ctx.ingestor.tag_values(table, key, &matchers, None, None)
-                else {
-                    return Ok(None);
-                };
-                found
-                    .entry((measurement.name.clone(), key.clone()))
-                    .or_default()
-                    .extend(values);
-            }
+            let table = (db, rp.as_str(), measurement.name.as_str());
+            let Some(answer) = ask(table, &matchers) else {
+                return Ok(None);
+            };
+            answers.push((measurement.name, answer));
+        }
+    }
+    Ok(Some(answers))
+}
+
+/// `SHOW TAG VALUES` of keys named (`=`, `IN`), from the index
+/// ([`ask_index`]); `None` when it cannot answer.
+fn indexed_tag_values(
+    ctx: &Context<'_>,
+    db: &str,
+    show: &Show,
+    keys: &KeyFilter,
+) -> Result<Option<Vec<Series>>, Error> {
+    let mut keys = match keys {
+        KeyFilter::Equals(key) => vec![key.clone()],
+        KeyFilter::In(keys) => keys.clone(),
+        _ => return Ok(None),
+    };
+    keys.sort();
+    keys.dedup();
+    let answers = ask_index(ctx, db, show, |table, matchers| {
+        keys.iter()
+            .map(|key| {
+                Some((
+                    key,
+                    ctx.ingestor.tag_values(table, key, matchers, None, None)?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()
+    })?;
+    let Some(answers) = answers else {
+        return Ok(None);
+    };
+    // (measurement, key) → values, over every retention policy.
+    let mut found: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (measurement, per_key) in answers {
+        for (key, values) in per_key {
+            found
+                .entry((measurement.clone(), key.clone()))
+                .or_default()
+                .extend(values);
         }
     }
     let rows = found
@@ -284,6 +316,33 @@ fn indexed_tag_values(
         })
         .collect();
     Ok(Some(per_measurement(rows, &["key", "value"])))
+}
+
+/// `SHOW TAG KEYS` from the index ([`ask_index`]): what Grafana's query
+/// editor and ad-hoc filters ask; `None` when it cannot answer.
+fn indexed_tag_keys(
+    ctx: &Context<'_>,
+    db: &str,
+    show: &Show,
+) -> Result<Option<Vec<Series>>, Error> {
+    let answers = ask_index(ctx, db, show, |table, matchers| {
+        ctx.ingestor.tag_keys(table, matchers, None, None)
+    })?;
+    let Some(answers) = answers else {
+        return Ok(None);
+    };
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (measurement, keys) in answers {
+        found.entry(measurement).or_default().extend(keys);
+    }
+    let rows = found
+        .into_iter()
+        .flat_map(|(measurement, keys)| {
+            keys.into_iter()
+                .map(move |key| vec![Value::String(measurement.clone()), Value::String(key)])
+        })
+        .collect();
+    Ok(Some(per_measurement(rows, &["tagKey"])))
 }
 
 /// InfluxDB's name for a field type; `None` for arrays, which InfluxQL

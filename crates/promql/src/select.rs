@@ -35,9 +35,12 @@ pub struct Limits {
 }
 
 impl Default for Limits {
+    /// VictoriaMetrics' bound on series (its `-search.maxUniqueTimeseries`):
+    /// a fifth of a million-series fleet summed at once; Prometheus's on
+    /// samples (its `query.max-samples`).
     fn default() -> Self {
         Limits {
-            max_series: 100_000,
+            max_series: 300_000,
             max_samples: 50_000_000,
         }
     }

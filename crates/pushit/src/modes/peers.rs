@@ -316,6 +316,9 @@ pub(super) async fn victoriametrics(
             format!("-storageDataPath={}", dir.join("data").display()),
             format!("-httpListenAddr=127.0.0.1:{port}"),
             "-loggerLevel=WARN".to_owned(),
+            // Its default (300,000) refuses the count of a million series
+            // that checks the load; queries select far fewer.
+            "-search.maxUniqueTimeseries=10000000".to_owned(),
         ];
         flags.extend(extra_flags.iter().map(|flag| flag.to_string()));
         flags
