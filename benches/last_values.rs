@@ -69,7 +69,7 @@ fn main() {
                             let asked = Instant::now();
                             let found = ingestor
                                 .last_values("bench", "autogen", "cpu", |tags| {
-                                    tags.iter().any(|(k, v)| k == "hostname" && v == host)
+                                    tags.iter().any(|(k, v)| *k == "hostname" && v == host)
                                 })
                                 .expect("cached");
                             latencies.push(asked.elapsed());

@@ -401,9 +401,9 @@ mod tests {
             assert!(matcher.matches(&a));
             assert!(matcher.matches(&b));
             assert!(!matcher.matches(&tags(&[("host", "c")])));
-            assert!(!matcher.matches(&[]));
+            assert!(!matcher.matches::<&str>(&[]));
         }
         let not = TagMatcher::new(&TagPredicate::NotMatches("host".into(), "a".into())).unwrap();
-        assert!(!not.matches(&a) && not.matches(&b) && not.matches(&[]));
+        assert!(!not.matches(&a) && not.matches(&b) && not.matches::<&str>(&[]));
     }
 }

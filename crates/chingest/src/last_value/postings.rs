@@ -672,6 +672,9 @@ mod tests {
         assert_eq!(p.values("mode", None, |s| moved[s as usize]), ["idle"]);
     }
 
+    /// A predicate on a value, as a `Matches` test holds one.
+    type Test = Box<dyn Fn(&str) -> bool>;
+
     proptest::proptest! {
         /// Any matchers over any series select what a scan of their tags
         /// would, values and keys alike, on both sides of the point where
@@ -694,10 +697,10 @@ mod tests {
             // Kind 0: equal (value 30: one no series has); 1: not equal; 2:
             // a value at most the given one (a predicate).
             let values: Vec<(String, String)> = matchers.iter().map(|&(k, v, _)| text(k, v)).collect();
-            let tests: Vec<Box<dyn Fn(&str) -> bool>> = matchers
+            let tests: Vec<Test> = matchers
                 .iter()
                 .zip(&values)
-                .map(|(&(_, _, kind), (_, value))| -> Box<dyn Fn(&str) -> bool> {
+                .map(|(&(_, _, kind), (_, value))| -> Test {
                     let value = value.clone();
                     match kind {
                         1 => Box::new(move |v: &str| v != value),
