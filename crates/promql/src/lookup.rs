@@ -50,14 +50,15 @@ fn matcher_sets(selectors: &[String]) -> Result<Vec<Vec<LabelMatcher>>, Error> {
 
 /// The series any of the `match[]` selectors select (every series when
 /// none is given), with a sample in `[start, end]` (ms) when given; at most
-/// `limit` (Prometheus 3's parameter: a listing is cut, never refused for
-/// its size).
+/// `limit` (Prometheus 3's parameter) and `query.max_series`: a listing is
+/// cut, never refused for its size.
 pub async fn series(
     source: &Source<'_>,
     selectors: &[String],
     range: Option<(i64, i64)>,
     limit: usize,
 ) -> Result<Listing<Labels>, Error> {
+    let limit = limit.min(source.limits.max_series);
     let (items, truncated) = source
         .series(&matcher_sets(selectors)?, range, Some(limit))
         .await?;

@@ -11,7 +11,7 @@ use chingest_proto::v1::ingest_client::IngestClient;
 use chingest_proto::v1::{write_request, ArrowTarget, WriteArrowRequest, WriteRequest};
 use chingest_server::config::ServerConfig;
 use reqwest::{Client, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 mod support;
 
@@ -93,6 +93,7 @@ fn main() {
         tls_serves_clients_that_trust_its_certificate,
         unknown_databases_are_404_when_auto_create_is_off,
         series_past_the_limit_are_refused_and_counted,
+        a_fleet_past_the_tag_value_limit_is_stored_and_listed_whole,
         prometheus_remote_write_stores_samples_metadata_and_stale_markers,
         prometheus_remote_write_2_stores_histograms_exemplars_and_metadata,
     ];
@@ -862,7 +863,7 @@ async fn scoped_tokens_on_every_endpoint() {
     let listed: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         listed["results"][0]["series"][0]["values"],
-        serde_json::json!([["db1"]]),
+        json!([["db1"]]),
         "a scoped token sees its databases only"
     );
     // gRPC.
@@ -1049,6 +1050,121 @@ async fn series_past_the_limit_are_refused_and_counted() {
         metrics.contains("chingest_lines_refused_by_limits_total 1\n"),
         "{metrics}"
     );
+    server.shutdown().await.unwrap();
+}
+
+/// Past `max_values_per_tag` and `[promql] max_series` (set small): a
+/// remote-written fleet is stored whole (the per-tag limit is line
+/// protocol's), and label names and values are listed whole while series
+/// lookups are cut at their limit with Prometheus 3's warning; line
+/// protocol still meets the per-tag limit.
+async fn a_fleet_past_the_tag_value_limit_is_stored_and_listed_whole() {
+    use chingest_proto::prometheus::{Label, Sample, TimeSeries};
+    use prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.limits.cardinality.max_values_per_tag = 3;
+    config.promql.limits.max_series = 4;
+    let (server, base) = serve(config).await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let pods: Vec<String> = (0..10).map(|i| format!("pod-{i}")).collect();
+    let request = chingest_proto::prometheus::WriteRequest {
+        timeseries: pods
+            .iter()
+            .map(|pod| TimeSeries {
+                labels: [("__name__", "up"), ("namespace", "web"), ("pod", pod)]
+                    .iter()
+                    .map(|(n, v)| Label {
+                        name: n.to_string().into(),
+                        value: v.to_string().into(),
+                    })
+                    .collect(),
+                samples: vec![Sample {
+                    value: 1.0,
+                    timestamp: now_ms,
+                }],
+            })
+            .collect(),
+        metadata: Vec::new(),
+    };
+    let body = snap::raw::Encoder::new()
+        .compress_vec(&request.encode_to_vec())
+        .unwrap();
+    let r = client()
+        .post(format!("{base}/api/v1/write?db=fleet&durability=visible"))
+        .header("Content-Encoding", "snappy")
+        .header("Content-Type", "application/x-protobuf")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::NO_CONTENT,
+        "{}",
+        r.text().await.unwrap()
+    );
+    assert_eq!(count(&base, "fleet.prometheus").await, 10);
+    let get = |path: String| {
+        let base = base.clone();
+        async move {
+            let r = client().get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    // Label values: all ten pods, past both limits; no warning.
+    let values = get("/api/v1/label/pod/values?db=fleet".into()).await;
+    assert_eq!(values["data"], json!(pods), "{values}");
+    assert!(values.get("warnings").is_none(), "{values}");
+    let selector = "match[]=up%7Bnamespace%3D%22web%22%7D";
+    let values = get(format!("/api/v1/label/pod/values?db=fleet&{selector}")).await;
+    assert_eq!(values["data"].as_array().unwrap().len(), 10, "{values}");
+    let names = get(format!("/api/v1/labels?db=fleet&{selector}")).await;
+    assert_eq!(
+        names["data"],
+        json!(["__name__", "namespace", "pod"]),
+        "{names}"
+    );
+    // Cut at a limit, with the warning.
+    let cut = get("/api/v1/label/pod/values?db=fleet&limit=2".into()).await;
+    assert_eq!(cut["data"], json!(["pod-0", "pod-1"]), "{cut}");
+    assert_eq!(cut["warnings"], json!(["results truncated due to limit"]));
+    let series = get(format!("/api/v1/series?db=fleet&{selector}&limit=3")).await;
+    assert_eq!(series["data"].as_array().unwrap().len(), 3, "{series}");
+    assert_eq!(
+        series["warnings"],
+        json!(["results truncated due to limit"])
+    );
+    // Without a limit: cut at [promql] max_series, never refused.
+    let series = get(format!("/api/v1/series?db=fleet&{selector}")).await;
+    assert_eq!(series["data"].as_array().unwrap().len(), 4, "{series}");
+    assert_eq!(
+        series["warnings"],
+        json!(["results truncated due to limit"])
+    );
+    // A query still may not select past it.
+    let r = client()
+        .get(format!("{base}/api/v1/query?db=fleet&query=up"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // Line protocol meets the per-tag limit: the fourth host is refused.
+    let r = client()
+        .post(format!("{base}/write?db=fleet&durability=visible"))
+        .body("m,h=a v=1i 1\nm,h=b v=1i 2\nm,h=c v=1i 3\nm,h=d v=1i 4\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("tag value limit reached"), "{message}");
+    assert_eq!(count(&base, "fleet.`m.autogen`").await, 3);
     server.shutdown().await.unwrap();
 }
 
