@@ -674,8 +674,12 @@ impl Ingestor {
 
     /// The values of tag `key` among the series of `measurement` in `db` /
     /// `rp` the matchers accept (all when there are none) that have a
-    /// value of `field` if given, sorted, from the in-memory index. `None`
-    /// as for [`indexed_series`](Self::indexed_series).
+    /// value of `field` if given (any field, with a `range`), between their
+    /// first and newest value in `range` (ns) if given; sorted, from the
+    /// in-memory index, which holds every series (no engine statement).
+    /// With neither `field` nor `range`, every series of the series table
+    /// counts, rows or not. `None` as for
+    /// [`indexed_series`](Self::indexed_series).
     pub fn tag_values(
         &self,
         (db, rp, measurement): (&str, &str, &str),

@@ -29,6 +29,27 @@ fn pushit(dir: &Path, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// `pushit promql`'s rows: one per query and server, then one per
+/// server's memory, whose chingest row (the server in process) is checked
+/// here: its private memory, and its index's bytes a series.
+fn promql(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let (queries, memory): (Vec<Value>, Vec<Value>) = pushit(dir, args)
+        .into_iter()
+        .partition(|row| row.get("query").is_some());
+    assert_eq!(memory.len(), 1, "{memory:?}");
+    let chingest = &memory[0];
+    assert_eq!(chingest["server"], "chingest");
+    assert!(
+        chingest["rss_anon_bytes"].as_u64().unwrap() > 0,
+        "{chingest}"
+    );
+    let per_series = chingest["index_bytes_per_series"].as_f64().unwrap();
+    assert!((16.0..1_000.0).contains(&per_series), "{chingest}");
+    // In process: pushit's own memory, and it says so.
+    assert!(chingest["note"].as_str().unwrap().contains("--url"));
+    queries
+}
+
 /// Each row's answer size: (series, points).
 fn answer_sizes(rows: &[Value]) -> Vec<(u64, u64)> {
     rows.iter()
@@ -409,7 +430,7 @@ fn promql_asks_every_query_of_chingest_alone() {
         "--repeat",
         "2",
     ];
-    let rows = pushit(dir.path(), &args);
+    let rows = promql(dir.path(), &args);
     let sizes = answer_sizes(&rows);
     // The panel's hour at 15 s steps and the whole hour at 1 m steps, less
     // the steps with fewer than two samples in their window (the data
@@ -440,7 +461,7 @@ fn promql_dashboard_asks_every_panel_of_chingest_alone() {
         "--seconds",
         "0.5",
     ];
-    let rows = pushit(dir.path(), &args);
+    let rows = promql(dir.path(), &args);
     let sizes = answer_sizes(&rows);
     // An hour of data: 1 h at 15 s steps, less the first step for a rate;
     // 6 h at 60 s steps, of which the hour's 60 have data; an instant;
@@ -471,6 +492,37 @@ fn promql_dashboard_asks_every_panel_of_chingest_alone() {
     // Mixed has no target of its own; the refresh's is VictoriaMetrics'.
     assert!(rows[8].get("target").is_none(), "{}", rows[8]);
     assert_eq!(rows[9]["target"], "≥ 1× victoriametrics (cached)");
+}
+
+#[test]
+fn promql_cardinality_asks_a_fleet_s_lookups_of_chingest_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "promql",
+        "--cardinality",
+        "400",
+        "--seconds",
+        "0.3",
+        "--repeat",
+        "2",
+    ];
+    let rows = promql(dir.path(), &args);
+    let sizes = answer_sizes(&rows);
+    // 200 pods over 100 namespaces: a namespace's 2 pods; a pod's 2
+    // series, and their rates (points where a minute's window holds two
+    // samples); the 500s summed by each of the 2 paths; 7 label names; 1
+    // metric name.
+    assert_eq!(sizes[0], (2, 0), "{rows:?}");
+    assert_eq!(sizes[1], (2, 0), "{rows:?}");
+    assert_eq!(sizes[2].0, 2, "{rows:?}");
+    assert!(sizes[2].1 > 0, "{rows:?}");
+    assert_eq!(sizes[3].0, 2, "{rows:?}");
+    assert_eq!(sizes[4..], [(7, 0), (1, 0)], "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["server"], "chingest");
+        assert!(row["qps"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["target"], "≥ 1× victoriametrics-uncached", "{row}");
+    }
 }
 
 #[test]
