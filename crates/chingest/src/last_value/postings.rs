@@ -154,9 +154,7 @@ impl Posting {
         match self {
             Posting::One(one) if *one == slot => {}
             Posting::One(one) => {
-                let mut slots = vec![(*one).min(slot), (*one).max(slot)];
-                slots.shrink_to_fit();
-                *self = Posting::Many(Box::new(slots));
+                *self = Posting::Many(Box::new(vec![(*one).min(slot), (*one).max(slot)]));
             }
             Posting::Many(slots) => match slots.last() {
                 Some(&last) if last >= slot => {
@@ -175,6 +173,18 @@ type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<SeriesIdHasher>>;
 /// A (key, value) pair of ids as one map key.
 fn pair(key: u32, value: u32) -> u64 {
     (u64::from(key) << 32) | u64::from(value)
+}
+
+/// Which series a listing of tag values or keys reads.
+#[derive(Clone, Copy)]
+pub(super) enum Among<'a> {
+    /// Every series indexed.
+    Every,
+    /// Those this test keeps: each value's postings are read only until
+    /// one is kept (no selection is built).
+    Kept(&'a dyn Fn(u32) -> bool),
+    /// These slots (sorted).
+    Slots(&'a [u32]),
 }
 
 /// The tags of a table's series and their postings.
@@ -203,29 +213,41 @@ impl TagIndex {
             let (value, value_grown) = self.strings.intern(value);
             grown += key_grown + value_grown;
             self.arena.push((key, value));
-            match self.postings.get_mut(&pair(key, value)) {
-                Some(posting) => posting.add(slot),
-                None => {
-                    self.postings.insert(pair(key, value), Posting::One(slot));
-                    self.values.entry(key).or_default().push(value);
-                    grown += PAIR_BYTES;
-                }
+            if self.post(key, value, slot) {
+                grown += PAIR_BYTES;
             }
         }
         let len = u32::try_from(tags.len()).expect("fewer than 2^32 tags in a series");
         (TagsAt { start, len }, grown)
     }
 
+    /// Adds `slot` to the postings of `key=value`; whether the pair is new.
+    fn post(&mut self, key: u32, value: u32, slot: u32) -> bool {
+        match self.postings.get_mut(&pair(key, value)) {
+            Some(posting) => {
+                posting.add(slot);
+                false
+            }
+            None => {
+                self.postings.insert(pair(key, value), Posting::One(slot));
+                self.values.entry(key).or_default().push(value);
+                true
+            }
+        }
+    }
+
     /// The (key, value) pairs of the series whose tags are `at`, sorted by
     /// key.
     pub(super) fn tags(&self, at: TagsAt) -> impl Iterator<Item = (&str, &str)> + '_ {
-        let pairs = match at.is_known() {
-            true => &self.arena[at.start as usize..(at.start + at.len) as usize],
-            false => &[],
-        };
-        pairs
+        self.arena_of(at)
             .iter()
             .map(|&(k, v)| (self.strings.text(k), self.strings.text(v)))
+    }
+
+    /// The value of `key` among the tags `at`; `""` when they have none.
+    pub(super) fn value(&self, at: TagsAt, key: &str) -> &str {
+        let value = self.strings.id(key).and_then(|key| self.value_of(at, key));
+        value.map_or("", |value| self.strings.text(value))
     }
 
     /// The tags as owned pairs.
@@ -241,18 +263,9 @@ impl TagIndex {
         self.postings.clear();
         self.values.clear();
         for (slot, at) in series.enumerate() {
-            if !at.is_known() {
-                continue;
-            }
-            for &(key, value) in &self.arena[at.start as usize..(at.start + at.len) as usize] {
-                match self.postings.get_mut(&pair(key, value)) {
-                    Some(posting) => posting.add(slot as u32),
-                    None => {
-                        self.postings
-                            .insert(pair(key, value), Posting::One(slot as u32));
-                        self.values.entry(key).or_default().push(value);
-                    }
-                }
+            for i in 0..self.arena_of(at).len() {
+                let (key, value) = self.arena_of(at)[i];
+                self.post(key, value, slot as u32);
             }
         }
     }
@@ -295,15 +308,8 @@ impl TagIndex {
             selected = Some(match selected {
                 // Few left: a look at each one's value.
                 Some(mut before) if before.len() < all as usize / 64 => {
-                    let key = self.strings.id(matcher.key);
                     before.retain(|&slot| {
-                        let value = key.and_then(|key| {
-                            self.arena_of(tags_of(slot))
-                                .iter()
-                                .find(|(k, _)| *k == key)
-                                .map(|&(_, v)| self.strings.text(v))
-                        });
-                        matcher.test.accepts(value.unwrap_or(""))
+                        matcher.test.accepts(self.value(tags_of(slot), matcher.key))
                     });
                     before
                 }
@@ -316,11 +322,25 @@ impl TagIndex {
 
     /// The slots of the series carrying `key=value`.
     fn posting(&self, key: &str, value: &str) -> &[u32] {
-        self.strings
-            .id(key)
-            .zip(self.strings.id(value))
-            .and_then(|(k, v)| self.postings.get(&pair(k, v)))
+        match (self.strings.id(key), self.strings.id(value)) {
+            (Some(key), Some(value)) => self.slots_of(key, value),
+            _ => &[],
+        }
+    }
+
+    /// The slots of the series carrying the pair of ids `key=value`.
+    fn slots_of(&self, key: u32, value: u32) -> &[u32] {
+        self.postings
+            .get(&pair(key, value))
             .map_or(&[], Posting::slots)
+    }
+
+    /// The value id of `key` among the tags `at`.
+    fn value_of(&self, at: TagsAt, key: u32) -> Option<u32> {
+        self.arena_of(at)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|&(_, v)| v)
     }
 
     /// The postings of `key`'s values that `accept` takes.
@@ -331,8 +351,7 @@ impl TagIndex {
         values
             .iter()
             .filter(|&&value| accept(self.strings.text(value)))
-            .filter_map(|&value| self.postings.get(&pair(key, value)))
-            .map(Posting::slots)
+            .map(|&value| self.slots_of(key, value))
             .collect()
     }
 
@@ -368,47 +387,36 @@ impl TagIndex {
         }
     }
 
-    /// The values of `key` every series has (when `slots` is `None`) or
-    /// the series of `slots` have (`tags_of` says where a slot's tags
-    /// are); sorted, each once, without `""`.
+    /// The values of `key` the series `among` names carry (`tags_of` says
+    /// where a slot's tags are); sorted, each once, without `""`.
     pub(super) fn values(
         &self,
         key: &str,
-        slots: Option<&[u32]>,
+        among: Among<'_>,
         tags_of: impl Fn(u32) -> TagsAt,
     ) -> Vec<String> {
         let Some(key) = self.strings.id(key) else {
             return Vec::new();
         };
-        let ids: Vec<u32> = match slots {
-            None => self.values.get(&key).cloned().unwrap_or_default(),
+        let values = self.values.get(&key).map_or(&[][..], Vec::as_slice);
+        let ids: Vec<u32> = match among {
+            Among::Every => values.to_vec(),
+            Among::Kept(keep) => values
+                .iter()
+                .copied()
+                .filter(|&value| self.slots_of(key, value).iter().any(|&slot| keep(slot)))
+                .collect(),
             // Few values against many series: the values whose postings
             // meet the slots.
-            Some(slots)
-                if self
-                    .values
-                    .get(&key)
-                    .is_some_and(|values| values.len() * 8 < slots.len()) =>
-            {
-                self.values[&key]
-                    .iter()
-                    .copied()
-                    .filter(|&value| {
-                        let posting = self.postings.get(&pair(key, value));
-                        posting.is_some_and(|posting| meet(posting.slots(), slots))
-                    })
-                    .collect()
-            }
-            Some(slots) => {
+            Among::Slots(slots) if values.len() * 8 < slots.len() => values
+                .iter()
+                .copied()
+                .filter(|&value| meet(self.slots_of(key, value), slots))
+                .collect(),
+            Among::Slots(slots) => {
                 let mut ids: Vec<u32> = slots
                     .iter()
-                    .filter_map(|&slot| {
-                        let at = tags_of(slot);
-                        self.arena_of(at)
-                            .iter()
-                            .find(|(k, _)| *k == key)
-                            .map(|&(_, v)| v)
-                    })
+                    .filter_map(|&slot| self.value_of(tags_of(slot), key))
                     .collect();
                 ids.sort_unstable();
                 ids.dedup();
@@ -418,16 +426,21 @@ impl TagIndex {
         self.sorted_texts(ids)
     }
 
-    /// The keys of the series of `slots` (every key some series has when
-    /// `None`); sorted, each once.
-    pub(super) fn keys(
-        &self,
-        slots: Option<&[u32]>,
-        tags_of: impl Fn(u32) -> TagsAt,
-    ) -> Vec<String> {
-        let ids: Vec<u32> = match slots {
-            None => self.values.keys().copied().collect(),
-            Some(slots) => {
+    /// The keys the series `among` names carry; sorted, each once.
+    pub(super) fn keys(&self, among: Among<'_>, tags_of: impl Fn(u32) -> TagsAt) -> Vec<String> {
+        let ids: Vec<u32> = match among {
+            Among::Every => self.values.keys().copied().collect(),
+            Among::Kept(keep) => self
+                .values
+                .iter()
+                .filter(|(&key, values)| {
+                    values
+                        .iter()
+                        .any(|&value| self.slots_of(key, value).iter().any(|&slot| keep(slot)))
+                })
+                .map(|(&key, _)| key)
+                .collect(),
+            Among::Slots(slots) => {
                 let mut ids: Vec<u32> = Vec::new();
                 for &slot in slots {
                     for &(key, _) in self.arena_of(tags_of(slot)) {
@@ -445,44 +458,6 @@ impl TagIndex {
             }
         };
         self.sorted_texts(ids)
-    }
-
-    /// The values of `key` some series `keep` accepts carries; sorted,
-    /// each once, without `""`. Each value's postings are read until a
-    /// series is accepted.
-    pub(super) fn values_where(&self, key: &str, keep: impl Fn(u32) -> bool) -> Vec<String> {
-        let Some(key) = self.strings.id(key) else {
-            return Vec::new();
-        };
-        let values = self.values.get(&key).map_or(&[][..], Vec::as_slice);
-        let ids = values
-            .iter()
-            .copied()
-            .filter(|&value| self.carried_where(key, value, &keep))
-            .collect();
-        self.sorted_texts(ids)
-    }
-
-    /// The keys some series `keep` accepts carries; sorted, each once.
-    pub(super) fn keys_where(&self, keep: impl Fn(u32) -> bool) -> Vec<String> {
-        let ids = self
-            .values
-            .iter()
-            .filter(|(&key, values)| {
-                values
-                    .iter()
-                    .any(|&value| self.carried_where(key, value, &keep))
-            })
-            .map(|(&key, _)| key)
-            .collect();
-        self.sorted_texts(ids)
-    }
-
-    /// Whether a series `keep` accepts carries `key=value`.
-    fn carried_where(&self, key: u32, value: u32, keep: impl Fn(u32) -> bool) -> bool {
-        self.postings
-            .get(&pair(key, value))
-            .is_some_and(|posting| posting.slots().iter().any(|&slot| keep(slot)))
     }
 
     fn arena_of(&self, at: TagsAt) -> &[(u32, u32)] {
@@ -626,12 +601,14 @@ mod tests {
     fn values_and_keys_among_slots() {
         let (p, at) = four();
         let of = |slot: u32| at[slot as usize];
-        assert_eq!(p.values("mode", None, of), ["idle", "user"]);
-        assert_eq!(p.values("mode", Some(&[2, 3]), of), ["idle"]);
-        assert_eq!(p.values("job", Some(&[1, 2]), of), ["a", "b"]);
-        assert!(p.values("absent", None, of).is_empty());
-        assert_eq!(p.keys(None, of), ["job", "mode"]);
-        assert_eq!(p.keys(Some(&[3]), of), ["job"]);
+        assert_eq!(p.values("mode", Among::Every, of), ["idle", "user"]);
+        assert_eq!(p.values("mode", Among::Slots(&[2, 3]), of), ["idle"]);
+        assert_eq!(p.values("job", Among::Slots(&[1, 2]), of), ["a", "b"]);
+        assert!(p.values("absent", Among::Every, of).is_empty());
+        assert_eq!(p.keys(Among::Every, of), ["job", "mode"]);
+        assert_eq!(p.keys(Among::Slots(&[3]), of), ["job"]);
+        assert_eq!(p.value(at[1], "mode"), "user");
+        assert_eq!(p.value(at[3], "mode"), "");
         assert_eq!(
             p.tags(at[1]).collect::<Vec<_>>(),
             [("job", "a"), ("mode", "user")]
@@ -641,12 +618,13 @@ mod tests {
 
     #[test]
     fn values_and_keys_of_series_a_test_keeps() {
-        let (p, _) = four();
+        let (p, at) = four();
+        let of = |slot: u32| at[slot as usize];
         let odd = |slot: u32| slot % 2 == 1;
-        assert_eq!(p.values_where("mode", odd), ["user"]);
-        assert_eq!(p.values_where("job", odd), ["a", "b"]);
-        assert_eq!(p.keys_where(|slot| slot == 3), ["job"]);
-        assert!(p.keys_where(|_| false).is_empty());
+        assert_eq!(p.values("mode", Among::Kept(&odd), of), ["user"]);
+        assert_eq!(p.values("job", Among::Kept(&odd), of), ["a", "b"]);
+        assert_eq!(p.keys(Among::Kept(&|slot| slot == 3), of), ["job"]);
+        assert!(p.keys(Among::Kept(&|_| false), of).is_empty());
     }
 
     #[test]
@@ -669,7 +647,10 @@ mod tests {
         let of = |s: u32| moved[s as usize];
         assert_eq!(p.select(3, &[eq("job", "b")], of), [1, 2]);
         assert_eq!(p.select(3, &[eq("mode", "user")], of), [] as [u32; 0]);
-        assert_eq!(p.values("mode", None, |s| moved[s as usize]), ["idle"]);
+        assert_eq!(
+            p.values("mode", Among::Every, |s| moved[s as usize]),
+            ["idle"]
+        );
     }
 
     /// A predicate on a value, as a `Matches` test holds one.
@@ -738,14 +719,17 @@ mod tests {
                 .collect();
             values.sort();
             values.dedup();
-            proptest::prop_assert_eq!(index.values("k0", Some(&selected), of), values);
+            proptest::prop_assert_eq!(&index.values("k0", Among::Slots(&selected), of), &values);
+            let kept = |slot: u32| selected.binary_search(&slot).is_ok();
+            proptest::prop_assert_eq!(index.values("k0", Among::Kept(&kept), of), values);
             let mut keys: Vec<String> = scanned
                 .iter()
                 .flat_map(|&slot| all_tags[slot as usize].iter().map(|(k, _)| k.clone()))
                 .collect();
             keys.sort();
             keys.dedup();
-            proptest::prop_assert_eq!(index.keys(Some(&selected), of), keys);
+            proptest::prop_assert_eq!(&index.keys(Among::Slots(&selected), of), &keys);
+            proptest::prop_assert_eq!(index.keys(Among::Kept(&kept), of), keys);
         }
     }
 

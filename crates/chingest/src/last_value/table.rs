@@ -19,7 +19,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::config::DuplicatePolicy;
 use crate::error::Result;
-use crate::last_value::postings::{TagIndex, TagMatcher, TagsAt};
+use crate::last_value::postings::{Among, TagIndex, TagMatcher, TagsAt};
 use crate::last_value::recent::{self, Sample, SAMPLE_BYTES};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
@@ -550,15 +550,48 @@ impl State {
         field: Option<&str>,
         range: Option<(i64, i64)>,
     ) -> Vec<u32> {
-        let tags_of = |slot: u32| self.series[slot as usize].tags;
-        let mut slots = self
-            .tags
-            .select(self.series.len() as u32, matchers, tags_of);
         let Some(has_rows) = self.has_rows(field, range) else {
             return Vec::new();
         };
+        let mut slots = self
+            .tags
+            .select(self.series.len() as u32, matchers, |slot| {
+                self.tags_of(slot)
+            });
         slots.retain(|&slot| has_rows(slot));
         slots
+    }
+
+    /// Where the tags of the series in `slot` are.
+    fn tags_of(&self, slot: u32) -> TagsAt {
+        self.series[slot as usize].tags
+    }
+
+    /// Calls `list` with the series the matchers select, as
+    /// [`selected`](Self::selected) says, and how to find their tags:
+    /// without matchers as a test (each value's postings read until a
+    /// series passes), without any condition as every series.
+    fn among<T>(
+        &self,
+        matchers: &[TagMatcher<'_>],
+        field: Option<&str>,
+        range: Option<(i64, i64)>,
+        list: impl FnOnce(Among<'_>, &dyn Fn(u32) -> TagsAt) -> T,
+    ) -> T {
+        let tags_of = |slot: u32| self.tags_of(slot);
+        if matchers.is_empty() && field.is_none() && range.is_none() {
+            return list(Among::Every, &tags_of);
+        }
+        if matchers.is_empty() {
+            return match self.has_rows(field, range) {
+                Some(has_rows) => list(Among::Kept(&has_rows), &tags_of),
+                None => list(Among::Slots(&[]), &tags_of),
+            };
+        }
+        list(
+            Among::Slots(&self.selected(matchers, field, range)),
+            &tags_of,
+        )
     }
 
     /// Whether the series in a slot is tagged and has a value of `field`
@@ -764,19 +797,9 @@ impl TableLast {
         range: Option<(i64, i64)>,
     ) -> Option<Vec<String>> {
         let state = self.ready()?;
-        let tags_of = |slot: u32| state.series[slot as usize].tags;
-        if matchers.is_empty() && field.is_none() && range.is_none() {
-            return Some(state.tags.values(key, None, tags_of));
-        }
-        if matchers.is_empty() {
-            // Each value's first series with rows tells: no selection made.
-            let Some(has_rows) = state.has_rows(field, range) else {
-                return Some(Vec::new());
-            };
-            return Some(state.tags.values_where(key, has_rows));
-        }
-        let slots = state.selected(matchers, field, range);
-        Some(state.tags.values(key, Some(&slots), tags_of))
+        Some(state.among(matchers, field, range, |among, tags_of| {
+            state.tags.values(key, among, tags_of)
+        }))
     }
 
     /// The tag keys of the series the matchers accept, as
@@ -789,18 +812,9 @@ impl TableLast {
         range: Option<(i64, i64)>,
     ) -> Option<Vec<String>> {
         let state = self.ready()?;
-        let tags_of = |slot: u32| state.series[slot as usize].tags;
-        if matchers.is_empty() && field.is_none() && range.is_none() {
-            return Some(state.tags.keys(None, tags_of));
-        }
-        if matchers.is_empty() {
-            let Some(has_rows) = state.has_rows(field, range) else {
-                return Some(Vec::new());
-            };
-            return Some(state.tags.keys_where(has_rows));
-        }
-        let slots = state.selected(matchers, field, range);
-        Some(state.tags.keys(Some(&slots), tags_of))
+        Some(state.among(matchers, field, range, |among, tags_of| {
+            state.tags.keys(among, tags_of)
+        }))
     }
 
     /// Each of `ids`' samples of numeric field `field` in `[from, end]`
@@ -896,13 +910,9 @@ impl TableLast {
         let times = TimestampNanosecondArray::from_iter_values(times).with_timezone("UTC");
         columns.push(("time".to_owned(), Arc::new(times), false));
         for key in tag_keys {
-            let values = rows.iter().map(|&slot| {
-                state
-                    .tags
-                    .tags(state.series[slot].tags)
-                    .find(|(k, _)| *k == key)
-                    .map_or("", |(_, v)| v)
-            });
+            let values = rows
+                .iter()
+                .map(|&slot| state.tags.value(state.series[slot].tags, key));
             let name = match key == "series_id" || state.field_index.contains_key(key) {
                 true => format!("{key}_tag"),
                 false => key.to_owned(),
