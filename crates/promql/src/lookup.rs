@@ -59,10 +59,15 @@ pub async fn series(
     limit: usize,
 ) -> Result<Listing<Labels>, Error> {
     let limit = limit.min(source.limits.max_series);
-    let (items, truncated) = source
-        .series(&matcher_sets(selectors)?, range, Some(limit))
+    // One more than asked: whether there were more.
+    let found = source
+        .series(
+            &matcher_sets(selectors)?,
+            range,
+            Some(limit.saturating_add(1)),
+        )
         .await?;
-    Ok(Listing { items, truncated })
+    Ok(Listing::cut(found, limit))
 }
 
 /// The label names of [`series`]' answer, sorted, at most `limit`: from
@@ -80,7 +85,6 @@ pub async fn label_names(
     let names: BTreeSet<String> = source
         .series(&sets, range, None)
         .await?
-        .0
         .iter()
         .flat_map(|labels| labels.pairs().iter().map(|(n, _)| n.clone()))
         .collect();
@@ -103,7 +107,6 @@ pub async fn label_values(
     let values: BTreeSet<String> = source
         .series(&sets, range, None)
         .await?
-        .0
         .iter()
         .map(|labels| labels.get(name).to_owned())
         .filter(|v| !v.is_empty())
@@ -172,7 +175,7 @@ pub struct TsdbStatus {
 /// The cardinality of every series of the database, each list cut at
 /// `limit` entries.
 pub async fn tsdb_status(source: &Source<'_>, limit: usize) -> Result<TsdbStatus, Error> {
-    let (all, _) = source.series(&[], None, None).await?;
+    let all = source.series(&[], None, None).await?;
     let mut by_metric: HashMap<&str, usize> = HashMap::new();
     let mut by_pair: HashMap<(&str, &str), usize> = HashMap::new();
     for labels in &all {

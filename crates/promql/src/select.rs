@@ -884,18 +884,16 @@ impl Source<'_> {
 
     /// The label sets of the series any of `selectors` selects (all series
     /// when there are none), with a sample in `range` if given; sorted,
-    /// each once. With a `limit`, at most that many (the `bool` says
-    /// whether more were found); without, every one, refused past
-    /// `query.max_series`.
+    /// each once. With a `limit`, the first that many found (a listing);
+    /// without, every one, refused past `query.max_series`.
     pub async fn series(
         &self,
         selectors: &[Vec<LabelMatcher>],
         range: Option<(i64, i64)>,
         limit: Option<usize>,
-    ) -> Result<(Vec<Labels>, bool), Error> {
+    ) -> Result<Vec<Labels>, Error> {
         let (mut budget, overflow) = match limit {
-            // One more than asked: whether more were found.
-            Some(limit) => (limit.saturating_add(1), Overflow::Truncate),
+            Some(limit) => (limit, Overflow::Truncate),
             None => (self.limits.max_series, Overflow::Refuse),
         };
         let mut out = Vec::new();
@@ -909,11 +907,7 @@ impl Source<'_> {
         }
         out.sort();
         out.dedup();
-        let truncated = limit.is_some_and(|limit| out.len() > limit);
-        if let Some(limit) = limit {
-            out.truncate(limit);
-        }
-        Ok((out, truncated))
+        Ok(out)
     }
 
     /// The series the matchers select with their samples in `[start, end]`
