@@ -31,7 +31,7 @@ use serde_json::json;
 
 use super::client::{count, wait_visible};
 use super::downsampling::wait_for_passes;
-use super::peers::{prometheus, sample_of, victoriametrics};
+use super::peers::{prometheus, sample_of, victoriametrics, Peer};
 use super::prom::write_all;
 use super::promql_data::{Data, Requests, INTERVAL_MS, LOAD_CONNECTIONS, METRIC, MODES};
 use super::promql_query::{Load, Query, Request, Target};
@@ -308,7 +308,6 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 settle(ctx, &ctx.connect()?)?;
                 let answers =
                     ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
-                tokio::time::sleep(MEMORY_SETTLE).await;
                 memory.push(chingest_memory(endpoints, args.server.url.is_none()).await?);
                 return Ok(vec![("chingest", answers)]);
             }
@@ -328,8 +327,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         let answers = runtime.block_on(async {
             let peer = prometheus(ctx, binary, &data).await?;
             let answers = ask_all(ctx, args, "prometheus", &peer.endpoints(), None, &queries).await;
-            tokio::time::sleep(MEMORY_SETTLE).await;
-            memory.push(peer_memory("prometheus", peer.rss_anon()));
+            memory.push(peer_memory("prometheus", &peer).await);
             answers
         })?;
         servers.push(("prometheus", answers));
@@ -344,8 +342,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 let peer =
                     victoriametrics(ctx, name, binary, flags, data.requests(), &data).await?;
                 let answers = ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await;
-                tokio::time::sleep(MEMORY_SETTLE).await;
-                memory.push(peer_memory(name, peer.rss_anon()));
+                memory.push(peer_memory(name, &peer).await);
                 answers
             })?;
             servers.push((name, answers));
@@ -371,18 +368,22 @@ struct Memory {
     note: &'static str,
 }
 
-fn peer_memory(server: &str, rss_anon: Option<u64>) -> Memory {
+/// A peer's memory, [`MEMORY_SETTLE`] after its queries.
+async fn peer_memory(server: &str, peer: &Peer) -> Memory {
+    tokio::time::sleep(MEMORY_SETTLE).await;
     Memory {
         server: server.to_owned(),
-        rss_anon,
+        rss_anon: peer.rss_anon(),
         index: None,
         note: "",
     }
 }
 
-/// chingest's memory from its `/metrics`; `in_process`: the server runs in
-/// pushit's process, whose memory also holds the generated data.
+/// chingest's memory from its `/metrics`, [`MEMORY_SETTLE`] after its
+/// queries; `in_process`: the server runs in pushit's process, whose memory
+/// also holds the generated data.
 async fn chingest_memory(endpoints: &Endpoints, in_process: bool) -> anyhow::Result<Memory> {
+    tokio::time::sleep(MEMORY_SETTLE).await;
     let text = authorized(
         endpoints,
         http_client()?.get(format!("{}/metrics", endpoints.http)),
