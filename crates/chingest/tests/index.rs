@@ -1,5 +1,5 @@
 //! The series index at scale and under churn, against the real engine:
-//! after new series, deletes, `DROP SERIES`, rows expired by a retention
+//! after new series, older samples of known series, deletes, `DROP SERIES`, rows expired by a retention
 //! policy and a restart, every selection, tag value and tag key list the
 //! index answers is what the engine's series and fact tables say; a
 //! million series are indexed within the memory the docs state, never
@@ -265,6 +265,7 @@ async fn child(phase: &str, dir: &std::path::Path) {
         Some((base, base)),
         Some((base + 5 * SECOND, base + 6 * SECOND)),
         Some((base + 60 * SECOND, base + 70 * SECOND)),
+        Some((base - 25 * SECOND, base - 25 * SECOND)),
         Some((i64::MIN / 2, i64::MAX / 2)),
     ];
     match phase {
@@ -277,6 +278,10 @@ async fn child(phase: &str, dir: &std::path::Path) {
             compare(&ing, "autogen", &ranges).await;
             // New series, later.
             write(&ing, "autogen", &series_lines(300, 50, base + 60 * SECOND)).await;
+            compare(&ing, "autogen", &ranges).await;
+            // Older samples of known series: their first times move back as
+            // they are written (no rebuild).
+            write(&ing, "autogen", &series_lines(100, 20, base - 30 * SECOND)).await;
             compare(&ing, "autogen", &ranges).await;
             // A delete of the first rows of some series: their first times
             // move (the index is rebuilt from the engine).
