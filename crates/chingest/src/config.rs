@@ -489,7 +489,8 @@ pub struct LastValueConfig {
     #[cfg_attr(feature = "serde", serde(rename = "recent_span_ms", with = "millis"))]
     pub recent_span: Duration,
     /// Upper bound on the memory of those samples, over all measurements,
-    /// in bytes (16 a sample). A measurement whose samples would pass it
+    /// in bytes (compressed: about 2 a scraped sample, up to 9 for floats
+    /// that are no decimals). A measurement whose samples would pass it
     /// keeps a shorter span.
     pub recent_max_bytes: usize,
 }
@@ -498,15 +499,15 @@ impl Default for LastValueConfig {
     /// Every measurement, bounded by the series limit (a series of six
     /// tags takes about 300 bytes: `crates/chingest/tests/index.rs`);
     /// recent samples of the last
-    /// 8 hours — Grafana's default range of 6 hours with its `rate`
-    /// windows, ending now or an hour or two back — within 256 MiB (16.7
-    /// M samples: 8,700 series scraped every 15 s).
+    /// 26 hours — Grafana's "last 24 hours" with its `rate` windows, or a
+    /// day ending an hour or two back — within 512 MiB (about 270 M
+    /// scraped samples: 43,000 series scraped every 15 s).
     fn default() -> Self {
         LastValueConfig {
             measurements: vec!["*".to_owned()],
             max_bytes: 0,
-            recent_span: Duration::from_secs(8 * 3600),
-            recent_max_bytes: 256 << 20,
+            recent_span: Duration::from_secs(26 * 3600),
+            recent_max_bytes: 512 << 20,
         }
     }
 }

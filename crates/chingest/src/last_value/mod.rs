@@ -55,6 +55,7 @@ use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::TableRef;
 
+mod chunk;
 mod postings;
 mod rebuild;
 mod recent;

@@ -15,7 +15,7 @@ use crate::catalog::Table;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::postings::TAG_BYTES;
-use crate::last_value::recent::SAMPLE_BYTES;
+use crate::last_value::recent::PLANNED_SAMPLE_BYTES;
 use crate::last_value::table::{
     EngineLast, EngineSamples, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT,
     SERIES_BYTES, VALUE_BYTES,
@@ -242,7 +242,7 @@ async fn read_recent(
             .find(|batch| batch.num_rows() > 0)
             .and_then(|batch| Some(batch.column(0).as_primitive_opt::<UInt64Type>()?.value(0)))
             .unwrap_or(0);
-        if samples as usize * SAMPLE_BYTES <= room {
+        if samples as usize * PLANNED_SAMPLE_BYTES <= room {
             break;
         }
         let kept = (now_ns() - from) / 2;

@@ -7,71 +7,197 @@
 //! already has replaces it: of two writes of one point the later wins, as
 //! the `last` duplicate policy keeps and as a read of the engine's rows
 //! in time order keeps last.
+//!
+//! They are kept compressed ([`SeriesSamples`], `chunk.rs`): about two
+//! bytes a scraped sample in place of sixteen.
+
+use crate::last_value::chunk::{Chunk, Open, View};
 
 /// One sample: time (ns) and value.
 pub(super) type Sample = (i64, f64);
 
-/// Bytes of memory one sample's room takes.
-pub(super) const SAMPLE_BYTES: usize = std::mem::size_of::<Sample>();
+/// Bytes a rebuild plans a sample at, to choose the span it reads back:
+/// decimals (counters, byte counts) take about two, XORed floats more; a
+/// table the plan misjudges meets the bound afterwards, as after writes.
+pub(super) const PLANNED_SAMPLE_BYTES: usize = 3;
 
-/// Adds a sample in time order; returns whether it is a new time (not a
-/// replaced value).
-pub(super) fn insert(samples: &mut Vec<Sample>, time: i64, value: f64) -> bool {
-    if samples.len() == samples.capacity() {
-        // A quarter more, not twice: a million series' lists hold at most
-        // a fifth of room unused, not half (samples come one scrape at a
-        // time, so the copies stay amortized).
-        samples.reserve_exact((samples.len() / 4).max(4));
-    }
-    match samples.last_mut() {
-        None => samples.push((time, value)),
-        Some(last) if last.0 < time => samples.push((time, value)),
-        Some(last) if last.0 == time => {
-            last.1 = value;
-            return false;
-        }
-        // Older than the newest: rare (a late or corrected point).
-        Some(_) => match samples.binary_search_by(|s| s.0.cmp(&time)) {
-            Ok(at) => {
-                samples[at].1 = value;
-                return false;
+/// Samples a chunk takes before it is full: an hour of 15 s scrapes, its
+/// bookkeeping a sixth of a byte a sample.
+const CHUNK_SAMPLES: usize = 240;
+
+/// One series' samples of one field, compressed (`chunk.rs`): full chunks
+/// in time order, each before the next, then the one appended to.
+#[derive(Debug, Default)]
+pub(super) struct SeriesSamples {
+    full: Vec<Chunk>,
+    open: Option<Box<Open>>,
+}
+
+impl SeriesSamples {
+    /// Sorted samples, one per time, compressed.
+    fn of_sorted(samples: &[Sample]) -> SeriesSamples {
+        let mut chunks = samples.chunks(CHUNK_SAMPLES).map(Open::encode).peekable();
+        let mut full = Vec::new();
+        while let Some(open) = chunks.next() {
+            match chunks.peek() {
+                Some(_) => full.push(open.close()),
+                None => {
+                    return SeriesSamples {
+                        full,
+                        open: Some(Box::new(open)),
+                    }
+                }
             }
-            Err(at) => samples.insert(at, (time, value)),
-        },
+        }
+        SeriesSamples::default()
     }
-    true
-}
 
-/// Drops the samples before `from`; returns how many.
-pub(super) fn trim(samples: &mut Vec<Sample>, from: i64) -> usize {
-    let old = samples.partition_point(|s| s.0 < from);
-    if old > 0 {
-        samples.drain(..old);
-        // Room for a span's worth stays; a series gone quiet gives it back.
-        if samples.len() < samples.capacity() / 4 {
-            samples.shrink_to_fit();
+    fn chunks(&self) -> impl Iterator<Item = View<'_>> {
+        let full = self.full.iter().map(Chunk::view);
+        full.chain(self.open.iter().map(|open| open.view()))
+    }
+
+    /// Samples held.
+    pub(super) fn len(&self) -> usize {
+        self.chunks().map(|chunk| chunk.len()).sum()
+    }
+
+    /// Bytes of memory they take, besides the struct.
+    pub(super) fn bytes(&self) -> usize {
+        self.shell() + self.full.iter().map(Chunk::bytes).sum::<usize>()
+    }
+
+    /// [`bytes`](Self::bytes) but the full chunks' streams.
+    fn shell(&self) -> usize {
+        self.full.capacity() * std::mem::size_of::<Chunk>()
+            + self
+                .open
+                .as_ref()
+                .map_or(0, |open| std::mem::size_of::<Open>() + open.bytes())
+    }
+
+    /// Adds a sample in time order; returns whether it is a new time (not
+    /// a replaced value), and the bytes of memory they grew by.
+    pub(super) fn insert(&mut self, time: i64, value: f64) -> (bool, isize) {
+        let before = self.shell() as isize;
+        let after_full = self
+            .full
+            .last()
+            .is_none_or(|chunk| chunk.view().last() < time);
+        let appended = match &mut self.open {
+            Some(open) => open.push(time, value),
+            None if after_full => {
+                self.open = Some(Box::new(Open::encode(&[(time, value)])));
+                true
+            }
+            None => false,
+        };
+        let (new, streams) = match appended {
+            true => (true, 0),
+            // Older than the newest, or a value or time the open chunk's
+            // encoding cannot hold: rare (a late or corrected point, a
+            // change of precision), the chunk is encoded again.
+            false => self.rewrite(time, value),
+        };
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|open| open.view().len() >= CHUNK_SAMPLES)
+        {
+            let open = *self.open.take().expect("checked above");
+            let chunk = open.close();
+            let streams = streams + chunk.bytes() as isize;
+            self.full.push(chunk);
+            return (new, self.shell() as isize - before + streams);
+        }
+        (new, self.shell() as isize - before + streams)
+    }
+
+    /// Puts a sample in the chunk it belongs in, encoding that again;
+    /// returns whether it is a new time and how many bytes the full
+    /// chunks' streams grew by.
+    fn rewrite(&mut self, time: i64, value: f64) -> (bool, isize) {
+        let at = self
+            .full
+            .partition_point(|chunk| chunk.view().last() < time);
+        let mut samples = match self.full.get(at) {
+            Some(chunk) => chunk.view().decode(),
+            None => self
+                .open
+                .as_ref()
+                .map_or_else(Vec::new, |open| open.view().decode()),
+        };
+        let new = match samples.binary_search_by(|s| s.0.cmp(&time)) {
+            Ok(i) => {
+                samples[i].1 = value;
+                false
+            }
+            Err(i) => {
+                samples.insert(i, (time, value));
+                true
+            }
+        };
+        let encoded = Open::encode(&samples);
+        match self.full.get_mut(at) {
+            Some(chunk) => {
+                let old = chunk.bytes() as isize;
+                *chunk = encoded.close();
+                (new, chunk.bytes() as isize - old)
+            }
+            None => {
+                self.open = Some(Box::new(encoded));
+                (new, 0)
+            }
         }
     }
-    old
-}
 
-/// The samples in `[start, end]`.
-pub(super) fn range(samples: &[Sample], start: i64, end: i64) -> &[Sample] {
-    let from = samples.partition_point(|s| s.0 < start);
-    let to = samples.partition_point(|s| s.0 <= end);
-    &samples[from..to.max(from)]
-}
+    /// Drops the chunks whose samples are all before `from` (the rest
+    /// keep theirs: readers ask for a range); returns how many samples.
+    pub(super) fn trim(&mut self, from: i64) -> usize {
+        let old = self
+            .full
+            .partition_point(|chunk| chunk.view().last() < from);
+        let mut dropped: usize = self.full.drain(..old).map(|c| c.view().len()).sum();
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|open| open.view().last() < from)
+        {
+            dropped += self.open.take().map_or(0, |open| open.view().len());
+        }
+        if old > 0 && self.full.len() < self.full.capacity() / 2 {
+            self.full.shrink_to_fit();
+        }
+        dropped
+    }
 
-/// Merges samples read from the engine (sorted) into those writes brought
-/// while they were read: at a time both have, the write's is newer and
-/// wins. Returns the newest such time ([`i64::MIN`]: none): there the
-/// engine may hold two rows (or the one it read may be the write's own).
-pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) -> i64 {
-    let mut both = i64::MIN;
-    if samples.is_empty() {
-        samples.extend_from_slice(engine);
-    } else {
-        let written = std::mem::take(samples);
+    /// The samples in `[start, end]`.
+    pub(super) fn range(&self, start: i64, end: i64) -> Vec<Sample> {
+        let mut samples = Vec::new();
+        let skipped = self
+            .full
+            .partition_point(|chunk| chunk.view().last() < start);
+        for chunk in self.chunks().skip(skipped) {
+            if chunk.first() > end {
+                break;
+            }
+            chunk.for_each(|time, value| {
+                if (start..=end).contains(&time) {
+                    samples.push((time, value));
+                }
+            });
+        }
+        samples
+    }
+
+    /// Merges samples read from the engine (sorted) into those writes
+    /// brought while they were read: at a time both have, the write's is
+    /// newer and wins. Returns the newest such time ([`i64::MIN`]: none):
+    /// there the engine may hold two rows (or the one it read may be the
+    /// write's own).
+    pub(super) fn merge_older(&mut self, engine: &[Sample]) -> i64 {
+        let written = self.range(i64::MIN, i64::MAX);
+        let mut both = i64::MIN;
         let mut merged = Vec::with_capacity(written.len() + engine.len());
         let (mut i, mut j) = (0, 0);
         while i < written.len() || j < engine.len() {
@@ -99,43 +225,94 @@ pub(super) fn merge_older(samples: &mut Vec<Sample>, engine: &[Sample]) -> i64 {
                 (None, None) => unreachable!("the loop runs while one is left"),
             }
         }
-        *samples = merged;
+        *self = SeriesSamples::of_sorted(&merged);
+        both
     }
-    both
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn inserted(samples: &[Sample]) -> SeriesSamples {
+        let mut series = SeriesSamples::default();
+        for &(t, v) in samples {
+            series.insert(t, v);
+        }
+        series
+    }
 
     #[test]
     fn samples_stay_sorted_one_per_time_the_later_write_winning() {
-        let mut samples = Vec::new();
-        for (t, v) in [
+        let mut samples = inserted(&[
             (10, 1.0),
             (20, 2.0),
             (20, 2.5),
             (5, 0.5),
             (15, 1.5),
             (10, 1.1),
-        ] {
-            insert(&mut samples, t, v);
-        }
-        assert_eq!(samples, [(5, 0.5), (10, 1.1), (15, 1.5), (20, 2.5)]);
-        assert_eq!(range(&samples, 10, 15), [(10, 1.1), (15, 1.5)]);
-        assert_eq!(range(&samples, 11, 14), []);
-        assert_eq!(range(&samples, 30, 20), []);
-        trim(&mut samples, 11);
-        assert_eq!(samples, [(15, 1.5), (20, 2.5)]);
+        ]);
+        let all = samples.range(i64::MIN, i64::MAX);
+        assert_eq!(all, [(5, 0.5), (10, 1.1), (15, 1.5), (20, 2.5)]);
+        assert_eq!(samples.range(10, 15), [(10, 1.1), (15, 1.5)]);
+        assert_eq!(samples.range(11, 14), []);
+        assert_eq!(samples.range(30, 20), []);
+        assert_eq!(samples.trim(21), 4);
+        assert_eq!(samples.len(), 0);
     }
 
     #[test]
     fn engine_samples_merge_under_newer_writes() {
-        let mut samples = vec![(20, 9.0), (40, 4.0)];
-        merge_older(&mut samples, &[(10, 1.0), (20, 2.0), (30, 3.0)]);
-        assert_eq!(samples, [(10, 1.0), (20, 9.0), (30, 3.0), (40, 4.0)]);
-        let mut empty = Vec::new();
-        merge_older(&mut empty, &[(1, 1.0)]);
-        assert_eq!(empty, [(1, 1.0)]);
+        let mut samples = inserted(&[(20, 9.0), (40, 4.0)]);
+        assert_eq!(samples.merge_older(&[(10, 1.0), (20, 2.0), (30, 3.0)]), 20);
+        let all = samples.range(i64::MIN, i64::MAX);
+        assert_eq!(all, [(10, 1.0), (20, 9.0), (30, 3.0), (40, 4.0)]);
+        let mut empty = SeriesSamples::default();
+        empty.merge_older(&[(1, 1.0)]);
+        assert_eq!(empty.range(0, 1), [(1, 1.0)]);
+    }
+
+    proptest! {
+        #[test]
+        fn series_samples_answer_as_a_sorted_map(
+            writes in prop::collection::vec((0i64..2_000, -50i64..50), 0..1_500),
+            engine in prop::collection::btree_map(0i64..2_000, -50i64..50, 0..300),
+            (start, end) in (0i64..2_100, 0i64..2_100),
+            trim in 0i64..2_100,
+        ) {
+            let mut model = BTreeMap::new();
+            let mut series = SeriesSamples::default();
+            let mut bytes = 0isize;
+            for (i, &(t, v)) in writes.iter().enumerate() {
+                // Mostly in order, some late, some with a fraction.
+                let time = match i % 7 { 0 => t, _ => i as i64 * 2 } * 1_000_000;
+                let value = match i % 5 { 0 => v as f64 / 3.0, _ => v as f64 };
+                let (new, grown) = series.insert(time, value);
+                prop_assert_eq!(new, model.insert(time, value).is_none());
+                bytes += grown;
+            }
+            prop_assert_eq!(bytes as usize, series.bytes());
+            prop_assert_eq!(series.len(), model.len());
+            let want: Vec<Sample> = model.iter()
+                .filter(|(&t, _)| (start * 1_000_000..=end * 1_000_000).contains(&t))
+                .map(|(&t, &v)| (t, v)).collect();
+            prop_assert_eq!(series.range(start * 1_000_000, end * 1_000_000), want);
+
+            let engine: Vec<Sample> = engine.into_iter()
+                .map(|(t, v)| (t * 1_000_000 + 1, v as f64)).collect();
+            series.merge_older(&engine);
+            for (t, v) in engine {
+                model.entry(t).or_insert(v);
+            }
+            let kept_from = series.range(i64::MIN, i64::MAX).len() - series.trim(trim * 1_000_000);
+            let all = series.range(i64::MIN, i64::MAX);
+            prop_assert_eq!(all.len(), kept_from);
+            prop_assert_eq!(series.len(), kept_from);
+            let want: Vec<Sample> = model.range(trim * 1_000_000..).map(|(&t, &v)| (t, v)).collect();
+            prop_assert!(all.ends_with(&want), "every sample from the cut on is kept");
+            prop_assert!(all.iter().all(|s| model.get(&s.0) == Some(&s.1)));
+        }
     }
 }

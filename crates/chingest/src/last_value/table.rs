@@ -20,7 +20,7 @@ use arrow::record_batch::RecordBatch;
 use crate::config::DuplicatePolicy;
 use crate::error::Result;
 use crate::last_value::postings::{Among, TagIndex, TagMatcher, TagsAt};
-use crate::last_value::recent::{self, Sample, SAMPLE_BYTES};
+use crate::last_value::recent::{Sample, SeriesSamples};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
 
@@ -127,7 +127,7 @@ pub(super) const NO_RECENT: i64 = i64::MAX;
 /// are, and its entry in the id → slot map.
 pub(super) const SERIES_BYTES: usize = 40;
 /// A field's first and newest time, value and recent samples' list per
-/// series (strings add their length, samples [`SAMPLE_BYTES`] each).
+/// series (strings add their length, samples their chunks' bytes).
 pub(super) const VALUE_BYTES: usize = 48;
 
 /// The last values of one fact table.
@@ -187,7 +187,7 @@ pub(super) struct FieldColumn {
     pub(super) values: Values,
     /// Numeric fields: the series' samples since the table's
     /// `recent_from`.
-    pub(super) recent: Option<Vec<Vec<Sample>>>,
+    pub(super) recent: Option<Vec<SeriesSamples>>,
     /// The newest time at which a series' point of this field was written
     /// twice while kept in `recent` ([`NO_TIME`]: none): memory holds one
     /// sample there, a table of the `append` policy two rows.
@@ -318,7 +318,7 @@ impl State {
             field.times.push(NO_TIME);
             field.values.push_empty();
             if let Some(recent) = &mut field.recent {
-                recent.push(Vec::new());
+                recent.push(SeriesSamples::default());
             }
         }
         self.untagged += 1;
@@ -354,9 +354,11 @@ impl State {
         let Some(values) = Values::new(ty, self.series.len()) else {
             return Ok(None);
         };
-        let recent = values
-            .is_numeric()
-            .then(|| vec![Vec::new(); self.series.len()]);
+        let recent = values.is_numeric().then(|| {
+            (0..self.series.len())
+                .map(|_| SeriesSamples::default())
+                .collect()
+        });
         self.fields.push(FieldColumn {
             name: name.to_owned(),
             firsts: vec![NO_FIRST; self.series.len()],
@@ -432,7 +434,7 @@ impl State {
                     }
                     Values::String(_) => (0, 0),
                 };
-                self.recent_bytes += grown;
+                self.recent_bytes = self.recent_bytes.saturating_add_signed(grown);
                 self.recent_samples += added;
             }
             match &mut target.values {
@@ -489,7 +491,7 @@ impl State {
             if let Some(recent) = &mut field.recent {
                 for (samples, kept) in recent.iter().zip(&keep) {
                     if !kept {
-                        self.recent_bytes -= samples.capacity() * SAMPLE_BYTES;
+                        self.recent_bytes -= samples.bytes();
                         self.recent_samples -= samples.len();
                     }
                 }
@@ -515,12 +517,12 @@ impl State {
         self.recent_from = from;
         for field in &mut self.fields {
             for samples in field.recent.iter_mut().flatten() {
-                let before = samples.capacity();
+                let before = samples.bytes();
                 self.recent_samples -= match from {
                     NO_RECENT => std::mem::take(samples).len(),
-                    _ => recent::trim(samples, from),
+                    _ => samples.trim(from),
                 };
-                self.recent_bytes -= (before - samples.capacity()) * SAMPLE_BYTES;
+                self.recent_bytes -= before - samples.bytes();
             }
         }
     }
@@ -533,11 +535,10 @@ impl State {
         let Some(samples) = field.recent.as_mut().map(|r| &mut r[slot]) else {
             return;
         };
-        let (before, count) = (samples.capacity(), samples.len());
-        let both = recent::merge_older(samples, engine);
+        let (before, count) = (samples.bytes(), samples.len());
+        let both = samples.merge_older(engine);
         field.repeated = field.repeated.max(repeated).max(both);
-        self.recent_bytes = (self.recent_bytes + samples.capacity() * SAMPLE_BYTES)
-            .saturating_sub(before * SAMPLE_BYTES);
+        self.recent_bytes = (self.recent_bytes + samples.bytes()).saturating_sub(before);
         self.recent_samples += samples.len() - count;
     }
 
@@ -710,23 +711,22 @@ impl Rows<'_> {
     /// samples added.
     fn record(
         &self,
-        recent: &mut [Vec<Sample>],
+        recent: &mut [SeriesSamples],
         from: i64,
         repeated: &mut i64,
         value: impl Fn(usize) -> f64,
-    ) -> (usize, usize) {
+    ) -> (isize, usize) {
         let (mut grown, mut added) = (0, 0);
         for (row, (&time, &slot)) in self.times.iter().zip(self.slots).enumerate() {
             if time < from || self.nulls.is_some_and(|nulls| nulls.is_null(row)) {
                 continue;
             }
-            let samples = &mut recent[slot as usize];
-            let before = samples.capacity();
-            match recent::insert(samples, time, value(row)) {
+            let (new, grew) = recent[slot as usize].insert(time, value(row));
+            match new {
                 true => added += 1,
                 false => *repeated = (*repeated).max(time),
             }
-            grown += (samples.capacity() - before) * SAMPLE_BYTES;
+            grown += grew;
         }
         (grown, added)
     }
@@ -844,9 +844,7 @@ impl TableLast {
             .map(|id| {
                 let slot = state.index.get(id);
                 match (recent, slot) {
-                    (Some(recent), Some(&slot)) => {
-                        recent::range(&recent[slot as usize], from, end).to_vec()
-                    }
+                    (Some(recent), Some(&slot)) => recent[slot as usize].range(from, end),
                     _ => Vec::new(),
                 }
             })
