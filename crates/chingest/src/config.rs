@@ -493,6 +493,11 @@ pub struct LastValueConfig {
     /// that are no decimals). A measurement whose samples would pass it
     /// keeps a shorter span.
     pub recent_max_bytes: usize,
+    /// Upper bound on the chunk cache: samples older than the recent
+    /// window, read from the engine by 2 h blocks and kept compressed for
+    /// the next read of that range (the least recently used dropped
+    /// first). Zero: none are kept.
+    pub chunk_cache_bytes: usize,
 }
 
 impl Default for LastValueConfig {
@@ -508,6 +513,7 @@ impl Default for LastValueConfig {
             max_bytes: 0,
             recent_span: Duration::from_secs(26 * 3600),
             recent_max_bytes: 512 << 20,
+            chunk_cache_bytes: 512 << 20,
         }
     }
 }

@@ -19,8 +19,8 @@ use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
-    self, BoxFuture, IndexedSeries, LastSeries, LastValues, RebuildSource, RecentSamples,
-    TagMatcher,
+    self, BoxFuture, ChunkCache, IndexedSeries, LastSeries, LastValues, RebuildSource,
+    RecentSamples, TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;
@@ -190,8 +190,10 @@ impl Ingestor {
         // is off and those reads go to the shards.
         let cached = match &config.storage {
             StorageMode::Embedded => config.last_values.clone(),
+            // Other nodes change the shards unseen: no block would hold.
             StorageMode::ClickHouse(_) => LastValueConfig {
                 measurements: Vec::new(),
+                chunk_cache_bytes: 0,
                 ..config.last_values.clone()
             },
         };
@@ -731,6 +733,12 @@ impl Ingestor {
     /// stays what it was.
     pub fn engine_complete_before(&self) -> i64 {
         self.shared.writer.earliest_in_flight()
+    }
+
+    /// The chunk cache: samples older than the recent window, kept by
+    /// the readers that read them from the engine, by block.
+    pub fn chunk_cache(&self) -> &ChunkCache {
+        self.shared.reader.chunk_cache()
     }
 
     /// Each of `ids`' samples of numeric field `field` of `measurement` in

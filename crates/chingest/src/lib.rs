@@ -74,8 +74,8 @@ pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};
 pub use ingestor::Ingestor;
 pub use last_value::{
-    IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher, TagTest,
-    SETTLED_AFTER,
+    ChunkCache, IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher,
+    TagTest, BLOCK_NS, SETTLED_AFTER,
 };
 pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};

@@ -180,6 +180,16 @@ pub struct IngestStats {
     /// Reads of samples the recent samples could not answer (too old, the
     /// measurement not cached or being rebuilt): they went to the engine.
     pub recent_misses: AtomicU64,
+    /// Blocks of older samples in the chunk cache now.
+    pub chunk_cache_blocks: AtomicU64,
+    /// Bytes those blocks take now (an estimate).
+    pub chunk_cache_bytes: AtomicU64,
+    /// Series' reads of older samples the chunk cache answered.
+    pub chunk_cache_hits: AtomicU64,
+    /// Series' reads of older samples it did not (read from the engine).
+    pub chunk_cache_misses: AtomicU64,
+    /// Blocks dropped for its memory bound.
+    pub chunk_cache_evictions: AtomicU64,
     /// In the `clickhouse` storage mode, refreshes that learnt what other
     /// nodes created on the shards (or found nothing new).
     pub catalog_refreshes: AtomicU64,
@@ -278,6 +288,11 @@ impl Default for IngestStats {
             index_reads: AtomicU64::new(0),
             recent_reads: AtomicU64::new(0),
             recent_misses: AtomicU64::new(0),
+            chunk_cache_blocks: AtomicU64::new(0),
+            chunk_cache_bytes: AtomicU64::new(0),
+            chunk_cache_hits: AtomicU64::new(0),
+            chunk_cache_misses: AtomicU64::new(0),
+            chunk_cache_evictions: AtomicU64::new(0),
             catalog_refreshes: AtomicU64::new(0),
             catalog_refresh_errors: AtomicU64::new(0),
             downsampling_passes: AtomicU64::new(0),

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS, SETTLED_AFTER};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -655,7 +655,7 @@ impl Source<'_> {
             .recent_samples(table, &candidate.field, &ids, range)
         else {
             return self
-                .engine_samples(
+                .older_samples(
                     candidate,
                     matchers,
                     found,
@@ -679,7 +679,7 @@ impl Source<'_> {
         let mut out = match from > start {
             true => {
                 let engine_end = (from - 1).min(end);
-                self.engine_samples(
+                self.older_samples(
                     candidate,
                     matchers,
                     found,
@@ -701,14 +701,13 @@ impl Source<'_> {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
-            if samples.is_empty() {
-                continue;
-            }
-            if samples.len() > *budget {
-                return Err(too_many_samples(self.limits.max_samples));
-            }
-            *budget -= samples.len();
-            out.entry(id).or_default().extend(samples);
+            take_samples(
+                &mut out,
+                id,
+                samples.into_iter(),
+                budget,
+                self.limits.max_samples,
+            )?;
         }
         Ok(out)
     }
@@ -956,13 +955,7 @@ impl Source<'_> {
             for (id, mut points) in points {
                 // One sample per ms: the engine may hold several (retried
                 // writes under the `append` policy, ns times); the last read wins.
-                points.dedup_by(|later, earlier| {
-                    let same = later.0 == earlier.0;
-                    if same {
-                        *earlier = *later;
-                    }
-                    same
-                });
+                dedup_last(&mut points);
                 out.push(Series {
                     labels: found[&id].clone(),
                     points,
@@ -970,6 +963,122 @@ impl Source<'_> {
             }
         }
         crate::value::sort_by_labels(&mut out);
+        Ok(out)
+    }
+
+    /// The samples of `found`'s series of `candidate` in `[start, end]`
+    /// (ms) older than memory's window, by id: the settled blocks' from
+    /// the chunk cache, those it misses read from the engine whole and
+    /// kept there, the rest (unsettled times, thinned reads of rollups)
+    /// from the engine.
+    async fn older_samples(
+        &self,
+        candidate: &Candidate,
+        matchers: &[LabelMatcher],
+        found: &HashMap<u64, Labels>,
+        (start, end): (i64, i64),
+        level: Option<&ThinLevel>,
+        budget: &mut usize,
+    ) -> Result<SamplesById, Error> {
+        let cache = self.ingestor.chunk_cache();
+        let (database, rp, _) = self.table_of(candidate);
+        // The version first: a change from here on leaves what is put
+        // below stale. Then how far the engine is whole, and settled.
+        let version = self.ingestor.settled_version(database);
+        let complete = self.ingestor.engine_complete_before().div_euclid(1_000_000);
+        let settled = crate::now_ms() - SETTLED_AFTER.as_millis() as i64;
+        let block = BLOCK_NS / 1_000_000;
+        // The last ms of the last block wholly before both.
+        let cached_end = (settled.min(complete).div_euclid(block) * block - 1).min(end);
+        // Blocks retention may be dropping rows of (as parts merge) are
+        // read as the engine has them.
+        let kept = self
+            .ingestor
+            .retention_policies(database)
+            .into_iter()
+            .find(|(name, _)| name == rp)
+            .and_then(|(_, duration)| duration)
+            .map_or(i64::MIN / 2, |d| crate::now_ms() - d.as_millis() as i64);
+        let first_kept = (kept.div_euclid(block) + i64::from(kept.rem_euclid(block) > 0)) * block;
+        let cached_start = start.max(first_kept);
+        if level.is_some() || !cache.enabled() || cached_end < cached_start {
+            return self
+                .engine_samples(candidate, matchers, found, (start, end), level, budget)
+                .await;
+        }
+        let mut out = match cached_start > start {
+            true => {
+                let range = (start, cached_start - 1);
+                self.engine_samples(candidate, matchers, found, range, None, budget)
+                    .await?
+            }
+            false => SamplesById::with_capacity(found.len()),
+        };
+        let start = cached_start;
+        let scope = format!(
+            "promql {} {}",
+            candidate.names.storage_table, candidate.field
+        );
+        let ids: Vec<u64> = found.keys().copied().collect();
+        let held = cache.get(&scope, &ids, ms_to_ns(start, cached_end), version);
+        let mut missed = HashMap::new();
+        for (id, held) in ids.into_iter().zip(held) {
+            match held {
+                Some(samples) => {
+                    let samples = samples
+                        .into_iter()
+                        .map(|(ns, v)| (ns.div_euclid(1_000_000), v));
+                    take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
+                }
+                None => {
+                    missed.insert(id, found[&id].clone());
+                }
+            }
+        }
+        if !missed.is_empty() {
+            // Whole blocks, read once: the sample limit bounds the read,
+            // the query's budget what it takes of it.
+            let blocks = (
+                start.div_euclid(block) * block,
+                (cached_end.div_euclid(block) + 1) * block - 1,
+            );
+            let mut read_budget = self.limits.max_samples;
+            let read = self
+                .engine_samples(candidate, matchers, &missed, blocks, None, &mut read_budget)
+                .await?;
+            for id in missed.into_keys() {
+                let mut samples = read.get(&id).cloned().unwrap_or_default();
+                dedup_last(&mut samples);
+                for at in (blocks.0..=blocks.1).step_by(block as usize) {
+                    let from = samples.partition_point(|s| s.0 < at);
+                    let to = samples.partition_point(|s| s.0 < at + block);
+                    let ns: Vec<(i64, f64)> = samples[from..to]
+                        .iter()
+                        .map(|&(ms, v)| (ms * 1_000_000, v))
+                        .collect();
+                    cache.put(&scope, version, id, at * 1_000_000, &ns);
+                }
+                let from = samples.partition_point(|s| s.0 < start);
+                let to = samples.partition_point(|s| s.0 <= cached_end);
+                let taken = samples.drain(from..to.max(from));
+                take_samples(&mut out, id, taken, budget, self.limits.max_samples)?;
+            }
+        }
+        if cached_end < end {
+            let rest = self
+                .engine_samples(
+                    candidate,
+                    matchers,
+                    found,
+                    (cached_end + 1, end),
+                    None,
+                    budget,
+                )
+                .await?;
+            for (id, samples) in rest {
+                out.entry(id).or_default().extend(samples);
+            }
+        }
         Ok(out)
     }
 
@@ -1287,6 +1396,37 @@ fn read_samples(
         list.push((times.value(row), values.value(row)));
     }
     Ok(())
+}
+
+/// Adds `samples` to series `id`'s in `out`, counting them against the
+/// `budget` of a query whose limit is `limit`.
+fn take_samples(
+    out: &mut SamplesById,
+    id: u64,
+    samples: impl ExactSizeIterator<Item = (i64, f64)>,
+    budget: &mut usize,
+    limit: usize,
+) -> Result<(), Error> {
+    if samples.len() > *budget {
+        return Err(too_many_samples(limit));
+    }
+    *budget -= samples.len();
+    if samples.len() > 0 {
+        out.entry(id).or_default().extend(samples);
+    }
+    Ok(())
+}
+
+/// One sample per time, sorted, the last of equal times kept: what a
+/// selection keeps ([`Source::select`]).
+fn dedup_last(samples: &mut Vec<(i64, f64)>) {
+    samples.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            *earlier = *later;
+        }
+        same
+    });
 }
 
 fn too_many_samples(limit: usize) -> Error {

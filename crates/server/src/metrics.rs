@@ -368,6 +368,21 @@ const INGESTOR_STATS: &[Stat] = &[
         |s| &s.recent_misses,
     ),
     counter(
+        "chingest_chunk_cache_hits_total",
+        "Series' reads of samples older than the recent window answered from the chunk cache.",
+        |s| &s.chunk_cache_hits,
+    ),
+    counter(
+        "chingest_chunk_cache_misses_total",
+        "Series' reads of samples older than the recent window the chunk cache did not hold: read from the engine (and kept).",
+        |s| &s.chunk_cache_misses,
+    ),
+    counter(
+        "chingest_chunk_cache_evictions_total",
+        "Blocks of older samples dropped from the chunk cache for its memory bound.",
+        |s| &s.chunk_cache_evictions,
+    ),
+    counter(
         "chingest_catalog_refreshes_total",
         "Cluster mode: refreshes that learnt what other nodes created on the shards (databases, tables, fields, series).",
         |s| &s.catalog_refreshes,
@@ -459,6 +474,16 @@ const INGESTOR_STATS: &[Stat] = &[
     ),
     gauge("chingest_recent_samples", "Recent samples held in memory.", |s| &s.recent_samples),
     gauge("chingest_recent_bytes", "Bytes of room the recent samples take.", |s| &s.recent_bytes),
+    gauge(
+        "chingest_chunk_cache_blocks",
+        "Blocks (2 h of a series) of older samples in the chunk cache.",
+        |s| &s.chunk_cache_blocks,
+    ),
+    gauge(
+        "chingest_chunk_cache_bytes",
+        "Bytes the chunk cache holds (an estimate; at most last_values.chunk_cache_bytes).",
+        |s| &s.chunk_cache_bytes,
+    ),
     gauge(
         "chingest_queries_running",
         "Read statements running (at most query.max_concurrent).",

@@ -656,8 +656,8 @@ fn hostile_queries_get_their_errors_while_writes_go_on() {
     });
 }
 
-/// `chingest_promql_cache_hits_total` now.
-async fn cache_hits() -> u64 {
+/// The counter `name` of `/metrics` now.
+async fn metric(name: &str) -> u64 {
     let r = client()
         .get(format!("{}/metrics", base()))
         .basic_auth("grafana", Some(TOKEN))
@@ -666,9 +666,14 @@ async fn cache_hits() -> u64 {
         .unwrap();
     let text = r.text().await.unwrap();
     text.lines()
-        .find_map(|l| l.strip_prefix("chingest_promql_cache_hits_total "))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.parse().ok())
-        .expect("the cache's hits are counted")
+        .unwrap_or_else(|| panic!("{name} is counted"))
+}
+
+/// `chingest_promql_cache_hits_total` now.
+async fn cache_hits() -> u64 {
+    metric("chingest_promql_cache_hits_total").await
 }
 
 /// A range query's answer (from the result cache and the recent samples
@@ -678,12 +683,12 @@ fn cached_and_recent_answers_hold_after_late_writes_and_edits() {
     run(cached_answers_hold("promql_cache", origin()))
 }
 
-/// The same a day back, before the recent samples: the answers cached
-/// are read from the engine.
+/// The same three days back, before the recent samples: the answers are
+/// read from the engine, and then from the chunk cache.
 fn cached_answers_from_the_engine_hold_after_late_writes_and_edits() {
     run(cached_answers_hold(
         "promql_cache_engine",
-        origin() - 86_400_000,
+        origin() - 3 * 86_400_000,
     ))
 }
 
@@ -754,6 +759,19 @@ async fn cached_answers_hold(db: &'static str, t0: i64) {
         }
         let (_, jobs) = get(&format!("/api/v1/label/job/values?db={db}")).await;
         assert_eq!(jobs["data"], json!(["x", "y"]));
+        // One series' value at `t` (ms), by an instant query.
+        let value_at = |job: &'static str, t: i64| async move {
+            let (_, at) = get(&format!(
+                "/api/v1/query?db={db}&query={}&time={}",
+                urlencode(&format!("m{{job=\"{job}\"}}")),
+                seconds(t)
+            ))
+            .await;
+            at["data"]["result"][0]["value"][1]
+                .as_str()
+                .map(str::to_owned)
+        };
+        let chunk_hits = metric("chingest_chunk_cache_hits_total").await;
         check("first").await;
         let hits = cache_hits().await;
         check("again").await;
@@ -761,6 +779,13 @@ async fn cached_answers_hold(db: &'static str, t0: i64) {
             cache_hits().await > hits,
             "the second ask is answered from the cache"
         );
+        assert_eq!(value_at("x", t0 + 1_342_500).await.as_deref(), Some("1335"));
+        if t0 < origin() - 86_400_000 {
+            assert!(
+                metric("chingest_chunk_cache_hits_total").await > chunk_hits,
+                "older samples are read again from the chunk cache"
+            );
+        }
 
         // A late write: a sample 38 minutes old, between two others, in
         // the window of the step at 22.5 minutes.
@@ -774,6 +799,10 @@ async fn cached_answers_hold(db: &'static str, t0: i64) {
         )
         .await;
         check("late write").await;
+        assert_eq!(
+            value_at("x", t0 + 1_342_500).await.as_deref(),
+            Some("1000000")
+        );
 
         let edit = |path: &'static str, body: String| async move {
             let r = client()
@@ -795,6 +824,9 @@ async fn cached_answers_hold(db: &'static str, t0: i64) {
         )
         .await;
         check("delete").await;
+        // Inside the deleted span the lookback (5 min) finds the sample
+        // before it (1,885 at 29:45), not the one deleted (2,170 at 34:30).
+        assert_eq!(value_at("y", t0 + 2_070_000).await.as_deref(), Some("1885"));
         edit(
             "update",
             format!(
@@ -804,6 +836,7 @@ async fn cached_answers_hold(db: &'static str, t0: i64) {
         )
         .await;
         check("update").await;
+        assert_eq!(value_at("x", t0 + 2_415_000).await.as_deref(), Some("5"));
     }
 }
 

@@ -55,12 +55,14 @@ use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::TableRef;
 
+mod blocks;
 mod chunk;
 mod postings;
 mod rebuild;
 mod recent;
 mod table;
 
+pub use blocks::{ChunkCache, BLOCK_NS};
 pub use postings::{TagMatcher, TagTest};
 pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
 pub(crate) use table::TableLast;
@@ -113,6 +115,8 @@ pub(crate) struct LastValues {
     /// than [`SETTLED_AFTER`] ago (see
     /// [`settled_version`](Self::settled_version)).
     settled_versions: RwLock<HashMap<String, Arc<AtomicU64>>>,
+    /// Samples older than the recent window, as readers read them.
+    chunks: ChunkCache,
 }
 
 /// How old a sample's time must be for a write of it to count as late:
@@ -131,6 +135,7 @@ impl LastValues {
         stats: Arc<IngestStats>,
     ) -> (LastValues, RebuildQueue) {
         let (rebuilds, queue) = mpsc::unbounded_channel();
+        let chunks = ChunkCache::new(config.chunk_cache_bytes, Arc::clone(&stats));
         let cache = LastValues {
             config,
             stats,
@@ -138,6 +143,7 @@ impl LastValues {
             active: AtomicBool::new(false),
             caches: RwLock::default(),
             settled_versions: RwLock::default(),
+            chunks,
         };
         (cache, queue)
     }
@@ -258,6 +264,11 @@ impl LastValues {
         }
         let mut versions = self.settled_versions.write().unwrap();
         Arc::clone(versions.entry(database.to_owned()).or_default())
+    }
+
+    /// The chunk cache of older samples.
+    pub(crate) fn chunks(&self) -> &ChunkCache {
+        &self.chunks
     }
 
     /// Moves `database`'s settled version on: an answer about its settled

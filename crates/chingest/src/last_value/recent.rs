@@ -35,7 +35,7 @@ pub(super) struct SeriesSamples {
 
 impl SeriesSamples {
     /// Sorted samples, one per time, compressed.
-    fn of_sorted(samples: &[Sample]) -> SeriesSamples {
+    pub(super) fn of_sorted(samples: &[Sample]) -> SeriesSamples {
         let mut chunks = samples.chunks(CHUNK_SAMPLES).map(Open::encode).peekable();
         let mut full = Vec::new();
         while let Some(open) = chunks.next() {

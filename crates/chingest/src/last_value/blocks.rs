@@ -1,0 +1,251 @@
+//! The chunk cache: series' samples older than the recent window, read
+//! from the engine once and kept compressed (`chunk.rs`) in blocks of
+//! [`BLOCK_NS`] aligned to the epoch, the least recently used dropped
+//! first past [`LastValueConfig::chunk_cache_bytes`](crate::LastValueConfig::chunk_cache_bytes).
+//! A panel moved back to last Tuesday reads the engine the first time and
+//! memory after, as one over the last hours does.
+//!
+//! A block holds what its reader read: the cache does not know how (a
+//! reader's `scope` names it, with the table and field), only that it
+//! holds while the database's
+//! [`settled_version`](crate::Ingestor::settled_version) is the one it was
+//! read at. So a reader stores only blocks that are settled and that the
+//! engine holds whole
+//! ([`engine_complete_before`](crate::Ingestor::engine_complete_before),
+//! read after the version), and a late write, edit, retention or
+//! downsampling cut that changes them moves the version: the block is
+//! then a miss, read again.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::last_value::recent::{Sample, SeriesSamples};
+use crate::stats::IngestStats;
+
+/// A block's span: two hours, aligned to the epoch (a Prometheus block's).
+pub const BLOCK_NS: i64 = 2 * 3600 * 1_000_000_000;
+
+/// Bytes counted per block besides its samples: its key, entry and map
+/// slot.
+const ENTRY_BYTES: usize = 96;
+
+/// Older samples by (scope, series, block), within a memory bound.
+#[derive(Debug)]
+pub struct ChunkCache {
+    max_bytes: usize,
+    stats: Arc<IngestStats>,
+    scopes: RwLock<Scopes>,
+    /// Counts uses: a block's last use orders evictions.
+    clock: AtomicU64,
+}
+
+/// Each scope's blocks by (series, block number).
+type Scopes = HashMap<Arc<str>, HashMap<(u64, i64), Block>>;
+
+#[derive(Debug)]
+struct Block {
+    samples: SeriesSamples,
+    version: u64,
+    used: AtomicU64,
+    bytes: usize,
+}
+
+impl ChunkCache {
+    /// A cache of at most `max_bytes` (0: none is kept), counted in
+    /// `stats`.
+    pub(crate) fn new(max_bytes: usize, stats: Arc<IngestStats>) -> ChunkCache {
+        ChunkCache {
+            max_bytes,
+            stats,
+            scopes: RwLock::default(),
+            clock: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether it keeps anything.
+    pub fn enabled(&self) -> bool {
+        self.max_bytes > 0
+    }
+
+    /// For each of `ids`, its samples in `[start, end]` (ns) when every
+    /// block from `start`'s to `end`'s is held at `version`, else `None`
+    /// (a miss: the caller reads the engine and [`put`](Self::put)s them).
+    pub fn get(
+        &self,
+        scope: &str,
+        ids: &[u64],
+        (start, end): (i64, i64),
+        version: u64,
+    ) -> Vec<Option<Vec<Sample>>> {
+        let scopes = self.scopes.read().unwrap();
+        let Some(blocks) = scopes.get(scope) else {
+            self.count(0, ids.len());
+            return vec![None; ids.len()];
+        };
+        let used = self.clock.fetch_add(1, Ordering::Relaxed);
+        let (first, last) = (start.div_euclid(BLOCK_NS), end.div_euclid(BLOCK_NS));
+        let found: Vec<Option<Vec<Sample>>> = ids
+            .iter()
+            .map(|&id| {
+                let mut samples = Vec::new();
+                for at in first..=last {
+                    let block = blocks.get(&(id, at)).filter(|b| b.version == version)?;
+                    block.used.store(used, Ordering::Relaxed);
+                    samples.extend(block.samples.range(start, end));
+                }
+                Some(samples)
+            })
+            .collect();
+        let hits = found.iter().filter(|f| f.is_some()).count();
+        self.count(hits, ids.len() - hits);
+        found
+    }
+
+    fn count(&self, hits: usize, misses: usize) {
+        let stats = &self.stats;
+        stats
+            .chunk_cache_hits
+            .fetch_add(hits as u64, Ordering::Relaxed);
+        stats
+            .chunk_cache_misses
+            .fetch_add(misses as u64, Ordering::Relaxed);
+    }
+
+    /// Keeps series `id`'s samples of the block starting at `block_start`
+    /// (a multiple of [`BLOCK_NS`]), read at `version`: every one the
+    /// block's span holds, sorted by time, one per time.
+    pub fn put(&self, scope: &str, version: u64, id: u64, block_start: i64, samples: &[Sample]) {
+        if !self.enabled() {
+            return;
+        }
+        debug_assert_eq!(block_start.rem_euclid(BLOCK_NS), 0);
+        let samples = SeriesSamples::of_sorted(samples);
+        let bytes = ENTRY_BYTES + samples.bytes();
+        let block = Block {
+            samples,
+            version,
+            used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
+            bytes,
+        };
+        let mut scopes = self.scopes.write().unwrap();
+        let blocks = match scopes.get_mut(scope) {
+            Some(blocks) => blocks,
+            None => scopes.entry(Arc::from(scope)).or_default(),
+        };
+        let key = (id, block_start.div_euclid(BLOCK_NS));
+        let old = blocks.insert(key, block).map_or(0, |old| old.bytes);
+        let held = self.stats.chunk_cache_bytes.load(Ordering::Relaxed) as usize + bytes - old;
+        self.stats
+            .chunk_cache_bytes
+            .store(held as u64, Ordering::Relaxed);
+        if held > self.max_bytes {
+            self.evict(&mut scopes, held);
+        }
+        let count = scopes.values().map(HashMap::len).sum::<usize>();
+        self.stats
+            .chunk_cache_blocks
+            .store(count as u64, Ordering::Relaxed);
+    }
+
+    /// Drops the least recently used blocks until a tenth of the bound is
+    /// free (so evictions come in batches, not one a put).
+    fn evict(&self, scopes: &mut Scopes, held: usize) {
+        let goal = self.max_bytes - self.max_bytes / 10;
+        let mut uses: Vec<(u64, usize)> = scopes
+            .values()
+            .flat_map(|blocks| blocks.values())
+            .map(|b| (b.used.load(Ordering::Relaxed), b.bytes))
+            .collect();
+        uses.sort_unstable();
+        // The first use kept: the oldest uses go until enough is freed.
+        let mut freeing = 0;
+        let cut = uses
+            .iter()
+            .find(|&&(_, bytes)| {
+                freeing += bytes;
+                freeing > held - goal
+            })
+            .map_or(u64::MAX, |&(used, _)| used + 1);
+        let (mut freed, mut evicted) = (0, 0);
+        for blocks in scopes.values_mut() {
+            blocks.retain(|_, block| {
+                let keep = block.used.load(Ordering::Relaxed) >= cut;
+                if !keep {
+                    freed += block.bytes;
+                    evicted += 1;
+                }
+                keep
+            });
+        }
+        scopes.retain(|_, blocks| !blocks.is_empty());
+        let stats = &self.stats;
+        stats
+            .chunk_cache_bytes
+            .store((held - freed) as u64, Ordering::Relaxed);
+        stats
+            .chunk_cache_evictions
+            .fetch_add(evicted, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3600 * 1_000_000_000;
+
+    /// A block's worth of 15 s samples from `start`.
+    fn block(start: i64, value: f64) -> Vec<Sample> {
+        (0..480)
+            .map(|i| (start + i * 15_000_000_000, value + i as f64))
+            .collect()
+    }
+
+    #[test]
+    fn a_range_is_held_when_its_every_block_is_at_the_version() {
+        let cache = ChunkCache::new(1 << 20, Arc::default());
+        cache.put("s", 1, 7, 0, &block(0, 0.0));
+        cache.put("s", 1, 7, BLOCK_NS, &[]);
+        // Within one block, across both, past them, at another version.
+        let one = cache.get("s", &[7], (HOUR, HOUR + 30_000_000_000), 1);
+        assert_eq!(
+            one,
+            [Some(vec![
+                (HOUR, 240.0),
+                (HOUR + 15_000_000_000, 241.0),
+                (HOUR + 30_000_000_000, 242.0)
+            ])]
+        );
+        let both = cache.get("s", &[7, 8], (HOUR, 3 * HOUR), 1);
+        assert_eq!(both[0].as_ref().map(Vec::len), Some(240));
+        assert_eq!(both[1], None, "series 8 was never read");
+        assert_eq!(cache.get("s", &[7], (0, 5 * HOUR), 1), [None]);
+        assert_eq!(cache.get("s", &[7], (0, HOUR), 2), [None], "stale");
+        assert_eq!(cache.get("t", &[7], (0, HOUR), 1), [None], "another scope");
+        let stats = &cache.stats;
+        assert_eq!(stats.chunk_cache_hits.load(Ordering::Relaxed), 2);
+        assert_eq!(stats.chunk_cache_misses.load(Ordering::Relaxed), 4);
+        assert_eq!(stats.chunk_cache_blocks.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn past_the_bound_the_least_recently_used_blocks_go() {
+        let stats = Arc::new(IngestStats::default());
+        let cache = ChunkCache::new(64 << 10, Arc::clone(&stats));
+        for id in 0..400 {
+            cache.put("s", 1, id, 0, &block(0, id as f64 * 1000.0));
+            // Series 0 is read after each put: always the latest used.
+            assert!(cache.get("s", &[0], (0, HOUR), 1)[0].is_some(), "{id}");
+            assert!(stats.chunk_cache_bytes.load(Ordering::Relaxed) <= 64 << 10);
+        }
+        let evicted = stats.chunk_cache_evictions.load(Ordering::Relaxed);
+        let held = stats.chunk_cache_blocks.load(Ordering::Relaxed);
+        assert!(evicted > 0 && held + evicted == 400, "{held} + {evicted}");
+        let newest = cache.get("s", &[399, 1], (0, HOUR), 1);
+        assert!(newest[0].is_some() && newest[1].is_none());
+        let disabled = ChunkCache::new(0, Arc::default());
+        disabled.put("s", 1, 1, 0, &block(0, 0.0));
+        assert_eq!(disabled.get("s", &[1], (0, HOUR), 1), [None]);
+    }
+}
