@@ -4,6 +4,7 @@
 //! [`Limits`]. What PromQL, the series and label lookups and remote read
 //! all read.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -701,13 +702,7 @@ impl Source<'_> {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
-            take_samples(
-                &mut out,
-                id,
-                samples.into_iter(),
-                budget,
-                self.limits.max_samples,
-            )?;
+            take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
         }
         Ok(out)
     }
@@ -1024,10 +1019,10 @@ impl Source<'_> {
         let mut missed = HashMap::new();
         for (id, held) in ids.into_iter().zip(held) {
             match held {
-                Some(samples) => {
-                    let samples = samples
-                        .into_iter()
-                        .map(|(ns, v)| (ns.div_euclid(1_000_000), v));
+                Some(mut samples) => {
+                    for sample in &mut samples {
+                        sample.0 = sample.0.div_euclid(1_000_000);
+                    }
                     take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
                 }
                 None => {
@@ -1060,8 +1055,9 @@ impl Source<'_> {
                 }
                 let from = samples.partition_point(|s| s.0 < start);
                 let to = samples.partition_point(|s| s.0 <= cached_end);
-                let taken = samples.drain(from..to.max(from));
-                take_samples(&mut out, id, taken, budget, self.limits.max_samples)?;
+                samples.truncate(to);
+                samples.drain(..from.min(to));
+                take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
             }
         }
         if cached_end < end {
@@ -1403,7 +1399,7 @@ fn read_samples(
 fn take_samples(
     out: &mut SamplesById,
     id: u64,
-    samples: impl ExactSizeIterator<Item = (i64, f64)>,
+    samples: Vec<(i64, f64)>,
     budget: &mut usize,
     limit: usize,
 ) -> Result<(), Error> {
@@ -1411,8 +1407,12 @@ fn take_samples(
         return Err(too_many_samples(limit));
     }
     *budget -= samples.len();
-    if samples.len() > 0 {
-        out.entry(id).or_default().extend(samples);
+    match out.entry(id) {
+        Entry::Occupied(mut taken) => taken.get_mut().extend(samples),
+        Entry::Vacant(_) if samples.is_empty() => {}
+        Entry::Vacant(none) => {
+            none.insert(samples);
+        }
     }
     Ok(())
 }

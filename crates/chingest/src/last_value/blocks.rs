@@ -92,7 +92,7 @@ impl ChunkCache {
                 for at in first..=last {
                     let block = blocks.get(&(id, at)).filter(|b| b.version == version)?;
                     block.used.store(used, Ordering::Relaxed);
-                    samples.extend(block.samples.range(start, end));
+                    block.samples.range_into(start, end, &mut samples);
                 }
                 Some(samples)
             })

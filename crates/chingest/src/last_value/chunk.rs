@@ -259,6 +259,7 @@ impl View<'_> {
     }
 
     /// Calls `each(time, value)` for every sample, in time order.
+    #[inline]
     pub(super) fn for_each(&self, mut each: impl FnMut(i64, f64)) {
         let unit = UNITS[self.head.unit as usize];
         let mode = Values::from_tag(self.head.values);
@@ -405,52 +406,90 @@ fn mask(width: u32) -> u64 {
     }
 }
 
-/// Reads a [`Bits`] stream.
+/// Reads a [`Bits`] stream, a word at a time.
 struct Reader<'a> {
     bytes: &'a [u8],
-    /// Bits read.
-    at: usize,
+    /// The next byte not yet in `buffer` whole.
+    next: usize,
+    /// The next bits, from the most significant down; those past `held`
+    /// are zero or the very bits that follow (a byte loaded in part).
+    buffer: u64,
+    held: u32,
 }
 
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8]) -> Reader<'a> {
-        Reader { bytes, at: 0 }
+        Reader {
+            bytes,
+            next: 0,
+            buffer: 0,
+            held: 0,
+        }
     }
 
-    /// The next `width` (≤ 64) bits.
-    fn take(&mut self, width: u32) -> u64 {
-        if width == 0 {
-            return 0;
-        }
-        // The 16 bytes from the current one, zero past the end.
-        let byte = self.at / 8;
-        let wide = match self.bytes.get(byte..byte + 16) {
-            Some(window) => u128::from_be_bytes(window.try_into().expect("16 bytes")),
-            None => {
-                let mut window = [0u8; 16];
-                let have = self.bytes.len().saturating_sub(byte);
-                window[..have].copy_from_slice(&self.bytes[byte..]);
-                u128::from_be_bytes(window)
+    /// Loads whole bytes until at least 56 bits are held (zeros past the
+    /// end).
+    #[inline(always)]
+    fn refill(&mut self) {
+        match self.bytes.get(self.next..self.next + 8) {
+            Some(word) => {
+                let word = u64::from_be_bytes(word.try_into().expect("8 bytes"));
+                self.buffer |= word >> self.held;
+                let whole = (63 - self.held) / 8;
+                self.next += whole as usize;
+                self.held += whole * 8;
             }
-        };
-        let shift = 128 - (self.at % 8) as u32 - width;
-        self.at += width as usize;
-        ((wide >> shift) as u64) & mask(width)
+            None => {
+                while self.held <= 56 {
+                    let byte = self.bytes.get(self.next).copied().unwrap_or(0);
+                    self.buffer |= u64::from(byte) << (56 - self.held);
+                    self.next += 1;
+                    self.held += 8;
+                }
+            }
+        }
+    }
+
+    /// The next `width` (1 to 64) bits.
+    #[inline(always)]
+    fn take(&mut self, width: u32) -> u64 {
+        if width > 56 {
+            return self.take_wide(width);
+        }
+        debug_assert!(width > 0, "every field is a bit or more");
+        if width > self.held {
+            self.refill();
+        }
+        let bits = self.buffer >> (64 - width);
+        self.buffer <<= width;
+        self.held -= width;
+        bits
+    }
+
+    /// [`take`](Self::take) of more than 56 bits: two parts.
+    #[cold]
+    fn take_wide(&mut self, width: u32) -> u64 {
+        let high = self.take(32);
+        high << (width - 32) | self.take(width - 32)
     }
 
     /// The next signed number in its [`BUCKETS`] width.
+    #[inline(always)]
     fn take_signed(&mut self) -> i64 {
-        let mut bucket = 0;
-        while bucket < BUCKETS.len() && self.take(1) == 1 {
-            bucket += 1;
+        if self.held < BUCKETS.len() as u32 {
+            self.refill();
         }
-        if bucket == 0 {
-            return 0;
+        // The prefix: a `1` per bucket passed, a `0` unless all are.
+        let bucket = (self.buffer.leading_ones() as usize).min(BUCKETS.len());
+        self.take((bucket + usize::from(bucket < BUCKETS.len())) as u32);
+        match bucket {
+            0 => 0,
+            _ => self.take_extended(BUCKETS[bucket - 1]),
         }
-        self.take_extended(BUCKETS[bucket - 1])
     }
 
     /// The next `width` bits, a two's complement number.
+    #[inline(always)]
     fn take_extended(&mut self, width: u32) -> i64 {
         let shift = 64 - width;
         ((self.take(width) << shift) as i64) >> shift
@@ -458,6 +497,7 @@ impl<'a> Reader<'a> {
 
     /// The next number written by [`Bits::put_windowed`] after one in
     /// `width` bits, and its width.
+    #[inline(always)]
     fn take_windowed(&mut self, width: u8) -> (i64, u8) {
         if self.take(1) == 0 {
             return (0, width);

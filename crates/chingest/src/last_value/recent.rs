@@ -174,6 +174,12 @@ impl SeriesSamples {
     /// The samples in `[start, end]`.
     pub(super) fn range(&self, start: i64, end: i64) -> Vec<Sample> {
         let mut samples = Vec::new();
+        self.range_into(start, end, &mut samples);
+        samples
+    }
+
+    /// Adds the samples in `[start, end]` to `samples`.
+    pub(super) fn range_into(&self, start: i64, end: i64, samples: &mut Vec<Sample>) {
         let skipped = self
             .full
             .partition_point(|chunk| chunk.view().last() < start);
@@ -187,7 +193,6 @@ impl SeriesSamples {
                 }
             });
         }
-        samples
     }
 
     /// Merges samples read from the engine (sorted) into those writes

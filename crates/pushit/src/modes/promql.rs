@@ -71,6 +71,12 @@ pub(crate) struct Args {
     /// keep each bucket's last sample only).
     #[arg(long, default_value = "3000d:5m,6000d:1h", requires = "downsampled")]
     downsampled_levels: String,
+    /// With --dashboard: every range moved this many hours back from the
+    /// data's end (and the dashboard's last hour with it): panels over
+    /// older times, e.g. `--hours 56 --back 48` asks about two days ago,
+    /// past the recent samples (26 h by default).
+    #[arg(long, default_value_t = 0, requires = "dashboard")]
+    back: usize,
     /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
     #[arg(long, default_value_t = 20, requires = "dashboard")]
     hosts: usize,
@@ -277,7 +283,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     ));
     let queries = match (args.dashboard, args.downsampled) {
         _ if args.cardinality.is_some() => promql_cardinality::queries(&data),
-        (true, _) => promql_dashboard::queries(&data, args.hosts),
+        (true, _) => promql_dashboard::queries(&data, args.hosts, args.back),
         (false, true) => long_range_queries(&data),
         (false, false) => queries(&data),
     };

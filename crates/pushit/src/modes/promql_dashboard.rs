@@ -223,9 +223,10 @@ struct Panel {
 
 impl Panel {
     /// Its request k, of [`rotation`] before they repeat: host k mod
-    /// `hosts`, the range ending k steps back in the last hour of `data`.
-    fn request(&self, data: &Data, hosts: usize, k: usize) -> Request {
-        let back = (k as i64 * self.step) % 3_600;
+    /// `hosts`, the range ending k steps back in the hour that ends
+    /// `back_s` before the end of `data`.
+    fn request(&self, data: &Data, hosts: usize, back_s: i64, k: usize) -> Request {
+        let back = back_s + (k as i64 * self.step) % 3_600;
         (self.ask)(&instance(k % hosts), data.end_ms() / 1000 - back, self.step)
     }
 }
@@ -362,18 +363,20 @@ fn rotation(hosts: usize) -> usize {
     POSITIONS / gcd(POSITIONS, hosts) * hosts
 }
 
-/// The dashboard's queries over `data` of `hosts` hosts: each panel and
-/// variable by `--connections` clients; all of them mixed (request k is
-/// panel k mod 8's request k / 8); whole refreshes (refresh r asks every
-/// panel's request r at once).
-pub(super) fn queries(data: &Data, hosts: usize) -> Vec<Query> {
+/// The dashboard's queries over `data` of `hosts` hosts, their ranges
+/// moved `back_hours` back from its end: each panel and variable by
+/// `--connections` clients; all of them mixed (request k is panel k mod
+/// 8's request k / 8); whole refreshes (refresh r asks every panel's
+/// request r at once).
+pub(super) fn queries(data: &Data, hosts: usize, back_hours: usize) -> Vec<Query> {
+    let back_s = back_hours as i64 * 3_600;
     let rotation = rotation(hosts);
     let mut queries: Vec<Query> = PANELS
         .iter()
         .map(|panel| Query {
             name: panel.name.to_owned(),
             requests: (0..rotation)
-                .map(|k| panel.request(data, hosts, k))
+                .map(|k| panel.request(data, hosts, back_s, k))
                 .collect(),
             round: 1,
             load: Load::Concurrent,
@@ -385,7 +388,7 @@ pub(super) fn queries(data: &Data, hosts: usize) -> Vec<Query> {
             .flat_map(|k| {
                 PANELS
                     .iter()
-                    .map(move |panel| panel.request(data, hosts, k))
+                    .map(move |panel| panel.request(data, hosts, back_s, k))
             })
             .collect()
     };
@@ -473,7 +476,7 @@ mod tests {
         let two = generate(2, 2, NOW_MS);
         assert_eq!(one.requests(), two.requests());
         let texts = |data: &Data| -> Vec<String> {
-            queries(data, 2)
+            queries(data, 2, 0)
                 .iter()
                 .flat_map(|query| query.requests.iter().map(Request::text))
                 .collect()
@@ -483,9 +486,14 @@ mod tests {
 
     #[test]
     fn moving_ends_stay_in_the_data_and_take_turns() {
-        let data = generate(7, 1, NOW_MS);
+        let data = generate(7, 3, NOW_MS);
         let (first_s, last_s) = (data.time_ms(0) / 1000, data.end_ms() / 1000);
-        let queries = queries(&data, 7);
+        assert_eq!(
+            queries(&data, 7, 2)[2].requests[0].params[1].1,
+            (last_s - 2 * 3_600 - 6 * 3_600).to_string(),
+            "moved back 2 h"
+        );
+        let queries = queries(&data, 7, 0);
         assert_eq!(queries.len(), 10);
         for (query, panel) in queries.iter().zip(&PANELS) {
             // Every host at every position.
