@@ -668,15 +668,48 @@ fn extrapolated_rate(points: &[(i64, f64)], m: &Span, counter: bool, rate: bool)
     if points.len() < 2 {
         return None;
     }
-    let (first, last) = (points[0], points[points.len() - 1]);
-    let mut result = last.1 - first.1;
+    let mut change = points[points.len() - 1].1 - points[0].1;
     if counter {
         for w in points.windows(2) {
             if w[1].1 < w[0].1 {
-                result += w[0].1;
+                change += w[0].1;
             }
         }
     }
+    Some(extrapolated(points, m, change, counter, rate))
+}
+
+/// The counter rates (`rate`, `increase`) of `points` in the windows
+/// `windows` gives (their ranges of indices and spans), without a stale
+/// marker among them: each window's resets found among the series' own,
+/// not by a look at every pair again, and added in the same order.
+pub(super) fn counter_rates(
+    points: &[(i64, f64)],
+    rate: bool,
+    windows: impl Iterator<Item = (usize, usize, Span)>,
+) -> Vec<Option<f64>> {
+    let resets: Vec<usize> = (1..points.len())
+        .filter(|&i| points[i].1 < points[i - 1].1)
+        .collect();
+    windows
+        .map(|(from, to, span)| {
+            if to < from + 2 {
+                return None;
+            }
+            let mut change = points[to - 1].1 - points[from].1;
+            let first = resets.partition_point(|&i| i <= from);
+            for &i in resets[first..].iter().take_while(|&&i| i < to) {
+                change += points[i - 1].1;
+            }
+            Some(extrapolated(&points[from..to], &span, change, true, rate))
+        })
+        .collect()
+}
+
+/// Prometheus's extrapolation of the `change` over `points` (two or more)
+/// to the window `m`.
+fn extrapolated(points: &[(i64, f64)], m: &Span, result: f64, counter: bool, rate: bool) -> f64 {
+    let (first, last) = (points[0], points[points.len() - 1]);
     let mut to_start = (first.0 - m.start) as f64 / 1000.0;
     let to_end = (m.end - last.0) as f64 / 1000.0;
     let sampled = (last.0 - first.0) as f64 / 1000.0;
@@ -703,7 +736,7 @@ fn extrapolated_rate(points: &[(i64, f64)], m: &Span, counter: bool, rate: bool)
     if rate {
         factor /= m.range_seconds;
     }
-    Some(result * factor)
+    result * factor
 }
 
 /// `irate` and `idelta`: from the last two samples.
@@ -807,6 +840,48 @@ fn holt_winters(points: &[(i64, f64)], smoothing: f64, trend: f64) -> Option<f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counter rates found window by window from the series' resets
+        /// are, to the bit, what a look at each window's pairs gives.
+        #[test]
+        fn counter_rates_of_windows_are_each_windows_own(
+            values in prop::collection::vec(0u32..50, 0..80),
+            windows in prop::collection::vec((0usize..80, 0usize..20), 1..30),
+            rate in any::<bool>(),
+        ) {
+            let points: Vec<(i64, f64)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as i64 * 15_000, f64::from(v) * 1.37))
+                .collect();
+            let windows: Vec<(usize, usize, Span)> = windows
+                .into_iter()
+                .map(|(from, len)| {
+                    let from = from.min(points.len());
+                    let to = (from + len).min(points.len());
+                    let span = Span {
+                        start: from as i64 * 15_000 - 7_000,
+                        end: to as i64 * 15_000 + 3_000,
+                        range_seconds: 300.0,
+                    };
+                    (from, to, span)
+                })
+                .collect();
+            let want: Vec<Option<u64>> = windows
+                .iter()
+                .map(|(from, to, span)| {
+                    extrapolated_rate(&points[*from..*to], span, true, rate).map(f64::to_bits)
+                })
+                .collect();
+            let got: Vec<Option<u64>> = counter_rates(&points, rate, windows.into_iter())
+                .into_iter()
+                .map(|v| v.map(f64::to_bits))
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn bucket_quantiles_follow_prometheus() {

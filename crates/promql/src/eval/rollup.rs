@@ -22,7 +22,7 @@ use std::sync::Arc;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 
 use super::aggregate::group_labels;
-use super::functions::{unparen, window_function, Span};
+use super::functions::{counter_rates, unparen, window_function, Span};
 use super::{duration_ms, key, window, Evaluator};
 use crate::error::Error;
 use crate::value::{is_stale, Labels, Sample, METRIC_NAME};
@@ -148,21 +148,30 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
             false => s.labels.without_name(),
         };
         let mut cursor = (0, 0);
-        let mut values = Vec::with_capacity(grid.steps);
         // Most series have no stale marker: their windows need no look.
         let has_stale = s.points.iter().any(|p| is_stale(p.1));
+        let span = |reference: i64| Span {
+            start: reference - range,
+            end: reference,
+            range_seconds: range as f64 / 1000.0,
+        };
+        if let ("rate" | "increase", false) = (name, has_stale) {
+            let windows = (0..grid.steps).map(|k| {
+                let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
+                window(&s.points, &mut cursor, reference, range, false);
+                (cursor.0, cursor.1, span(reference))
+            });
+            out.push((labels, counter_rates(&s.points, name == "rate", windows)));
+            continue;
+        }
+        let mut values = Vec::with_capacity(grid.steps);
         for k in 0..grid.steps {
             // As `Evaluator::windows` reads a selector at one time.
             let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
             let points = window(&s.points, &mut cursor, reference, range, has_stale);
-            let span = Span {
-                start: reference - range,
-                end: reference,
-                range_seconds: range as f64 / 1000.0,
-            };
             values.push(match points.is_empty() {
                 true => None,
-                false => f(&points, &span),
+                false => f(&points, &span(reference)),
             });
         }
         out.push((labels, values));
