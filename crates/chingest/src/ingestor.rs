@@ -27,7 +27,7 @@ use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
-use crate::read::{MeasurementSchema, Reader};
+use crate::read::{MeasurementSchema, Reader, Whole};
 use crate::stats::{IngestStats, PartsSummary};
 use crate::wal;
 use crate::write::appender::Appender;
@@ -733,6 +733,52 @@ impl Ingestor {
     /// stays what it was.
     pub fn engine_complete_before(&self) -> i64 {
         self.shared.writer.earliest_in_flight()
+    }
+
+    /// Each of `ids`' samples of numeric field `field` of `measurement` in
+    /// `db` / `rp` in `[start, end]` (ns), as
+    /// [`recent_samples`](Self::recent_samples) gives them, reaching back
+    /// past the recent window through the chunk cache: blocks of older
+    /// samples read from the engine on a miss and kept
+    /// ([`LastValueConfig::chunk_cache_bytes`](crate::LastValueConfig::chunk_cache_bytes)).
+    /// They start later than `start` ([`RecentSamples::from_ns`]; the
+    /// caller reads the rest from the engine) where its rows are not whole
+    /// there: downsampled or past retention, not settled, not all in the
+    /// engine yet, or more than a fill may read. With no `ids`, it tells
+    /// where they would start.
+    pub async fn samples(
+        &self,
+        (db, rp, measurement): (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+    ) -> Result<Option<RecentSamples>> {
+        // The version first: a change from here on leaves what is kept
+        // stale. Then how far the engine is whole.
+        let version = self.settled_version(db);
+        let complete = self.engine_complete_before();
+        let settled = crate::last_value::now_ns() - crate::SETTLED_AFTER.as_nanos() as i64;
+        let downsampled = self
+            .rollups(db, rp, measurement)
+            .map_or(i64::MIN, |view| view.rows_from);
+        let retained = self
+            .retention_policies(db)
+            .into_iter()
+            .find(|(name, _)| name == rp)
+            .and_then(|(_, duration)| duration)
+            .map_or(i64::MIN, |d| {
+                crate::last_value::now_ns() - i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+            });
+        let whole = Whole {
+            version,
+            rows_from: downsampled.max(retained),
+            settled_before: settled.min(complete),
+        };
+        let table = (db, rp, measurement);
+        self.shared
+            .reader
+            .samples(table, field, ids, range, whole)
+            .await
     }
 
     /// The chunk cache: samples older than the recent window, kept by

@@ -26,6 +26,9 @@ use crate::stats::IngestStats;
 /// A block's span: two hours, aligned to the epoch (a Prometheus block's).
 pub const BLOCK_NS: i64 = 2 * 3600 * 1_000_000_000;
 
+/// The most samples one fill reads (32 MB as read, before compression).
+const MAX_FILL_SAMPLES: usize = 2_000_000;
+
 /// Bytes counted per block besides its samples: its key, entry and map
 /// slot.
 const ENTRY_BYTES: usize = 96;
@@ -46,6 +49,8 @@ type Scopes = HashMap<Arc<str>, HashMap<(u64, i64), Block>>;
 #[derive(Debug)]
 struct Block {
     samples: SeriesSamples,
+    /// Whether its reader found a time with two rows (memory keeps one).
+    repeated: bool,
     version: u64,
     used: AtomicU64,
     bytes: usize,
@@ -75,14 +80,27 @@ impl ChunkCache {
         &self,
         scope: &str,
         ids: &[u64],
-        (start, end): (i64, i64),
+        range: (i64, i64),
         version: u64,
     ) -> Vec<Option<Vec<Sample>>> {
+        self.get_marked(scope, ids, range, version).0
+    }
+
+    /// [`get`](Self::get), and whether a block found was put as
+    /// `repeated`.
+    pub(crate) fn get_marked(
+        &self,
+        scope: &str,
+        ids: &[u64],
+        (start, end): (i64, i64),
+        version: u64,
+    ) -> (Vec<Option<Vec<Sample>>>, bool) {
         let scopes = self.scopes.read().unwrap();
         let Some(blocks) = scopes.get(scope) else {
             self.count(0, ids.len());
-            return vec![None; ids.len()];
+            return (vec![None; ids.len()], false);
         };
+        let mut repeated = false;
         let used = self.clock.fetch_add(1, Ordering::Relaxed);
         let (first, last) = (start.div_euclid(BLOCK_NS), end.div_euclid(BLOCK_NS));
         let found: Vec<Option<Vec<Sample>>> = ids
@@ -92,6 +110,7 @@ impl ChunkCache {
                 for at in first..=last {
                     let block = blocks.get(&(id, at)).filter(|b| b.version == version)?;
                     block.used.store(used, Ordering::Relaxed);
+                    repeated |= block.repeated;
                     block.samples.range_into(start, end, &mut samples);
                 }
                 Some(samples)
@@ -99,7 +118,14 @@ impl ChunkCache {
             .collect();
         let hits = found.iter().filter(|f| f.is_some()).count();
         self.count(hits, ids.len() - hits);
-        found
+        (found, repeated)
+    }
+
+    /// The most samples a fill for an aggregate may read (what half the
+    /// bound holds at two bytes a sample, at most [`MAX_FILL_SAMPLES`]):
+    /// past it, the engine's own aggregation is the cheaper read.
+    pub(crate) fn max_fill_samples(&self) -> usize {
+        (self.max_bytes / 4).min(MAX_FILL_SAMPLES)
     }
 
     fn count(&self, hits: usize, misses: usize) {
@@ -116,6 +142,18 @@ impl ChunkCache {
     /// (a multiple of [`BLOCK_NS`]), read at `version`: every one the
     /// block's span holds, sorted by time, one per time.
     pub fn put(&self, scope: &str, version: u64, id: u64, block_start: i64, samples: &[Sample]) {
+        self.put_marked(scope, version, (id, block_start), samples, false);
+    }
+
+    /// [`put`](Self::put), marked `repeated` if a time had two rows.
+    pub(crate) fn put_marked(
+        &self,
+        scope: &str,
+        version: u64,
+        (id, block_start): (u64, i64),
+        samples: &[Sample],
+        repeated: bool,
+    ) {
         if !self.enabled() {
             return;
         }
@@ -124,6 +162,7 @@ impl ChunkCache {
         let bytes = ENTRY_BYTES + samples.bytes();
         let block = Block {
             samples,
+            repeated,
             version,
             used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
             bytes,

@@ -3,8 +3,11 @@
 //! what the catalog and the last-value cache know, from memory.
 
 pub mod access;
+mod samples;
 pub mod sandbox;
 pub(crate) mod stream;
+
+pub(crate) use samples::Whole;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -240,7 +240,8 @@ async fn raw(
 }
 
 /// Aggregates, per `GROUP BY time` interval when given: from memory when
-/// it holds the range whole, else from the engine. `listed`: the series
+/// it holds the range whole (the recent samples, and the chunk cache
+/// before them), else from the engine. `listed`: the series
 /// the tags select, if the cache already listed them.
 async fn aggregated(
     ctx: &Context<'_>,
@@ -251,7 +252,7 @@ async fn aggregated(
     listed: Option<&[LastSeries]>,
     zone: Option<chrono_tz::Tz>,
 ) -> Result<Vec<Series>, Error> {
-    let remembered = recent::rows(ctx, select, target, plan, aggregation, listed)?;
+    let remembered = recent::rows(ctx, select, target, plan, aggregation, listed).await?;
     let rows = match remembered {
         Some(rows) => rows,
         None if aggregation.rollups => rows(&ctx.ingestor.query_rollups(&aggregation.sql).await?),

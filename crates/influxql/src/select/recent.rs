@@ -1,8 +1,10 @@
-//! Aggregates of recent points from the ingestor's memory
-//! ([`chingest::Ingestor::recent_samples`]) instead of an engine statement:
-//! what a Grafana panel over the last hours asks (`mean(x) … WHERE host =
-//! … AND time > now() - 1h GROUP BY time(1m)`) costs microseconds here
-//! against an engine statement's milliseconds of floor.
+//! Aggregates of points from the ingestor's memory
+//! ([`chingest::Ingestor::samples`]: the recent samples, and before them
+//! the chunk cache, filled from the engine by whole blocks) instead of an
+//! engine statement: what a Grafana panel asks (`mean(x) … WHERE host =
+//! … AND time > now() - 1h GROUP BY time(1m)`), over the last hours or
+//! last January, costs microseconds here against an engine statement's
+//! milliseconds of floor.
 //!
 //! The rows come out as the engine's `GROUP BY` answer does (the same
 //! columns, one row per interval and group with a point), so what follows
@@ -32,7 +34,7 @@ const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
 /// each output's value and time go in a row of `aggregation.width` cells),
 /// from memory; `None` when memory cannot answer it exactly. `listed`: the
 /// series the tags select, when the caller has them from the cache.
-pub(super) fn rows(
+pub(super) async fn rows(
     ctx: &Context<'_>,
     select: &Select,
     target: &Target,
@@ -81,7 +83,7 @@ pub(super) fn rows(
     let whole =
         |samples: &chingest::RecentSamples| samples.from_ns == start && samples.one_row_each;
     // Whether memory reaches back to the start, before listing series.
-    let probe = ctx.ingestor.recent_samples(table, reads[0].1, &[], range);
+    let probe = ctx.ingestor.samples(table, reads[0].1, &[], range).await?;
     if !probe.is_some_and(|probe| whole(&probe)) {
         return Ok(None);
     }
@@ -128,7 +130,7 @@ pub(super) fn rows(
         if samples.contains_key(field) {
             continue;
         }
-        match ctx.ingestor.recent_samples(table, field, &ids, range) {
+        match ctx.ingestor.samples(table, field, &ids, range).await? {
             Some(read) if whole(&read) => samples.insert(field, read.samples),
             _ => return Ok(None),
         };
