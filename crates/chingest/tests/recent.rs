@@ -190,6 +190,8 @@ fn lines(hosts: &[&str], time: i64, v: i64) -> String {
 
 async fn child(phase: &str, dir: &Path) {
     let mut config = IngestConfig::new(dir);
+    // A span the phases' times are placed against (9 h ago is older).
+    config.last_values.recent_span = Duration::from_secs(8 * 3600);
     if phase.starts_with("bound") {
         config.last_values.recent_max_bytes = 64 << 10;
     }

@@ -2,8 +2,8 @@
 //! and on InfluxDB 1.x (Debian's `influxd`, 1.6) holding the same rows.
 //! The data: TSBS cpu-only rows of `--hosts` hosts every 10 s over the
 //! `--hours` before the last whole minute (a live dashboard's data, as
-//! the panels' ranges are recent), the same line-protocol bodies written
-//! to both. The panels: each asked over a moving range, its request k
+//! the panels' ranges are recent), or before `--back` hours earlier, the
+//! same line-protocol bodies written to both. The panels: each asked over a moving range, its request k
 //! asking host k mod hosts with the hour ending k minutes before the data's
 //! end, round and round over the last hour, so consecutive requests differ.
 //! Each panel's first answer is compared between the servers (floats
@@ -33,6 +33,12 @@ pub(crate) struct Args {
     /// 10 s (at least 2: the ranges move over the last hour).
     #[arg(long, default_value_t = 3)]
     hours: usize,
+    /// The data, and every panel's range with it, moved this many hours
+    /// back from the last whole minute: panels over older rows, e.g.
+    /// `--back 72` asks about three days ago, past the recent samples
+    /// (26 h by default).
+    #[arg(long, default_value_t = 0)]
+    back: usize,
     /// Concurrent keep-alive connections.
     #[arg(long, default_value_t = 4)]
     connections: usize,
@@ -98,7 +104,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("÷ influxdb", "over_influxdb", Format::Ratio),
         ],
     );
-    let end_ms = last_whole_minute_ms()?;
+    let end_ms = last_whole_minute_ms()? - args.back as i64 * 3_600_000;
     let steps = args.hours * 3600 / STEP_S as usize;
     let start_ms = end_ms - steps as i64 * STEP_S * 1000;
     ctx.progress(format!(
