@@ -1141,8 +1141,13 @@ async fn downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups() {
     // The node making passes dies: the other takes over.
     let runner = passes.iter().position(|p| *p > 0.0).unwrap();
     drop(nodes.remove(runner));
-    for shard in shards {
-        shard.ensure_up().await;
+    // A shard the kill brings down (`ensure_up`) may take a moment to
+    // fail: up, and still up after a pause, three times over.
+    for _ in 0..3 {
+        for shard in shards {
+            shard.ensure_up().await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let survivor = &nodes[0];
     for db in ["down", "plain"] {
