@@ -83,7 +83,13 @@ pub(super) async fn rows(
     let whole =
         |samples: &chingest::RecentSamples| samples.from_ns == start && samples.one_row_each;
     // Whether memory reaches back to the start, before listing series.
-    let probe = ctx.ingestor.samples(table, reads[0].1, &[], range).await?;
+    // Where rollups answer (a long range, whole buckets), memory answers
+    // only what it holds already: rollups are the cheaper first read.
+    let read = async |field: &str, ids: &[u64]| match aggregation.rollups {
+        true => Ok(ctx.ingestor.recent_samples(table, field, ids, range)),
+        false => ctx.ingestor.samples(table, field, ids, range).await,
+    };
+    let probe = read(reads[0].1, &[]).await?;
     if !probe.is_some_and(|probe| whole(&probe)) {
         return Ok(None);
     }
@@ -130,7 +136,7 @@ pub(super) async fn rows(
         if samples.contains_key(field) {
             continue;
         }
-        match ctx.ingestor.samples(table, field, &ids, range).await? {
+        match read(field, &ids).await? {
             Some(read) if whole(&read) => samples.insert(field, read.samples),
             _ => return Ok(None),
         };
