@@ -757,7 +757,8 @@ impl Ingestor {
         // stale. Then how far the engine is whole.
         let version = self.settled_version(db);
         let complete = self.engine_complete_before();
-        let settled = crate::last_value::now_ns() - crate::last_value::SETTLED_AFTER.as_nanos() as i64;
+        let settled =
+            crate::last_value::now_ns() - crate::last_value::SETTLED_AFTER.as_nanos() as i64;
         let downsampled = self
             .rollups(db, rp, measurement)
             .map_or(i64::MIN, |view| view.rows_from);
