@@ -183,10 +183,16 @@ impl SeriesSamples {
         let skipped = self
             .full
             .partition_point(|chunk| chunk.view().last() < start);
-        for chunk in self.chunks().skip(skipped) {
-            if chunk.first() > end {
-                break;
-            }
+        let within = || {
+            self.chunks()
+                .skip(skipped)
+                .take_while(|chunk| chunk.first() <= end)
+        };
+        // Room for them all at once: a list grown by doubling passes the
+        // allocator's threshold for pages of its own, faulted in afresh
+        // at every read.
+        samples.reserve(within().map(|chunk| chunk.len()).sum());
+        for chunk in within() {
             chunk.for_each(|time, value| {
                 if (start..=end).contains(&time) {
                     samples.push((time, value));
