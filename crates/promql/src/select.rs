@@ -1015,7 +1015,7 @@ impl Source<'_> {
             candidate.names.storage_table, candidate.field
         );
         let ids: Vec<u64> = found.keys().copied().collect();
-        let held = cache.get(&scope, &ids, ms_to_ns(start, cached_end), version);
+        let (held, _) = cache.get(&scope, &ids, ms_to_ns(start, cached_end), version);
         let mut missed = HashMap::new();
         for (id, held) in ids.into_iter().zip(held) {
             match held {
@@ -1044,15 +1044,10 @@ impl Source<'_> {
             for id in missed.into_keys() {
                 let mut samples = read.get(&id).cloned().unwrap_or_default();
                 dedup_last(&mut samples);
-                for at in (blocks.0..=blocks.1).step_by(block as usize) {
-                    let from = samples.partition_point(|s| s.0 < at);
-                    let to = samples.partition_point(|s| s.0 < at + block);
-                    let ns: Vec<(i64, f64)> = samples[from..to]
-                        .iter()
-                        .map(|&(ms, v)| (ms * 1_000_000, v))
-                        .collect();
-                    cache.put(&scope, version, id, at * 1_000_000, &ns);
-                }
+                let ns: Vec<(i64, f64)> =
+                    samples.iter().map(|&(ms, v)| (ms * 1_000_000, v)).collect();
+                let spanned = (blocks.0 * 1_000_000, (blocks.1 + 1) * 1_000_000);
+                cache.put(&scope, version, id, spanned, &ns, false);
                 let from = samples.partition_point(|s| s.0 < start);
                 let to = samples.partition_point(|s| s.0 <= cached_end);
                 samples.truncate(to);

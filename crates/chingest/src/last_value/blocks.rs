@@ -75,20 +75,9 @@ impl ChunkCache {
 
     /// For each of `ids`, its samples in `[start, end]` (ns) when every
     /// block from `start`'s to `end`'s is held at `version`, else `None`
-    /// (a miss: the caller reads the engine and [`put`](Self::put)s them).
+    /// (a miss: the caller reads the engine and [`put`](Self::put)s them);
+    /// and whether a block found was put as `repeated`.
     pub fn get(
-        &self,
-        scope: &str,
-        ids: &[u64],
-        range: (i64, i64),
-        version: u64,
-    ) -> Vec<Option<Vec<Sample>>> {
-        self.get_marked(scope, ids, range, version).0
-    }
-
-    /// [`get`](Self::get), and whether a block found was put as
-    /// `repeated`.
-    pub(crate) fn get_marked(
         &self,
         scope: &str,
         ids: &[u64],
@@ -138,15 +127,28 @@ impl ChunkCache {
             .fetch_add(misses as u64, Ordering::Relaxed);
     }
 
-    /// Keeps series `id`'s samples of the block starting at `block_start`
-    /// (a multiple of [`BLOCK_NS`]), read at `version`: every one the
-    /// block's span holds, sorted by time, one per time.
-    pub fn put(&self, scope: &str, version: u64, id: u64, block_start: i64, samples: &[Sample]) {
-        self.put_marked(scope, version, (id, block_start), samples, false);
+    /// Keeps series `id`'s samples of the whole blocks in `[from, to)`
+    /// (ns, multiples of [`BLOCK_NS`]), read at `version`: every one those
+    /// blocks hold, sorted by time, one per time (a block with none is
+    /// kept too: it is no miss); `repeated` if a time had two rows.
+    pub fn put(
+        &self,
+        scope: &str,
+        version: u64,
+        id: u64,
+        (from, to): (i64, i64),
+        samples: &[Sample],
+        repeated: bool,
+    ) {
+        for at in (from..to).step_by(BLOCK_NS as usize) {
+            let start = samples.partition_point(|s| s.0 < at);
+            let end = samples.partition_point(|s| s.0 < at + BLOCK_NS);
+            self.put_block(scope, version, (id, at), &samples[start..end], repeated);
+        }
     }
 
-    /// [`put`](Self::put), marked `repeated` if a time had two rows.
-    pub(crate) fn put_marked(
+    /// Keeps one block's samples.
+    fn put_block(
         &self,
         scope: &str,
         version: u64,
@@ -244,10 +246,10 @@ mod tests {
     #[test]
     fn a_range_is_held_when_its_every_block_is_at_the_version() {
         let cache = ChunkCache::new(1 << 20, Arc::default());
-        cache.put("s", 1, 7, 0, &block(0, 0.0));
-        cache.put("s", 1, 7, BLOCK_NS, &[]);
+        cache.put("s", 1, 7, (0, BLOCK_NS), &block(0, 0.0), false);
+        cache.put("s", 1, 7, (BLOCK_NS, 2 * BLOCK_NS), &[], false);
         // Within one block, across both, past them, at another version.
-        let one = cache.get("s", &[7], (HOUR, HOUR + 30_000_000_000), 1);
+        let one = cache.get("s", &[7], (HOUR, HOUR + 30_000_000_000), 1).0;
         assert_eq!(
             one,
             [Some(vec![
@@ -256,12 +258,16 @@ mod tests {
                 (HOUR + 30_000_000_000, 242.0)
             ])]
         );
-        let both = cache.get("s", &[7, 8], (HOUR, 3 * HOUR), 1);
+        let both = cache.get("s", &[7, 8], (HOUR, 3 * HOUR), 1).0;
         assert_eq!(both[0].as_ref().map(Vec::len), Some(240));
         assert_eq!(both[1], None, "series 8 was never read");
-        assert_eq!(cache.get("s", &[7], (0, 5 * HOUR), 1), [None]);
-        assert_eq!(cache.get("s", &[7], (0, HOUR), 2), [None], "stale");
-        assert_eq!(cache.get("t", &[7], (0, HOUR), 1), [None], "another scope");
+        assert_eq!(cache.get("s", &[7], (0, 5 * HOUR), 1).0, [None]);
+        assert_eq!(cache.get("s", &[7], (0, HOUR), 2).0, [None], "stale");
+        assert_eq!(
+            cache.get("t", &[7], (0, HOUR), 1).0,
+            [None],
+            "another scope"
+        );
         let stats = &cache.stats;
         assert_eq!(stats.chunk_cache_hits.load(Ordering::Relaxed), 2);
         assert_eq!(stats.chunk_cache_misses.load(Ordering::Relaxed), 4);
@@ -273,18 +279,25 @@ mod tests {
         let stats = Arc::new(IngestStats::default());
         let cache = ChunkCache::new(64 << 10, Arc::clone(&stats));
         for id in 0..400 {
-            cache.put("s", 1, id, 0, &block(0, id as f64 * 1000.0));
+            cache.put(
+                "s",
+                1,
+                id,
+                (0, BLOCK_NS),
+                &block(0, id as f64 * 1000.0),
+                false,
+            );
             // Series 0 is read after each put: always the latest used.
-            assert!(cache.get("s", &[0], (0, HOUR), 1)[0].is_some(), "{id}");
+            assert!(cache.get("s", &[0], (0, HOUR), 1).0[0].is_some(), "{id}");
             assert!(stats.chunk_cache_bytes.load(Ordering::Relaxed) <= 64 << 10);
         }
         let evicted = stats.chunk_cache_evictions.load(Ordering::Relaxed);
         let held = stats.chunk_cache_blocks.load(Ordering::Relaxed);
         assert!(evicted > 0 && held + evicted == 400, "{held} + {evicted}");
-        let newest = cache.get("s", &[399, 1], (0, HOUR), 1);
+        let newest = cache.get("s", &[399, 1], (0, HOUR), 1).0;
         assert!(newest[0].is_some() && newest[1].is_none());
         let disabled = ChunkCache::new(0, Arc::default());
-        disabled.put("s", 1, 1, 0, &block(0, 0.0));
-        assert_eq!(disabled.get("s", &[1], (0, HOUR), 1), [None]);
+        disabled.put("s", 1, 1, (0, BLOCK_NS), &block(0, 0.0), false);
+        assert_eq!(disabled.get("s", &[1], (0, HOUR), 1).0, [None]);
     }
 }

@@ -80,8 +80,7 @@ impl Reader {
         }
         let storage = &facts.schema().names.storage_table;
         let scope = format!("rows {storage} {field}");
-        let (mut held, mut repeated) =
-            cache.get_marked(&scope, ids, (start, older_end), whole.version);
+        let (mut held, mut repeated) = cache.get(&scope, ids, (start, older_end), whole.version);
         let missed: Vec<u64> = ids
             .iter()
             .zip(&held)
@@ -97,22 +96,12 @@ impl Reader {
                 return Ok(in_memory.then_some(recent));
             };
             for (id, held) in ids.iter().zip(&mut held) {
-                let Some((samples, twice)) = filled.get(id) else {
-                    if held.is_none() {
-                        *held = Some(Vec::new());
-                        for at in (first..last).step_by(BLOCK_NS as usize) {
-                            cache.put_marked(&scope, whole.version, (*id, at), &[], false);
-                        }
-                    }
+                if held.is_some() {
                     continue;
-                };
-                for at in (first..last).step_by(BLOCK_NS as usize) {
-                    let from = samples.partition_point(|s| s.0 < at);
-                    let to = samples.partition_point(|s| s.0 < at + BLOCK_NS);
-                    let block = &samples[from..to];
-                    cache.put_marked(&scope, whole.version, (*id, at), block, *twice);
                 }
-                repeated |= *twice;
+                let (samples, twice) = filled.get(id).map_or((&[][..], false), |(s, t)| (s, *t));
+                cache.put(&scope, whole.version, *id, (first, last), samples, twice);
+                repeated |= twice;
                 let from = samples.partition_point(|s| s.0 < start);
                 let to = samples.partition_point(|s| s.0 <= older_end);
                 *held = Some(samples[from..to.max(from)].to_vec());
