@@ -27,7 +27,7 @@ use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
-use crate::read::{MeasurementSchema, Reader, Whole};
+use crate::read::{MeasurementSchema, Reader, WholeRows};
 use crate::stats::{IngestStats, PartsSummary};
 use crate::wal;
 use crate::write::appender::Appender;
@@ -748,38 +748,43 @@ impl Ingestor {
     /// where they would start.
     pub async fn samples(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
     ) -> Result<Option<RecentSamples>> {
+        let whole = self.whole_rows(table);
+        self.shared
+            .reader
+            .samples(table, field, ids, range, whole)
+            .await
+    }
+
+    /// Where the rows of `measurement` in `db` / `rp` are whole now, for a
+    /// reader to keep what it reads of them in the chunk cache.
+    pub fn whole_rows(&self, (db, rp, measurement): (&str, &str, &str)) -> WholeRows {
         // The version first: a change from here on leaves what is kept
         // stale. Then how far the engine is whole.
         let version = self.settled_version(db);
         let complete = self.engine_complete_before();
-        let settled =
-            crate::last_value::now_ns() - crate::last_value::SETTLED_AFTER.as_nanos() as i64;
-        let downsampled = self
-            .rollups(db, rp, measurement)
-            .map_or(i64::MIN, |view| view.rows_from);
-        let retained = self
+        let now = crate::last_value::now_ns();
+        let settled = now - crate::last_value::SETTLED_AFTER.as_nanos() as i64;
+        let retained_from = self
             .retention_policies(db)
             .into_iter()
             .find(|(name, _)| name == rp)
             .and_then(|(_, duration)| duration)
             .map_or(i64::MIN, |d| {
-                crate::last_value::now_ns() - i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+                now - i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
             });
-        let whole = Whole {
+        WholeRows {
             version,
-            rows_from: downsampled.max(retained),
+            retained_from,
+            downsampled_from: self
+                .rollups(db, rp, measurement)
+                .map_or(i64::MIN, |view| view.rows_from),
             settled_before: settled.min(complete),
-        };
-        let table = (db, rp, measurement);
-        self.shared
-            .reader
-            .samples(table, field, ids, range, whole)
-            .await
+        }
     }
 
     /// The chunk cache: samples older than the recent window, kept by

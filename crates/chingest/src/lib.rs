@@ -81,6 +81,7 @@ pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
+pub use read::WholeRows;
 pub use stats::{IngestStats, ShardStats};
 pub use wal::{ReadError as LogReadError, RecordError as LogRecordError};
 pub use write::budget::MemoryReservation;

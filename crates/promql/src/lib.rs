@@ -228,7 +228,7 @@ async fn cached_range(
     Ok(Value::Matrix(out))
 }
 
-pub(crate) fn now_ms() -> i64 {
+fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS, SETTLED_AFTER};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -976,24 +976,18 @@ impl Source<'_> {
         budget: &mut usize,
     ) -> Result<SamplesById, Error> {
         let cache = self.ingestor.chunk_cache();
-        let (database, rp, _) = self.table_of(candidate);
-        // The version first: a change from here on leaves what is put
-        // below stale. Then how far the engine is whole, and settled.
-        let version = self.ingestor.settled_version(database);
-        let complete = self.ingestor.engine_complete_before().div_euclid(1_000_000);
-        let settled = crate::now_ms() - SETTLED_AFTER.as_millis() as i64;
+        // Read where downsampling cut the rows too (the rollups as rows:
+        // the settled version moves with every cut).
+        let whole = self.ingestor.whole_rows(self.table_of(candidate));
+        let version = whole.version;
         let block = BLOCK_NS / 1_000_000;
-        // The last ms of the last block wholly before both.
-        let cached_end = (settled.min(complete).div_euclid(block) * block - 1).min(end);
+        // The last ms of the last block wholly before what is settled and
+        // in the engine.
+        let settled = whole.settled_before.div_euclid(1_000_000);
+        let cached_end = (settled.div_euclid(block) * block - 1).min(end);
         // Blocks retention may be dropping rows of (as parts merge) are
         // read as the engine has them.
-        let kept = self
-            .ingestor
-            .retention_policies(database)
-            .into_iter()
-            .find(|(name, _)| name == rp)
-            .and_then(|(_, duration)| duration)
-            .map_or(i64::MIN / 2, |d| crate::now_ms() - d.as_millis() as i64);
+        let kept = whole.retained_from.div_euclid(1_000_000);
         let first_kept = (kept.div_euclid(block) + i64::from(kept.rem_euclid(block) > 0)) * block;
         let cached_start = start.max(first_kept);
         if level.is_some() || !cache.enabled() || cached_end < cached_start {

@@ -7,7 +7,7 @@ mod samples;
 pub mod sandbox;
 pub(crate) mod stream;
 
-pub(crate) use samples::Whole;
+pub use samples::WholeRows;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

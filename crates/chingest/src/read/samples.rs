@@ -20,16 +20,20 @@ use crate::read::Reader;
 /// and kept as read.
 const MAX_LISTED_IDS: usize = 1_000;
 
-/// Where the engine's rows of a table are whole, for a fill to keep.
+/// Where the engine's rows of a table are whole, for a reader to keep
+/// what it reads of them ([`Ingestor::whole_rows`](crate::Ingestor::whole_rows)).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Whole {
-    /// The database's settled version, read first.
-    pub(crate) version: u64,
-    /// Rows before this (ns) may be gone: downsampled, or past retention.
-    pub(crate) rows_from: i64,
+pub struct WholeRows {
+    /// The database's settled version, read first: what is kept holds
+    /// while it stays.
+    pub version: u64,
+    /// Rows before this (ns) may be gone by retention (as parts merge).
+    pub retained_from: i64,
+    /// Rows before this (ns) are gone or going: downsampled.
+    pub downsampled_from: i64,
     /// Rows at or after this (ns) may not be settled, or not in the engine
     /// yet.
-    pub(crate) settled_before: i64,
+    pub settled_before: i64,
 }
 
 /// One series' samples read by a fill, and whether a time had two rows.
@@ -44,7 +48,7 @@ impl Reader {
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
-        whole: Whole,
+        whole: WholeRows,
     ) -> Result<Option<RecentSamples>> {
         let (mut recent, in_memory) = match self.recent_samples(table, field, ids, (start, end)) {
             Some(recent) => (recent, true),
@@ -69,7 +73,9 @@ impl Reader {
         let first = start.div_euclid(BLOCK_NS) * BLOCK_NS;
         let last = (older_end.div_euclid(BLOCK_NS) + 1) * BLOCK_NS;
         let facts = self.table(table);
-        let coverable = cache.enabled() && first >= whole.rows_from && last <= whole.settled_before;
+        let coverable = cache.enabled()
+            && first >= whole.retained_from.max(whole.downsampled_from)
+            && last <= whole.settled_before;
         let Some(facts) = facts.filter(|_| coverable && recent.from_ns > start) else {
             return Ok(in_memory.then_some(recent));
         };
