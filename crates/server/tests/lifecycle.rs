@@ -1060,7 +1060,6 @@ async fn series_past_the_limit_are_refused_and_counted() {
 /// protocol still meets the per-tag limit.
 async fn a_fleet_past_the_tag_value_limit_is_stored_and_listed_whole() {
     use chingest_proto::prometheus::{Label, Sample, TimeSeries};
-    use prost::Message;
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     config.limits.cardinality.max_values_per_tag = 3;
@@ -1090,14 +1089,8 @@ async fn a_fleet_past_the_tag_value_limit_is_stored_and_listed_whole() {
             .collect(),
         metadata: Vec::new(),
     };
-    let body = snap::raw::Encoder::new()
-        .compress_vec(&request.encode_to_vec())
-        .unwrap();
-    let r = client()
-        .post(format!("{base}/api/v1/write?db=fleet&durability=visible"))
-        .header("Content-Encoding", "snappy")
-        .header("Content-Type", "application/x-protobuf")
-        .body(body)
+    let url = format!("{base}/api/v1/write?db=fleet&durability=visible");
+    let r = support::post_snappy(&url, "application/x-protobuf", &request)
         .send()
         .await
         .unwrap();
