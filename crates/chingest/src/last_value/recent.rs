@@ -80,35 +80,29 @@ impl SeriesSamples {
     /// a replaced value), and the bytes of memory they grew by.
     pub(super) fn insert(&mut self, time: i64, value: f64) -> (bool, isize) {
         let before = self.shell() as isize;
-        let after_full = self
-            .full
-            .last()
-            .is_none_or(|chunk| chunk.view().last() < time);
         let appended = match &mut self.open {
             Some(open) => open.push(time, value),
-            None if after_full => {
+            None if self
+                .full
+                .last()
+                .is_none_or(|chunk| chunk.view().last() < time) =>
+            {
                 self.open = Some(Box::new(Open::encode(&[(time, value)])));
                 true
             }
             None => false,
         };
-        let (new, streams) = match appended {
+        let (new, mut streams) = match appended {
             true => (true, 0),
             // Older than the newest, or a value or time the open chunk's
             // encoding cannot hold: rare (a late or corrected point, a
             // change of precision), the chunk is encoded again.
             false => self.rewrite(time, value),
         };
-        if self
-            .open
-            .as_ref()
-            .is_some_and(|open| open.view().len() >= CHUNK_SAMPLES)
-        {
-            let open = *self.open.take().expect("checked above");
+        if let Some(open) = self.open.take_if(|open| open.view().len() >= CHUNK_SAMPLES) {
             let chunk = open.close();
-            let streams = streams + chunk.bytes() as isize;
+            streams += chunk.bytes() as isize;
             self.full.push(chunk);
-            return (new, self.shell() as isize - before + streams);
         }
         (new, self.shell() as isize - before + streams)
     }
