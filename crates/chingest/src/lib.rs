@@ -55,6 +55,7 @@ mod error;
 mod ingestor;
 mod last_value;
 pub mod layout;
+pub mod parallel;
 pub mod read;
 pub mod stats;
 mod wal;

@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
+use chingest::{parallel, Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -25,6 +25,10 @@ use crate::error::Error;
 use crate::eval::Thinned;
 use crate::naming::{self, Shape};
 use crate::value::{Labels, Series, METRIC_NAME};
+
+/// Series worth a core of their own when samples are turned into
+/// PromQL's (`parallel::map`).
+const SERIES_PER_TASK: usize = 32;
 
 /// How much one query may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,7 +264,9 @@ pub struct Metadata {
     pub unit: String,
 }
 
-/// Samples (ms, value) by series id.
+/// Samples (ms, value) by series id, one per ms: the engine may hold
+/// several (retried writes under the `append` policy, ns times), of which
+/// the last read wins ([`dedup_last`]).
 type SamplesById = HashMap<u64, Vec<(i64, f64)>>;
 
 /// Most series ids a statement lists (about 21 bytes each, well inside
@@ -692,16 +698,26 @@ impl Source<'_> {
             }
             false => SamplesById::with_capacity(ids.len()),
         };
-        for (id, mut samples) in ids.into_iter().zip(recent.samples) {
+        let series: Vec<_> = ids.into_iter().zip(recent.samples).collect();
+        let series = parallel::map(series, SERIES_PER_TASK, |(id, mut samples)| {
             // In place: no second list of every sample.
+            let (mut repeated, mut previous) = (false, i64::MIN);
             for sample in &mut samples {
                 sample.0 = sample.0.div_euclid(1_000_000);
+                repeated |= sample.0 == previous;
+                previous = sample.0;
+            }
+            if repeated {
+                dedup_last(&mut samples);
             }
             samples.drain(..samples.partition_point(|(ms, _)| *ms < from));
             let samples = match thinned {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
+            (id, samples)
+        });
+        for (id, samples) in series {
             take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
         }
         Ok(out)
@@ -947,15 +963,10 @@ impl Source<'_> {
                     sample_budget,
                 )
                 .await?;
-            for (id, mut points) in points {
-                // One sample per ms: the engine may hold several (retried
-                // writes under the `append` policy, ns times); the last read wins.
-                dedup_last(&mut points);
-                out.push(Series {
-                    labels: found[&id].clone(),
-                    points,
-                });
-            }
+            out.extend(points.into_iter().map(|(id, points)| Series {
+                labels: found[&id].clone(),
+                points,
+            }));
         }
         crate::value::sort_by_labels(&mut out);
         Ok(out)
@@ -1037,7 +1048,6 @@ impl Source<'_> {
                 .await?;
             for id in missed.into_keys() {
                 let mut samples = read.get(&id).cloned().unwrap_or_default();
-                dedup_last(&mut samples);
                 let ns: Vec<(i64, f64)> =
                     samples.iter().map(|&(ms, v)| (ms * 1_000_000, v)).collect();
                 let spanned = (blocks.0 * 1_000_000, (blocks.1 + 1) * 1_000_000);
@@ -1115,6 +1125,7 @@ impl Source<'_> {
         for samples in points.values_mut() {
             // Sorted runs (a stable sort keeps the order of equal times).
             samples.sort_by_key(|sample| sample.0);
+            dedup_last(samples);
         }
         Ok(points)
     }
@@ -1409,6 +1420,10 @@ fn take_samples(
 /// One sample per time, sorted, the last of equal times kept: what a
 /// selection keeps ([`Source::select`]).
 fn dedup_last(samples: &mut Vec<(i64, f64)>) {
+    // Most lists hold one sample per time: a look, not a rewrite.
+    if samples.windows(2).all(|pair| pair[0].0 != pair[1].0) {
+        return;
+    }
     samples.dedup_by(|later, earlier| {
         let same = later.0 == earlier.0;
         if same {

@@ -41,6 +41,7 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
     ("config", 0),
     ("stats", 0),
     ("durable", 0),
+    ("parallel", 0),
     ("layout", 1),
     ("wal", 2),
     ("error", 3),

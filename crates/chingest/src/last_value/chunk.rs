@@ -258,48 +258,63 @@ impl View<'_> {
         self.head.count as usize
     }
 
-    /// Calls `each(time, value)` for every sample, in time order.
+    /// Calls `each(time, value)` for every sample, in time order: a loop
+    /// of its own for each way values are kept, so no sample asks which.
     #[inline]
     pub(super) fn for_each(&self, mut each: impl FnMut(i64, f64)) {
-        let unit = UNITS[self.head.unit as usize];
-        let mode = Values::from_tag(self.head.values);
+        if self.head.count == 0 {
+            return;
+        }
         let mut reader = Reader::new(self.bytes);
-        let (mut ticks, mut delta, mut value) = (0i64, 0i64, 0u64);
-        let (mut leading, mut trailing, mut width) = (0u32, 0u32, 0u8);
-        for i in 0..self.head.count {
-            if i == 0 {
-                ticks = reader.take(64) as i64;
-                value = reader.take(64);
-            } else {
-                delta = delta.wrapping_add(reader.take_signed());
-                ticks = ticks.wrapping_add(delta);
-                match mode {
-                    Values::Decimal(_) => {
-                        let change;
-                        (change, width) = reader.take_windowed(width);
-                        value = (value as i64).wrapping_add(change) as u64;
-                    }
-                    Values::Xor => {
-                        if reader.take(1) == 1 {
-                            if reader.take(1) == 1 {
-                                leading = reader.take(5) as u32;
-                                let width = match reader.take(6) as u32 {
-                                    0 => 64,
-                                    width => width,
-                                };
-                                trailing = 64 - leading - width;
-                            }
-                            let width = 64 - leading - trailing;
-                            value ^= reader.take(width) << trailing;
+        let mut times = Times {
+            unit: UNITS[self.head.unit as usize],
+            ticks: reader.take(64) as i64,
+            delta: 0,
+        };
+        let mut value = reader.take(64);
+        let rest = 1..self.head.count;
+        match Values::from_tag(self.head.values) {
+            Values::Decimal(places) => {
+                let scale = POW10[places as usize];
+                each(times.now(), value as i64 as f64 / scale);
+                let mut width = 0;
+                for _ in rest {
+                    let change = match reader.take_steady(width) {
+                        Some(change) => {
+                            times.ticks = times.ticks.wrapping_add(times.delta);
+                            change
                         }
-                    }
+                        None => {
+                            times.next(&mut reader);
+                            let change;
+                            (change, width) = reader.take_windowed(width);
+                            change
+                        }
+                    };
+                    value = (value as i64).wrapping_add(change) as u64;
+                    each(times.now(), value as i64 as f64 / scale);
                 }
             }
-            let float = match mode {
-                Values::Decimal(places) => value as i64 as f64 / POW10[places as usize],
-                Values::Xor => f64::from_bits(value),
-            };
-            each(ticks * unit, float);
+            Values::Xor => {
+                each(times.now(), f64::from_bits(value));
+                let (mut leading, mut trailing) = (0u32, 0u32);
+                for _ in rest {
+                    let time = times.next(&mut reader);
+                    if reader.take(1) == 1 {
+                        if reader.take(1) == 1 {
+                            leading = reader.take(5) as u32;
+                            let width = match reader.take(6) as u32 {
+                                0 => 64,
+                                width => width,
+                            };
+                            trailing = 64 - leading - width;
+                        }
+                        let width = 64 - leading - trailing;
+                        value ^= reader.take(width) << trailing;
+                    }
+                    each(time, f64::from_bits(value));
+                }
+            }
         }
     }
 
@@ -406,6 +421,27 @@ fn mask(width: u32) -> u64 {
     }
 }
 
+/// A chunk's times as they are decoded: changes of interval in `unit`s.
+struct Times {
+    unit: i64,
+    ticks: i64,
+    delta: i64,
+}
+
+impl Times {
+    fn now(&self) -> i64 {
+        self.ticks * self.unit
+    }
+
+    /// The next time, its change of interval read from `reader`.
+    #[inline(always)]
+    fn next(&mut self, reader: &mut Reader<'_>) -> i64 {
+        self.delta = self.delta.wrapping_add(reader.take_signed());
+        self.ticks = self.ticks.wrapping_add(self.delta);
+        self.now()
+    }
+}
+
 /// Reads a [`Bits`] stream, a word at a time.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -493,6 +529,29 @@ impl<'a> Reader<'a> {
     fn take_extended(&mut self, width: u32) -> i64 {
         let shift = 64 - width;
         ((self.take(width) << shift) as i64) >> shift
+    }
+
+    /// The usual sample of a decimal chunk in one look, if it is next: its
+    /// interval unchanged (`0`) and its value unchanged (`0`) or changed
+    /// by a number in the last one's `width` bits (`10`, the number).
+    /// Returns that change; `None` (nothing read) for any other sample.
+    #[inline(always)]
+    fn take_steady(&mut self, width: u8) -> Option<i64> {
+        if self.held < 40 {
+            self.refill();
+        }
+        let (bits, width) = (self.buffer, u32::from(width));
+        let (used, change) = match bits >> 61 {
+            0b000 | 0b001 => (2, 0),
+            0b010 if width > 0 => (3 + width, ((bits << 3) as i64) >> (64 - width)),
+            _ => return None,
+        };
+        if used > self.held {
+            return None;
+        }
+        self.buffer = self.buffer.checked_shl(used).unwrap_or(0);
+        self.held -= used;
+        Some(change)
     }
 
     /// The next number written by [`Bits::put_windowed`] after one in

@@ -187,11 +187,14 @@ impl SeriesSamples {
         // at every read.
         samples.reserve(within().map(|chunk| chunk.len()).sum());
         for chunk in within() {
-            chunk.for_each(|time, value| {
-                if (start..=end).contains(&time) {
-                    samples.push((time, value));
-                }
-            });
+            match start <= chunk.first() && chunk.last() <= end {
+                true => chunk.for_each(|time, value| samples.push((time, value))),
+                false => chunk.for_each(|time, value| {
+                    if (start..=end).contains(&time) {
+                        samples.push((time, value));
+                    }
+                }),
+            }
         }
     }
 

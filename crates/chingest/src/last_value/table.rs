@@ -23,6 +23,7 @@ use crate::last_value::postings::{Among, TagIndex, TagMatcher, TagsAt};
 use crate::last_value::recent::{Sample, SeriesSamples};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
+use crate::parallel;
 
 /// One cached series: its id, tags sorted by key, and the newest value of
 /// each field.
@@ -123,6 +124,10 @@ const NO_TIME: i64 = i64::MIN;
 const NO_FIRST: i64 = i64::MAX;
 /// `recent_from` of a table that keeps no recent samples.
 pub(super) const NO_RECENT: i64 = i64::MAX;
+
+/// Series whose recent samples are worth decoding on a core of their own
+/// (`parallel::map`): a range read of a few series stays on its thread.
+const SERIES_PER_TASK: usize = 32;
 /// Bookkeeping per series besides tags and fields: its id, where its tags
 /// are, and its entry in the id → slot map.
 pub(super) const SERIES_BYTES: usize = 40;
@@ -839,16 +844,13 @@ impl TableLast {
         let recent = column.and_then(|column| column.recent.as_ref());
         let one_row_each = duplicates == DuplicatePolicy::Last
             || column.is_none_or(|column| column.repeated < from);
-        let samples = ids
-            .iter()
-            .map(|id| {
-                let slot = state.index.get(id);
-                match (recent, slot) {
-                    (Some(recent), Some(&slot)) => recent[slot as usize].range(from, end),
-                    _ => Vec::new(),
-                }
-            })
-            .collect();
+        let samples = parallel::map(ids.iter().collect(), SERIES_PER_TASK, |id| {
+            let slot = state.index.get(id);
+            match (recent, slot) {
+                (Some(recent), Some(&slot)) => recent[slot as usize].range(from, end),
+                _ => Vec::new(),
+            }
+        });
         Some(RecentSamples {
             from_ns: from,
             samples,

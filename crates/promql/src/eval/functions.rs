@@ -543,7 +543,7 @@ pub(super) fn quantile(q: f64, mut values: Vec<f64>) -> f64 {
 
 /// A range-vector function's value of one series' window (its points
 /// and the range it covers), if it has one.
-pub(super) type WindowFunction<'a> = dyn Fn(&[(i64, f64)], &Span) -> Option<f64> + 'a;
+pub(super) type WindowFunction<'a> = dyn Fn(&[(i64, f64)], &Span) -> Option<f64> + Send + Sync + 'a;
 
 /// The range-vector functions that take nothing but the window: the same
 /// function of a series' window at every step (what [`super::rollup`]

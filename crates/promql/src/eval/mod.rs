@@ -242,6 +242,22 @@ pub(crate) struct Evaluator {
     pub(crate) groupings: RefCell<HashMap<usize, Option<Arc<rollup::Grouped>>>>,
 }
 
+/// An error once the query is past its `deadline` or its caller went away
+/// (`cancelled`).
+pub(crate) fn check_time(deadline: Instant, cancelled: &AtomicBool) -> Result<(), Error> {
+    if cancelled.load(Ordering::Relaxed) {
+        return Err(Error::Timeout(
+            "query cancelled: the client went away".into(),
+        ));
+    }
+    if Instant::now() > deadline {
+        return Err(Error::Timeout(
+            "query timed out in expression evaluation".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Where a series was last read: the first and the one-past-last index
 /// of its last window (an instant selector uses the second).
 pub(crate) type Cursor = (usize, usize);
@@ -345,17 +361,7 @@ impl Evaluator {
     }
 
     fn check_time(&self) -> Result<(), Error> {
-        if self.cancelled.load(Ordering::Relaxed) {
-            return Err(Error::Timeout(
-                "query cancelled: the client went away".into(),
-            ));
-        }
-        if Instant::now() > self.deadline {
-            return Err(Error::Timeout(
-                "query timed out in expression evaluation".into(),
-            ));
-        }
-        Ok(())
+        check_time(self.deadline, &self.cancelled)
     }
 
     /// The time a selector or subquery is evaluated at for `ts`.

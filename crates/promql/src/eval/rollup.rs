@@ -19,17 +19,22 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use chingest::parallel;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 
 use super::aggregate::group_labels;
 use super::functions::{counter_rates, unparen, window_function, Span};
-use super::{duration_ms, key, window, Evaluator};
+use super::{check_time, duration_ms, key, window, Evaluator};
 use crate::error::Error;
 use crate::value::{is_stale, Labels, Sample, METRIC_NAME};
 
 /// Most (series × steps) values a table holds; past it, the per-step
 /// evaluation runs (its memory is one step's).
 const MAX_VALUES: usize = 20_000_000;
+
+/// Series whose range function is worth a core of their own
+/// (`parallel::map`).
+const SERIES_PER_TASK: usize = 16;
 
 /// The steps of a range query.
 #[derive(Debug, Clone, Copy)]
@@ -140,9 +145,19 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
         return Ok(None);
     }
     let range = duration_ms(range);
-    let mut out = Vec::with_capacity(series.len());
-    for s in series {
-        ev.check_time()?;
+    // As `Evaluator::windows` reads a selector at one time: the same
+    // times for every series.
+    let references: Vec<i64> = (0..grid.steps)
+        .map(|k| ev.reference(&vs.at, &vs.offset, grid.time(k)))
+        .collect();
+    let span = |reference: i64| Span {
+        start: reference - range,
+        end: reference,
+        range_seconds: range as f64 / 1000.0,
+    };
+    let (deadline, cancelled) = (ev.deadline, &*ev.cancelled);
+    let rolled = parallel::map(series.iter().collect(), SERIES_PER_TASK, |s| {
+        check_time(deadline, cancelled)?;
         let labels = match keep_name {
             true => s.labels.clone(),
             false => s.labels.without_name(),
@@ -150,32 +165,26 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
         let mut cursor = (0, 0);
         // Most series have no stale marker: their windows need no look.
         let has_stale = s.points.iter().any(|p| is_stale(p.1));
-        let span = |reference: i64| Span {
-            start: reference - range,
-            end: reference,
-            range_seconds: range as f64 / 1000.0,
-        };
         if let ("rate" | "increase", false) = (name, has_stale) {
-            let windows = (0..grid.steps).map(|k| {
-                let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
+            let windows = references.iter().map(|&reference| {
                 window(&s.points, &mut cursor, reference, range, false);
                 (cursor.0, cursor.1, span(reference))
             });
-            out.push((labels, counter_rates(&s.points, name == "rate", windows)));
-            continue;
+            return Ok((labels, counter_rates(&s.points, name == "rate", windows)));
         }
-        let mut values = Vec::with_capacity(grid.steps);
-        for k in 0..grid.steps {
-            // As `Evaluator::windows` reads a selector at one time.
-            let reference = ev.reference(&vs.at, &vs.offset, grid.time(k));
-            let points = window(&s.points, &mut cursor, reference, range, has_stale);
-            values.push(match points.is_empty() {
-                true => None,
-                false => f(&points, &span(reference)),
-            });
-        }
-        out.push((labels, values));
-    }
+        let values = references
+            .iter()
+            .map(|&reference| {
+                let points = window(&s.points, &mut cursor, reference, range, has_stale);
+                match points.is_empty() {
+                    true => None,
+                    false => f(&points, &span(reference)),
+                }
+            })
+            .collect();
+        Ok((labels, values))
+    });
+    let out = rolled.into_iter().collect::<Result<_, Error>>()?;
     Ok(Some(Rolled { series: out }))
 }
 
