@@ -808,13 +808,30 @@ impl Ingestor {
     /// ([`RecentSamples::one_row_each`]), without counting a read.
     pub fn recent_samples(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
     ) -> Option<RecentSamples> {
-        let table = (db, rp, measurement);
-        self.shared.reader.recent_samples(table, field, ids, range)
+        self.recent_samples_in(table, field, ids, range, 1)
+    }
+
+    /// [`recent_samples`](Self::recent_samples) with times in units of
+    /// `per` ns (1,000,000: ms), floored as they are decoded, the last
+    /// sample of equal times kept: what a reader of a coarser precision
+    /// keeps, without a second pass over the samples.
+    pub fn recent_samples_in(
+        &self,
+        table: (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+        per: i64,
+    ) -> Option<RecentSamples> {
+        assert!(per > 0, "a unit of time is 1 ns or more");
+        self.shared
+            .reader
+            .recent_samples(table, field, ids, range, per)
     }
 
     /// [`query_trusted`](Self::query_trusted), its result as Arrow record

@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{parallel, Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -25,10 +25,6 @@ use crate::error::Error;
 use crate::eval::Thinned;
 use crate::naming::{self, Shape};
 use crate::value::{Labels, Series, METRIC_NAME};
-
-/// Series worth a core of their own when samples are turned into
-/// PromQL's (`parallel::map`).
-const SERIES_PER_TASK: usize = 32;
 
 /// How much one query may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -657,9 +653,9 @@ impl Source<'_> {
         let ids: Vec<u64> = found.keys().copied().collect();
         let range = ms_to_ns(start, end);
         let level = thin.and_then(|thin| self.thin_level(candidate, thin));
-        let Some(recent) = self
-            .ingestor
-            .recent_samples(table, &candidate.field, &ids, range)
+        let Some(recent) =
+            self.ingestor
+                .recent_samples_in(table, &candidate.field, &ids, range, 1_000_000)
         else {
             return self
                 .older_samples(
@@ -698,26 +694,12 @@ impl Source<'_> {
             }
             false => SamplesById::with_capacity(ids.len()),
         };
-        let series: Vec<_> = ids.into_iter().zip(recent.samples).collect();
-        let series = parallel::map(series, SERIES_PER_TASK, |(id, mut samples)| {
-            // In place: no second list of every sample.
-            let (mut repeated, mut previous) = (false, i64::MIN);
-            for sample in &mut samples {
-                sample.0 = sample.0.div_euclid(1_000_000);
-                repeated |= sample.0 == previous;
-                previous = sample.0;
-            }
-            if repeated {
-                dedup_last(&mut samples);
-            }
+        for (id, mut samples) in ids.into_iter().zip(recent.samples) {
             samples.drain(..samples.partition_point(|(ms, _)| *ms < from));
             let samples = match thinned {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
-            (id, samples)
-        });
-        for (id, samples) in series {
             take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
         }
         Ok(out)

@@ -100,7 +100,7 @@ impl ChunkCache {
                     let block = blocks.get(&(id, at)).filter(|b| b.version == version)?;
                     block.used.store(used, Ordering::Relaxed);
                     repeated |= block.repeated;
-                    block.samples.range_into(start, end, &mut samples);
+                    block.samples.range_into(start, end, 1, &mut samples);
                 }
                 Some(samples)
             })

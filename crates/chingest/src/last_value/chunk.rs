@@ -258,16 +258,27 @@ impl View<'_> {
         self.head.count as usize
     }
 
-    /// Calls `each(time, value)` for every sample, in time order: a loop
-    /// of its own for each way values are kept, so no sample asks which.
+    /// Calls `each(time, value)` for every sample, in time order.
     #[inline]
-    pub(super) fn for_each(&self, mut each: impl FnMut(i64, f64)) {
+    pub(super) fn for_each(&self, each: impl FnMut(i64, f64)) {
+        self.for_each_in(1, each);
+    }
+
+    /// Calls `each(time, value)` for every sample, in time order, its time
+    /// in units of `per` ns (floored): a multiplication where the chunk's
+    /// own unit is a multiple of it. A loop of its own for each way values
+    /// are kept, so no sample asks which.
+    #[inline]
+    pub(super) fn for_each_in(&self, per: i64, mut each: impl FnMut(i64, f64)) {
         if self.head.count == 0 {
             return;
         }
         let mut reader = Reader::new(self.bytes);
+        let unit = UNITS[self.head.unit as usize];
         let mut times = Times {
-            unit: UNITS[self.head.unit as usize],
+            unit,
+            per,
+            scale: (unit % per == 0).then_some(unit / per),
             ticks: reader.take(64) as i64,
             delta: 0,
         };
@@ -421,16 +432,24 @@ fn mask(width: u32) -> u64 {
     }
 }
 
-/// A chunk's times as they are decoded: changes of interval in `unit`s.
+/// A chunk's times as they are decoded: changes of interval in `unit`s
+/// (ns), told in units of `per` ns.
 struct Times {
     unit: i64,
+    per: i64,
+    /// `unit / per` where that is whole.
+    scale: Option<i64>,
     ticks: i64,
     delta: i64,
 }
 
 impl Times {
+    #[inline(always)]
     fn now(&self) -> i64 {
-        self.ticks * self.unit
+        match self.scale {
+            Some(scale) => self.ticks * scale,
+            None => (self.ticks * self.unit).div_euclid(self.per),
+        }
     }
 
     /// The next time, its change of interval read from `reader`.

@@ -168,12 +168,13 @@ impl SeriesSamples {
     /// The samples in `[start, end]`.
     pub(super) fn range(&self, start: i64, end: i64) -> Vec<Sample> {
         let mut samples = Vec::new();
-        self.range_into(start, end, &mut samples);
+        self.range_into(start, end, 1, &mut samples);
         samples
     }
 
-    /// Adds the samples in `[start, end]` to `samples`.
-    pub(super) fn range_into(&self, start: i64, end: i64, samples: &mut Vec<Sample>) {
+    /// Adds the samples in `[start, end]` (ns) to `samples`, their times in
+    /// units of `per` ns (floored), the last of equal times kept.
+    pub(super) fn range_into(&self, start: i64, end: i64, per: i64, samples: &mut Vec<Sample>) {
         let skipped = self
             .full
             .partition_point(|chunk| chunk.view().last() < start);
@@ -186,12 +187,16 @@ impl SeriesSamples {
         // allocator's threshold for pages of its own, faulted in afresh
         // at every read.
         samples.reserve(within().map(|chunk| chunk.len()).sum());
+        let mut push = |time: i64, value: f64| match samples.last_mut() {
+            Some(last) if last.0 == time => last.1 = value,
+            _ => samples.push((time, value)),
+        };
         for chunk in within() {
             match start <= chunk.first() && chunk.last() <= end {
-                true => chunk.for_each(|time, value| samples.push((time, value))),
+                true => chunk.for_each_in(per, &mut push),
                 false => chunk.for_each(|time, value| {
                     if (start..=end).contains(&time) {
-                        samples.push((time, value));
+                        push(time.div_euclid(per), value);
                     }
                 }),
             }
@@ -269,6 +274,28 @@ mod tests {
         assert_eq!(samples.range(30, 20), []);
         assert_eq!(samples.trim(21), 4);
         assert_eq!(samples.len(), 0);
+    }
+
+    #[test]
+    fn times_in_a_coarser_unit_are_floored_the_last_of_equal_times_kept() {
+        let ms = |samples: &SeriesSamples, start| {
+            let mut out = Vec::new();
+            samples.range_into(start, i64::MAX, 1_000_000, &mut out);
+            out
+        };
+        // Times in ns: each floored by a division.
+        let ns = SeriesSamples::of_sorted(&[
+            (-1, 5.0),
+            (1_000_000, 1.0),
+            (1_400_000, 2.0),
+            (2_999_999, 3.0),
+            (3_000_000, 4.0),
+        ]);
+        assert_eq!(ms(&ns, i64::MIN), [(-1, 5.0), (1, 2.0), (2, 3.0), (3, 4.0)]);
+        assert_eq!(ms(&ns, 1_200_000), [(1, 2.0), (2, 3.0), (3, 4.0)]);
+        // Times in whole seconds: a multiplication.
+        let seconds = SeriesSamples::of_sorted(&[(-2_000_000_000, 1.0), (5_000_000_000, 2.0)]);
+        assert_eq!(ms(&seconds, i64::MIN), [(-2_000, 1.0), (5_000, 2.0)]);
     }
 
     #[test]

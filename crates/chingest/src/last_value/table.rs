@@ -60,7 +60,11 @@ pub struct RecentSamples {
     /// Where they start (ns): the start asked for, or later when memory
     /// does not reach back so far (the rest is the engine's to answer).
     pub from_ns: i64,
-    /// Each series' samples (time in ns, value), in the order asked for.
+    /// Each series' samples (time, value), in the order asked for: time in
+    /// the unit asked for (ns unless [`Ingestor::recent_samples_in`]
+    /// asked for another), one sample per time.
+    ///
+    /// [`Ingestor::recent_samples_in`]: crate::Ingestor::recent_samples_in
     pub samples: Vec<Vec<(i64, f64)>>,
     /// Whether each sample is one row of the table, as a count or a sum
     /// over the engine's rows sees them: false when a point in the range
@@ -827,12 +831,14 @@ impl TableLast {
     /// not have), where `from` is `start` or, when the cache does not hold
     /// every sample from there on, the time from which it does; `None`
     /// unless the cache is whole and holds every sample of some part of
-    /// the range.
+    /// the range. Times are told in units of `per` ns (1: ns), floored,
+    /// the last sample of equal times kept.
     pub(crate) fn recent(
         &self,
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
+        per: i64,
         duplicates: DuplicatePolicy,
     ) -> Option<RecentSamples> {
         let state = self.ready()?;
@@ -847,7 +853,11 @@ impl TableLast {
         let samples = parallel::map(ids.iter().collect(), SERIES_PER_TASK, |id| {
             let slot = state.index.get(id);
             match (recent, slot) {
-                (Some(recent), Some(&slot)) => recent[slot as usize].range(from, end),
+                (Some(recent), Some(&slot)) => {
+                    let mut samples = Vec::new();
+                    recent[slot as usize].range_into(from, end, per, &mut samples);
+                    samples
+                }
                 _ => Vec::new(),
             }
         });

@@ -270,18 +270,20 @@ impl Reader {
     /// Each series' samples of a numeric field in `range` (ns), or the
     /// part of it memory holds, in `ids`' order; `None` if memory holds
     /// no part of it. Asked with no series, it tells only what memory
-    /// holds, and is not counted as a read.
+    /// holds, and is not counted as a read. Times in units of `per` ns,
+    /// the last of equal times kept.
     pub(crate) fn recent_samples(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
+        per: i64,
     ) -> Option<RecentSamples> {
         let samples = self.table(table).and_then(|table| {
             self.last_values
                 .cache(&table)
-                .recent(field, ids, range, table.duplicates)
+                .recent(field, ids, range, per, table.duplicates)
         });
         let counter = match samples {
             Some(_) => &self.engine.stats.recent_reads,

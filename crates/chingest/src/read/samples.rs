@@ -50,11 +50,12 @@ impl Reader {
         (start, end): (i64, i64),
         whole: WholeRows,
     ) -> Result<Option<RecentSamples>> {
-        let (mut recent, in_memory) = match self.recent_samples(table, field, ids, (start, end)) {
+        let (mut recent, in_memory) = match self.recent_samples(table, field, ids, (start, end), 1)
+        {
             Some(recent) => (recent, true),
             None => {
                 // Memory may hold none of the range: all of it older.
-                let after = self.recent_samples(table, field, &[], (start, i64::MAX));
+                let after = self.recent_samples(table, field, &[], (start, i64::MAX), 1);
                 match after {
                     Some(after) if after.from_ns > end => {
                         let none = RecentSamples {
