@@ -691,6 +691,10 @@ pub(super) fn counter_rates(
     let resets: Vec<usize> = (1..points.len())
         .filter(|&i| points[i].1 < points[i - 1].1)
         .collect();
+    // The last window's times and what they gave: scrapes at a regular
+    // interval, read at steps of a multiple of it, give every window the
+    // same, and its divisions are made once.
+    let mut last: Option<(WindowTimes, Extrapolation, f64)> = None;
     windows
         .map(|(from, to, span)| {
             if to < from + 2 {
@@ -701,42 +705,131 @@ pub(super) fn counter_rates(
             for &i in resets[first..].iter().take_while(|&&i| i < to) {
                 change += points[i - 1].1;
             }
-            Some(extrapolated(&points[from..to], &span, change, true, rate))
+            let times = WindowTimes::of(&points[from..to], &span);
+            let (extrapolation, factor) = match last {
+                Some((seen, extrapolation, factor)) if seen == times => (extrapolation, factor),
+                _ => {
+                    let extrapolation = Extrapolation::of(&points[from..to], &span);
+                    let factor = extrapolation.factor(extrapolation.to_start, rate, &span);
+                    last = Some((times, extrapolation, factor));
+                    (extrapolation, factor)
+                }
+            };
+            let first_value = points[from].1;
+            Some(
+                match extrapolation.may_reach_zero_first(change, first_value) {
+                    false => change * factor,
+                    true => extrapolation.extrapolate(change, first_value, true, rate, &span),
+                },
+            )
         })
         .collect()
+}
+
+/// What a window's extrapolation depends on besides its values: its
+/// first and last sample's distances to its edges, and its sample count.
+#[derive(Clone, Copy, PartialEq)]
+struct WindowTimes {
+    to_start: i64,
+    to_end: i64,
+    sampled: i64,
+    count: usize,
+    range_seconds: u64,
+}
+
+impl WindowTimes {
+    fn of(points: &[(i64, f64)], m: &Span) -> WindowTimes {
+        let (first, last) = (points[0].0, points[points.len() - 1].0);
+        WindowTimes {
+            to_start: first - m.start,
+            to_end: m.end - last,
+            sampled: last - first,
+            count: points.len(),
+            range_seconds: m.range_seconds.to_bits(),
+        }
+    }
+}
+
+/// Prometheus's extrapolation of a window's change to the window's
+/// edges: the times (s) it is made of.
+#[derive(Clone, Copy)]
+struct Extrapolation {
+    to_start: f64,
+    to_end: f64,
+    sampled: f64,
+    average: f64,
+}
+
+impl Extrapolation {
+    /// Of `points` (two or more) in the window `m`.
+    fn of(points: &[(i64, f64)], m: &Span) -> Extrapolation {
+        let (first, last) = (points[0], points[points.len() - 1]);
+        let sampled = (last.0 - first.0) as f64 / 1000.0;
+        Extrapolation {
+            to_start: (first.0 - m.start) as f64 / 1000.0,
+            to_end: (m.end - last.0) as f64 / 1000.0,
+            sampled,
+            average: sampled / (points.len() - 1) as f64,
+        }
+    }
+
+    /// The `change` of a counter whose window starts at `first`,
+    /// extrapolated (`rate`: per second).
+    fn extrapolate(&self, result: f64, first: f64, counter: bool, rate: bool, m: &Span) -> f64 {
+        let mut to_start = self.to_start;
+        if counter && result > 0.0 && first >= 0.0 {
+            let to_zero = self.sampled * (first / result);
+            if to_zero < to_start {
+                to_start = to_zero;
+            }
+        }
+        result * self.factor(to_start, rate, m)
+    }
+
+    /// What the change is multiplied by, the first sample `to_start` (s)
+    /// after the window's start.
+    fn factor(&self, to_start: f64, rate: bool, m: &Span) -> f64 {
+        let threshold = self.average * 1.1;
+        let mut interval = self.sampled;
+        interval += if to_start < threshold {
+            to_start
+        } else {
+            self.average / 2.0
+        };
+        interval += if self.to_end < threshold {
+            self.to_end
+        } else {
+            self.average / 2.0
+        };
+        let mut factor = interval / self.sampled;
+        if rate {
+            factor /= m.range_seconds;
+        }
+        factor
+    }
+
+    /// Whether a counter's `result` from `first` may be extrapolated to
+    /// zero before the window's start ([`extrapolate`](Self::extrapolate)
+    /// then tells); `false` only where that is certain without its
+    /// division: `first × sampled` past `to_start × result` by far more
+    /// than their rounding.
+    fn may_reach_zero_first(&self, result: f64, first: f64) -> bool {
+        if !(result > 0.0 && first >= 0.0) {
+            return false;
+        }
+        if self.to_start == 0.0 {
+            // A time to zero is never below 0.
+            return false;
+        }
+        let (reach, start) = (first * self.sampled, self.to_start * result);
+        !(reach.is_normal() && start.is_normal() && reach > start * (1.0 + 1e-9))
+    }
 }
 
 /// Prometheus's extrapolation of the `change` over `points` (two or more)
 /// to the window `m`.
 fn extrapolated(points: &[(i64, f64)], m: &Span, result: f64, counter: bool, rate: bool) -> f64 {
-    let (first, last) = (points[0], points[points.len() - 1]);
-    let mut to_start = (first.0 - m.start) as f64 / 1000.0;
-    let to_end = (m.end - last.0) as f64 / 1000.0;
-    let sampled = (last.0 - first.0) as f64 / 1000.0;
-    let average = sampled / (points.len() - 1) as f64;
-    if counter && result > 0.0 && first.1 >= 0.0 {
-        let to_zero = sampled * (first.1 / result);
-        if to_zero < to_start {
-            to_start = to_zero;
-        }
-    }
-    let threshold = average * 1.1;
-    let mut interval = sampled;
-    interval += if to_start < threshold {
-        to_start
-    } else {
-        average / 2.0
-    };
-    interval += if to_end < threshold {
-        to_end
-    } else {
-        average / 2.0
-    };
-    let mut factor = interval / sampled;
-    if rate {
-        factor /= m.range_seconds;
-    }
-    result * factor
+    Extrapolation::of(points, m).extrapolate(result, points[0].1, counter, rate, m)
 }
 
 /// `irate` and `idelta`: from the last two samples.
@@ -842,7 +935,70 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The bits of [`counter_rates`] of `windows` over `points`, and of
+    /// each window's own [`extrapolated_rate`].
+    fn rates_both_ways(
+        points: &[(i64, f64)],
+        windows: Vec<(usize, usize, Span)>,
+        rate: bool,
+    ) -> (Vec<Option<u64>>, Vec<Option<u64>>) {
+        let want = windows
+            .iter()
+            .map(|(from, to, span)| {
+                extrapolated_rate(&points[*from..*to], span, true, rate).map(f64::to_bits)
+            })
+            .collect();
+        let got = counter_rates(points, rate, windows.into_iter())
+            .into_iter()
+            .map(|v| v.map(f64::to_bits))
+            .collect();
+        (got, want)
+    }
+
     proptest! {
+        /// Regular scrapes read at regular steps, the windows' divisions
+        /// made once and the time to zero looked at only when it may
+        /// matter: still, to the bit, each window's own extrapolation, for
+        /// counters of any scale, starting anywhere (at 0 too), with resets.
+        #[test]
+        fn counter_rates_of_regular_windows_are_each_windows_own(
+            rises in prop::collection::vec(0u32..6, 2..150),
+            first in prop_oneof![Just(0.0), 0.0f64..2.0, 1e6f64..1e7],
+            scale in prop_oneof![Just(1e-300), Just(1e-3), Just(1.0), Just(0.37), Just(1e300)],
+            phase in 0i64..15_000,
+            step_scrapes in 1i64..6,
+            range_scrapes in 2i64..25,
+            rate in any::<bool>(),
+        ) {
+            let mut value = first * scale;
+            let points: Vec<(i64, f64)> = rises
+                .iter()
+                .enumerate()
+                .map(|(i, &rise)| {
+                    // A rise of 0 restarts the counter.
+                    value = if rise == 0 { 0.0 } else { value + f64::from(rise) * scale };
+                    (i as i64 * 15_000, value)
+                })
+                .collect();
+            let range = range_scrapes * 15_000;
+            let span = |reference: i64| Span {
+                start: reference - range,
+                end: reference,
+                range_seconds: range as f64 / 1000.0,
+            };
+            let windows: Vec<(usize, usize, Span)> = (0..)
+                .map(|k| phase + k * step_scrapes * 15_000)
+                .take_while(|&reference| reference <= points.len() as i64 * 15_000 + range)
+                .map(|reference| {
+                    let from = points.partition_point(|p| p.0 < reference - range);
+                    let to = points.partition_point(|p| p.0 <= reference);
+                    (from, to, span(reference))
+                })
+                .collect();
+            let (got, want) = rates_both_ways(&points, windows, rate);
+            prop_assert_eq!(got, want);
+        }
+
         /// Counter rates found window by window from the series' resets
         /// are, to the bit, what a look at each window's pairs gives.
         #[test]
@@ -869,17 +1025,34 @@ mod tests {
                     (from, to, span)
                 })
                 .collect();
-            let want: Vec<Option<u64>> = windows
-                .iter()
-                .map(|(from, to, span)| {
-                    extrapolated_rate(&points[*from..*to], span, true, rate).map(f64::to_bits)
-                })
-                .collect();
-            let got: Vec<Option<u64>> = counter_rates(&points, rate, windows.into_iter())
-                .into_iter()
-                .map(|v| v.map(f64::to_bits))
-                .collect();
+            let (got, want) = rates_both_ways(&points, windows, rate);
             prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_counter_reaching_zero_just_at_the_window_start_is_extrapolated_as_prometheus_does() {
+        // A window of 20 scrapes 15 s apart, its first 7 s after its start:
+        // a counter from `first` rising by `change` reaches zero about
+        // `285 × first / change` s before its first sample.
+        let span = || Span {
+            start: -7_000,
+            end: 300_000,
+            range_seconds: 300.0,
+        };
+        for (first, change) in [
+            (7.0, 285.0),
+            (7.0 + 1e-12, 285.0),
+            (7.0, 285.0 + 1e-12),
+            (0.7, 28.5),
+        ] {
+            let points: Vec<(i64, f64)> = (0..20)
+                .map(|i| (i * 15_000, first + change * f64::from(i as i32) / 19.0))
+                .collect();
+            let want = extrapolated_rate(&points, &span(), true, true).map(f64::to_bits);
+            let windows = std::iter::once((0, points.len(), span()));
+            let got = counter_rates(&points, true, windows)[0].map(f64::to_bits);
+            assert_eq!(got, want, "first {first}, change {change}");
         }
     }
 
