@@ -154,10 +154,11 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
     let references: Vec<i64> = (0..grid.steps)
         .map(|k| ev.reference(&vs.at, &vs.offset, grid.time(k)))
         .collect();
+    let range_seconds = range as f64 / 1000.0;
     let span = |reference: i64| Span {
         start: reference - range,
         end: reference,
-        range_seconds: range as f64 / 1000.0,
+        range_seconds,
     };
     let (deadline, cancelled) = (ev.deadline, &*ev.cancelled);
     let rolled = parallel::map(series.iter().collect(), SERIES_PER_TASK, |s| {
