@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
     self, BoxFuture, ChunkCache, IndexedSeries, LastSeries, LastValues, RebuildSource,
-    RecentSamples, TagMatcher,
+    CompressedSamples, RecentSamples, TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;
@@ -828,6 +828,23 @@ impl Ingestor {
         range: (i64, i64),
         per: i64,
     ) -> Option<RecentSamples> {
+        assert!(per > 0, "a unit of time is 1 ns or more");
+        self.shared
+            .reader
+            .recent_samples(table, field, ids, range, per)
+    }
+
+    /// [`recent_samples_in`](Self::recent_samples_in), each series'
+    /// samples compressed as memory keeps them, to be decoded where they
+    /// are used.
+    pub fn recent_compressed(
+        &self,
+        table: (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+        per: i64,
+    ) -> Option<RecentSamples<CompressedSamples>> {
         assert!(per > 0, "a unit of time is 1 ns or more");
         self.shared
             .reader

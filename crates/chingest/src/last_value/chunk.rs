@@ -258,6 +258,11 @@ impl View<'_> {
         self.head.count as usize
     }
 
+    /// The ns of the unit its times are kept in.
+    pub(super) fn unit_ns(&self) -> i64 {
+        UNITS[self.head.unit as usize]
+    }
+
     /// Calls `each(time, value)` for every sample, in time order.
     #[inline]
     pub(super) fn for_each(&self, each: impl FnMut(i64, f64)) {

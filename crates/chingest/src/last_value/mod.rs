@@ -65,6 +65,8 @@ mod table;
 pub use blocks::{ChunkCache, BLOCK_NS};
 pub use postings::{TagMatcher, TagTest};
 pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
+pub use recent::CompressedSamples;
+pub(crate) use recent::Taken;
 pub(crate) use table::TableLast;
 pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 

@@ -27,8 +27,8 @@ const CHUNK_SAMPLES: usize = 240;
 
 /// One series' samples of one field, compressed (`chunk.rs`): full chunks
 /// in time order, each before the next, then the one appended to.
-#[derive(Debug, Default)]
-pub(super) struct SeriesSamples {
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SeriesSamples {
     full: Vec<Chunk>,
     open: Option<Box<Open>>,
 }
@@ -203,6 +203,54 @@ impl SeriesSamples {
         }
     }
 
+    /// A copy of the chunks holding samples of `[start, end]`.
+    fn within(&self, start: i64, end: i64) -> SeriesSamples {
+        let skipped = self
+            .full
+            .partition_point(|chunk| chunk.view().last() < start);
+        let full = self.full[skipped..]
+            .iter()
+            .take_while(|chunk| chunk.view().first() <= end)
+            .cloned()
+            .collect();
+        let open = self.open.as_ref().filter(|open| {
+            let view = open.view();
+            view.len() > 0 && view.first() <= end && view.last() >= start
+        });
+        SeriesSamples {
+            full,
+            open: open.cloned(),
+        }
+    }
+
+    /// How many samples [`range_into`](Self::range_into) gives: a chunk
+    /// wholly inside whose unit is a multiple of `per` counted by its
+    /// length (its times stay apart), the others decoded.
+    fn count(&self, start: i64, end: i64, per: i64) -> usize {
+        // Samples counted, and the last one's time in `per`s.
+        let (mut count, mut last) = (0, None);
+        for chunk in self.chunks().filter(|chunk| chunk.len() > 0) {
+            let inside = start <= chunk.first() && chunk.last() <= end;
+            if inside && chunk.unit_ns() % per == 0 {
+                let first = chunk.first().div_euclid(per);
+                count += chunk.len() - usize::from(last == Some(first));
+                last = Some(chunk.last().div_euclid(per));
+                continue;
+            }
+            chunk.for_each(|time, _| {
+                let time = match (start..=end).contains(&time) {
+                    true => time.div_euclid(per),
+                    false => return,
+                };
+                if last != Some(time) {
+                    count += 1;
+                    last = Some(time);
+                }
+            });
+        }
+        count
+    }
+
     /// Merges samples read from the engine (sorted) into those writes
     /// brought while they were read: at a time both have, the write's is
     /// newer and wins. Returns the newest such time ([`i64::MIN`]: none):
@@ -240,6 +288,70 @@ impl SeriesSamples {
         }
         *self = SeriesSamples::of_sorted(&merged);
         both
+    }
+}
+
+
+/// A series' samples of `[start, end]` (ns) as a read takes them, times
+/// in units of `per` ns, the last of equal times kept.
+pub(crate) trait Taken: Default + Send {
+    fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self;
+}
+
+/// Decoded.
+impl Taken for Vec<Sample> {
+    fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self {
+        let mut taken = Vec::new();
+        samples.range_into(start, end, per, &mut taken);
+        taken
+    }
+}
+
+/// Compressed, decoded where used.
+impl Taken for CompressedSamples {
+    fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self {
+        let samples = samples.within(start, end);
+        let len = samples.count(start, end, per);
+        CompressedSamples {
+            samples,
+            start,
+            end,
+            per,
+            len,
+        }
+    }
+}
+
+/// One series' recent samples of a range as memory keeps them,
+/// compressed: a copy of their chunks, decoded where they are used (a
+/// range function's loop reads them from the processor's cache, not from
+/// a list of every sample written out first).
+#[derive(Debug, Clone, Default)]
+pub struct CompressedSamples {
+    samples: SeriesSamples,
+    start: i64,
+    end: i64,
+    per: i64,
+    len: usize,
+}
+
+impl CompressedSamples {
+    /// How many samples [`decode_into`](Self::decode_into) adds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds the samples to `out`, in time order, as
+    /// [`Ingestor::recent_samples_in`](crate::Ingestor::recent_samples_in)
+    /// gives them.
+    pub fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
+        self.samples
+            .range_into(self.start, self.end, self.per, out);
     }
 }
 
@@ -310,6 +422,35 @@ mod tests {
     }
 
     proptest! {
+        /// Compressed samples decode to the decoded read's samples, and
+        /// count them, whatever the chunks' units, the range and the unit
+        /// asked for.
+        #[test]
+        fn compressed_samples_decode_and_count_as_the_decoded_read(
+            steps in prop::collection::vec((1i64..4, 0usize..4), 1..800),
+            (start, end) in (-1i64..3_000, -1i64..3_000),
+            per in prop_oneof![Just(1i64), Just(1_000), Just(1_000_000), Just(1_000_000_000)],
+        ) {
+            // Times of several precisions: whole s, ms, µs and ns.
+            let mut time = 0;
+            let samples: Vec<Sample> = steps
+                .iter()
+                .enumerate()
+                .map(|(i, &(step, precision))| {
+                    time += step * [1_000_000_000, 1_000_000, 1_000, 1][precision] * 997;
+                    (time, i as f64)
+                })
+                .collect();
+            let series = SeriesSamples::of_sorted(&samples);
+            let (start, end) = (start * 1_000_000_000, end * 1_000_000_000);
+            let decoded: Vec<Sample> = Taken::taken(&series, start, end, per);
+            let compressed: CompressedSamples = Taken::taken(&series, start, end, per);
+            let mut out = Vec::new();
+            compressed.decode_into(&mut out);
+            prop_assert_eq!(&out, &decoded);
+            prop_assert_eq!(compressed.len(), decoded.len());
+        }
+
         #[test]
         fn series_samples_answer_as_a_sorted_map(
             writes in prop::collection::vec((0i64..2_000, -50i64..50), 0..1_500),

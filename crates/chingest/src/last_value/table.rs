@@ -20,7 +20,7 @@ use arrow::record_batch::RecordBatch;
 use crate::config::DuplicatePolicy;
 use crate::error::Result;
 use crate::last_value::postings::{Among, TagIndex, TagMatcher, TagsAt};
-use crate::last_value::recent::{Sample, SeriesSamples};
+use crate::last_value::recent::{Sample, SeriesSamples, Taken};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
 use crate::parallel;
@@ -56,16 +56,17 @@ pub struct IndexedSeries {
 /// Recent samples of one field of some series, from memory: every
 /// sample of those series from `from_ns` on (up to the end asked for).
 #[derive(Debug, Clone, PartialEq)]
-pub struct RecentSamples {
+pub struct RecentSamples<S = Vec<(i64, f64)>> {
     /// Where they start (ns): the start asked for, or later when memory
     /// does not reach back so far (the rest is the engine's to answer).
     pub from_ns: i64,
     /// Each series' samples (time, value), in the order asked for: time in
     /// the unit asked for (ns unless [`Ingestor::recent_samples_in`]
-    /// asked for another), one sample per time.
+    /// asked for another), one sample per time; decoded, or compressed
+    /// ([`CompressedSamples`](crate::CompressedSamples)).
     ///
     /// [`Ingestor::recent_samples_in`]: crate::Ingestor::recent_samples_in
-    pub samples: Vec<Vec<(i64, f64)>>,
+    pub samples: Vec<S>,
     /// Whether each sample is one row of the table, as a count or a sum
     /// over the engine's rows sees them: false when a point in the range
     /// was written twice into a table that keeps every row (the `append`
@@ -833,14 +834,14 @@ impl TableLast {
     /// unless the cache is whole and holds every sample of some part of
     /// the range. Times are told in units of `per` ns (1: ns), floored,
     /// the last sample of equal times kept.
-    pub(crate) fn recent(
+    pub(crate) fn recent<S: Taken>(
         &self,
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
         per: i64,
         duplicates: DuplicatePolicy,
-    ) -> Option<RecentSamples> {
+    ) -> Option<RecentSamples<S>> {
         let state = self.ready()?;
         let from = start.max(state.recent_from);
         if from > end || state.recent_from == NO_RECENT {
@@ -853,12 +854,8 @@ impl TableLast {
         let samples = parallel::map(ids.iter().collect(), SERIES_PER_TASK, |id| {
             let slot = state.index.get(id);
             match (recent, slot) {
-                (Some(recent), Some(&slot)) => {
-                    let mut samples = Vec::new();
-                    recent[slot as usize].range_into(from, end, per, &mut samples);
-                    samples
-                }
-                _ => Vec::new(),
+                (Some(recent), Some(&slot)) => S::taken(&recent[slot as usize], from, end, per),
+                _ => S::default(),
             }
         });
         Some(RecentSamples {

@@ -19,7 +19,7 @@ use crate::catalog::{self, Catalog, Table};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::{
+use crate::last_value::{Taken, 
     ChunkCache, IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher,
 };
 use crate::layout::schema;
@@ -272,14 +272,14 @@ impl Reader {
     /// no part of it. Asked with no series, it tells only what memory
     /// holds, and is not counted as a read. Times in units of `per` ns,
     /// the last of equal times kept.
-    pub(crate) fn recent_samples(
+    pub(crate) fn recent_samples<S: Taken>(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
         per: i64,
-    ) -> Option<RecentSamples> {
+    ) -> Option<RecentSamples<S>> {
         let samples = self.table(table).and_then(|table| {
             self.last_values
                 .cache(&table)

@@ -55,7 +55,8 @@ impl Reader {
             Some(recent) => (recent, true),
             None => {
                 // Memory may hold none of the range: all of it older.
-                let after = self.recent_samples(table, field, &[], (start, i64::MAX), 1);
+                let after: Option<RecentSamples> =
+                    self.recent_samples(table, field, &[], (start, i64::MAX), 1);
                 match after {
                     Some(after) if after.from_ns > end => {
                         let none = RecentSamples {
