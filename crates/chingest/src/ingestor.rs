@@ -19,8 +19,8 @@ use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
-    self, BoxFuture, ChunkCache, IndexedSeries, LastSeries, LastValues, RebuildSource,
-    CompressedSamples, RecentSamples, TagMatcher,
+    self, BoxFuture, ChunkCache, CompressedSamples, IndexedSeries, LastSeries, LastValues,
+    RebuildSource, RecentSamples, TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;

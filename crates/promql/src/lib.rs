@@ -28,6 +28,7 @@ mod lookup;
 pub mod naming;
 mod parse;
 mod select;
+mod selected;
 mod value;
 
 use std::collections::HashMap;
@@ -44,6 +45,7 @@ pub use lookup::{
 };
 pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
 pub use select::{Exemplar, LabelMatcher, Limits, MatchKind, Metadata, Source};
+use selected::{Samples, Selected};
 pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Value, METRIC_NAME};
 
 /// The most points a range query may answer per series (Prometheus's).
@@ -263,7 +265,7 @@ async fn evaluate(
     // Boxed: the samples are keyed by their selector's address in the tree.
     let expr = Box::new(expr);
     let lookback = options.lookback_ms();
-    let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
+    let mut data: HashMap<usize, eval::ReadSeries> = HashMap::new();
     let (mut series_budget, mut sample_budget) =
         (source.limits.max_series, source.limits.max_samples);
     for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
@@ -276,7 +278,7 @@ async fn evaluate(
             thinned,
             widest_ms: (range / 2).min(if step > 0 { step } else { i64::MAX }),
         });
-        let work = source.select_thinned(
+        let work = source.select_compressed(
             &matchers,
             (selection.start, selection.end),
             thin,
@@ -286,7 +288,7 @@ async fn evaluate(
         let series = tokio::time::timeout_at(deadline.into(), work)
             .await
             .map_err(|_| timed_out())??;
-        data.insert(eval::key(vs), series);
+        data.insert(eval::key(vs), eval::ReadSeries::new(series));
     }
     let cancelled = Arc::new(AtomicBool::new(false));
     let _cancel = CancelOnDrop(Arc::clone(&cancelled));
@@ -303,7 +305,7 @@ async fn evaluate(
 /// The evaluator over `data` (each selector's series by [`eval::key`]) for
 /// a query at `start` (`step` 0) or at each step from `start` to `end`.
 fn evaluator(
-    data: HashMap<usize, Vec<Series>>,
+    data: HashMap<usize, eval::ReadSeries>,
     lookback: i64,
     (start, end, step): (i64, i64, i64),
     deadline: Instant,
@@ -342,27 +344,28 @@ pub fn evaluate_in_memory(
 ) -> Result<Value, Error> {
     let expr = parse_query(query)?;
     let lookback = options.lookback_ms();
-    let mut data: HashMap<usize, Vec<Series>> = HashMap::new();
+    let mut data: HashMap<usize, eval::ReadSeries> = HashMap::new();
     for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
         let vs = selection.selector;
         let matchers = LabelMatcher::of_selector(vs.name.as_deref(), &vs.matchers.matchers)?;
         let times = selection.start..=selection.end;
-        let mut selected: Vec<Series> = series
+        let mut selected: Vec<Selected> = series
             .iter()
             .filter(|s| matchers.iter().all(|m| m.matches(s.labels.get(&m.name))))
-            .map(|s| Series {
+            .map(|s| Selected {
                 labels: s.labels.clone(),
-                points: s
-                    .points
-                    .iter()
-                    .copied()
-                    .filter(|p| times.contains(&p.0))
-                    .collect(),
+                samples: Samples::decoded(
+                    s.points
+                        .iter()
+                        .copied()
+                        .filter(|p| times.contains(&p.0))
+                        .collect(),
+                ),
             })
-            .filter(|s| !s.points.is_empty())
+            .filter(|s| s.samples.len() > 0)
             .collect();
         selected.sort_by(|a, b| a.labels.cmp(&b.labels));
-        data.insert(eval::key(vs), selected);
+        data.insert(eval::key(vs), eval::ReadSeries::new(selected));
     }
     let deadline = Instant::now() + options.timeout;
     let cancelled = Arc::new(AtomicBool::new(false));

@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
+use chingest::{parallel, Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -24,7 +24,12 @@ use crate::cache::ResultCache;
 use crate::error::Error;
 use crate::eval::Thinned;
 use crate::naming::{self, Shape};
+use crate::selected::{Samples, Selected};
 use crate::value::{Labels, Series, METRIC_NAME};
+
+/// Series worth a core of their own when their samples are decoded
+/// (`parallel::map`).
+const SERIES_PER_TASK: usize = 32;
 
 /// How much one query may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -648,16 +653,16 @@ impl Source<'_> {
         (start, end): (i64, i64),
         thin: Option<Thinning>,
         budget: &mut usize,
-    ) -> Result<SamplesById, Error> {
+    ) -> Result<HashMap<u64, Samples>, Error> {
         let table = self.table_of(candidate);
         let ids: Vec<u64> = found.keys().copied().collect();
         let range = ms_to_ns(start, end);
         let level = thin.and_then(|thin| self.thin_level(candidate, thin));
         let Some(recent) =
             self.ingestor
-                .recent_samples_in(table, &candidate.field, &ids, range, 1_000_000)
+                .recent_compressed(table, &candidate.field, &ids, range, 1_000_000)
         else {
-            return self
+            let older = self
                 .older_samples(
                     candidate,
                     matchers,
@@ -666,7 +671,8 @@ impl Source<'_> {
                     level.as_ref(),
                     budget,
                 )
-                .await;
+                .await?;
+            return Ok(of_decoded(older));
         };
         // Memory from its first whole ms on; the engine before it. Read
         // from a rollup, the engine's part ends on a bucket's edge, so no
@@ -679,7 +685,7 @@ impl Source<'_> {
         if let Some((_, width)) = thinned {
             from = from.saturating_add(width - 1).div_euclid(width) * width;
         }
-        let mut out = match from > start {
+        let older = match from > start {
             true => {
                 let engine_end = (from - 1).min(end);
                 self.older_samples(
@@ -692,15 +698,31 @@ impl Source<'_> {
                 )
                 .await?
             }
-            false => SamplesById::with_capacity(ids.len()),
+            false => SamplesById::new(),
         };
-        for (id, mut samples) in ids.into_iter().zip(recent.samples) {
+        let mut out = of_decoded(older);
+        // Kept compressed where memory's samples are taken whole.
+        let whole = thinned.is_none() && from.checked_mul(1_000_000) == Some(recent.from_ns);
+        for (id, compressed) in ids.into_iter().zip(recent.samples) {
+            if compressed.is_empty() {
+                continue;
+            }
+            if whole {
+                take(budget, compressed.len(), self.limits.max_samples)?;
+                out.entry(id).or_default().recent = Some(compressed);
+                continue;
+            }
+            let mut samples = Vec::new();
+            compressed.decode_into(&mut samples);
             samples.drain(..samples.partition_point(|(ms, _)| *ms < from));
             let samples = match thinned {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
-            take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
+            take(budget, samples.len(), self.limits.max_samples)?;
+            if !samples.is_empty() {
+                out.entry(id).or_default().decoded.extend(samples);
+            }
         }
         Ok(out)
     }
@@ -922,11 +944,27 @@ impl Source<'_> {
     pub(crate) async fn select_thinned(
         &self,
         matchers: &[LabelMatcher],
-        (start, end): (i64, i64),
+        range: (i64, i64),
         thin: Option<Thinning>,
         series_budget: &mut usize,
         sample_budget: &mut usize,
     ) -> Result<Vec<Series>, Error> {
+        let selected = self
+            .select_compressed(matchers, range, thin, series_budget, sample_budget)
+            .await?;
+        Ok(parallel::map(selected, SERIES_PER_TASK, Selected::decode))
+    }
+
+    /// As [`select_thinned`](Self::select_thinned), memory's samples left
+    /// compressed until they are used.
+    pub(crate) async fn select_compressed(
+        &self,
+        matchers: &[LabelMatcher],
+        (start, end): (i64, i64),
+        thin: Option<Thinning>,
+        series_budget: &mut usize,
+        sample_budget: &mut usize,
+    ) -> Result<Vec<Selected>, Error> {
         let mut out = Vec::new();
         for candidate in self.candidates(matchers) {
             let found = self
@@ -935,7 +973,7 @@ impl Source<'_> {
             if found.is_empty() {
                 continue;
             }
-            let points = self
+            let samples = self
                 .samples(
                     &candidate,
                     matchers,
@@ -945,12 +983,12 @@ impl Source<'_> {
                     sample_budget,
                 )
                 .await?;
-            out.extend(points.into_iter().map(|(id, points)| Series {
+            out.extend(samples.into_iter().map(|(id, samples)| Selected {
                 labels: found[&id].clone(),
-                points,
+                samples,
             }));
         }
-        crate::value::sort_by_labels(&mut out);
+        crate::value::sort_by_labels(&mut out, |s| &s.labels);
         Ok(out)
     }
 
@@ -1385,10 +1423,7 @@ fn take_samples(
     budget: &mut usize,
     limit: usize,
 ) -> Result<(), Error> {
-    if samples.len() > *budget {
-        return Err(too_many_samples(limit));
-    }
-    *budget -= samples.len();
+    take(budget, samples.len(), limit)?;
     match out.entry(id) {
         Entry::Occupied(mut taken) => taken.get_mut().extend(samples),
         Entry::Vacant(_) if samples.is_empty() => {}
@@ -1396,6 +1431,24 @@ fn take_samples(
             none.insert(samples);
         }
     }
+    Ok(())
+}
+
+/// Each series' decoded samples, as selection gives them.
+fn of_decoded(samples: SamplesById) -> HashMap<u64, Samples> {
+    samples
+        .into_iter()
+        .map(|(id, decoded)| (id, Samples::decoded(decoded)))
+        .collect()
+}
+
+/// Counts `samples` against the `budget` of a query whose limit is
+/// `limit`.
+fn take(budget: &mut usize, samples: usize, limit: usize) -> Result<(), Error> {
+    if samples > *budget {
+        return Err(too_many_samples(limit));
+    }
+    *budget -= samples;
     Ok(())
 }
 

@@ -201,11 +201,11 @@ pub struct Series {
 /// and value, below any other byte), so a comparison is one `memcmp`, not
 /// one per pair: a selection of 40,000 series sorts in a third of the
 /// time. Sets holding a `0` byte are compared pair by pair.
-pub(crate) fn sort_by_labels(series: &mut Vec<Series>) {
+pub(crate) fn sort_by_labels<T>(series: &mut Vec<T>, labels: impl Fn(&T) -> &Labels) {
     let keys: Option<Vec<Vec<u8>>> = series
         .iter()
         .map(|s| {
-            let pairs = s.labels.pairs();
+            let pairs = labels(s).pairs();
             let len = pairs.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
             let mut key = Vec::with_capacity(len);
             for (name, value) in pairs {
@@ -221,12 +221,12 @@ pub(crate) fn sort_by_labels(series: &mut Vec<Series>) {
         })
         .collect();
     let Some(keys) = keys else {
-        series.sort_unstable_by(|a, b| a.labels.cmp(&b.labels));
+        series.sort_unstable_by(|a, b| labels(a).cmp(labels(b)));
         return;
     };
     let mut order: Vec<usize> = (0..series.len()).collect();
     order.sort_unstable_by(|&a, &b| keys[a].cmp(&keys[b]));
-    let mut taken: Vec<Option<Series>> = std::mem::take(series).into_iter().map(Some).collect();
+    let mut taken: Vec<Option<T>> = std::mem::take(series).into_iter().map(Some).collect();
     series.extend(
         order
             .into_iter()
@@ -323,12 +323,12 @@ mod tests {
                 .collect()
         };
         let mut sorted = series(&sets);
-        sort_by_labels(&mut sorted);
+        sort_by_labels(&mut sorted, |s| &s.labels);
         let got: Vec<Labels> = sorted.into_iter().map(|s| s.labels).collect();
         assert_eq!(got, want);
         // A set holding a 0 byte: compared pair by pair.
         let mut with_zero = series(&[set(&[("a", "x\0y")]), set(&[("a", "x")])]);
-        sort_by_labels(&mut with_zero);
+        sort_by_labels(&mut with_zero, |s| &s.labels);
         assert_eq!(with_zero[0].labels, set(&[("a", "x")]));
     }
 

@@ -291,7 +291,6 @@ impl SeriesSamples {
     }
 }
 
-
 /// A series' samples of `[start, end]` (ns) as a read takes them, times
 /// in units of `per` ns, the last of equal times kept.
 pub(crate) trait Taken: Default + Send {
@@ -350,8 +349,7 @@ impl CompressedSamples {
     /// [`Ingestor::recent_samples_in`](crate::Ingestor::recent_samples_in)
     /// gives them.
     pub fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
-        self.samples
-            .range_into(self.start, self.end, self.per, out);
+        self.samples.range_into(self.start, self.end, self.per, out);
     }
 }
 

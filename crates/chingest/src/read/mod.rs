@@ -19,8 +19,8 @@ use crate::catalog::{self, Catalog, Table};
 use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::{Taken, 
-    ChunkCache, IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher,
+use crate::last_value::{
+    ChunkCache, IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher, Taken,
 };
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};

@@ -15,15 +15,17 @@ mod functions;
 mod rollup;
 
 use std::borrow::Cow;
-use std::cell::{RefCell, RefMut};
+use std::cell::{OnceCell, RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use chingest::parallel;
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::error::Error;
+use crate::selected::Selected;
 use crate::value::{is_stale, Labels, Sample, Series, Value};
 
 pub(crate) use rollup::Grid;
@@ -216,7 +218,7 @@ impl Val<'_> {
 /// The samples each selector read (by the selector's address in the
 /// query's tree) and how to evaluate.
 pub(crate) struct Evaluator {
-    pub(crate) data: HashMap<usize, Vec<Series>>,
+    pub(crate) data: HashMap<usize, ReadSeries>,
     pub(crate) lookback: i64,
     /// The query's start and end (what `@ start()` and `@ end()` mean).
     pub(crate) query: (i64, i64),
@@ -257,6 +259,42 @@ pub(crate) fn check_time(deadline: Instant, cancelled: &AtomicBool) -> Result<()
     }
     Ok(())
 }
+
+/// A selector's series: as selection read them, decoded on first use. A
+/// rollup decodes each series where it rolls it up ([`ReadSeries::pending`]),
+/// so the selection is never written out whole.
+pub(crate) struct ReadSeries {
+    selected: Vec<Selected>,
+    decoded: OnceCell<Vec<Series>>,
+}
+
+impl ReadSeries {
+    pub(crate) fn new(selected: Vec<Selected>) -> ReadSeries {
+        ReadSeries {
+            selected,
+            decoded: OnceCell::new(),
+        }
+    }
+
+    /// The series, decoded.
+    pub(crate) fn series(&self) -> &[Series] {
+        self.decoded.get_or_init(|| {
+            let selected = self.selected.iter().collect();
+            parallel::map(selected, SERIES_PER_TASK, |s| Series {
+                labels: s.labels.clone(),
+                points: s.samples.to_vec(),
+            })
+        })
+    }
+
+    /// The series as read, unless they were decoded already.
+    pub(crate) fn pending(&self) -> Option<&[Selected]> {
+        self.decoded.get().is_none().then_some(&self.selected)
+    }
+}
+
+/// Series worth a core of their own when they are decoded.
+const SERIES_PER_TASK: usize = 32;
 
 /// Where a series was last read: the first and the one-past-last index
 /// of its last window (an instant selector uses the second).
@@ -318,7 +356,7 @@ impl Evaluator {
             .into_iter()
             .map(|(labels, points)| Series { labels, points })
             .collect();
-        crate::value::sort_by_labels(&mut out);
+        crate::value::sort_by_labels(&mut out, |s| &s.labels);
         Ok(Value::Matrix(out))
     }
 
@@ -425,7 +463,7 @@ impl Evaluator {
 
     /// A selector's series, and where each was last read.
     fn selected(&self, vs: &VectorSelector) -> Option<(&[Series], RefMut<'_, [Cursor]>)> {
-        let series = self.data.get(&key(vs))?;
+        let series = self.data.get(&key(vs))?.series();
         let cursors = RefMut::map(self.cursors.borrow_mut(), |cursors| {
             cursors
                 .entry(key(vs))

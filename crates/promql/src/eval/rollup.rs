@@ -36,6 +36,14 @@ const MAX_VALUES: usize = 20_000_000;
 /// (`parallel::map`).
 const SERIES_PER_TASK: usize = 16;
 
+/// Samples a thread keeps room for between the series it decodes to roll
+/// them up (1 MiB), and the room itself.
+const MAX_KEPT_DECODED: usize = 65_536;
+
+thread_local! {
+    static DECODED: RefCell<Vec<(i64, f64)>> = const { RefCell::new(Vec::new()) };
+}
+
 /// (Series × steps) values of an aggregation's fold worth a core of their
 /// own.
 const VALUES_PER_TASK: usize = 65_536;
@@ -136,16 +144,23 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
         return Ok(None);
     };
     let MatrixSelector { vs, range } = ms;
-    let Some(series) = ev.data.get(&key(vs)) else {
+    let Some(selection) = ev.data.get(&key(vs)) else {
         return Ok(None);
     };
+    // Read as selection left them, each series decoded where it is rolled
+    // up; decoded already, as they are.
+    let pending = selection.pending();
+    let labels: Vec<&Labels> = match pending {
+        Some(selected) => selected.iter().map(|s| &s.labels).collect(),
+        None => selection.series().iter().map(|s| &s.labels).collect(),
+    };
     let keep_name = name == "last_over_time";
-    let first_name = series.first().map(|s| s.labels.get(METRIC_NAME));
+    let first_name = labels.first().map(|labels| labels.get(METRIC_NAME));
     let names_collide = !keep_name
-        && series
+        && labels
             .iter()
-            .any(|s| Some(s.labels.get(METRIC_NAME)) != first_name);
-    if names_collide || series.len().saturating_mul(grid.steps) > MAX_VALUES {
+            .any(|labels| Some(labels.get(METRIC_NAME)) != first_name);
+    if names_collide || labels.len().saturating_mul(grid.steps) > MAX_VALUES {
         return Ok(None);
     }
     let range = duration_ms(range);
@@ -161,26 +176,26 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
         range_seconds,
     };
     let (deadline, cancelled) = (ev.deadline, &*ev.cancelled);
-    let rolled = parallel::map(series.iter().collect(), SERIES_PER_TASK, |s| {
+    let roll = |labels: &Labels, points: &[(i64, f64)]| {
         check_time(deadline, cancelled)?;
         let labels = match keep_name {
-            true => s.labels.clone(),
-            false => s.labels.without_name(),
+            true => labels.clone(),
+            false => labels.without_name(),
         };
         let mut cursor = (0, 0);
         // Most series have no stale marker: their windows need no look.
-        let has_stale = s.points.iter().any(|p| is_stale(p.1));
+        let has_stale = points.iter().any(|p| is_stale(p.1));
         if let ("rate" | "increase", false) = (name, has_stale) {
             let windows = references.iter().map(|&reference| {
-                window(&s.points, &mut cursor, reference, range, false);
+                window(points, &mut cursor, reference, range, false);
                 (cursor.0, cursor.1, span(reference))
             });
-            return Ok((labels, counter_rates(&s.points, name == "rate", windows)));
+            return Ok((labels, counter_rates(points, name == "rate", windows)));
         }
         let values = references
             .iter()
             .map(|&reference| {
-                let points = window(&s.points, &mut cursor, reference, range, has_stale);
+                let points = window(points, &mut cursor, reference, range, has_stale);
                 match points.is_empty() {
                     true => None,
                     false => f(&points, &span(reference)),
@@ -188,7 +203,22 @@ fn make_rolled(ev: &Evaluator, call: &Call) -> Result<Option<Rolled>, Error> {
             })
             .collect();
         Ok((labels, values))
-    });
+    };
+    let rolled = match pending {
+        Some(selected) => parallel::map(selected.iter().collect(), SERIES_PER_TASK, |s| {
+            DECODED.with_borrow_mut(|points| {
+                s.samples.decode_into(points);
+                let rolled = roll(&s.labels, points);
+                if points.capacity() > MAX_KEPT_DECODED {
+                    *points = Vec::new();
+                }
+                rolled
+            })
+        }),
+        None => parallel::map(selection.series().iter().collect(), SERIES_PER_TASK, |s| {
+            roll(&s.labels, &s.points)
+        }),
+    };
     let out = rolled.into_iter().collect::<Result<_, Error>>()?;
     Ok(Some(Rolled { series: out }))
 }
@@ -356,6 +386,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::eval::ReadSeries;
+    use crate::selected::{Samples, Selected};
     use crate::value::{Series, Value};
 
     const STALE: u64 = 0x7ff0_0000_0000_0002;
@@ -409,7 +441,12 @@ mod tests {
         let (start, end) = (600_000, 3_500_000);
         let mut selected = HashMap::new();
         for selection in super::super::selectors(&expr, start, end, (start, end), 300_000) {
-            selected.insert(key(selection.selector), data());
+            // As selection reads them: decoded where rolled up.
+            let series = data().into_iter().map(|s| Selected {
+                labels: s.labels,
+                samples: Samples::decoded(s.points),
+            });
+            selected.insert(key(selection.selector), ReadSeries::new(series.collect()));
         }
         let evaluator = Evaluator {
             data: selected,
