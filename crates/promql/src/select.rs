@@ -4,7 +4,6 @@
 //! [`Limits`]. What PromQL, the series and label lookups and remote read
 //! all read.
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -672,7 +671,7 @@ impl Source<'_> {
                     budget,
                 )
                 .await?;
-            return Ok(of_decoded(older));
+            return Ok(older);
         };
         // Memory from its first whole ms on; the engine before it. Read
         // from a rollup, the engine's part ends on a bucket's edge, so no
@@ -698,9 +697,9 @@ impl Source<'_> {
                 )
                 .await?
             }
-            false => SamplesById::new(),
+            false => HashMap::new(),
         };
-        let mut out = of_decoded(older);
+        let mut out = older;
         // Kept compressed where memory's samples are taken whole.
         let whole = thinned.is_none() && from.checked_mul(1_000_000) == Some(recent.from_ns);
         for (id, compressed) in ids.into_iter().zip(recent.samples) {
@@ -709,7 +708,7 @@ impl Source<'_> {
             }
             if whole {
                 take(budget, compressed.len(), self.limits.max_samples)?;
-                out.entry(id).or_default().recent = Some(compressed);
+                out.entry(id).or_default().push_compressed(compressed);
                 continue;
             }
             let mut samples = Vec::new();
@@ -719,10 +718,7 @@ impl Source<'_> {
                 Some((kind, width)) => thin_samples(samples, kind, width),
                 None => samples,
             };
-            take(budget, samples.len(), self.limits.max_samples)?;
-            if !samples.is_empty() {
-                out.entry(id).or_default().decoded.extend(samples);
-            }
+            take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
         }
         Ok(out)
     }
@@ -1005,7 +1001,7 @@ impl Source<'_> {
         (start, end): (i64, i64),
         level: Option<&ThinLevel>,
         budget: &mut usize,
-    ) -> Result<SamplesById, Error> {
+    ) -> Result<HashMap<u64, Samples>, Error> {
         let cache = self.ingestor.chunk_cache();
         // Read where downsampling cut the rows too (the rollups as rows:
         // the settled version moves with every cut).
@@ -1022,17 +1018,20 @@ impl Source<'_> {
         let first_kept = (kept.div_euclid(block) + i64::from(kept.rem_euclid(block) > 0)) * block;
         let cached_start = start.max(first_kept);
         if level.is_some() || !cache.enabled() || cached_end < cached_start {
-            return self
+            let read = self
                 .engine_samples(candidate, matchers, found, (start, end), level, budget)
-                .await;
+                .await?;
+            return Ok(of_decoded(read));
         }
         let mut out = match cached_start > start {
             true => {
                 let range = (start, cached_start - 1);
-                self.engine_samples(candidate, matchers, found, range, None, budget)
-                    .await?
+                let read = self
+                    .engine_samples(candidate, matchers, found, range, None, budget)
+                    .await?;
+                of_decoded(read)
             }
-            false => SamplesById::with_capacity(found.len()),
+            false => HashMap::with_capacity(found.len()),
         };
         let start = cached_start;
         let scope = format!(
@@ -1040,15 +1039,14 @@ impl Source<'_> {
             candidate.names.storage_table, candidate.field
         );
         let ids: Vec<u64> = found.keys().copied().collect();
-        let (held, _) = cache.get(&scope, &ids, ms_to_ns(start, cached_end), version);
+        let range = ms_to_ns(start, cached_end);
+        let (held, _) = cache.get_compressed(&scope, &ids, range, 1_000_000, version);
         let mut missed = HashMap::new();
         for (id, held) in ids.into_iter().zip(held) {
             match held {
-                Some(mut samples) => {
-                    for sample in &mut samples {
-                        sample.0 = sample.0.div_euclid(1_000_000);
-                    }
-                    take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
+                Some(samples) => {
+                    take(budget, samples.len(), self.limits.max_samples)?;
+                    out.entry(id).or_default().push_compressed(samples);
                 }
                 None => {
                     missed.insert(id, found[&id].clone());
@@ -1091,7 +1089,7 @@ impl Source<'_> {
                 )
                 .await?;
             for (id, samples) in rest {
-                out.entry(id).or_default().extend(samples);
+                out.entry(id).or_default().push_decoded(samples);
             }
         }
         Ok(out)
@@ -1417,19 +1415,15 @@ fn read_samples(
 /// Adds `samples` to series `id`'s in `out`, counting them against the
 /// `budget` of a query whose limit is `limit`.
 fn take_samples(
-    out: &mut SamplesById,
+    out: &mut HashMap<u64, Samples>,
     id: u64,
     samples: Vec<(i64, f64)>,
     budget: &mut usize,
     limit: usize,
 ) -> Result<(), Error> {
     take(budget, samples.len(), limit)?;
-    match out.entry(id) {
-        Entry::Occupied(mut taken) => taken.get_mut().extend(samples),
-        Entry::Vacant(_) if samples.is_empty() => {}
-        Entry::Vacant(none) => {
-            none.insert(samples);
-        }
+    if !samples.is_empty() {
+        out.entry(id).or_default().push_decoded(samples);
     }
     Ok(())
 }

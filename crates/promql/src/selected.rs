@@ -23,37 +23,64 @@ impl Selected {
     }
 }
 
-/// A series' samples (ms, value) as selection reads them: those read
-/// from the engine or the chunk cache, decoded, then memory's, after them
-/// and compressed until used (a range function decodes each series where
-/// it reads it: no list of every selected sample is written out first).
+/// A series' samples (ms, value) as selection reads them, in time order:
+/// parts read from the engine, decoded, and parts memory or the chunk
+/// cache holds, compressed until used (a range function decodes each
+/// series where it reads it: no list of every selected sample is written
+/// out first).
 #[derive(Debug, Default)]
 pub(crate) struct Samples {
-    pub(crate) decoded: Vec<(i64, f64)>,
-    pub(crate) recent: Option<CompressedSamples>,
+    parts: Vec<Part>,
+}
+
+#[derive(Debug)]
+enum Part {
+    Decoded(Vec<(i64, f64)>),
+    Compressed(CompressedSamples),
 }
 
 impl Samples {
     /// Only decoded samples.
     pub(crate) fn decoded(decoded: Vec<(i64, f64)>) -> Samples {
-        Samples {
-            decoded,
-            recent: None,
+        let mut samples = Samples::default();
+        samples.push_decoded(decoded);
+        samples
+    }
+
+    /// Adds decoded samples after these.
+    pub(crate) fn push_decoded(&mut self, decoded: Vec<(i64, f64)>) {
+        match self.parts.last_mut() {
+            _ if decoded.is_empty() => {}
+            Some(Part::Decoded(last)) => last.extend(decoded),
+            _ => self.parts.push(Part::Decoded(decoded)),
+        }
+    }
+
+    /// Adds compressed samples after these.
+    pub(crate) fn push_compressed(&mut self, compressed: CompressedSamples) {
+        if !compressed.is_empty() {
+            self.parts.push(Part::Compressed(compressed));
         }
     }
 
     /// How many there are.
     pub(crate) fn len(&self) -> usize {
-        self.decoded.len() + self.recent.as_ref().map_or(0, CompressedSamples::len)
+        let len = |part: &Part| match part {
+            Part::Decoded(decoded) => decoded.len(),
+            Part::Compressed(compressed) => compressed.len(),
+        };
+        self.parts.iter().map(len).sum()
     }
 
     /// Them all, in time order, in place of what `out` held.
     pub(crate) fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
         out.clear();
         out.reserve(self.len());
-        out.extend_from_slice(&self.decoded);
-        if let Some(recent) = &self.recent {
-            recent.decode_into(out);
+        for part in &self.parts {
+            match part {
+                Part::Decoded(decoded) => out.extend_from_slice(decoded),
+                Part::Compressed(compressed) => compressed.decode_into(out),
+            }
         }
     }
 
@@ -65,13 +92,10 @@ impl Samples {
     }
 
     /// Them all, in time order.
-    pub(crate) fn decode(self) -> Vec<(i64, f64)> {
-        let Some(recent) = self.recent else {
-            return self.decoded;
-        };
-        let mut out = self.decoded;
-        out.reserve(recent.len());
-        recent.decode_into(&mut out);
-        out
+    pub(crate) fn decode(mut self) -> Vec<(i64, f64)> {
+        match self.parts.as_mut_slice() {
+            [Part::Decoded(decoded)] => std::mem::take(decoded),
+            _ => self.to_vec(),
+        }
     }
 }

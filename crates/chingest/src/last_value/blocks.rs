@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::last_value::recent::{Sample, SeriesSamples};
+use crate::last_value::recent::{CompressedSamples, Sample, SeriesSamples, Taken};
 use crate::stats::IngestStats;
 
 /// A block's span: two hours, aligned to the epoch (a Prometheus block's).
@@ -81,26 +81,52 @@ impl ChunkCache {
         &self,
         scope: &str,
         ids: &[u64],
-        (start, end): (i64, i64),
+        range: (i64, i64),
         version: u64,
     ) -> (Vec<Option<Vec<Sample>>>, bool) {
+        self.taken(scope, ids, range, 1, version)
+    }
+
+    /// [`get`](Self::get), each series' samples compressed as the cache
+    /// keeps them, their times in units of `per` ns (as
+    /// [`Ingestor::recent_compressed`](crate::Ingestor::recent_compressed)).
+    pub fn get_compressed(
+        &self,
+        scope: &str,
+        ids: &[u64],
+        range: (i64, i64),
+        per: i64,
+        version: u64,
+    ) -> (Vec<Option<CompressedSamples>>, bool) {
+        assert!(per > 0, "a unit of time is 1 ns or more");
+        self.taken(scope, ids, range, per, version)
+    }
+
+    fn taken<S: Taken>(
+        &self,
+        scope: &str,
+        ids: &[u64],
+        (start, end): (i64, i64),
+        per: i64,
+        version: u64,
+    ) -> (Vec<Option<S>>, bool) {
         let scopes = self.scopes.read().unwrap();
         let Some(blocks) = scopes.get(scope) else {
             self.count(0, ids.len());
-            return (vec![None; ids.len()], false);
+            return ((0..ids.len()).map(|_| None).collect(), false);
         };
         let mut repeated = false;
         let used = self.clock.fetch_add(1, Ordering::Relaxed);
         let (first, last) = (start.div_euclid(BLOCK_NS), end.div_euclid(BLOCK_NS));
-        let found: Vec<Option<Vec<Sample>>> = ids
+        let found: Vec<Option<S>> = ids
             .iter()
             .map(|&id| {
-                let mut samples = Vec::new();
+                let mut samples = S::default();
                 for at in first..=last {
                     let block = blocks.get(&(id, at)).filter(|b| b.version == version)?;
                     block.used.store(used, Ordering::Relaxed);
                     repeated |= block.repeated;
-                    block.samples.range_into(start, end, 1, &mut samples);
+                    samples.join(S::taken(&block.samples, start, end, per));
                 }
                 Some(samples)
             })
@@ -272,6 +298,31 @@ mod tests {
         assert_eq!(stats.chunk_cache_hits.load(Ordering::Relaxed), 2);
         assert_eq!(stats.chunk_cache_misses.load(Ordering::Relaxed), 4);
         assert_eq!(stats.chunk_cache_blocks.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn compressed_blocks_decode_to_what_get_gives_in_the_unit_asked() {
+        let cache = ChunkCache::new(1 << 20, Arc::default());
+        for at in 0..3 {
+            let samples = block(at * BLOCK_NS, at as f64 * 1_000.0);
+            cache.put("s", 1, 7, (at * BLOCK_NS, (at + 1) * BLOCK_NS), &samples, false);
+        }
+        for range in [(HOUR, 5 * HOUR), (0, 6 * HOUR - 1), (2 * HOUR + 1, 2 * HOUR + 2)] {
+            let decoded = cache.get("s", &[7], range, 1).0;
+            let compressed = cache.get_compressed("s", &[7], range, 1_000_000, 1).0;
+            let want: Vec<Sample> = decoded[0]
+                .iter()
+                .flatten()
+                .map(|&(ns, value)| (ns / 1_000_000, value))
+                .collect();
+            let compressed = compressed[0].as_ref().expect("held");
+            let mut got = Vec::new();
+            compressed.decode_into(&mut got);
+            assert_eq!(got, want, "{range:?}");
+            assert_eq!(compressed.len(), want.len());
+        }
+        let missed = cache.get_compressed("s", &[7, 8], (0, 7 * HOUR), 1_000_000, 1).0;
+        assert!(missed.iter().all(Option::is_none), "a block not held is a miss");
     }
 
     #[test]

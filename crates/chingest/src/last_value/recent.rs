@@ -52,7 +52,7 @@ impl SeriesSamples {
         SeriesSamples::default()
     }
 
-    fn chunks(&self) -> impl Iterator<Item = View<'_>> {
+    fn chunks(&self) -> impl Iterator<Item = View<'_>> + Clone {
         let full = self.full.iter().map(Chunk::view);
         full.chain(self.open.iter().map(|open| open.view()))
     }
@@ -178,37 +178,16 @@ impl SeriesSamples {
         let skipped = self
             .full
             .partition_point(|chunk| chunk.view().last() < start);
-        let within = || {
-            self.chunks()
-                .skip(skipped)
-                .take_while(|chunk| chunk.first() <= end)
-        };
-        // Room for them all at once: a list grown by doubling passes the
-        // allocator's threshold for pages of its own, faulted in afresh
-        // at every read.
-        samples.reserve(within().map(|chunk| chunk.len()).sum());
-        let mut push = |time: i64, value: f64| match samples.last_mut() {
-            Some(last) if last.0 == time => last.1 = value,
-            _ => samples.push((time, value)),
-        };
-        for chunk in within() {
-            match start <= chunk.first() && chunk.last() <= end {
-                true => chunk.for_each_in(per, &mut push),
-                false => chunk.for_each(|time, value| {
-                    if (start..=end).contains(&time) {
-                        push(time.div_euclid(per), value);
-                    }
-                }),
-            }
-        }
+        range_into(self.chunks().skip(skipped), (start, end), per, samples);
     }
 
-    /// A copy of the chunks holding samples of `[start, end]`.
-    fn within(&self, start: i64, end: i64) -> SeriesSamples {
+    /// A copy of the chunks holding samples of `[start, end]`, the one
+    /// appended to closed.
+    fn within(&self, start: i64, end: i64) -> Vec<Chunk> {
         let skipped = self
             .full
             .partition_point(|chunk| chunk.view().last() < start);
-        let full = self.full[skipped..]
+        let mut chunks: Vec<Chunk> = self.full[skipped..]
             .iter()
             .take_while(|chunk| chunk.view().first() <= end)
             .cloned()
@@ -217,38 +196,8 @@ impl SeriesSamples {
             let view = open.view();
             view.len() > 0 && view.first() <= end && view.last() >= start
         });
-        SeriesSamples {
-            full,
-            open: open.cloned(),
-        }
-    }
-
-    /// How many samples [`range_into`](Self::range_into) gives: a chunk
-    /// wholly inside whose unit is a multiple of `per` counted by its
-    /// length (its times stay apart), the others decoded.
-    fn count(&self, start: i64, end: i64, per: i64) -> usize {
-        // Samples counted, and the last one's time in `per`s.
-        let (mut count, mut last) = (0, None);
-        for chunk in self.chunks().filter(|chunk| chunk.len() > 0) {
-            let inside = start <= chunk.first() && chunk.last() <= end;
-            if inside && chunk.unit_ns() % per == 0 {
-                let first = chunk.first().div_euclid(per);
-                count += chunk.len() - usize::from(last == Some(first));
-                last = Some(chunk.last().div_euclid(per));
-                continue;
-            }
-            chunk.for_each(|time, _| {
-                let time = match (start..=end).contains(&time) {
-                    true => time.div_euclid(per),
-                    false => return,
-                };
-                if last != Some(time) {
-                    count += 1;
-                    last = Some(time);
-                }
-            });
-        }
-        count
+        chunks.extend(open.map(|open| Open::clone(open).close()));
+        chunks
     }
 
     /// Merges samples read from the engine (sorted) into those writes
@@ -291,10 +240,74 @@ impl SeriesSamples {
     }
 }
 
+/// Adds the samples of `chunks` (in time order) in `[start, end]` (ns)
+/// to `samples`, their times in units of `per` ns (floored), the last of
+/// equal times kept.
+fn range_into<'a>(
+    chunks: impl Iterator<Item = View<'a>> + Clone,
+    (start, end): (i64, i64),
+    per: i64,
+    samples: &mut Vec<Sample>,
+) {
+    let within = chunks
+        .skip_while(|chunk| chunk.len() == 0 || chunk.last() < start)
+        .take_while(|chunk| chunk.first() <= end);
+    // Room for them all at once: a list grown by doubling passes the
+    // allocator's threshold for pages of its own, faulted in afresh at
+    // every read.
+    samples.reserve(within.clone().map(|chunk| chunk.len()).sum());
+    let mut push = |time: i64, value: f64| match samples.last_mut() {
+        Some(last) if last.0 == time => last.1 = value,
+        _ => samples.push((time, value)),
+    };
+    for chunk in within {
+        match start <= chunk.first() && chunk.last() <= end {
+            true => chunk.for_each_in(per, &mut push),
+            false => chunk.for_each(|time, value| {
+                if (start..=end).contains(&time) {
+                    push(time.div_euclid(per), value);
+                }
+            }),
+        }
+    }
+}
+
+/// How many samples [`range_into`] gives: a chunk wholly inside whose
+/// unit is a multiple of `per` counted by its length (its times stay
+/// apart), the others decoded.
+fn count<'a>(chunks: impl Iterator<Item = View<'a>>, (start, end): (i64, i64), per: i64) -> usize {
+    // Samples counted, and the last one's time in `per`s.
+    let (mut count, mut last) = (0, None);
+    for chunk in chunks.filter(|chunk| chunk.len() > 0) {
+        let inside = start <= chunk.first() && chunk.last() <= end;
+        if inside && chunk.unit_ns() % per == 0 {
+            let first = chunk.first().div_euclid(per);
+            count += chunk.len() - usize::from(last == Some(first));
+            last = Some(chunk.last().div_euclid(per));
+            continue;
+        }
+        chunk.for_each(|time, _| {
+            let time = match (start..=end).contains(&time) {
+                true => time.div_euclid(per),
+                false => return,
+            };
+            if last != Some(time) {
+                count += 1;
+                last = Some(time);
+            }
+        });
+    }
+    count
+}
+
 /// A series' samples of `[start, end]` (ns) as a read takes them, times
 /// in units of `per` ns, the last of equal times kept.
 pub(crate) trait Taken: Default + Send {
     fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self;
+
+    /// `later`'s samples after these: taken of the same range and unit
+    /// from later chunks.
+    fn join(&mut self, later: Self);
 }
 
 /// Decoded.
@@ -304,20 +317,40 @@ impl Taken for Vec<Sample> {
         samples.range_into(start, end, per, &mut taken);
         taken
     }
+
+    fn join(&mut self, later: Self) {
+        // The last of equal times kept, as within one series' chunks.
+        if let (Some(last), Some(first)) = (self.last(), later.first()) {
+            if last.0 == first.0 {
+                self.pop();
+            }
+        }
+        self.extend(later);
+    }
 }
 
 /// Compressed, decoded where used.
 impl Taken for CompressedSamples {
     fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self {
-        let samples = samples.within(start, end);
-        let len = samples.count(start, end, per);
+        let chunks = samples.within(start, end);
+        let len = count(chunks.iter().map(Chunk::view), (start, end), per);
         CompressedSamples {
-            samples,
+            chunks,
             start,
             end,
             per,
             len,
         }
+    }
+
+    fn join(&mut self, later: Self) {
+        if self.chunks.is_empty() {
+            *self = later;
+            return;
+        }
+        self.chunks.extend(later.chunks);
+        let chunks = self.chunks.iter().map(Chunk::view);
+        self.len = count(chunks, (self.start, self.end), self.per);
     }
 }
 
@@ -327,7 +360,7 @@ impl Taken for CompressedSamples {
 /// a list of every sample written out first).
 #[derive(Debug, Clone, Default)]
 pub struct CompressedSamples {
-    samples: SeriesSamples,
+    chunks: Vec<Chunk>,
     start: i64,
     end: i64,
     per: i64,
@@ -349,7 +382,8 @@ impl CompressedSamples {
     /// [`Ingestor::recent_samples_in`](crate::Ingestor::recent_samples_in)
     /// gives them.
     pub fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
-        self.samples.range_into(self.start, self.end, self.per, out);
+        let chunks = self.chunks.iter().map(Chunk::view);
+        range_into(chunks, (self.start, self.end), self.per, out);
     }
 }
 
