@@ -305,9 +305,20 @@ mod tests {
         let cache = ChunkCache::new(1 << 20, Arc::default());
         for at in 0..3 {
             let samples = block(at * BLOCK_NS, at as f64 * 1_000.0);
-            cache.put("s", 1, 7, (at * BLOCK_NS, (at + 1) * BLOCK_NS), &samples, false);
+            cache.put(
+                "s",
+                1,
+                7,
+                (at * BLOCK_NS, (at + 1) * BLOCK_NS),
+                &samples,
+                false,
+            );
         }
-        for range in [(HOUR, 5 * HOUR), (0, 6 * HOUR - 1), (2 * HOUR + 1, 2 * HOUR + 2)] {
+        for range in [
+            (HOUR, 5 * HOUR),
+            (0, 6 * HOUR - 1),
+            (2 * HOUR + 1, 2 * HOUR + 2),
+        ] {
             let decoded = cache.get("s", &[7], range, 1).0;
             let compressed = cache.get_compressed("s", &[7], range, 1_000_000, 1).0;
             let want: Vec<Sample> = decoded[0]
@@ -321,8 +332,13 @@ mod tests {
             assert_eq!(got, want, "{range:?}");
             assert_eq!(compressed.len(), want.len());
         }
-        let missed = cache.get_compressed("s", &[7, 8], (0, 7 * HOUR), 1_000_000, 1).0;
-        assert!(missed.iter().all(Option::is_none), "a block not held is a miss");
+        let missed = cache
+            .get_compressed("s", &[7, 8], (0, 7 * HOUR), 1_000_000, 1)
+            .0;
+        assert!(
+            missed.iter().all(Option::is_none),
+            "a block not held is a miss"
+        );
     }
 
     #[test]
