@@ -240,6 +240,11 @@ pub struct QueryLimits {
     /// Threads one statement may use (`max_threads`): 1 leaves the other
     /// cores to ingestion.
     pub max_threads: u64,
+    /// Threads that decode and evaluate a read's series in parallel
+    /// (PromQL's range functions and aggregations, many series' recent
+    /// samples), one pool for the process (`parallel`); 0: one per core.
+    /// Set by the first ingestor opened in the process.
+    pub evaluation_threads: usize,
     /// Statements running at once; more wait in a queue for a slot.
     pub max_concurrent: usize,
     /// Statements that may wait for a slot, in arrival order, while
@@ -265,6 +270,7 @@ impl Default for QueryLimits {
             max_result_rows: 0,
             max_result_bytes: 1 << 30,
             max_threads: 1,
+            evaluation_threads: 0,
             max_concurrent: 4,
             max_queued: 64,
             queue_timeout: Duration::from_secs(10),

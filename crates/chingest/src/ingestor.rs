@@ -115,6 +115,7 @@ impl Ingestor {
     /// engine are inserted before this returns.
     pub async fn open(config: IngestConfig) -> Result<Ingestor> {
         config.validate()?;
+        crate::parallel::set_threads(config.query.evaluation_threads);
         let runtime = tokio::runtime::Handle::current();
         durable::create_dir_all(&config.data_dir).map_err(|source| Error::Io {
             context: format!("creating data directory {}", config.data_dir.display()),

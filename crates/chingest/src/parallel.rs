@@ -6,6 +6,16 @@
 
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 
+/// Sets the pool's threads (0: one per core) unless it has started; the
+/// first ingestor opened in the process sets it. Whether it was set.
+pub(crate) fn set_threads(threads: usize) -> bool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("chingest-eval-{i}"))
+        .build_global()
+        .is_ok()
+}
+
 /// `each` of every item, in the items' order: spread over the pool in runs
 /// of `min_each` items at least when there are two such runs or more, else
 /// on the calling thread. `min_each` is how many items are worth a task.
