@@ -814,30 +814,15 @@ impl Ingestor {
         ids: &[u64],
         range: (i64, i64),
     ) -> Option<RecentSamples> {
-        self.recent_samples_in(table, field, ids, range, 1)
-    }
-
-    /// [`recent_samples`](Self::recent_samples) with times in units of
-    /// `per` ns (1,000,000: ms), floored as they are decoded, the last
-    /// sample of equal times kept: what a reader of a coarser precision
-    /// keeps, without a second pass over the samples.
-    pub fn recent_samples_in(
-        &self,
-        table: (&str, &str, &str),
-        field: &str,
-        ids: &[u64],
-        range: (i64, i64),
-        per: i64,
-    ) -> Option<RecentSamples> {
-        assert!(per > 0, "a unit of time is 1 ns or more");
         self.shared
             .reader
-            .recent_samples(table, field, ids, range, per)
+            .recent_samples(table, field, ids, range, 1)
     }
 
-    /// [`recent_samples_in`](Self::recent_samples_in), each series'
-    /// samples compressed as memory keeps them, to be decoded where they
-    /// are used.
+    /// [`recent_samples`](Self::recent_samples), each series' samples
+    /// compressed as memory keeps them, to be decoded where they are used,
+    /// their times in units of `per` ns (1,000,000: ms), floored as they
+    /// are decoded, the last sample of equal times kept.
     pub fn recent_compressed(
         &self,
         table: (&str, &str, &str),

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{parallel, Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -25,10 +25,6 @@ use crate::eval::Thinned;
 use crate::naming::{self, Shape};
 use crate::selected::{Samples, Selected};
 use crate::value::{Labels, Series, METRIC_NAME};
-
-/// Series worth a core of their own when their samples are decoded
-/// (`parallel::map`).
-const SERIES_PER_TASK: usize = 32;
 
 /// How much one query may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -948,7 +944,7 @@ impl Source<'_> {
         let selected = self
             .select_compressed(matchers, range, thin, series_budget, sample_budget)
             .await?;
-        Ok(parallel::map(selected, SERIES_PER_TASK, Selected::decode))
+        Ok(Selected::decode_all(selected))
     }
 
     /// As [`select_thinned`](Self::select_thinned), memory's samples left
@@ -1061,11 +1057,11 @@ impl Source<'_> {
                 (cached_end.div_euclid(block) + 1) * block - 1,
             );
             let mut read_budget = self.limits.max_samples;
-            let read = self
+            let mut read = self
                 .engine_samples(candidate, matchers, &missed, blocks, None, &mut read_budget)
                 .await?;
             for id in missed.into_keys() {
-                let mut samples = read.get(&id).cloned().unwrap_or_default();
+                let mut samples = read.remove(&id).unwrap_or_default();
                 let ns: Vec<(i64, f64)> =
                     samples.iter().map(|&(ms, v)| (ms * 1_000_000, v)).collect();
                 let spanned = (blocks.0 * 1_000_000, (blocks.1 + 1) * 1_000_000);

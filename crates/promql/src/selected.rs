@@ -3,7 +3,7 @@
 //! then memory's, compressed until a range function decodes the series
 //! where it reads it.
 
-use chingest::CompressedSamples;
+use chingest::{parallel, CompressedSamples};
 
 use crate::value::{Labels, Series};
 
@@ -14,8 +14,25 @@ pub(crate) struct Selected {
     pub(crate) samples: Samples,
 }
 
+/// Series worth a core of their own when their samples are decoded
+/// (`parallel::map`).
+const SERIES_PER_TASK: usize = 32;
+
 impl Selected {
-    pub(crate) fn decode(self) -> Series {
+    /// Each series decoded, on every core when they are many.
+    pub(crate) fn decode_all(selected: Vec<Selected>) -> Vec<Series> {
+        parallel::map(selected, SERIES_PER_TASK, Selected::decode)
+    }
+
+    /// Each series decoded into a list of its own, the selection kept.
+    pub(crate) fn decode_each(selected: &[Selected]) -> Vec<Series> {
+        parallel::map(selected.iter().collect(), SERIES_PER_TASK, |s| Series {
+            labels: s.labels.clone(),
+            points: s.samples.to_vec(),
+        })
+    }
+
+    fn decode(self) -> Series {
         Series {
             labels: self.labels,
             points: self.samples.decode(),

@@ -61,11 +61,11 @@ pub struct RecentSamples<S = Vec<(i64, f64)>> {
     /// does not reach back so far (the rest is the engine's to answer).
     pub from_ns: i64,
     /// Each series' samples (time, value), in the order asked for: time in
-    /// the unit asked for (ns unless [`Ingestor::recent_samples_in`]
+    /// the unit asked for (ns unless [`Ingestor::recent_compressed`]
     /// asked for another), one sample per time; decoded, or compressed
     /// ([`CompressedSamples`](crate::CompressedSamples)).
     ///
-    /// [`Ingestor::recent_samples_in`]: crate::Ingestor::recent_samples_in
+    /// [`Ingestor::recent_compressed`]: crate::Ingestor::recent_compressed
     pub samples: Vec<S>,
     /// Whether each sample is one row of the table, as a count or a sum
     /// over the engine's rows sees them: false when a point in the range

@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use chingest::parallel;
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 
 use crate::error::Error;
@@ -278,13 +277,8 @@ impl ReadSeries {
 
     /// The series, decoded.
     pub(crate) fn series(&self) -> &[Series] {
-        self.decoded.get_or_init(|| {
-            let selected = self.selected.iter().collect();
-            parallel::map(selected, SERIES_PER_TASK, |s| Series {
-                labels: s.labels.clone(),
-                points: s.samples.to_vec(),
-            })
-        })
+        self.decoded
+            .get_or_init(|| Selected::decode_each(&self.selected))
     }
 
     /// The series as read, unless they were decoded already.
@@ -292,9 +286,6 @@ impl ReadSeries {
         self.decoded.get().is_none().then_some(&self.selected)
     }
 }
-
-/// Series worth a core of their own when they are decoded.
-const SERIES_PER_TASK: usize = 32;
 
 /// Where a series was last read: the first and the one-past-last index
 /// of its last window (an instant selector uses the second).
