@@ -348,9 +348,18 @@ impl Taken for CompressedSamples {
             *self = later;
             return;
         }
+        // Chunks in time order: where both have samples in the range, these
+        // end with their last chunk's last and those start with their
+        // first chunk's first, which may floor to one time (counted once).
+        let per = self.per;
+        let repeated = match (self.chunks.last(), later.chunks.first()) {
+            (Some(last), Some(first)) if self.len > 0 && later.len > 0 => {
+                last.view().last().div_euclid(per) == first.view().first().div_euclid(per)
+            }
+            _ => false,
+        };
         self.chunks.extend(later.chunks);
-        let chunks = self.chunks.iter().map(Chunk::view);
-        self.len = count(chunks, (self.start, self.end), self.per);
+        self.len = self.len + later.len - usize::from(repeated);
     }
 }
 
@@ -379,7 +388,7 @@ impl CompressedSamples {
     }
 
     /// Adds the samples to `out`, in time order, as
-    /// [`Ingestor::recent_samples_in`](crate::Ingestor::recent_samples_in)
+    /// [`Ingestor::recent_compressed`](crate::Ingestor::recent_compressed)
     /// gives them.
     pub fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
         let chunks = self.chunks.iter().map(Chunk::view);
@@ -462,6 +471,7 @@ mod tests {
             steps in prop::collection::vec((1i64..4, 0usize..4), 1..800),
             (start, end) in (-1i64..3_000, -1i64..3_000),
             per in prop_oneof![Just(1i64), Just(1_000), Just(1_000_000), Just(1_000_000_000)],
+            split in any::<prop::sample::Index>(),
         ) {
             // Times of several precisions: whole s, ms, µs and ns.
             let mut time = 0;
@@ -481,6 +491,20 @@ mod tests {
             compressed.decode_into(&mut out);
             prop_assert_eq!(&out, &decoded);
             prop_assert_eq!(compressed.len(), decoded.len());
+
+            // Split in two (as blocks of the chunk cache), taken and joined.
+            let cut = split.index(samples.len() + 1);
+            let (before, after) = samples.split_at(cut);
+            let (before, after) = (SeriesSamples::of_sorted(before), SeriesSamples::of_sorted(after));
+            let mut joined: CompressedSamples = Taken::taken(&before, start, end, per);
+            joined.join(Taken::taken(&after, start, end, per));
+            let mut out = Vec::new();
+            joined.decode_into(&mut out);
+            prop_assert_eq!(&out, &decoded);
+            prop_assert_eq!(joined.len(), decoded.len());
+            let mut joined: Vec<Sample> = Taken::taken(&before, start, end, per);
+            joined.join(Taken::taken(&after, start, end, per));
+            prop_assert_eq!(joined, decoded);
         }
 
         #[test]
