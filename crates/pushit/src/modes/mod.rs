@@ -28,6 +28,7 @@ mod otlp_shapes;
 mod peers;
 pub(crate) mod prom;
 pub(crate) mod promql;
+mod promql_age;
 mod promql_cardinality;
 mod promql_dashboard;
 mod promql_data;

@@ -1,6 +1,7 @@
 //! The peers `pushit promql` and `pushit influxql` compare chingest with,
 //! each a child process on a free loopback port with a temporary data
-//! directory, killed when dropped: a Prometheus whose TSDB blocks
+//! directory, killed when dropped (and, for a cold start, restarted on it
+//! with the page cache dropped): a Prometheus whose TSDB blocks
 //! `promtool` backfilled from OpenMetrics files of the scrapes, a
 //! VictoriaMetrics loaded by the same remote-write requests chingest was,
 //! and an InfluxDB 1.x (`influxd`) with only its HTTP service. They are
@@ -25,11 +26,15 @@ use crate::Context;
 /// A peer server this process started.
 pub(super) struct Peer {
     name: &'static str,
+    binary: PathBuf,
+    /// Its flags, as [`Peer::start`] made them.
+    flags: Vec<String>,
+    ready_path: &'static str,
     child: Child,
     pub(super) url: String,
     log: PathBuf,
     /// Removed after the child is killed (fields drop after `drop`).
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Peer {
@@ -40,39 +45,74 @@ impl Peer {
         binary: &Path,
         dir: tempfile::TempDir,
         flags: impl FnOnce(&Path, u16) -> Vec<String>,
-        ready_path: &str,
+        ready_path: &'static str,
     ) -> anyhow::Result<Peer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
         let log = dir.path().join(format!("{name}.log"));
-        let out = std::fs::File::create(&log)?;
-        let child = Command::new(binary)
-            .args(flags(dir.path(), port))
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
+        let flags = flags(dir.path(), port);
+        let child = spawn(binary, &flags, &log)?;
         let peer = Peer {
             name,
+            binary: binary.to_owned(),
+            flags,
+            ready_path,
             child,
             url: format!("http://127.0.0.1:{port}"),
             log,
-            _dir: dir,
+            dir,
         };
+        peer.wait_ready().await?;
+        Ok(peer)
+    }
+
+    /// Waits until its `ready_path` answers 200, for up to 2 min.
+    async fn wait_ready(&self) -> anyhow::Result<()> {
         let client = http_client()?;
         let give_up = Instant::now() + Duration::from_secs(120);
         loop {
-            let answer = client.get(format!("{}{ready_path}", peer.url)).send().await;
+            let answer = client
+                .get(format!("{}{}", self.url, self.ready_path))
+                .send()
+                .await;
             if answer.is_ok_and(|r| r.status().is_success()) {
-                return Ok(peer);
+                return Ok(());
             }
             if Instant::now() > give_up {
-                bail!("{name} not ready in 2 min:\n{}", peer.log_tail());
+                bail!("{} not ready in 2 min:\n{}", self.name, self.log_tail());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Its temporary directory.
+    pub(super) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A cold start: stops it (SIGTERM, as a service manager does; killed
+    /// after a minute), empties the kernel's page cache where this process
+    /// may (as root), and starts it again on the same directory and port
+    /// with its flags and `more_flags`; returns whether the page cache was
+    /// emptied.
+    pub(super) async fn restart(&mut self, more_flags: &[String]) -> anyhow::Result<bool> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let give_up = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait()?.is_none() {
+            if Instant::now() > give_up {
+                let _ = self.child.kill();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = Command::new("sync").status();
+        let dropped = std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok();
+        let flags: Vec<String> = self.flags.iter().chain(more_flags).cloned().collect();
+        self.child = spawn(&self.binary, &flags, &self.log)?;
+        self.wait_ready().await?;
+        Ok(dropped)
     }
 
     /// How the measurements reach it: no database, no token.
@@ -91,7 +131,6 @@ impl Peer {
         log[log.len().saturating_sub(3_000)..].to_owned()
     }
 
-    /// The sum of `metric` over its series on `/metrics`.
     /// Its private resident memory now (Linux's `RssAnon`), bytes.
     pub(super) fn rss_anon(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -102,6 +141,24 @@ impl Peer {
         Some(kib * 1024)
     }
 
+    /// The CPU time it has used (user and system), seconds.
+    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // The fields after the command's closing parenthesis start at the
+        // 3rd; utime and stime are the 14th and 15th, in Linux's USER_HZ
+        // (100 a second).
+        let after = &stat[stat.rfind(')').context("no command in /proc stat")? + 2..];
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |field: usize| -> anyhow::Result<u64> {
+            Ok(fields
+                .get(field - 3)
+                .context("a short /proc stat")?
+                .parse()?)
+        };
+        Ok((ticks(14)? + ticks(15)?) as f64 / 100.0)
+    }
+
+    /// The sum of `metric` over its series on `/metrics`.
     async fn metric(&self, client: &reqwest::Client, metric: &str) -> anyhow::Result<f64> {
         let text = client
             .get(format!("{}/metrics", self.url))
@@ -119,12 +176,11 @@ impl Peer {
     /// Waits until it uses under 5% of a core for 3 s running (its
     /// background work done), for up to 5 min, then `--pause`.
     pub(super) async fn wait_idle(&self, ctx: &Context) -> anyhow::Result<()> {
-        let client = http_client()?;
         let give_up = Instant::now() + Duration::from_secs(300);
-        let (mut quiet, mut cpu) = (0, self.metric(&client, "process_cpu_seconds_total").await?);
+        let (mut quiet, mut cpu) = (0, self.cpu_seconds()?);
         while quiet < 3 && Instant::now() < give_up {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            let now = self.metric(&client, "process_cpu_seconds_total").await?;
+            let now = self.cpu_seconds()?;
             quiet = if now - cpu < 0.05 { quiet + 1 } else { 0 };
             cpu = now;
         }
@@ -141,6 +197,21 @@ impl Drop for Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `binary` with `flags`, its output appended to `log`.
+fn spawn(binary: &Path, flags: &[String], log: &Path) -> anyhow::Result<Child> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    Command::new(binary)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))
 }
 
 /// The value of `line` (of the text exposition format) if it is a sample
@@ -180,6 +251,35 @@ pub(super) async fn influxdb(binary: &Path) -> anyhow::Result<Peer> {
         vec!["-config".to_owned(), config.display().to_string()]
     };
     Peer::start("influxdb", binary, dir, flags, "/ping").await
+}
+
+/// A chingest server (`binary`, `chingest serve`) as a child process with
+/// its shipped settings on its own data directory, so that it can be
+/// restarted: the HTTP and gRPC APIs on free loopback ports, no ClickHouse
+/// interface.
+pub(super) async fn chingest(binary: &Path) -> anyhow::Result<Peer> {
+    let dir = tempfile::Builder::new()
+        .prefix("pushit-chingest-")
+        .tempdir()?;
+    let grpc = super::server::free_port()?;
+    let flags = |dir: &Path, port: u16| {
+        let data = dir.join("data").display().to_string();
+        let flags = [
+            "serve",
+            "--data-dir",
+            &data,
+            "--http-addr",
+            &format!("127.0.0.1:{port}"),
+            "--grpc-addr",
+            &format!("127.0.0.1:{grpc}"),
+            "--clickhouse-http-addr",
+            "off",
+            "--log",
+            "warn",
+        ];
+        flags.map(str::to_owned).to_vec()
+    };
+    Peer::start("chingest", binary, dir, flags, "/ready").await
 }
 
 /// A Prometheus (`binary`, `promtool` beside it) on blocks backfilled from

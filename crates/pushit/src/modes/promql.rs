@@ -19,10 +19,13 @@
 //! `--dashboard` asks instead what a refreshing Grafana node-exporter
 //! dashboard does, on `--hosts` hosts' node-exporter metrics: its panels
 //! and variables one by one, all of them mixed, and whole refreshes
-//! (promql_dashboard.rs makes the data and the requests). Every query is a
+//! (promql_dashboard.rs makes the data and the requests). `--age` asks the
+//! same panels over data of every age, now and moved back, cold (after a
+//! restart) and warm (promql_age.rs). Every query is a
 //! list of requests built before any clock starts and asked in turn, so
 //! a moving range costs the clients nothing.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
@@ -38,7 +41,7 @@ use super::promql_query::{Load, Query, Request, Target};
 use super::query::{ask, hammer, rounds, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second, settle};
-use super::{promql_cardinality, promql_dashboard};
+use super::{promql_age, promql_cardinality, promql_dashboard};
 use crate::Context;
 
 /// Flags of `pushit promql`.
@@ -59,6 +62,17 @@ pub(crate) struct Args {
     /// refreshes.
     #[arg(long)]
     dashboard: bool,
+    /// The dashboard's panels over data of every age instead (e.g. a week:
+    /// `--age --hours 168`): ranges of 6 h, 24 h and 7 d, now and `--back`
+    /// hours back, each group's refresh cold (after a restart, the page
+    /// cache emptied) and then warm; chingest run as a child process
+    /// (`--chingest`), with its result cache and without.
+    #[arg(long, conflicts_with_all = ["dashboard", "downsampled", "cardinality", "url"])]
+    age: bool,
+    /// With --age: the chingest binary to run, by default the one beside
+    /// pushit.
+    #[arg(long, value_name = "PATH", requires = "age")]
+    pub(super) chingest: Option<PathBuf>,
     /// Long-range panels instead (`rate`, `max_over_time` of one series and
     /// a fleet's `sum by (job)` over the whole data at 1 h steps), chingest
     /// answering from a downsampled database (5 m and 1 h rollups, its rows
@@ -74,12 +88,13 @@ pub(crate) struct Args {
     /// With --dashboard: every range moved this many hours back from the
     /// data's end (and the dashboard's last hour with it): panels over
     /// older times, e.g. `--hours 56 --back 48` asks about two days ago,
-    /// past the recent samples (26 h by default).
-    #[arg(long, default_value_t = 0, requires = "dashboard")]
-    back: usize,
-    /// With --dashboard: hosts (`host-NN:9100`), 66 series each.
-    #[arg(long, default_value_t = 20, requires = "dashboard")]
-    hosts: usize,
+    /// past the recent samples (26 h by default). With --age: where the
+    /// groups moved back end (default 48).
+    #[arg(long)]
+    pub(super) back: Option<usize>,
+    /// With --dashboard or --age: hosts (`host-NN:9100`), 66 series each.
+    #[arg(long, default_value_t = 20)]
+    pub(super) hosts: usize,
     /// What Grafana asks of a Kubernetes-sized fleet instead: this many
     /// series of `http_requests_total{code,instance,job,namespace,path,pod}`
     /// (two a pod) over the last five minutes; a namespace's pods, a pod's
@@ -103,11 +118,11 @@ pub(crate) struct Args {
     /// Compare with a Prometheus: its binary (`promtool` beside it), by
     /// default /usr/bin/prometheus.
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "/usr/bin/prometheus")]
-    prometheus: Option<std::path::PathBuf>,
+    prometheus: Option<PathBuf>,
     /// Compare with a VictoriaMetrics: its binary, by default
     /// /usr/bin/victoria-metrics.
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "/usr/bin/victoria-metrics")]
-    victoriametrics: Option<std::path::PathBuf>,
+    victoriametrics: Option<PathBuf>,
     /// With --victoriametrics: also a VictoriaMetrics without its response
     /// cache (`-search.disableCache`), as a peer of its own. The cache
     /// answers a repeated range query without evaluating it again.
@@ -229,10 +244,10 @@ fn long_range_queries(data: &Data) -> Vec<Query> {
 }
 
 /// What one server answered and measured for one query.
-struct Answered {
+pub(super) struct Answered {
     /// Series (or label values) and points of its answer.
-    size: (usize, usize),
-    measured: Measured,
+    pub(super) size: (usize, usize),
+    pub(super) measured: Measured,
 }
 
 impl Answered {
@@ -256,6 +271,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if args.instances == 0 || args.cpus == 0 || args.hosts == 0 || args.hours == 0 {
         bail!("--instances, --cpus, --hosts and --hours must be positive");
     }
+    if args.back.is_some() && !(args.dashboard || args.age) {
+        bail!("--back moves the ranges of --dashboard or --age");
+    }
     if args.connections == 0 || args.seconds <= 0.0 || args.repeat == 0 {
         bail!("--connections, --seconds and --repeat must be positive");
     }
@@ -263,7 +281,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
     // On the hour, a minute back: VictoriaMetrics hides the last 30 s.
-    let data = match (args.dashboard, args.cardinality) {
+    let data = match (args.dashboard || args.age, args.cardinality) {
         (true, _) => promql_dashboard::generate(args.hosts, args.hours, now_ms - 60_000),
         (false, Some(series)) => promql_cardinality::generate(series, now_ms - 60_000),
         (false, None) => Data::generate(
@@ -281,9 +299,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         data.samples(),
         data.end_ms() / 1000
     ));
+    if args.age {
+        return promql_age::run(ctx, args, &data);
+    }
     let queries = match (args.dashboard, args.downsampled) {
         _ if args.cardinality.is_some() => promql_cardinality::queries(&data),
-        (true, _) => promql_dashboard::queries(&data, args.hosts, args.back),
+        (true, _) => promql_dashboard::queries(&data, args.hosts, args.back.unwrap_or(0)),
         (false, true) => long_range_queries(&data),
         (false, false) => queries(&data),
     };
@@ -314,7 +335,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 settle(ctx, &ctx.connect()?)?;
                 let answers =
                     ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
-                memory.push(chingest_memory(endpoints, args.server.url.is_none()).await?);
+                let mut chingest = chingest_memory(endpoints, "chingest").await?;
+                if args.server.url.is_none() {
+                    chingest.note = IN_PROCESS.into();
+                }
+                memory.push(chingest);
                 return Ok(vec![("chingest", answers)]);
             }
             load_chingest(ctx, endpoints, &rolled, data.requests(), &data).await?;
@@ -329,35 +354,78 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         },
     ))?;
     servers.extend(answers);
-    if let Some(binary) = &args.prometheus {
+    for peer in PeerToStart::of(args) {
+        let name = peer.name();
         let answers = runtime.block_on(async {
-            let peer = prometheus(ctx, binary, &data).await?;
-            let answers = ask_all(ctx, args, "prometheus", &peer.endpoints(), None, &queries).await;
-            memory.push(peer_memory("prometheus", &peer).await);
+            let peer = peer.start(ctx, &data).await?;
+            let answers = ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await;
+            memory.push(peer_memory(name, &peer).await);
             answers
         })?;
-        servers.push(("prometheus", answers));
+        servers.push((name, answers));
     }
-    if let Some(binary) = &args.victoriametrics {
-        let mut variants = vec![("victoriametrics", &[][..])];
-        if args.victoriametrics_uncached {
-            variants.push(("victoriametrics-uncached", &["-search.disableCache"][..]));
-        }
-        for (name, flags) in variants {
-            let answers = runtime.block_on(async {
-                let peer =
-                    victoriametrics(ctx, name, binary, flags, data.requests(), &data).await?;
-                let answers = ask_all(ctx, args, name, &peer.endpoints(), None, &queries).await;
-                memory.push(peer_memory(name, &peer).await);
-                answers
-            })?;
-            servers.push((name, answers));
-        }
-    }
-    report(ctx, args, &queries, &servers)?;
+    report(ctx, args, "promql", &queries, &servers)?;
     report_memory(ctx, &memory, data.series.len());
     Ok(())
 }
+
+/// A peer `--prometheus` or `--victoriametrics` asks for.
+pub(super) enum PeerToStart<'a> {
+    Prometheus(&'a Path),
+    VictoriaMetrics {
+        name: &'static str,
+        binary: &'a Path,
+        flags: &'static [&'static str],
+    },
+}
+
+impl<'a> PeerToStart<'a> {
+    /// The peers `args` ask for, in the order they are measured.
+    pub(super) fn of(args: &'a Args) -> Vec<PeerToStart<'a>> {
+        let mut peers = Vec::new();
+        if let Some(binary) = &args.prometheus {
+            peers.push(PeerToStart::Prometheus(binary));
+        }
+        if let Some(binary) = &args.victoriametrics {
+            peers.push(PeerToStart::VictoriaMetrics {
+                name: "victoriametrics",
+                binary,
+                flags: &[],
+            });
+            if args.victoriametrics_uncached {
+                peers.push(PeerToStart::VictoriaMetrics {
+                    name: "victoriametrics-uncached",
+                    binary,
+                    flags: &["-search.disableCache"],
+                });
+            }
+        }
+        peers
+    }
+
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            PeerToStart::Prometheus(_) => "prometheus",
+            PeerToStart::VictoriaMetrics { name, .. } => name,
+        }
+    }
+
+    /// Starts it on `data`, loaded and idle.
+    pub(super) async fn start(&self, ctx: &Context, data: &Data) -> anyhow::Result<Peer> {
+        match self {
+            PeerToStart::Prometheus(binary) => prometheus(ctx, binary, data).await,
+            PeerToStart::VictoriaMetrics {
+                name,
+                binary,
+                flags,
+            } => victoriametrics(ctx, name, binary, flags, data.requests(), data).await,
+        }
+    }
+}
+
+/// The note on the memory of a chingest in pushit's own process.
+const IN_PROCESS: &str =
+    "pushit's process (with the generated data): use --url for the server's own";
 
 /// How long each server is left idle after its queries before its memory
 /// is read: what a query allocated is returned (Go's and jemalloc's
@@ -365,30 +433,35 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
 const MEMORY_SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// One server's memory once its queries are answered.
-struct Memory {
+pub(super) struct Memory {
     server: String,
     /// Private resident memory (`RssAnon`), bytes.
     rss_anon: Option<u64>,
     /// chingest's: its index of series and last values, bytes and series.
     index: Option<(f64, f64)>,
-    note: &'static str,
+    /// chingest's: its recent samples, bytes and samples.
+    recent: Option<(f64, f64)>,
+    /// chingest's: its chunk cache's bytes.
+    chunk_cache: Option<f64>,
+    note: String,
 }
 
 /// A peer's memory, [`MEMORY_SETTLE`] after its queries.
-async fn peer_memory(server: &str, peer: &Peer) -> Memory {
+pub(super) async fn peer_memory(server: &str, peer: &Peer) -> Memory {
     tokio::time::sleep(MEMORY_SETTLE).await;
     Memory {
         server: server.to_owned(),
         rss_anon: peer.rss_anon(),
         index: None,
-        note: "",
+        recent: None,
+        chunk_cache: None,
+        note: String::new(),
     }
 }
 
 /// chingest's memory from its `/metrics`, [`MEMORY_SETTLE`] after its
-/// queries; `in_process`: the server runs in pushit's process, whose memory
-/// also holds the generated data.
-async fn chingest_memory(endpoints: &Endpoints, in_process: bool) -> anyhow::Result<Memory> {
+/// queries, reported as `server`.
+pub(super) async fn chingest_memory(endpoints: &Endpoints, server: &str) -> anyhow::Result<Memory> {
     tokio::time::sleep(MEMORY_SETTLE).await;
     let text = authorized(
         endpoints,
@@ -402,17 +475,16 @@ async fn chingest_memory(endpoints: &Endpoints, in_process: bool) -> anyhow::Res
     let metric = |name: &str| text.lines().find_map(|line| sample_of(line, name));
     let index = metric("chingest_last_value_bytes").zip(metric("chingest_last_value_series"));
     Ok(Memory {
-        server: "chingest".to_owned(),
+        server: server.to_owned(),
         rss_anon: metric("chingest_process_resident_anon_bytes").map(|b| b as u64),
         index,
-        note: match in_process {
-            true => "pushit's process (with the generated data): use --url for the server's own",
-            false => "",
-        },
+        recent: metric("chingest_recent_bytes").zip(metric("chingest_recent_samples")),
+        chunk_cache: metric("chingest_chunk_cache_bytes"),
+        note: String::new(),
     })
 }
 
-fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
+pub(super) fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
     let mut report = ctx.report(
         "promql-memory",
         vec![
@@ -425,6 +497,13 @@ fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
                 "index_bytes_per_series",
                 Format::Count,
             ),
+            column("recent", "recent_bytes", Format::Mib),
+            column(
+                "recent bytes/sample",
+                "recent_bytes_per_sample",
+                Format::Ratio,
+            ),
+            column("chunk cache", "chunk_cache_bytes", Format::Mib),
             column("note", "note", Format::Text),
         ],
     );
@@ -435,10 +514,13 @@ fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
             "rss_anon_per_series": server.rss_anon.map(|b| b / series.max(1) as u64),
             "index_bytes": server.index.map(|(bytes, _)| bytes),
             "index_bytes_per_series": server.index.map(|(bytes, n)| (bytes / n.max(1.0)).round()),
+            "recent_bytes": server.recent.map(|(bytes, _)| bytes),
+            "recent_bytes_per_sample": server.recent.map(|(bytes, n)| bytes / n.max(1.0)),
+            "chunk_cache_bytes": server.chunk_cache,
             "series": series,
         });
         if !server.note.is_empty() {
-            row["note"] = server.note.into();
+            row["note"] = server.note.as_str().into();
         }
         if let Some(fields) = row.as_object_mut() {
             fields.retain(|_, value| !value.is_null());
@@ -450,7 +532,7 @@ fn report_memory(ctx: &Context, memory: &[Memory], series: usize) {
 
 /// Remote-writes `requests` into chingest's `db` and waits until every
 /// sample is queryable.
-async fn load_chingest(
+pub(super) async fn load_chingest(
     ctx: &Context,
     endpoints: &Endpoints,
     db: &str,
@@ -484,7 +566,7 @@ async fn load_chingest(
 
 /// Every query on one server: its first round untimed (the size of its
 /// answers), then measured.
-async fn ask_all(
+pub(super) async fn ask_all(
     ctx: &Context,
     args: &Args,
     server: &str,
@@ -540,7 +622,7 @@ async fn ask_all(
 
 /// Series (or label values) and points in a successful answer of
 /// Prometheus's HTTP API.
-fn answer_size(body: &[u8]) -> anyhow::Result<(usize, usize)> {
+pub(super) fn answer_size(body: &[u8]) -> anyhow::Result<(usize, usize)> {
     let answer: serde_json::Value = serde_json::from_slice(body).context("not JSON")?;
     if answer["status"] != "success" {
         bail!("not a success: {answer}");
@@ -559,14 +641,18 @@ fn answer_size(body: &[u8]) -> anyhow::Result<(usize, usize)> {
 
 /// The table: every query on every server, chingest's rows against the
 /// peers; fails after it if some answer's size differs from chingest's.
-fn report(
+/// chingest's servers (as shipped, and `chingest-…` variants) are
+/// compared with the peers, never with each other.
+pub(super) fn report(
     ctx: &Context,
     args: &Args,
+    name: &'static str,
     queries: &[Query],
     servers: &[(&str, Vec<Answered>)],
 ) -> anyhow::Result<()> {
+    let is_chingest = |server: &str| server.starts_with("chingest");
     let mut report = ctx.report(
-        "promql",
+        name,
         vec![
             column("query", "query", Format::Text),
             column("server", "server", Format::Text),
@@ -592,23 +678,18 @@ fn report(
             continue;
         };
         let speed = chingest.speed(query);
-        // chingest's speed over the fastest of `peers` that ran (`None`:
-        // every peer).
-        let over_peers = |peers: Option<&[&str]>| {
+        // `speed` over the fastest of `peers` that ran (`None`: every
+        // peer).
+        let over_peers = |speed: f64, peers: Option<&[&str]>| {
             servers
                 .iter()
                 .filter(|(server, _)| {
-                    *server != "chingest" && peers.is_none_or(|peers| peers.contains(server))
+                    !is_chingest(server) && peers.is_none_or(|peers| peers.contains(server))
                 })
                 .map(|(_, answers)| answers[i].speed(query))
                 .reduce(f64::max)
                 .map(|peer| speed / peer)
         };
-        let over_faster = over_peers(None);
-        let p99 = millis_at(&chingest.measured.latencies, 0.99);
-        let met = query
-            .target
-            .and_then(|target| Some(target.met(over_peers(target.peers())?, p99)));
         for (server, answers) in servers {
             let answer = &answers[i];
             if answer.size != chingest.size {
@@ -617,9 +698,8 @@ fn report(
                     query.name, answer.size, chingest.size
                 ));
             }
-            let is_chingest = *server == "chingest";
-            let over = match is_chingest {
-                true => over_faster,
+            let over = match is_chingest(server) {
+                true => over_peers(answer.speed(query), None),
                 false => Some(speed / answer.speed(query)),
             };
             let mut row = json!({
@@ -638,9 +718,11 @@ fn report(
                 "chingest_over": over,
                 "request": query.text(),
             });
-            if let (true, Some(target)) = (is_chingest, query.target) {
+            if let (true, Some(target)) = (is_chingest(server), query.target) {
+                let p99 = millis_at(&answer.measured.latencies, 0.99);
+                let over = over_peers(answer.speed(query), target.peers());
                 row["target"] = target.text().into();
-                row["met"] = met.into();
+                row["met"] = over.map(|over| target.met(over, p99)).into();
             }
             // Without peers there is nothing to compare: no cell, not `null`.
             if let Some(fields) = row.as_object_mut() {

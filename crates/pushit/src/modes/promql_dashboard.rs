@@ -40,7 +40,7 @@ const DISKS: [(&str, f64); 2] = [("sda", 1e6), ("sdb", 4e5)];
 const POSITIONS: usize = 240;
 
 /// Host `host`'s `instance` label.
-fn instance(host: usize) -> String {
+pub(super) fn instance(host: usize) -> String {
     format!("host-{host:02}:9100")
 }
 
@@ -205,10 +205,35 @@ impl Host<'_> {
     }
 }
 
+/// What a panel's request asks of: its range (`seconds` before `end`,
+/// every `step`) and the window of its `rate`s (`$__rate_interval`).
+pub(super) struct Window {
+    pub(super) end: i64,
+    pub(super) seconds: i64,
+    pub(super) step: i64,
+    pub(super) rate: String,
+}
+
+/// What a panel sends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// `query_range` over its window.
+    Range,
+    /// An instant query at the window's end.
+    Instant,
+    /// Series or label values over the window (Grafana sends the
+    /// dashboard's range with its variables).
+    Variable,
+}
+
 /// One panel or variable of the dashboard.
-struct Panel {
-    name: &'static str,
-    target: Target,
+pub(super) struct Panel {
+    /// What it shows, e.g. `cpu busy: 1 host`.
+    pub(super) name: &'static str,
+    pub(super) target: Target,
+    pub(super) shape: Shape,
+    /// Its range on the dashboard, s.
+    seconds: i64,
     /// Seconds between the points of its range (the scrape interval for an
     /// instant query or a variable); its request k's range ends k steps
     /// before the data's end, round and round over the last hour. Grafana
@@ -217,61 +242,94 @@ struct Panel {
     /// 15 s apart would be answered 60 s apart there, on a different
     /// number of points.
     step: i64,
-    /// Its request for an instance, the end of its range (s) and its step.
-    ask: fn(&str, i64, i64) -> Request,
+    /// Its request for an instance over a window.
+    pub(super) ask: fn(&str, &Window) -> Request,
 }
 
 impl Panel {
+    /// Its name with its range and step, e.g. `cpu busy: 1 host, 1 h @ 15 s`.
+    pub(super) fn title(&self, seconds: i64, step: i64) -> String {
+        match self.shape {
+            Shape::Range => format!("{}, {} @ {}", self.name, span(seconds), span(step)),
+            Shape::Instant => format!("{}, instant", self.name),
+            Shape::Variable => format!("{}, {}", self.name, span(seconds)),
+        }
+    }
+
     /// Its request k, of [`rotation`] before they repeat: host k mod
     /// `hosts`, the range ending k steps back in the hour that ends
     /// `back_s` before the end of `data`.
     fn request(&self, data: &Data, hosts: usize, back_s: i64, k: usize) -> Request {
         let back = back_s + (k as i64 * self.step) % 3_600;
-        (self.ask)(&instance(k % hosts), data.end_ms() / 1000 - back, self.step)
+        let window = Window {
+            end: data.end_ms() / 1000 - back,
+            seconds: self.seconds,
+            step: self.step,
+            rate: "5m".to_owned(),
+        };
+        (self.ask)(&instance(k % hosts), &window)
+    }
+}
+
+/// `seconds` as a panel's title says it: `15 s`, `6 h`, `7 d`.
+pub(super) fn span(seconds: i64) -> String {
+    match seconds {
+        s if s < 3_600 => format!("{s} s"),
+        s if s % 86_400 == 0 && s > 86_400 => format!("{} d", s / 86_400),
+        s => format!("{} h", s / 3_600),
     }
 }
 
 /// The dashboard's panels and variables.
-const PANELS: [Panel; 8] = [
+pub(super) const PANELS: [Panel; 8] = [
     Panel {
-        name: "cpu busy: 1 host, 1 h @ 15 s",
+        name: "cpu busy: 1 host",
         target: Target::UncachedPanel,
+        shape: Shape::Range,
+        seconds: 3_600,
         step: 15,
-        ask: |instance, end, step| {
+        ask: |instance, window| {
             let selector =
                 format!("node_cpu_seconds_total{{mode=\"idle\",instance=\"{instance}\"}}");
-            let query = format!("100 - avg by (instance)(rate({selector}[5m]))*100");
-            range(query, end, 3_600, step)
+            let rate = &window.rate;
+            let query = format!("100 - avg by (instance)(rate({selector}[{rate}]))*100");
+            range(query, window)
         },
     },
     Panel {
-        name: "memory used: 1 host, 1 h @ 15 s",
+        name: "memory used: 1 host",
         target: Target::UncachedPanel,
+        shape: Shape::Range,
+        seconds: 3_600,
         step: 15,
-        ask: |instance, end, step| {
+        ask: |instance, window| {
             let of = |metric: &str| format!("{metric}{{instance=\"{instance}\"}}");
             let query = format!(
                 "{} - {}",
                 of("node_memory_MemTotal_bytes"),
                 of("node_memory_MemAvailable_bytes")
             );
-            range(query, end, 3_600, step)
+            range(query, window)
         },
     },
     Panel {
-        name: "gauge node_load1: 1 host, 6 h @ 60 s",
+        name: "gauge node_load1: 1 host",
         target: Target::UncachedPanel,
+        shape: Shape::Range,
+        seconds: 6 * 3_600,
         step: 60,
-        ask: |instance, end, step| {
+        ask: |instance, window| {
             let query = format!("node_load1{{instance=\"{instance}\"}}");
-            range(query, end, 6 * 3_600, step)
+            range(query, window)
         },
     },
     Panel {
-        name: "stat: / available share, instant",
+        name: "stat: / available share",
         target: Target::UncachedPanel,
+        shape: Shape::Instant,
+        seconds: 0,
         step: 15,
-        ask: |instance, end, _| {
+        ask: |instance, window| {
             let of = |metric: &str| format!("{metric}{{instance=\"{instance}\",mountpoint=\"/\"}}");
             let query = format!(
                 "{} / {}",
@@ -280,80 +338,91 @@ const PANELS: [Panel; 8] = [
             );
             Request {
                 path: "/api/v1/query",
-                params: vec![("query", query), ("time", end.to_string())],
+                params: vec![("query", query), ("time", window.end.to_string())],
             }
         },
     },
     Panel {
-        name: "network received: 1 host, 1 h @ 15 s",
+        name: "network received: 1 host",
         target: Target::UncachedPanel,
+        shape: Shape::Range,
+        seconds: 3_600,
         step: 15,
-        ask: |instance, end, step| {
+        ask: |instance, window| {
             let selector = format!(
                 "node_network_receive_bytes_total{{instance=\"{instance}\",device!=\"lo\"}}"
             );
-            range(format!("rate({selector}[5m])"), end, 3_600, step)
+            range(format!("rate({selector}[{}])", window.rate), window)
         },
     },
     Panel {
-        name: "fleet: cpu by host, 6 h @ 60 s",
+        name: "fleet: cpu by host",
         target: Target::VictoriaMetricsUncached,
+        shape: Shape::Range,
+        seconds: 6 * 3_600,
         step: 60,
-        ask: |_, end, step| {
-            let query = "sum by (instance)(rate(node_cpu_seconds_total{mode!=\"idle\"}[5m]))";
-            range(query.to_owned(), end, 6 * 3_600, step)
+        ask: |_, window| {
+            let query = format!(
+                "sum by (instance)(rate(node_cpu_seconds_total{{mode!=\"idle\"}}[{}]))",
+                window.rate
+            );
+            range(query, window)
         },
     },
     Panel {
-        name: "variable: instance values, 1 h",
+        name: "variable: instance values",
         target: Target::Prometheus,
+        shape: Shape::Variable,
+        seconds: 3_600,
         step: 15,
-        ask: |_, end, _| {
+        ask: |_, window| {
             let uname = "node_uname_info{job=\"node\"}".to_owned();
-            last_hour("/api/v1/label/instance/values", uname, end)
+            variable("/api/v1/label/instance/values", uname, window)
         },
     },
     Panel {
-        name: "variable: series of 1 host, 1 h",
+        name: "variable: series of 1 host",
         target: Target::Prometheus,
+        shape: Shape::Variable,
+        seconds: 3_600,
         step: 15,
-        ask: |instance, end, _| {
+        ask: |instance, window| {
             let uname = format!("node_uname_info{{instance=\"{instance}\"}}");
-            last_hour("/api/v1/series", uname, end)
+            variable("/api/v1/series", uname, window)
         },
     },
 ];
 
-/// `query_range` of `query` over the `seconds` before `end`, every `step`
-/// seconds (as Grafana sends it: a number).
-fn range(query: String, end: i64, seconds: i64, step: i64) -> Request {
+/// `query_range` of `query` over `window` (its step as Grafana sends it:
+/// a number of seconds).
+fn range(query: String, window: &Window) -> Request {
     Request {
         path: "/api/v1/query_range",
         params: vec![
             ("query", query),
-            ("start", (end - seconds).to_string()),
-            ("end", end.to_string()),
-            ("step", step.to_string()),
+            ("start", (window.end - window.seconds).to_string()),
+            ("end", window.end.to_string()),
+            ("step", window.step.to_string()),
         ],
     }
 }
 
-/// `path` (series or label values) of `selector` over the hour before
-/// `end`: the dashboard's range, which Grafana sends with its variables.
-fn last_hour(path: &'static str, selector: String, end: i64) -> Request {
+/// `path` (series or label values) of `selector` over `window`: the
+/// dashboard's range, which Grafana sends with its variables.
+fn variable(path: &'static str, selector: String, window: &Window) -> Request {
     Request {
         path,
         params: vec![
             ("match[]", selector),
-            ("start", (end - 3_600).to_string()),
-            ("end", end.to_string()),
+            ("start", (window.end - window.seconds).to_string()),
+            ("end", window.end.to_string()),
         ],
     }
 }
 
 /// Requests a panel has before they repeat: every host at each of the 240
 /// scrapes of an hour.
-fn rotation(hosts: usize) -> usize {
+pub(super) fn rotation(hosts: usize) -> usize {
     let gcd = |mut a: usize, mut b: usize| {
         while b != 0 {
             (a, b) = (b, a % b);
@@ -374,7 +443,7 @@ pub(super) fn queries(data: &Data, hosts: usize, back_hours: usize) -> Vec<Query
     let mut queries: Vec<Query> = PANELS
         .iter()
         .map(|panel| Query {
-            name: panel.name.to_owned(),
+            name: panel.title(panel.seconds, panel.step),
             requests: (0..rotation)
                 .map(|k| panel.request(data, hosts, back_s, k))
                 .collect(),
@@ -495,6 +564,21 @@ mod tests {
         );
         let queries = queries(&data, 7, 0);
         assert_eq!(queries.len(), 10);
+        let names: Vec<&str> = queries.iter().map(|query| query.name.as_str()).collect();
+        assert_eq!(
+            names[..8],
+            [
+                "cpu busy: 1 host, 1 h @ 15 s",
+                "memory used: 1 host, 1 h @ 15 s",
+                "gauge node_load1: 1 host, 6 h @ 60 s",
+                "stat: / available share, instant",
+                "network received: 1 host, 1 h @ 15 s",
+                "fleet: cpu by host, 6 h @ 60 s",
+                "variable: instance values, 1 h",
+                "variable: series of 1 host, 1 h",
+            ],
+            "the names benchmarks.md reports under"
+        );
         for (query, panel) in queries.iter().zip(&PANELS) {
             // Every host at every position.
             assert_eq!(query.requests.len(), 240 * 7);

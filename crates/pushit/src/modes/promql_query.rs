@@ -1,7 +1,8 @@
 //! The queries `pushit promql` asks: each a list of requests asked in
 //! turn, how it is measured (clients for a time, one at a time, or whole
 //! rounds), and what its speed on chingest must be. Shared by the default
-//! query set (promql.rs) and the dashboard's (promql_dashboard.rs).
+//! query set (promql.rs), the dashboard's (promql_dashboard.rs) and the
+//! age load's (promql_age.rs).
 
 use super::server::Endpoints;
 
@@ -15,6 +16,9 @@ pub(super) enum Target {
     UncachedPanel,
     /// Speed ≥ 1× the faster peer's.
     FasterPeer,
+    /// Speed ≥ 1× the faster peer's without a response cache
+    /// (prometheus, victoriametrics-uncached).
+    UncachedPeer,
     /// Speed ≥ 1× Prometheus's.
     Prometheus,
     /// Speed ≥ 1× VictoriaMetrics', its response cache on.
@@ -29,6 +33,7 @@ impl Target {
             Target::Panel => "≥ 0.5× faster peer, p99 ≤ 20 ms",
             Target::UncachedPanel => "≥ 1× faster peer with cache off, p99 ≤ 10 ms",
             Target::FasterPeer => "≥ 1× faster peer",
+            Target::UncachedPeer => "≥ 1× faster peer with cache off",
             Target::Prometheus => "≥ 1× prometheus",
             Target::VictoriaMetrics => "≥ 1× victoriametrics (cached)",
             Target::VictoriaMetricsUncached => "≥ 1× victoriametrics-uncached",
@@ -40,7 +45,9 @@ impl Target {
     pub(super) fn peers(self) -> Option<&'static [&'static str]> {
         match self {
             Target::Panel | Target::FasterPeer => None,
-            Target::UncachedPanel => Some(&["prometheus", "victoriametrics-uncached"]),
+            Target::UncachedPanel | Target::UncachedPeer => {
+                Some(&["prometheus", "victoriametrics-uncached"])
+            }
             Target::Prometheus => Some(&["prometheus"]),
             Target::VictoriaMetrics => Some(&["victoriametrics"]),
             Target::VictoriaMetricsUncached => Some(&["victoriametrics-uncached"]),
@@ -73,6 +80,7 @@ pub(super) enum Load {
 }
 
 /// One HTTP GET of a query.
+#[derive(Clone)]
 pub(super) struct Request {
     /// Under the server's root, e.g. `/api/v1/query_range`.
     pub(super) path: &'static str,
@@ -108,6 +116,7 @@ impl Request {
 }
 
 /// One query of the set: requests asked in turn.
+#[derive(Clone)]
 pub(super) struct Query {
     pub(super) name: String,
     /// Request k of a measurement is `requests[k % len]`.
