@@ -19,8 +19,8 @@ use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
-    self, BoxFuture, ChunkCache, CompressedSamples, IndexedSeries, LastSeries, LastValues,
-    RebuildSource, RecentSamples, TagMatcher,
+    self, BoxFuture, CompressedSamples, IndexedSeries, LastSeries, LastValues, RebuildSource,
+    RecentSamples, TagMatcher,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;
@@ -757,7 +757,27 @@ impl Ingestor {
         let whole = self.whole_rows(table);
         self.shared
             .reader
-            .samples(table, field, ids, range, whole)
+            .samples(table, field, ids, range, 1, whole)
+            .await
+    }
+
+    /// [`samples`](Self::samples), each series' samples compressed as
+    /// memory keeps them, to be decoded where they are used, their times
+    /// in units of `per` ns (1,000,000: ms), floored as they are decoded,
+    /// the last sample of equal times kept.
+    pub async fn samples_compressed(
+        &self,
+        table: (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+        per: i64,
+    ) -> Result<Option<RecentSamples<CompressedSamples>>> {
+        assert!(per > 0, "a unit of time is 1 ns or more");
+        let whole = self.whole_rows(table);
+        self.shared
+            .reader
+            .samples(table, field, ids, range, per, whole)
             .await
     }
 
@@ -788,12 +808,6 @@ impl Ingestor {
         }
     }
 
-    /// The chunk cache: samples older than the recent window, kept by
-    /// the readers that read them from the engine, by block.
-    pub fn chunk_cache(&self) -> &ChunkCache {
-        self.shared.reader.chunk_cache()
-    }
-
     /// Each of `ids`' samples of numeric field `field` of `measurement` in
     /// `db` / `rp` with a time in `[start, end]` (ns), as floats, in time
     /// order with one sample per time (of two writes of one time, the
@@ -820,9 +834,10 @@ impl Ingestor {
     }
 
     /// [`recent_samples`](Self::recent_samples), each series' samples
-    /// compressed as memory keeps them, to be decoded where they are used,
-    /// their times in units of `per` ns (1,000,000: ms), floored as they
-    /// are decoded, the last sample of equal times kept.
+    /// compressed as memory keeps them (as
+    /// [`samples_compressed`](Self::samples_compressed) gives them, without
+    /// reaching past memory: for a reader whose older part rollups answer
+    /// cheaper).
     pub fn recent_compressed(
         &self,
         table: (&str, &str, &str),

@@ -75,8 +75,8 @@ pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};
 pub use ingestor::Ingestor;
 pub use last_value::{
-    ChunkCache, CompressedSamples, IndexedSeries, LastField, LastSeries, LastValue, RecentSamples,
-    TagMatcher, TagTest, BLOCK_NS, SETTLED_AFTER,
+    CompressedSamples, IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher,
+    TagTest, BLOCK_NS, SETTLED_AFTER,
 };
 pub use read::access::{Access, Denied};
 pub use read::sandbox::{self, ReadScope};

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use chingest::layout::names::{quote_ident, quote_literal, TableNames};
 use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
-use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest, BLOCK_NS};
+use chingest::{Access, Ingestor, Keeps, RollupView, TagMatcher, TagTest};
 use chingest_codecs::{otlp, prometheus as remote_write};
 use promql_parser::label::{MatchOp, Matcher};
 
@@ -638,8 +638,9 @@ impl Source<'_> {
     }
 
     /// The samples of `found`'s series of `candidate` in `[start, end]`
-    /// (ms), by id: from the ingestor's recent samples, and from the engine
-    /// for the part before what memory holds (a statement only then).
+    /// (ms), by id: from the ingestor's memory (recent samples and, unless
+    /// rollups answer, the chunk cache, as far back as it answers), and
+    /// from the engine for the part before (a statement only then).
     async fn samples(
         &self,
         candidate: &Candidate,
@@ -653,12 +654,23 @@ impl Source<'_> {
         let ids: Vec<u64> = found.keys().copied().collect();
         let range = ms_to_ns(start, end);
         let level = thin.and_then(|thin| self.thin_level(candidate, thin));
-        let Some(recent) =
-            self.ingestor
-                .recent_compressed(table, &candidate.field, &ids, range, 1_000_000)
-        else {
-            let older = self
-                .older_samples(
+        // Where rollups answer, they are the cheaper read of what memory
+        // does not hold (as InfluxQL reads them).
+        let in_memory = match level {
+            Some(_) => {
+                let field = &candidate.field;
+                self.ingestor
+                    .recent_compressed(table, field, &ids, range, 1_000_000)
+            }
+            None => {
+                self.ingestor
+                    .samples_compressed(table, &candidate.field, &ids, range, 1_000_000)
+                    .await?
+            }
+        };
+        let Some(in_memory) = in_memory else {
+            let read = self
+                .engine_samples(
                     candidate,
                     matchers,
                     found,
@@ -667,38 +679,32 @@ impl Source<'_> {
                     budget,
                 )
                 .await?;
-            return Ok(older);
+            return Ok(of_decoded(read));
         };
         // Memory from its first whole ms on; the engine before it. Read
         // from a rollup, the engine's part ends on a bucket's edge, so no
         // row before memory's start is read.
-        let mut from = recent.from_ns.div_euclid(1_000_000)
-            + i64::from(recent.from_ns.rem_euclid(1_000_000) > 0);
+        let mut from = in_memory.from_ns.div_euclid(1_000_000)
+            + i64::from(in_memory.from_ns.rem_euclid(1_000_000) > 0);
         let thinned = level
             .as_ref()
             .map(|level| (level.thinned, level.width().as_millis() as i64));
         if let Some((_, width)) = thinned {
             from = from.saturating_add(width - 1).div_euclid(width) * width;
         }
-        let older = match from > start {
+        let mut out = match from > start {
             true => {
-                let engine_end = (from - 1).min(end);
-                self.older_samples(
-                    candidate,
-                    matchers,
-                    found,
-                    (start, engine_end),
-                    level.as_ref(),
-                    budget,
-                )
-                .await?
+                let range = (start, (from - 1).min(end));
+                let read = self
+                    .engine_samples(candidate, matchers, found, range, level.as_ref(), budget)
+                    .await?;
+                of_decoded(read)
             }
             false => HashMap::new(),
         };
-        let mut out = older;
         // Kept compressed where memory's samples are taken whole.
-        let whole = thinned.is_none() && from.checked_mul(1_000_000) == Some(recent.from_ns);
-        for (id, compressed) in ids.into_iter().zip(recent.samples) {
+        let whole = thinned.is_none() && from.checked_mul(1_000_000) == Some(in_memory.from_ns);
+        for (id, compressed) in ids.into_iter().zip(in_memory.samples) {
             if compressed.is_empty() {
                 continue;
             }
@@ -981,113 +987,6 @@ impl Source<'_> {
             }));
         }
         crate::value::sort_by_labels(&mut out, |s| &s.labels);
-        Ok(out)
-    }
-
-    /// The samples of `found`'s series of `candidate` in `[start, end]`
-    /// (ms) older than memory's window, by id: the settled blocks' from
-    /// the chunk cache, those it misses read from the engine whole and
-    /// kept there, the rest (unsettled times, thinned reads of rollups)
-    /// from the engine.
-    async fn older_samples(
-        &self,
-        candidate: &Candidate,
-        matchers: &[LabelMatcher],
-        found: &HashMap<u64, Labels>,
-        (start, end): (i64, i64),
-        level: Option<&ThinLevel>,
-        budget: &mut usize,
-    ) -> Result<HashMap<u64, Samples>, Error> {
-        let cache = self.ingestor.chunk_cache();
-        // Read where downsampling cut the rows too (the rollups as rows:
-        // the settled version moves with every cut).
-        let whole = self.ingestor.whole_rows(self.table_of(candidate));
-        let version = whole.version;
-        let block = BLOCK_NS / 1_000_000;
-        // The last ms of the last block wholly before what is settled and
-        // in the engine.
-        let settled = whole.settled_before.div_euclid(1_000_000);
-        let cached_end = (settled.div_euclid(block) * block - 1).min(end);
-        // Blocks retention may be dropping rows of (as parts merge) are
-        // read as the engine has them.
-        let kept = whole.retained_from.div_euclid(1_000_000);
-        let first_kept = (kept.div_euclid(block) + i64::from(kept.rem_euclid(block) > 0)) * block;
-        let cached_start = start.max(first_kept);
-        if level.is_some() || !cache.enabled() || cached_end < cached_start {
-            let read = self
-                .engine_samples(candidate, matchers, found, (start, end), level, budget)
-                .await?;
-            return Ok(of_decoded(read));
-        }
-        let mut out = match cached_start > start {
-            true => {
-                let range = (start, cached_start - 1);
-                let read = self
-                    .engine_samples(candidate, matchers, found, range, None, budget)
-                    .await?;
-                of_decoded(read)
-            }
-            false => HashMap::with_capacity(found.len()),
-        };
-        let start = cached_start;
-        let scope = format!(
-            "promql {} {}",
-            candidate.names.storage_table, candidate.field
-        );
-        let ids: Vec<u64> = found.keys().copied().collect();
-        let range = ms_to_ns(start, cached_end);
-        let (held, _) = cache.get_compressed(&scope, &ids, range, 1_000_000, version);
-        let mut missed = HashMap::new();
-        for (id, held) in ids.into_iter().zip(held) {
-            match held {
-                Some(samples) => {
-                    take(budget, samples.len(), self.limits.max_samples)?;
-                    out.entry(id).or_default().push_compressed(samples);
-                }
-                None => {
-                    missed.insert(id, found[&id].clone());
-                }
-            }
-        }
-        if !missed.is_empty() {
-            // Whole blocks, read once: the sample limit bounds the read,
-            // the query's budget what it takes of it.
-            let blocks = (
-                start.div_euclid(block) * block,
-                (cached_end.div_euclid(block) + 1) * block - 1,
-            );
-            let mut read_budget = self.limits.max_samples;
-            let mut read = self
-                .engine_samples(candidate, matchers, &missed, blocks, None, &mut read_budget)
-                .await?;
-            for id in missed.into_keys() {
-                let mut samples = read.remove(&id).unwrap_or_default();
-                let ns: Vec<(i64, f64)> =
-                    samples.iter().map(|&(ms, v)| (ms * 1_000_000, v)).collect();
-                let spanned = (blocks.0 * 1_000_000, (blocks.1 + 1) * 1_000_000);
-                cache.put(&scope, version, id, spanned, &ns, false);
-                let from = samples.partition_point(|s| s.0 < start);
-                let to = samples.partition_point(|s| s.0 <= cached_end);
-                samples.truncate(to);
-                samples.drain(..from.min(to));
-                take_samples(&mut out, id, samples, budget, self.limits.max_samples)?;
-            }
-        }
-        if cached_end < end {
-            let rest = self
-                .engine_samples(
-                    candidate,
-                    matchers,
-                    found,
-                    (cached_end + 1, end),
-                    None,
-                    budget,
-                )
-                .await?;
-            for (id, samples) in rest {
-                out.entry(id).or_default().push_decoded(samples);
-            }
-        }
         Ok(out)
     }
 

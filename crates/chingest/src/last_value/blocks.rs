@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::last_value::recent::{CompressedSamples, Sample, SeriesSamples, Taken};
+use crate::last_value::recent::{Sample, SeriesSamples, Taken};
 use crate::stats::IngestStats;
 
 /// A block's span: two hours, aligned to the epoch (a Prometheus block's).
@@ -35,7 +35,7 @@ const ENTRY_BYTES: usize = 96;
 
 /// Older samples by (scope, series, block), within a memory bound.
 #[derive(Debug)]
-pub struct ChunkCache {
+pub(crate) struct ChunkCache {
     max_bytes: usize,
     stats: Arc<IngestStats>,
     scopes: RwLock<Scopes>,
@@ -69,40 +69,17 @@ impl ChunkCache {
     }
 
     /// Whether it keeps anything.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.max_bytes > 0
     }
 
     /// For each of `ids`, its samples in `[start, end]` (ns) when every
     /// block from `start`'s to `end`'s is held at `version`, else `None`
-    /// (a miss: the caller reads the engine and [`put`](Self::put)s them);
-    /// and whether a block found was put as `repeated`.
-    pub fn get(
-        &self,
-        scope: &str,
-        ids: &[u64],
-        range: (i64, i64),
-        version: u64,
-    ) -> (Vec<Option<Vec<Sample>>>, bool) {
-        self.taken(scope, ids, range, 1, version)
-    }
-
-    /// [`get`](Self::get), each series' samples compressed as the cache
-    /// keeps them, their times in units of `per` ns (as
-    /// [`Ingestor::recent_compressed`](crate::Ingestor::recent_compressed)).
-    pub fn get_compressed(
-        &self,
-        scope: &str,
-        ids: &[u64],
-        range: (i64, i64),
-        per: i64,
-        version: u64,
-    ) -> (Vec<Option<CompressedSamples>>, bool) {
-        assert!(per > 0, "a unit of time is 1 ns or more");
-        self.taken(scope, ids, range, per, version)
-    }
-
-    fn taken<S: Taken>(
+    /// (a miss: the caller reads the engine and [`put`](Self::put)s them),
+    /// as `S` takes them (decoded, or compressed as the cache keeps them),
+    /// times in units of `per` ns; and whether a block found was put as
+    /// `repeated`.
+    pub(crate) fn get<S: Taken>(
         &self,
         scope: &str,
         ids: &[u64],
@@ -110,6 +87,7 @@ impl ChunkCache {
         per: i64,
         version: u64,
     ) -> (Vec<Option<S>>, bool) {
+        assert!(per > 0, "a unit of time is 1 ns or more");
         let scopes = self.scopes.read().unwrap();
         let Some(blocks) = scopes.get(scope) else {
             self.count(0, ids.len());
@@ -157,7 +135,7 @@ impl ChunkCache {
     /// (ns, multiples of [`BLOCK_NS`]), read at `version`: every one those
     /// blocks hold, sorted by time, one per time (a block with none is
     /// kept too: it is no miss); `repeated` if a time had two rows.
-    pub fn put(
+    pub(crate) fn put(
         &self,
         scope: &str,
         version: u64,
@@ -259,6 +237,7 @@ impl ChunkCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::last_value::CompressedSamples;
 
     const HOUR: i64 = 3600 * 1_000_000_000;
 
@@ -275,7 +254,10 @@ mod tests {
         cache.put("s", 1, 7, (0, BLOCK_NS), &block(0, 0.0), false);
         cache.put("s", 1, 7, (BLOCK_NS, 2 * BLOCK_NS), &[], false);
         // Within one block, across both, past them, at another version.
-        let one = cache.get("s", &[7], (HOUR, HOUR + 30_000_000_000), 1).0;
+        let get = |scope, ids: &[u64], range, version| {
+            cache.get::<Vec<Sample>>(scope, ids, range, 1, version).0
+        };
+        let one = get("s", &[7], (HOUR, HOUR + 30_000_000_000), 1);
         assert_eq!(
             one,
             [Some(vec![
@@ -284,16 +266,12 @@ mod tests {
                 (HOUR + 30_000_000_000, 242.0)
             ])]
         );
-        let both = cache.get("s", &[7, 8], (HOUR, 3 * HOUR), 1).0;
+        let both = get("s", &[7, 8], (HOUR, 3 * HOUR), 1);
         assert_eq!(both[0].as_ref().map(Vec::len), Some(240));
         assert_eq!(both[1], None, "series 8 was never read");
-        assert_eq!(cache.get("s", &[7], (0, 5 * HOUR), 1).0, [None]);
-        assert_eq!(cache.get("s", &[7], (0, HOUR), 2).0, [None], "stale");
-        assert_eq!(
-            cache.get("t", &[7], (0, HOUR), 1).0,
-            [None],
-            "another scope"
-        );
+        assert_eq!(get("s", &[7], (0, 5 * HOUR), 1), [None]);
+        assert_eq!(get("s", &[7], (0, HOUR), 2), [None], "stale");
+        assert_eq!(get("t", &[7], (0, HOUR), 1), [None], "another scope");
         let stats = &cache.stats;
         assert_eq!(stats.chunk_cache_hits.load(Ordering::Relaxed), 2);
         assert_eq!(stats.chunk_cache_misses.load(Ordering::Relaxed), 4);
@@ -319,8 +297,10 @@ mod tests {
             (0, 6 * HOUR - 1),
             (2 * HOUR + 1, 2 * HOUR + 2),
         ] {
-            let decoded = cache.get("s", &[7], range, 1).0;
-            let compressed = cache.get_compressed("s", &[7], range, 1_000_000, 1).0;
+            let decoded = cache.get::<Vec<Sample>>("s", &[7], range, 1, 1).0;
+            let compressed = cache
+                .get::<CompressedSamples>("s", &[7], range, 1_000_000, 1)
+                .0;
             let want: Vec<Sample> = decoded[0]
                 .iter()
                 .flatten()
@@ -333,7 +313,7 @@ mod tests {
             assert_eq!(compressed.len(), want.len());
         }
         let missed = cache
-            .get_compressed("s", &[7, 8], (0, 7 * HOUR), 1_000_000, 1)
+            .get::<CompressedSamples>("s", &[7, 8], (0, 7 * HOUR), 1_000_000, 1)
             .0;
         assert!(
             missed.iter().all(Option::is_none),
@@ -355,16 +335,22 @@ mod tests {
                 false,
             );
             // Series 0 is read after each put: always the latest used.
-            assert!(cache.get("s", &[0], (0, HOUR), 1).0[0].is_some(), "{id}");
+            assert!(
+                cache.get::<Vec<Sample>>("s", &[0], (0, HOUR), 1, 1).0[0].is_some(),
+                "{id}"
+            );
             assert!(stats.chunk_cache_bytes.load(Ordering::Relaxed) <= 64 << 10);
         }
         let evicted = stats.chunk_cache_evictions.load(Ordering::Relaxed);
         let held = stats.chunk_cache_blocks.load(Ordering::Relaxed);
         assert!(evicted > 0 && held + evicted == 400, "{held} + {evicted}");
-        let newest = cache.get("s", &[399, 1], (0, HOUR), 1).0;
+        let newest = cache.get::<Vec<Sample>>("s", &[399, 1], (0, HOUR), 1, 1).0;
         assert!(newest[0].is_some() && newest[1].is_none());
         let disabled = ChunkCache::new(0, Arc::default());
         disabled.put("s", 1, 1, (0, BLOCK_NS), &block(0, 0.0), false);
-        assert_eq!(disabled.get("s", &[1], (0, HOUR), 1).0, [None]);
+        assert_eq!(
+            disabled.get::<Vec<Sample>>("s", &[1], (0, HOUR), 1, 1).0,
+            [None]
+        );
     }
 }

@@ -62,7 +62,8 @@ mod rebuild;
 mod recent;
 mod table;
 
-pub use blocks::{ChunkCache, BLOCK_NS};
+pub(crate) use blocks::ChunkCache;
+pub use blocks::BLOCK_NS;
 pub use postings::{TagMatcher, TagTest};
 pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
 pub use recent::CompressedSamples;

@@ -305,6 +305,12 @@ fn count<'a>(chunks: impl Iterator<Item = View<'a>>, (start, end): (i64, i64), p
 pub(crate) trait Taken: Default + Send {
     fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self;
 
+    /// Taken of `samples` (ns, sorted by time, one per time), as read from
+    /// the engine.
+    fn of_sorted(samples: &[Sample], start: i64, end: i64, per: i64) -> Self {
+        Self::taken(&SeriesSamples::of_sorted(samples), start, end, per)
+    }
+
     /// `later`'s samples after these: taken of the same range and unit
     /// from later chunks.
     fn join(&mut self, later: Self);
@@ -335,45 +341,89 @@ impl Taken for CompressedSamples {
         let chunks = samples.within(start, end);
         let len = count(chunks.iter().map(Chunk::view), (start, end), per);
         CompressedSamples {
-            chunks,
-            start,
-            end,
+            parts: vec![Part { chunks, start, end }],
             per,
             len,
         }
     }
 
     fn join(&mut self, later: Self) {
-        if self.chunks.is_empty() {
-            *self = later;
+        if later.len == 0 {
             return;
         }
-        // Chunks in time order: where both have samples in the range, these
-        // end with their last chunk's last and those start with their
-        // first chunk's first, which may floor to one time (counted once).
-        let per = self.per;
-        let repeated = match (self.chunks.last(), later.chunks.first()) {
-            (Some(last), Some(first)) if self.len > 0 && later.len > 0 => {
-                last.view().last().div_euclid(per) == first.view().first().div_euclid(per)
-            }
-            _ => false,
+        let (Some(last), Some(first)) = (self.last_time(), later.first_time()) else {
+            *self = later;
+            return;
         };
-        self.chunks.extend(later.chunks);
+        // Equal once floored to the unit: counted once.
+        let repeated = last.div_euclid(self.per) == first.div_euclid(self.per);
         self.len = self.len + later.len - usize::from(repeated);
+        for part in later.parts {
+            match self.parts.last_mut() {
+                Some(last) if (last.start, last.end) == (part.start, part.end) => {
+                    last.chunks.extend(part.chunks)
+                }
+                _ => self.parts.push(part),
+            }
+        }
     }
 }
 
-/// One series' recent samples of a range as memory keeps them,
-/// compressed: a copy of their chunks, decoded where they are used (a
-/// range function's loop reads them from the processor's cache, not from
-/// a list of every sample written out first).
+/// One series' samples of a range as memory keeps them, compressed: a
+/// copy of their chunks, decoded where they are used (a range function's
+/// loop reads them from the processor's cache, not from a list of every
+/// sample written out first).
 #[derive(Debug, Clone, Default)]
 pub struct CompressedSamples {
+    /// In time order, each part's samples before the next's.
+    parts: Vec<Part>,
+    per: i64,
+    len: usize,
+}
+
+/// Chunks whose samples of `[start, end]` (ns) are taken: memory's, or a
+/// run of the chunk cache's blocks.
+#[derive(Debug, Clone)]
+struct Part {
     chunks: Vec<Chunk>,
     start: i64,
     end: i64,
-    per: i64,
-    len: usize,
+}
+
+impl Part {
+    /// The views of its chunks with samples in its range.
+    fn views(&self) -> impl DoubleEndedIterator<Item = View<'_>> + Clone {
+        let (start, end) = (self.start, self.end);
+        self.chunks
+            .iter()
+            .map(Chunk::view)
+            .filter(move |chunk| chunk.len() > 0 && chunk.last() >= start && chunk.first() <= end)
+    }
+
+    /// The time of its first sample in range, or its last.
+    fn edge(&self, last: bool) -> Option<i64> {
+        let within = |time: &i64| (self.start..=self.end).contains(time);
+        let mut views = self.views();
+        let chunk = match last {
+            true => views.next_back()?,
+            false => views.next()?,
+        };
+        let edge = match last {
+            true => chunk.last(),
+            false => chunk.first(),
+        };
+        if within(&edge) {
+            return Some(edge);
+        }
+        // A chunk across the range's edge: its samples inside.
+        let mut inside = None;
+        chunk.for_each(|time, _| {
+            if within(&time) && (last || inside.is_none()) {
+                inside = Some(time);
+            }
+        });
+        inside
+    }
 }
 
 impl CompressedSamples {
@@ -388,11 +438,21 @@ impl CompressedSamples {
     }
 
     /// Adds the samples to `out`, in time order, as
-    /// [`Ingestor::recent_compressed`](crate::Ingestor::recent_compressed)
+    /// [`Ingestor::samples_compressed`](crate::Ingestor::samples_compressed)
     /// gives them.
     pub fn decode_into(&self, out: &mut Vec<(i64, f64)>) {
-        let chunks = self.chunks.iter().map(Chunk::view);
-        range_into(chunks, (self.start, self.end), self.per, out);
+        for part in &self.parts {
+            range_into(part.views(), (part.start, part.end), self.per, out);
+        }
+    }
+
+    /// The time (ns) of the first sample, and of the last.
+    fn first_time(&self) -> Option<i64> {
+        self.parts.iter().find_map(|part| part.edge(false))
+    }
+
+    fn last_time(&self) -> Option<i64> {
+        self.parts.iter().rev().find_map(|part| part.edge(true))
     }
 }
 
@@ -504,7 +564,17 @@ mod tests {
             prop_assert_eq!(joined.len(), decoded.len());
             let mut joined: Vec<Sample> = Taken::taken(&before, start, end, per);
             joined.join(Taken::taken(&after, start, end, per));
-            prop_assert_eq!(joined, decoded);
+            prop_assert_eq!(&joined, &decoded);
+
+            // Parts of different ranges (the chunk cache's before memory's,
+            // cut at any time): each taken of its own, as one.
+            let at = start + (end - start).max(0) * split.index(8) as i64 / 8;
+            let mut joined: CompressedSamples = Taken::taken(&series, start, at - 1, per);
+            joined.join(Taken::taken(&series, at, end, per));
+            let mut out = Vec::new();
+            joined.decode_into(&mut out);
+            prop_assert_eq!(&out, &decoded);
+            prop_assert_eq!(joined.len(), decoded.len());
         }
 
         #[test]

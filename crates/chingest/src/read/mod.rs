@@ -20,7 +20,7 @@ use crate::config::DuplicatePolicy;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
 use crate::last_value::{
-    ChunkCache, IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher, Taken,
+    IndexedSeries, LastSeries, LastValues, RecentSamples, TableLast, TagMatcher, Taken,
 };
 use crate::layout::schema;
 use crate::read::sandbox::{ReadScope, Sandbox};
@@ -56,10 +56,6 @@ impl Reader {
             sandbox: Arc::new(sandbox),
             unsettled: AtomicU64::new(0),
         })
-    }
-
-    pub(crate) fn chunk_cache(&self) -> &ChunkCache {
-        self.last_values.chunks()
     }
 
     /// A trusted read query's output in the named format.

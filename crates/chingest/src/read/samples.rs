@@ -1,9 +1,11 @@
-//! A range's samples whatever its age: the recent samples from memory,
-//! what is older from the chunk cache, read from the engine by whole
-//! blocks on a miss (`last_value/blocks.rs`). Where neither can answer
-//! exactly — rows downsampled or dropped by retention, times not settled
-//! or not all in the engine yet, a fill past its bound — the samples start
-//! where memory's do and the caller reads the rest from the engine.
+//! A range's samples whatever its age, for every query language: the
+//! recent samples from memory, what is older from the chunk cache, read
+//! from the engine by whole blocks on a miss (`last_value/blocks.rs`).
+//! [`plan`] alone decides which store answers which span. Where neither
+//! memory nor the cache can answer exactly — rows downsampled or dropped
+//! by retention, times not settled or not all in the engine yet, a fill
+//! past its bound — the samples start later and the caller reads the rest
+//! from the engine, with its own statement (a rollup's, say).
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,7 +14,7 @@ use arrow::datatypes::{Float64Type, TimestampNanosecondType, UInt64Type};
 
 use crate::config::DuplicatePolicy;
 use crate::error::{Error, Result};
-use crate::last_value::{RecentSamples, BLOCK_NS};
+use crate::last_value::{RecentSamples, Taken, BLOCK_NS};
 use crate::layout::names::quote_ident;
 use crate::read::Reader;
 
@@ -39,56 +41,104 @@ pub struct WholeRows {
 /// One series' samples read by a fill, and whether a time had two rows.
 type Filled = HashMap<u64, (Vec<(i64, f64)>, bool)>;
 
+/// Which store answers which part of a range, as [`plan`] makes it:
+/// memory from where its samples start; before that, back to `from`, the
+/// chunk cache (on a miss, the whole blocks in `blocks` read from the
+/// engine and kept); before `from`, the engine's rows, read by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spans {
+    /// Where the samples given start (ns).
+    pub(crate) from: i64,
+    /// The blocks `[first, last)` (ns) the chunk cache's part lies in;
+    /// `None`: the cache has no part.
+    pub(crate) blocks: Option<(i64, i64)>,
+}
+
+/// The spans of `[start, end]` (ns) when memory holds its samples from
+/// `memory_from` on (past `end`: none), the chunk cache is `enabled` and
+/// the engine's rows are whole as `whole` says. The cache answers from
+/// whole blocks, settled and in the engine, and only from any cut of
+/// downsampling or retention on (before it the engine's rows answer as
+/// they are, part by part).
+pub(crate) fn plan(
+    (start, end): (i64, i64),
+    memory_from: i64,
+    whole: &WholeRows,
+    enabled: bool,
+) -> Spans {
+    let memory_only = Spans {
+        from: memory_from,
+        blocks: None,
+    };
+    let older_end = memory_from.min(end.saturating_add(1)) - 1;
+    if !enabled || older_end < start {
+        return memory_only;
+    }
+    let block_of = |ns: i64| ns.div_euclid(BLOCK_NS);
+    // Rows before a cut may be gone or going: a block holding some is
+    // read and kept whole, but answers only from the cut on.
+    let from = start.max(whole.retained_from).max(whole.downsampled_from);
+    let first = block_of(from).saturating_mul(BLOCK_NS);
+    let last = (block_of(older_end) + 1).saturating_mul(BLOCK_NS);
+    if from > older_end || last > whole.settled_before {
+        return memory_only;
+    }
+    Spans {
+        from,
+        blocks: Some((first, last)),
+    }
+}
+
 impl Reader {
-    /// [`recent_samples`](Self::recent_samples), reaching back to the
-    /// start through the chunk cache where `whole` allows.
-    pub(crate) async fn samples(
+    /// [`recent_samples`](Self::recent_samples), reaching back through
+    /// the chunk cache as far as [`plan`] lets it: each of `ids`' samples
+    /// of `[start, end]` (ns) from `from_ns` on, times in units of `per`
+    /// ns (the last of equal times kept), as `S` takes them (decoded, or
+    /// compressed as memory keeps them). `None` where memory cannot say
+    /// (its table not kept yet), as `recent_samples`.
+    pub(crate) async fn samples<S: Taken>(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
+        per: i64,
         whole: WholeRows,
-    ) -> Result<Option<RecentSamples>> {
-        let (mut recent, in_memory) = match self.recent_samples(table, field, ids, (start, end), 1)
-        {
-            Some(recent) => (recent, true),
-            None => {
-                // Memory may hold none of the range: all of it older.
-                let after: Option<RecentSamples> =
-                    self.recent_samples(table, field, &[], (start, i64::MAX), 1);
-                match after {
-                    Some(after) if after.from_ns > end => {
-                        let none = RecentSamples {
-                            from_ns: end.saturating_add(1),
-                            samples: vec![Vec::new(); ids.len()],
-                            one_row_each: after.one_row_each,
-                        };
-                        (none, false)
+    ) -> Result<Option<RecentSamples<S>>> {
+        let (mut recent, in_memory) =
+            match self.recent_samples(table, field, ids, (start, end), per) {
+                Some(recent) => (recent, true),
+                None => {
+                    // Memory may hold none of the range: all of it older.
+                    let after: Option<RecentSamples<S>> =
+                        self.recent_samples(table, field, &[], (start, i64::MAX), per);
+                    match after {
+                        Some(after) if after.from_ns > end => {
+                            let none = RecentSamples {
+                                from_ns: end.saturating_add(1),
+                                samples: (0..ids.len()).map(|_| S::default()).collect(),
+                                one_row_each: after.one_row_each,
+                            };
+                            (none, false)
+                        }
+                        _ => return Ok(None),
                     }
-                    _ => return Ok(None),
                 }
-            }
-        };
+            };
         let cache = self.last_values.chunks();
-        let older_end = recent.from_ns - 1;
-        let first = start.div_euclid(BLOCK_NS) * BLOCK_NS;
-        let last = (older_end.div_euclid(BLOCK_NS) + 1) * BLOCK_NS;
-        let facts = self.table(table);
-        let coverable = cache.enabled()
-            && first >= whole.retained_from.max(whole.downsampled_from)
-            && last <= whole.settled_before;
-        let Some(facts) = facts.filter(|_| coverable && recent.from_ns > start) else {
+        let spans = plan((start, end), recent.from_ns, &whole, cache.enabled());
+        let (Some(facts), Some((first, last))) = (self.table(table), spans.blocks) else {
             return Ok(in_memory.then_some(recent));
         };
+        let older = (spans.from, recent.from_ns.min(end.saturating_add(1)) - 1);
         if ids.is_empty() {
-            // Asked where the samples start: at the start, once read.
-            recent.from_ns = start;
+            // Asked where the samples start: there, once read.
+            recent.from_ns = spans.from;
             return Ok(Some(recent));
         }
         let storage = &facts.schema().names.storage_table;
         let scope = format!("rows {storage} {field}");
-        let (mut held, mut repeated) = cache.get(&scope, ids, (start, older_end), whole.version);
+        let (mut held, mut repeated) = cache.get::<S>(&scope, ids, older, per, whole.version);
         let missed: Vec<u64> = ids
             .iter()
             .zip(&held)
@@ -110,17 +160,15 @@ impl Reader {
                 let (samples, twice) = filled.get(id).map_or((&[][..], false), |(s, t)| (s, *t));
                 cache.put(&scope, whole.version, *id, (first, last), samples, twice);
                 repeated |= twice;
-                let from = samples.partition_point(|s| s.0 < start);
-                let to = samples.partition_point(|s| s.0 <= older_end);
-                *held = Some(samples[from..to.max(from)].to_vec());
+                *held = Some(S::of_sorted(samples, older.0, older.1, per));
             }
         }
         for (older, newer) in held.into_iter().zip(&mut recent.samples) {
             let mut older = older.unwrap_or_default();
-            older.append(newer);
+            older.join(std::mem::take(newer));
             *newer = older;
         }
-        recent.from_ns = start;
+        recent.from_ns = spans.from;
         recent.one_row_each &= !(repeated && facts.duplicates == DuplicatePolicy::Append);
         Ok(Some(recent))
     }
@@ -187,5 +235,129 @@ impl Reader {
             }
         }
         Ok(Some(filled))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000_000_000;
+    const DAY: i64 = 24 * HOUR;
+
+    /// Rows whole everywhere, settled until `settled_before`.
+    fn whole(settled_before: i64) -> WholeRows {
+        WholeRows {
+            version: 1,
+            retained_from: i64::MIN,
+            downsampled_from: i64::MIN,
+            settled_before,
+        }
+    }
+
+    /// A case: what it is, the range, where memory starts, the rows, the
+    /// cache on, and the spans planned.
+    type Case = (&'static str, (i64, i64), i64, WholeRows, bool, Spans);
+
+    fn spans(from: i64, blocks: Option<(i64, i64)>) -> Spans {
+        Spans { from, blocks }
+    }
+
+    #[test]
+    fn which_store_answers_which_span() {
+        // Block n spans [2n h, 2n + 2 h): now is block 360's start, memory
+        // (26 h back) block 347's.
+        let now = 30 * DAY;
+        let memory = now - 26 * HOUR;
+        let settled = now - 30_000_000_000;
+        let block = |n: i64| n * BLOCK_NS;
+        // (case, range, memory from, rows, cache on, spans)
+        let golden: &[Case] = &[
+            (
+                "inside memory: memory alone",
+                (now - HOUR, now),
+                memory,
+                whole(settled),
+                true,
+                spans(memory, None),
+            ),
+            (
+                "reaching past memory: the cache back to the start, by whole blocks",
+                (now - 48 * HOUR + 1, now),
+                memory,
+                whole(settled),
+                true,
+                spans(now - 48 * HOUR + 1, Some((block(336), block(347)))),
+            ),
+            (
+                "all older than memory: the cache alone, to the end",
+                (now - 72 * HOUR, now - 48 * HOUR),
+                memory,
+                whole(settled),
+                true,
+                spans(now - 72 * HOUR, Some((block(324), block(337)))),
+            ),
+            (
+                "the cache off: memory's part, the caller reads the rest",
+                (now - 48 * HOUR, now),
+                memory,
+                whole(settled),
+                false,
+                spans(memory, None),
+            ),
+            (
+                "downsampled before 2 days ago: the cache from the cut on",
+                (now - 72 * HOUR, now),
+                memory,
+                WholeRows {
+                    downsampled_from: now - 48 * HOUR - 1,
+                    ..whole(settled)
+                },
+                true,
+                spans(now - 48 * HOUR - 1, Some((block(335), block(347)))),
+            ),
+            (
+                "retention cutting inside the range's only older block: from the cut",
+                (now - 27 * HOUR, now),
+                memory,
+                WholeRows {
+                    retained_from: now - 27 * HOUR + 1,
+                    ..whole(settled)
+                },
+                true,
+                spans(now - 27 * HOUR + 1, Some((block(346), block(347)))),
+            ),
+            (
+                "retention past memory's start: memory alone",
+                (now - 48 * HOUR, now),
+                memory,
+                WholeRows {
+                    retained_from: memory + 1,
+                    ..whole(settled)
+                },
+                true,
+                spans(memory, None),
+            ),
+            (
+                "older rows not settled (a late write in flight): no cache",
+                (now - 48 * HOUR, now),
+                memory,
+                whole(now - 40 * HOUR),
+                true,
+                spans(memory, None),
+            ),
+        ];
+        for (case, range, memory_from, rows, enabled, want) in golden {
+            assert_eq!(plan(*range, *memory_from, rows, *enabled), *want, "{case}");
+        }
+    }
+
+    #[test]
+    fn blocks_at_the_ends_of_time_do_not_overflow() {
+        let rows = whole(i64::MAX);
+        let all = plan((i64::MIN, i64::MAX), i64::MAX, &rows, true);
+        assert_eq!(all.from, i64::MIN);
+        let (first, last) = all.blocks.expect("cached");
+        assert!(first <= i64::MIN + BLOCK_NS && last >= i64::MAX - BLOCK_NS);
     }
 }

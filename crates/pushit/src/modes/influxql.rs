@@ -3,22 +3,33 @@
 //! The data: TSBS cpu-only rows of `--hosts` hosts every 10 s over the
 //! `--hours` before the last whole minute (a live dashboard's data, as
 //! the panels' ranges are recent), or before `--back` hours earlier, the
-//! same line-protocol bodies written to both. The panels: each asked over a moving range, its request k
-//! asking host k mod hosts with the hour ending k minutes before the data's
-//! end, round and round over the last hour, so consecutive requests differ.
-//! Each panel's first answer is compared between the servers (floats
-//! within a relative 1e-9) before any clock starts; then each server takes
-//! each panel on `--connections` keep-alive connections for `--seconds`,
-//! one server at a time.
+//! same line-protocol bodies written to both. The panels: each asked over
+//! a moving range, its request k asking host k mod hosts with the hour
+//! ending k minutes before the data's end, round and round over the last
+//! hour, so consecutive requests differ. Each panel's first answer is
+//! compared between the servers (floats within a relative 1e-9) before any
+//! clock starts; then each server takes each panel on `--connections`
+//! keep-alive connections for `--seconds`, one server at a time.
+//!
+//! `--age` asks the panels over rows of every age instead: the data ends
+//! now, and the panels' range is 6 h, 24 h or 7 d (at Grafana's
+//! `$__interval`, as `pushit promql --age` steps), now and `--back` hours
+//! back (48 by default). Before the warm runs, each group of panels (one
+//! range at one position) is asked once at once right after both servers
+//! restarted with the page cache emptied: cold. chingest then runs as a
+//! child process (its release binary, `--chingest`) so that it can be
+//! restarted.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use pushit::report::{column, Format};
 use serde_json::{json, Value};
 
+use super::grafana::{step, BACK_HOURS, RANGES};
 use super::millis_at;
-use super::peers::influxdb;
+use super::peers::{self, influxdb, Peer};
 use super::query::{hammer, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use crate::Context;
@@ -36,9 +47,20 @@ pub(crate) struct Args {
     /// The data, and every panel's range with it, moved this many hours
     /// back from the last whole minute: panels over older rows, e.g.
     /// `--back 72` asks about three days ago, past the recent samples
-    /// (26 h by default).
-    #[arg(long, default_value_t = 0)]
-    back: usize,
+    /// (26 h by default). With --age: where the groups moved back end
+    /// (default 48), the data ending now.
+    #[arg(long)]
+    back: Option<usize>,
+    /// The panels over rows of every age instead (e.g. a week: `--age
+    /// --hours 168`): ranges of 6 h, 24 h and 7 d, now and `--back` hours
+    /// back, each group cold (both servers restarted, the page cache
+    /// emptied) and then warm; chingest run as a child process.
+    #[arg(long, conflicts_with_all = ["url", "no_influxdb"])]
+    age: bool,
+    /// With --age: the chingest binary to run, by default the one beside
+    /// pushit.
+    #[arg(long, value_name = "PATH", requires = "age")]
+    chingest: Option<PathBuf>,
     /// Concurrent keep-alive connections.
     #[arg(long, default_value_t = 4)]
     connections: usize,
@@ -60,28 +82,30 @@ const STEP_S: i64 = 10;
 /// Positions of a moving range: an hour of minutes.
 const POSITIONS: i64 = 60;
 
-/// The panels: name, and the InfluxQL a Grafana panel sends, with `{host}`
-/// and the range (`{start}`, `{end}`, ms) filled per request.
+/// The panels: name, and the InfluxQL a Grafana panel sends, with `{host}`,
+/// the range (`{start}`, `{end}`, ms) and its intervals (`{interval}`, and
+/// `{fleet}` for the fleet's coarser one) filled per request. A name with
+/// `{range}` gets the range and the interval the panel uses.
 const PANELS: &[(&str, &str)] = &[
     (
-        "one host, mean, 1 h @ 1 m",
+        "one host, mean, {range} @ {interval}",
         "SELECT mean(usage_user) FROM cpu WHERE hostname = '{host}' \
-         AND time >= {start}ms AND time <= {end}ms GROUP BY time(1m) fill(null)",
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval}) fill(null)",
     ),
     (
-        "one host, 3 fields, 1 h @ 1 m",
+        "one host, 3 fields, {range} @ {interval}",
         "SELECT mean(usage_user), max(usage_system), min(usage_idle) FROM cpu \
          WHERE hostname = '{host}' AND time >= {start}ms AND time <= {end}ms \
-         GROUP BY time(1m) fill(null)",
+         GROUP BY time({interval}) fill(null)",
     ),
     (
         "stat, last value",
         "SELECT last(usage_user) FROM cpu WHERE hostname = '{host}' AND time >= {start}ms",
     ),
     (
-        "fleet, mean by host, 1 h @ 5 m",
+        "fleet, mean by host, {range} @ {fleet}",
         "SELECT mean(usage_user) FROM cpu WHERE time >= {start}ms AND time <= {end}ms \
-         GROUP BY time(5m), hostname fill(null)",
+         GROUP BY time({fleet}), hostname fill(null)",
     ),
     (
         "variable, host names",
@@ -89,10 +113,123 @@ const PANELS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The panels over one range at one position.
+struct Group {
+    /// `""` (the default run's one group), or e.g. `48 h back, 7 d`.
+    name: String,
+    /// Where the range of request 0 ends, ms.
+    last_ms: i64,
+    range_s: i64,
+    /// Seconds of the panels' `GROUP BY time` (Grafana's `$__interval`),
+    /// and of the fleet panel's (a twelfth of the range).
+    interval_s: i64,
+    fleet_s: i64,
+}
+
+impl Group {
+    fn new(name: String, last_ms: i64, range_s: i64, interval_s: i64) -> Group {
+        Group {
+            name,
+            last_ms,
+            range_s,
+            interval_s,
+            fleet_s: range_s / 12,
+        }
+    }
+
+    /// Panel `panel`'s name in the group.
+    fn title(&self, panel: &str) -> String {
+        let title = panel
+            .replace("{range}", &duration_text(self.range_s))
+            .replace("{interval}", &duration_text(self.interval_s))
+            .replace("{fleet}", &duration_text(self.fleet_s));
+        match self.name.is_empty() {
+            true => title,
+            false => format!("{}: {title}", self.name),
+        }
+    }
+
+    /// Panel `template`'s query k: host k mod `hosts`, its range ending
+    /// k minutes before the group's last, round and round over the hour.
+    fn query(&self, template: &str, hosts: usize, k: i64) -> String {
+        let end = self.last_ms - (k % POSITIONS) * 60_000;
+        template
+            .replace("{host}", &format!("host_{}", k as usize % hosts))
+            .replace("{start}", &(end - self.range_s * 1000).to_string())
+            .replace("{end}", &end.to_string())
+            .replace("{interval}", &format!("{}s", self.interval_s))
+            .replace("{fleet}", &format!("{}s", self.fleet_s))
+    }
+}
+
+/// `seconds` as a panel's name says it: `20 s`, `1 m`, `6 h`, `7 d`.
+fn duration_text(seconds: i64) -> String {
+    match seconds {
+        s if s < 60 || s % 60 != 0 => format!("{s} s"),
+        s if s < 3_600 || s % 3_600 != 0 => format!("{} m", s / 60),
+        s if s % 86_400 == 0 && s > 86_400 => format!("{} d", s / 86_400),
+        s => format!("{} h", s / 3_600),
+    }
+}
+
+/// The groups `args` ask for over data ending at `end_ms`: the last hour
+/// at 1 m (the fleet's at 5 m); with --age, each range of [`RANGES`] the
+/// data holds, now and `--back` hours back.
+fn groups(args: &Args, end_ms: i64) -> Vec<Group> {
+    let last_ms = end_ms - STEP_S * 1000;
+    if !args.age {
+        return vec![Group::new(String::new(), last_ms, 3_600, 60)];
+    }
+    let back_hours = args.back.unwrap_or(BACK_HOURS);
+    let mut groups = Vec::new();
+    for back in [0, back_hours] {
+        let position = match back {
+            0 => "now".to_owned(),
+            back => format!("{back} h back"),
+        };
+        for range_s in RANGES
+            .into_iter()
+            .filter(|&s| s <= args.hours as i64 * 3_600)
+        {
+            let name = format!("{position}, {}", duration_text(range_s));
+            let last = last_ms - back as i64 * 3_600_000;
+            groups.push(Group::new(name, last, range_s, step(range_s)));
+        }
+    }
+    groups
+}
+
+/// A server the panels are asked of: its name, where, its database.
+struct Side {
+    name: &'static str,
+    endpoints: Endpoints,
+    db: String,
+}
+
 pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if args.hosts == 0 || args.hours < 2 || args.connections == 0 || args.seconds <= 0.0 {
         bail!("--hosts, --connections and --seconds must be positive, --hours at least 2");
     }
+    let back_ms = match args.age {
+        true => 0,
+        false => args.back.unwrap_or(0) as i64 * 3_600_000,
+    };
+    let end_ms = last_whole_minute_ms()? - back_ms;
+    let steps = args.hours * 3600 / STEP_S as usize;
+    let start_ms = end_ms - steps as i64 * STEP_S * 1000;
+    ctx.progress(format!(
+        "influxql: generating {} rows ({} hosts, {} h)",
+        args.hosts * steps,
+        args.hosts,
+        args.hours
+    ));
+    let bodies = bodies(args.hosts, steps, start_ms);
+    let groups = groups(args, end_ms);
+    let db = format!("pushit_influxql_{}", std::process::id());
+    let runtime = tokio::runtime::Runtime::new()?;
+    let admit_all = |config: &mut chingest_server::config::ServerConfig| {
+        config.query.max_concurrent = config.query.max_concurrent.max(args.connections);
+    };
     let mut report = ctx.report(
         "influxql",
         vec![
@@ -104,22 +241,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
             column("÷ influxdb", "over_influxdb", Format::Ratio),
         ],
     );
-    let end_ms = last_whole_minute_ms()? - args.back as i64 * 3_600_000;
-    let steps = args.hours * 3600 / STEP_S as usize;
-    let start_ms = end_ms - steps as i64 * STEP_S * 1000;
-    ctx.progress(format!(
-        "influxql: generating {} rows ({} hosts, {} h)",
-        args.hosts * steps,
-        args.hosts,
-        args.hours
-    ));
-    let bodies = bodies(args.hosts, steps, start_ms);
-    let runtime = tokio::runtime::Runtime::new()?;
-    let admit_all = |config: &mut chingest_server::config::ServerConfig| {
-        config.query.max_concurrent = config.query.max_concurrent.max(args.connections);
-    };
     runtime.block_on(async {
-        let influxdb = match args.no_influxdb {
+        let mut influxdb = match args.no_influxdb {
             true => None,
             false => {
                 let peer = influxdb(&args.influxd)
@@ -131,67 +254,162 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 Some(peer)
             }
         };
+        if args.age {
+            let binary = match &args.chingest {
+                Some(path) => path.clone(),
+                None => std::env::current_exe()?.with_file_name("chingest"),
+            };
+            let mut chingest = peers::chingest(&binary).await?;
+            ctx.progress(format!("influxql: loading chingest into {db}"));
+            load(&chingest.endpoints(), &db, &bodies, false).await?;
+            chingest.wait_idle(ctx).await?;
+            let mut servers = vec![("chingest", &mut chingest, db.as_str())];
+            if let Some(peer) = influxdb.as_mut() {
+                servers.push(("influxdb", peer, "pushit"));
+            }
+            ask_cold(ctx, args, &groups, &mut servers).await?;
+            let sides = servers
+                .iter()
+                .map(|(name, peer, db)| Side {
+                    name,
+                    endpoints: peer.endpoints(),
+                    db: db.to_string(),
+                })
+                .collect::<Vec<_>>();
+            return ask_warm(ctx, args, &groups, &sides, &mut report).await;
+        }
         with_server(ctx, &args.server, admit_all, async |endpoints| {
-            let db = format!("pushit_influxql_{}", std::process::id());
             ctx.progress(format!("influxql: loading chingest into {db}"));
             load(endpoints, &db, &bodies, false).await?;
-            let last_ms = end_ms - STEP_S * 1000;
-            for (name, template) in PANELS {
-                let requests = |client: &reqwest::Client, endpoints: &Endpoints, db: &str| {
-                    (0..POSITIONS * args.hosts as i64)
-                        .map(|k| {
-                            let end = last_ms - (k % POSITIONS) * 60_000;
-                            let q = template
-                                .replace("{host}", &format!("host_{}", k as usize % args.hosts))
-                                .replace("{start}", &(end - 3_600_000).to_string())
-                                .replace("{end}", &end.to_string());
-                            query_request(client, endpoints, db, &q)
-                        })
-                        .collect::<Vec<_>>()
-                };
-                let mut sides: Vec<(&str, &Endpoints, &str)> = vec![("chingest", endpoints, &db)];
-                let peer_endpoints = influxdb.as_ref().map(|peer| peer.endpoints());
-                if let Some(peer) = &peer_endpoints {
-                    sides.push(("influxdb", peer, "pushit"));
-                    let client = http_client()?;
-                    let ours = answer(requests(&client, endpoints, &db).remove(0)).await?;
-                    let theirs = answer(requests(&client, peer, "pushit").remove(0)).await?;
-                    if !same(&ours, &theirs) {
-                        bail!("{name}: the answers differ:\nchingest: {ours:.2000}\ninfluxdb: {theirs:.2000}");
-                    }
-                }
-                let mut measured: Vec<(&str, Measured)> = Vec::new();
-                for (side, endpoints, db) in sides {
-                    ctx.progress(format!("influxql: {name} on {side}"));
-                    let built = |client: &reqwest::Client| Some(requests(client, endpoints, db));
-                    let m = hammer(args.connections, args.seconds, built, |_| 0)
-                        .await?
-                        .context("no requests")?;
-                    measured.push((side, m));
-                }
-                let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
-                let peer_qps = measured
-                    .iter()
-                    .find(|(side, _)| *side == "influxdb")
-                    .map(|(_, m)| qps(m));
-                for (side, m) in &measured {
-                    report.push(json!({
-                        "panel": name,
-                        "side": side,
-                        "connections": args.connections,
-                        "queries": m.queries,
-                        "qps": qps(m),
-                        "p50_ms": millis_at(&m.latencies, 0.50),
-                        "p99_ms": millis_at(&m.latencies, 0.99),
-                        "over_influxdb": peer_qps.map(|p| qps(m) / p),
-                    }));
-                }
+            let mut sides = vec![Side {
+                name: "chingest",
+                endpoints: endpoints.clone(),
+                db: db.clone(),
+            }];
+            if let Some(peer) = &influxdb {
+                sides.push(Side {
+                    name: "influxdb",
+                    endpoints: peer.endpoints(),
+                    db: "pushit".to_owned(),
+                });
             }
-            Ok(())
+            ask_warm(ctx, args, &groups, &sides, &mut report).await
         })
         .await
     })?;
     report.finish();
+    Ok(())
+}
+
+/// Each group's panels, once at once (as Grafana asks a dashboard's), on
+/// each of `servers` right after a restart with the page cache emptied;
+/// reported as `influxql-age-cold`.
+async fn ask_cold(
+    ctx: &Context,
+    args: &Args,
+    groups: &[Group],
+    servers: &mut [(&'static str, &mut Peer, &str)],
+) -> anyhow::Result<()> {
+    let mut report = ctx.report(
+        "influxql-age-cold",
+        vec![
+            column("panels", "panels", Format::Text),
+            column("side", "side", Format::Text),
+            column("took", "took_ms", Format::Millis),
+            column("÷ influxdb", "over_influxdb", Format::Ratio),
+        ],
+    );
+    let client = http_client()?;
+    for group in groups {
+        let mut took_ms = Vec::new();
+        for (side, server, db) in servers.iter_mut() {
+            server.restart(&[]).await?;
+            server.wait_idle(ctx).await?;
+            ctx.progress(format!("influxql: {side}: cold: {}", group.name));
+            let endpoints = server.endpoints();
+            let started = Instant::now();
+            let asked: Vec<_> = PANELS
+                .iter()
+                .map(|(_, template)| {
+                    let q = group.query(template, args.hosts, 0);
+                    tokio::spawn(answer(query_request(&client, &endpoints, db, &q)))
+                })
+                .collect();
+            for answered in asked {
+                answered.await??;
+            }
+            took_ms.push((*side, started.elapsed().as_secs_f64() * 1e3));
+        }
+        let influxdb = took_ms.iter().find(|(side, _)| *side == "influxdb");
+        for (side, took) in &took_ms {
+            report.push(json!({
+                "panels": format!("{}: the {} panels at once", group.name, PANELS.len()),
+                "side": side,
+                "took_ms": took,
+                "over_influxdb": influxdb.map(|(_, theirs)| theirs / took),
+            }));
+        }
+    }
+    report.finish();
+    Ok(())
+}
+
+/// Each group's panels on each side: the first answers compared, then
+/// each side asked for `--seconds`.
+async fn ask_warm(
+    ctx: &Context,
+    args: &Args,
+    groups: &[Group],
+    sides: &[Side],
+    report: &mut pushit::report::Report,
+) -> anyhow::Result<()> {
+    let client = http_client()?;
+    for group in groups {
+        for (name, template) in PANELS {
+            let name = group.title(name);
+            let requests = |client: &reqwest::Client, side: &Side| {
+                (0..POSITIONS * args.hosts as i64)
+                    .map(|k| {
+                        let q = group.query(template, args.hosts, k);
+                        query_request(client, &side.endpoints, &side.db, &q)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            if let [ours, theirs] = sides {
+                let first = |side| answer(requests(&client, side).remove(0));
+                let (ours, theirs) = (first(ours).await?, first(theirs).await?);
+                if !same(&ours, &theirs) {
+                    bail!("{name}: the answers differ:\nchingest: {ours:.2000}\ninfluxdb: {theirs:.2000}");
+                }
+            }
+            let mut measured: Vec<(&str, Measured)> = Vec::new();
+            for side in sides {
+                ctx.progress(format!("influxql: {name} on {}", side.name));
+                let built = |client: &reqwest::Client| Some(requests(client, side));
+                let m = hammer(args.connections, args.seconds, built, |_| 0)
+                    .await?
+                    .context("no requests")?;
+                measured.push((side.name, m));
+            }
+            let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
+            let peer_qps = measured
+                .iter()
+                .find(|(side, _)| *side == "influxdb")
+                .map(|(_, m)| qps(m));
+            for (side, m) in &measured {
+                report.push(json!({
+                    "panel": name,
+                    "side": side,
+                    "connections": args.connections,
+                    "queries": m.queries,
+                    "qps": qps(m),
+                    "p50_ms": millis_at(&m.latencies, 0.50),
+                    "p99_ms": millis_at(&m.latencies, 0.99),
+                    "over_influxdb": peer_qps.map(|p| qps(m) / p),
+                }));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -301,5 +519,84 @@ pub(super) fn same(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
         }
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(flags: &[&str]) -> Args {
+        Flags::parse_from(["influxql"].iter().chain(flags)).args
+    }
+
+    #[test]
+    fn the_default_panels_keep_their_names() {
+        let groups = groups(&args(&[]), 1_700_000_040_000);
+        let titles: Vec<String> = PANELS
+            .iter()
+            .map(|(name, _)| groups[0].title(name))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "one host, mean, 1 h @ 1 m",
+                "one host, 3 fields, 1 h @ 1 m",
+                "stat, last value",
+                "fleet, mean by host, 1 h @ 5 m",
+                "variable, host names",
+            ]
+        );
+        let q = groups[0].query(PANELS[3].1, 100, 61);
+        let end: i64 = 1_700_000_040_000 - 10_000 - 60_000;
+        assert!(q.contains(&format!(
+            "time >= {}ms AND time <= {end}ms",
+            end - 3_600_000
+        )));
+        assert!(q.contains("GROUP BY time(300s), hostname"), "{q}");
+    }
+
+    #[test]
+    fn a_week_asks_every_range_now_and_moved_back() {
+        let end_ms = 1_700_000_040_000;
+        let groups = groups(&args(&["--age", "--hours", "168"]), end_ms);
+        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "now, 6 h",
+                "now, 24 h",
+                "now, 7 d",
+                "48 h back, 6 h",
+                "48 h back, 24 h",
+                "48 h back, 7 d"
+            ]
+        );
+        let week_back = &groups[5];
+        assert_eq!(
+            week_back.title(PANELS[0].0),
+            "48 h back, 7 d: one host, mean, 7 d @ 10 m"
+        );
+        assert_eq!(
+            week_back.title(PANELS[3].0),
+            "48 h back, 7 d: fleet, mean by host, 7 d @ 14 h"
+        );
+        let q = week_back.query(PANELS[0].1, 100, 0);
+        let end = end_ms - 10_000 - 48 * 3_600_000;
+        assert!(
+            q.contains(&format!("time <= {end}ms GROUP BY time(600s)")),
+            "{q}"
+        );
+        assert!(
+            q.contains(&format!("time >= {}ms", end - 7 * 86_400_000)),
+            "{q}"
+        );
     }
 }

@@ -21,52 +21,18 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
+use super::grafana::{rate_interval, step, BACK_HOURS, RANGES};
 use super::peers::{self, Peer};
-use super::promql::{
+use super::promql_dashboard::{instance, rotation, span, Panel, Shape, Window, PANELS};
+use super::promql_data::{Data, INTERVAL_MS};
+use super::promql_measure::{
     answer_size, ask_all, chingest_memory, load_chingest, peer_memory, report, report_memory,
     Answered, Args, PeerToStart,
 };
-use super::promql_dashboard::{instance, rotation, span, Panel, Shape, Window, PANELS};
-use super::promql_data::{Data, INTERVAL_MS};
 use super::promql_query::{Load, Query, Target};
 use super::query::{ask, Measured};
 use super::server::{authorized, http_client};
 use crate::Context;
-
-/// The time picker's ranges, s.
-const RANGES: [i64; 3] = [6 * 3_600, 86_400, 7 * 86_400];
-/// Hours a group is moved back by default: past the recent samples.
-const BACK_HOURS: usize = 48;
-
-/// Grafana's step for a panel over `seconds`, about 1,000 points wide
-/// (`kbn.roundInterval` of the range ÷ 1,000), at least a scrape.
-fn step(seconds: i64) -> i64 {
-    // The range in ms ÷ 1,000 points.
-    let raw_ms = seconds;
-    const ROUNDED: [(i64, i64); 10] = [
-        (17_500, 15),
-        (25_000, 20),
-        (45_000, 30),
-        (90_000, 60),
-        (180_000, 120),
-        (450_000, 300),
-        (750_000, 600),
-        (1_050_000, 900),
-        (1_500_000, 1_200),
-        (2_700_000, 1_800),
-    ];
-    ROUNDED
-        .iter()
-        .find(|(below_ms, _)| raw_ms < *below_ms)
-        .map_or(3_600, |(_, step)| *step)
-}
-
-/// Grafana's `$__rate_interval` at `step`: the step plus a scrape, at least
-/// four scrapes.
-fn rate_interval(step: i64) -> String {
-    let scrape = INTERVAL_MS / 1000;
-    format!("{}s", (step + scrape).max(4 * scrape))
-}
 
 /// The panels of one range at one position.
 struct Group {
@@ -279,23 +245,6 @@ mod tests {
             .find(|(name, _)| *name == "end" || *name == "time")
             .expect("an end");
         end.parse().expect("seconds")
-    }
-
-    #[test]
-    fn steps_and_rate_windows_as_grafana_chooses_them() {
-        let chosen: Vec<(i64, String)> = RANGES
-            .iter()
-            .map(|&seconds| (step(seconds), rate_interval(step(seconds))))
-            .collect();
-        let expected = [(20, "60s"), (60, "75s"), (600, "615s")];
-        let expected: Vec<(i64, String)> = expected
-            .iter()
-            .map(|(step, rate)| (*step, (*rate).to_owned()))
-            .collect();
-        assert_eq!(chosen, expected);
-        assert_eq!(step(3_600), 15, "an hour: a scrape");
-        assert_eq!(step(30 * 86_400), 1_800, "a month: half an hour");
-        assert_eq!(step(90 * 86_400), 3_600, "a quarter: an hour");
     }
 
     #[test]
