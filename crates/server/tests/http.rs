@@ -542,6 +542,21 @@ fn influxql_aggregates_from_memory_are_the_engines() {
             }
             assert_same(&shifted(new), &engine, template);
         }
+        // `last()` alone over a range reaching back past memory (a stat
+        // panel): each series' newest point, as the engine's.
+        let since = format!("time >= {}ms", recent - DAY_MS);
+        for stat in [
+            "SELECT last(x), last(n) FROM m WHERE {since} GROUP BY host",
+            "SELECT last(x) FROM m WHERE host = 'c' AND {since}",
+        ] {
+            let from_memory = ask(stat.replace("{since}", &since)).await;
+            let engine = ask(stat.replace("{since}", &format!("{since} AND n > -1000"))).await;
+            assert!(
+                engine["series"].as_array().is_some_and(|s| !s.is_empty()),
+                "{stat}: {engine}"
+            );
+            assert_same(&from_memory, &engine, stat);
+        }
         // A Grafana variable's tag values come from the index.
         let reads = metric("chingest_index_reads_total").await;
         let values = ask("SHOW TAG VALUES WITH KEY = \"host\" WHERE host != 'b'".to_owned()).await;

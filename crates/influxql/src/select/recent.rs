@@ -10,7 +10,8 @@
 //! columns, one row per interval and group with a point), so what follows
 //! it — every interval with `fill()`, transformations, order and limits —
 //! is shared. Memory answers only where it holds exactly the engine's rows:
-//! the whole range, `count`/`sum`/`mean`/`min`/`max`/`first`/`last` of
+//! the whole range (or, for `last()` alone over no intervals, each series'
+//! newest point), `count`/`sum`/`mean`/`min`/`max`/`first`/`last` of
 //! integer and float fields, no condition on field values, and no point in
 //! the range written twice into a table that keeps every row.
 
@@ -89,8 +90,13 @@ pub(super) async fn rows(
         true => Ok(ctx.ingestor.recent_samples(table, field, ids, range)),
         false => ctx.ingestor.samples(table, field, ids, range).await,
     };
+    // `last()` alone over no intervals (a stat panel) needs each series'
+    // newest point only: memory's, wherever the series has one there.
+    let newest_only =
+        select.interval.is_none() && reads.iter().all(|(func, _, _)| *func == Aggregate::Last);
     let probe = read(reads[0].1, &[]).await?;
-    if !probe.is_some_and(|probe| whole(&probe)) {
+    let reaches_start = probe.is_some_and(|probe| whole(&probe));
+    if !reaches_start && !newest_only {
         return Ok(None);
     }
     let all;
@@ -136,8 +142,18 @@ pub(super) async fn rows(
         if samples.contains_key(field) {
             continue;
         }
+        if newest_only {
+            let recent = ctx.ingestor.recent_samples(table, field, &ids, range);
+            if let Some(recent) = recent.filter(|recent| {
+                recent.one_row_each && recent.samples.iter().all(|s| !s.is_empty())
+            }) {
+                let newest = recent.samples.iter().map(|s| s[s.len() - 1..].to_vec());
+                samples.insert(field, newest.collect());
+                continue;
+            }
+        }
         match read(field, &ids).await? {
-            Some(read) if whole(&read) => samples.insert(field, read.samples),
+            Some(read) if reaches_start && whole(&read) => samples.insert(field, read.samples),
             _ => return Ok(None),
         };
     }
