@@ -265,7 +265,7 @@ async fn evaluate(
     // Boxed: the samples are keyed by their selector's address in the tree.
     let expr = Box::new(expr);
     let lookback = options.lookback_ms();
-    let mut data: HashMap<usize, eval::ReadSeries> = HashMap::new();
+    let mut data: rustc_hash::FxHashMap<usize, eval::ReadSeries> = Default::default();
     let (mut series_budget, mut sample_budget) =
         (source.limits.max_series, source.limits.max_samples);
     for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
@@ -305,7 +305,7 @@ async fn evaluate(
 /// The evaluator over `data` (each selector's series by [`eval::key`]) for
 /// a query at `start` (`step` 0) or at each step from `start` to `end`.
 fn evaluator(
-    data: HashMap<usize, eval::ReadSeries>,
+    data: rustc_hash::FxHashMap<usize, eval::ReadSeries>,
     lookback: i64,
     (start, end, step): (i64, i64, i64),
     deadline: Instant,
@@ -344,7 +344,7 @@ pub fn evaluate_in_memory(
 ) -> Result<Value, Error> {
     let expr = parse_query(query)?;
     let lookback = options.lookback_ms();
-    let mut data: HashMap<usize, eval::ReadSeries> = HashMap::new();
+    let mut data: rustc_hash::FxHashMap<usize, eval::ReadSeries> = Default::default();
     for selection in eval::selectors(&expr, start, end, (start, end), lookback) {
         let vs = selection.selector;
         let matchers = LabelMatcher::of_selector(vs.name.as_deref(), &vs.matchers.matchers)?;

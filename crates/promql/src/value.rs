@@ -82,11 +82,13 @@ impl Labels {
 
     /// The label set of `pairs`, already sorted, unique and non-empty.
     fn sorted(pairs: Vec<(String, String)>) -> Labels {
-        use std::hash::{Hash as _, Hasher as _};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        pairs.hash(&mut hasher);
+        use std::hash::BuildHasher as _;
+        // Keyed once a process: a hash a writer of labels cannot aim.
+        static KEYS: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+            std::sync::LazyLock::new(Default::default);
+        let hash = KEYS.hash_one(&pairs);
         Labels(Arc::new(LabelSet {
-            hash: hasher.finish(),
+            hash,
             name: pairs.iter().position(|(n, _)| n == METRIC_NAME),
             pairs: pairs.into_boxed_slice(),
             unnamed: OnceLock::new(),

@@ -1,7 +1,7 @@
 //! Aggregation operators (`sum`, `avg`, `topk`, `count_values`, …) over
 //! the groups `by`/`without` make, as Prometheus 2.x computes them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
@@ -152,7 +152,7 @@ pub(super) fn run<'d>(ev: &'d Evaluator, agg: &AggregateExpr, ts: i64) -> Result
 
 /// The groups of `samples`, in order of first appearance.
 fn group(samples: &[Sample], key: impl Fn(&Labels) -> Labels) -> Vec<Group> {
-    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut index: HashMap<Labels, usize> = HashMap::default();
     let mut groups: Vec<Group> = Vec::new();
     for s in samples {
         let labels = key(&s.labels);

@@ -2,7 +2,7 @@
 //! set operators, between scalars and vectors, with Prometheus's vector
 //! matching (`on`, `ignoring`, `group_left`, `group_right`).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use promql_parser::parser::{BinModifier, BinaryExpr, LabelModifier, VectorMatchCardinality};
 
@@ -209,7 +209,7 @@ fn vector_match(
     let one_to_one = matches!(modifier.card, VectorMatchCardinality::OneToOne);
     // The "many" side is iterated, the "one" side looked up.
     let (many, one) = if one_to_many { (rhs, lhs) } else { (lhs, rhs) };
-    let mut one_side: HashMap<Labels, Sample> = HashMap::new();
+    let mut one_side: HashMap<Labels, Sample> = HashMap::default();
     for s in one {
         let sig = matching.signature(&s.labels);
         if let Some(duplicate) = one_side.get(&sig) {
@@ -223,7 +223,7 @@ fn vector_match(
         one_side.insert(sig, s);
     }
     let drop_name = !is_comparison(op) || return_bool;
-    let mut matched: HashMap<Labels, HashSet<Labels>> = HashMap::new();
+    let mut matched: HashMap<Labels, HashSet<Labels>> = HashMap::default();
     let mut out = Vec::new();
     for s in many {
         let sig = matching.signature(&s.labels);

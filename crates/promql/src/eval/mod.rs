@@ -14,9 +14,9 @@ mod binary;
 mod functions;
 mod rollup;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell, RefMut};
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -319,7 +319,7 @@ impl Evaluator {
                 ),
             });
         }
-        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::default();
         let mut ts = start;
         while ts <= end {
             self.check_time()?;
@@ -523,7 +523,7 @@ impl Evaluator {
             ts += step;
         }
         let mut order: Vec<Labels> = Vec::new();
-        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+        let mut series: HashMap<Labels, Vec<(i64, f64)>> = HashMap::default();
         while ts <= reference {
             self.check_time()?;
             match self.eval(expr, ts)? {
@@ -613,7 +613,7 @@ pub(crate) fn unique(samples: &[Sample]) -> Result<(), Error> {
     if samples.len() < 2 {
         return Ok(());
     }
-    let mut seen = HashSet::with_capacity(samples.len());
+    let mut seen = HashSet::with_capacity_and_hasher(samples.len(), Default::default());
     for s in samples {
         if !seen.insert(&s.labels) {
             return Err(same_labelset());

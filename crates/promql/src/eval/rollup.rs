@@ -15,8 +15,8 @@
 //! `group`). The value of such a node at a step depends on the step's
 //! time alone, so a table made once answers every evaluation of it.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use chingest::parallel;
@@ -322,7 +322,7 @@ fn make_grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Grouped>, 
     };
     let mut groups: Vec<Labels> = Vec::new();
     let mut of_series = Vec::with_capacity(rolled.series.len());
-    let mut index = HashMap::new();
+    let mut index = HashMap::default();
     for (labels, _) in &rolled.series {
         let group = group_labels(ev, agg, labels);
         let g = *index.entry(group.clone()).or_insert_with(|| {
@@ -381,7 +381,7 @@ fn make_grouped(ev: &Evaluator, agg: &AggregateExpr) -> Result<Option<Grouped>, 
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap as HashMap;
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
 
@@ -439,7 +439,7 @@ mod tests {
     fn run_at(query: &str, rollups: bool, step: i64) -> Value {
         let expr = crate::parse::parse_query(query).unwrap();
         let (start, end) = (600_000, 3_500_000);
-        let mut selected = HashMap::new();
+        let mut selected = HashMap::default();
         for selection in super::super::selectors(&expr, start, end, (start, end), 300_000) {
             // As selection reads them: decoded where rolled up.
             let series = data().into_iter().map(|s| Selected {
