@@ -223,6 +223,8 @@ fn vector_match(
         one_side.insert(sig, s);
     }
     let drop_name = !is_comparison(op) || return_bool;
+    // One to one: the signatures matched; else each signature's outputs.
+    let mut matched_once: HashSet<Labels> = HashSet::default();
     let mut matched: HashMap<Labels, HashSet<Labels>> = HashMap::default();
     let mut out = Vec::new();
     for s in many {
@@ -260,15 +262,13 @@ fn vector_match(
         for name in include {
             labels = labels.with(name, other.labels.get(name));
         }
-        let seen = matched.entry(sig).or_default();
         if one_to_one {
-            if !seen.is_empty() {
+            if !matched_once.insert(sig) {
                 return Err(Error::Execution(
                     "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)".into(),
                 ));
             }
-            seen.insert(Labels::default());
-        } else if !seen.insert(labels.clone()) {
+        } else if !matched.entry(sig).or_default().insert(labels.clone()) {
             return Err(Error::Execution(
                 "multiple matches for labels: grouping labels must ensure unique matches".into(),
             ));
