@@ -46,7 +46,10 @@ pub use lookup::{
 pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
 pub use select::{Exemplar, LabelMatcher, Limits, MatchKind, Metadata, Source};
 use selected::{Samples, Selected};
-pub use value::{format_time, format_value, is_stale, Labels, Sample, Series, Value, METRIC_NAME};
+pub use value::{
+    format_time, format_value, is_stale, write_time, write_value, Labels, Sample, Series, Value,
+    METRIC_NAME,
+};
 
 /// The most points a range query may answer per series (Prometheus's).
 pub const MAX_POINTS: i64 = 11_000;

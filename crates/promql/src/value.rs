@@ -265,29 +265,45 @@ impl Value {
 /// 64)`): the shortest decimal that reads back the same, never an
 /// exponent; `NaN`, `+Inf`, `-Inf`.
 pub fn format_value(value: f64) -> String {
+    let mut out = Vec::new();
+    write_value(&mut out, value);
+    String::from_utf8(out).expect("a number's text is ASCII")
+}
+
+/// [`format_value`] written at the end of `out`: no string of its own for
+/// each of a matrix's points.
+pub fn write_value(out: &mut Vec<u8>, value: f64) {
+    use std::io::Write as _;
     if value.is_nan() {
-        "NaN".to_owned()
+        out.extend_from_slice(b"NaN");
     } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.to_owned()
+        out.extend_from_slice(if value > 0.0 { b"+Inf" } else { b"-Inf" });
     } else {
         // Rust's `Display` of f64 is the shortest round-trip form without
         // an exponent, as Go's 'f' with precision -1; `-0` too.
-        format!("{value}")
+        let _ = write!(out, "{value}");
     }
 }
 
 /// A time in ms as Prometheus writes it: seconds, with up to three
 /// decimals (a JSON number).
 pub fn format_time(ms: i64) -> String {
+    let mut out = Vec::new();
+    write_time(&mut out, ms);
+    String::from_utf8(out).expect("a number's text is ASCII")
+}
+
+/// [`format_time`] written at the end of `out`.
+pub fn write_time(out: &mut Vec<u8>, ms: i64) {
+    use std::io::Write as _;
     let seconds = ms.div_euclid(1000);
     let millis = ms.rem_euclid(1000);
-    if millis == 0 {
-        format!("{seconds}")
-    } else {
-        format!("{seconds}.{millis:03}")
-            .trim_end_matches('0')
-            .to_owned()
-    }
+    let _ = match millis {
+        0 => write!(out, "{seconds}"),
+        m if m % 100 == 0 => write!(out, "{seconds}.{}", m / 100),
+        m if m % 10 == 0 => write!(out, "{seconds}.{:02}", m / 10),
+        m => write!(out, "{seconds}.{m:03}"),
+    };
 }
 
 #[cfg(test)]
@@ -346,6 +362,9 @@ mod tests {
         assert_eq!(format_time(1_700_000_000_500), "1700000000.5");
         assert_eq!(format_time(1_700_000_000_000), "1700000000");
         assert_eq!(format_time(1_700_000_000_012), "1700000000.012");
+        assert_eq!(format_time(1_700_000_000_120), "1700000000.12");
+        assert_eq!(format_time(1_700_000_000_100), "1700000000.1");
+        assert_eq!(format_time(999), "0.999");
     }
 
     #[test]

@@ -384,7 +384,7 @@ fn answer(value: &Value) -> Response {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"{\"data\":{\"result\":");
     match value {
-        Value::Scalar(t, v) => write_point(&mut out, *t, &promql::format_value(*v)),
+        Value::Scalar(t, v) => write_sample(&mut out, *t, *v),
         Value::String(t, s) => write_point(&mut out, *t, s),
         Value::Vector(t, samples) => {
             out.push(b'[');
@@ -394,7 +394,7 @@ fn answer(value: &Value) -> Response {
                 }
                 write_labels(&mut out, &sample.labels);
                 out.extend_from_slice(b",\"value\":");
-                write_point(&mut out, *t, &promql::format_value(sample.value));
+                write_sample(&mut out, *t, sample.value);
                 out.push(b'}');
             }
             out.push(b']');
@@ -411,7 +411,7 @@ fn answer(value: &Value) -> Response {
                     if j > 0 {
                         out.push(b',');
                     }
-                    write_point(&mut out, *t, &promql::format_value(*v));
+                    write_sample(&mut out, *t, *v);
                 }
                 out.extend_from_slice(b"]}");
             }
@@ -441,10 +441,20 @@ fn write_labels(out: &mut Vec<u8>, labels: &Labels) {
 /// `[time, "value"]`: the time a JSON number of seconds (ms digits).
 fn write_point(out: &mut Vec<u8>, time: i64, value: &str) {
     out.push(b'[');
-    out.extend_from_slice(promql::format_time(time).as_bytes());
+    promql::write_time(out, time);
     out.push(b',');
     write_string(out, value);
     out.push(b']');
+}
+
+/// [`write_point`] of a number, its text written in place (a number's
+/// text needs no escaping).
+fn write_sample(out: &mut Vec<u8>, time: i64, value: f64) {
+    out.push(b'[');
+    promql::write_time(out, time);
+    out.extend_from_slice(b",\"");
+    promql::write_value(out, value);
+    out.extend_from_slice(b"\"]");
 }
 
 /// A JSON string, escaped as `serde_json` escapes it.
