@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::{
     self, BoxFuture, CompressedSamples, IndexedSeries, LastSeries, LastValues, RebuildSource,
-    RecentSamples, TagMatcher,
+    RecentSamples, TagMatcher, Taken,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;
@@ -754,11 +754,7 @@ impl Ingestor {
         ids: &[u64],
         range: (i64, i64),
     ) -> Result<Option<RecentSamples>> {
-        let whole = self.whole_rows(table);
-        self.shared
-            .reader
-            .samples(table, field, ids, range, 1, whole)
-            .await
+        self.samples_as(table, field, ids, range, 1).await
     }
 
     /// [`samples`](Self::samples), each series' samples compressed as
@@ -774,6 +770,19 @@ impl Ingestor {
         per: i64,
     ) -> Result<Option<RecentSamples<CompressedSamples>>> {
         assert!(per > 0, "a unit of time is 1 ns or more");
+        self.samples_as(table, field, ids, range, per).await
+    }
+
+    /// [`samples`](Self::samples) as `S` takes them, times in units of
+    /// `per` ns.
+    async fn samples_as<S: Taken>(
+        &self,
+        table: (&str, &str, &str),
+        field: &str,
+        ids: &[u64],
+        range: (i64, i64),
+        per: i64,
+    ) -> Result<Option<RecentSamples<S>>> {
         let whole = self.whole_rows(table);
         self.shared
             .reader

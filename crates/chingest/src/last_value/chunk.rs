@@ -755,6 +755,18 @@ mod tests {
         );
     }
 
+    /// Samples `steps` apart (each a time step and a value) after `start`.
+    fn stepped(start: i64, steps: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+        let mut time = start;
+        steps
+            .into_iter()
+            .map(|(step, value)| {
+                time += step;
+                (time, value)
+            })
+            .collect()
+    }
+
     fn value() -> impl Strategy<Value = f64> {
         prop_oneof![
             any::<f64>(),
@@ -770,29 +782,14 @@ mod tests {
             steps in prop::collection::vec((1i64..1 << 40, value()), 0..300),
             start in any::<i32>(),
         ) {
-            let mut time = i64::from(start) * 1_000_000;
-            let samples: Vec<(i64, f64)> = steps
-                .into_iter()
-                .map(|(step, value)| {
-                    time += step;
-                    (time, value)
-                })
-                .collect();
-            round_trip(&samples);
+            round_trip(&stepped(i64::from(start) * 1_000_000, steps));
         }
 
         #[test]
         fn samples_appended_one_by_one_decode_as_encoded_at_once(
             steps in prop::collection::vec((1i64..1 << 20, value()), 1..300),
         ) {
-            let mut time = 0;
-            let samples: Vec<(i64, f64)> = steps
-                .into_iter()
-                .map(|(step, value)| {
-                    time += step;
-                    (time, value)
-                })
-                .collect();
+            let samples = stepped(0, steps);
             // As a series appends: a refused sample encodes the chunk again.
             let mut open = Open::encode(&samples[..1]);
             for (i, &(time, value)) in samples.iter().enumerate().skip(1) {

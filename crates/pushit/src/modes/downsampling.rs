@@ -23,9 +23,9 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::influxql::{answer, bodies, last_whole_minute_ms, load, query_request, same};
-use super::millis_at;
 use super::query::{hammer, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
+use super::{millis_at, per_second};
 use crate::Context;
 
 /// Flags of `pushit downsampling`.
@@ -188,7 +188,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                         .context("no requests")?;
                     measured.push((side, m));
                 }
-                let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
+                let qps = |m: &Measured| per_second(m.queries, m.elapsed);
                 let rows_qps = qps(&measured[0].1);
                 for (side, m) in &measured {
                     report.push(json!({

@@ -28,10 +28,10 @@ use pushit::report::{column, Format};
 use serde_json::{json, Value};
 
 use super::grafana::{step, BACK_HOURS, RANGES};
-use super::millis_at;
 use super::peers::{self, influxdb, Peer};
 use super::query::{hammer, Measured};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
+use super::{millis_at, per_second};
 use crate::Context;
 
 /// Flags of `pushit influxql`.
@@ -391,7 +391,7 @@ async fn ask_warm(
                     .context("no requests")?;
                 measured.push((side.name, m));
             }
-            let qps = |m: &Measured| m.queries as f64 / m.elapsed.as_secs_f64();
+            let qps = |m: &Measured| per_second(m.queries, m.elapsed);
             let peer_qps = measured
                 .iter()
                 .find(|(side, _)| *side == "influxdb")
