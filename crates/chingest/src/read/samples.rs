@@ -70,7 +70,7 @@ pub(crate) fn plan(
         from: memory_from,
         blocks: None,
     };
-    let older_end = memory_from.min(end.saturating_add(1)) - 1;
+    let older_end = older_end(memory_from, end);
     if !enabled || older_end < start {
         return memory_only;
     }
@@ -87,6 +87,12 @@ pub(crate) fn plan(
         from,
         blocks: Some((first, last)),
     }
+}
+
+/// The last time (ns) of a range ending at `end` before memory's samples,
+/// which start at `memory_from`.
+fn older_end(memory_from: i64, end: i64) -> i64 {
+    memory_from.min(end.saturating_add(1)) - 1
 }
 
 impl Reader {
@@ -130,7 +136,7 @@ impl Reader {
         let (Some(facts), Some((first, last))) = (self.table(table), spans.blocks) else {
             return Ok(in_memory.then_some(recent));
         };
-        let older = (spans.from, recent.from_ns.min(end.saturating_add(1)) - 1);
+        let older = (spans.from, older_end(recent.from_ns, end));
         if ids.is_empty() {
             // Asked where the samples start: there, once read.
             recent.from_ns = spans.from;
