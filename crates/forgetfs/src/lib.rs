@@ -170,19 +170,6 @@ impl Store {
         fs::File::create(&tmp)?.write_all(&bytes)?;
         fs::rename(tmp, self.dir(ino))
     }
-
-    /// The largest inode number anything durable uses.
-    fn max_ino(&self) -> io::Result<u64> {
-        let mut max = ROOT;
-        for dir in [&self.nodes, &self.dirs, &self.links] {
-            for entry in fs::read_dir(dir)? {
-                if let Ok(ino) = entry?.file_name().to_string_lossy().parse::<u64>() {
-                    max = max.max(ino);
-                }
-            }
-        }
-        Ok(max)
-    }
 }
 
 /// One name in a synced directory.
@@ -306,7 +293,8 @@ impl ForgetFs {
         let store = Store::open(backing)?;
         let now = SystemTime::now();
         let mut fs = ForgetFs {
-            next_ino: store.max_ino()? + 1,
+            // Set once the durable tree is loaded.
+            next_ino: 0,
             store,
             nodes: HashMap::new(),
             handles: HashMap::new(),
@@ -351,6 +339,10 @@ impl ForgetFs {
                 }
             }
         }
+        // Past every inode a durable name reaches, including those whose
+        // contents were never synced and so have no file in the store: a new
+        // node must never take the number of one still named.
+        fs.next_ino = fs.nodes.keys().max().expect("the root") + 1;
         for dir in [&fs.store.nodes, &fs.store.dirs, &fs.store.links] {
             for entry in fs::read_dir(dir)? {
                 let entry = entry?;
@@ -432,8 +424,10 @@ impl ForgetFs {
         }
         let ino = self.next_ino;
         self.next_ino += 1;
-        self.nodes
+        let replaced = self
+            .nodes
             .insert(ino, Node::new(kind, mode & 0o7777, SystemTime::now()));
+        assert!(replaced.is_none(), "inode {ino} given twice");
         self.entries_mut(parent)?.insert(name.to_owned(), ino);
         Ok(ino)
     }

@@ -106,6 +106,25 @@ fn unsynced_data_is_gone_and_synced_data_stays() {
     assert!(!disk.path("late").exists());
 }
 
+/// A name made durable before its contents leaves nothing in the backing
+/// store but its directory's entry: its inode must still not be handed to
+/// the next file created (the two names would share one file, and removing
+/// one would leave the other naming nothing).
+#[test]
+fn a_file_named_but_never_synced_keeps_its_own_inode() {
+    let mut disk = Disk::new();
+    fs::write(disk.path("named"), b"lost").unwrap();
+    disk.sync_root();
+    disk.cut();
+    write_synced(&disk.path("new"), b"new");
+    assert_eq!(fs::read(disk.path("named")).unwrap(), b"");
+    fs::remove_file(disk.path("new")).unwrap();
+    disk.sync_root();
+    disk.cut();
+    assert_eq!(fs::read(disk.path("named")).unwrap(), b"");
+    assert!(!disk.path("new").exists());
+}
+
 #[test]
 fn an_append_after_a_sync_goes_back_to_the_synced_length() {
     let mut disk = Disk::new();
