@@ -747,6 +747,10 @@ impl Ingestor {
     /// there: downsampled or past retention, not settled, not all in the
     /// engine yet, or more than a fill may read. With no `ids`, it tells
     /// where they would start.
+    ///
+    /// For a reader that aggregates: a fill reads at most
+    /// [`AGGREGATE_FILL_SAMPLES`](crate::read::AGGREGATE_FILL_SAMPLES),
+    /// past which the engine's own aggregation is the cheaper read.
     pub async fn samples(
         &self,
         table: (&str, &str, &str),
@@ -754,39 +758,42 @@ impl Ingestor {
         ids: &[u64],
         range: (i64, i64),
     ) -> Result<Option<RecentSamples>> {
-        self.samples_as(table, field, ids, range, 1).await
+        let most = crate::read::AGGREGATE_FILL_SAMPLES;
+        self.samples_as(table, field, ids, range, (1, most)).await
     }
 
     /// [`samples`](Self::samples), each series' samples compressed as
     /// memory keeps them, to be decoded where they are used, their times
     /// in units of `per` ns (1,000,000: ms), floored as they are decoded,
-    /// the last sample of equal times kept.
+    /// the last sample of equal times kept. For a reader that reads the
+    /// rest's rows anyway: a fill reads up to `most` samples (the reader's
+    /// own bound), or as many as half the chunk cache holds.
     pub async fn samples_compressed(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
-        per: i64,
+        (per, most): (i64, usize),
     ) -> Result<Option<RecentSamples<CompressedSamples>>> {
         assert!(per > 0, "a unit of time is 1 ns or more");
-        self.samples_as(table, field, ids, range, per).await
+        self.samples_as(table, field, ids, range, (per, most)).await
     }
 
     /// [`samples`](Self::samples) as `S` takes them, times in units of
-    /// `per` ns.
+    /// `per` ns, a fill of at most `most` samples.
     async fn samples_as<S: Taken>(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         range: (i64, i64),
-        per: i64,
+        (per, most): (i64, usize),
     ) -> Result<Option<RecentSamples<S>>> {
         let whole = self.whole_rows(table);
         self.shared
             .reader
-            .samples(table, field, ids, range, per, whole)
+            .samples(table, field, ids, range, (per, most), whole)
             .await
     }
 

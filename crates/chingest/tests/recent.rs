@@ -30,6 +30,12 @@ fn main() {
         phases::trial("writes_racing_rebuilds_keep_every_sample", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["racing"]);
         }),
+        phases::trial(
+            "older_samples_come_through_the_chunk_cache_as_the_engine_holds_them",
+            || {
+                phases::run(tempfile::tempdir().unwrap().path(), &["older"]);
+            },
+        ),
         phases::trial("a_span_of_zero_keeps_no_sample", || {
             phases::run(tempfile::tempdir().unwrap().path(), &["off"]);
         }),
@@ -91,21 +97,26 @@ async fn recent(ing: &Ingestor, db: &str, field: &str, from: i64) -> String {
         let table = (db, "autogen", "m");
         if let Some(recent) = ing.recent_samples(table, field, &ids, (from, i64::MAX)) {
             assert_eq!(recent.from_ns, from, "memory does not reach back to {from}");
-            let lines: Vec<String> = ids
-                .iter()
-                .zip(recent.samples)
-                .filter(|(_, s)| !s.is_empty())
-                .map(|(id, samples)| {
-                    let points: Vec<String> =
-                        samples.iter().map(|(t, v)| format!("{t}={v}")).collect();
-                    format!("{id}: {}", points.join(" "))
-                })
-                .collect();
-            return lines.join("\n");
+            return rendered(&ids, recent.samples);
         }
         assert!(started.elapsed() < Duration::from_secs(20), "not rebuilt");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Each series' samples, one line per series with a sample: `id: time=value
+/// …`.
+fn rendered(ids: &[u64], samples: Vec<Vec<(i64, f64)>>) -> String {
+    let lines: Vec<String> = ids
+        .iter()
+        .zip(samples)
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(id, samples)| {
+            let points: Vec<String> = samples.iter().map(|(t, v)| format!("{t}={v}")).collect();
+            format!("{id}: {}", points.join(" "))
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// What the engine holds of `field` in `db`.`m` from `from` on, rendered
@@ -213,6 +224,7 @@ async fn child(phase: &str, dir: &Path) {
             assert!(ing.stats().last_value_rebuilds.load(Relaxed) >= 1);
         }
         "index" => index(&ing, base).await,
+        "older" => older(&ing).await,
         "racing" => racing(&ing, base).await,
         "bound" => {
             // 5 series × 2,640 samples over 5.5 h of floats that are no
@@ -278,6 +290,38 @@ async fn bounded(ing: &Ingestor) {
     let memory = recent(ing, "rs", "x", partial.from_ns).await;
     assert_eq!(memory, engine(ing, "rs", "x", partial.from_ns).await);
     assert!(ing.stats().recent_bytes.load(Relaxed) <= 64 << 10);
+}
+
+/// Samples older than memory's span come through the chunk cache as the
+/// engine holds them (of a time written twice, the later write's value):
+/// read from the engine the first time, from the cache the second.
+async fn older(ing: &Ingestor) {
+    let base = (now_ns() - 3 * 86_400 * SECOND) / SECOND * SECOND;
+    let at = |k: i64| base + k * 15 * SECOND;
+    let body: String = (0..100).map(|k| lines(&["a", "b"], at(k), k)).collect();
+    write(ing, "old", &body).await;
+    let again: String = (10..20).map(|k| lines(&["a"], at(k), 1000 + k)).collect();
+    write(ing, "old", &again).await;
+    let want = engine(ing, "old", "x", base).await;
+    assert!(want.contains(&format!("{}=1010.5", at(10))), "{want}");
+    let ids: Vec<u64> = all_series(ing, "old", "x")
+        .await
+        .iter()
+        .map(|s| s.series_id)
+        .collect();
+    for read in ["from the engine", "from the cache"] {
+        let older = ing
+            .samples(("old", "autogen", "m"), "x", &ids, (base, now_ns()))
+            .await
+            .unwrap()
+            .expect("memory knows the table");
+        assert_eq!(older.from_ns, base, "{read}");
+        assert!(!older.one_row_each, "{read}: a time has two rows");
+        assert_eq!(rendered(&ids, older.samples), want, "{read}");
+    }
+    let stats = ing.stats();
+    assert_eq!(stats.chunk_cache_misses.load(Relaxed), 2);
+    assert_eq!(stats.chunk_cache_hits.load(Relaxed), 2);
 }
 
 async fn edits(ing: &Ingestor, base: i64, window: i64) {

@@ -664,7 +664,13 @@ impl Source<'_> {
             }
             None => {
                 self.ingestor
-                    .samples_compressed(table, &candidate.field, &ids, range, 1_000_000)
+                    .samples_compressed(
+                        table,
+                        &candidate.field,
+                        &ids,
+                        range,
+                        (1_000_000, self.limits.max_samples),
+                    )
                     .await?
             }
         };

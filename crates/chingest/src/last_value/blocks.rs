@@ -26,9 +26,6 @@ use crate::stats::IngestStats;
 /// A block's span: two hours, aligned to the epoch (a Prometheus block's).
 pub const BLOCK_NS: i64 = 2 * 3600 * 1_000_000_000;
 
-/// The most samples one fill reads (32 MB as read, before compression).
-const MAX_FILL_SAMPLES: usize = 2_000_000;
-
 /// Bytes counted per block besides its samples: its key, entry and map
 /// slot.
 const ENTRY_BYTES: usize = 96;
@@ -114,11 +111,11 @@ impl ChunkCache {
         (found, repeated)
     }
 
-    /// The most samples a fill for an aggregate may read (what half the
-    /// bound holds at two bytes a sample, at most [`MAX_FILL_SAMPLES`]):
-    /// past it, the engine's own aggregation is the cheaper read.
-    pub(crate) fn max_fill_samples(&self) -> usize {
-        (self.max_bytes / 4).min(MAX_FILL_SAMPLES)
+    /// The most samples a fill may read when its reader allows `most`:
+    /// at most what half the bound holds at two bytes a sample (a fill
+    /// past the bound would evict itself).
+    pub(crate) fn max_fill_samples(&self, most: usize) -> usize {
+        (self.max_bytes / 4).min(most)
     }
 
     fn count(&self, hits: usize, misses: usize) {
@@ -134,21 +131,28 @@ impl ChunkCache {
     /// Keeps series `id`'s samples of the whole blocks in `[from, to)`
     /// (ns, multiples of [`BLOCK_NS`]), read at `version`: every one those
     /// blocks hold, sorted by time, one per time (a block with none is
-    /// kept too: it is no miss); `repeated` if a time had two rows.
-    pub(crate) fn put(
+    /// kept too: it is no miss); `repeated` if a time had two rows. Gives
+    /// back those of `[start, end]` as `S` takes them, in units of `per`
+    /// ns ([`get`](Self::get)'s), compressed once for both.
+    pub(crate) fn put<S: Taken>(
         &self,
-        scope: &str,
-        version: u64,
+        (scope, version): (&str, u64),
         id: u64,
         (from, to): (i64, i64),
-        samples: &[Sample],
-        repeated: bool,
-    ) {
+        (samples, repeated): (&[Sample], bool),
+        (start, end, per): (i64, i64, i64),
+    ) -> S {
+        let mut taken = S::default();
         for at in (from..to).step_by(BLOCK_NS as usize) {
-            let start = samples.partition_point(|s| s.0 < at);
-            let end = samples.partition_point(|s| s.0 < at + BLOCK_NS);
-            self.put_block(scope, version, (id, at), &samples[start..end], repeated);
+            let first = samples.partition_point(|s| s.0 < at);
+            let last = samples.partition_point(|s| s.0 < at + BLOCK_NS);
+            let block = SeriesSamples::of_sorted(&samples[first..last]);
+            if at <= end && start < at + BLOCK_NS {
+                taken.join(S::taken(&block, start, end, per));
+            }
+            self.put_block(scope, version, (id, at), block, repeated);
         }
+        taken
     }
 
     /// Keeps one block's samples.
@@ -157,14 +161,13 @@ impl ChunkCache {
         scope: &str,
         version: u64,
         (id, block_start): (u64, i64),
-        samples: &[Sample],
+        samples: SeriesSamples,
         repeated: bool,
     ) {
         if !self.enabled() {
             return;
         }
         debug_assert_eq!(block_start.rem_euclid(BLOCK_NS), 0);
-        let samples = SeriesSamples::of_sorted(samples);
         let bytes = ENTRY_BYTES + samples.bytes();
         let block = Block {
             samples,
@@ -248,11 +251,24 @@ mod tests {
             .collect()
     }
 
+    /// Keeps `samples` as series `id`'s of `span` in scope "s" at version
+    /// 1; what the put gives back is every one of them.
+    fn put(cache: &ChunkCache, id: u64, span: (i64, i64), samples: &[Sample]) {
+        let taken: Vec<Sample> = cache.put(
+            ("s", 1),
+            id,
+            span,
+            (samples, false),
+            (span.0, span.1 - 1, 1),
+        );
+        assert_eq!(taken, samples);
+    }
+
     #[test]
     fn a_range_is_held_when_its_every_block_is_at_the_version() {
         let cache = ChunkCache::new(1 << 20, Arc::default());
-        cache.put("s", 1, 7, (0, BLOCK_NS), &block(0, 0.0), false);
-        cache.put("s", 1, 7, (BLOCK_NS, 2 * BLOCK_NS), &[], false);
+        put(&cache, 7, (0, BLOCK_NS), &block(0, 0.0));
+        put(&cache, 7, (BLOCK_NS, 2 * BLOCK_NS), &[]);
         // Within one block, across both, past them, at another version.
         let get = |scope, ids: &[u64], range, version| {
             cache.get::<Vec<Sample>>(scope, ids, range, 1, version).0
@@ -283,14 +299,7 @@ mod tests {
         let cache = ChunkCache::new(1 << 20, Arc::default());
         for at in 0..3 {
             let samples = block(at * BLOCK_NS, at as f64 * 1_000.0);
-            cache.put(
-                "s",
-                1,
-                7,
-                (at * BLOCK_NS, (at + 1) * BLOCK_NS),
-                &samples,
-                false,
-            );
+            put(&cache, 7, (at * BLOCK_NS, (at + 1) * BLOCK_NS), &samples);
         }
         for range in [
             (HOUR, 5 * HOUR),
@@ -322,18 +331,32 @@ mod tests {
     }
 
     #[test]
+    fn a_put_gives_back_what_a_get_of_its_range_would() {
+        let cache = ChunkCache::new(1 << 20, Arc::default());
+        let samples: Vec<Sample> = (0..3).flat_map(|at| block(at * BLOCK_NS, 0.5)).collect();
+        let range = (HOUR + 1, 5 * HOUR);
+        let (kept, taken) = (("s", 1), (range.0, range.1, 1_000_000));
+        let given: CompressedSamples =
+            cache.put(kept, 7, (0, 3 * BLOCK_NS), (&samples, false), taken);
+        let got = cache
+            .get::<CompressedSamples>("s", &[7], range, 1_000_000, 1)
+            .0;
+        let decoded = |c: &CompressedSamples| {
+            let mut out = Vec::new();
+            c.decode_into(&mut out);
+            out
+        };
+        let want = decoded(got[0].as_ref().expect("held"));
+        assert_eq!(decoded(&given), want);
+        assert_eq!(want.len(), 4 * 240);
+    }
+
+    #[test]
     fn past_the_bound_the_least_recently_used_blocks_go() {
         let stats = Arc::new(IngestStats::default());
         let cache = ChunkCache::new(64 << 10, Arc::clone(&stats));
         for id in 0..400 {
-            cache.put(
-                "s",
-                1,
-                id,
-                (0, BLOCK_NS),
-                &block(0, id as f64 * 1000.0),
-                false,
-            );
+            put(&cache, id, (0, BLOCK_NS), &block(0, id as f64 * 1000.0));
             // Series 0 is read after each put: always the latest used.
             assert!(
                 cache.get::<Vec<Sample>>("s", &[0], (0, HOUR), 1, 1).0[0].is_some(),
@@ -347,7 +370,7 @@ mod tests {
         let newest = cache.get::<Vec<Sample>>("s", &[399, 1], (0, HOUR), 1, 1).0;
         assert!(newest[0].is_some() && newest[1].is_none());
         let disabled = ChunkCache::new(0, Arc::default());
-        disabled.put("s", 1, 1, (0, BLOCK_NS), &block(0, 0.0), false);
+        put(&disabled, 1, (0, BLOCK_NS), &block(0, 0.0));
         assert_eq!(
             disabled.get::<Vec<Sample>>("s", &[1], (0, HOUR), 1, 1).0,
             [None]

@@ -57,12 +57,24 @@ impl Values {
             .then_some(m as i64)
     }
 
-    /// The mode that holds every one of `values`: the fewest decimal
-    /// places, else XOR.
-    fn holding(values: impl Iterator<Item = f64> + Clone) -> Values {
-        (0..=MAX_PLACES)
-            .find(|&places| values.clone().all(|v| Values::decimal(v, places).is_some()))
-            .map_or(Values::Xor, Values::Decimal)
+    /// The mode that holds every one of `samples`' values (the fewest
+    /// decimal places, else XOR), and each value's bits in it.
+    fn holding(samples: &[(i64, f64)]) -> (Values, Vec<u64>) {
+        let mut bits = Vec::with_capacity(samples.len());
+        for places in 0..=MAX_PLACES {
+            bits.clear();
+            let held = samples.iter().all(|&(_, value)| {
+                let m = Values::decimal(value, places);
+                bits.extend(m.map(|m| m as u64));
+                m.is_some()
+            });
+            if held {
+                return (Values::Decimal(places), bits);
+            }
+        }
+        bits.clear();
+        bits.extend(samples.iter().map(|s| s.1.to_bits()));
+        (Values::Xor, bits)
     }
 
     fn tag(self) -> u8 {
@@ -165,18 +177,15 @@ impl Chunk {
 impl Open {
     /// The samples, encoded (sorted by time, one per time).
     pub(super) fn encode(samples: &[(i64, f64)]) -> Open {
-        let values = Values::holding(samples.iter().map(|s| s.1));
+        let (values, bits) = Values::holding(samples);
         let shift = match values {
-            Values::Decimal(places) => {
-                let m = |value: f64| Values::decimal(value, places).unwrap_or(0);
-                samples
-                    .windows(2)
-                    .map(|w| m(w[1].1).wrapping_sub(m(w[0].1)))
-                    .filter(|&change| change != 0)
-                    .map(zeros)
-                    .min()
-                    .unwrap_or(UNDECIDED)
-            }
+            Values::Decimal(_) => bits
+                .windows(2)
+                .map(|w| (w[1] as i64).wrapping_sub(w[0] as i64))
+                .filter(|&change| change != 0)
+                .map(zeros)
+                .min()
+                .unwrap_or(UNDECIDED),
             Values::Xor => 0,
         };
         let mut open = Open {
@@ -188,8 +197,8 @@ impl Open {
             },
             ..Open::default()
         };
-        for &(time, value) in samples {
-            let pushed = open.push(time, value);
+        for (&(time, _), bits) in samples.iter().zip(bits) {
+            let pushed = open.push_bits(time, bits);
             debug_assert!(pushed, "the unit and mode hold every sample");
         }
         open
@@ -218,19 +227,24 @@ impl Open {
     /// Appends a sample after the last; false (nothing written) when its
     /// time is not after the last or its unit or mode cannot hold it.
     pub(super) fn push(&mut self, time: i64, value: f64) -> bool {
-        let head = &mut self.head;
-        let unit = UNITS[head.unit as usize];
-        if time % unit != 0 || (head.count > 0 && time <= head.last) {
-            return false;
-        }
-        let mode = Values::from_tag(head.values);
-        let bits = match mode {
+        let bits = match Values::from_tag(self.head.values) {
             Values::Decimal(places) => match Values::decimal(value, places) {
                 Some(m) => m as u64,
                 None => return false,
             },
             Values::Xor => value.to_bits(),
         };
+        self.push_bits(time, bits)
+    }
+
+    /// [`push`](Self::push) of a value as its mode's bits.
+    fn push_bits(&mut self, time: i64, bits: u64) -> bool {
+        let head = &mut self.head;
+        let unit = UNITS[head.unit as usize];
+        if time % unit != 0 || (head.count > 0 && time <= head.last) {
+            return false;
+        }
+        let mode = Values::from_tag(head.values);
         // A change with fewer trailing zero bits than the chunk leaves
         // out needs the chunk encoded again.
         let change = (bits as i64).wrapping_sub(self.prev_value as i64);
@@ -402,17 +416,23 @@ impl Bits {
     /// Appends the low `width` (≤ 64) bits of `value`.
     fn put(&mut self, value: u64, width: u32) {
         let mut left = width;
-        while left > 0 {
-            if self.used == 0 {
-                self.bytes.push(0);
-            }
+        // The last byte's room first, then whole bytes, then the rest.
+        if self.used > 0 && left > 0 {
             let room = 8 - self.used;
             let take = room.min(left);
             let part = (value >> (left - take)) & ((1u64 << take) - 1);
-            let last = self.bytes.last_mut().expect("pushed above");
+            let last = self.bytes.last_mut().expect("a byte in use");
             *last |= (part as u8) << (room - take);
             self.used = (self.used + take) % 8;
             left -= take;
+        }
+        while left >= 8 {
+            left -= 8;
+            self.bytes.push((value >> left) as u8);
+        }
+        if left > 0 {
+            self.bytes.push((value << (8 - left)) as u8);
+            self.used = left;
         }
     }
 

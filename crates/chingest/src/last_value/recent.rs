@@ -305,12 +305,6 @@ fn count<'a>(chunks: impl Iterator<Item = View<'a>>, (start, end): (i64, i64), p
 pub(crate) trait Taken: Default + Send {
     fn taken(samples: &SeriesSamples, start: i64, end: i64, per: i64) -> Self;
 
-    /// Taken of `samples` (ns, sorted by time, one per time), as read from
-    /// the engine.
-    fn of_sorted(samples: &[Sample], start: i64, end: i64, per: i64) -> Self {
-        Self::taken(&SeriesSamples::of_sorted(samples), start, end, per)
-    }
-
     /// `later`'s samples after these: taken of the same range and unit
     /// from later chunks.
     fn join(&mut self, later: Self);

@@ -7,7 +7,7 @@ mod samples;
 pub mod sandbox;
 pub(crate) mod stream;
 
-pub use samples::WholeRows;
+pub use samples::{WholeRows, AGGREGATE_FILL_SAMPLES};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::{Float64Type, TimestampNanosecondType, UInt64Type};
+use arrow::record_batch::RecordBatch;
 
 use crate::config::DuplicatePolicy;
 use crate::error::{Error, Result};
@@ -21,6 +22,11 @@ use crate::read::Reader;
 /// Most series listed in a fill's statement; more are read by time alone
 /// and kept as read.
 const MAX_LISTED_IDS: usize = 1_000;
+
+/// The most samples a fill for a reader that aggregates reads (32 MB as
+/// read, before compression): past it, the engine's own aggregation is the
+/// cheaper read ([`Ingestor::samples`](crate::Ingestor::samples)).
+pub const AGGREGATE_FILL_SAMPLES: usize = 2_000_000;
 
 /// Where the engine's rows of a table are whole, for a reader to keep
 /// what it reads of them ([`Ingestor::whole_rows`](crate::Ingestor::whole_rows)).
@@ -38,8 +44,9 @@ pub struct WholeRows {
     pub settled_before: i64,
 }
 
-/// One series' samples read by a fill, and whether a time had two rows.
-type Filled = HashMap<u64, (Vec<(i64, f64)>, bool)>;
+/// Each series' samples read by a fill, and whether a time had two rows.
+type Filled = HashMap<u64, SeriesFill>;
+type SeriesFill = (Vec<(i64, f64)>, bool);
 
 /// Which store answers which part of a range, as [`plan`] makes it:
 /// memory from where its samples start; before that, back to `from`, the
@@ -101,14 +108,16 @@ impl Reader {
     /// of `[start, end]` (ns) from `from_ns` on, times in units of `per`
     /// ns (the last of equal times kept), as `S` takes them (decoded, or
     /// compressed as memory keeps them). `None` where memory cannot say
-    /// (its table not kept yet), as `recent_samples`.
+    /// (its table not kept yet), as `recent_samples`. A fill reads at most
+    /// `most` samples (and what the cache holds): past it, the samples
+    /// start where memory's do.
     pub(crate) async fn samples<S: Taken>(
         &self,
         table: (&str, &str, &str),
         field: &str,
         ids: &[u64],
         (start, end): (i64, i64),
-        per: i64,
+        (per, most): (i64, usize),
         whole: WholeRows,
     ) -> Result<Option<RecentSamples<S>>> {
         let (mut recent, in_memory) =
@@ -152,7 +161,7 @@ impl Reader {
             .map(|(&id, _)| id)
             .collect();
         if !missed.is_empty() {
-            let limit = cache.max_fill_samples();
+            let limit = cache.max_fill_samples(most);
             let Some(filled) = self
                 .fill(storage, field, &missed, (first, last), limit)
                 .await?
@@ -163,10 +172,11 @@ impl Reader {
                 if held.is_some() {
                     continue;
                 }
-                let (samples, twice) = filled.get(id).map_or((&[][..], false), |(s, t)| (s, *t));
-                cache.put(&scope, whole.version, *id, (first, last), samples, twice);
-                repeated |= twice;
-                *held = Some(S::of_sorted(samples, older.0, older.1, per));
+                let read = filled.get(id).map_or((&[][..], false), |(s, t)| (s, *t));
+                repeated |= read.1;
+                let kept = (&scope[..], whole.version);
+                let taken = (older.0, older.1, per);
+                *held = Some(cache.put(kept, *id, (first, last), read, taken));
             }
         }
         for (older, newer) in held.into_iter().zip(&mut recent.samples) {
@@ -190,58 +200,88 @@ impl Reader {
         (from, to): (i64, i64),
         limit: usize,
     ) -> Result<Option<Filled>> {
-        let wanted: HashSet<u64> = ids.iter().copied().collect();
-        let listed = match ids.len() <= MAX_LISTED_IDS {
-            true => {
-                let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
-                format!("series_id IN ({}) AND ", ids.join(", "))
-            }
-            false => String::new(),
+        let read = |ids: &[u64], order: &str| {
+            let listed = match ids.len() <= MAX_LISTED_IDS {
+                true => {
+                    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+                    format!("series_id IN ({}) AND ", ids.join(", "))
+                }
+                false => String::new(),
+            };
+            let field = quote_ident(field);
+            self.engine.query_arrow(format!(
+                "SELECT series_id, time, toFloat64({field}) FROM {storage} \
+                 WHERE {listed}time >= fromUnixTimestamp64Nano(toInt64({from})) \
+                 AND time < fromUnixTimestamp64Nano(toInt64({to})) AND {field} IS NOT NULL \
+                 ORDER BY series_id, time{order} LIMIT {}",
+                limit + 1
+            ))
         };
-        let field = quote_ident(field);
-        let sql = format!(
-            "SELECT series_id, time, toFloat64({field}) FROM {storage} \
-             WHERE {listed}time >= fromUnixTimestamp64Nano(toInt64({from})) \
-             AND time < fromUnixTimestamp64Nano(toInt64({to})) AND {field} IS NOT NULL \
-             ORDER BY series_id, time, _block_number, _block_offset LIMIT {}",
-            limit + 1
-        );
-        let batches = self.engine.query_arrow(sql).await?;
+        // In the table's order, which the engine reads as it is stored;
+        // the order of rows at one time (which was inserted last) only
+        // for the series that have two.
+        let batches = read(ids, "").await?;
         if batches.iter().map(|b| b.num_rows()).sum::<usize>() > limit {
             return Ok(None);
         }
-        let mut filled = Filled::new();
-        for batch in &batches {
-            let (Some(ids), Some(times), Some(values)) = (
-                batch.column(0).as_primitive_opt::<UInt64Type>(),
-                batch
-                    .column(1)
-                    .as_primitive_opt::<TimestampNanosecondType>(),
-                batch.column(2).as_primitive_opt::<Float64Type>(),
-            ) else {
-                return Err(Error::Engine(format!(
-                    "a fill of the chunk cache came back as {:?}",
-                    batch.schema()
-                )));
-            };
-            for row in 0..batch.num_rows() {
-                let id = ids.value(row);
-                if !wanted.contains(&id) || values.is_null(row) {
-                    continue;
-                }
-                let (samples, twice) = filled.entry(id).or_default();
-                let sample = (times.value(row), values.value(row));
-                match samples.last_mut() {
-                    Some(last) if last.0 == sample.0 => {
-                        *last = sample;
-                        *twice = true;
-                    }
-                    _ => samples.push(sample),
-                }
-            }
+        let wanted: HashSet<u64> = ids.iter().copied().collect();
+        let mut filled = samples_of(&batches, &wanted)?;
+        let repeated: Vec<u64> = filled
+            .iter()
+            .filter(|(_, (_, twice))| *twice)
+            .map(|(&id, _)| id)
+            .collect();
+        if !repeated.is_empty() {
+            let batches = read(&repeated, ", _block_number, _block_offset").await?;
+            filled.extend(samples_of(&batches, &repeated.into_iter().collect())?);
         }
         Ok(Some(filled))
     }
+}
+
+/// The samples of `wanted` series in `batches` of (series_id, time,
+/// value) rows ordered by series and time; of two rows at a time, the
+/// later one's.
+fn samples_of(batches: &[RecordBatch], wanted: &HashSet<u64>) -> Result<Filled> {
+    let mut filled = Filled::new();
+    // Rows come by series: the current one's entry, looked up once.
+    let mut current: Option<(u64, Option<&mut SeriesFill>)> = None;
+    for batch in batches {
+        let (Some(ids), Some(times), Some(values)) = (
+            batch.column(0).as_primitive_opt::<UInt64Type>(),
+            batch
+                .column(1)
+                .as_primitive_opt::<TimestampNanosecondType>(),
+            batch.column(2).as_primitive_opt::<Float64Type>(),
+        ) else {
+            return Err(Error::Engine(format!(
+                "a fill of the chunk cache came back as {:?}",
+                batch.schema()
+            )));
+        };
+        for row in 0..batch.num_rows() {
+            let id = ids.value(row);
+            if values.is_null(row) {
+                continue;
+            }
+            if current.as_ref().is_none_or(|(at, _)| *at != id) {
+                let entry = wanted.contains(&id).then(|| filled.entry(id).or_default());
+                current = Some((id, entry));
+            }
+            let Some((_, Some((samples, twice)))) = current.as_mut() else {
+                continue;
+            };
+            let sample = (times.value(row), values.value(row));
+            match samples.last_mut() {
+                Some(last) if last.0 == sample.0 => {
+                    *last = sample;
+                    *twice = true;
+                }
+                _ => samples.push(sample),
+            }
+        }
+    }
+    Ok(filled)
 }
 
 #[cfg(test)]
