@@ -271,7 +271,7 @@ impl Ingestor {
             return Err(err);
         }
         for db in catalog.databases() {
-            catalog.set_downsampled(&db.name, downsampler.is_downsampled(&db.name));
+            catalog.set_downsampled(&db.name, downsampler.policies.is_downsampled(&db.name));
         }
         // Rebuilt in the background: until then its tables answer `None`.
         let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
@@ -1012,7 +1012,7 @@ impl Ingestor {
             ));
         }
         downsampler.set(db, setting).await?;
-        let downsampled = downsampler.is_downsampled(db);
+        let downsampled = downsampler.policies.is_downsampled(db);
         shared.catalog.set_downsampled(db, downsampled);
         Ok(())
     }
@@ -1022,7 +1022,10 @@ impl Ingestor {
     /// else the configuration file did).
     pub fn downsampling(&self, db: &str) -> (Option<Downsampling>, bool) {
         let downsampler = &self.shared.downsampler;
-        (downsampler.policy(db), downsampler.is_set(db))
+        (
+            downsampler.policies.policy(db),
+            downsampler.policies.is_set(db),
+        )
     }
 
     /// Brings the rollups of every downsampled database up to date now: the

@@ -13,77 +13,17 @@ use std::time::Duration;
 use crate::cluster::{Cluster, StatementKind};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
+use crate::last_value::now_ns;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{blocks_after_sql, rollup_name, Aggregate, Rollup};
 use crate::layout::schema::FieldType;
-use crate::stats::IngestStats;
 
 use super::migrate::plan_migration;
-use super::{
-    parse_registry_row, parts_by_table, state_table, union, Cuts, Kept, Span, State, CLEAN, MARK,
-    REGISTRY_COLUMNS, STATE_TABLE,
+use super::registry::{
+    parse_registry_row, rollup_columns, state_table, MARK, REGISTRY_COLUMNS, STATE_TABLE,
 };
-
-/// Where a pass's statements run: the embedded engine, or one shard of
-/// the `clickhouse` storage mode (its own tables, by the same names).
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Store<'a> {
-    Here(&'a Engine),
-    Shard(&'a Engine, &'a Cluster, usize),
-}
-
-impl Store<'_> {
-    /// The rows `sql` returns, as text fields.
-    pub(super) async fn rows(&self, sql: String) -> Result<Vec<Vec<String>>> {
-        match self {
-            Store::Here(engine) => engine.run(move |conn| query_rows(conn, &sql)).await,
-            Store::Shard(_, cluster, shard) => cluster.query_rows(*shard, &sql).await,
-        }
-    }
-
-    /// Runs `statements` in order, stopping at the first that fails;
-    /// durably ([`Engine::execute_all`]) or on the shard's replicas.
-    pub(super) async fn execute_all(&self, statements: Vec<String>) -> Result<()> {
-        match self {
-            Store::Here(engine) => engine.execute_all(statements).await,
-            Store::Shard(_, cluster, shard) => {
-                for sql in &statements {
-                    cluster
-                        .execute_on(*shard, sql, StatementKind::Change)
-                        .await?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// [`execute_all`](Self::execute_all) of one statement.
-    pub(super) async fn execute(&self, sql: String) -> Result<()> {
-        self.execute_all(vec![sql]).await
-    }
-
-    /// The counters passes add to.
-    pub(super) fn stats(&self) -> &IngestStats {
-        match self {
-            Store::Here(engine) | Store::Shard(engine, _, _) => &engine.stats,
-        }
-    }
-
-    /// `table`'s key among what this process removed of each table, per
-    /// store.
-    pub(super) fn key(&self, table: &str) -> String {
-        match self {
-            Store::Here(_) => table.to_owned(),
-            Store::Shard(_, _, shard) => format!("{table}@{shard}"),
-        }
-    }
-
-    /// Whether readers take what a pass keeps here from this process's
-    /// memory (the embedded mode) rather than from every shard's registry.
-    pub(super) fn is_here(&self) -> bool {
-        matches!(self, Store::Here(_))
-    }
-}
+use super::state::{union, Cuts, Kept, Span, State, CLEAN};
+use super::store::{parts_by_table, Store};
 
 /// The right to make passes over a database's tables in the cluster
 /// mode, held by one node per term (a stretch of time the same on every
@@ -97,22 +37,22 @@ impl Store<'_> {
 #[derive(Debug)]
 pub(super) struct Lease {
     /// This node's id, random per process.
-    node: u64,
-    term: Duration,
+    pub(super) node: u64,
+    pub(super) term: Duration,
     /// Databases whose lease table this process made.
-    made: Mutex<HashSet<String>>,
+    pub(super) made: Mutex<HashSet<String>>,
     /// By database, the last term read and whether this node holds it
     /// (a term's holder never changes once read).
-    read: Mutex<HashMap<String, (u64, bool)>>,
+    pub(super) read: Mutex<HashMap<String, (u64, bool)>>,
 }
 
 /// A lease table's name in each downsampled database.
-const LEASE_TABLE: &str = "_downsampling_lease";
+pub(super) const LEASE_TABLE: &str = "_downsampling_lease";
 
 impl Lease {
     /// A lease whose terms last `term`, for a node new to the cluster.
     pub(super) fn new(term: Duration) -> Lease {
-        let seed = format!("{}:{}", std::process::id(), super::now_ns());
+        let seed = format!("{}:{}", std::process::id(), now_ns());
         Lease {
             node: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()),
             term,
@@ -141,7 +81,7 @@ impl Lease {
                 .unwrap()
                 .insert(database.database_name.clone());
         }
-        let term = (super::now_ns().max(0) as u64) / self.term.as_nanos().max(1) as u64;
+        let term = (now_ns().max(0) as u64) / self.term.as_nanos().max(1) as u64;
         if let Some((read, holds)) = self.read.lock().unwrap().get(&database.database_name) {
             if *read == term {
                 return Ok(*holds);
@@ -181,7 +121,7 @@ impl Lease {
         Ok(holds)
     }
 
-    async fn claim(&self, cluster: &Cluster, table: &str, term: u64) -> Result<()> {
+    pub(super) async fn claim(&self, cluster: &Cluster, table: &str, term: u64) -> Result<()> {
         let sql = format!(
             "INSERT INTO {table} (term, node) SETTINGS insert_deduplication_token = \
              'term-{term}' VALUES ({term}, {})",
@@ -189,6 +129,19 @@ impl Lease {
         );
         cluster.execute_on(0, &sql, StatementKind::Change).await
     }
+}
+
+/// What a node knows of the rollups in the cluster mode.
+#[derive(Debug, Default)]
+pub(super) struct Known {
+    /// Each table's, by storage table, as last learnt.
+    pub(super) learnt: HashMap<String, Learnt>,
+    /// The spans of this node's inserts and edits (by storage table),
+    /// each with the number of its last report: read from the rows until
+    /// a learning begun after that report is done.
+    pub(super) pending: HashMap<String, (Span, u64)>,
+    /// The number of the last report.
+    pub(super) reports: u64,
 }
 
 /// What a node learnt of one fact table's rollups on the shards.
@@ -323,7 +276,7 @@ pub(super) async fn learnt_tables(
 /// each with the time (ns) of the earliest of them: their last blocks in
 /// one statement ([`parts_by_table`]), then the earliest rows of those with later ones, a
 /// hundred tables a statement (only parts holding such rows are read).
-async fn firsts_after(
+pub(super) async fn firsts_after(
     engine: &Engine,
     cluster: &Cluster,
     shard: usize,
@@ -364,70 +317,6 @@ async fn firsts_after(
     Ok(firsts)
 }
 
-/// An edit's mark of a fact table in the cluster mode
-/// ([`Downsampler::marked`](super::Downsampler::marked)), as a shard's
-/// registry holds it.
-#[derive(Debug)]
-pub(super) struct Mark {
-    pub(super) key: String,
-    pub(super) span: Span,
-    pub(super) version: i64,
-}
-
-/// Records that a pass took `marks`: each written again unmarked, with a
-/// later version (the node that wrote it may have a clock ahead).
-pub(super) async fn clear_marks(
-    store: Store<'_>,
-    names: &TableNames,
-    marks: &[Mark],
-) -> Result<()> {
-    if marks.is_empty() {
-        return Ok(());
-    }
-    let now = super::now_ns();
-    let rows: Vec<String> = marks
-        .iter()
-        .map(|mark| {
-            format!(
-                "({}, 0, {CLEAN}, {}, {})",
-                quote_literal(&mark.key),
-                i64::MIN,
-                now.max(mark.version.saturating_add(1))
-            )
-        })
-        .collect();
-    store
-        .execute(format!(
-            "INSERT INTO {} (table, seen_block, dirty_from, dirty_to, version) VALUES {}",
-            state_table(names),
-            rows.join(", ")
-        ))
-        .await
-}
-
-/// The columns (quoted) of each rollup (by name) of the database of
-/// `names` in `store`.
-pub(super) async fn rollup_columns(
-    store: Store<'_>,
-    names: &TableNames,
-) -> Result<HashMap<String, HashSet<String>>> {
-    let sql = format!(
-        "SELECT table, name FROM system.columns WHERE database = {} \
-         AND startsWith(table, '_rollup.')",
-        quote_literal(&names.database_name)
-    );
-    let mut columns: HashMap<String, HashSet<String>> = HashMap::new();
-    for row in store.rows(sql).await? {
-        if let [table, column] = row.as_slice() {
-            columns
-                .entry(table.clone())
-                .or_default()
-                .insert(quote_ident(column));
-        }
-    }
-    Ok(columns)
-}
-
 /// Those of `fields` a rollup with `columns` keeps.
 pub(super) fn fields_with_columns(
     fields: &[(String, FieldType)],
@@ -444,7 +333,7 @@ pub(super) fn fields_with_columns(
 }
 
 /// Per cut, the earliest of `cuts` (`None`, nothing removed, is earliest).
-fn earliest<'a>(cuts: impl Iterator<Item = &'a Cuts> + Clone, levels: usize) -> Cuts {
+pub(super) fn earliest<'a>(cuts: impl Iterator<Item = &'a Cuts> + Clone, levels: usize) -> Cuts {
     let min =
         |of: &dyn Fn(&Cuts) -> Option<i64>| -> Option<i64> { cuts.clone().map(of).min().flatten() };
     Cuts {

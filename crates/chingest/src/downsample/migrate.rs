@@ -3,7 +3,7 @@
 //! built from what holds their data, and nothing whose rows are gone may
 //! be left without a level.
 
-use super::{date, Cuts, Span};
+use super::state::{date, Cuts, Span};
 use crate::layout::rollup::{interval_name, Resolution};
 
 /// One span of a new level to build.
