@@ -21,6 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // decoded without hashing or copying each string.
         .extern_path(".chingest.v1.Points", "crate::point::Points")
         .extern_path(".chingest.v1.Point", "crate::point::Point")
+        .extern_path(".chingest.v1.FieldValue", "crate::point::FieldValue")
         .compile_fds(descriptors)?;
     Ok(())
 }

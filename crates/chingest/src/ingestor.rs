@@ -10,7 +10,8 @@ use arrow::record_batch::RecordBatch;
 use tokio::task::JoinHandle;
 
 use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
-use crate::catalog::{self, Catalog, Learner, SeriesParts, Table, TableDefaults};
+use crate::catalog::learn::{self, Learner, SeriesParts};
+use crate::catalog::{Catalog, Table, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{Downsampling, DuplicatePolicy, IngestConfig, LastValueConfig, StorageMode};
 use crate::downsample::{self, Downsampler, DownsamplingSetting, RollupView};
@@ -18,16 +19,17 @@ use crate::durable;
 use crate::edit::{self, FieldValue, PointFilter, RollupEdit};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::last_value::rebuild::{self, BoxFuture, RebuildSource};
 use crate::last_value::{
-    self, BoxFuture, CompressedSamples, IndexedSeries, LastSeries, LastValues, RebuildSource,
-    RecentSamples, TagMatcher, Taken,
+    CompressedSamples, IndexedSeries, LastSeries, LastValues, RecentSamples, TagMatcher, Taken,
 };
 use crate::layout::names::{self, NameKind, TableNames};
 use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
+use crate::read::samples::{WholeRows, AGGREGATE_FILL_SAMPLES};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
-use crate::read::{MeasurementSchema, Reader, WholeRows};
+use crate::read::{MeasurementSchema, Reader};
 use crate::stats::{IngestStats, PartsSummary};
 use crate::wal;
 use crate::write::appender::Appender;
@@ -57,7 +59,7 @@ struct Shared {
     writer: Arc<Writer>,
     reader: Reader,
     /// In the `clickhouse` storage mode, the task that learns what other
-    /// nodes create ([`catalog::run_learner`]); aborted on close.
+    /// nodes create ([`learn::run`]); aborted on close.
     learner: Mutex<Option<JoinHandle<()>>>,
     /// The rollups of downsampled databases (and in the cluster mode what
     /// is learnt of the shards'); its background task, aborted on close.
@@ -277,7 +279,7 @@ impl Ingestor {
         let tables = catalog.databases().into_iter().flat_map(|db| db.tables());
         last_values.activate(tables.map(|(_, table)| table));
         let source: Weak<dyn RebuildSource> = Arc::downgrade(&ingestor.shared) as _;
-        runtime.spawn(last_value::run_rebuilds(
+        runtime.spawn(rebuild::run_rebuilds(
             source,
             Arc::downgrade(&last_values),
             rebuilds,
@@ -289,7 +291,7 @@ impl Ingestor {
             (&ingestor.shared.config.storage, cluster, series_parts)
         {
             let learner = Learner::new(&engine, &catalog, cluster, parts);
-            let task = runtime.spawn(catalog::run_learner(learner, config.refresh));
+            let task = runtime.spawn(learn::run(learner, config.refresh));
             *ingestor.shared.learner.lock().unwrap() = Some(task);
         }
         tracing::info!(data_dir = %ingestor.shared.config.data_dir.display(), "engine open");
@@ -749,7 +751,7 @@ impl Ingestor {
     /// where they would start.
     ///
     /// For a reader that aggregates: a fill reads at most
-    /// [`AGGREGATE_FILL_SAMPLES`](crate::read::AGGREGATE_FILL_SAMPLES),
+    /// [`AGGREGATE_FILL_SAMPLES`],
     /// past which the engine's own aggregation is the cheaper read.
     pub async fn samples(
         &self,
@@ -758,7 +760,7 @@ impl Ingestor {
         ids: &[u64],
         range: (i64, i64),
     ) -> Result<Option<RecentSamples>> {
-        let most = crate::read::AGGREGATE_FILL_SAMPLES;
+        let most = AGGREGATE_FILL_SAMPLES;
         self.samples_as(table, field, ids, range, (1, most)).await
     }
 

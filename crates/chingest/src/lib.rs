@@ -79,10 +79,10 @@ pub use last_value::{
     TagTest, BLOCK_NS, SETTLED_AFTER,
 };
 pub use read::access::{Access, Denied};
+pub use read::samples::WholeRows;
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
-pub use read::WholeRows;
 pub use stats::{IngestStats, ShardStats};
 pub use wal::{ReadError as LogReadError, RecordError as LogRecordError};
 pub use write::budget::MemoryReservation;

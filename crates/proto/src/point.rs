@@ -12,8 +12,6 @@ use prost::bytes::{Buf, BufMut, Bytes};
 use prost::encoding::{self, DecodeContext, WireType};
 use prost::{DecodeError, Message};
 
-use crate::v1::FieldValue;
-
 /// A list of points (a oneof member cannot be repeated itself).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Points {
@@ -106,6 +104,39 @@ pub struct Field {
     pub value: Option<FieldValue>,
 }
 
+/// A field's value (`chingest.v1.FieldValue`), beside the points that
+/// hold it, as prost would generate it: with [`Point`] hand-written, the
+/// generated messages name both, and neither names the generated module.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FieldValue {
+    /// The value, of one of the column types.
+    #[prost(oneof = "field_value::Value", tags = "1, 2, 3, 4, 5")]
+    pub value: Option<field_value::Value>,
+}
+
+/// The members of [`FieldValue`]'s `value`.
+pub mod field_value {
+    /// A field's value, by the column type it is stored in.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Value {
+        /// Float64 column. Must be finite.
+        #[prost(double, tag = "1")]
+        Float(f64),
+        /// Int64 column.
+        #[prost(int64, tag = "2")]
+        Integer(i64),
+        /// UInt64 column.
+        #[prost(uint64, tag = "3")]
+        Unsigned(u64),
+        /// String column.
+        #[prost(string, tag = "4")]
+        String(String),
+        /// Bool column.
+        #[prost(bool, tag = "5")]
+        Boolean(bool),
+    }
+}
+
 impl Point {
     /// A point of `measurement` at `timestamp`, without tags or fields yet.
     pub fn new(measurement: &str, timestamp: Option<i64>) -> Point {
@@ -127,7 +158,7 @@ impl Point {
     }
 
     /// This point with the field `key` = `value`.
-    pub fn field(mut self, key: &str, value: crate::v1::field_value::Value) -> Point {
+    pub fn field(mut self, key: &str, value: field_value::Value) -> Point {
         self.fields.push(Field {
             key: Bytes::copy_from_slice(key.as_bytes()),
             value: Some(FieldValue { value: Some(value) }),
@@ -142,8 +173,8 @@ mod tests {
 
     use prost::Message;
 
+    use super::field_value::Value;
     use super::*;
-    use crate::v1::field_value::Value;
 
     /// What a client generated from the `.proto` sends: maps.
     #[derive(Clone, PartialEq, prost::Message)]

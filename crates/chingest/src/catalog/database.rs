@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use crate::catalog::policies::{Policy, TableDefaults};
 use crate::catalog::series::SeriesState;
 use crate::catalog::table::Table;
-use crate::catalog::{Policy, TableDefaults};
 use crate::config::CardinalityLimits;
 use crate::config::DuplicatePolicy;
 use crate::engine::{Engine, StatementKind};

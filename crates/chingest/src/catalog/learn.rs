@@ -19,7 +19,8 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, UInt64Type};
 use arrow::record_batch::RecordBatch;
 
-use crate::catalog::{read_policies, Catalog, Database};
+use crate::catalog::policies::read_policies;
+use crate::catalog::{Catalog, Database};
 use crate::cluster::Cluster;
 use crate::config::DuplicatePolicy;
 use crate::engine::{Engine, ShardTable};

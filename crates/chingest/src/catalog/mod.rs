@@ -24,14 +24,16 @@ use crate::layout::names::{
 use crate::layout::schema::{self, FieldType, TableSchema};
 
 mod database;
-mod learn;
+pub(crate) mod learn;
 mod migrate;
+mod policies;
 mod series;
 mod table;
 
 pub(crate) use database::Admission;
 pub(crate) use database::Database;
-pub(crate) use learn::{run as run_learner, Learner, SeriesParts};
+use policies::read_policies;
+pub(crate) use policies::TableDefaults;
 pub(crate) use table::Table;
 
 use migrate::migrate_legacy_fact_tables;
@@ -48,20 +50,6 @@ pub(crate) struct Catalog {
     /// Serializes database creation.
     create: tokio::sync::Mutex<()>,
     defaults: TableDefaults,
-}
-
-/// What every new table gets unless its database says otherwise.
-#[derive(Debug, Default)]
-pub(crate) struct TableDefaults {
-    /// The retention policy whose tables get a view named after the
-    /// measurement ([`IngestConfig::view_retention_policy`](crate::IngestConfig::view_retention_policy)).
-    pub(crate) view_rp: Option<String>,
-    /// The duplicate policy of tables whose database and measurement set
-    /// none.
-    pub(crate) duplicates: DuplicatePolicy,
-    /// The downsampled databases: their tables get daily partitions
-    /// (tables made before a database is downsampled keep theirs).
-    pub(crate) downsampled: std::sync::RwLock<std::collections::BTreeSet<String>>,
 }
 
 impl Catalog {
@@ -471,53 +459,4 @@ impl Catalog {
         }
         Ok(catalog)
     }
-}
-
-/// A policy recorded in a database's registries.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Policy {
-    /// A retention policy and the seconds its rows live (0: forever).
-    Retention(String, u64),
-    /// The duplicate policy of a measurement (`""`: of the database).
-    Duplicates(String, DuplicatePolicy),
-}
-
-/// The policies the registries of `databases` (encoded names) record, by
-/// database: one statement (on open, and on each refresh of the
-/// `clickhouse` storage mode, where another node may have set them).
-fn read_policies(conn: &engine::Connection, databases: &[String]) -> Result<Vec<(String, Policy)>> {
-    if databases.is_empty() {
-        return Ok(Vec::new());
-    }
-    let selects: Vec<String> = databases
-        .iter()
-        .filter_map(|encoded| {
-            let names = TableNames::new(&names::decode(encoded)?, "", "");
-            let db = quote_literal(encoded);
-            Some(format!(
-                "SELECT {db} AS db, 'retention' AS kind, name AS key, \
-                 toString(duration_seconds) AS value FROM {} FINAL \
-                 UNION ALL SELECT {db}, 'duplicates', measurement, policy FROM {} FINAL",
-                names.retention_table, names.duplicate_policies_table
-            ))
-        })
-        .collect();
-    let mut policies = Vec::new();
-    // Through Arrow: measurement names may hold tabs and newlines.
-    for batch in engine::query_arrow(conn, &selects.join(" UNION ALL "))? {
-        let column = |i: usize| batch.column(i).as_string::<i32>().clone();
-        let (db, kind, key, value) = (column(0), column(1), column(2), column(3));
-        for row in 0..batch.num_rows() {
-            let key = key.value(row).to_owned();
-            let policy = match kind.value(row) {
-                "retention" => Policy::Retention(key, value.value(row).parse().unwrap_or(0)),
-                _ => match value.value(row).parse::<DuplicatePolicy>() {
-                    Ok(policy) => Policy::Duplicates(key, policy),
-                    Err(_) => continue,
-                },
-            };
-            policies.push((db.value(row).to_owned(), policy));
-        }
-    }
-    Ok(policies)
 }

@@ -4,20 +4,9 @@
 //! shard's columns or engine change.
 
 use crate::cluster::{Cluster, StatementKind, CLUSTER_NAME};
-use crate::engine::Engine;
+use crate::engine::{Engine, ShardTable};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal};
-
-/// A table on the first shard, as [`Engine::mirror`] reads it: its engine
-/// and its columns (name, type) in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ShardTable {
-    /// Its database, as named on the shards (encoded).
-    pub(crate) database: String,
-    pub(crate) table: String,
-    pub(crate) engine: String,
-    pub(crate) columns: Vec<(String, String)>,
-}
 
 impl Engine {
     /// Runs statements on the tables that hold rows (DDL, edits):

@@ -44,7 +44,6 @@ use crate::stats::IngestStats;
 /// reaches chdb-rust only through this module.
 pub(crate) use chdb_rust::connection::Connection;
 pub(crate) use format::{output_format, OutputFormat};
-pub(crate) use mirror::ShardTable;
 pub(crate) use pool::{discard, release};
 pub(crate) use register::create_memory_table;
 pub(crate) use statements::{
@@ -78,6 +77,17 @@ pub(crate) struct Engine {
     /// over them, by database and name; held while they are read and made
     /// again, so that the newest columns read are the last made.
     mirrored: tokio::sync::Mutex<HashMap<(String, String), ShardTable>>,
+}
+
+/// A table on the first shard, as [`Engine::mirror`] reads it: its engine
+/// and its columns (name, type) in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardTable {
+    /// Its database, as named on the shards (encoded).
+    pub(crate) database: String,
+    pub(crate) table: String,
+    pub(crate) engine: String,
+    pub(crate) columns: Vec<(String, String)>,
 }
 
 /// How long [`Engine::close`] waits for the connections lent out.

@@ -58,14 +58,13 @@ use crate::wal::TableRef;
 mod blocks;
 mod chunk;
 mod postings;
-mod rebuild;
+pub(crate) mod rebuild;
 mod recent;
 mod table;
 
 pub(crate) use blocks::ChunkCache;
 pub use blocks::BLOCK_NS;
 pub use postings::{TagMatcher, TagTest};
-pub(crate) use rebuild::{run_rebuilds, BoxFuture, RebuildSource};
 pub use recent::CompressedSamples;
 pub(crate) use recent::Taken;
 pub(crate) use table::TableLast;

@@ -3,11 +3,9 @@
 //! what the catalog and the last-value cache know, from memory.
 
 pub mod access;
-mod samples;
+pub(crate) mod samples;
 pub mod sandbox;
 pub(crate) mod stream;
-
-pub use samples::{WholeRows, AGGREGATE_FILL_SAMPLES};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -26,7 +26,7 @@ const MAX_LISTED_IDS: usize = 1_000;
 /// The most samples a fill for a reader that aggregates reads (32 MB as
 /// read, before compression): past it, the engine's own aggregation is the
 /// cheaper read ([`Ingestor::samples`](crate::Ingestor::samples)).
-pub const AGGREGATE_FILL_SAMPLES: usize = 2_000_000;
+pub(crate) const AGGREGATE_FILL_SAMPLES: usize = 2_000_000;
 
 /// Where the engine's rows of a table are whole, for a reader to keep
 /// what it reads of them ([`Ingestor::whole_rows`](crate::Ingestor::whole_rows)).

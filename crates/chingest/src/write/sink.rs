@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use crate::cluster::{self, Cluster};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::BoxFuture;
+use crate::last_value::rebuild::BoxFuture;
 use crate::layout::names::TableNames;
 use crate::layout::schema::TableSchema;
 use crate::write::chunk;
