@@ -12,9 +12,11 @@
 //! inserts everything it has logged. Rows written while it runs may or may
 //! not be.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::catalog::Database;
+use crate::downsample::Downsampler;
 use crate::engine::{self, StatementKind};
 use crate::error::{Error, Result};
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
@@ -274,6 +276,41 @@ pub(crate) fn rollup_edit_sql(
             ))
         }
     })
+}
+
+/// Runs `edit`, of the points of `db` that `filter` matches, with the
+/// rollups of a downsampled database kept equal to the rows: passes are
+/// held off until it is done, the tables it may change are marked, from
+/// its start on, for the next pass to rebuild, and `on_rollups` is
+/// applied to the buckets whose rows are gone (in the cluster mode to
+/// every bucket, the marks recorded after the edit). Marks are recorded
+/// after an edit that failed part way too: a rebuild from the rows is
+/// right either way.
+pub(crate) async fn keeping_rollups<T>(
+    downsampler: &Downsampler,
+    db: &str,
+    filter: &PointFilter,
+    on_rollups: RollupEdit<'_>,
+    edit: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    if !downsampler.is_downsampled_anywhere(db) {
+        return edit.await;
+    }
+    let range = (
+        filter.start.unwrap_or(i64::MIN),
+        filter.stop.unwrap_or(i64::MAX),
+    );
+    let _passes_held = downsampler.hold().await;
+    let covers = |rp: &str, measurement: &str| filter.covers(rp, measurement);
+    let statement = |rollup: &str, names: &TableNames, measurement: &str, before, kept: &_| {
+        rollup_edit_sql(rollup, names, measurement, filter, before, kept, on_rollups)
+    };
+    // Before the edit: its tag condition reads the series table, which
+    // dropping series empties.
+    let tables = downsampler.mark(db, covers, range, &statement).await?;
+    let edited = edit.await;
+    downsampler.marked(&tables, range).await?;
+    edited
 }
 
 /// Deletes the points of `db` that `filter` matches, in every table in
