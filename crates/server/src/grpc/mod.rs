@@ -32,6 +32,7 @@ use tracing::Instrument;
 use crate::error::ApiError;
 use crate::metrics::Protocol;
 use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
+use crate::write;
 
 /// Record batches of one WriteArrow stream being committed at once: the
 /// next batch is decoded and hashed while the previous one is inserted.
@@ -250,13 +251,7 @@ impl IngestService {
         let reservation = reserve_message(ingestor, request.encoded_len()).await?;
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
-                let committed = async {
-                    let mut prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
-                    // The text goes and its reservation passes to its rows.
-                    drop(body);
-                    prepared.hold(reservation);
-                    ingestor.commit(prepared, options.durability).await
-                };
+                let committed = write::line_protocol(ingestor, db, rp, body, reservation, &options);
                 let WriteOutcome { accepted, rejected } =
                     committed.instrument(span).await.map_err(engine_status)?;
                 Ok(Response::new(response(accepted, &rejected)))

@@ -42,10 +42,10 @@ pub(super) struct ReceivedBody {
 }
 
 impl ReceivedBody {
-    /// Drops the body and keeps its reservation, for what the body became
-    /// (see `chingest::PreparedWrite::hold`).
-    pub(super) fn into_reservation(self) -> MemoryReservation {
-        self.reservation
+    /// The body and its reservation, to pass the reservation over to what
+    /// the body becomes (see `crate::write::line_protocol`).
+    pub(super) fn into_parts(self) -> (Bytes, MemoryReservation) {
+        (self.bytes, self.reservation)
     }
 }
 
