@@ -17,13 +17,6 @@ use serde_json::{json, Map, Value};
 use crate::error::{ApiError, Flavor};
 use crate::state::AppState;
 
-/// Now, in ns since the epoch: what `now()` means in the statements.
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
 /// What one statement answered.
 enum Outcome {
     /// An administrative statement's answer: written whole, its values
@@ -61,7 +54,7 @@ pub(super) async fn query(
         .get("q")
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
-    let now = now_ns();
+    let now = chingest::clock::now_ns();
     // `params={"name": value}` binds `$name`.
     let bound;
     let q = match params.get("params").filter(|p| !p.trim().is_empty()) {

@@ -10,6 +10,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse as _, Response};
 use axum::Json;
+use chingest::clock::now_ms;
 use chingest_promql::{self as promql, Labels, Options, Source, Value};
 use serde_json::{json, Map};
 
@@ -112,12 +113,6 @@ fn listed(data: serde_json::Value, truncated: bool) -> Response {
     }
     let warnings = ["results truncated due to limit"];
     Json(json!({ "status": "success", "data": data, "warnings": warnings })).into_response()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A Prometheus API request as every handler takes it: the caller
