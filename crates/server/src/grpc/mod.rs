@@ -11,6 +11,7 @@ mod points;
 pub use otlp::{otlp_metrics_service, OtlpMetricsService};
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,6 +32,7 @@ use tracing::Instrument;
 
 use crate::error::ApiError;
 use crate::metrics::Protocol;
+use crate::span::{self, Outcome};
 use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
 use crate::write;
 
@@ -116,6 +118,25 @@ fn engine_status(err: chingest::Error) -> Status {
     ApiError::from(err).into()
 }
 
+/// Runs a call of `method` inside its request span (`crate::span`), then
+/// logs how it ended and counts it under its code.
+async fn observed<T>(
+    state: &AppState,
+    protocol: &'static str,
+    method: &'static str,
+    call: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    let started = Instant::now();
+    let span = span::request(protocol, method);
+    let result = call.instrument(span.clone()).await;
+    let code = result
+        .as_ref()
+        .map_or_else(Status::code, |_| tonic::Code::Ok);
+    span::answered(&span, format_args!("{code:?}"), Outcome::of_grpc(code));
+    state.metrics.observe_grpc(method, code, started);
+    result
+}
+
 /// Counts a message tonic has decoded whole in the memory budget, as an
 /// HTTP body is, so that many large ones at once are refused
 /// (RESOURCE_EXHAUSTED) rather than all handled at once.
@@ -197,9 +218,7 @@ impl Ingest for IngestService {
         &self,
         request: Request<WriteRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let started = Instant::now();
-        let result = self.write_inner(request).await;
-        self.observe("Write", &result, started);
+        let result = observed(&self.state, "grpc", "Write", self.write_inner(request)).await;
         if let Ok(response) = &result {
             let rows = response.get_ref().accepted as usize;
             self.state.metrics.count_rows(Protocol::Grpc, rows);
@@ -211,9 +230,8 @@ impl Ingest for IngestService {
         &self,
         request: Request<Streaming<WriteArrowRequest>>,
     ) -> Result<Response<WriteArrowResponse>, Status> {
-        let started = Instant::now();
-        let result = self.write_arrow_inner(request).await;
-        self.observe("WriteArrow", &result, started);
+        let call = self.write_arrow_inner(request);
+        let result = observed(&self.state, "grpc", "WriteArrow", call).await;
         if let Ok(response) = &result {
             let rows = response.get_ref().rows as usize;
             self.state.metrics.count_rows(Protocol::Arrow, rows);
@@ -223,13 +241,6 @@ impl Ingest for IngestService {
 }
 
 impl IngestService {
-    fn observe<T>(&self, method: &'static str, result: &Result<T, Status>, started: Instant) {
-        let code = result
-            .as_ref()
-            .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.state.metrics.observe_grpc(method, code, started);
-    }
-
     async fn write_inner(
         &self,
         request: Request<WriteRequest>,
@@ -241,13 +252,14 @@ impl IngestService {
             return Err(Status::invalid_argument("database is required"));
         }
         let db = request.database.as_str();
+        span::database(db);
         grant.require_write(db)?;
         let rp = retention_policy(&self.state, &request.retention_policy);
         let options = self.state.write_options(
             precision(request.precision)?,
             durability(request.durability)?,
         );
-        let span = tracing::info_span!("write", protocol = "grpc", db, rp);
+        let span = tracing::info_span!("write", rp);
         let reservation = reserve_message(ingestor, request.encoded_len()).await?;
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
@@ -290,11 +302,10 @@ impl IngestService {
             .clone()
             .ok_or_else(|| Status::invalid_argument("the first message must carry the target"))?;
         let target = Arc::new(ArrowWrite::new(&self.state, target)?);
+        span::database(&target.database);
         grant.require_write(&target.database)?;
         let span = tracing::info_span!(
             "write_arrow",
-            protocol = "grpc",
-            db = target.database,
             rp = target.rp,
             measurement = target.measurement
         );

@@ -12,6 +12,7 @@ use chingest::{Durability, MemoryReservation, Precision, WriteOptions};
 use http_body_util::BodyExt;
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::{token_from_authorization, AppState, Grant};
 use crate::write::{OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
@@ -290,6 +291,7 @@ impl WriteTarget {
             }
         };
         grant.require_write(db).map_err(|e| e.flavor(flavor))?;
+        span::database(db);
         let durability = match api {
             Api::Edit => None,
             _ => durability(params, headers, flavor)?,

@@ -79,7 +79,7 @@ async fn write(
     let body = target.body(state, headers, body).await?;
     let (db, rp) = (target.db.as_str(), target.rp_or_default(state));
     let options = target.options(state, precision);
-    let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
+    let span = tracing::info_span!("write", rp, bytes = body.len());
     let (body, reservation) = body.into_parts();
     let outcome = write::line_protocol(ingestor, db, rp, body, reservation, &options)
         .instrument(span)

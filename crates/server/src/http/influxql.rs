@@ -15,6 +15,7 @@ use chingest_influxql::{self as influxql, Answer, Param, Series, TimeFormat};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::AppState;
 
 /// What one statement answered.
@@ -76,10 +77,14 @@ pub(super) async fn query(
         .get("rp")
         .filter(|rp| !rp.is_empty())
         .unwrap_or(&state.config.write.default_retention_policy);
+    let database = params.get("db").map(String::as_str);
+    if let Some(db) = database {
+        span::database(db);
+    }
     let context = influxql::Context {
         ingestor,
         access: grant.access(),
-        database: params.get("db").map(String::as_str),
+        database,
         retention_policy,
         default_retention_policy: &state.config.write.default_retention_policy,
         default_duplicate_policy: state.config.write.duplicate_policy,

@@ -15,6 +15,7 @@ use chingest_promql::{self as promql, Labels, Options, Source, Value};
 use serde_json::{json, Map};
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::{AppState, Grant};
 
 /// The version reported to clients, which pick features by it (Grafana):
@@ -181,6 +182,7 @@ pub(super) fn source<'s>(
         .strip_prefix("/db/")
         .and_then(|rest| rest.split('/').next());
     let database = db_param.or(from_path).unwrap_or(&config.default_database);
+    span::database(database);
     let retention_policy = &state.config.write.default_retention_policy;
     let source = Source::new(ingestor, access, database, retention_policy, config.limits)?;
     Ok(match config.result_cache_max_bytes {
