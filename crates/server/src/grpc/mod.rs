@@ -3,22 +3,22 @@
 //!
 //! Like the HTTP handlers, the service only translates: requests become
 //! `Ingestor` calls, results and errors become responses and statuses
-//! (every error goes through [`ApiError`], as over HTTP).
+//! (every error goes through [`ApiError`](crate::error::ApiError), as over
+//! HTTP, mapped once in `service.rs`, which both services share).
 
 mod otlp;
 mod points;
+mod service;
 
 pub use otlp::{otlp_metrics_service, OtlpMetricsService};
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
-use chingest::{Durability, Ingestor, LineRejection, MemoryReservation, Precision, WriteOutcome};
+use chingest::{Durability, LineRejection, Precision, WriteOutcome};
 use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
 use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
@@ -30,11 +30,11 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
-use crate::error::ApiError;
 use crate::metrics::Protocol;
-use crate::span::{self, Outcome};
-use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
+use crate::span;
+use crate::state::{AppState, MAX_LISTED_REJECTIONS};
 use crate::write;
+use service::{authenticated, engine_status, granted, observed, reserve_message};
 
 /// Record batches of one WriteArrow stream being committed at once: the
 /// next batch is decoded and hashed while the previous one is inserted.
@@ -64,86 +64,6 @@ pub fn ingest_service(
     authenticated(server, state)
 }
 
-/// `service` behind the token check every gRPC service shares: the
-/// request's `authorization` metadata (`Token <t>` or `Bearer <t>`) gives
-/// the [`Grant`] the handlers read with [`granted`].
-fn authenticated<S>(
-    service: S,
-    state: AppState,
-) -> tonic::service::interceptor::InterceptedService<S, impl tonic::service::Interceptor + Clone> {
-    tonic::service::interceptor::InterceptedService::new(service, move |request: Request<()>| {
-        let offered = request
-            .metadata()
-            .get("authorization")
-            .and_then(|value| value.to_str().ok())
-            .and_then(token_from_authorization);
-        match state.check_token(offered.as_deref()) {
-            Ok(grant) => {
-                let mut request = request;
-                request.extensions_mut().insert(grant);
-                Ok(request)
-            }
-            Err(err) => {
-                let status = Status::from(err);
-                state
-                    .metrics
-                    .observe_grpc("*", status.code(), Instant::now());
-                Err(status)
-            }
-        }
-    })
-}
-
-impl From<ApiError> for Status {
-    fn from(err: ApiError) -> Self {
-        use axum::http::StatusCode as S;
-        use tonic::Code;
-        let code = match err.status {
-            S::BAD_REQUEST | S::UNSUPPORTED_MEDIA_TYPE => Code::InvalidArgument,
-            S::UNAUTHORIZED => Code::Unauthenticated,
-            S::FORBIDDEN => Code::PermissionDenied,
-            S::NOT_FOUND => Code::NotFound,
-            S::PAYLOAD_TOO_LARGE | S::TOO_MANY_REQUESTS => Code::ResourceExhausted,
-            S::SERVICE_UNAVAILABLE => Code::Unavailable,
-            _ => Code::Internal,
-        };
-        if code == Code::Internal {
-            tracing::error!(message = %err.message, "gRPC request failed");
-        }
-        Status::new(code, err.message)
-    }
-}
-
-fn engine_status(err: chingest::Error) -> Status {
-    ApiError::from(err).into()
-}
-
-/// Runs a call of `method` inside its request span (`crate::span`), then
-/// logs how it ended and counts it under its code.
-async fn observed<T>(
-    state: &AppState,
-    protocol: &'static str,
-    method: &'static str,
-    call: impl Future<Output = Result<T, Status>>,
-) -> Result<T, Status> {
-    let started = Instant::now();
-    let span = span::request(protocol, method);
-    let result = call.instrument(span.clone()).await;
-    let code = result
-        .as_ref()
-        .map_or_else(Status::code, |_| tonic::Code::Ok);
-    span::answered(&span, format_args!("{code:?}"), Outcome::of_grpc(code));
-    state.metrics.observe_grpc(method, code, started);
-    result
-}
-
-/// Counts a message tonic has decoded whole in the memory budget, as an
-/// HTTP body is, so that many large ones at once are refused
-/// (RESOURCE_EXHAUSTED) rather than all handled at once.
-async fn reserve_message(ingestor: &Ingestor, bytes: usize) -> Result<MemoryReservation, Status> {
-    ingestor.reserve_memory(bytes).await.map_err(engine_status)
-}
-
 /// The retention policy a request names, or the configured default.
 fn retention_policy<'a>(state: &'a AppState, requested: &'a str) -> &'a str {
     if requested.is_empty() {
@@ -168,15 +88,6 @@ fn precision(value: i32) -> Result<Precision, Status> {
             )))
         }
     })
-}
-
-/// What the request's token may do, as the interceptor found it.
-fn granted<T>(request: &Request<T>) -> Result<Grant, Status> {
-    request
-        .extensions()
-        .get::<Grant>()
-        .cloned()
-        .ok_or_else(|| Status::internal("the request passed no authentication"))
 }
 
 /// The durability a request asked for; `None`: the server's default.

@@ -25,7 +25,7 @@ use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
 use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
-use super::{authenticated, granted, observed, reserve_message};
+use super::service::{authenticated, granted, observed, reserve_message};
 use crate::span;
 use crate::state::AppState;
 use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
