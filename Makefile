@@ -29,8 +29,9 @@ run: setup
 	$(CARGO) run --release -p chingest-server -- serve
 
 # The gate (docs/developing.md): formatting, lints as errors, licences and
-# banned crates, the tidy invariants, and the tests that need no engine at run
-# time. CI runs it first.
+# banned crates, the tidy invariants, the tests that need no engine at run
+# time, and the web UI's syntax (its ES modules, read as modules from stdin:
+# an older Node takes a file's .js as CommonJS). CI runs it first.
 ENGINE_FREE = -p lineproto -p chingest-proto -p chingest-codecs -p tsbs -p chingest-influxql -p chingest-promql
 
 check: setup
@@ -40,6 +41,10 @@ check: setup
 	$(CARGO) deny check bans licenses sources
 	$(CARGO) test -p tidy
 	$(CARGO) test $(ENGINE_FREE)
+	@./tests/apt-install.sh /usr/bin/node nodejs
+	@for file in $$(find ui -name '*.js' | sort); do \
+		node --check --input-type=module < $$file || { echo "ui: $$file does not parse" >&2; exit 1; }; \
+	done
 
 test: test-setup
 	$(CARGO) test --workspace --all-targets

@@ -552,6 +552,63 @@ mod millis {
     }
 }
 
+/// `[downsampling]`'s levels in a file, each parsed as it is read; a bad one
+/// is an error naming its key (`downsampling.databases.telegraf: …`).
+#[cfg(feature = "serde")]
+mod levels {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer};
+
+    use crate::config::{Downsampling, InvalidConfig};
+
+    /// Levels by name, as written (`telegraf = ["30d:5m", "180d:1h"]`).
+    type Written = BTreeMap<String, Vec<String>>;
+
+    /// `[downsampling.databases]`: each database's levels.
+    pub(super) fn databases<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<String, Downsampling>, D::Error> {
+        let written = Written::deserialize(deserializer)?;
+        parse_each(written, "downsampling.databases", Downsampling::parse)
+    }
+
+    /// Each database's measurements with levels of their own, or none.
+    type Measurements = BTreeMap<String, BTreeMap<String, Option<Downsampling>>>;
+
+    /// `[downsampling.measurements.<database>]`: each measurement's levels,
+    /// `[]` keeping it whole.
+    pub(super) fn measurements<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Measurements, D::Error> {
+        let whole_or_parsed = |levels: &[String]| match levels.is_empty() {
+            true => Ok(None),
+            false => Downsampling::parse(levels).map(Some),
+        };
+        BTreeMap::<String, Written>::deserialize(deserializer)?
+            .into_iter()
+            .map(|(database, measurements)| {
+                let key = format!("downsampling.measurements.{database}");
+                Ok((database, parse_each(measurements, &key, whole_or_parsed)?))
+            })
+            .collect()
+    }
+
+    fn parse_each<T, E: serde::de::Error>(
+        written: Written,
+        key: &str,
+        parse: impl Fn(&[String]) -> Result<T, InvalidConfig>,
+    ) -> Result<BTreeMap<String, T>, E> {
+        written
+            .into_iter()
+            .map(|(name, levels)| match parse(&levels) {
+                Ok(parsed) => Ok((name, parsed)),
+                Err(e) => Err(E::custom(format!("{key}.{name}: {e}"))),
+            })
+            .collect()
+    }
+}
+
 /// A path where `""` means none (the default).
 #[cfg(feature = "serde")]
 fn empty_is_none<'de, D: serde::Deserializer<'de>>(
@@ -601,25 +658,36 @@ mod tests {
 }
 
 /// Which databases are downsampled ([`Downsampling`]), and how often their
-/// rollups are brought up to date.
+/// rollups are brought up to date. In a file, levels are written as
+/// [`Downsampling::parse`] reads them and parsed as the file is read: a bad
+/// one is an error naming its key (`downsampling.databases.telegraf: …`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct DownsamplingConfig {
-    /// Each downsampled database's levels.
+    /// Each downsampled database's levels (`telegraf = ["30d:5m"]`).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "levels::databases"))]
     pub databases: std::collections::BTreeMap<String, Downsampling>,
     /// Per database, measurements with levels of their own, whatever the
-    /// database's are (`None`: kept whole; also in a database that is not
-    /// downsampled).
+    /// database's are (`None`: kept whole, in a file `[]`; also in a
+    /// database that is not downsampled).
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "levels::measurements"))]
     pub measurements: std::collections::BTreeMap<
         String,
         std::collections::BTreeMap<String, Option<Downsampling>>,
     >,
     /// How often the rollups catch up with what was written and edited
     /// (and, in the `clickhouse` storage mode, how often each node learns
-    /// the shards' rollups).
+    /// the shards' rollups); in a file, `period_ms`.
+    #[cfg_attr(feature = "serde", serde(rename = "period_ms", with = "millis"))]
     pub period: Duration,
     /// In the `clickhouse` storage mode: how long after a cut moves the
     /// rows (or buckets) before it are removed, so that every node has
-    /// learnt it; at least 3 periods.
+    /// learnt it; at least 3 periods. In a file, `removal_delay_ms`.
+    #[cfg_attr(feature = "serde", serde(rename = "removal_delay_ms", with = "millis"))]
     pub removal_delay: Duration,
 }
 

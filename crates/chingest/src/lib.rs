@@ -45,6 +45,7 @@
 
 pub mod backup;
 mod catalog;
+pub mod clock;
 mod cluster;
 mod config;
 mod downsample;

@@ -11,10 +11,11 @@ mod phases;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arrow::array::{Float64Array, TimestampNanosecondArray};
 use arrow::record_batch::RecordBatch;
+use chingest::clock::now_ns;
 use chingest::{
     ArrowTable, IngestConfig, Ingestor, PointFilter, TagMatcher, TagPredicate, TagTest, Tags,
     WriteOptions,
@@ -40,13 +41,6 @@ fn main() {
 
 const SECOND: i64 = 1_000_000_000;
 const DB: &str = "ix";
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64
-}
 
 async fn write(ing: &Ingestor, rp: &str, body: &str) {
     let out = ing

@@ -9,8 +9,9 @@ mod phases;
 
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use chingest::clock::now_ns;
 use chingest::{
     FieldValue, IndexedSeries, IngestConfig, Ingestor, PointFilter, TagMatcher, TagPredicate,
     TagTest, WriteOptions,
@@ -53,13 +54,6 @@ fn main() {
 }
 
 const SECOND: i64 = 1_000_000_000;
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64
-}
 
 async fn write(ing: &Ingestor, db: &str, body: &str) {
     let out = ing

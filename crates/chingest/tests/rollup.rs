@@ -481,12 +481,7 @@ fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
     run(async {
         let ing = ingestor().await;
         let write = |body: String| write_to(&ing, DOWNSAMPLED, body);
-        let now_ns = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as i64
-        };
+        let now_ns = chingest::clock::now_ns;
         const BUCKET_NS: i64 = 300 * 1_000_000_000;
         // Not in a 5 m bucket's last two seconds: it stays open throughout.
         while now_ns().rem_euclid(BUCKET_NS) > BUCKET_NS - 2_000_000_000 {

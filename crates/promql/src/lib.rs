@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chingest::clock::now_ms;
 use promql_parser::parser::Expr;
 
 pub use cache::ResultCache;
@@ -231,12 +232,6 @@ async fn cached_range(
         .collect();
     out.sort_by(|a, b| a.labels.cmp(&b.labels));
     Ok(Value::Matrix(out))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn type_name(expr: &Expr) -> &'static str {

@@ -4,10 +4,11 @@
 //!
 //! The sections hold the libraries' own types (`chingest::FlushPolicy`,
 //! `CardinalityLimits`, `ClusterConfig`, `Durability`, `DuplicatePolicy`,
-//! `WalConfig`, `QueryLimits`, `LastValueConfig`; `chingest_promql::Options`
-//! and `Limits`), read from the file as it is: their defaults are the
-//! libraries', every value is parsed once, when the file is read (a bad one
-//! is an error naming it), and [`ServerConfig::ingest_config`] only moves
+//! `WalConfig`, `QueryLimits`, `LastValueConfig`, `DownsamplingConfig`;
+//! `chingest_promql::Options` and `Limits`), read from the file as it is:
+//! their defaults are the libraries', every value is parsed once, when the
+//! file is read (a bad one is an error naming it), and
+//! [`ServerConfig::ingest_config`] only moves
 //! them into place. Where the file's keys are not the type's field names
 //! (the file is flat, units in the names: `flush_max_age_ms`), a `*Keys`
 //! definition below maps them: it lists every field of its type, so a
@@ -67,36 +68,10 @@ pub struct ServerConfig {
     /// Where rows are stored: this machine's engine, or a ClickHouse
     /// cluster's shards.
     pub storage: StorageSection,
-    /// The databases kept at coarser resolutions as they age.
-    pub downsampling: DownsamplingSection,
-}
-
-/// Downsampling (docs/downsampling.md).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct DownsamplingSection {
-    /// How often the rollups catch up with writes and edits, in ms.
-    pub period_ms: u64,
-    /// In the cluster mode, how long after a cut moves what is before it
-    /// is removed, in ms (every node learns it meanwhile).
-    pub removal_delay_ms: u64,
-    /// Each downsampled database's levels: `telegraf = ["30d:5m", "180d:1h"]`.
-    pub databases: std::collections::BTreeMap<String, Vec<String>>,
-    /// Per database, measurements with levels of their own (`[]`: kept
-    /// whole): `[downsampling.measurements.telegraf]`, `cpu = ["7d:1m"]`.
-    pub measurements:
-        std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
-}
-
-impl Default for DownsamplingSection {
-    fn default() -> Self {
-        DownsamplingSection {
-            period_ms: 10_000,
-            removal_delay_ms: 600_000,
-            databases: std::collections::BTreeMap::new(),
-            measurements: std::collections::BTreeMap::new(),
-        }
-    }
+    /// The databases kept at coarser resolutions as they age, and how
+    /// often their rollups catch up (docs/downsampling.md; the library's
+    /// own section).
+    pub downsampling: chingest::DownsamplingConfig,
 }
 
 /// Where rows are stored (docs/cluster.md).
@@ -287,7 +262,7 @@ impl Default for ServerConfig {
             last_values: chingest::LastValueConfig::default(),
             promql: PromqlSection::default(),
             storage: StorageSection::default(),
-            downsampling: DownsamplingSection::default(),
+            downsampling: chingest::DownsamplingConfig::default(),
         }
     }
 }
@@ -554,20 +529,6 @@ impl ServerConfig {
                  (set mode = \"clickhouse\")",
             );
         }
-        for (database, levels) in &self.downsampling.databases {
-            chingest::Downsampling::parse(levels).map_err(|e| {
-                ConfigError::Invalid(format!("downsampling.databases.{database}: {e}"))
-            })?;
-        }
-        for (database, measurements) in &self.downsampling.measurements {
-            for (measurement, levels) in measurements {
-                measurement_levels(levels).map_err(|e| {
-                    ConfigError::Invalid(format!(
-                        "downsampling.measurements.{database}.{measurement}: {e}"
-                    ))
-                })?;
-            }
-        }
         self.ingest_config()
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))
@@ -595,45 +556,8 @@ impl ServerConfig {
             duplicate_policy: self.write.duplicate_policy,
             last_values: self.last_values.clone(),
             storage: self.storage.mode(),
-            downsampling: chingest::DownsamplingConfig {
-                // Levels that do not parse are refused by `validate`.
-                databases: self
-                    .downsampling
-                    .databases
-                    .iter()
-                    .filter_map(|(db, levels)| {
-                        Some((db.clone(), chingest::Downsampling::parse(levels).ok()?))
-                    })
-                    .collect(),
-                // As the databases' levels.
-                measurements: self
-                    .downsampling
-                    .measurements
-                    .iter()
-                    .map(|(db, measurements)| {
-                        let levels = measurements
-                            .iter()
-                            .filter_map(|(m, levels)| {
-                                Some((m.clone(), measurement_levels(levels).ok()?))
-                            })
-                            .collect();
-                        (db.clone(), levels)
-                    })
-                    .collect(),
-                period: Duration::from_millis(self.downsampling.period_ms),
-                removal_delay: Duration::from_millis(self.downsampling.removal_delay_ms),
-            },
+            downsampling: self.downsampling.clone(),
         }
-    }
-}
-
-/// A measurement's levels as the file gives them: none (`[]`), kept whole.
-fn measurement_levels(
-    levels: &[String],
-) -> Result<Option<chingest::Downsampling>, chingest::InvalidConfig> {
-    match levels.is_empty() {
-        true => Ok(None),
-        false => chingest::Downsampling::parse(levels).map(Some),
     }
 }
 
@@ -724,14 +648,23 @@ mod tests {
             Some(chingest::Downsampling::parse(&["7d:1m"]).unwrap())
         );
         assert_eq!(own["events"], None);
-        let config: ServerConfig =
-            toml::from_str("[downsampling.measurements.telegraf]\ncpu = ['7d:7m', '30d:1h']")
-                .unwrap();
-        let err = config.validate().unwrap_err().to_string();
-        assert!(
-            err.contains("downsampling.measurements.telegraf.cpu"),
-            "{err}"
-        );
+        for (bad, key) in [
+            (
+                "[downsampling.measurements.telegraf]\ncpu = ['7d:7m', '30d:1h']",
+                "downsampling.measurements.telegraf.cpu: ",
+            ),
+            (
+                "[downsampling.databases]\ntelegraf = ['30d']",
+                "downsampling.databases.telegraf: ",
+            ),
+            (
+                "[downsampling.databases]\ntelegraf = []",
+                "at least one level",
+            ),
+        ] {
+            let err = toml::from_str::<ServerConfig>(bad).unwrap_err().to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
         // A key left out keeps the library's default.
         let config: ServerConfig = toml::from_str("[ingest]\nflush_max_rows = 5").unwrap();
         let defaults = chingest::FlushPolicy::default();

@@ -13,6 +13,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
+mod span;
 pub mod state;
 mod tls;
 mod write;

@@ -1,13 +1,17 @@
-//! The one write of tables a protocol decoded (`chingest_codecs`), and
-//! OTLP's export around it. [`tables`] stores every table of a request at
-//! once; a table whose newest point wins (a protocol's metadata, sent
+//! The writes the protocols share: [`line_protocol`] (HTTP `/write` and
+//! gRPC `Write`), the one write of tables a protocol decoded
+//! (`chingest_codecs`), and OTLP's export around it. [`tables`] stores
+//! every table of a request at once; a table whose newest point wins (a protocol's metadata, sent
 //! again every minute and in retries) asks for the `last` duplicate
 //! policy, unless its measurement has one; [`export_otlp`] is shared by
 //! OTLP/HTTP (`http/otlp.rs`) and OTLP/gRPC (`grpc/otlp.rs`), with the
 //! header that names its database. The codecs build the tables without
 //! I/O; storing them is the server's, here.
 
-use chingest::{ArrowTable, DuplicatePolicy, Ingestor, Tags, WriteOptions};
+use bytes::Bytes;
+use chingest::{
+    ArrowTable, DuplicatePolicy, Ingestor, MemoryReservation, Tags, WriteOptions, WriteOutcome,
+};
 use chingest_codecs::{otlp, Table};
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceResponse,
@@ -22,6 +26,25 @@ use crate::state::AppState;
 pub(crate) const OTLP_DATABASE_HEADER: &str = "x-chingest-database";
 /// The database of OTLP exports that name none.
 pub(crate) const OTLP_DEFAULT_DATABASE: &str = "otel";
+
+/// Writes line protocol, `body`, held under `reservation` until its rows are
+/// built: then the body goes and its reservation passes over to the rows
+/// (smaller than their text), so a request never waits for room while
+/// holding memory the budget does not count, and bodies that fill the
+/// budget cannot keep every request from its rows.
+pub(crate) async fn line_protocol(
+    ingestor: &Ingestor,
+    db: &str,
+    rp: &str,
+    body: Bytes,
+    reservation: MemoryReservation,
+    options: &WriteOptions,
+) -> chingest::Result<WriteOutcome> {
+    let mut prepared = ingestor.prepare_lp(db, rp, &body, options).await?;
+    drop(body);
+    prepared.hold(reservation);
+    ingestor.commit(prepared, options.durability).await
+}
 
 /// Writes `tables` as one write: every table is stored or none is.
 pub(crate) async fn tables(

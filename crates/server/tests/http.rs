@@ -431,10 +431,7 @@ fn influxql_aggregates_from_memory_are_the_engines() {
     const DAY_MS: i64 = 3 * 86_400_000;
     run(async {
         let db = "h_recent";
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let now_ms = chingest::clock::now_ms();
         // Memory's copy: the hour before the last whole hour's start.
         let recent = now_ms / 3_600_000 * 3_600_000 - 2 * 3_600_000;
         let body = |t0: i64| {

@@ -1065,10 +1065,7 @@ async fn a_fleet_past_the_tag_value_limit_is_stored_and_listed_whole() {
     config.limits.cardinality.max_values_per_tag = 3;
     config.promql.limits.max_series = 4;
     let (server, base) = serve(config).await;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now_ms = chingest::clock::now_ms();
     let pods: Vec<String> = (0..10).map(|i| format!("pod-{i}")).collect();
     let request = chingest_proto::prometheus::WriteRequest {
         timeseries: pods

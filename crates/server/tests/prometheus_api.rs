@@ -32,10 +32,7 @@ fn main() {
 
 /// Minutes-aligned "now" minus an hour, in ms: the data's first sample.
 fn origin() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = chingest::clock::now_ms();
     now / 60_000 * 60_000 - 3_600_000
 }
 

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use chingest_proto::prometheus::{Label, Sample, TimeSeries, WriteRequest};
 use reqwest::{Client, StatusCode};
@@ -57,12 +57,7 @@ fn main() {
 fn answers_match_prometheus_2_42() {
     let dir = tempfile::tempdir().unwrap();
     let prometheus = Prometheus::start(dir.path(), "scrape_configs: []\n");
-    let end_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-        / 60_000
-        * 60_000;
+    let end_ms = chingest::clock::now_ms() / 60_000 * 60_000;
     let data = dataset(end_ms);
     let files = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/promql");
     let entries = Arc::new(corpus(&files.join("corpus.txt"), end_ms / 1000));
@@ -93,12 +88,7 @@ fn prometheus_reads_chingest_through_remote_read() {
         base()
     );
     let prometheus = Prometheus::start(dir.path(), &config);
-    let end_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-        / 60_000
-        * 60_000;
+    let end_ms = chingest::clock::now_ms() / 60_000 * 60_000;
     let counter = |instance: &str, step: f64| {
         series(
             &[

@@ -39,6 +39,7 @@ const CRATE_RANKS: &[(&str, &str, u32)] = &[
 /// does not import it back).
 const LIBRARY_LAYERS: &[(&str, u32)] = &[
     ("config", 0),
+    ("clock", 0),
     ("stats", 0),
     ("durable", 0),
     ("parallel", 0),

@@ -26,7 +26,7 @@ pub(crate) mod manifest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 pub use location::{BackupLocation, S3Credentials, S3Location};
 use manifest::{FileEntry, Manifest, MANIFEST_NAME};
@@ -201,10 +201,9 @@ fn database_list(databases: &[String]) -> String {
         .join(", ")
 }
 
+/// Now, in ms since the epoch, as backups record it.
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    u64::try_from(crate::clock::now_ms()).unwrap_or(0)
 }
 
 fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {

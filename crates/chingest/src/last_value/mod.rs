@@ -74,12 +74,8 @@ pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 /// bound; shorter, it keeps none (its reads go to the engine).
 pub(crate) const MIN_RECENT_SPAN_NS: i64 = 600_000_000_000;
 
-/// Now, in ns since the epoch.
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
+/// The library's clock, by the name its callers here import.
+pub(crate) use crate::clock::now_ns;
 
 /// What a table's cache holds, as the global totals count it.
 #[derive(Debug, Clone, Copy)]

@@ -286,10 +286,7 @@ async fn insert(
         tracing::warn!(table = %table.schema().names.storage_table, first, last,
             "the last insert before the crash was lost after its deduplication record was \
              synced; it is inserted again under a new token");
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        token = format!("{token}:again:{nanos}");
+        token = format!("{token}:again:{}", crate::clock::now_ns());
     }
     let facts = Facts::merge(table.schema(), group.chunks).await?;
     flusher::insert(ctx, &db, token, facts).await?;

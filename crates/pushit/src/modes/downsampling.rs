@@ -122,10 +122,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let configure = |config: &mut chingest_server::config::ServerConfig| {
         config.query.max_concurrent = config.query.max_concurrent.max(args.connections);
-        config.downsampling.period_ms = 1_000;
+        config.downsampling.period = Duration::from_secs(1);
         config.downsampling.databases.insert(
             rolled_db.clone(),
-            LEVELS.iter().map(|level| level.to_string()).collect(),
+            chingest::Downsampling::parse(&LEVELS).expect("pushit's levels parse"),
         );
     };
     runtime.block_on(with_server(

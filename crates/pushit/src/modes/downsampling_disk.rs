@@ -60,8 +60,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     // Each downsampled database and its levels.
     let mut rolled = Vec::new();
     for (i, text) in args.levels.iter().enumerate() {
-        let levels: Vec<String> = text.split(',').map(|l| l.trim().to_owned()).collect();
-        chingest::Downsampling::parse(&levels)?;
+        let levels: Vec<&str> = text.split(',').map(str::trim).collect();
+        let levels = chingest::Downsampling::parse(&levels)?;
         rolled.push((format!("pushit_disk_rolled{i}_{pid}"), text.clone(), levels));
     }
     let now_ms = std::time::SystemTime::now()
@@ -82,7 +82,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     ));
     let runtime = tokio::runtime::Runtime::new()?;
     let configure = |config: &mut chingest_server::config::ServerConfig| {
-        config.downsampling.period_ms = 1_000;
+        config.downsampling.period = Duration::from_secs(1);
         for (db, _, levels) in &rolled {
             config
                 .downsampling

@@ -40,8 +40,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     }
     let db = format!("pushit_idle_{}", std::process::id());
     let configure = |config: &mut chingest_server::config::ServerConfig| {
-        config.downsampling.period_ms = args.period_ms;
-        let levels = vec!["1d:5m".to_owned(), "7d:1h".to_owned()];
+        config.downsampling.period = Duration::from_millis(args.period_ms);
+        let levels = chingest::Downsampling::parse(&["1d:5m", "7d:1h"]).expect("levels parse");
         config.downsampling.databases.insert(db.clone(), levels);
     };
     let runtime = tokio::runtime::Runtime::new()?;

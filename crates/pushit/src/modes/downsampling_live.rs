@@ -62,19 +62,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if args.server.url.is_some() {
         bail!("downsampling-live measures its own process's CPU: it needs the in-process server");
     }
-    let levels: Vec<String> = args
-        .levels
-        .split(',')
-        .map(|l| l.trim().to_owned())
-        .collect();
-    chingest::Downsampling::parse(&levels)?;
+    let levels: Vec<&str> = args.levels.split(',').map(str::trim).collect();
+    let levels = chingest::Downsampling::parse(&levels)?;
     let pid = std::process::id();
     let (off_db, on_db) = (
         format!("pushit_live_off_{pid}"),
         format!("pushit_live_on_{pid}"),
     );
     let configure = |config: &mut chingest_server::config::ServerConfig| {
-        config.downsampling.period_ms = args.period_ms;
+        config.downsampling.period = Duration::from_millis(args.period_ms);
         config.downsampling.databases.insert(on_db.clone(), levels);
     };
     let runtime = tokio::runtime::Runtime::new()?;

@@ -197,14 +197,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let mut servers: Vec<(&str, Vec<Answered>)> = Vec::new();
     let db = format!("pushit_promql_{}", std::process::id());
     let rolled = format!("{db}_rolled");
+    let levels: Vec<&str> = args.downsampled_levels.split(',').map(str::trim).collect();
+    let levels = chingest::Downsampling::parse(&levels)?;
     let downsample = |config: &mut chingest_server::config::ServerConfig| {
         if args.downsampled {
-            config.downsampling.period_ms = 1_000;
-            let levels = args
-                .downsampled_levels
-                .split(',')
-                .map(|l| l.trim().to_owned())
-                .collect();
+            config.downsampling.period = std::time::Duration::from_secs(1);
             config.downsampling.databases.insert(rolled.clone(), levels);
         }
     };

@@ -3,21 +3,22 @@
 //!
 //! Like the HTTP handlers, the service only translates: requests become
 //! `Ingestor` calls, results and errors become responses and statuses
-//! (every error goes through [`ApiError`], as over HTTP).
+//! (every error goes through [`ApiError`](crate::error::ApiError), as over
+//! HTTP, mapped once in `service.rs`, which both services share).
 
 mod otlp;
 mod points;
+mod service;
 
 pub use otlp::{otlp_metrics_service, OtlpMetricsService};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
 
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
-use chingest::{Durability, Ingestor, LineRejection, MemoryReservation, Precision, WriteOutcome};
+use chingest::{Durability, LineRejection, Precision, WriteOutcome};
 use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
 use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
@@ -29,9 +30,11 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
-use crate::error::ApiError;
 use crate::metrics::Protocol;
-use crate::state::{token_from_authorization, AppState, Grant, MAX_LISTED_REJECTIONS};
+use crate::span;
+use crate::state::{AppState, MAX_LISTED_REJECTIONS};
+use crate::write;
+use service::{authenticated, engine_status, granted, observed, reserve_message};
 
 /// Record batches of one WriteArrow stream being committed at once: the
 /// next batch is decoded and hashed while the previous one is inserted.
@@ -61,67 +64,6 @@ pub fn ingest_service(
     authenticated(server, state)
 }
 
-/// `service` behind the token check every gRPC service shares: the
-/// request's `authorization` metadata (`Token <t>` or `Bearer <t>`) gives
-/// the [`Grant`] the handlers read with [`granted`].
-fn authenticated<S>(
-    service: S,
-    state: AppState,
-) -> tonic::service::interceptor::InterceptedService<S, impl tonic::service::Interceptor + Clone> {
-    tonic::service::interceptor::InterceptedService::new(service, move |request: Request<()>| {
-        let offered = request
-            .metadata()
-            .get("authorization")
-            .and_then(|value| value.to_str().ok())
-            .and_then(token_from_authorization);
-        match state.check_token(offered.as_deref()) {
-            Ok(grant) => {
-                let mut request = request;
-                request.extensions_mut().insert(grant);
-                Ok(request)
-            }
-            Err(err) => {
-                let status = Status::from(err);
-                state
-                    .metrics
-                    .observe_grpc("*", status.code(), Instant::now());
-                Err(status)
-            }
-        }
-    })
-}
-
-impl From<ApiError> for Status {
-    fn from(err: ApiError) -> Self {
-        use axum::http::StatusCode as S;
-        use tonic::Code;
-        let code = match err.status {
-            S::BAD_REQUEST | S::UNSUPPORTED_MEDIA_TYPE => Code::InvalidArgument,
-            S::UNAUTHORIZED => Code::Unauthenticated,
-            S::FORBIDDEN => Code::PermissionDenied,
-            S::NOT_FOUND => Code::NotFound,
-            S::PAYLOAD_TOO_LARGE | S::TOO_MANY_REQUESTS => Code::ResourceExhausted,
-            S::SERVICE_UNAVAILABLE => Code::Unavailable,
-            _ => Code::Internal,
-        };
-        if code == Code::Internal {
-            tracing::error!(message = %err.message, "gRPC request failed");
-        }
-        Status::new(code, err.message)
-    }
-}
-
-fn engine_status(err: chingest::Error) -> Status {
-    ApiError::from(err).into()
-}
-
-/// Counts a message tonic has decoded whole in the memory budget, as an
-/// HTTP body is, so that many large ones at once are refused
-/// (RESOURCE_EXHAUSTED) rather than all handled at once.
-async fn reserve_message(ingestor: &Ingestor, bytes: usize) -> Result<MemoryReservation, Status> {
-    ingestor.reserve_memory(bytes).await.map_err(engine_status)
-}
-
 /// The retention policy a request names, or the configured default.
 fn retention_policy<'a>(state: &'a AppState, requested: &'a str) -> &'a str {
     if requested.is_empty() {
@@ -146,15 +88,6 @@ fn precision(value: i32) -> Result<Precision, Status> {
             )))
         }
     })
-}
-
-/// What the request's token may do, as the interceptor found it.
-fn granted<T>(request: &Request<T>) -> Result<Grant, Status> {
-    request
-        .extensions()
-        .get::<Grant>()
-        .cloned()
-        .ok_or_else(|| Status::internal("the request passed no authentication"))
 }
 
 /// The durability a request asked for; `None`: the server's default.
@@ -196,9 +129,7 @@ impl Ingest for IngestService {
         &self,
         request: Request<WriteRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let started = Instant::now();
-        let result = self.write_inner(request).await;
-        self.observe("Write", &result, started);
+        let result = observed(&self.state, "grpc", "Write", self.write_inner(request)).await;
         if let Ok(response) = &result {
             let rows = response.get_ref().accepted as usize;
             self.state.metrics.count_rows(Protocol::Grpc, rows);
@@ -210,9 +141,8 @@ impl Ingest for IngestService {
         &self,
         request: Request<Streaming<WriteArrowRequest>>,
     ) -> Result<Response<WriteArrowResponse>, Status> {
-        let started = Instant::now();
-        let result = self.write_arrow_inner(request).await;
-        self.observe("WriteArrow", &result, started);
+        let call = self.write_arrow_inner(request);
+        let result = observed(&self.state, "grpc", "WriteArrow", call).await;
         if let Ok(response) = &result {
             let rows = response.get_ref().rows as usize;
             self.state.metrics.count_rows(Protocol::Arrow, rows);
@@ -222,13 +152,6 @@ impl Ingest for IngestService {
 }
 
 impl IngestService {
-    fn observe<T>(&self, method: &'static str, result: &Result<T, Status>, started: Instant) {
-        let code = result
-            .as_ref()
-            .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.state.metrics.observe_grpc(method, code, started);
-    }
-
     async fn write_inner(
         &self,
         request: Request<WriteRequest>,
@@ -240,23 +163,18 @@ impl IngestService {
             return Err(Status::invalid_argument("database is required"));
         }
         let db = request.database.as_str();
+        span::database(db);
         grant.require_write(db)?;
         let rp = retention_policy(&self.state, &request.retention_policy);
         let options = self.state.write_options(
             precision(request.precision)?,
             durability(request.durability)?,
         );
-        let span = tracing::info_span!("write", protocol = "grpc", db, rp);
+        let span = tracing::info_span!("write", rp);
         let reservation = reserve_message(ingestor, request.encoded_len()).await?;
         match request.data {
             Some(write_request::Data::LineProtocol(body)) => {
-                let committed = async {
-                    let mut prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
-                    // The text goes and its reservation passes to its rows.
-                    drop(body);
-                    prepared.hold(reservation);
-                    ingestor.commit(prepared, options.durability).await
-                };
+                let committed = write::line_protocol(ingestor, db, rp, body, reservation, &options);
                 let WriteOutcome { accepted, rejected } =
                     committed.instrument(span).await.map_err(engine_status)?;
                 Ok(Response::new(response(accepted, &rejected)))
@@ -295,11 +213,10 @@ impl IngestService {
             .clone()
             .ok_or_else(|| Status::invalid_argument("the first message must carry the target"))?;
         let target = Arc::new(ArrowWrite::new(&self.state, target)?);
+        span::database(&target.database);
         grant.require_write(&target.database)?;
         let span = tracing::info_span!(
             "write_arrow",
-            protocol = "grpc",
-            db = target.database,
             rp = target.rp,
             measurement = target.measurement
         );

@@ -13,7 +13,6 @@
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::SERVICE_NAME;
@@ -26,7 +25,8 @@ use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
 use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
-use super::{authenticated, granted, reserve_message};
+use super::service::{authenticated, granted, observed, reserve_message};
+use crate::span;
 use crate::state::AppState;
 use crate::write::{export_otlp, OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
@@ -99,15 +99,9 @@ impl UnaryService<Bytes> for Export {
 
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
         let state = self.0.clone();
-        Box::pin(async move {
-            let started = Instant::now();
-            let result = export(&state, request).await;
-            let code = result
-                .as_ref()
-                .map_or_else(Status::code, |_| tonic::Code::Ok);
-            state.metrics.observe_grpc("OtlpExport", code, started);
-            result
-        })
+        Box::pin(
+            async move { observed(&state, "otlp", "OtlpExport", export(&state, request)).await },
+        )
     }
 }
 
@@ -123,6 +117,7 @@ async fn export(
         .filter(|db| !db.is_empty())
         .unwrap_or(OTLP_DEFAULT_DATABASE)
         .to_owned();
+    span::database(&db);
     grant.require_write(&db)?;
     let message = request.into_inner();
     // Held until the rows, which borrow from the message, are written.

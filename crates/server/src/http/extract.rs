@@ -12,6 +12,7 @@ use chingest::{Durability, MemoryReservation, Precision, WriteOptions};
 use http_body_util::BodyExt;
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::{token_from_authorization, AppState, Grant};
 use crate::write::{OTLP_DATABASE_HEADER, OTLP_DEFAULT_DATABASE};
 
@@ -42,10 +43,10 @@ pub(super) struct ReceivedBody {
 }
 
 impl ReceivedBody {
-    /// Drops the body and keeps its reservation, for what the body became
-    /// (see `chingest::PreparedWrite::hold`).
-    pub(super) fn into_reservation(self) -> MemoryReservation {
-        self.reservation
+    /// The body and its reservation, to pass the reservation over to what
+    /// the body becomes (see `crate::write::line_protocol`).
+    pub(super) fn into_parts(self) -> (Bytes, MemoryReservation) {
+        (self.bytes, self.reservation)
     }
 }
 
@@ -290,6 +291,7 @@ impl WriteTarget {
             }
         };
         grant.require_write(db).map_err(|e| e.flavor(flavor))?;
+        span::database(db);
         let durability = match api {
             Api::Edit => None,
             _ => durability(params, headers, flavor)?,

@@ -19,6 +19,7 @@ use super::AppState;
 use crate::error::ApiError;
 use crate::metrics::Protocol;
 use crate::state::MAX_LISTED_REJECTIONS;
+use crate::write;
 
 /// Rejections spelled out in the error message; all of them (up to
 /// [`MAX_LISTED_REJECTIONS`]) are in the `rejected` array.
@@ -78,19 +79,12 @@ async fn write(
     let body = target.body(state, headers, body).await?;
     let (db, rp) = (target.db.as_str(), target.rp_or_default(state));
     let options = target.options(state, precision);
-    let span = tracing::info_span!("write", protocol = "influxdb", db, rp, bytes = body.len());
-    let outcome = async {
-        let mut prepared = ingestor.prepare_lp(db, rp, &body, &options).await?;
-        // The body goes, and its reservation goes over to the rows (smaller
-        // than their text): a request never waits for room while holding
-        // memory the budget does not count, and bodies that fill the budget
-        // cannot keep every request from its rows.
-        prepared.hold(body.into_reservation());
-        ingestor.commit(prepared, options.durability).await
-    }
-    .instrument(span)
-    .await
-    .map_err(|e| ApiError::from(e).flavor(flavor))?;
+    let span = tracing::info_span!("write", rp, bytes = body.len());
+    let (body, reservation) = body.into_parts();
+    let outcome = write::line_protocol(ingestor, db, rp, body, reservation, &options)
+        .instrument(span)
+        .await
+        .map_err(|e| ApiError::from(e).flavor(flavor))?;
     state.metrics.count_rows(Protocol::Influx, outcome.accepted);
     if outcome.rejected.is_empty() {
         return Ok(StatusCode::NO_CONTENT);

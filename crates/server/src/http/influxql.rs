@@ -15,14 +15,8 @@ use chingest_influxql::{self as influxql, Answer, Param, Series, TimeFormat};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::AppState;
-
-/// Now, in ns since the epoch: what `now()` means in the statements.
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
 
 /// What one statement answered.
 enum Outcome {
@@ -61,7 +55,7 @@ pub(super) async fn query(
         .get("q")
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("missing required parameter \"q\""))?;
-    let now = now_ns();
+    let now = chingest::clock::now_ns();
     // `params={"name": value}` binds `$name`.
     let bound;
     let q = match params.get("params").filter(|p| !p.trim().is_empty()) {
@@ -83,10 +77,14 @@ pub(super) async fn query(
         .get("rp")
         .filter(|rp| !rp.is_empty())
         .unwrap_or(&state.config.write.default_retention_policy);
+    let database = params.get("db").map(String::as_str);
+    if let Some(db) = database {
+        span::database(db);
+    }
     let context = influxql::Context {
         ingestor,
         access: grant.access(),
-        database: params.get("db").map(String::as_str),
+        database,
         retention_policy,
         default_retention_policy: &state.config.write.default_retention_policy,
         default_duplicate_policy: state.config.write.duplicate_policy,

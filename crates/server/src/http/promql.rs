@@ -10,10 +10,12 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse as _, Response};
 use axum::Json;
+use chingest::clock::now_ms;
 use chingest_promql::{self as promql, Labels, Options, Source, Value};
 use serde_json::{json, Map};
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::{AppState, Grant};
 
 /// The version reported to clients, which pick features by it (Grafana):
@@ -114,12 +116,6 @@ fn listed(data: serde_json::Value, truncated: bool) -> Response {
     Json(json!({ "status": "success", "data": data, "warnings": warnings })).into_response()
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// A Prometheus API request as every handler takes it: the caller
 /// checked, the parameters read (query string and form body), the path
 /// (which may name the database).
@@ -186,6 +182,7 @@ pub(super) fn source<'s>(
         .strip_prefix("/db/")
         .and_then(|rest| rest.split('/').next());
     let database = db_param.or(from_path).unwrap_or(&config.default_database);
+    span::database(database);
     let retention_policy = &state.config.write.default_retention_policy;
     let source = Source::new(ingestor, access, database, retention_policy, config.limits)?;
     Ok(match config.result_cache_max_bytes {

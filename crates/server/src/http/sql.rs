@@ -14,6 +14,7 @@ use futures_util::StreamExt as _;
 use tracing::Instrument as _;
 
 use crate::error::{ApiError, Flavor};
+use crate::span;
 use crate::state::AppState;
 use crate::state::Grant;
 
@@ -72,13 +73,16 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let ingestor = state.ingestor()?;
     let format = params.get("format").map_or("JSON", String::as_str);
-    let span = tracing::info_span!("sql", protocol = "sql", format, bytes = sql.len());
+    let span = tracing::info_span!("sql", format, bytes = sql.len());
     // Unqualified table names are in `db`, as in the ClickHouse interface's
     // `database`.
     let database = params
         .get("db")
         .map(String::as_str)
         .filter(|db| !db.is_empty());
+    if let Some(db) = database {
+        span::database(db);
+    }
     let body = stream_output(ingestor, sql, format, &grant.read_scope(), database)
         .instrument(span)
         .await

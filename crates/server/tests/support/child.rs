@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) url: String,
+    /// `http://<its gRPC API>`.
+    pub(crate) grpc_url: String,
 }
 
 /// A failing test must not leave a server behind (it would also hold the
@@ -68,21 +70,33 @@ pub(crate) fn start(data_dir: &Path) -> Server {
 
 /// Starts the server on `data_dir` with `args` besides the addresses.
 pub(crate) fn start_with(data_dir: &Path, args: &[&std::ffi::OsStr]) -> Server {
+    spawn(data_dir, "warn", args, Stdio::null())
+}
+
+/// Starts the server on `data_dir` logging at `log` (`--log`) into a pipe,
+/// `child.stdout` (where its log goes), read once it is killed (a test's
+/// few lines fit the pipe).
+pub(crate) fn start_logged(data_dir: &Path, log: &str) -> Server {
+    spawn(data_dir, log, &[], Stdio::piped())
+}
+
+fn spawn(data_dir: &Path, log: &str, args: &[&std::ffi::OsStr], stdout: Stdio) -> Server {
     let (http, grpc) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_chingest"))
-        .args(["serve", "--log", "warn", "--data-dir"])
+        .args(["serve", "--log", log, "--data-dir"])
         .arg(data_dir)
         .args(args)
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .args(["--clickhouse-http-addr", "off"])
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start the server binary");
     Server {
         child,
         url: format!("http://127.0.0.1:{http}"),
+        grpc_url: format!("http://127.0.0.1:{grpc}"),
     }
 }
 

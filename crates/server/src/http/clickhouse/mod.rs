@@ -39,6 +39,7 @@ use self::request::{trailing_format, ClickHouseRequest};
 use super::extract::read_body;
 use super::sql::{content_type, stream_output};
 use crate::error::Flavor;
+use crate::span;
 use crate::state::AppState;
 
 /// The longest statement taken, in bytes: the engine's own parser limit
@@ -123,9 +124,12 @@ async fn query(
         .ok()
         .and_then(|request| request.query_id.clone())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let span = tracing::info_span!("clickhouse", protocol = "clickhouse", %query_id);
+    let span = tracing::info_span!("clickhouse", %query_id);
     let answered = match request {
         Ok(request) => {
+            if let Some(db) = &request.database {
+                span::database(db);
+            }
             answer(&state, request, method, &headers, body, started)
                 .instrument(span)
                 .await
