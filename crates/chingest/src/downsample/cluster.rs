@@ -10,10 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::clock::now_ns;
 use crate::cluster::{Cluster, StatementKind};
 use crate::engine::{query_rows, Engine};
 use crate::error::{Error, Result};
-use crate::last_value::now_ns;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 use crate::layout::rollup::{blocks_after_sql, rollup_name, Aggregate, Rollup};
 use crate::layout::schema::FieldType;

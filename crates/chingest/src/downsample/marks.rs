@@ -15,7 +15,7 @@ use super::registry::{
 };
 use super::state::{rollups, Span};
 use super::store::Store;
-use crate::last_value::now_ns;
+use crate::clock::now_ns;
 
 /// Gives the statement applying an edit to the buckets of one level
 /// ([`Downsampler::mark`]): `(rollup, names, measurement, before, kept)`,

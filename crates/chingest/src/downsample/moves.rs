@@ -14,8 +14,8 @@ use super::migrate::{plan_migration, Migration};
 use super::registry::{save_state, Mark};
 use super::state::{ceil_to, chunks, date, floor_to, resolutions, rollups, Cuts, Kept, State};
 use super::store::{holds_buckets, time_bounds, Store};
+use crate::clock::now_ns;
 use crate::engine::Engine;
-use crate::last_value::now_ns;
 
 impl Downsampler {
     /// Moves the rollups of the fact table `names` from the levels its

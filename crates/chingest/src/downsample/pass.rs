@@ -18,7 +18,7 @@ use super::state::{
     ceil_to, chunks, floor_to, resolutions, rollups, widen, Kept, Span, State, CLEAN,
 };
 use super::store::{stores, Store};
-use crate::last_value::now_ns;
+use crate::clock::now_ns;
 
 impl Downsampler {
     /// One pass over every downsampled database; in the `clickhouse`

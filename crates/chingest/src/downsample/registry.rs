@@ -13,7 +13,7 @@ use crate::layout::rollup::Resolution;
 
 use super::state::{Cuts, Span, State, CLEAN};
 use super::store::{parts_by_table, Store};
-use crate::last_value::now_ns;
+use crate::clock::now_ns;
 
 /// The registry of a downsampled database's progress: per fact table, the
 /// last block rolled up and the range an edit marked.

@@ -12,7 +12,7 @@ use super::downsampler::Downsampler;
 use super::registry::save_state;
 use super::state::{Kept, State};
 use super::store::Store;
-use crate::last_value::now_ns;
+use crate::clock::now_ns;
 
 impl Downsampler {
     /// Drops the rollups of the fact table `names` not among `levels`:

@@ -12,7 +12,7 @@ use super::policy::DownsamplingSetting;
 use super::registry::{read_registry, save_state, state_table, state_table_sql, OFF, STATE_TABLE};
 use super::state::{rollups, Cuts, Kept, State, CLEAN};
 use super::store::Store;
-use crate::last_value::now_ns;
+use crate::clock::now_ns;
 
 impl Downsampler {
     /// Reads back, on open, the levels statements set and each table's

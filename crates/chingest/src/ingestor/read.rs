@@ -292,7 +292,7 @@ impl Ingestor {
         // stale. Then how far the engine is whole.
         let version = self.settled_version(db);
         let complete = self.engine_complete_before();
-        let now = crate::last_value::now_ns();
+        let now = crate::clock::now_ns();
         let settled = now - crate::last_value::SETTLED_AFTER.as_nanos() as i64;
         let retained_from = self
             .retention_policies(db)

@@ -39,6 +39,7 @@
 //! it keeps half the span it had (every sample from a later time on, never
 //! a hole), and none once that is under [`MIN_RECENT_SPAN_NS`].
 
+use crate::clock::now_ns;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -73,9 +74,6 @@ pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 /// The shortest span of recent samples a table keeps under the memory
 /// bound; shorter, it keeps none (its reads go to the engine).
 pub(crate) const MIN_RECENT_SPAN_NS: i64 = 600_000_000_000;
-
-/// The library's clock, by the name its callers here import.
-pub(crate) use crate::clock::now_ns;
 
 /// What a table's cache holds, as the global totals count it.
 #[derive(Debug, Clone, Copy)]

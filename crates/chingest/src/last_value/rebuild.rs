@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampNanosecondType
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Table;
+use crate::clock::now_ns;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::last_value::postings::TAG_BYTES;
@@ -20,7 +21,7 @@ use crate::last_value::table::{
     EngineLast, EngineSamples, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT,
     SERIES_BYTES, VALUE_BYTES,
 };
-use crate::last_value::{now_ns, LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
+use crate::last_value::{LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;

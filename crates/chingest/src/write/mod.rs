@@ -30,10 +30,11 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::catalog::{Admission, Catalog, Database, Table};
+use crate::clock::now_ns;
 use crate::config::{CardinalityLimits, IngestConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::last_value::{now_ns, LastValues};
+use crate::last_value::LastValues;
 use crate::layout::names::{self, NameKind};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
