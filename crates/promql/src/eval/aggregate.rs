@@ -5,8 +5,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
+use super::evaluator::{Evaluator, Val};
 use super::functions::{average, quantile, vector};
-use super::{Evaluator, Val};
 use crate::error::Error;
 use crate::value::{format_value, Labels, Sample, METRIC_NAME};
 

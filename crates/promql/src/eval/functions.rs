@@ -5,7 +5,7 @@
 use chrono::{Datelike as _, Timelike as _};
 use promql_parser::parser::{Call, Expr};
 
-use super::{duration_ms, unique, Evaluator, Val, Window};
+use super::evaluator::{duration_ms, unique, Evaluator, Val, Window};
 use crate::error::Error;
 use crate::value::{Labels, Sample, METRIC_NAME};
 
