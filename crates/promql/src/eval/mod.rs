@@ -9,14 +9,17 @@
 //! an expression by its kind. The submodules: `evaluator` (what they all
 //! share: the evaluator's state, the values passed between them, reading
 //! a selector at one time; it imports none of them), `functions` (calls),
-//! `aggregate` (`sum by`, `topk`, …), `binary` (operators and vector
-//! matching), `rollup` (a range query's range functions and their
+//! `range_functions` (a range function of one series' window),
+//! `histogram` (`histogram_quantile`), `aggregate` (`sum by`, `topk`, …),
+//! `binary` (operators and vector matching), `rollup` (a range query's range functions and their
 //! aggregations, series by series).
 
 mod aggregate;
 mod binary;
 mod evaluator;
 mod functions;
+mod histogram;
+mod range_functions;
 mod rollup;
 
 use rustc_hash::FxHashMap as HashMap;

@@ -24,7 +24,8 @@ use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 
 use super::aggregate::group_labels;
 use super::evaluator::{check_time, duration_ms, key, window, Evaluator, Grouped, Rolled};
-use super::functions::{counter_rates, unparen, window_function, Span};
+use super::functions::unparen;
+use super::range_functions::{counter_rates, window_function, Span};
 use crate::error::Error;
 use crate::value::{is_stale, Labels, METRIC_NAME};
 
@@ -179,7 +180,7 @@ enum Fold {
 
 /// A group's value so far at one step: as the per-step aggregation
 /// computes it (`sum` from the first value on, `avg` as
-/// `functions::average`, `min`/`max` replacing NaN).
+/// `range_functions::average`, `min`/`max` replacing NaN).
 #[derive(Clone, Copy)]
 struct Acc {
     value: f64,
