@@ -5,8 +5,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
-use super::functions::{average, quantile, vector};
-use super::{Evaluator, Val};
+use super::evaluator::{Evaluator, Val};
+use super::functions::vector;
+use super::range_functions::{average, quantile};
 use crate::error::Error;
 use crate::value::{format_value, Labels, Sample, METRIC_NAME};
 

@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use promql_parser::parser::token::TokenType;
 use promql_parser::parser::{BinModifier, BinaryExpr, LabelModifier, VectorMatchCardinality};
 
-use super::{Evaluator, Val};
+use super::evaluator::{unique, Evaluator, Val};
 use crate::error::Error;
 use crate::value::{Labels, Sample, METRIC_NAME};
 
@@ -155,7 +155,7 @@ fn with_scalar(
             });
         }
     }
-    super::unique(&out)?;
+    unique(&out)?;
     Ok(out)
 }
 

@@ -23,10 +23,11 @@ use chingest::parallel;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 
 use super::aggregate::group_labels;
-use super::functions::{counter_rates, unparen, window_function, Span};
-use super::{check_time, duration_ms, key, window, Evaluator};
+use super::evaluator::{check_time, duration_ms, key, window, Evaluator, Grouped, Rolled};
+use super::functions::unparen;
+use super::range_functions::{counter_rates, window_function, Span};
 use crate::error::Error;
-use crate::value::{is_stale, Labels, Sample, METRIC_NAME};
+use crate::value::{is_stale, Labels, METRIC_NAME};
 
 /// Most (series × steps) values a table holds; past it, the per-step
 /// evaluation runs (its memory is one step's).
@@ -47,69 +48,6 @@ thread_local! {
 /// (Series × steps) values of an aggregation's fold worth a core of their
 /// own.
 const VALUES_PER_TASK: usize = 65_536;
-
-/// The steps of a range query.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Grid {
-    pub(crate) start: i64,
-    pub(crate) step: i64,
-    pub(crate) steps: usize,
-}
-
-impl Grid {
-    /// The step `ts` is, if it is one.
-    pub(crate) fn index(&self, ts: i64) -> Option<usize> {
-        let offset = ts.checked_sub(self.start)?;
-        let k = usize::try_from(offset / self.step).ok()?;
-        (offset % self.step == 0 && k < self.steps).then_some(k)
-    }
-
-    fn time(&self, k: usize) -> i64 {
-        self.start + k as i64 * self.step
-    }
-}
-
-/// A range function's value for each series at each step.
-pub(crate) struct Rolled {
-    /// The answer's labels of each series, and its value at each step.
-    series: Vec<(Labels, Vec<Option<f64>>)>,
-}
-
-impl Rolled {
-    /// The samples at step `k` (time `ts`), in the selector's series order.
-    pub(crate) fn at(&self, k: usize, ts: i64) -> Vec<Sample> {
-        self.series
-            .iter()
-            .filter_map(|(labels, values)| {
-                Some(Sample {
-                    labels: labels.clone(),
-                    time: ts,
-                    value: values[k]?,
-                })
-            })
-            .collect()
-    }
-}
-
-/// An aggregation's groups and, per step, the groups with a value there
-/// (in the order the per-step grouping meets them) and that value.
-pub(crate) struct Grouped {
-    groups: Vec<Labels>,
-    steps: Vec<Vec<(u32, f64)>>,
-}
-
-impl Grouped {
-    pub(crate) fn at(&self, k: usize, ts: i64) -> Vec<Sample> {
-        self.steps[k]
-            .iter()
-            .map(|&(g, value)| Sample {
-                labels: self.groups[g as usize].clone(),
-                time: ts,
-                value,
-            })
-            .collect()
-    }
-}
 
 /// A node's table from `tables`, made by `make` on first use (`None`:
 /// the node is evaluated step by step) and kept for the query.
@@ -242,7 +180,7 @@ enum Fold {
 
 /// A group's value so far at one step: as the per-step aggregation
 /// computes it (`sum` from the first value on, `avg` as
-/// `functions::average`, `min`/`max` replacing NaN).
+/// `range_functions::average`, `min`/`max` replacing NaN).
 #[derive(Clone, Copy)]
 struct Acc {
     value: f64,
@@ -386,7 +324,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::eval::ReadSeries;
+    use crate::eval::evaluator::{Grid, ReadSeries};
     use crate::selected::{Samples, Selected};
     use crate::value::{Series, Value};
 
