@@ -34,7 +34,7 @@ fn main() {
         ))
         .unwrap();
     let hosts: Vec<String> = ingestor
-        .last_values("bench", "autogen", "cpu", |_| true)
+        .last_values(("bench", "autogen", "cpu"), |_| true)
         .expect("cached")
         .iter()
         .filter_map(|s| {
@@ -68,7 +68,7 @@ fn main() {
                             let host = &hosts[i % hosts.len()];
                             let asked = Instant::now();
                             let found = ingestor
-                                .last_values("bench", "autogen", "cpu", |tags| {
+                                .last_values(("bench", "autogen", "cpu"), |tags| {
                                     tags.iter().any(|(k, v)| *k == "hostname" && v == host)
                                 })
                                 .expect("cached");

@@ -84,6 +84,7 @@ pub use read::samples::WholeRows;
 pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
+pub use read::TableAddress;
 pub use stats::{IngestStats, ShardStats};
 pub use wal::{ReadError as LogReadError, RecordError as LogRecordError};
 pub use write::budget::MemoryReservation;

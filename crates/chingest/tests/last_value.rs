@@ -96,7 +96,7 @@ fn all(_: &[(&str, &str)]) -> bool {
 async fn cached(ing: &Ingestor, db: &str, m: &str) -> String {
     let started = Instant::now();
     loop {
-        if let Some(series) = ing.last_values(db, "autogen", m, all) {
+        if let Some(series) = ing.last_values((db, "autogen", m), all) {
             return render(&series);
         }
         assert!(
@@ -176,15 +176,15 @@ async fn child(phase: &str, dir: &Path) {
             assert_eq!(cached(&ing, "lv", "m").await, NEWEST);
             // A tag filter sees only its series, fields sorted by name.
             let a = ing
-                .last_values("lv", "autogen", "m", |tags| {
+                .last_values(("lv", "autogen", "m"), |tags| {
                     tags.iter().any(|(k, v)| *k == "host" && *v == "a")
                 })
                 .unwrap();
             assert_eq!(a.len(), 1);
             let names: Vec<&str> = a[0].fields.iter().map(|(n, _)| n.as_str()).collect();
             assert_eq!(names, ["s", "x", "y"]);
-            assert!(ing.last_values("lv", "autogen", "nope", all).is_none());
-            assert!(ing.last_values("lv", "other_rp", "m", all).is_none());
+            assert!(ing.last_values(("lv", "autogen", "nope"), all).is_none());
+            assert!(ing.last_values(("lv", "other_rp", "m"), all).is_none());
             ing.flush().await.unwrap();
             assert_eq!(from_engine(&ing, "lv", "m", &["s", "x", "y"]).await, NEWEST);
         }
@@ -219,10 +219,10 @@ async fn child(phase: &str, dir: &Path) {
                 .map(|i| format!("big,host=h{i},rack=r{i} x={i},y={i}i 1\n"))
                 .collect();
             write(&ing, "lv", &body).await;
-            assert!(ing.last_values("lv", "autogen", "big", all).is_none());
+            assert!(ing.last_values(("lv", "autogen", "big"), all).is_none());
             // Evicted whole: later writes do not bring part of it back.
             write(&ing, "lv", "big,host=h1,rack=r1 x=2 2\n").await;
-            assert!(ing.last_values("lv", "autogen", "big", all).is_none());
+            assert!(ing.last_values(("lv", "autogen", "big"), all).is_none());
             assert_eq!(cached(&ing, "lv", "small").await, "host=a: x=1@1");
             let stats = ing.stats();
             let relaxed = std::sync::atomic::Ordering::Relaxed;
@@ -240,13 +240,13 @@ async fn child(phase: &str, dir: &Path) {
                 assert!(started.elapsed() < Duration::from_secs(20), "not evicted");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            assert!(ing.last_values("lv", "autogen", "big", all).is_none());
+            assert!(ing.last_values(("lv", "autogen", "big"), all).is_none());
             assert_eq!(ing.stats().last_value_series.load(relaxed), 1);
         }
         "off" => {
             write(&ing, "lv", "kept,host=a x=1 1\nskipped,host=a x=1 1\n").await;
             assert_eq!(cached(&ing, "lv", "kept").await, "host=a: x=1@1");
-            assert!(ing.last_values("lv", "autogen", "skipped", all).is_none());
+            assert!(ing.last_values(("lv", "autogen", "skipped"), all).is_none());
         }
         other => panic!("unknown phase {other}"),
     }
@@ -278,7 +278,7 @@ async fn edits(ing: &Ingestor) {
     };
     ing.delete("ed", &filter).await.unwrap();
     // Never the deleted values, not even right after.
-    if let Some(now) = ing.last_values("ed", "autogen", "m", all) {
+    if let Some(now) = ing.last_values(("ed", "autogen", "m"), all) {
         assert!(!render(&now).contains("@10 y"), "{}", render(&now));
     }
     check("host=a: x=7.5@7 y=7i@7\nhost=b: x=10.5@10\nhost=c: x=0@10").await;

@@ -498,7 +498,7 @@ fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
             t - t.rem_euclid(BUCKET_NS)
         );
         assert_eq!(tsv(&ing, &held).await, "0\n", "the open bucket waits");
-        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        let view = ing.rollups((DOWNSAMPLED, "autogen", "live")).unwrap();
         assert!(
             view.unsettled.is_some_and(|(from, to)| from <= t && t < to),
             "readers read its rows: {view:?}"
@@ -507,13 +507,13 @@ fn rows_of_the_newest_bucket_wait_for_it_to_close_and_are_read_from_the_rows() {
         write(format!("live,host=a v=3 {}", START_NS + MINUTE_NS)).await;
         ing.downsample().await.unwrap();
         assert_eq!(tsv(&ing, &held).await, "1\n");
-        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        let view = ing.rollups((DOWNSAMPLED, "autogen", "live")).unwrap();
         assert_eq!(view.unsettled, None);
         // A row stamped an hour ahead (a clock ahead) is not waited for.
         write(format!("live,host=a v=4 {}", t + 3600 * 1_000_000_000)).await;
         ing.downsample().await.unwrap();
         assert_eq!(tsv(&ing, &held).await, "2\n");
-        let view = ing.rollups(DOWNSAMPLED, "autogen", "live").unwrap();
+        let view = ing.rollups((DOWNSAMPLED, "autogen", "live")).unwrap();
         assert_eq!(view.unsettled, None);
     })
 }

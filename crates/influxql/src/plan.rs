@@ -13,7 +13,9 @@ use arrow::array::{Array, AsArray as _};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use chingest::layout::names::TableNames;
-use chingest::{Access, DuplicatePolicy, Ingestor, MeasurementSchema, RollupView, TagPredicate};
+use chingest::{
+    Access, DuplicatePolicy, Ingestor, MeasurementSchema, RollupView, TableAddress, TagPredicate,
+};
 
 use crate::answer::Value;
 use crate::error::Error;
@@ -45,6 +47,13 @@ pub(crate) struct Target {
     pub(crate) retention_policy: String,
     pub(crate) schema: MeasurementSchema,
     pub(crate) names: TableNames,
+}
+
+impl Target {
+    /// Its table, as the ingestor's reads name it.
+    pub(crate) fn table(&self) -> TableAddress<'_> {
+        (&self.database, &self.retention_policy, &self.schema.name)
+    }
 }
 
 impl Context<'_> {
@@ -94,7 +103,7 @@ impl Context<'_> {
             let schemas = match &source.measurement {
                 parse::Name::Exact(name) => self
                     .ingestor
-                    .measurement(&database, &rp, name)
+                    .measurement((&database, &rp, name))
                     .into_iter()
                     .collect(),
                 parse::Name::Regex(_) => self.ingestor.measurements(&database, &rp),

@@ -13,7 +13,7 @@ use crate::layout::names::TableNames;
 use crate::read::samples::{WholeRows, AGGREGATE_FILL_SAMPLES};
 use crate::read::sandbox::ReadScope;
 use crate::read::stream::QueryChunks;
-use crate::read::MeasurementSchema;
+use crate::read::{MeasurementSchema, TableAddress};
 use crate::stats::IngestStats;
 
 use super::Ingestor;
@@ -112,7 +112,7 @@ impl Ingestor {
 
     /// One measurement of [`measurements`](Self::measurements), if it has
     /// a table.
-    pub fn measurement(&self, db: &str, rp: &str, name: &str) -> Option<MeasurementSchema> {
+    pub fn measurement(&self, (db, rp, name): TableAddress<'_>) -> Option<MeasurementSchema> {
         self.shared.reader.measurement(db, rp, name)
     }
 
@@ -120,7 +120,7 @@ impl Ingestor {
     /// `rp` (docs/downsampling.md): `None` when the database is not
     /// downsampled, or no pass has finished over the table since the
     /// ingestor opened (then every row is to be read).
-    pub fn rollups(&self, db: &str, rp: &str, measurement: &str) -> Option<RollupView> {
+    pub fn rollups(&self, (db, rp, measurement): TableAddress<'_>) -> Option<RollupView> {
         self.shared
             .downsampler
             .view(&TableNames::new(db, rp, measurement))
@@ -135,9 +135,7 @@ impl Ingestor {
     /// series `keep` refuses are not copied.
     pub fn last_values(
         &self,
-        db: &str,
-        rp: &str,
-        measurement: &str,
+        (db, rp, measurement): TableAddress<'_>,
         keep: impl FnMut(&[(&str, &str)]) -> bool,
     ) -> Option<Vec<LastSeries>> {
         self.shared.reader.last_values(db, rp, measurement, keep)
@@ -152,7 +150,7 @@ impl Ingestor {
     /// rebuilt): the caller must ask the engine.
     pub fn indexed_series(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        (db, rp, measurement): TableAddress<'_>,
         matchers: &[TagMatcher<'_>],
         field: &str,
         range: Option<(i64, i64)>,
@@ -173,7 +171,7 @@ impl Ingestor {
     /// [`indexed_series`](Self::indexed_series).
     pub fn tag_values(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        (db, rp, measurement): TableAddress<'_>,
         key: &str,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
@@ -191,7 +189,7 @@ impl Ingestor {
     /// measurement is not indexed now.
     pub fn tag_keys(
         &self,
-        (db, rp, measurement): (&str, &str, &str),
+        (db, rp, measurement): TableAddress<'_>,
         matchers: &[TagMatcher<'_>],
         field: Option<&str>,
         range: Option<(i64, i64)>,
@@ -241,7 +239,7 @@ impl Ingestor {
     /// past which the engine's own aggregation is the cheaper read.
     pub async fn samples(
         &self,
-        table: (&str, &str, &str),
+        table: TableAddress<'_>,
         field: &str,
         ids: &[u64],
         range: (i64, i64),
@@ -258,7 +256,7 @@ impl Ingestor {
     /// own bound), or as many as half the chunk cache holds.
     pub async fn samples_compressed(
         &self,
-        table: (&str, &str, &str),
+        table: TableAddress<'_>,
         field: &str,
         ids: &[u64],
         range: (i64, i64),
@@ -272,7 +270,7 @@ impl Ingestor {
     /// `per` ns, a fill of at most `most` samples.
     async fn samples_as<S: Taken>(
         &self,
-        table: (&str, &str, &str),
+        table: TableAddress<'_>,
         field: &str,
         ids: &[u64],
         range: (i64, i64),
@@ -287,7 +285,7 @@ impl Ingestor {
 
     /// Where the rows of `measurement` in `db` / `rp` are whole now, for a
     /// reader to keep what it reads of them in the chunk cache.
-    pub fn whole_rows(&self, (db, rp, measurement): (&str, &str, &str)) -> WholeRows {
+    pub fn whole_rows(&self, (db, rp, measurement): TableAddress<'_>) -> WholeRows {
         // The version first: a change from here on leaves what is kept
         // stale. Then how far the engine is whole.
         let version = self.settled_version(db);
@@ -306,7 +304,7 @@ impl Ingestor {
             version,
             retained_from,
             downsampled_from: self
-                .rollups(db, rp, measurement)
+                .rollups((db, rp, measurement))
                 .map_or(i64::MIN, |view| view.rows_from),
             settled_before: settled.min(complete),
         }
@@ -327,7 +325,7 @@ impl Ingestor {
     /// ([`RecentSamples::one_row_each`]), without counting a read.
     pub fn recent_samples(
         &self,
-        table: (&str, &str, &str),
+        table: TableAddress<'_>,
         field: &str,
         ids: &[u64],
         range: (i64, i64),
@@ -344,7 +342,7 @@ impl Ingestor {
     /// cheaper).
     pub fn recent_compressed(
         &self,
-        table: (&str, &str, &str),
+        table: TableAddress<'_>,
         field: &str,
         ids: &[u64],
         range: (i64, i64),

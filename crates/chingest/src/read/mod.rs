@@ -25,6 +25,10 @@ use crate::read::sandbox::{ReadScope, Sandbox};
 use crate::read::stream::{QueryChunks, Statement};
 use crate::stats::{IngestStats, PartsSummary};
 
+/// A measurement's table as every read names it: database, retention
+/// policy, measurement.
+pub type TableAddress<'a> = (&'a str, &'a str, &'a str);
+
 /// The read half of an open ingestor.
 #[derive(Debug)]
 pub(crate) struct Reader {

@@ -65,11 +65,7 @@ async fn measurement(
         .as_ref()
         .map(|series| series.iter().map(|s| s.series_id).collect());
     plan.filter.list_series(ids);
-    let rollups = ctx.ingestor.rollups(
-        &target.database,
-        &target.retention_policy,
-        &target.schema.name,
-    );
+    let rollups = ctx.ingestor.rollups(target.table());
     match plan.statement(select, target, zone, ctx.now, rollups.as_ref()) {
         None => Ok(Vec::new()),
         Some(Statement::Raw(sql)) => raw(ctx, select, target, &plan, &sql).await,
@@ -92,12 +88,9 @@ fn cached_series(
         return Ok(None);
     }
     let matcher = TagMatcher::new(&filter.tags)?;
-    Ok(ctx.ingestor.last_values(
-        &target.database,
-        &target.retention_policy,
-        &target.schema.name,
-        |tags| matcher.matches(tags),
-    ))
+    Ok(ctx
+        .ingestor
+        .last_values(target.table(), |tags| matcher.matches(tags)))
 }
 
 /// `last(field), …` over all time, from the ingestor's last-value cache:
@@ -126,12 +119,10 @@ fn from_cache(
         return Ok(None);
     }
     let matcher = TagMatcher::new(&filter.tags)?;
-    let Some(cached) = ctx.ingestor.last_values(
-        &target.database,
-        &target.retention_policy,
-        &target.schema.name,
-        |tags| matcher.matches(tags),
-    ) else {
+    let Some(cached) = ctx
+        .ingestor
+        .last_values(target.table(), |tags| matcher.matches(tags))
+    else {
         return Ok(None);
     };
     // Per group, per column: the newest (time, value) of its series.

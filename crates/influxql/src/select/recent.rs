@@ -75,11 +75,7 @@ pub(super) async fn rows(
         }
         reads.push((func, field, *ty));
     }
-    let table = (
-        target.database.as_str(),
-        target.retention_policy.as_str(),
-        target.schema.name.as_str(),
-    );
+    let table = target.table();
     let range = (start, stop - 1);
     let whole =
         |samples: &chingest::RecentSamples| samples.from_ns == start && samples.one_row_each;
@@ -106,7 +102,7 @@ pub(super) async fn rows(
             let matcher = TagMatcher::new(&filter.tags)?;
             let found = ctx
                 .ingestor
-                .last_values(table.0, table.1, table.2, |tags| matcher.matches(tags));
+                .last_values(table, |tags| matcher.matches(tags));
             let Some(found) = found else {
                 return Ok(None);
             };

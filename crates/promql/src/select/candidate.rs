@@ -49,7 +49,7 @@ impl Source<'_> {
     ) -> Option<(Candidate, chingest::MeasurementSchema)> {
         let schema =
             self.ingestor
-                .measurement(&self.database, &self.retention_policy, measurement)?;
+                .measurement((&self.database, &self.retention_policy, measurement))?;
         let candidate = Candidate {
             names: TableNames::new(&self.database, &self.retention_policy, measurement),
             measurement: measurement.to_owned(),
@@ -172,7 +172,7 @@ impl Source<'_> {
             (start, end.saturating_add(1))
         });
         self.ingestor
-            .rollups(database, rp, measurement)
+            .rollups((database, rp, measurement))
             .and_then(|view| {
                 let field = view.fields.iter().find(|(f, _)| *f == candidate.field)?;
                 view.rows_sql(table, std::slice::from_ref(field), start, end)

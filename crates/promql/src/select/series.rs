@@ -132,7 +132,7 @@ impl Source<'_> {
         let [_, _, unit] = otlp::METADATA_FIELDS;
         if let Some(schema) = self
             .ingestor
-            .measurement(&self.database, &self.retention_policy, otlp::METADATA)
+            .measurement((&self.database, &self.retention_policy, otlp::METADATA))
             .filter(|s| s.fields.iter().any(|(f, _)| f == unit))
         {
             let metadata = TableNames::new(&self.database, &self.retention_policy, &schema.name);

@@ -59,7 +59,7 @@ impl Source<'_> {
     /// if its field is rolled up and a level fits.
     pub(super) fn thin_level(&self, candidate: &Candidate, thin: Thinning) -> Option<ThinLevel> {
         let (database, rp, measurement) = self.table_of(candidate);
-        let view = self.ingestor.rollups(database, rp, measurement)?;
+        let view = self.ingestor.rollups((database, rp, measurement))?;
         let rolled = view
             .fields
             .iter()
