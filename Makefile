@@ -8,10 +8,24 @@
 
 CARGO ?= cargo
 
-.PHONY: setup test-setup run check test bench
+.PHONY: setup toolchain test-setup run check test bench
 
-setup:
+setup: toolchain
 	./engine/fetch.sh
+
+# The Rust that rust-toolchain.toml pins. Machines without internet cannot
+# fetch it: where rustup has no toolchain of that name but the machine's
+# stable is that release, stable is named so too (rustup's own `toolchain
+# link` refuses a release's name).
+TOOLCHAIN := $(shell sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)
+toolchain:
+	@home="$${RUSTUP_HOME:-$$HOME/.rustup}/toolchains"; \
+	host="$$(rustup run stable rustc -vV | sed -n 's/^host: //p')"; \
+	test -e "$$home/$(TOOLCHAIN)-$$host" || \
+	case "$$(rustup run stable rustc --version)" in \
+	  "rustc $(TOOLCHAIN) "*) ln -s "$$home/stable-$$host" "$$home/$(TOOLCHAIN)-$$host" ;; \
+	  *) echo "Rust $(TOOLCHAIN) (rust-toolchain.toml) is not installed, nor is it this machine's stable: rustup toolchain install $(TOOLCHAIN)" >&2; exit 1 ;; \
+	esac
 
 test-setup: setup
 	@python3 -c "import influxdb_client, influxdb, pytest, grpc, grpc_tools, grpc_reflection, cryptography, pyarrow, clickhouse_connect, pandas, moto.server, playwright" 2>/dev/null || \
