@@ -12,7 +12,7 @@ use crate::layout::schema::FieldType;
 use super::downsampler::Downsampler;
 use super::migrate::{plan_migration, Migration};
 use super::registry::{save_state, Mark};
-use super::state::{ceil_to, chunks, date, floor_to, resolutions, rollups, Cuts, Kept, State};
+use super::state::{ceil_to, chunks, date, floor_to, resolutions, rollups, Cuts, State};
 use super::store::{holds_buckets, time_bounds, Store};
 use crate::clock::now_ns;
 use crate::engine::Engine;
@@ -36,15 +36,7 @@ impl Downsampler {
             .await?;
         state.levels = levels.to_vec();
         self.record_move(store, names, state).await?;
-        let kept = Kept {
-            levels: state.levels.clone(),
-            cuts: state.cuts.clone(),
-        };
-        self.readers
-            .lock()
-            .unwrap()
-            .kept
-            .insert(names.storage_table.clone(), kept);
+        self.keep(names, state.levels.clone(), state.cuts.clone());
         // A bucket read as a row may now come from another level.
         self.unsettle(&names.database_name);
         Ok(())

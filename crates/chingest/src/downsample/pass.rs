@@ -14,9 +14,7 @@ use super::downsampler::{Downsampler, Mode};
 use super::registry::{
     clear_marks, read_state, save_state, state_table_sql, Glance, Mark, MARK, STATE_TABLE,
 };
-use super::state::{
-    ceil_to, chunks, floor_to, resolutions, rollups, widen, Kept, Span, State, CLEAN,
-};
+use super::state::{ceil_to, chunks, floor_to, resolutions, rollups, widen, Span, State, CLEAN};
 use super::store::{stores, Store};
 use crate::clock::now_ns;
 
@@ -304,15 +302,7 @@ impl Downsampler {
             .await?;
         // (In the cluster mode readers learn them from every shard.)
         if store.is_here() {
-            let kept = Kept {
-                levels: done.levels,
-                cuts: done.cuts,
-            };
-            self.readers
-                .lock()
-                .unwrap()
-                .kept
-                .insert(names.storage_table.clone(), kept);
+            self.keep(names, done.levels, done.cuts);
         }
         Ok(Passed::Done)
     }

@@ -10,7 +10,7 @@ use crate::stats::IngestStats;
 
 use super::downsampler::Downsampler;
 use super::registry::save_state;
-use super::state::{Kept, State};
+use super::state::State;
 use super::store::Store;
 use crate::clock::now_ns;
 
@@ -85,15 +85,7 @@ impl Downsampler {
             done.cuts_at = now;
             save_state(store, names, done).await?;
             if store.is_here() {
-                let kept = Kept {
-                    levels: done.levels.clone(),
-                    cuts: cuts.clone(),
-                };
-                self.readers
-                    .lock()
-                    .unwrap()
-                    .kept
-                    .insert(names.storage_table.clone(), kept);
+                self.keep(names, done.levels.clone(), cuts.clone());
             }
             // Readers read buckets where they read rows.
             self.unsettle(&names.database_name);

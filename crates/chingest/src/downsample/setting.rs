@@ -10,7 +10,7 @@ use super::downsampler::Downsampler;
 use super::moves::{check_move, no_longer_downsampled, rows_went};
 use super::policy::DownsamplingSetting;
 use super::registry::{read_registry, save_state, state_table, state_table_sql, OFF, STATE_TABLE};
-use super::state::{rollups, Cuts, Kept, State, CLEAN};
+use super::state::{rollups, Cuts, State, CLEAN};
 use super::store::Store;
 use crate::clock::now_ns;
 
@@ -67,15 +67,7 @@ impl Downsampler {
                     self.make_tables(&engine, &names, &rollups(&names, &fields, &levels), &fields)
                         .await?;
                 }
-                let kept = Kept {
-                    levels,
-                    cuts: state.cuts,
-                };
-                self.readers
-                    .lock()
-                    .unwrap()
-                    .kept
-                    .insert(names.storage_table.clone(), kept);
+                self.keep(&names, levels, state.cuts);
             }
         }
         Ok(())

@@ -282,6 +282,15 @@ impl Downsampler {
         Some(view_of(names, kept, fields, unsettled))
     }
 
+    /// Tells readers the levels the rollups of the fact table `names` hold
+    /// and the cuts they are kept from (in the embedded mode: in the
+    /// cluster mode readers learn them from every shard).
+    pub(super) fn keep(&self, names: &TableNames, levels: Vec<Resolution>, cuts: Cuts) {
+        let kept = Kept { levels, cuts };
+        let table = names.storage_table.clone();
+        self.readers.lock().unwrap().kept.insert(table, kept);
+    }
+
     /// The levels the rollups of the fact table `names` hold, as far as
     /// this process knows: `policy`'s until a pass or the registry said.
     pub(super) fn levels_of(&self, names: &TableNames, policy: &Downsampling) -> Vec<Resolution> {
