@@ -51,25 +51,30 @@ use tokio::sync::mpsc;
 
 use crate::catalog::Table;
 use crate::config::LastValueConfig;
-use crate::last_value::table::{set_value, EngineLast, State, Status, NO_RECENT};
+use crate::last_value::engine_last::EngineLast;
+use crate::last_value::table::{set_value, State, Status, NO_RECENT};
 use crate::layout::series::SeriesKey;
 use crate::stats::IngestStats;
 use crate::wal::TableRef;
 
+mod answers;
 mod blocks;
 mod chunk;
+mod engine_last;
+mod lookup;
 mod postings;
 pub(crate) mod rebuild;
 mod recent;
+mod snapshot;
 mod table;
 
+pub use answers::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 pub(crate) use blocks::ChunkCache;
 pub use blocks::BLOCK_NS;
 pub use postings::{TagMatcher, TagTest};
 pub use recent::CompressedSamples;
 pub(crate) use recent::Taken;
 pub(crate) use table::TableLast;
-pub use table::{IndexedSeries, LastField, LastSeries, LastValue, RecentSamples};
 
 /// The shortest span of recent samples a table keeps under the memory
 /// bound; shorter, it keeps none (its reads go to the engine).

@@ -15,12 +15,11 @@ use crate::catalog::Table;
 use crate::clock::now_ns;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::last_value::answers::LastField;
+use crate::last_value::engine_last::{EngineLast, EngineSamples, SeriesNewest, SeriesTags};
 use crate::last_value::postings::TAG_BYTES;
 use crate::last_value::recent::PLANNED_SAMPLE_BYTES;
-use crate::last_value::table::{
-    EngineLast, EngineSamples, LastField, SeriesNewest, SeriesTags, Status, Values, NO_RECENT,
-    SERIES_BYTES, VALUE_BYTES,
-};
+use crate::last_value::table::{Status, Values, NO_RECENT, SERIES_BYTES, VALUE_BYTES};
 use crate::last_value::{LastValues, RebuildQueue, MIN_RECENT_SPAN_NS};
 use crate::layout::names::{quote_ident, quote_literal};
 use crate::layout::schema::FieldType;

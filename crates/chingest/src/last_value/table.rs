@@ -1,102 +1,24 @@
 //! One table's cache: per series its tags (and the postings index over
 //! them) and, per field, the first time, the newest time and value, and
-//! (numeric fields) the recent samples, in columns by series slot; what it
-//! answers (the public [`LastSeries`], [`IndexedSeries`], recent samples)
-//! and the snapshot a statement reads as a table; and what a rebuild read
-//! from the engine ([`EngineLast`]).
+//! (numeric fields) the recent samples, in columns by series slot; and how
+//! writes and rebuilds change them. What it answers is in `lookup.rs`, the
+//! snapshot a statement reads as a table in `snapshot.rs`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::RwLock;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, StringArray,
-    TimestampNanosecondArray, UInt64Array,
-};
+use arrow::array::{Array, AsArray};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{Float64Type, Int64Type, TimestampNanosecondType, UInt64Type};
 use arrow::record_batch::RecordBatch;
 
-use crate::config::DuplicatePolicy;
 use crate::error::Result;
-use crate::last_value::postings::{Among, TagIndex, TagMatcher, TagsAt};
-use crate::last_value::recent::{Sample, SeriesSamples, Taken};
+use crate::last_value::answers::LastField;
+use crate::last_value::postings::{TagIndex, TagsAt};
+use crate::last_value::recent::{Sample, SeriesSamples};
 use crate::layout::schema::FieldType;
 use crate::layout::series::SeriesIdMap;
-use crate::parallel;
-
-/// One cached series: its id, tags sorted by key, and the newest value of
-/// each field.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LastSeries {
-    /// The series' id (see [`series`](crate::layout::series)).
-    pub series_id: u64,
-    /// Tags, sorted by key.
-    pub tags: Vec<(String, String)>,
-    /// The newest value of each field the series has, sorted by field name.
-    pub fields: Vec<(String, LastValue)>,
-}
-
-/// A series the index selected: its id, tags sorted by key, and the times
-/// of its first and newest value of the field asked about.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IndexedSeries {
-    /// The series' id.
-    pub series_id: u64,
-    /// Tags, sorted by key.
-    pub tags: Vec<(String, String)>,
-    /// Its first value's time, ns (as far back as the engine held on open,
-    /// or the last edit: rows dropped by retention since may make it
-    /// earlier than the first stored now).
-    pub first_ns: i64,
-    /// Its newest value's time, ns.
-    pub last_ns: i64,
-}
-
-/// Recent samples of one field of some series, from memory: every
-/// sample of those series from `from_ns` on (up to the end asked for).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecentSamples<S = Vec<(i64, f64)>> {
-    /// Where they start (ns): the start asked for, or later when memory
-    /// does not reach back so far (the rest is the engine's to answer).
-    pub from_ns: i64,
-    /// Each series' samples (time, value), in the order asked for: time in
-    /// the unit asked for (ns unless [`Ingestor::recent_compressed`]
-    /// asked for another), one sample per time; decoded, or compressed
-    /// ([`CompressedSamples`](crate::CompressedSamples)).
-    ///
-    /// [`Ingestor::recent_compressed`]: crate::Ingestor::recent_compressed
-    pub samples: Vec<S>,
-    /// Whether each sample is one row of the table, as a count or a sum
-    /// over the engine's rows sees them: false when a point in the range
-    /// was written twice into a table that keeps every row (the `append`
-    /// duplicate policy), of which memory keeps the later write only.
-    pub one_row_each: bool,
-}
-
-/// The newest value of one field of one series.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LastValue {
-    /// Its time, in nanoseconds since the epoch.
-    pub time_ns: i64,
-    /// The value.
-    pub value: LastField,
-}
-
-/// A field value, typed like its field.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LastField {
-    /// A float field's value.
-    Float(f64),
-    /// An integer field's value.
-    Integer(i64),
-    /// An unsigned field's value.
-    UInteger(u64),
-    /// A string field's value.
-    String(String),
-    /// A boolean field's value.
-    Boolean(bool),
-}
 
 /// Where a table's cache stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,15 +46,12 @@ impl Status {
 }
 
 /// "No value yet" in a field's times.
-const NO_TIME: i64 = i64::MIN;
+pub(super) const NO_TIME: i64 = i64::MIN;
 /// "No value yet" in a field's first times.
-const NO_FIRST: i64 = i64::MAX;
+pub(super) const NO_FIRST: i64 = i64::MAX;
 /// `recent_from` of a table that keeps no recent samples.
 pub(super) const NO_RECENT: i64 = i64::MAX;
 
-/// Series whose recent samples are worth decoding on a core of their own
-/// (`parallel::map`): a range read of a few series stays on its thread.
-const SERIES_PER_TASK: usize = 32;
 /// Bookkeeping per series besides tags and fields: its id, where its tags
 /// are, and its entry in the id → slot map.
 pub(super) const SERIES_BYTES: usize = 40;
@@ -160,13 +79,13 @@ pub(super) struct State {
     pub(super) index: SeriesIdMap<u32>,
     pub(super) series: Vec<CachedSeries>,
     pub(super) fields: Vec<FieldColumn>,
-    field_index: HashMap<String, usize>,
+    pub(super) field_index: HashMap<String, usize>,
     /// Estimated bytes held, as counted in the global total.
     pub(super) bytes: usize,
     /// Series met whose tags are not known yet.
     pub(super) untagged: usize,
     /// Every series' tags, and (key, value) → slots.
-    tags: TagIndex,
+    pub(super) tags: TagIndex,
     /// Every acknowledged sample of a numeric field whose time is at or
     /// after this (ns) is in the fields' `recent`; [`NO_RECENT`]: none is
     /// kept. Moves forward only, as old samples are trimmed.
@@ -551,149 +470,6 @@ impl State {
         self.recent_bytes = (self.recent_bytes + samples.bytes()).saturating_sub(before);
         self.recent_samples += samples.len() - count;
     }
-
-    /// The slots (sorted) of the tagged series the matchers select that
-    /// have a value of `field` (any field when `None`), in `range` (ns, by
-    /// their first and newest times) when given.
-    fn selected(
-        &self,
-        matchers: &[TagMatcher<'_>],
-        field: Option<&str>,
-        range: Option<(i64, i64)>,
-    ) -> Vec<u32> {
-        let Some(has_rows) = self.has_rows(field, range) else {
-            return Vec::new();
-        };
-        let mut slots = self
-            .tags
-            .select(self.series.len() as u32, matchers, |slot| {
-                self.tags_of(slot)
-            });
-        slots.retain(|&slot| has_rows(slot));
-        slots
-    }
-
-    /// Where the tags of the series in `slot` are.
-    fn tags_of(&self, slot: u32) -> TagsAt {
-        self.series[slot as usize].tags
-    }
-
-    /// Calls `list` with the series the matchers select, as
-    /// [`selected`](Self::selected) says, and how to find their tags:
-    /// without matchers as a test (each value's postings read until a
-    /// series passes), without any condition as every series.
-    fn among<T>(
-        &self,
-        matchers: &[TagMatcher<'_>],
-        field: Option<&str>,
-        range: Option<(i64, i64)>,
-        list: impl FnOnce(Among<'_>, &dyn Fn(u32) -> TagsAt) -> T,
-    ) -> T {
-        let tags_of = |slot: u32| self.tags_of(slot);
-        if matchers.is_empty() && field.is_none() && range.is_none() {
-            return list(Among::Every, &tags_of);
-        }
-        if matchers.is_empty() {
-            return match self.has_rows(field, range) {
-                Some(has_rows) => list(Among::Kept(&has_rows), &tags_of),
-                None => list(Among::Slots(&[]), &tags_of),
-            };
-        }
-        list(
-            Among::Slots(&self.selected(matchers, field, range)),
-            &tags_of,
-        )
-    }
-
-    /// Whether the series in a slot is tagged and has a value of `field`
-    /// (any field when `None`) in `range` (ns) when given — with neither,
-    /// whether it is tagged (a series of the series table, rows or not);
-    /// `None` when the table has no such field.
-    fn has_rows(
-        &self,
-        field: Option<&str>,
-        range: Option<(i64, i64)>,
-    ) -> Option<impl Fn(u32) -> bool + '_> {
-        let columns: Vec<&FieldColumn> = match field {
-            Some(field) => vec![&self.fields[*self.field_index.get(field)?]],
-            None => self.fields.iter().collect(),
-        };
-        let any_rows = field.is_none() && range.is_none();
-        Some(move |slot: u32| {
-            let slot = slot as usize;
-            self.series[slot].tags.is_known()
-                && (any_rows
-                    || columns.iter().any(|column| {
-                        let (first, last) = (column.firsts[slot], column.times[slot]);
-                        first != NO_FIRST
-                            && !range.is_some_and(|(start, end)| first > end || last < start)
-                    }))
-        })
-    }
-
-    /// The tagged series the matchers select that have a value of field
-    /// `field` in `range` (ns, by their first and newest times), by slot.
-    fn select(
-        &self,
-        matchers: &[TagMatcher<'_>],
-        field: &str,
-        range: Option<(i64, i64)>,
-    ) -> Vec<IndexedSeries> {
-        let Some(&f) = self.field_index.get(field) else {
-            return Vec::new();
-        };
-        let column = &self.fields[f];
-        self.selected(matchers, Some(field), range)
-            .into_iter()
-            .map(|slot| {
-                let slot = slot as usize;
-                IndexedSeries {
-                    series_id: self.series[slot].id,
-                    tags: self.tags.owned_tags(self.series[slot].tags),
-                    first_ns: column.firsts[slot],
-                    last_ns: column.times[slot],
-                }
-            })
-            .collect()
-    }
-
-    /// The series `keep` accepts that have a value, fields sorted by name.
-    pub(super) fn read(&self, mut keep: impl FnMut(&[(&str, &str)]) -> bool) -> Vec<LastSeries> {
-        let mut order: Vec<usize> = (0..self.fields.len()).collect();
-        order.sort_by(|&a, &b| self.fields[a].name.cmp(&self.fields[b].name));
-        let mut found = Vec::new();
-        let mut tags: Vec<(&str, &str)> = Vec::new();
-        for (slot, series) in self.series.iter().enumerate() {
-            if !series.tags.is_known() {
-                continue;
-            }
-            tags.clear();
-            tags.extend(self.tags.tags(series.tags));
-            if !keep(&tags) {
-                continue;
-            }
-            let fields: Vec<(String, LastValue)> = order
-                .iter()
-                .map(|&i| &self.fields[i])
-                .filter(|field| field.times[slot] != NO_TIME)
-                .map(|field| {
-                    let value = LastValue {
-                        time_ns: field.times[slot],
-                        value: field.values.get(slot),
-                    };
-                    (field.name.clone(), value)
-                })
-                .collect();
-            if !fields.is_empty() {
-                found.push(LastSeries {
-                    series_id: series.id,
-                    tags: self.tags.owned_tags(series.tags),
-                    fields,
-                });
-            }
-        }
-        found
-    }
 }
 
 /// The rows of a chunk as one field's update sees them.
@@ -774,97 +550,6 @@ impl TableLast {
         }
     }
 
-    /// The whole cache, read-locked, if it answers.
-    fn ready(&self) -> Option<std::sync::RwLockReadGuard<'_, State>> {
-        if self.status() != Status::Ready {
-            return None;
-        }
-        let state = self.state.read().unwrap();
-        (state.status == Status::Ready && state.untagged == 0).then_some(state)
-    }
-
-    /// The series whose tags the matchers accept and that have a value of
-    /// `field` in `range` (ns: between their first and newest value), in
-    /// no particular order; `None` unless the cache is whole.
-    pub(crate) fn select(
-        &self,
-        matchers: &[TagMatcher<'_>],
-        field: &str,
-        range: Option<(i64, i64)>,
-    ) -> Option<Vec<IndexedSeries>> {
-        Some(self.ready()?.select(matchers, field, range))
-    }
-
-    /// The values of tag `key` among the series the matchers accept
-    /// (every series of the table when there are none) that have a value
-    /// of `field` if given, in `range` (ns) if given; sorted; `None`
-    /// unless the cache is whole.
-    pub(crate) fn tag_values(
-        &self,
-        key: &str,
-        matchers: &[TagMatcher<'_>],
-        field: Option<&str>,
-        range: Option<(i64, i64)>,
-    ) -> Option<Vec<String>> {
-        let state = self.ready()?;
-        Some(state.among(matchers, field, range, |among, tags_of| {
-            state.tags.values(key, among, tags_of)
-        }))
-    }
-
-    /// The tag keys of the series the matchers accept, as
-    /// [`tag_values`](Self::tag_values) selects them; sorted; `None`
-    /// unless the cache is whole.
-    pub(crate) fn tag_keys(
-        &self,
-        matchers: &[TagMatcher<'_>],
-        field: Option<&str>,
-        range: Option<(i64, i64)>,
-    ) -> Option<Vec<String>> {
-        let state = self.ready()?;
-        Some(state.among(matchers, field, range, |among, tags_of| {
-            state.tags.keys(among, tags_of)
-        }))
-    }
-
-    /// Each of `ids`' samples of numeric field `field` in `[from, end]`
-    /// (ns), in `ids`' order (none for a series or field the table does
-    /// not have), where `from` is `start` or, when the cache does not hold
-    /// every sample from there on, the time from which it does; `None`
-    /// unless the cache is whole and holds every sample of some part of
-    /// the range. Times are told in units of `per` ns (1: ns), floored,
-    /// the last sample of equal times kept.
-    pub(crate) fn recent<S: Taken>(
-        &self,
-        field: &str,
-        ids: &[u64],
-        (start, end): (i64, i64),
-        per: i64,
-        duplicates: DuplicatePolicy,
-    ) -> Option<RecentSamples<S>> {
-        let state = self.ready()?;
-        let from = start.max(state.recent_from);
-        if from > end || state.recent_from == NO_RECENT {
-            return None;
-        }
-        let column = state.field_index.get(field).map(|&f| &state.fields[f]);
-        let recent = column.and_then(|column| column.recent.as_ref());
-        let one_row_each = duplicates == DuplicatePolicy::Last
-            || column.is_none_or(|column| column.repeated < from);
-        let samples = parallel::map(ids.iter().collect(), SERIES_PER_TASK, |id| {
-            let slot = state.index.get(id);
-            match (recent, slot) {
-                (Some(recent), Some(&slot)) => S::taken(&recent[slot as usize], from, end, per),
-                _ => S::default(),
-            }
-        });
-        Some(RecentSamples {
-            from_ns: from,
-            samples,
-            one_row_each,
-        })
-    }
-
     pub(super) fn status(&self) -> Status {
         Status::from_u8(self.status.load(Ordering::Acquire))
     }
@@ -872,85 +557,6 @@ impl TableLast {
     pub(super) fn set_status(&self, state: &mut State, status: Status) {
         state.status = status;
         self.status.store(status as u8, Ordering::Release);
-    }
-
-    /// The cached series `keep` accepts; `None` unless the cache is whole.
-    pub(crate) fn read(
-        &self,
-        keep: impl FnMut(&[(&str, &str)]) -> bool,
-    ) -> Option<Vec<LastSeries>> {
-        Some(self.ready()?.read(keep))
-    }
-
-    /// The whole cache as one batch, for SQL: `series_id`, `time` (the
-    /// newest of the series' field times), a column per tag key (empty
-    /// where a series lacks it; `<key>_tag` where a field or `series_id`
-    /// has the name, as in the measurement's view) and per field (NULL
-    /// where the series has no value). `None` unless the cache is whole.
-    pub(crate) fn snapshot(&self) -> Option<RecordBatch> {
-        let state = self.state.read().unwrap();
-        if state.status != Status::Ready || state.untagged != 0 {
-            return None;
-        }
-        let rows: Vec<usize> = (0..state.series.len())
-            .filter(|&slot| {
-                state.series[slot].tags.is_known()
-                    && state.fields.iter().any(|f| f.times[slot] != NO_TIME)
-            })
-            .collect();
-        let tag_keys: BTreeSet<&str> = rows
-            .iter()
-            .flat_map(|&slot| state.tags.tags(state.series[slot].tags))
-            .map(|(key, _)| key)
-            .collect();
-        let mut columns: Vec<(String, ArrayRef, bool)> = Vec::new();
-        let ids = UInt64Array::from_iter_values(rows.iter().map(|&slot| state.series[slot].id));
-        columns.push(("series_id".to_owned(), Arc::new(ids), false));
-        let times = rows.iter().map(|&slot| {
-            state
-                .fields
-                .iter()
-                .map(|f| f.times[slot])
-                .max()
-                .unwrap_or(NO_TIME)
-        });
-        let times = TimestampNanosecondArray::from_iter_values(times).with_timezone("UTC");
-        columns.push(("time".to_owned(), Arc::new(times), false));
-        for key in tag_keys {
-            let values = rows
-                .iter()
-                .map(|&slot| state.tags.value(state.series[slot].tags, key));
-            let name = match key == "series_id" || state.field_index.contains_key(key) {
-                true => format!("{key}_tag"),
-                false => key.to_owned(),
-            };
-            columns.push((name, Arc::new(StringArray::from_iter_values(values)), false));
-        }
-        let mut order: Vec<&FieldColumn> = state.fields.iter().collect();
-        order.sort_by(|a, b| a.name.cmp(&b.name));
-        for field in order {
-            let has = |slot: usize| field.times[slot] != NO_TIME;
-            let column: ArrayRef = match &field.values {
-                Values::Float(v) => Arc::new(Float64Array::from_iter(
-                    rows.iter().map(|&s| has(s).then(|| v[s])),
-                )),
-                Values::Integer(v) => Arc::new(Int64Array::from_iter(
-                    rows.iter().map(|&s| has(s).then(|| v[s])),
-                )),
-                Values::UInteger(v) => Arc::new(UInt64Array::from_iter(
-                    rows.iter().map(|&s| has(s).then(|| v[s])),
-                )),
-                Values::String(v) => Arc::new(StringArray::from_iter(
-                    rows.iter().map(|&s| has(s).then(|| v[s].as_str())),
-                )),
-                Values::Boolean(v) => Arc::new(BooleanArray::from_iter(
-                    rows.iter().map(|&s| has(s).then(|| v[s])),
-                )),
-            };
-            columns.push((field.name.clone(), column, true));
-        }
-        let batch = RecordBatch::try_from_iter_with_nullable(columns);
-        Some(batch.expect("columns of equal length"))
     }
 }
 
@@ -970,38 +576,4 @@ pub(super) fn set_value(values: &mut Values, slot: usize, value: &LastField) -> 
         _ => {}
     }
     0
-}
-
-/// A series' tags, as the series table holds them.
-pub(super) type SeriesTags = (u64, Vec<(String, String)>);
-
-/// A series' first time and newest non-NULL (time, value) per field, as
-/// the engine holds them.
-pub(super) type SeriesNewest = (u64, Vec<Option<(i64, i64, LastField)>>);
-
-/// What a rebuild read from the engine.
-pub(super) struct EngineLast {
-    /// Series of the measurement and their tags.
-    pub(super) tags: Vec<SeriesTags>,
-    /// The table's cached fields.
-    pub(super) fields: Vec<(String, FieldType)>,
-    /// Per series, each field's first time and newest non-NULL (time,
-    /// value).
-    pub(super) values: Vec<SeriesNewest>,
-    /// Where the recent samples were read from (ns).
-    pub(super) recent_from: i64,
-    /// The recent samples, per series and field.
-    pub(super) recent: Vec<EngineSamples>,
-}
-
-/// One series' recent samples of one field, read from the engine.
-#[derive(Debug)]
-pub(super) struct EngineSamples {
-    pub(super) series: u64,
-    /// Index in [`EngineLast::fields`].
-    pub(super) field: usize,
-    /// In time order, one per time (the row inserted last).
-    pub(super) samples: Vec<Sample>,
-    /// The newest time the engine held two rows at ([`i64::MIN`]: none).
-    pub(super) repeated: i64,
 }
