@@ -2,10 +2,12 @@
 //!
 //! Imports are found by reading the text, not by compiling it: comments,
 //! strings and `#[cfg(test)] mod … { … }` blocks are set aside, then every
-//! `crate::…`, `super::…` and `self::…` path names the module it reaches
-//! (the longest module prefix of the path). A re-export (`pub use`) is a
-//! declaration, not an import: a parent that re-exports its children does
-//! not depend on them.
+//! path — in a `use` (a re-export too) or in an expression — that starts
+//! with `crate::`, `super::`, `self::` or the name of a child module names
+//! the module it reaches: the longest module prefix of the path, followed
+//! through re-exports (`crate::Ingestor` reaches `ingestor`, which the root
+//! re-exports it from). A re-export under another name (`as`) is not
+//! followed: its path reaches the re-exporting module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -85,6 +87,58 @@ fn every_source_file_says_what_it_is_for() {
     assert!(
         missing.is_empty(),
         "these files do not open with a `//!` comment saying what they own and why: {missing:#?}"
+    );
+}
+
+/// A source file longer than this (its tests apart) holds one job and
+/// ARCHITECTURE.md says which: past it a file is split by job.
+const LONG_FILE_LINES: usize = 700;
+
+#[test]
+fn long_source_files_are_one_job_and_say_which() {
+    let architecture = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let heading = "### Files over 700 lines";
+    let listed = architecture
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has no {heading:?} section"));
+    // Each entry a bullet opening with its path.
+    let listed: Vec<&str> = listed
+        .split("\n#")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix("- `")?.split('`').next())
+        .collect();
+    let (mut unexplained, mut long) = (Vec::new(), Vec::new());
+    for (dir, _, _) in CRATE_RANKS {
+        for file in rust_files(&root().join(dir).join("src")) {
+            if file.file_name().is_some_and(|name| name == "tests.rs") {
+                continue;
+            }
+            let text = fs::read_to_string(&file).unwrap();
+            let lines = text.split("\n#[cfg(test)]").next().unwrap().lines().count();
+            if lines > LONG_FILE_LINES {
+                let path = relative(&file);
+                if !listed.contains(&path.as_str()) {
+                    unexplained.push(format!("{path} ({lines} lines)"));
+                }
+                long.push(path);
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "split these by job, or name each in ARCHITECTURE.md's {heading:?} with why it is one: \
+         {unexplained:#?}"
+    );
+    let stale: Vec<&&str> = listed
+        .iter()
+        .filter(|path| !long.iter().any(|long| long == *path))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md's {heading:?} names files no longer that long: {stale:#?}"
     );
 }
 
@@ -188,8 +242,8 @@ fn no_two_modules_of_a_crate_import_each_other() {
             continue;
         }
         let graph = module_graph(&src);
-        if let Some(cycle) = find_cycle(&graph) {
-            cycles.push(format!("{dir}: {}", cycle.join(" → ")));
+        for knot in knots(&graph) {
+            cycles.push(format!("{dir}: {}", knot.join(" ↔ ")));
         }
     }
     assert!(
@@ -224,21 +278,84 @@ fn library_modules_import_only_layers_below_them() {
     );
 }
 
-/// The module graph's own rules, on small sources.
+/// The module graph's own rules, on small sources: paths in code count,
+/// comments, strings and tests do not; a re-export is followed to where
+/// its name is defined.
 #[test]
-fn imports_are_read_from_paths_not_from_comments_strings_or_re_exports() {
-    let modules: BTreeSet<String> = ["", "a", "a::b", "c", "d"].map(String::from).into();
-    let source = r#"
-        //! uses crate::c in a comment
-        use crate::a::{b::Thing, Other};
-        pub use crate::d::Exported;
-        const TEXT: &str = "crate::c";
-        fn f() { super::super::c::g(); }
-        #[cfg(test)]
-        mod tests { use crate::c; }
-    "#;
-    let imports = imports_of("a::b", &code_of(source), &modules);
-    assert_eq!(imports, ["a", "c"].map(String::from).into());
+fn imports_are_read_from_paths_not_from_comments_strings_or_tests() {
+    let graph = graph_of(&crate_of(&[
+        ("", "mod a; mod c; mod d; pub use a::b::Thing;"),
+        ("a", "mod b;"),
+        (
+            "a::b",
+            r#"
+            //! uses crate::c in a comment
+            use crate::a::{b::Thing, Other};
+            pub use crate::d::Exported;
+            const TEXT: &str = "crate::c";
+            fn f() { super::super::c::g(); }
+            #[cfg(test)]
+            mod tests { use crate::c; }
+            "#,
+        ),
+        ("c", "fn f() -> crate::Thing { todo!() }"),
+        ("d", ""),
+    ]));
+    let set = |modules: &[&str]| {
+        modules
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(graph["a::b"], set(&["a", "c", "d"]));
+    assert_eq!(graph["c"], set(&["a::b"]), "through the root's re-export");
+    assert_eq!(graph[""], set(&["a::b"]), "a re-export is an import");
+}
+
+/// A cycle of every form an import can take is found, and none where the
+/// imports go one way.
+#[test]
+fn a_planted_cycle_of_each_form_is_found() {
+    let child_back = ("p::k", "use super::Shared;");
+    let cycles = [
+        (
+            "a parent's use of a child",
+            [("p", "mod k; use k::X;"), child_back],
+        ),
+        (
+            "a parent's re-export of a child",
+            [("p", "mod k; pub use k::X;"), child_back],
+        ),
+        (
+            "a path to a child in an expression",
+            [("p", "mod k; fn f() { k::g() }"), child_back],
+        ),
+        (
+            "a crate path",
+            [("p", "fn f() { crate::p::k::g() }"), child_back],
+        ),
+    ];
+    for (form, modules) in cycles {
+        let mut sources = vec![("", "mod p;")];
+        sources.extend(modules);
+        assert!(!knots(&graph_of(&crate_of(&sources))).is_empty(), "{form}");
+    }
+    let through_re_export = crate_of(&[
+        ("", "mod a; mod b; pub use a::A;"),
+        ("a", "use crate::b::B;"),
+        ("b", "fn f(_: crate::A) {}"),
+    ]);
+    assert!(!knots(&graph_of(&through_re_export)).is_empty());
+    let one_way = crate_of(&[("", "mod p;"), ("p", "mod k; use k::X;"), ("p::k", "")]);
+    assert!(knots(&graph_of(&one_way)).is_empty());
+}
+
+/// A crate of `modules` (name, source), as [`module_graph`] reads one.
+fn crate_of(modules: &[(&str, &str)]) -> BTreeMap<String, String> {
+    modules
+        .iter()
+        .map(|(module, source)| (module.to_string(), code_of(source)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -463,7 +580,7 @@ fn strip_test_modules(code: &str) -> String {
 /// `main.rs`), with the modules it imports.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let has_lib = src.join("lib.rs").exists();
-    let mut files = BTreeMap::new();
+    let mut sources = BTreeMap::new();
     for file in rust_files(src) {
         let relative = file.strip_prefix(src).unwrap().with_extension("");
         let mut parts: Vec<String> = relative
@@ -477,24 +594,98 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         if last == "mod" || (parts.len() == 1 && (last == "lib" || last == "main")) {
             parts.pop();
         }
-        files.insert(parts.join("::"), file);
+        sources.insert(
+            parts.join("::"),
+            code_of(&fs::read_to_string(&file).unwrap()),
+        );
     }
-    let modules: BTreeSet<String> = files.keys().cloned().collect();
-    files
+    graph_of(&sources)
+}
+
+/// The import graph of a crate's modules, given each one's code.
+fn graph_of(sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let modules: BTreeSet<String> = sources.keys().cloned().collect();
+    let mut names = Names {
+        modules,
+        re_exports: BTreeMap::new(),
+    };
+    for (module, code) in sources {
+        let exported = re_exports(code)
+            .iter()
+            .flat_map(|statement| paths_in(module, statement, &names.modules))
+            .filter_map(|path| Some((path.last()?.clone(), path)))
+            .collect();
+        names.re_exports.insert(module.clone(), exported);
+    }
+    sources
         .iter()
-        .map(|(module, file)| {
-            let code = code_of(&fs::read_to_string(file).unwrap());
-            (module.clone(), imports_of(module, &code, &modules))
-        })
+        .map(|(module, code)| (module.clone(), imports_of(module, code, &names)))
         .collect()
 }
 
-/// The modules `code` (of `module`) imports, among `modules`.
-fn imports_of(module: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let code = without_re_exports(code);
-    let mut imports = BTreeSet::new();
+/// What a crate's paths can reach: its modules, and the names each module
+/// re-exports, with the paths (from the crate root) they stand for.
+struct Names {
+    modules: BTreeSet<String>,
+    re_exports: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+}
+
+impl Names {
+    /// The module `path` (from the crate root) reaches: its longest module
+    /// prefix, through the re-exports it goes by.
+    fn module_of(&self, path: &[String]) -> String {
+        let mut path = path.to_vec();
+        // A few re-exports deep at most; more would be a loop of them.
+        for _ in 0..8 {
+            let borrowed: Vec<&str> = path.iter().map(String::as_str).collect();
+            let module = longest_module(&borrowed, &self.modules);
+            let depth = module.split("::").filter(|p| !p.is_empty()).count();
+            let target = path
+                .get(depth)
+                .and_then(|name| self.re_exports.get(&module)?.get(name));
+            match target {
+                Some(target) if *target != path[..=depth] => {
+                    path = target.iter().chain(&path[depth + 1..]).cloned().collect();
+                }
+                _ => return module,
+            }
+        }
+        longest_module(
+            &path.iter().map(String::as_str).collect::<Vec<_>>(),
+            &self.modules,
+        )
+    }
+}
+
+/// The modules `code` (of `module`) imports, among `names`' modules.
+fn imports_of(module: &str, code: &str, names: &Names) -> BTreeSet<String> {
+    let mut imports: BTreeSet<String> = paths_in(module, code, &names.modules)
+        .iter()
+        .map(|path| names.module_of(path))
+        .collect();
+    imports.remove(module);
+    imports
+}
+
+/// Every path in `code` (of `module`) that starts with `crate::`,
+/// `super::`, `self::` or a child module's name, from the crate root.
+fn paths_in(module: &str, code: &str, modules: &BTreeSet<String>) -> Vec<Vec<String>> {
     let here: Vec<&str> = module.split("::").filter(|p| !p.is_empty()).collect();
-    for start in ["crate::", "super::", "self::"] {
+    let children: Vec<String> = modules
+        .iter()
+        .filter_map(|m| {
+            let rest = match module {
+                "" => m.as_str(),
+                _ => m.strip_prefix(module)?.strip_prefix("::")?,
+            };
+            (!rest.is_empty() && !rest.contains("::")).then(|| format!("{rest}::"))
+        })
+        .collect();
+    let starts = ["crate::", "super::", "self::"]
+        .into_iter()
+        .chain(children.iter().map(String::as_str));
+    let mut paths = Vec::new();
+    for start in starts {
         for (at, _) in code.match_indices(start) {
             let before = code[..at].chars().next_back();
             if matches!(before, Some(c) if c.is_alphanumeric() || c == '_' || c == ':') {
@@ -503,7 +694,7 @@ fn imports_of(module: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<
             let (base, at) = match start {
                 "crate::" => (Vec::new(), at + start.len()),
                 "self::" => (here.clone(), at + start.len()),
-                _ => {
+                "super::" => {
                     let mut base = here.clone();
                     let mut at = at;
                     while code[at..].starts_with("super::") {
@@ -512,38 +703,30 @@ fn imports_of(module: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<
                     }
                     (base, at)
                 }
+                // A child's name: the path starts here.
+                _ => (here.clone(), at),
             };
             for path in use_tree(&code[at..]) {
-                let mut full: Vec<&str> = base.clone();
-                full.extend(path.iter().map(String::as_str));
-                imports.insert(longest_module(&full, modules));
+                let mut full: Vec<String> = base.iter().map(|p| p.to_string()).collect();
+                full.extend(path);
+                paths.push(full);
             }
         }
     }
-    imports.remove(module);
-    imports
+    paths
 }
 
-/// `code` without `pub use …;` / `pub(…) use …;` statements.
-fn without_re_exports(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    loop {
-        let found = ["pub use ", "pub(crate) use ", "pub(super) use "]
-            .iter()
-            .filter_map(|p| rest.find(p))
-            .min();
-        let Some(at) = found else {
-            break;
-        };
-        out.push_str(&rest[..at]);
-        rest = match rest[at..].find(';') {
-            Some(end) => &rest[at + end + 1..],
-            None => "",
-        };
+/// The text of each `pub use …;` / `pub(…) use …;` statement of `code`,
+/// from its `use`.
+fn re_exports(code: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for prefix in ["pub use ", "pub(crate) use ", "pub(super) use "] {
+        for (at, _) in code.match_indices(prefix) {
+            let statement = &code[at + prefix.len() - "use ".len()..];
+            found.push(&statement[..statement.find(';').unwrap_or(statement.len())]);
+        }
     }
-    out.push_str(rest);
-    out
+    found
 }
 
 /// The paths a use tree (or an expression path) starting at `text` names:
@@ -613,44 +796,56 @@ fn longest_module(path: &[&str], modules: &BTreeSet<String>) -> String {
         .unwrap_or_default()
 }
 
-/// A cycle in `graph`, as the modules along it, if there is one.
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        state: &mut BTreeMap<String, bool>,
-        stack: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        state.insert(node.to_owned(), false);
-        stack.push(node.to_owned());
+/// The knots of `graph`: each set of two or more modules that reach
+/// one another through imports (its strongly connected components,
+/// Tarjan's algorithm), as their shown names, sorted.
+fn knots(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    #[derive(Default)]
+    struct Walk<'g> {
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        knots: Vec<Vec<String>>,
+    }
+    fn visit<'g>(
+        node: &'g str,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        walk: &mut Walk<'g>,
+    ) {
+        let index = walk.index.len();
+        walk.index.insert(node, index);
+        walk.low.insert(node, index);
+        walk.stack.push(node);
         for next in graph.get(node).into_iter().flatten() {
-            match state.get(next) {
-                Some(false) => {
-                    let from = stack.iter().position(|n| n == next).unwrap();
-                    let mut cycle: Vec<String> =
-                        stack[from..].iter().map(|n| shown(n).to_owned()).collect();
-                    cycle.push(shown(next).to_owned());
-                    return Some(cycle);
-                }
-                Some(true) => {}
-                None => {
-                    if let Some(cycle) = visit(next, graph, state, stack) {
-                        return Some(cycle);
-                    }
-                }
+            let next = next.as_str();
+            if !walk.index.contains_key(next) {
+                visit(next, graph, walk);
+                let low = walk.low[node].min(walk.low[next]);
+                walk.low.insert(node, low);
+            } else if walk.stack.contains(&next) {
+                let low = walk.low[node].min(walk.index[next]);
+                walk.low.insert(node, low);
             }
         }
-        stack.pop();
-        state.insert(node.to_owned(), true);
-        None
+        if walk.low[node] == index {
+            let from = walk.stack.iter().position(|n| *n == node).unwrap();
+            let mut knot: Vec<String> = walk
+                .stack
+                .drain(from..)
+                .map(|n| shown(n).to_owned())
+                .collect();
+            if knot.len() > 1 {
+                knot.sort();
+                walk.knots.push(knot);
+            }
+        }
     }
-    let mut state = BTreeMap::new();
+    let mut walk = Walk::default();
     for node in graph.keys() {
-        if !state.contains_key(node) {
-            if let Some(cycle) = visit(node, graph, &mut state, &mut Vec::new()) {
-                return Some(cycle);
-            }
+        if !walk.index.contains_key(node.as_str()) {
+            visit(node, graph, &mut walk);
         }
     }
-    None
+    walk.knots.sort();
+    walk.knots
 }
