@@ -46,9 +46,10 @@
 //! The rooms, each importing only those below it: [`state`] (the shared
 //! data), [`migrate`] (planning a move), [`store`] (the storage mode as
 //! the stores a pass runs on), [`registry`], [`cluster`] (leases and what
-//! shards hold), [`downsampler`] (what is known, by who locks it), then
-//! the jobs: [`policy`], [`view`] (readers), [`marks`] (edits),
-//! [`learn`], [`removal`], [`moves`], [`pass`], [`setting`].
+//! shards hold), [`policy`] (which tables, at which levels),
+//! [`downsampler`] (what is known, by who locks it), then the jobs:
+//! [`view`] (readers), [`marks`] (edits), [`learn`], [`removal`],
+//! [`moves`], [`pass`], [`setting`].
 
 mod cluster;
 mod downsampler;

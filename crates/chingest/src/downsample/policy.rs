@@ -1,11 +1,11 @@
 //! Which databases and tables are downsampled, at which levels: the
 //! configuration file's, overridden by what statements set.
 
-use crate::config::Downsampling;
-use crate::layout::names::TableNames;
-
 use std::collections::BTreeMap;
 use std::sync::RwLock;
+
+use crate::config::Downsampling;
+use crate::layout::names::TableNames;
 
 /// How `SET DOWNSAMPLING` sets a database's levels
 /// ([`crate::Ingestor::set_downsampling`]).
