@@ -10,7 +10,9 @@ use std::time::Duration;
 use crate::catalog::Catalog;
 use crate::config::DownsamplingConfig;
 use crate::engine::Engine;
+use crate::error::Result;
 use crate::last_value::LastValues;
+use crate::layout::names::TableNames;
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
@@ -92,6 +94,17 @@ pub(super) enum Mode {
 }
 
 impl Mode {
+    /// Whether this node may make a pass over the table `names` now: in
+    /// the embedded mode always; in the cluster mode while it holds the
+    /// lease on its database (asked before each table, so a pass that
+    /// outlives its term stops at the next).
+    pub(super) async fn may_pass(&self, engine: &Engine, names: &TableNames) -> Result<bool> {
+        match (self, &engine.cluster) {
+            (Mode::Cluster { lease, .. }, Some(shards)) => lease.holds(shards, names).await,
+            _ => Ok(true),
+        }
+    }
+
     /// Whether every node has learnt, by `now`, cuts or levels recorded at
     /// `recorded` (ns): at once in the embedded mode; in the cluster mode
     /// once the removal delay passed.

@@ -27,7 +27,7 @@ impl Downsampler {
             return Ok(false);
         };
         // (In the embedded mode a pass is made even with no table.)
-        let mut passed_any = engine.cluster.is_none();
+        let mut passed_any = matches!(self.mode, Mode::Embedded);
         for name in self.policies.downsampled() {
             let Some(database) = catalog.database(&name) else {
                 continue;
@@ -47,10 +47,8 @@ impl Downsampler {
                 };
                 // Asked before each table: a pass that outlives its term
                 // stops at the next table.
-                if let (Mode::Cluster { lease, .. }, Some(shards)) = (&self.mode, &engine.cluster) {
-                    if !lease.holds(shards, &names).await? {
-                        break;
-                    }
+                if !self.mode.may_pass(&engine, &names).await? {
+                    break;
                 }
                 passed_any = true;
                 // Taken before the pass looks for new rows: an insert it

@@ -44,13 +44,7 @@ impl Downsampler {
                 )
             })
             .collect();
-        store.execute_all(drops.clone()).await?;
-        if let Store::Shard(engine, _, _) = store {
-            // The `Distributed` table that read it here (other nodes drop
-            // theirs when they learn, `learn_from`).
-            engine.execute_all(drops).await?;
-        }
-        Ok(())
+        store.drop_tables(drops).await
     }
 
     /// Moves the cuts of the table `names` as far as its ages allow (saved

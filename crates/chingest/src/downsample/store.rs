@@ -46,6 +46,17 @@ impl Store<'_> {
         }
     }
 
+    /// Runs `drops` (statements dropping tables): a shard's tables are
+    /// read here through `Distributed` tables of the same names, dropped
+    /// here too (other nodes drop theirs when they learn it).
+    pub(super) async fn drop_tables(&self, drops: Vec<String>) -> Result<()> {
+        self.execute_all(drops.clone()).await?;
+        match self {
+            Store::Here(_) => Ok(()),
+            Store::Shard(engine, _, _) => engine.execute_all(drops).await,
+        }
+    }
+
     /// [`execute_all`](Self::execute_all) of one statement.
     pub(super) async fn execute(&self, sql: String) -> Result<()> {
         self.execute_all(vec![sql]).await
