@@ -20,12 +20,14 @@ want="$PACKAGE@$VERSION"
 log() { printf 'engine: %s\n' "$*" >&2; }
 
 install_packages() {
-  # Debian packages, installed only when missing. `sudo` only when not root.
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  # Debian packages, installed only when missing (apt-get.sh waits for a
+  # lock another install holds). Called in `||` lists too, where `set -e`
+  # does not stop the script: a failure stops it here, before any build.
   log "installing $*"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+  "$here/apt-get.sh" update -qq && "$here/apt-get.sh" install -y -qq "$@" >/dev/null || {
+    log "could not install $* (needed to build against the engine): setup stopped"
+    exit 1
+  }
 }
 
 # bindgen (run by chdb-rust's build script) needs libclang.

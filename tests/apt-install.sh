@@ -19,8 +19,9 @@ if [ ! -e $policy ]; then
 	own=1
 fi
 status=0
-$sudo apt-get update -qq &&
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >/dev/null ||
+apt_get="$(dirname "$0")/../engine/apt-get.sh"
+"$apt_get" update -qq &&
+	"$apt_get" install -y -qq --no-install-recommends "$package" >/dev/null ||
 	status=$?
 [ -z "$own" ] || $sudo rm -f $policy
 [ $status -eq 0 ] || exit $status
