@@ -1,10 +1,11 @@
-"""README.md's examples, run as a newcomer runs them: each fenced `sh` block
-of `curl` commands, in order, against a fresh server with the defaults the
-README describes (no token), its ports put where the README says 8086, 8087
-and 8123. Each must succeed and print something; where the README shows
-the output (an unlabelled block right after), the output holds it; where it
-does not, the output holds the value the README wrote (12.5), so a read
-that answers nothing fails.
+"""The examples of README.md and of the pages that write their own data, run
+as a newcomer runs them: each fenced `sh` block of `curl` commands, in
+order, against a fresh server per page with the defaults the README
+describes (no token), its ports put where the pages say 8086, 8087 and
+8123. Each must succeed and print something; where the page shows the
+output (an unlabelled block next), the output holds it; where it does not,
+the output holds the value the page wrote (12.5), so a read that answers
+nothing fails.
 """
 
 import pathlib
@@ -13,10 +14,14 @@ import shutil
 import subprocess
 import tempfile
 
+import pytest
+
 from conftest import ROOT, start_server, stop_server
 
 README = ROOT / "README.md"
-# What the README's first example writes, and every later read shows.
+# The pages whose examples write the data they read.
+PAGES = [README, ROOT / "docs" / "influxql.md"]
+# What each page's first example writes, and every later read shows.
 WRITTEN = "12.5"
 
 
@@ -44,10 +49,11 @@ def runnable(blocks):
     return found
 
 
-def test_every_curl_example_of_the_readme_answers_what_it_shows():
-    examples = runnable(fenced_blocks(README.read_text()))
-    # The write, ClickHouse's interface, InfluxQL and PromQL.
-    assert len(examples) >= 4, examples
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_curl_example_answers_what_it_shows(page):
+    examples = runnable(fenced_blocks(page.read_text()))
+    # The README's: the write, ClickHouse's interface, InfluxQL and PromQL.
+    assert len(examples) >= (4 if page == README else 1), examples
     data_dir = tempfile.mkdtemp(prefix="chingest-readme-")
     proc, where = start_server(data_dir)
     try:
