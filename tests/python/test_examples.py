@@ -81,7 +81,7 @@ def test_every_curl_example_answers_what_it_shows(page):
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def test_the_readme_parser_finds_blocks_and_what_they_show():
+def test_the_parser_finds_blocks_and_what_they_show():
     text = ("a\n```sh\ncurl x\n```\nprints\n\n```\nout\n```\n```sh\nmake run\n```\n"
             "```sh\ncurl y\n```\nprose\n```rust\nfn f() {}\n```\n")
     assert runnable(fenced_blocks(text)) == [("curl x\n", "out\n"), ("curl y\n", None)]
