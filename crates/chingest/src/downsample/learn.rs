@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::layout::names::{quote_ident, quote_literal, TableNames};
 
 use super::cluster;
-use super::downsampler::{Downsampler, Mode};
+use super::downsampler::Downsampler;
 use super::registry::STATE_TABLE;
 
 impl Downsampler {
@@ -18,11 +18,10 @@ impl Downsampler {
     /// from the rollups of every database with a registry here, from the
     /// registries of all shards ([`cluster::learnt_tables`]).
     pub(crate) async fn learn(&self) -> Result<()> {
-        let (Mode::Cluster { .. }, Some(engine), Some(catalog)) =
-            (&self.mode, self.engine.upgrade(), self.catalog.upgrade())
-        else {
+        let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(());
         };
+        // (The engine has shards exactly in the cluster mode.)
         let Some(shards) = &engine.cluster else {
             return Ok(());
         };
