@@ -8,7 +8,7 @@
 
 CARGO ?= cargo
 
-.PHONY: setup toolchain test-setup run check test bench
+.PHONY: setup toolchain test-setup run check test bench fuzz-setup fuzz-smoke fuzz
 
 setup: toolchain
 	./engine/fetch.sh
@@ -35,6 +35,7 @@ test-setup: setup
 	@./tests/apt-install.sh /usr/bin/npm npm
 	@test -d tests/node/node_modules/@clickhouse/client || (cd tests/node && npm ci --no-audit --no-fund)
 	@./tests/apt-install.sh /usr/bin/prometheus prometheus
+	@./tests/apt-install.sh /usr/bin/prometheus-alertmanager prometheus-alertmanager
 	@./tests/apt-install.sh /usr/bin/influxd influxdb
 	@./tests/apt-install.sh /usr/share/zookeeper/bin/zkServer.sh zookeeper
 	@./tests/apt-install.sh /usr/bin/chromium chromium
@@ -46,7 +47,7 @@ run: setup
 # banned crates, the tidy invariants, the tests that need no engine at run
 # time, and the web UI's syntax (its ES modules, read as modules from stdin:
 # an older Node takes a file's .js as CommonJS). CI runs it first.
-ENGINE_FREE = -p lineproto -p chingest-proto -p chingest-codecs -p tsbs -p chingest-influxql -p chingest-promql
+ENGINE_FREE = -p lineproto -p chingest-proto -p chingest-codecs -p tsbs -p chingest-influxql -p chingest-promql -p chingest-rules
 
 check: setup
 	$(CARGO) fmt --all --check
@@ -69,3 +70,31 @@ test: test-setup
 bench: setup
 	$(CARGO) bench --workspace
 
+
+# The fuzz targets (fuzz/; docs/developing.md): cargo fuzz (libFuzzer) on
+# the nightly toolchain, without a sanitizer: the targets look for panics,
+# overflows (debug assertions are on), allocations past a bound set by the
+# input's size, and broken round trips, all of which Rust's own checks and
+# the targets' asserts catch. `fuzz-smoke` (CI) runs each target briefly
+# from its checked-in seeds and fails on any crash; `fuzz` runs each for
+# FUZZ_SECONDS, keeping what it finds interesting in fuzz/corpus/.
+FUZZ_TARGETS = $(shell sed -n 's/^name = "\(.*\)"/\1/p' fuzz/Cargo.toml | tail -n +2)
+FUZZ_SMOKE_SECONDS ?= 8
+FUZZ_SECONDS ?= 1800
+FUZZ = cd fuzz && LD_LIBRARY_PATH=$(CURDIR)/engine/lib $(CARGO) +nightly fuzz
+
+fuzz-setup: setup
+	@rustup run nightly rustc --version >/dev/null 2>&1 || \
+		{ echo "the fuzz targets need the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz@0.13.2
+	$(FUZZ) build -s none
+
+fuzz-smoke: fuzz-setup
+	@for target in $(FUZZ_TARGETS); do \
+		./fuzz/run.sh $$target $(FUZZ_SMOKE_SECONDS) || exit 1; \
+	done
+
+fuzz: fuzz-setup
+	@for target in $(FUZZ_TARGETS); do \
+		./fuzz/run.sh $$target $(FUZZ_SECONDS) || exit 1; \
+	done

@@ -105,8 +105,8 @@ def sql(server, query):
 @pytest.fixture(scope="session")
 def influxd():
     """Debian's InfluxDB 1.6 on free loopback ports, with its own data
-    directories and only the HTTP service, for the tests that compare
-    chingest with it; its URL."""
+    directories, the HTTP service and continuous queries (checked every
+    second), for the tests that compare chingest with it; its URL."""
     if not INFLUXD.exists():
         pytest.fail(f"{INFLUXD} is missing: `make setup` installs Debian's influxdb package",
                     pytrace=False)
@@ -127,7 +127,8 @@ bind-address = "127.0.0.1:{rpc}"
 [subscriber]
   enabled = false
 [continuous_queries]
-  enabled = false
+  enabled = true
+  run-interval = "1s"
 [retention]
   enabled = false
 [shard-precreation]

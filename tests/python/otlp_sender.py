@@ -38,16 +38,34 @@ class Failures(logging.Handler):
 logging.getLogger("opentelemetry").addHandler(Failures(level=logging.WARNING))
 
 transport, endpoint, token, database = sys.argv[1:5]
+# The export's own timeout, and the shutdown's that waits for it (the
+# SDK's 10 s would cut off a first write that creates a database and its
+# tables on a busy machine, and exit as if it had been sent).
+TIMEOUT_S = 50
 headers = {"authorization": f"Bearer {token}", "x-chingest-database": database}
 temporality = {Histogram: AggregationTemporality.DELTA}
 if transport == "grpc":
     from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-    exporter = OTLPMetricExporter(endpoint=endpoint, insecure=True, headers=headers,
-                                  preferred_temporality=temporality)
+    options = {"insecure": True}
 else:
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    exporter = OTLPMetricExporter(endpoint=endpoint, headers=headers,
-                                  preferred_temporality=temporality)
+    options = {}
+
+
+class Answered(OTLPMetricExporter):
+    """The exporter, remembering each export's answer: a reader shut down
+    before the export answered says nothing at all."""
+
+    results = []
+
+    def export(self, *args, **kwargs):
+        result = super().export(*args, **kwargs)
+        Answered.results.append(result)
+        return result
+
+
+exporter = Answered(endpoint=endpoint, headers=headers, preferred_temporality=temporality,
+                    timeout=TIMEOUT_S, **options)
 
 # Exported once, at shutdown (a flush before it would export the
 # cumulative points twice).
@@ -75,6 +93,8 @@ meter.create_gauge("temperature", unit="Cel").set(21.5, {"room": "lab"})
 meter.create_observable_gauge(
     "open_files", callbacks=[lambda options: [Observation(12, {"pid": "1"})]])
 
-provider.shutdown(timeout_millis=10_000)
+provider.shutdown(timeout_millis=TIMEOUT_S * 1000 + 5_000)
 if failures:
     sys.exit("export failed: " + "\n".join(failures))
+if [r.name for r in Answered.results] != ["SUCCESS"]:
+    sys.exit(f"the export did not succeed: {Answered.results}")

@@ -17,7 +17,7 @@ SENDER = ROOT / "tests" / "python" / "otlp_sender.py"
 def export(transport, endpoint, database):
     assert VENV_PYTHON.exists(), f"run `make setup` first: {VENV_PYTHON} is missing"
     sent = subprocess.run([str(VENV_PYTHON), str(SENDER), transport, endpoint, TOKEN, database],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=120)
     assert sent.returncode == 0, sent.stdout + sent.stderr
 
 

@@ -50,14 +50,44 @@ def write(server, lines, db=DB):
     assert status == 204, text
 
 
+# Rules over the known data, evaluated every second: a recording rule, an
+# alert firing for h1 and h2, one pending for h2, and a group past its limit.
+# They read the last point within a day: the data stays where it was
+# written while the suite runs.
+RULES = """groups:
+- name: cpu
+  interval: 1s
+  rules:
+  - record: host:cpu_usage_user:avg
+    expr: avg by (host) (last_over_time(cpu_usage_user[1d]))
+  - alert: CpuBusy
+    expr: avg by (host) (last_over_time(cpu_usage_user[1d])) > 5
+    labels:
+      severity: page
+    annotations:
+      summary: '{{ $labels.host }} busy at {{ $value }}'
+  - alert: CpuBurning
+    expr: avg by (host) (last_over_time(cpu_usage_user[1d])) > 15
+    for: 1h
+- name: limited
+  interval: 1s
+  limit: 1
+  rules:
+  - record: every:cpu_usage_user
+    expr: last_over_time(cpu_usage_user[1d])
+"""
+
+
 @pytest.fixture(scope="module")
 def ui():
     """A server with an admin and a read-only token, holding the known data."""
     assert BINARY.exists(), f"build the server first: {BINARY}"
     data_dir = tempfile.mkdtemp(prefix="chingest-ui-")
     config = pathlib.Path(data_dir) / "chingest.toml"
+    (pathlib.Path(data_dir) / "rules.yml").write_text(RULES)
     config.write_text(f'auth_tokens = ["{ADMIN}"]\n\n[[tokens]]\ntoken = "{READER}"\nwrite = false\n\n'
-                      f'[[tokens]]\ntoken = "{SCOPED}"\ndatabases = ["{DB}"]\n')
+                      f'[[tokens]]\ntoken = "{SCOPED}"\ndatabases = ["{DB}"]\n\n'
+                      f'[promql]\ndefault_database = "{DB}"\n\n[rules]\nfiles = ["rules.yml"]\n')
     proc, where = start_server(f"{data_dir}/data", "--config", str(config))
     url = where["url"]
     lines = []
@@ -342,7 +372,8 @@ def test_assets_are_embedded_and_revalidated(ui):
         assert request(ui, missing, token=None)[0] == 404, missing
     assert request(ui, "/api/v1/access", token=None)[0] == 401
     assert json.loads(request(ui, "/api/v1/access", token=READER)[1]) == {
-        "auth": True, "read": True, "write": False, "admin": False, "databases": None}
+        "auth": True, "read": True, "write": False, "admin": False, "databases": None,
+        "promqlDatabase": DB}
 
 
 def test_markup_in_the_data_is_shown_as_text(ui, browser):
@@ -373,3 +404,49 @@ def test_a_token_of_one_database_sees_only_it(ui, browser):
         {"lang": "sql", "q": "SELECT count() FROM uiother.other", "range": "1h"}), token=SCOPED)
     expect(page.locator("#query-output")).to_have_attribute("data-state", "error", timeout=20000)
     expect(page.locator("#query-status")).to_have_text("HTTP 403")
+
+
+def test_alerts_show_the_rules_and_alerts_of_the_api(ui, browser):
+    """The Alerts page lists what /api/v1/alerts and /api/v1/rules answer:
+    the firing and pending alerts with their labels and annotations, every
+    group and rule with its health, a failing rule's error, and each
+    expression as a link to the Query page over the rules' database."""
+    def api(path):
+        status, text = request(ui, path)
+        assert status == 200, text
+        return json.loads(text)["data"]
+    deadline = time.time() + 20
+    while len(api("/api/v1/alerts")["alerts"]) < 3:
+        assert time.time() < deadline, api("/api/v1/alerts")
+        time.sleep(0.2)
+    page = open_page(browser, ui, "/ui/alerts")
+    expect(page.locator("#alerts-active tbody tr")).to_have_count(3, timeout=20000)
+    alerts = api("/api/v1/alerts")["alerts"]
+    firing = [a for a in alerts if a["state"] == "firing"]
+    expect(page.locator("#alerts-firing")).to_have_text(f"{len(firing)} firing")
+    expect(page.locator("#alerts-pending")).to_have_text(f"{len(alerts) - len(firing)} pending")
+    rows = page.locator("#alerts-active tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    assert sorted((r[0], r[1]) for r in rows) == sorted((a["labels"]["alertname"], a["state"]) for a in alerts)
+    h1 = next(r for r in rows if r[0] == "CpuBusy" and 'host="h1"' in r[2])
+    assert 'severity="page"' in h1[2] and "summary: h1 busy at" in h1[3], h1
+    groups = api("/api/v1/rules")["groups"]
+    for group in groups:
+        section = page.locator(f'section.rule-group[data-group="{group["name"]}"]')
+        expect(section).to_have_count(1)
+        for rule in group["rules"]:
+            row = section.locator(f'tr[data-rule="{rule["name"]}"]')
+            expect(row).to_have_attribute("data-health", rule["health"])
+            link = row.locator("a.rule-query")
+            expect(link).to_have_text(rule["query"])
+            href = link.get_attribute("href")
+            assert urllib.parse.parse_qs(urllib.parse.urlparse(href).query) == {
+                "lang": ["promql"], "q": [rule["query"]], "db": [DB]}, href
+    limited = page.locator('section.rule-group[data-group="limited"]')
+    expect(limited.locator(".error")).to_have_text("exceeded limit of 1 with 3 series")
+    # The link opens the Query page on the rule's expression.
+    page.locator('tr[data-rule="host:cpu_usage_user:avg"] a.rule-query').click()
+    expect(page.locator("#query-text")).to_have_value("avg by (host) (last_over_time(cpu_usage_user[1d]))")
+    page.goto(f"{ui}/ui/alerts")
+    expect(page.locator("#alerts-active tbody tr")).to_have_count(3, timeout=20000)
+    shot(page, "alerts")

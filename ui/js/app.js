@@ -8,9 +8,10 @@ import * as query from './query.js';
 import * as explore from './explore.js';
 import * as status from './status.js';
 import * as write from './write.js';
+import * as alerts from './alerts.js';
 
-const PAGES = { query, explore, status, write };
-const TITLES = { query: 'Query', explore: 'Explore', status: 'Status', write: 'Write' };
+const PAGES = { query, explore, alerts, status, write };
+const TITLES = { query: 'Query', explore: 'Explore', alerts: 'Alerts', status: 'Status', write: 'Write' };
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -38,7 +39,7 @@ function pageName() {
 
 function drawNav() {
   const current = pageName();
-  const shown = Object.keys(PAGES).filter((name) => access.read || (name !== 'query' && name !== 'explore'));
+  const shown = Object.keys(PAGES).filter((name) => access.read || !['query', 'explore', 'alerts'].includes(name));
   fill(nav, shown.map((name) => h('a', {
     href: `/ui/${name}`, 'data-nav': '', id: `nav-${name}`, class: name === current ? 'current' : null,
   }, TITLES[name])));

@@ -53,6 +53,9 @@ pub struct IngestConfig {
     /// The databases kept at coarser resolutions as they age, and how often
     /// their rollups are brought up to date.
     pub downsampling: DownsamplingConfig,
+    /// Whether and how continuous queries run
+    /// ([`Ingestor::run_continuous_queries`](crate::Ingestor::run_continuous_queries)).
+    pub continuous_queries: ContinuousQueryConfig,
 }
 
 /// Where flushed rows are stored.
@@ -258,6 +261,10 @@ pub struct QueryLimits {
     /// a file, `queue_timeout_ms`.
     #[cfg_attr(feature = "serde", serde(rename = "queue_timeout_ms", with = "millis"))]
     pub queue_timeout: Duration,
+    /// Points (or rows of subqueries' answers) one query may hold in memory
+    /// where it is computed outside the engine (InfluxQL's `top`, `mode`,
+    /// `integral`… and subqueries); more is an error asking to narrow it.
+    pub max_points_in_memory: usize,
 }
 
 impl Default for QueryLimits {
@@ -274,6 +281,7 @@ impl Default for QueryLimits {
             max_concurrent: 4,
             max_queued: 64,
             queue_timeout: Duration::from_secs(10),
+            max_points_in_memory: 2_000_000,
         }
     }
 }
@@ -393,6 +401,7 @@ impl IngestConfig {
             last_values: LastValueConfig::default(),
             storage: StorageMode::Embedded,
             downsampling: DownsamplingConfig::default(),
+            continuous_queries: ContinuousQueryConfig::default(),
         }
     }
 
@@ -463,6 +472,9 @@ impl IngestConfig {
         }
         if self.max_buffered_bytes < self.flush.max_bytes {
             return fail("max_buffered_bytes must be at least flush.max_bytes");
+        }
+        if self.continuous_queries.run_interval.is_zero() {
+            return fail("continuous_queries.run_interval must be positive");
         }
         Ok(())
     }
@@ -653,6 +665,41 @@ mod tests {
         assert!(config("/clickhouse/tables/chingest").is_ok());
         for bad in ["clickhouse/tables", "/clickhouse/", "/t/{shard}", ""] {
             assert!(config(bad).is_err(), "{bad:?}");
+        }
+    }
+}
+
+/// Whether continuous queries run here, how often they are checked, and
+/// how far back a restart catches up (docs/influxql.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+pub struct ContinuousQueryConfig {
+    /// Whether this process runs them (they are stored, listed and
+    /// dropped either way, as InfluxDB's `[continuous_queries] enabled`).
+    pub enabled: bool,
+    /// How often the schedule is checked: a period runs at most this long
+    /// after its boundary (InfluxDB's `run-interval`); in a file,
+    /// `run_interval_ms`.
+    #[cfg_attr(feature = "serde", serde(rename = "run_interval_ms", with = "millis"))]
+    pub run_interval: Duration,
+    /// Most periods of one query run at once to catch up after the
+    /// process was down (or fell behind), the newest among them: older
+    /// ones are skipped, logged and counted. 0 or 1: only the newest, the
+    /// query goes on from now as InfluxDB's do.
+    pub max_catch_up_periods: u64,
+}
+
+impl Default for ContinuousQueryConfig {
+    /// On, checked every second, up to 1,000 missed periods caught up.
+    fn default() -> Self {
+        ContinuousQueryConfig {
+            enabled: true,
+            run_interval: Duration::from_secs(1),
+            max_catch_up_periods: 1_000,
         }
     }
 }

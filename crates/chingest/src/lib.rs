@@ -48,14 +48,18 @@ mod catalog;
 pub mod clock;
 mod cluster;
 mod config;
+mod continuous;
 mod downsample;
 mod durable;
 mod edit;
 mod engine;
 mod error;
+#[cfg(fuzzing)]
+pub mod fuzzing;
 mod ingestor;
 mod last_value;
 pub mod layout;
+mod lease;
 pub mod parallel;
 pub mod read;
 pub mod stats;
@@ -66,15 +70,16 @@ pub use arrow;
 pub use lineproto::Precision;
 
 pub use config::{
-    CardinalityLimits, ClusterConfig, Downsampling, DownsamplingConfig, DownsamplingLevel,
-    DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, Keeps, LastValueConfig, QueryLimits,
-    StorageMode, WalConfig,
+    CardinalityLimits, ClusterConfig, ContinuousQueryConfig, Downsampling, DownsamplingConfig,
+    DownsamplingLevel, DuplicatePolicy, FlushPolicy, IngestConfig, InvalidConfig, Keeps,
+    LastValueConfig, QueryLimits, StorageMode, WalConfig,
 };
+pub use continuous::{ContinuousQuery, PeriodError, PeriodFuture, Schedule, Window};
 pub use downsample::{DownsamplingSetting, RollupSplit, RollupView};
 pub use edit::{FieldValue, PointFilter, TagPredicate};
 pub use engine::{engine_version, shutdown_engine};
 pub use error::{Error, Result};
-pub use ingestor::Ingestor;
+pub use ingestor::{ContinuousQueryRunner, Ingestor};
 pub use last_value::{
     CompressedSamples, IndexedSeries, LastField, LastSeries, LastValue, RecentSamples, TagMatcher,
     TagTest, BLOCK_NS, SETTLED_AFTER,
@@ -85,7 +90,7 @@ pub use read::sandbox::{self, ReadScope};
 pub use read::stream::QueryChunks;
 pub use read::MeasurementSchema;
 pub use read::TableAddress;
-pub use stats::{IngestStats, ShardStats};
+pub use stats::{ContinuousQueryStats, IngestStats, ShardStats};
 pub use wal::{ReadError as LogReadError, RecordError as LogRecordError};
 pub use write::budget::MemoryReservation;
 pub use write::chunk;

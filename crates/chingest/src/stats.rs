@@ -93,6 +93,33 @@ pub struct ShardStats {
     pub last_error: Option<String>,
 }
 
+/// One continuous query's periods, as run by this process.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContinuousQueryStats {
+    /// Its database.
+    pub database: String,
+    /// Its name.
+    pub name: String,
+    /// Periods run (each once, but for one the process was stopped in).
+    pub runs: u64,
+    /// Periods whose statement failed (passed by) or could not run
+    /// (tried again).
+    pub failures: u64,
+    /// Points its periods wrote.
+    pub points_written: u64,
+    /// Periods left out after a downtime longer than
+    /// `continuous_queries.max_catch_up_periods`.
+    pub periods_skipped: u64,
+    /// How long its last period took.
+    pub last_run_seconds: f64,
+    /// How long after its boundary its last period ended: above the run
+    /// interval (and the period's own time), it is behind.
+    pub lag_seconds: f64,
+    /// The boundary of the last period it completed, ns (0: none yet
+    /// in this process).
+    pub last_period_ns: i64,
+}
+
 /// Everything counted by an [`Ingestor`](crate::Ingestor).
 #[derive(Debug)]
 pub struct IngestStats {
@@ -122,6 +149,8 @@ pub struct IngestStats {
     /// In the `clickhouse` storage mode, each shard's requests, in the
     /// configured order.
     pub shards: std::sync::Mutex<Vec<ShardStats>>,
+    /// Each continuous query's periods, from its first in this process.
+    pub continuous_queries: std::sync::Mutex<Vec<ContinuousQueryStats>>,
     /// Rows per flush.
     pub flush_rows: Histogram,
     /// Seconds per flush, series commit and insert.
@@ -250,6 +279,7 @@ impl Default for IngestStats {
             engine_broken_parts: AtomicU64::new(0),
             broken_parts: Default::default(),
             shards: Default::default(),
+            continuous_queries: Default::default(),
             flush_rows: Histogram::new(&[
                 100.0,
                 1_000.0,

@@ -8,7 +8,10 @@
 //! retention policy); and chingest's own `SET DUPLICATE POLICY
 //! append|last [ON db [MEASUREMENT m]]`, `SHOW DUPLICATE POLICIES [ON
 //! db]`, `SET DOWNSAMPLING '<age>:<interval>', …|NONE|DEFAULT [ON db]`
-//! and `SHOW DOWNSAMPLING [ON db]`.
+//! and `SHOW DOWNSAMPLING [ON db]`; `CREATE|DROP CONTINUOUS QUERY` and
+//! `SHOW CONTINUOUS QUERIES` (a query runs as the server, so creating one
+//! takes what it would take to run it: reading its sources, writing its
+//! target and its database).
 //!
 //! Unlike a query's, the library's errors here fail the request, but for a
 //! database that does not exist: the statement's error, as InfluxDB says it.
@@ -16,12 +19,13 @@
 use std::time::Duration;
 
 use chingest::layout::rollup::interval_name;
-use chingest::PointFilter;
+use chingest::{ContinuousQuery, DuplicatePolicy, PointFilter, Schedule};
 
 use crate::answer::{Series, Value};
 use crate::condition::{self, Dialect};
 use crate::error::Error;
-use crate::parse::Admin;
+use crate::into::target_of;
+use crate::parse::{Admin, CreateContinuousQuery};
 use crate::plan::Context;
 
 /// Runs one administrative statement; its series (none for most).
@@ -163,6 +167,39 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Admin) -> Result<Vec<Seri
             let columns = ["age", "interval", "keeps", "set_by"];
             Ok(vec![Series::new(Some("downsampling"), &columns, values)])
         }
+        Admin::CreateContinuousQuery(create) => {
+            create_continuous_query(ctx, create).await?;
+            Ok(Vec::new())
+        }
+        Admin::DropContinuousQuery { name, database } => {
+            ctx.access.require_write(database)?;
+            let dropped = ingestor.drop_continuous_query(database, name).await;
+            // Dropping one that is not there is no error, as in InfluxDB.
+            dropped.map(|_| Vec::new()).map_err(Error::Request)
+        }
+        Admin::ShowContinuousQueries => {
+            ctx.access.require_read()?;
+            let queries = ingestor.continuous_queries();
+            let series = ingestor
+                .databases()
+                .into_iter()
+                .filter(|db| ctx.access.covers(db))
+                .map(|db| {
+                    let values = queries
+                        .iter()
+                        .filter(|q| q.database == db)
+                        .map(|q| {
+                            vec![
+                                Value::String(q.name.clone()),
+                                Value::String(q.statement.clone()),
+                            ]
+                        })
+                        .collect();
+                    Series::new(Some(&db), &["name", "query"], values)
+                })
+                .collect();
+            Ok(series)
+        }
         Admin::Delete {
             drop_series,
             measurement,
@@ -188,6 +225,70 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Admin) -> Result<Vec<Seri
             missing_database(done).map(|_| Vec::new())
         }
     }
+}
+
+/// Creates a continuous query, once the caller may do all it will do as
+/// the server: write its database and its target, read its sources.
+async fn create_continuous_query(
+    ctx: &Context<'_>,
+    create: &CreateContinuousQuery,
+) -> Result<(), Error> {
+    let ingestor = ctx.ingestor;
+    let database = &create.database;
+    ctx.access.require_write(database)?;
+    for source in &create.query.select.sources {
+        ctx.access
+            .require_read_of(source.database.as_deref().unwrap_or(database))?;
+    }
+    // As its periods will resolve it: names it leaves out are its
+    // database's and the default retention policy.
+    let runs_as = Context {
+        database: Some(database),
+        retention_policy: ctx.default_retention_policy,
+        ..*ctx
+    };
+    let (target_db, target_rp) = target_of(&runs_as, &create.query.target)?;
+    ctx.access.require_write(&target_db)?;
+    if let Some(measurement) = &create.query.target.measurement {
+        let own = ingestor
+            .duplicate_policies(&target_db)
+            .into_iter()
+            .find(|(m, _)| m.as_ref() == Some(measurement))
+            .map(|(_, policy)| policy);
+        let table = (target_db.as_str(), target_rp.as_str(), measurement.as_str());
+        if ingestor.table_duplicate_policy(table).or(own) == Some(DuplicatePolicy::Append) {
+            return Err(Error::Statement(format!(
+                "the target {measurement:?} keeps every duplicate point (duplicate policy \
+                 append): a period run again (after a crash, or by RESAMPLE) would add its \
+                 points again; write into a new measurement, or one whose policy is last"
+            )));
+        }
+    }
+    let interval = create.query.select.interval.ok_or_else(|| {
+        Error::Statement("a continuous query must have GROUP BY time(...)".into())
+    })?;
+    let duration = |ns: i64| Duration::from_nanos(ns.unsigned_abs());
+    let query = ContinuousQuery {
+        database: database.clone(),
+        name: create.name.clone(),
+        statement: create.text.clone(),
+        schedule: Schedule {
+            interval: duration(interval.every),
+            offset: duration(interval.offset),
+            resample_every: create.resample_every.map(duration),
+            resample_for: create.resample_for.map(duration),
+        },
+    };
+    ingestor
+        .create_continuous_query(query)
+        .await
+        .map_err(|err| match err {
+            chingest::Error::DatabaseNotFound(db) => not_found(&db),
+            chingest::Error::Conflict(message) | chingest::Error::Config(message) => {
+                Error::Statement(message)
+            }
+            other => Error::Request(other),
+        })
 }
 
 /// The database a statement names, else the request's `db=`.

@@ -29,7 +29,8 @@ pub(crate) enum Token {
     Number(f64),
     /// A duration (`10m`, `1h30m`, `1700000000s`), in nanoseconds.
     Duration(i64),
-    /// An operator or punctuation: `= != <> < <= > >= =~ !~ + - * / % ( ) , ; . ::`.
+    /// An operator or punctuation: `= != <> < <= > >= =~ !~ + - * / % & | ^ ( ) , ; . ::
+    /// :` (`:` before `MEASUREMENT` in an `INTO` target).
     Punct(&'static str),
     /// A bound parameter, `$name` (see [`bind`]).
     Param(String),
@@ -65,9 +66,9 @@ pub(crate) struct Spanned {
     pub(crate) end: usize,
 }
 
-const PUNCTUATION: [&str; 19] = [
-    "::", "!=", "<>", "=~", "!~", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")",
-    ",", ";",
+const PUNCTUATION: [&str; 23] = [
+    "::", ":", "!=", "<>", "=~", "!~", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%", "&",
+    "|", "^", "(", ")", ",", ";",
 ];
 
 /// Splits `text` into tokens. Errors name the offset.
@@ -200,14 +201,21 @@ pub fn bind(q: &str, params: &HashMap<String, Param>) -> Result<String, Error> {
 /// A regex is possible after `=~`/`!~`, after `FROM`, `KEY` or `BY`, and
 /// after a comma in a `FROM` or `GROUP BY` list; elsewhere `/` divides.
 fn regex_may_follow(tokens: &[Spanned]) -> bool {
-    match tokens.last().map(|t| &t.token) {
-        Some(Token::Punct("=~" | "!~")) => true,
-        Some(t) if t.is("FROM") || t.is("BY") => true,
-        Some(Token::Punct(",")) => tokens
+    let clause = || {
+        tokens
             .iter()
             .rev()
             .find(|t| matches!(&t.token, Token::Ident(_)) && is_clause_keyword(&t.token))
-            .is_some_and(|t| t.token.is("FROM") || t.token.is("BY")),
+    };
+    match tokens.last().map(|t| &t.token) {
+        Some(Token::Punct("=~" | "!~")) => true,
+        Some(t) if t.is("FROM") || t.is("BY") || t.is("SELECT") => true,
+        // In a SELECT's columns no division follows `(` or `,`: a regex
+        // of fields (`SELECT /usage/`, `mean(/usage/)`) may.
+        Some(Token::Punct(",")) => {
+            clause().is_some_and(|t| t.token.is("FROM") || t.token.is("BY") || t.token.is("SELECT"))
+        }
+        Some(Token::Punct("(")) => clause().is_some_and(|t| t.token.is("SELECT")),
         _ => false,
     }
 }
@@ -354,6 +362,9 @@ mod tests {
         assert_eq!(all[10], Duration(5_400_000_000_000));
         assert_eq!(all[13], Integer(10));
         assert_eq!(tokens("a / 2")[1], Punct("/"));
+        assert_eq!(tokens("SELECT /u/, mean(/v/) / 2")[1], Regex("u".into()));
+        assert_eq!(tokens("SELECT /u/, mean(/v/) / 2")[5], Regex("v".into()));
+        assert_eq!(tokens("SELECT /u/, mean(/v/) / 2")[7], Punct("/"));
         assert_eq!(
             tokens("1.5e3 .5 7")[..],
             [Number(1500.0), Number(0.5), Integer(7)]

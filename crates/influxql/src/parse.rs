@@ -1,8 +1,11 @@
 //! InfluxQL statements parsed into what the planner needs: queries
 //! (`SELECT`, `SHOW MEASUREMENTS | TAG KEYS | TAG VALUES | FIELD KEYS |
-//! SERIES`) and administrative statements ([`Admin`]); a request's `q`
-//! split into its statements, all parsed before any runs. No I/O; `WHERE`
-//! clauses go through [`condition`], which also parses `DELETE`'s.
+//! SERIES`, `SHOW … CARDINALITY`), `SELECT … INTO`, `EXPLAIN`, and
+//! administrative statements ([`Admin`]), continuous queries' among them;
+//! a request's `q` split into its statements, all parsed before any runs.
+//! No I/O; `WHERE` clauses go through [`condition`], which also parses
+//! `DELETE`'s; statements chingest refuses on purpose are recognised by
+//! [`refused`].
 
 use std::time::Duration;
 
@@ -11,6 +14,7 @@ use chingest::TagPredicate;
 use crate::condition::{self, Dialect, Selection};
 use crate::error::Error;
 use crate::lex::{parse_duration, tokenize, Spanned, Token};
+use crate::refused;
 
 /// Why a statement cannot be answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +41,16 @@ fn unsupported<T>(message: impl Into<String>) -> Parsed<T> {
 pub enum Statement {
     /// `SELECT …`.
     Select(Box<Select>),
+    /// `EXPLAIN [ANALYZE] SELECT …`: how it is answered (`ANALYZE`: run,
+    /// with times).
+    Explain {
+        /// `ANALYZE`: answered, with times.
+        analyze: bool,
+        /// The statement explained.
+        select: Box<Select>,
+    },
+    /// `SELECT … INTO target FROM …`: the query's points written.
+    SelectInto(Box<SelectInto>),
     /// `SHOW MEASUREMENTS`.
     ShowMeasurements {
         /// The common parts (no `FROM`).
@@ -57,20 +71,43 @@ pub enum Statement {
     ShowFieldKeys(Show),
     /// `SHOW SERIES`.
     ShowSeries(Show),
+    /// `SHOW SERIES | MEASUREMENT | FIELD KEY | TAG KEY | TAG VALUES
+    /// [EXACT] CARDINALITY`.
+    ShowCardinality(Cardinality),
     /// Everything else chingest answers.
     Admin(Admin),
 }
 
 impl Statement {
-    /// Whether it is an administrative statement (not a query).
+    /// Whether it is an administrative statement (not a query) whose
+    /// series InfluxDB writes with their `values` even when there are
+    /// none (`SHOW CONTINUOUS QUERIES` leaves them out, as a query does).
     pub fn is_admin(&self) -> bool {
-        matches!(self, Statement::Admin(_))
+        matches!(self, Statement::Admin(admin) if *admin != Admin::ShowContinuousQueries)
+    }
+
+    /// Whether it changes what is stored: InfluxDB 1.x answers such a
+    /// statement sent by `GET` with a warning to use `POST`.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Statement::SelectInto(_)
+                | Statement::Admin(
+                    Admin::CreateDatabase(_)
+                        | Admin::CreateRetentionPolicy { .. }
+                        | Admin::SetDuplicatePolicy { .. }
+                        | Admin::SetDownsampling { .. }
+                        | Admin::Delete { .. }
+                        | Admin::CreateContinuousQuery(_)
+                        | Admin::DropContinuousQuery { .. }
+                )
+        )
     }
 }
 
 /// The administrative statements: what agents send on startup, deletes,
-/// and chingest's duplicate policies.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// continuous queries, and chingest's duplicate policies.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Admin {
     /// `CREATE DATABASE name`.
     CreateDatabase(String),
@@ -108,6 +145,17 @@ pub enum Admin {
     },
     /// `SHOW DOWNSAMPLING [ON db]` (chingest's).
     ShowDownsampling(Option<String>),
+    /// `CREATE CONTINUOUS QUERY name ON db [RESAMPLE …] BEGIN … END`.
+    CreateContinuousQuery(Box<CreateContinuousQuery>),
+    /// `DROP CONTINUOUS QUERY name ON db`.
+    DropContinuousQuery {
+        /// The query.
+        name: String,
+        /// Its database.
+        database: String,
+    },
+    /// `SHOW CONTINUOUS QUERIES`.
+    ShowContinuousQueries,
     /// `DELETE FROM m WHERE …`: points; `DROP SERIES`: points and series.
     Delete {
         /// Whether the series go too.
@@ -117,6 +165,40 @@ pub enum Admin {
         /// The `WHERE` clause's text (parsed when the statement runs).
         condition: String,
     },
+}
+
+/// `CREATE CONTINUOUS QUERY`: checked as InfluxDB checks it (an `INTO`,
+/// a `GROUP BY time`, a `RESAMPLE FOR` of at least its interval) and an
+/// aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateContinuousQuery {
+    pub(crate) name: String,
+    pub(crate) database: String,
+    /// `RESAMPLE EVERY`, ns.
+    pub(crate) resample_every: Option<i64>,
+    /// `RESAMPLE FOR`, ns.
+    pub(crate) resample_for: Option<i64>,
+    /// What runs each period, over the period's window.
+    pub(crate) query: SelectInto,
+    /// The statement as given (what `SHOW CONTINUOUS QUERIES` shows).
+    pub(crate) text: String,
+}
+
+/// `SELECT … INTO target FROM …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectInto {
+    pub(crate) select: Select,
+    pub(crate) target: IntoTarget,
+}
+
+/// Where `INTO` writes: `m`, `rp.m`, `db.rp.m`, `db..m`, or
+/// `:MEASUREMENT` (each source measurement's own name) in place of `m`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IntoTarget {
+    pub(crate) database: Option<String>,
+    pub(crate) retention_policy: Option<String>,
+    /// `None`: `:MEASUREMENT`.
+    pub(crate) measurement: Option<String>,
 }
 
 /// The parts every `SHOW` of series metadata has.
@@ -132,6 +214,38 @@ pub struct Show {
     pub(crate) limit: Option<u64>,
     /// `OFFSET n`.
     pub(crate) offset: u64,
+}
+
+/// `SHOW … [EXACT] CARDINALITY`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cardinality {
+    pub(crate) counted: Counted,
+    /// `ON`, `FROM`, `WHERE` (on tags), `LIMIT` and `OFFSET`, which apply
+    /// to each counted series' one row.
+    pub(crate) show: Show,
+    /// `GROUP BY` tags: a count per tag set (tags or `*`).
+    pub(crate) group_by: GroupBy,
+    /// Whether it asks for the database's estimate: `SHOW SERIES |
+    /// MEASUREMENT CARDINALITY` with no clause but `ON`, which InfluxDB
+    /// answers with one `cardinality estimation` (any other clause, or
+    /// `EXACT`, makes it a count per measurement).
+    pub(crate) estimate: bool,
+}
+
+/// What a `SHOW … CARDINALITY` counts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Counted {
+    /// Series, per measurement.
+    Series,
+    /// Measurements.
+    Measurements,
+    /// A measurement's field keys.
+    FieldKeys,
+    /// Tag keys, per measurement.
+    TagKeys,
+    /// Values of the keys `WITH KEY` names (each key's apart), per
+    /// measurement.
+    TagValues(KeyFilter),
 }
 
 /// `WITH KEY …` of `SHOW TAG VALUES`.
@@ -171,6 +285,9 @@ pub(crate) struct Source {
 pub struct Select {
     pub(crate) fields: Vec<Field>,
     pub(crate) sources: Vec<Source>,
+    /// `FROM (SELECT …), …`: the statements whose answers it reads
+    /// instead of measurements.
+    pub(crate) subqueries: Vec<Select>,
     /// Tags, and the time range `[start, stop)` in ns.
     pub(crate) condition: Selection,
     /// `GROUP BY time(every[, offset])`, in ns.
@@ -251,6 +368,63 @@ pub(crate) enum Expr {
     Number(f64),
     Duration(i64),
     Str(String),
+    /// `left op right`; `-x` is `-1 * x`, as InfluxDB reads it.
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+}
+
+/// An arithmetic or bitwise operator of `SELECT`'s columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+impl BinaryOp {
+    fn from_punct(punct: &str) -> Option<BinaryOp> {
+        Some(match punct {
+            "+" => BinaryOp::Add,
+            "-" => BinaryOp::Sub,
+            "*" => BinaryOp::Mul,
+            "/" => BinaryOp::Div,
+            "%" => BinaryOp::Mod,
+            "&" => BinaryOp::BitAnd,
+            "|" => BinaryOp::BitOr,
+            "^" => BinaryOp::BitXor,
+            _ => return None,
+        })
+    }
+
+    /// InfluxQL's binding: `* / % &` before `+ - | ^`.
+    fn precedence(self) -> u8 {
+        match self {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::BitOr | BinaryOp::BitXor => 1,
+            _ => 2,
+        }
+    }
+
+    /// The operator as written.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+            BinaryOp::BitAnd => "&",
+            BinaryOp::BitOr => "|",
+            BinaryOp::BitXor => "^",
+        }
+    }
 }
 
 /// A request's statements, split at `;` and each parsed before any runs:
@@ -270,15 +444,27 @@ pub fn parse_query(q: &str, now: i64) -> Result<Vec<Result<Statement, String>>, 
     Ok(statements)
 }
 
+/// A request's `q` split into its statements' texts, as [`parse_query`]
+/// splits it (one per statement it answers).
+pub fn statement_texts(q: &str) -> Result<Vec<&str>, Error> {
+    split_statements(q).map_err(Error::Parse)
+}
+
 /// Parses one statement.
 fn parse(text: &str, now: i64) -> Parsed<Statement> {
     let tokens = tokenize(text).map_err(ParseError::Invalid)?;
-    match query(text, &tokens, now) {
-        Some(parsed) => parsed,
-        None => admin(text, &tokens)
-            .map(Statement::Admin)
-            .map_err(ParseError::Invalid),
+    if let Some(statement) = continuous_query(text, &tokens, now) {
+        return statement;
     }
+    if let Some(parsed) = query(text, &tokens, now) {
+        return parsed;
+    }
+    if let Some(refusal) = refused::refusal(&tokens) {
+        return unsupported(refusal);
+    }
+    admin(text, &tokens)
+        .map(Statement::Admin)
+        .map_err(ParseError::Invalid)
 }
 
 /// Parses one query statement; `None` if it is not one (an
@@ -295,6 +481,15 @@ fn query(text: &str, tokens: &[Spanned], now: i64) -> Option<Parsed<Statement>> 
     let statement = if first.token.is("SELECT") {
         parser.at = 1;
         parser.select()
+    } else if first.token.is("EXPLAIN") {
+        parser.at = 1;
+        let analyze = parser.keyword("ANALYZE");
+        parser
+            .expect("SELECT")
+            .and_then(|()| match parser.select()? {
+                Statement::Select(select) => Ok(Statement::Explain { analyze, select }),
+                _ => unreachable!("select() parses a SELECT"),
+            })
     } else if first.token.is("SHOW") {
         parser.at = 1;
         parser.show()?
@@ -431,6 +626,9 @@ impl<'a> Parser<'a> {
     }
 
     fn show(&mut self) -> Option<Parsed<Statement>> {
+        if let Some((what, exact)) = self.cardinality_head() {
+            return Some(self.cardinality(what, exact));
+        }
         let what = if self.keyword("MEASUREMENTS") {
             "MEASUREMENTS"
         } else if self.keyword("SERIES") {
@@ -458,7 +656,7 @@ impl<'a> Parser<'a> {
             show.database = Some(self.name()?);
         }
         if what != "MEASUREMENTS" && self.keyword("FROM") {
-            show.from = self.sources()?;
+            show.from = self.measurements()?;
         }
         let mut with = None;
         let mut keys = None;
@@ -487,12 +685,7 @@ impl<'a> Parser<'a> {
             }
             show.tags = Some(selection.tags);
         }
-        if self.keyword("LIMIT") {
-            show.limit = Some(self.unsigned("LIMIT")?);
-        }
-        if self.keyword("OFFSET") {
-            show.offset = self.unsigned("OFFSET")?;
-        }
+        self.limit_offset(&mut show)?;
         Ok(match what {
             "MEASUREMENTS" => Statement::ShowMeasurements { show, with },
             "TAG KEYS" => Statement::ShowTagKeys(show),
@@ -502,6 +695,140 @@ impl<'a> Parser<'a> {
             },
             "FIELD KEYS" => Statement::ShowFieldKeys(show),
             _ => Statement::ShowSeries(show),
+        })
+    }
+
+    /// A `SHOW`'s `LIMIT n` and `OFFSET n`; `LIMIT 0` is no limit, as
+    /// InfluxDB reads it.
+    fn limit_offset(&mut self, show: &mut Show) -> Parsed<()> {
+        if self.keyword("LIMIT") {
+            show.limit = Some(self.unsigned("LIMIT")?).filter(|&n| n > 0);
+        }
+        if self.keyword("OFFSET") {
+            show.offset = self.unsigned("OFFSET")?;
+        }
+        Ok(())
+    }
+
+    /// After `SHOW`: `SERIES`, `MEASUREMENT`, `FIELD KEY`, `TAG KEY` or
+    /// `TAG VALUES`, then `[EXACT] CARDINALITY`: what is counted, as the
+    /// statement names it, and whether `EXACT` was given; `None`, with
+    /// nothing read, for the other `SHOW`s.
+    fn cardinality_head(&mut self) -> Option<(&'static str, bool)> {
+        let is = |i: usize, word: &str| {
+            self.tokens
+                .get(self.at + i)
+                .is_some_and(|t| t.token.is(word))
+        };
+        let (what, words) = if is(0, "SERIES") {
+            ("SERIES", 1)
+        } else if is(0, "MEASUREMENT") {
+            ("MEASUREMENT", 1)
+        } else if is(0, "FIELD") && is(1, "KEY") {
+            ("FIELD KEY", 2)
+        } else if is(0, "TAG") && is(1, "KEY") {
+            ("TAG KEY", 2)
+        } else if is(0, "TAG") && is(1, "VALUES") {
+            ("TAG VALUES", 2)
+        } else {
+            return None;
+        };
+        let exact = is(words, "EXACT");
+        let words = words + usize::from(exact);
+        if !is(words, "CARDINALITY") {
+            return None;
+        }
+        self.at += words + 1;
+        Some((what, exact))
+    }
+
+    /// The clauses of `SHOW <what> [EXACT] CARDINALITY`, in InfluxDB's
+    /// order: `ON`, `FROM`, `WITH KEY` (of `TAG VALUES`), `WHERE`, `GROUP
+    /// BY`, `LIMIT`, `OFFSET`.
+    fn cardinality(&mut self, what: &'static str, exact: bool) -> Parsed<Statement> {
+        let mut show = Show::default();
+        if self.keyword("ON") {
+            show.database = Some(self.name()?);
+        }
+        if self.keyword("FROM") {
+            show.from = self.measurements()?;
+        }
+        let counted = match what {
+            "SERIES" => Counted::Series,
+            "MEASUREMENT" => Counted::Measurements,
+            "FIELD KEY" => Counted::FieldKeys,
+            "TAG KEY" => Counted::TagKeys,
+            _ => {
+                self.expect("WITH")?;
+                self.expect("KEY")?;
+                Counted::TagValues(self.key_filter()?)
+            }
+        };
+        if self.keyword("WHERE") {
+            let selection = self.condition()?;
+            // The series table has no times; InfluxDB refuses them too
+            // (but for TAG VALUES, where it answers nothing).
+            if selection.start.is_some() || selection.stop.is_some() {
+                let exact = if exact { " EXACT" } else { "" };
+                return unsupported(format!(
+                    "SHOW {what}{exact} CARDINALITY doesn't support time in WHERE clause"
+                ));
+            }
+            if let Some(field) = selection.fields.first() {
+                return unsupported(format!(
+                    "SHOW {what} CARDINALITY counts by tags: the condition on {:?} ({} …) \
+                     is not on a tag",
+                    field.field, field.op
+                ));
+            }
+            show.tags = Some(selection.tags);
+        }
+        let group_by = match self.keyword("GROUP") {
+            true => {
+                self.expect("BY")?;
+                self.tag_dimensions()?
+            }
+            false => GroupBy::Nothing,
+        };
+        self.limit_offset(&mut show)?;
+        let estimate = !exact
+            && matches!(counted, Counted::Series | Counted::Measurements)
+            && show.from.is_empty()
+            && show.tags.is_none()
+            && group_by == GroupBy::Nothing
+            && show.limit.is_none()
+            && show.offset == 0;
+        Ok(Statement::ShowCardinality(Cardinality {
+            counted,
+            show,
+            group_by,
+            estimate,
+        }))
+    }
+
+    /// `GROUP BY` of a `SHOW … CARDINALITY`: tag keys, or `*`.
+    fn tag_dimensions(&mut self) -> Parsed<GroupBy> {
+        let mut tags = Vec::new();
+        let mut every = false;
+        loop {
+            match self.peek_token() {
+                Some(Token::Punct("*")) => {
+                    self.at += 1;
+                    every = true;
+                }
+                Some(t) if t.is("time") && self.next_is_open() => {
+                    return unsupported("GROUP BY time() of a SHOW … CARDINALITY is not supported")
+                }
+                Some(Token::Regex(_)) => return unsupported("GROUP BY /regex/ is not supported"),
+                _ => tags.push(self.name()?),
+            }
+            if !self.punct(",") {
+                break;
+            }
+        }
+        Ok(match every {
+            true => GroupBy::All,
+            false => GroupBy::Tags(tags),
         })
     }
 
@@ -569,7 +896,8 @@ impl<'a> Parser<'a> {
         self.tokens.get(self.at + 1).map(|t| &t.token) == Some(&Token::Punct("("))
     }
 
-    fn sources(&mut self) -> Parsed<Vec<Source>> {
+    /// A `FROM` of measurements only.
+    fn measurements(&mut self) -> Parsed<Vec<Source>> {
         let mut sources = vec![self.source()?];
         while self.punct(",") {
             sources.push(self.source()?);
@@ -577,10 +905,41 @@ impl<'a> Parser<'a> {
         Ok(sources)
     }
 
-    fn source(&mut self) -> Parsed<Source> {
-        if self.peek_token() == Some(&Token::Punct("(")) {
-            return unsupported("subqueries are not supported");
+    /// A `SELECT`'s `FROM`: measurements, or subqueries.
+    fn sources(&mut self) -> Parsed<(Vec<Source>, Vec<Select>)> {
+        let (mut sources, mut subqueries) = (Vec::new(), Vec::new());
+        loop {
+            match self.peek_token() {
+                Some(Token::Punct("(")) => subqueries.push(self.subquery()?),
+                _ => sources.push(self.source()?),
+            }
+            if !self.punct(",") {
+                break;
+            }
         }
+        if !sources.is_empty() && !subqueries.is_empty() {
+            return unsupported("a FROM of measurements and subqueries together is not supported");
+        }
+        Ok((sources, subqueries))
+    }
+
+    /// `(SELECT …)`, nested no deeper than [`MAX_DEPTH`].
+    fn subquery(&mut self) -> Parsed<Select> {
+        self.expect_punct("(")?;
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return invalid(format!("subqueries nest deeper than {MAX_DEPTH} levels"));
+        }
+        self.expect("SELECT")?;
+        let Statement::Select(select) = self.select()? else {
+            unreachable!("select() parses a SELECT")
+        };
+        self.depth -= 1;
+        self.expect_punct(")")?;
+        Ok(*select)
+    }
+
+    fn source(&mut self) -> Parsed<Source> {
         // Up to three parts separated by dots; the middle one may be empty.
         let mut parts: Vec<Option<Name>> = Vec::new();
         loop {
@@ -622,11 +981,12 @@ impl<'a> Parser<'a> {
         while self.punct(",") {
             fields.push(self.field()?);
         }
-        if self.keyword("INTO") {
-            return unsupported("SELECT … INTO is not supported (chingest's /query is read-only)");
-        }
+        let target = match self.keyword("INTO") {
+            true => Some(self.target()?),
+            false => None,
+        };
         self.expect("FROM")?;
-        let sources = self.sources()?;
+        let (sources, subqueries) = self.sources()?;
         let condition = match self.keyword("WHERE") {
             true => self.condition()?,
             false => Selection::everything(),
@@ -634,6 +994,7 @@ impl<'a> Parser<'a> {
         let mut select = Select {
             fields,
             sources,
+            subqueries,
             condition,
             interval: None,
             group_by: GroupBy::Nothing,
@@ -687,7 +1048,108 @@ impl<'a> Parser<'a> {
             }
             self.expect_punct(")")?;
         }
-        Ok(Statement::Select(Box::new(select)))
+        Ok(match target {
+            Some(target) => Statement::SelectInto(Box::new(SelectInto { select, target })),
+            None => Statement::Select(Box::new(select)),
+        })
+    }
+
+    /// An `INTO` target: up to three names separated by dots (the middle
+    /// one may be empty), the last one `:MEASUREMENT` or a name.
+    fn target(&mut self) -> Parsed<IntoTarget> {
+        let mut parts: Vec<Option<String>> = Vec::new();
+        let mut back_reference = false;
+        loop {
+            let part = if self.punct(":") {
+                self.expect("MEASUREMENT")?;
+                back_reference = true;
+                None
+            } else if self.peek_token() == Some(&Token::Punct(".")) {
+                None
+            } else {
+                Some(self.name()?)
+            };
+            parts.push(part);
+            if back_reference || parts.len() == 3 || !self.punct(".") {
+                break;
+            }
+        }
+        let mut parts = parts.into_iter().rev();
+        let measurement = parts.next().flatten();
+        if measurement.is_none() && !back_reference {
+            return invalid(self.found_next("measurement"));
+        }
+        Ok(IntoTarget {
+            measurement,
+            retention_policy: parts.next().flatten(),
+            database: parts.next().flatten(),
+        })
+    }
+
+    /// `CREATE CONTINUOUS QUERY` after its first two words.
+    fn create_continuous_query(&mut self) -> Parsed<Admin> {
+        self.expect("QUERY")?;
+        let name = self.name()?;
+        self.expect("ON")?;
+        let database = self.name()?;
+        let (mut resample_every, mut resample_for) = (None, None);
+        if self.keyword("RESAMPLE") {
+            if self.keyword("EVERY") {
+                resample_every = Some(self.duration("RESAMPLE EVERY")?);
+            }
+            if self.keyword("FOR") {
+                resample_for = Some(self.duration("RESAMPLE FOR")?);
+            }
+            if resample_every.is_none() && resample_for.is_none() {
+                return invalid(self.found_next("EVERY, FOR"));
+            }
+            if resample_every.or(resample_for).is_some_and(|d| d <= 0) {
+                return invalid("RESAMPLE EVERY and FOR must be positive durations");
+            }
+        }
+        self.expect("BEGIN")?;
+        // The query runs up to the statement's last token, `END`.
+        let begin = self.at;
+        let last = self.tokens.len().saturating_sub(1);
+        if last <= begin || !self.tokens[last].token.is("END") {
+            self.at = self.tokens.len();
+            return invalid(self.found_next("END"));
+        }
+        let inner = &self.text[self.tokens[begin].at..self.tokens[last].at];
+        self.at = self.tokens.len();
+        let query = match parse(inner, self.now)? {
+            Statement::SelectInto(query) => *query,
+            Statement::Select(_) => return invalid("a continuous query's SELECT must have INTO"),
+            _ => return invalid(format!("found {}, expected SELECT", inner.trim())),
+        };
+        let Some(interval) = query.select.interval else {
+            return invalid("a continuous query must have GROUP BY time(...)");
+        };
+        if let Some(covers) = resample_for.filter(|&d| d < interval.every) {
+            return invalid(format!(
+                "FOR duration must be >= GROUP BY time duration: must be a minimum of {}, got {}",
+                duration_text(interval.every),
+                duration_text(covers)
+            ));
+        }
+        let aggregated = query
+            .select
+            .fields
+            .iter()
+            .any(|field| matches!(field.expr, Expr::Call { .. }));
+        if !aggregated {
+            return unsupported("continuous queries must be aggregate queries");
+        }
+        Ok(Admin::CreateContinuousQuery(Box::new(
+            CreateContinuousQuery {
+                name,
+                database,
+                resample_every,
+                resample_for,
+                query,
+                text: self.text.trim().to_owned(),
+            },
+        )))
     }
 
     fn dimensions(&mut self, select: &mut Select) -> Parsed<()> {
@@ -766,8 +1228,11 @@ impl<'a> Parser<'a> {
 
     fn field(&mut self) -> Parsed<Field> {
         let expr = self.expr()?;
-        if let Some(Token::Punct(op @ ("+" | "-" | "*" | "/" | "%"))) = self.peek_token() {
-            return unsupported(format!("arithmetic ({op}) in SELECT is not supported"));
+        if let Some(word) = self.peek_token().filter(|t| t.is("AND") || t.is("OR")) {
+            return invalid(format!(
+                "invalid operator {} in SELECT clause; operator is intended for WHERE clause",
+                word.describe().to_ascii_uppercase()
+            ));
         }
         let alias = match self.keyword("AS") {
             true => Some(self.name()?),
@@ -776,14 +1241,58 @@ impl<'a> Parser<'a> {
         Ok(Field { expr, alias })
     }
 
+    /// A column: terms joined by operators, by precedence.
     fn expr(&mut self) -> Parsed<Expr> {
+        self.nested(|parser| parser.binary(1))
+    }
+
+    /// Runs `parse` one level deeper, refusing a column nested past
+    /// [`MAX_DEPTH`].
+    fn nested(&mut self, parse: impl FnOnce(&mut Self) -> Parsed<Expr>) -> Parsed<Expr> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return invalid(format!("the column nests deeper than {MAX_DEPTH} levels"));
         }
-        let expr = self.term();
+        let expr = parse(self);
         self.depth -= 1;
         expr
+    }
+
+    /// Operators binding at least as tightly as `precedence`, left to
+    /// right.
+    fn binary(&mut self, precedence: u8) -> Parsed<Expr> {
+        let mut left = self.unary()?;
+        while let Some(op) = match self.peek_token() {
+            Some(Token::Punct(p)) => {
+                BinaryOp::from_punct(p).filter(|op| op.precedence() >= precedence)
+            }
+            _ => None,
+        } {
+            self.at += 1;
+            let right = self.nested(|parser| parser.binary(op.precedence() + 1))?;
+            left = Expr::Binary {
+                op,
+                left: Box::new(left),
+                right: Box::new(right),
+            };
+        }
+        Ok(left)
+    }
+
+    /// A term, or `-` before one: a negative number, or `-1 * term`.
+    fn unary(&mut self) -> Parsed<Expr> {
+        if !self.punct("-") {
+            return self.term();
+        }
+        Ok(match self.nested(Self::unary)? {
+            Expr::Integer(n) => Expr::Integer(n.wrapping_neg()),
+            Expr::Number(n) => Expr::Number(-n),
+            term => Expr::Binary {
+                op: BinaryOp::Mul,
+                left: Box::new(Expr::Integer(-1)),
+                right: Box::new(term),
+            },
+        })
     }
 
     fn term(&mut self) -> Parsed<Expr> {
@@ -858,6 +1367,63 @@ impl<'a> Parser<'a> {
         }
         Ok(expr)
     }
+}
+
+/// `CREATE CONTINUOUS QUERY`, `DROP CONTINUOUS QUERY name ON db` and
+/// `SHOW CONTINUOUS QUERIES`; `None` for other statements.
+fn continuous_query(text: &str, tokens: &[Spanned], now: i64) -> Option<Parsed<Statement>> {
+    let is = |i: usize, word: &str| tokens.get(i).is_some_and(|t| t.token.is(word));
+    if !is(1, "CONTINUOUS") {
+        return None;
+    }
+    let mut parser = Parser {
+        text,
+        tokens,
+        at: 2,
+        now,
+        depth: 0,
+    };
+    let statement = if is(0, "CREATE") {
+        parser.create_continuous_query()
+    } else if is(0, "DROP") {
+        parser.expect("QUERY").and_then(|()| {
+            let name = parser.name()?;
+            parser.expect("ON")?;
+            let database = parser.name()?;
+            Ok(Admin::DropContinuousQuery { name, database })
+        })
+    } else if is(0, "SHOW") {
+        parser
+            .expect("QUERIES")
+            .map(|()| Admin::ShowContinuousQueries)
+    } else {
+        return None;
+    };
+    Some(statement.and_then(|statement| match parser.peek() {
+        None => Ok(Statement::Admin(statement)),
+        Some(extra) => invalid(parser.found(extra, "the end of the statement")),
+    }))
+}
+
+/// A duration as InfluxDB writes one: in its largest unit that divides it
+/// (`1m`, `90s`).
+fn duration_text(ns: i64) -> String {
+    const UNITS: [(&str, i64); 8] = [
+        ("w", 604_800_000_000_000),
+        ("d", 86_400_000_000_000),
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("u", 1_000),
+        ("ns", 1),
+    ];
+    let (unit, size) = UNITS
+        .iter()
+        .find(|(_, size)| ns % size == 0)
+        .copied()
+        .unwrap_or(("ns", 1));
+    format!("{}{unit}", ns / size)
 }
 
 /// The levels of `SET DOWNSAMPLING` (its words between `DOWNSAMPLING` and
@@ -1010,10 +1576,11 @@ fn admin(statement: &str, tokens: &[Spanned]) -> Result<Admin, String> {
         }
         _ => Err(format!(
             "statement not supported: {statement:?}. /query answers SELECT, SHOW MEASUREMENTS, \
-             SHOW TAG KEYS, SHOW TAG VALUES, SHOW FIELD KEYS, SHOW SERIES, CREATE DATABASE, \
-             SHOW DATABASES, SHOW RETENTION POLICIES, CREATE RETENTION POLICY, DELETE, DROP \
-             SERIES, DROP MEASUREMENT, SET DUPLICATE POLICY, SHOW DUPLICATE POLICIES, SET \
-             DOWNSAMPLING and SHOW DOWNSAMPLING; SQL goes to /sql"
+             SHOW TAG KEYS, SHOW TAG VALUES, SHOW FIELD KEYS, SHOW SERIES, SHOW … CARDINALITY, \
+             EXPLAIN, CREATE DATABASE, SHOW DATABASES, SHOW RETENTION POLICIES, CREATE RETENTION \
+             POLICY, DELETE, DROP SERIES, DROP MEASUREMENT, CREATE|DROP|SHOW CONTINUOUS QUERY, \
+             SET DUPLICATE POLICY, SHOW DUPLICATE POLICIES, SET DOWNSAMPLING and SHOW \
+             DOWNSAMPLING; SQL goes to /sql"
         )),
     }
 }
@@ -1033,7 +1600,7 @@ fn delete(
         ["DROP", "SERIES"] if condition.is_some() => (true, None),
         ["DROP", "SERIES", "FROM", _] => (true, Some(words[3].clone())),
         ["DROP", "MEASUREMENT", _] if condition.is_none() => (true, Some(words[2].clone())),
-        ["DELETE" | "DROP", ..] if upper.get(1) != Some(&"DATABASE") => {
+        ["DELETE" | "DROP", ..] => {
             return Err(format!(
                 "expected DELETE FROM m [WHERE …], DELETE WHERE …, DROP SERIES [FROM m] [WHERE …] \
                  or DROP MEASUREMENT m, got {head:?}"
@@ -1162,6 +1729,164 @@ mod tests {
     }
 
     #[test]
+    fn cardinality_statements() {
+        let parsed = |t| match parse(t, 0) {
+            Ok(Statement::ShowCardinality(c)) => c,
+            other => panic!("{t}: {other:?}"),
+        };
+        let cpu = |database: Option<&str>| Source {
+            database: database.map(str::to_owned),
+            retention_policy: None,
+            measurement: Name::Exact("cpu".into()),
+        };
+        // The bare estimates, also ON a database; any other clause or
+        // EXACT counts per measurement.
+        for (text, counted) in [
+            ("SHOW SERIES CARDINALITY", Counted::Series),
+            ("show measurement cardinality on db", Counted::Measurements),
+            ("SHOW SERIES CARDINALITY LIMIT 0 OFFSET 0", Counted::Series),
+        ] {
+            let c = parsed(text);
+            assert!(c.estimate, "{text}");
+            assert_eq!(c.counted, counted, "{text}");
+        }
+        for text in [
+            "SHOW SERIES EXACT CARDINALITY",
+            "SHOW SERIES CARDINALITY FROM cpu",
+            "SHOW SERIES CARDINALITY WHERE host = 'a'",
+            "SHOW MEASUREMENT CARDINALITY GROUP BY host",
+            "SHOW MEASUREMENT CARDINALITY LIMIT 1",
+            "SHOW MEASUREMENT CARDINALITY OFFSET 1",
+            "SHOW TAG KEY CARDINALITY",
+            "SHOW FIELD KEY CARDINALITY",
+        ] {
+            assert!(!parsed(text).estimate, "{text}");
+        }
+        assert_eq!(
+            parsed(
+                "SHOW SERIES EXACT CARDINALITY ON db FROM db..cpu WHERE region = 'eu' \
+                 GROUP BY host, \"k,comma\" LIMIT 2 OFFSET 1"
+            ),
+            Cardinality {
+                counted: Counted::Series,
+                show: Show {
+                    database: Some("db".into()),
+                    from: vec![cpu(Some("db"))],
+                    tags: Some(TagPredicate::Equals("region".into(), "eu".into())),
+                    limit: Some(2),
+                    offset: 1,
+                },
+                group_by: GroupBy::Tags(vec!["host".into(), "k,comma".into()]),
+                estimate: false,
+            }
+        );
+        assert_eq!(
+            parsed("SHOW TAG VALUES EXACT CARDINALITY FROM cpu WITH KEY =~ /^h/ GROUP BY *"),
+            Cardinality {
+                counted: Counted::TagValues(KeyFilter::Matches("^h".into())),
+                show: Show {
+                    from: vec![cpu(None)],
+                    ..Show::default()
+                },
+                group_by: GroupBy::All,
+                estimate: false,
+            }
+        );
+        assert_eq!(
+            parsed("SHOW TAG KEY CARDINALITY FROM /./").counted,
+            Counted::TagKeys
+        );
+        assert_eq!(
+            parsed("show field key exact cardinality").counted,
+            Counted::FieldKeys
+        );
+        // Not cardinalities: the other SHOWs read on as before.
+        assert!(matches!(
+            parse("SHOW SERIES FROM cpu", 0),
+            Ok(Statement::ShowSeries(_))
+        ));
+        assert!(matches!(
+            parse("SHOW TAG VALUES WITH KEY = cardinality", 0),
+            Ok(Statement::ShowTagValues { .. })
+        ));
+    }
+
+    #[test]
+    fn cardinality_errors_are_influxdbs() {
+        let err = |t| parse(t, 1_000_000_000_000).unwrap_err();
+        // Not InfluxQL: the request is refused, naming the token.
+        for (text, names) in [
+            ("SHOW TAG VALUES CARDINALITY FROM cpu", "expected WITH"),
+            ("SHOW SERIES EXACT", "EXACT"),
+            ("SHOW MEASUREMENT CARDINALITY SLIMIT 1", "SLIMIT"),
+            ("SHOW SERIES CARDINALITY GROUP host", "expected BY"),
+            ("SHOW TAG KEY CARDINALITY LIMIT x", "LIMIT"),
+        ] {
+            assert!(
+                matches!(err(text), ParseError::Invalid(ref m) if m.contains(names)),
+                "{text}: {:?}",
+                err(text)
+            );
+        }
+        // InfluxQL chingest does not answer: the statement's error.
+        for (text, names) in [
+            (
+                "SHOW SERIES EXACT CARDINALITY WHERE time > now() - 1h",
+                "SHOW SERIES EXACT CARDINALITY doesn't support time in WHERE clause",
+            ),
+            (
+                "SHOW TAG VALUES CARDINALITY WITH KEY = host WHERE time > 0",
+                "SHOW TAG VALUES CARDINALITY doesn't support time",
+            ),
+            ("SHOW SERIES CARDINALITY WHERE usage > 1", "\"usage\" (> …)"),
+            (
+                "SHOW SERIES CARDINALITY GROUP BY time(1h)",
+                "GROUP BY time()",
+            ),
+            ("SHOW SERIES CARDINALITY GROUP BY /h/", "GROUP BY /regex/"),
+        ] {
+            assert!(
+                matches!(err(text), ParseError::Unsupported(ref m) if m.contains(names)),
+                "{text}: {:?}",
+                err(text)
+            );
+        }
+    }
+
+    #[test]
+    fn refused_statements_are_their_results_error() {
+        let parsed = parse_query(
+            "SHOW USERS; SHOW STATS; DROP DATABASE db; SHOW DATABASES",
+            0,
+        )
+        .unwrap();
+        assert!(parsed[0]
+            .as_ref()
+            .unwrap_err()
+            .starts_with("SHOW USERS is not supported"));
+        assert!(parsed[1].as_ref().unwrap_err().contains("/metrics"));
+        assert!(parsed[2].as_ref().unwrap_err().contains("DROP DATABASE"));
+        assert_eq!(parsed[3], Ok(Statement::Admin(Admin::ShowDatabases)));
+        // A statement InfluxQL does not have is still not InfluxQL.
+        assert!(matches!(parse_query("SHOW FOO", 0), Err(Error::Parse(_))));
+    }
+
+    #[test]
+    fn show_limit_zero_is_no_limit() {
+        assert!(matches!(
+            parse("SHOW MEASUREMENTS LIMIT 0 OFFSET 1", 0),
+            Ok(Statement::ShowMeasurements {
+                show: Show {
+                    limit: None,
+                    offset: 1,
+                    ..
+                },
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn errors_say_what_and_where() {
         let err = |t| parse(t, 0).unwrap_err();
         assert_eq!(
@@ -1171,12 +1896,23 @@ mod tests {
             )
         );
         assert!(
-            matches!(err("SELECT a + b FROM cpu"), ParseError::Unsupported(m) if m.contains("arithmetic"))
+            matches!(err("SELECT a AND b FROM cpu"), ParseError::Invalid(m) if m.contains("AND in SELECT"))
         );
         assert!(matches!(
-            err("SELECT a FROM (SELECT b FROM c)"),
+            err("SELECT a FROM (SELECT b FROM c), d"),
             ParseError::Unsupported(_)
         ));
+        assert!(matches!(
+            err("SELECT a FROM (SELECT b FROM c"),
+            ParseError::Invalid(_)
+        ));
+        let deep = format!(
+            "SELECT a FROM {}SELECT a FROM m",
+            "(SELECT a FROM ".repeat(100)
+        );
+        assert!(
+            matches!(parse(&deep, 0).unwrap_err(), ParseError::Invalid(m) if m.contains("deeper"))
+        );
         assert!(
             matches!(err("SELECT a FROM cpu extra"), ParseError::Invalid(m) if m.contains("extra"))
         );
@@ -1184,10 +1920,59 @@ mod tests {
             err("SELECT a FROM cpu GROUP BY time(0s)"),
             ParseError::Invalid(_)
         ));
-        let deep = format!("SELECT {}a FROM cpu", "(".repeat(100_000));
-        assert!(matches!(err(&deep), ParseError::Invalid(m) if m.contains("deeper")));
+        for nesting in ["(", "- ", "1 + (", "abs("] {
+            let deep = format!("SELECT {}a FROM cpu", nesting.repeat(100_000));
+            let e = parse(&deep, 0).unwrap_err();
+            assert!(
+                matches!(&e, ParseError::Invalid(m) if m.contains("deeper")),
+                "{nesting}: {e:?}"
+            );
+        }
         let deep = format!("SELECT a FROM cpu WHERE {}", "(".repeat(100_000));
         assert!(matches!(err(&deep), ParseError::Unsupported(m) if m.contains("deeper")));
+    }
+
+    #[test]
+    fn arithmetic_binds_as_influxql_does() {
+        let column = |q: &str| match parse(&format!("SELECT {q} FROM m"), 0) {
+            Ok(Statement::Select(select)) => select.fields[0].expr.clone(),
+            other => panic!("{q}: {other:?}"),
+        };
+        let var = |name: &str| Expr::Var {
+            name: name.into(),
+            cast: None,
+        };
+        let op = |op, left, right| Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+        };
+        assert_eq!(
+            column("a + b * c"),
+            op(
+                BinaryOp::Add,
+                var("a"),
+                op(BinaryOp::Mul, var("b"), var("c"))
+            )
+        );
+        assert_eq!(
+            column("a - b - c"),
+            op(
+                BinaryOp::Sub,
+                op(BinaryOp::Sub, var("a"), var("b")),
+                var("c")
+            )
+        );
+        assert_eq!(
+            column("(a | b) & c"),
+            op(
+                BinaryOp::BitAnd,
+                op(BinaryOp::BitOr, var("a"), var("b")),
+                var("c")
+            )
+        );
+        assert_eq!(column("-2"), Expr::Integer(-2));
+        assert_eq!(column("-a"), op(BinaryOp::Mul, Expr::Integer(-1), var("a")));
     }
 
     fn admin(text: &str) -> Result<Admin, String> {
@@ -1252,7 +2037,7 @@ mod tests {
         ] {
             assert!(admin(bad).is_err(), "{bad}");
         }
-        let err = admin("GRANT ALL TO someone").unwrap_err();
+        let err = admin("UPSERT INTO cpu").unwrap_err();
         assert!(err.contains("/sql"), "{err}");
         assert!(admin("CREATE DATABASE \"open").is_err());
     }
@@ -1320,12 +2105,152 @@ mod tests {
 
     #[test]
     fn requests_parse_whole_before_any_statement_runs() {
-        let parsed = parse_query("SHOW DATABASES; SELECT a + b FROM cpu", 0).unwrap();
+        let parsed = parse_query("SHOW DATABASES; SELECT a FROM cpu GROUP BY /b/", 0).unwrap();
         assert_eq!(parsed[0], Ok(Statement::Admin(Admin::ShowDatabases)));
-        assert!(parsed[1].as_ref().unwrap_err().contains("arithmetic"));
+        assert!(parsed[1].as_ref().unwrap_err().contains("regex"));
         let refused = parse_query("SHOW DATABASES; SELECT FROM cpu", 0).unwrap_err();
         assert!(matches!(refused, Error::Parse(m) if m.contains("found FROM")));
         assert!(matches!(parse_query("'open", 0), Err(Error::Parse(_))));
+    }
+
+    #[test]
+    fn into_targets_name_a_measurement_or_refer_back_to_the_source() {
+        let target = |text: &str| match parse(text, 0) {
+            Ok(Statement::SelectInto(into)) => into.target,
+            other => panic!("{text}: {other:?}"),
+        };
+        let named = |db: Option<&str>, rp: Option<&str>, m: Option<&str>| IntoTarget {
+            database: db.map(str::to_owned),
+            retention_policy: rp.map(str::to_owned),
+            measurement: m.map(str::to_owned),
+        };
+        for (text, expected) in [
+            ("SELECT * INTO m FROM cpu", named(None, None, Some("m"))),
+            (
+                "SELECT * INTO \"r p\".m FROM cpu",
+                named(None, Some("r p"), Some("m")),
+            ),
+            (
+                "SELECT * INTO d.r.m FROM cpu",
+                named(Some("d"), Some("r"), Some("m")),
+            ),
+            (
+                "SELECT * INTO d..m FROM cpu",
+                named(Some("d"), None, Some("m")),
+            ),
+            (
+                "SELECT mean(*) INTO :MEASUREMENT FROM /c/ GROUP BY time(1m)",
+                named(None, None, None),
+            ),
+            (
+                "SELECT * INTO d..:measurement FROM /c/",
+                named(Some("d"), None, None),
+            ),
+            (
+                "SELECT * INTO d.r.:MEASUREMENT FROM cpu",
+                named(Some("d"), Some("r"), None),
+            ),
+        ] {
+            assert_eq!(target(text), expected, "{text}");
+        }
+        let into = match parse("SELECT v INTO m FROM cpu WHERE time > 0", 0) {
+            Ok(Statement::SelectInto(into)) => into,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            into.select.sources[0].measurement,
+            Name::Exact("cpu".into())
+        );
+        assert_eq!(into.select.condition.start, Some(1));
+        for bad in [
+            "SELECT * INTO :measure FROM cpu",
+            "SELECT * INTO FROM cpu",
+            "SELECT * INTO a.b.c.d FROM cpu",
+        ] {
+            assert!(
+                matches!(parse(bad, 0), Err(ParseError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        assert!(parse("SELECT * INTO m FROM cpu", 0).unwrap().writes());
+        assert!(!parse("SELECT * FROM cpu", 0).unwrap().writes());
+        assert!(parse("CREATE DATABASE x", 0).unwrap().writes());
+        assert!(!parse("SHOW DATABASES", 0).unwrap().writes());
+    }
+
+    #[test]
+    fn continuous_queries_are_checked_as_influxdb_checks_them() {
+        let text = "CREATE CONTINUOUS QUERY \"c q\" ON db RESAMPLE EVERY 30s FOR 2m BEGIN \
+                    SELECT mean(v) INTO db.autogen.m_1m FROM cpu GROUP BY time(1m, 10s), * END";
+        let Ok(Statement::Admin(Admin::CreateContinuousQuery(create))) = parse(text, 0) else {
+            panic!("{:?}", parse(text, 0));
+        };
+        assert_eq!(
+            (create.name.as_str(), create.database.as_str()),
+            ("c q", "db")
+        );
+        assert_eq!(create.resample_every, Some(30_000_000_000));
+        assert_eq!(create.resample_for, Some(120_000_000_000));
+        assert_eq!(create.text, text);
+        assert_eq!(create.query.target.measurement.as_deref(), Some("m_1m"));
+        assert_eq!(
+            create.query.select.interval,
+            Some(Interval {
+                every: 60_000_000_000,
+                offset: 10_000_000_000
+            })
+        );
+        let invalid = |text: &str| match parse(text, 0) {
+            Err(ParseError::Invalid(message)) => message,
+            other => panic!("{text}: {other:?}"),
+        };
+        let cq = |middle: &str| format!("CREATE CONTINUOUS QUERY c ON db {middle}");
+        for (middle, names) in [
+            (
+                "BEGIN SELECT mean(v) FROM cpu GROUP BY time(1m) END",
+                "INTO",
+            ),
+            ("BEGIN SELECT mean(v) INTO m FROM cpu END", "GROUP BY time"),
+            (
+                "RESAMPLE BEGIN SELECT mean(v) INTO m FROM cpu GROUP BY time(1m) END",
+                "EVERY, FOR",
+            ),
+            (
+                "RESAMPLE FOR 30s BEGIN SELECT mean(v) INTO m FROM cpu GROUP BY time(1m) END",
+                "minimum of 1m, got 30s",
+            ),
+            (
+                "BEGIN SELECT mean(v) INTO m FROM cpu GROUP BY time(1m)",
+                "expected END",
+            ),
+            ("BEGIN SHOW DATABASES END", "expected SELECT"),
+            ("BEGIN END", "expected END"),
+        ] {
+            let message = invalid(&cq(middle));
+            assert!(message.contains(names), "{middle}: {message}");
+        }
+        assert_eq!(
+            parse(
+                &cq("BEGIN SELECT v INTO m FROM cpu GROUP BY time(1m) END"),
+                0
+            ),
+            Err(ParseError::Unsupported(
+                "continuous queries must be aggregate queries".into()
+            ))
+        );
+        assert_eq!(
+            parse("drop continuous query \"c q\" on db", 0),
+            Ok(Statement::Admin(Admin::DropContinuousQuery {
+                name: "c q".into(),
+                database: "db".into()
+            }))
+        );
+        let show = parse("SHOW CONTINUOUS QUERIES", 0).unwrap();
+        assert_eq!(show, Statement::Admin(Admin::ShowContinuousQueries));
+        assert!(!show.is_admin() && !show.writes());
+        assert!(invalid("SHOW CONTINUOUS QUERIES ON db").contains("the end of the statement"));
+        assert_eq!(duration_text(90_000_000_000), "90s");
+        assert_eq!(duration_text(3_600_000_000_000), "1h");
     }
 
     #[test]

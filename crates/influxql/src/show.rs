@@ -25,8 +25,12 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<
         Statement::ShowTagValues { show, keys } => tag_values(ctx, show, keys).await,
         Statement::ShowFieldKeys(show) => field_keys(ctx, show),
         Statement::ShowSeries(show) => series(ctx, show).await,
-        Statement::Select(_) | Statement::Admin(_) => {
-            unreachable!("answered by select::run and admin::run")
+        Statement::Select(_)
+        | Statement::SelectInto(_)
+        | Statement::Explain { .. }
+        | Statement::ShowCardinality(_)
+        | Statement::Admin(_) => {
+            unreachable!("answered by select, into, cardinality and admin")
         }
     }
 }
@@ -35,16 +39,19 @@ pub(crate) async fn run(ctx: &Context<'_>, statement: &Statement) -> Result<Vec<
 /// else the request's; `None` if it does not exist (an empty answer, as
 /// InfluxDB gives).
 fn database(ctx: &Context<'_>, show: &Show) -> Result<Option<String>, Error> {
-    let named = show
-        .database
-        .as_deref()
-        .or_else(|| show.from.iter().find_map(|s| s.database.as_deref()));
-    let db = ctx.readable_database(named)?;
+    let db = ctx.readable_database(named_database(show))?;
     Ok(ctx.exists(&db).then_some(db))
 }
 
+/// The database a `SHOW` names: `ON db`, else the first its `FROM` names.
+pub(crate) fn named_database(show: &Show) -> Option<&str> {
+    show.database
+        .as_deref()
+        .or_else(|| show.from.iter().find_map(|s| s.database.as_deref()))
+}
+
 /// The series table's condition for `show`'s `FROM` and `WHERE`.
-fn series_condition(from: &[Source], tags: Option<&TagPredicate>) -> String {
+pub(crate) fn series_condition(from: &[Source], tags: Option<&TagPredicate>) -> String {
     let mut measurements: Vec<String> = from
         .iter()
         .map(|source| match &source.measurement {
@@ -62,7 +69,7 @@ fn series_condition(from: &[Source], tags: Option<&TagPredicate>) -> String {
     )
 }
 
-fn series_table(db: &str) -> String {
+pub(crate) fn series_table(db: &str) -> String {
     chingest::layout::names::TableNames::new(db, "", "").series_table
 }
 
@@ -77,7 +84,7 @@ fn limit_sql(show: &Show) -> String {
 
 /// Applies `LIMIT`/`OFFSET` to each series' values; series left with none
 /// are dropped.
-fn limit_values(series: &mut Vec<Series>, show: &Show) {
+pub(crate) fn limit_values(series: &mut Vec<Series>, show: &Show) {
     for s in series.iter_mut() {
         s.values = page(std::mem::take(&mut s.values), show.offset, show.limit);
     }
@@ -168,25 +175,13 @@ async fn tag_values(
         limit_values(&mut series, show);
         return Ok(series);
     }
-    let key_condition = match keys {
-        KeyFilter::Equals(k) => format!("key = {}", quote_literal(k)),
-        KeyFilter::NotEquals(k) => format!("key != {}", quote_literal(k)),
-        KeyFilter::In(keys) => format!(
-            "key IN ({})",
-            keys.iter()
-                .map(|k| quote_literal(k))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        KeyFilter::Matches(re) => format!("match(key, {})", quote_literal(re)),
-        KeyFilter::NotMatches(re) => format!("NOT match(key, {})", quote_literal(re)),
-    };
     let sql = format!(
         "SELECT measurement, key, value FROM {} FINAL ARRAY JOIN mapKeys(tags) AS key, \
-         mapValues(tags) AS value WHERE {} AND {key_condition} \
+         mapValues(tags) AS value WHERE {} AND {} \
          GROUP BY measurement, key, value ORDER BY measurement, key, value",
         series_table(&db),
         series_condition(&show.from, show.tags.as_ref()),
+        key_condition(keys, "key"),
     );
     let mut series = per_measurement(
         rows(&ctx.ingestor.query_translated(&sql).await?),
@@ -194,6 +189,24 @@ async fn tag_values(
     );
     limit_values(&mut series, show);
     Ok(series)
+}
+
+/// `WITH KEY …` as a condition on the tag key `key` (a column or any
+/// expression).
+pub(crate) fn key_condition(keys: &KeyFilter, key: &str) -> String {
+    match keys {
+        KeyFilter::Equals(k) => format!("{key} = {}", quote_literal(k)),
+        KeyFilter::NotEquals(k) => format!("{key} != {}", quote_literal(k)),
+        KeyFilter::In(keys) => format!(
+            "{key} IN ({})",
+            keys.iter()
+                .map(|k| quote_literal(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        KeyFilter::Matches(re) => format!("match({key}, {})", quote_literal(re)),
+        KeyFilter::NotMatches(re) => format!("NOT match({key}, {})", quote_literal(re)),
+    }
 }
 
 /// Asks the index of every table of the measurements `show` names (or
@@ -345,6 +358,26 @@ fn indexed_tag_keys(
     Ok(Some(per_measurement(rows, &["tagKey"])))
 }
 
+/// The measurements a `SHOW` reads: its `FROM` (in its `ON` database
+/// where a source names none), or every measurement.
+pub(crate) fn sources(show: &Show) -> Vec<Source> {
+    match show.from.is_empty() {
+        true => vec![Source {
+            database: show.database.clone(),
+            retention_policy: None,
+            measurement: Name::Regex(String::new()),
+        }],
+        false => show
+            .from
+            .iter()
+            .map(|s| Source {
+                database: s.database.clone().or_else(|| show.database.clone()),
+                ..s.clone()
+            })
+            .collect(),
+    }
+}
+
 /// InfluxDB's name for a field type; `None` for arrays, which InfluxQL
 /// cannot read.
 pub(crate) fn field_type_name(ty: FieldType) -> Option<&'static str> {
@@ -362,21 +395,7 @@ fn field_keys(ctx: &Context<'_>, show: &Show) -> Result<Vec<Series>, Error> {
     if database(ctx, show)?.is_none() {
         return Ok(Vec::new());
     }
-    let from = match show.from.is_empty() {
-        true => vec![Source {
-            database: show.database.clone(),
-            retention_policy: None,
-            measurement: Name::Regex(String::new()),
-        }],
-        false => show
-            .from
-            .iter()
-            .map(|s| Source {
-                database: s.database.clone().or_else(|| show.database.clone()),
-                ..s.clone()
-            })
-            .collect(),
-    };
+    let from = sources(show);
     let mut series: Vec<Series> = ctx
         .targets(&from)?
         .into_iter()

@@ -44,12 +44,12 @@ pub use error::Error;
 pub use lookup::{
     exemplars, label_names, label_values, metadata, series, tsdb_status, Listing, TsdbStatus,
 };
-pub use parse::{parse_duration, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
+pub use parse::{parse_duration, parse_expr, parse_query, parse_time, MAX_DEPTH, MAX_QUERY_LEN};
 pub use select::{Exemplar, LabelMatcher, Limits, MatchKind, Metadata, Source};
 use selected::{Samples, Selected};
 pub use value::{
     format_time, format_value, is_stale, write_time, write_value, Labels, Sample, Series, Value,
-    METRIC_NAME,
+    METRIC_NAME, STALE_NAN,
 };
 
 /// The most points a range query may answer per series (Prometheus's).
@@ -328,12 +328,12 @@ fn evaluator(
     }
 }
 
-/// For tests: `query` evaluated over the given series, no engine and no
+/// `query` evaluated over series held in memory, no engine and no
 /// [`Source`], at `start` (`step` 0: an instant query) or at each step
-/// from `start` to `end` (ms). Each selector gets the series its label
-/// matchers match, with their samples over the times it needs, as
+/// from `start` to `end` (ms): for unit tests of rules (`chingest rules
+/// test`) and the engine-free tests. Each selector gets the series its
+/// label matchers match, with their samples over the times it needs, as
 /// selection gives them; the evaluation is the queries' own.
-#[doc(hidden)]
 pub fn evaluate_in_memory(
     query: &str,
     series: &[Series],

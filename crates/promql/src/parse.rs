@@ -93,13 +93,22 @@ const FUNCTIONS: &[&str] = &[
     "year",
 ];
 
-/// A parsed query, checked.
+/// A parsed query, checked: the API's parameter, its errors named as
+/// Prometheus's HTTP API names them (`invalid parameter "query": …`).
 pub fn parse_query(query: &str) -> Result<Expr, Error> {
+    parse_expr(query)
+        .map_err(|reason| Error::BadData(format!("invalid parameter \"query\": {reason}")))
+}
+
+/// An expression parsed and checked as [`parse_query`] does, its error the
+/// bare reason: for callers that name where the expression came from
+/// themselves (a rule file's line, as promtool does).
+pub fn parse_expr(query: &str) -> Result<Expr, String> {
     if query.len() > MAX_QUERY_LEN {
-        return Err(Error::BadData(format!(
-            "invalid parameter \"query\": the query is {} bytes long, more than the {MAX_QUERY_LEN} accepted",
+        return Err(format!(
+            "the query is {} bytes long, more than the {MAX_QUERY_LEN} accepted",
             query.len()
-        )));
+        ));
     }
     static HOLT_WINTERS: Once = Once::new();
     HOLT_WINTERS.call_once(|| {
@@ -118,16 +127,26 @@ pub fn parse_query(query: &str) -> Result<Expr, Error> {
     if text_nesting(query) > 4 * MAX_DEPTH {
         return Err(too_deep());
     }
-    let expr = parser::parse(query)
-        .map_err(|err| Error::BadData(format!("invalid parameter \"query\": {err}")))?;
+    // The grammar's actions panic on some literals (a number written as a
+    // duration too large for one, found by the `promql` fuzz target): a
+    // query that cannot be parsed, not a panic of the request's task.
+    let expr = match std::panic::catch_unwind(|| parser::parse(query)) {
+        Ok(parsed) => parsed?,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("the parser failed");
+            return Err(format!("the query cannot be parsed: {why}"));
+        }
+    };
     check(&expr, 0)?;
     Ok(expr)
 }
 
-fn too_deep() -> Error {
-    Error::BadData(format!(
-        "invalid parameter \"query\": the query nests more than {MAX_DEPTH} levels deep"
-    ))
+fn too_deep() -> String {
+    format!("the query nests more than {MAX_DEPTH} levels deep")
 }
 
 /// How deeply `query` nests brackets, counting a run of binary operators
@@ -160,15 +179,11 @@ fn text_nesting(query: &str) -> usize {
 }
 
 /// Refuses what Prometheus 2.x does not have and bounds the tree's depth.
-fn check(expr: &Expr, depth: usize) -> Result<(), Error> {
+fn check(expr: &Expr, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
-    let unsupported = |what: &str| {
-        Err(Error::BadData(format!(
-            "invalid parameter \"query\": {what} is not supported"
-        )))
-    };
+    let unsupported = |what: &str| Err(format!("{what} is not supported"));
     match expr {
         Expr::Aggregate(agg) => {
             let op = agg.op.to_string();
@@ -192,16 +207,22 @@ fn check(expr: &Expr, depth: usize) -> Result<(), Error> {
             check(&binary.rhs, depth + 1)
         }
         Expr::Paren(paren) => check(&paren.expr, depth + 1),
-        Expr::Subquery(sub) => check(&sub.expr, depth + 1),
+        Expr::Subquery(sub) => {
+            check_offset(sub.offset.as_ref())?;
+            check_duration(Some(sub.range))?;
+            check_duration(sub.step)?;
+            check(&sub.expr, depth + 1)
+        }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) => Ok(()),
         Expr::VectorSelector(vs) => check_selector(vs),
-        Expr::MatrixSelector(ms) => check_selector(&ms.vs),
+        Expr::MatrixSelector(ms) => {
+            check_duration(Some(ms.range))?;
+            check_selector(&ms.vs)
+        }
         Expr::Call(call) => {
             let name = call.func.name;
             if !FUNCTIONS.contains(&name) {
-                return Err(Error::BadData(format!(
-                    "invalid parameter \"query\": unknown function with name {name:?}"
-                )));
+                return Err(format!("unknown function with name {name:?}"));
             }
             for arg in &call.args.args {
                 check(arg, depth + 1)?;
@@ -212,14 +233,35 @@ fn check(expr: &Expr, depth: usize) -> Result<(), Error> {
     }
 }
 
-fn check_selector(vs: &parser::VectorSelector) -> Result<(), Error> {
+fn check_selector(vs: &parser::VectorSelector) -> Result<(), String> {
+    check_offset(vs.offset.as_ref())?;
     if vs.matchers.or_matchers.is_empty() {
         Ok(())
     } else {
-        Err(Error::BadData(
-            "invalid parameter \"query\": `or` between label matchers is not supported".into(),
-        ))
+        Err("`or` between label matchers is not supported".into())
     }
+}
+
+/// Refuses a zero duration (an offset, a range, a subquery's step), which
+/// the parser takes written as a number (`offset 0`, `x[0]`) but not as a
+/// duration (`0s`), and prints as the duration: a query that read would be
+/// formatted as one that does not (Prometheus 2 refuses both).
+///
+/// Also refuses a duration past Prometheus's range (`i64` nanoseconds,
+/// some 292 years), which the parser reads without complaint but prints
+/// in days it reads back wrong (found by the `promql` fuzz target).
+fn check_duration(duration: Option<std::time::Duration>) -> Result<(), String> {
+    match duration {
+        Some(d) if d.is_zero() => Err("duration must be greater than 0".into()),
+        Some(d) if d > std::time::Duration::from_nanos(i64::MAX as u64) => {
+            Err("duration out of range".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_offset(offset: Option<&parser::Offset>) -> Result<(), String> {
+    check_duration(offset.map(|(parser::Offset::Pos(d) | parser::Offset::Neg(d))| *d))
 }
 
 /// A time parameter (`time`, `start`, `end`): RFC 3339 or Unix seconds
@@ -328,6 +370,48 @@ mod tests {
             .contains("nests"));
         // Operators inside strings are no nesting.
         assert!(parse_query(&format!("x{{a=\"{}\"}}", "+".repeat(1000))).is_ok());
+    }
+
+    /// Found by the `promql` fuzz target (fuzz/seeds/promql/regression-zero-*):
+    /// `offset 0` and `x[0]` read, and printed as `0s`, which does not.
+    #[test]
+    fn a_zero_duration_is_refused_however_it_is_written() {
+        for query in [
+            "x offset 0",
+            "x offset 0s",
+            "x[5m] offset -0",
+            "x[5m:1m] offset 0",
+            "x[0]",
+            "x[0s]",
+            "x[0:1m]",
+            "rate(x[5m])[5m:0]",
+        ] {
+            let err = parse_query(query).unwrap_err().to_string();
+            assert!(err.contains("greater than 0"), "{query}: {err}");
+        }
+        let formatted = crate::format_query("x offset 5").unwrap();
+        assert_eq!(parse_query(&formatted).unwrap().to_string(), "x offset 5s");
+    }
+
+    /// fuzz/seeds/promql/regression-huge-duration: the parser panicked.
+    #[test]
+    fn a_duration_too_large_for_one_is_an_error() {
+        let query = format!("rate(x[{}:1m])", "1".repeat(80));
+        let err = parse_query(&query).unwrap_err().to_string();
+        assert!(err.contains("cannot be parsed"), "{err}");
+        // The parser still works after the panic it had.
+        assert!(parse_query("rate(x[5m])").is_ok());
+        // fuzz/seeds/promql/regression-days-out-of-range: read, and printed
+        // in days that read back as hours.
+        for query in [
+            "rate(x[9000000000000000:1m])",
+            "rate(x[5m:924097086y])",
+            "x offset 300y",
+        ] {
+            let err = parse_query(query).unwrap_err().to_string();
+            assert!(err.contains("out of range"), "{query}: {err}");
+        }
+        assert!(parse_query("x offset 290y").is_ok());
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub const METRIC_NAME: &str = "__name__";
 /// Prometheus's stale marker: the NaN a sender writes when a series ends.
 const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
 
+/// The stale marker, as rules write it for a series that ended.
+pub const STALE_NAN: f64 = f64::from_bits(STALE_NAN_BITS);
+
 /// Whether `value` is a stale marker (not any NaN: only that one).
 pub fn is_stale(value: f64) -> bool {
     value.to_bits() == STALE_NAN_BITS

@@ -10,6 +10,8 @@
 
 pub mod config;
 pub mod error;
+#[cfg(fuzzing)]
+pub mod fuzzing;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
@@ -110,6 +112,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config: Arc::new(config),
         metrics: Arc::default(),
         promql_cache: Arc::new(promql_cache),
+        rules: Arc::new(OnceCell::new()),
     };
     let (shutdown, shutdown_rx) = oneshot::channel();
     let listeners = Listeners {
@@ -149,12 +152,22 @@ async fn serve(
     let opener = {
         let cell = Arc::clone(&state.ingestor);
         let config = state.config.ingest_config();
+        let write = &state.config.write;
+        let continuous_queries = Arc::new(chingest_influxql::ContinuousQueryRunner::new(
+            &write.default_retention_policy,
+            write.duplicate_policy,
+        ));
         let open_error = Arc::clone(&open_error);
         let health = health.clone();
+        let (rules, rules_cell) = (Arc::clone(&state.config), Arc::clone(&state.rules));
         tokio::spawn(async move {
             match Ingestor::open(config).await {
                 Ok(ingestor) => {
+                    if let Err(err) = ingestor.run_continuous_queries(continuous_queries) {
+                        tracing::warn!(%err, "continuous queries do not run");
+                    }
                     let _ = cell.set(ingestor);
+                    start_rules(&rules, cell, &rules_cell).await;
                     report_health(&health, tonic_health::ServingStatus::Serving).await;
                     tracing::info!("ready");
                 }
@@ -237,12 +250,72 @@ async fn serve(
     if let Some(err) = open_error.lock().unwrap().take() {
         return Err(ServerError::Engine(err));
     }
+    if let Some(rules) = state.rules.get() {
+        rules.stop().await;
+    }
     if let Some(ingestor) = state.ingestor.get() {
         ingestor.close().await?;
     }
     served.map_err(ServerError::Serve)?;
     clickhouse_served.map_err(ServerError::Serve)?;
     grpc_served.map_err(ServerError::Grpc)
+}
+
+/// Starts evaluating the configured rule files (none configured: nothing
+/// runs), and reloads them on `SIGHUP` as Prometheus does.
+async fn start_rules(
+    config: &ServerConfig,
+    ingestor: Arc<OnceCell<Ingestor>>,
+    cell: &Arc<OnceCell<chingest_rules::manager::Manager>>,
+) {
+    let r = &config.rules;
+    let notifier = (!r.alertmanagers.is_empty()).then(|| {
+        let alertmanagers = r
+            .alertmanagers
+            .iter()
+            .map(|am| chingest_rules::notify::Alertmanager {
+                url: am.url.clone(),
+                timeout: am.timeout,
+            })
+            .collect();
+        let capacity = r.notification_queue_capacity;
+        chingest_rules::notify::Notifier::start(alertmanagers, capacity, r.external_labels.clone())
+    });
+    let started = chingest_rules::manager::Manager::start(
+        ingestor,
+        config.rules_settings(),
+        r.files.clone(),
+        r.base_dir.clone(),
+        notifier,
+    )
+    .await;
+    let manager = match started {
+        Ok(manager) => manager,
+        // Checked when the server started: a file changed since.
+        Err(err) => {
+            tracing::error!(%err, "rules do not run");
+            return;
+        }
+    };
+    let _ = cell.set(manager);
+    #[cfg(unix)]
+    {
+        let cell = Arc::clone(cell);
+        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+        match hangup {
+            Ok(mut hangup) => {
+                tokio::spawn(async move {
+                    while hangup.recv().await.is_some() {
+                        if let Some(manager) = cell.get() {
+                            // A refusal is logged and counted by the manager.
+                            let _ = manager.reload().await;
+                        }
+                    }
+                });
+            }
+            Err(err) => tracing::warn!(%err, "SIGHUP does not reload the rules"),
+        }
+    }
 }
 
 /// Serves `router` on `listener` until `stopped`, over TLS when given.

@@ -26,7 +26,7 @@ struct Cli {
 enum Command {
     /// Run the server. Settings come from the built-in defaults, then
     /// --config, then CHINGEST_* environment variables and flags.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Ask a running server for a backup (docs/backup.md): every write it
     /// acknowledged before, exactly once, to a new directory on the
     /// server's machine or an S3 prefix.
@@ -34,6 +34,128 @@ enum Command {
     /// Restore a backup into an empty data directory, for `serve`
     /// (run it while no server uses that directory).
     Restore(RestoreArgs),
+    /// Prometheus rule files (docs/rules.md).
+    Rules(RulesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RulesArgs {
+    #[command(subcommand)]
+    command: RulesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum RulesCommand {
+    /// Check rule files as `promtool check rules` does: the same output,
+    /// exit code 0 (valid), 1 (invalid) or 3 (lint found something, with
+    /// --lint-fatal).
+    Check(RulesCheckArgs),
+    /// Run unit tests of rules as `promtool test rules` does: its test
+    /// files, its output, exit code 0 (passed) or 1 (failed).
+    Test(RulesTestArgs),
+    /// Write recording rules' results for a past range into a running
+    /// server, as `promtool tsdb create-blocks-from rules` makes them:
+    /// each rule's range queries at its group's interval, written by
+    /// remote write, in the files' order (a rule sees an earlier one's
+    /// output). Alerting rules are left out.
+    Backfill(RulesBackfillArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RulesBackfillArgs {
+    /// The server's HTTP address.
+    #[arg(long, env = "CHINGEST_URL", default_value = "http://127.0.0.1:8086")]
+    url: String,
+    /// A token that may read and write the database, when the server asks.
+    #[arg(long, env = "CHINGEST_TOKEN")]
+    token: Option<String>,
+    /// The database the rules read and their results go to.
+    #[arg(long, default_value = "prometheus")]
+    database: String,
+    /// The range's start: RFC 3339 or Unix seconds.
+    #[arg(long)]
+    from: String,
+    /// The range's end: RFC 3339 or Unix seconds (default: now).
+    #[arg(long)]
+    to: Option<String>,
+    /// A group's interval when it has none, e.g. 1m.
+    #[arg(long, default_value = "1m")]
+    evaluation_interval: String,
+    /// The rule files.
+    #[arg(required = true)]
+    files: Vec<String>,
+}
+
+/// `chingest rules backfill`: each rule's series and samples written.
+async fn backfill_rules(args: RulesBackfillArgs) -> anyhow::Result<()> {
+    let time = |name: &str, text: &str| {
+        chingest_promql::parse_time(name, text).map_err(|err| anyhow::anyhow!("--{name}: {err}"))
+    };
+    let from = time("from", &args.from)?;
+    let to = match &args.to {
+        Some(text) => time("to", text)?,
+        None => chingest::clock::now_ms(),
+    };
+    let interval = chingest_rules::duration::parse(&args.evaluation_interval)
+        .map_err(|err| anyhow::anyhow!("--evaluation-interval: {err}"))?;
+    let files = chingest_rules::load::load(&args.files, std::path::Path::new("."))?;
+    let remote = chingest_rules::backfill::Remote {
+        url: args.url,
+        token: args.token,
+        database: args.database,
+    };
+    let filled = chingest_rules::backfill::backfill(&remote, &files, (from, to), interval)
+        .await
+        .map_err(|err| anyhow::anyhow!(err))?;
+    for f in &filled {
+        println!(
+            "{} {}: {} series, {} samples",
+            f.group, f.rule, f.series, f.samples
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+struct RulesTestArgs {
+    /// The test files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct RulesCheckArgs {
+    /// Linting checks to apply: all, duplicate-rules or none.
+    #[arg(long, default_value = "duplicate-rules", value_parser = ["all", "duplicate-rules", "none"])]
+    lint: String,
+    /// Make lint errors exit with exit code 3.
+    #[arg(long)]
+    lint_fatal: bool,
+    /// The rule files to check.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// `chingest rules check`: promtool's output and exit code.
+fn check_rules(args: RulesCheckArgs) -> anyhow::Result<i32> {
+    // As promtool's argument parser, before any file is read.
+    for file in &args.files {
+        if let Some(refusal) = chingest_rules::check::refuse_argument(file) {
+            eprintln!("chingest: error: {refusal}, try --help");
+            return Ok(chingest_rules::check::FAILURE);
+        }
+    }
+    let options = chingest_rules::check::Options {
+        duplicate_rules: args.lint != "none",
+        lint_fatal: args.lint_fatal,
+    };
+    let code = chingest_rules::check::check_files(
+        &args.files,
+        options,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )?;
+    Ok(code)
 }
 
 /// Where `s3://` locations are.
@@ -224,6 +346,44 @@ struct ServeArgs {
     /// ms. Replaces the file's storage.refresh_ms.
     #[arg(long = "clickhouse-refresh-ms", env = "CHINGEST_CLICKHOUSE_REFRESH_MS")]
     clickhouse_refresh_ms: Option<u64>,
+    /// Run continuous queries here: true or false. Replaces the file's
+    /// continuous_queries.enabled.
+    #[arg(long = "continuous-queries", env = "CHINGEST_CONTINUOUS_QUERIES")]
+    continuous_queries: Option<bool>,
+    /// How often continuous queries' schedule is checked, in ms. Replaces
+    /// the file's continuous_queries.run_interval_ms.
+    #[arg(
+        long = "continuous-queries-run-interval-ms",
+        env = "CHINGEST_CONTINUOUS_QUERIES_RUN_INTERVAL_MS"
+    )]
+    continuous_queries_run_interval_ms: Option<u64>,
+    /// Most missed periods of a continuous query run after a restart.
+    /// Replaces the file's continuous_queries.max_catch_up_periods.
+    #[arg(
+        long = "continuous-queries-max-catch-up-periods",
+        env = "CHINGEST_CONTINUOUS_QUERIES_MAX_CATCH_UP_PERIODS"
+    )]
+    continuous_queries_max_catch_up_periods: Option<u64>,
+    /// Rule files (globs; repeat the flag, or separate with commas), read
+    /// from the working directory when relative. Replaces the file's
+    /// rules.files.
+    #[arg(
+        long = "rules-file",
+        env = "CHINGEST_RULES_FILES",
+        value_delimiter = ','
+    )]
+    rules_files: Vec<String>,
+    /// A rule group's interval when it has none, in ms. Replaces the
+    /// file's rules.evaluation_interval_ms.
+    #[arg(
+        long = "rules-evaluation-interval-ms",
+        env = "CHINGEST_RULES_EVALUATION_INTERVAL_MS"
+    )]
+    rules_evaluation_interval_ms: Option<u64>,
+    /// The database recorded series and ALERTS are written to. Replaces
+    /// the file's rules.database.
+    #[arg(long = "rules-database", env = "CHINGEST_RULES_DATABASE")]
+    rules_database: Option<String>,
 }
 
 impl ServeArgs {
@@ -276,6 +436,26 @@ impl ServeArgs {
         if let Some(refresh) = self.clickhouse_refresh_ms {
             config.storage.cluster.refresh = Duration::from_millis(refresh);
         }
+        let continuous = &mut config.continuous_queries;
+        if let Some(enabled) = self.continuous_queries {
+            continuous.enabled = enabled;
+        }
+        if let Some(interval) = self.continuous_queries_run_interval_ms {
+            continuous.run_interval = Duration::from_millis(interval);
+        }
+        if let Some(most) = self.continuous_queries_max_catch_up_periods {
+            continuous.max_catch_up_periods = most;
+        }
+        if !self.rules_files.is_empty() {
+            config.rules.files = self.rules_files;
+            config.rules.base_dir = PathBuf::from(".");
+        }
+        if let Some(interval) = self.rules_evaluation_interval_ms {
+            config.rules.evaluation_interval = Duration::from_millis(interval);
+        }
+        if let Some(database) = self.rules_database {
+            config.rules.database = database;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -284,13 +464,26 @@ impl ServeArgs {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = match Cli::parse().command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Backup(args) => return backup(args).await,
         Command::Restore(args) => {
             let restored = restore(args).await;
             let _ = chingest::shutdown_engine();
             return restored;
         }
+        Command::Rules(RulesArgs {
+            command: RulesCommand::Check(args),
+        }) => std::process::exit(check_rules(args)?),
+        Command::Rules(RulesArgs {
+            command: RulesCommand::Backfill(args),
+        }) => return backfill_rules(args).await,
+        Command::Rules(RulesArgs {
+            command: RulesCommand::Test(args),
+        }) => std::process::exit(chingest_rules::unittest::test_files(
+            &args.files,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        )?),
     };
     let config = args.into_config()?;
     tracing_subscriber::fmt()

@@ -85,6 +85,8 @@ pub struct AppState {
     /// PromQL range queries' settled steps (`[promql]
     /// result_cache_max_bytes`).
     pub promql_cache: Arc<chingest_promql::ResultCache>,
+    /// The rules evaluated here, set once the engine is open.
+    pub rules: Arc<OnceCell<chingest_rules::manager::Manager>>,
 }
 
 impl AppState {

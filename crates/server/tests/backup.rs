@@ -4,9 +4,9 @@
 //!
 //! - a backup under the load of 4 writers holds every request answered
 //!   before it started exactly once, none torn, in the fact tables and the
-//!   views; line protocol, remote write and OTLP data, and a delete and an
-//!   update made before it, read back the same through PromQL, InfluxQL
-//!   and SQL after a restore; an incremental backup stores less and
+//!   views; line protocol, remote write and OTLP data, a delete and an
+//!   update made before it, and a continuous query, read back the same
+//!   through PromQL, InfluxQL and SQL after a restore; an incremental backup stores less and
 //!   restores alone;
 //! - a tampered, cut or unfinished backup, a non-empty target and a
 //!   database the backup lacks are refused, naming what is wrong, and
@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use child::{client, free_port, get, sql, start, start_with, wait_ready, Server};
+use child::{client, free_port, get, sql, start, start_with, urlencode, wait_ready, Server};
 
 const DB: &str = "bk";
 const WRITERS: usize = 4;
@@ -210,6 +210,18 @@ async fn write_fixed(server: &Server) {
     .await
     .unwrap();
     assert_eq!(r.status(), 204);
+
+    // A continuous query: kept in the database's registry.
+    let create = "CREATE CONTINUOUS QUERY fixed_per_minute ON bk BEGIN SELECT mean(value) \
+                  INTO fixed_1m FROM fixed GROUP BY time(1m), host END";
+    let r = client()
+        .post(format!("{url}/query"))
+        .form(&[("q", create)])
+        .send()
+        .await
+        .unwrap();
+    let text = r.text().await.unwrap();
+    assert!(!text.contains("error"), "{text}");
 }
 
 /// The fixed data through every query language, as answered.
@@ -238,6 +250,7 @@ async fn answers(server: &Server) -> Vec<String> {
         "SELECT mean(value), count(value), min(value) FROM fixed WHERE time >= 1700000000s AND time < 1700000300s GROUP BY time(1m), host",
         "SELECT * FROM fixed WHERE time >= 1700000000s",
         "SHOW TAG VALUES FROM fixed WITH KEY = host",
+        "SHOW CONTINUOUS QUERIES",
     ] {
         let path = format!("/query?db={DB}&q={}", urlencode(influxql));
         let (status, text) = get(server, &path).await;
@@ -253,15 +266,13 @@ async fn answers(server: &Server) -> Vec<String> {
         )
         .await,
     );
+    let queries = &answers[answers.len() - 2];
+    assert!(queries.contains("fixed_per_minute"), "{queries}");
     // The delete and the update made before the backup.
     let per_host = answers.last().unwrap();
     assert!(!per_host.contains("h0"), "{per_host}");
     assert!(per_host.contains("h1\t30\t-30"), "{per_host}");
     answers
-}
-
-fn urlencode(s: &str) -> String {
-    serde_urlencoded::to_string([("", s)]).unwrap()[1..].to_owned()
 }
 
 /// Rows per request id in `table` (a fact table or a view).

@@ -29,7 +29,7 @@ type Test = (
 /// Runs the tests whose names contain the first free argument (all
 /// without one), in order.
 fn main() {
-    let tests: [Test; 6] = [
+    let tests: [Test; 7] = [
         (
             "a_token_stores_an_arrow_insert_once_across_a_restart",
             || Box::pin(a_token_stores_an_arrow_insert_once_across_a_restart()),
@@ -50,6 +50,10 @@ fn main() {
         (
             "downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups",
             || Box::pin(downsampled_rows_go_on_the_shards_and_every_node_reads_the_rollups()),
+        ),
+        (
+            "one_node_evaluates_the_rules_and_another_takes_over_when_it_dies",
+            || Box::pin(one_node_evaluates_the_rules_and_another_takes_over_when_it_dies()),
         ),
     ];
     let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
@@ -833,6 +837,22 @@ async fn a_node_learns_what_another_creates() {
     let text = r.text().await.unwrap();
     assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{text}");
     assert!(text.contains("clickhouse storage mode"), "{text}");
+    // Continuous queries would run on every node: refused, naming why.
+    let create = "CREATE CONTINUOUS QUERY c ON metrics BEGIN SELECT mean(v) INTO m_1m FROM m \
+                  GROUP BY time(1m) END";
+    let r = client()
+        .post(format!("{}/query?db=metrics", node1.url))
+        .form(&[("q", create)])
+        .send()
+        .await
+        .unwrap();
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("not available in the clickhouse storage mode"),
+        "{text}"
+    );
+    let (_, text) = node1.get("/query?q=SHOW%20CONTINUOUS%20QUERIES").await;
+    assert!(!text.contains("\"values\""), "{text}");
     // Samples of the last minutes, which memory would hold: node 1 writes
     // the first ten seconds of i0 and i1, node 2 the next ten of i0 to i4.
     let start = (std::time::SystemTime::now()
@@ -1347,4 +1367,102 @@ async fn range_over(node: &Chingest, aged: &Aged, db: &str, query: &str) -> serd
         }
     }
     serde_json::Value::Array(series)
+}
+
+/// The value of the line of `/metrics` starting with `name`.
+async fn gauge(node: &Chingest, name: &str) -> f64 {
+    let (_, text) = node.get("/metrics").await;
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+/// The recorded samples on the shards: (rows, distinct series and times,
+/// the newest time in ms).
+async fn recorded(node: &Chingest) -> (u64, u64, u64) {
+    let (status, answer) = node
+        .try_sql(
+            "SELECT count(), uniqExact(series_id, time), max(toUnixTimestamp64Milli(time)) \
+             FROM prometheus.`prometheus.autogen` FORMAT TabSeparated",
+        )
+        .await;
+    if !status.is_success() {
+        // Not written yet: no table.
+        assert!(answer.contains("UNKNOWN_TABLE"), "{status} {answer}");
+        return (0, 0, 0);
+    }
+    let [rows, distinct, newest] = numbers(&answer);
+    (rows, distinct, newest)
+}
+
+/// Two nodes with the same rule files: one evaluates them (the holder of
+/// their lease, `chingest_rules_leader`), so each slot's sample is
+/// written once; killed (-9), the other takes the rules over within two
+/// terms and goes on writing, still once per slot.
+async fn one_node_evaluates_the_rules_and_another_takes_over_when_it_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = ClickHouseNode::start_new(&dir.path().join("shard")).await;
+    let rules = dir.path().join("rules.yml");
+    std::fs::write(
+        &rules,
+        "groups:\n- name: fast\n  interval: 200ms\n  rules:\n  - record: job:up:sum\n    \
+         expr: sum(vector(1))\n",
+    )
+    .unwrap();
+    let config = dir.path().join("chingest.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[rules]\nfiles = [{:?}]\nlease_term_ms = 1000\n",
+            rules.display().to_string()
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let args = ["--config", config.as_str()];
+    let mut nodes = vec![
+        Chingest::start_with(&dir.path().join("a"), &[&shard], &args).await,
+        Chingest::start_with(&dir.path().join("b"), &[&shard], &args).await,
+    ];
+    // Within a few terms: one leader, samples recorded once each.
+    let started = std::time::Instant::now();
+    let leader = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut leaders = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            if gauge(node, "chingest_rules_leader ").await == 1.0 {
+                leaders.push(i);
+            }
+        }
+        let (rows, _, _) = recorded(&nodes[0]).await;
+        if leaders.len() == 1 && rows >= 5 {
+            break leaders[0];
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "leaders {leaders:?}, {rows} rows"
+        );
+    };
+    let (rows, distinct, _) = recorded(&nodes[0]).await;
+    assert_eq!(rows, distinct, "a slot recorded twice");
+    // The leader dies: the other node takes over and records after it.
+    let dead = nodes.remove(leader);
+    let killed_at = chingest::clock::now_ms() as u64;
+    drop(dead);
+    let survivor = &nodes[0];
+    let started = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (_, _, newest) = recorded(survivor).await;
+        if newest > killed_at + 1000 && gauge(survivor, "chingest_rules_leader ").await == 1.0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no takeover: newest sample {newest}, killed at {killed_at}"
+        );
+    }
+    let (rows, distinct, _) = recorded(survivor).await;
+    assert_eq!(rows, distinct, "a slot recorded twice across the takeover");
 }

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aged::{same, Aged};
-use child::{client, sql, start_with, wait_ready, Server};
+use child::{client, sql, start_with, urlencode, wait_ready, Server};
 
 const DB: &str = "down";
 /// 2026-01-01T00:00:00Z in seconds.
@@ -799,6 +799,63 @@ fn rows_past_the_first_age_go_and_every_reader_answers_from_the_rollups() {
     });
 }
 
+/// Memory keeping 50 h of samples reaches past the rows' cut (at most
+/// 48 h back) at any hour: an edit empties it, and the rebuild reads the
+/// engine, whose rows before the cut are gone. Memory must then start at
+/// the cut, not claim the samples before it (reads there would find none
+/// in memory and never ask the rollups). Before the fix this held only in
+/// the first two hours of a UTC day, with the default 26 h.
+#[test]
+fn memory_rebuilt_after_an_edit_starts_at_the_rows_cut() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = config(tmp.path(), r#"["1d:5m", "2d:1h"]"#);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("[last_values]\nrecent_span_ms = 180000000\n{text}"),
+    )
+    .unwrap();
+    let data = tmp.path().join("data");
+    let server = start_with(&data, &["--config".as_ref(), config.as_os_str()]);
+    let aged = Aged::now();
+    runtime.block_on(async {
+        wait_ready(&server).await;
+        write_both(&server, &aged.body()).await;
+        until_rows_gone(&server, DB, &aged).await;
+        aged_promql_agrees(&server, &aged, "", "the rows went").await;
+        let rebuilds = "chingest_last_value_rebuilds_total";
+        let before = counter(&server, rebuilds).await;
+        let delete = format!(
+            "DELETE FROM cpu WHERE host = 'h1' AND time < {}",
+            (aged.day0 + 3600) * 1_000_000_000
+        );
+        for db in [DB, RAW] {
+            let (status, text) = admin(&server, db, &delete).await;
+            assert!(status.is_success(), "{text}");
+        }
+        let started = Instant::now();
+        while counter(&server, rebuilds).await < before + 2 {
+            assert!(started.elapsed() < Duration::from_secs(60), "no rebuild");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        aged_promql_agrees(&server, &aged, "{host=\"h0\"}", "memory was rebuilt").await;
+        // The hour before the cut, raw: each 5 m bucket's last sample.
+        let window = format!(
+            "/api/v1/query?db={DB}&time={}&query={}",
+            aged.rows_from,
+            urlencode("cpu_usage{host=\"h0\"}[1h]")
+        );
+        let (status, text) = child::get(&server, &window).await;
+        assert!(status.is_success(), "{text}");
+        let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let points = answer["data"]["result"][0]["values"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(points, 12, "{text}");
+    });
+}
+
 /// Waits until the rows of `db` before `aged.rows_from` are gone (a pass's
 /// drops all done).
 async fn until_rows_gone(server: &Server, db: &str, aged: &Aged) {
@@ -1255,15 +1312,4 @@ fn levels_that_cannot_work_are_refused_at_startup() {
             "{levels}: {stderr}"
         );
     }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

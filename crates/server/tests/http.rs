@@ -410,8 +410,18 @@ fn influxql_startup_statements() {
             json["results"][0]["error"], "database name required",
             "{json}"
         );
-        // A statement /query does not take says where SQL goes.
-        let r = query("GRANT ALL TO someone").await.unwrap();
+        // A statement chingest refuses on purpose is the statement's
+        // error, naming what to use instead, and the next one runs.
+        let r = query("GRANT ALL TO someone; SHOW DATABASES").await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let json: Value = r.json().await.unwrap();
+        let error = json["results"][0]["error"].as_str().unwrap();
+        assert!(error.starts_with("GRANT is not supported"), "{json}");
+        assert!(error.contains("tokens"), "{json}");
+        assert!(json["results"][1]["series"].is_array(), "{json}");
+        // A statement InfluxQL does not have refuses the request, saying
+        // where SQL goes.
+        let r = query("SHOW FOO").await.unwrap();
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);
         let json: Value = r.json().await.unwrap();
         assert!(json["error"].as_str().unwrap().contains("/sql"), "{json}");

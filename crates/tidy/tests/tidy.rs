@@ -29,11 +29,12 @@ const CRATE_RANKS: &[(&str, &str, u32)] = &[
     ("crates/chingest", "chingest", 2),
     ("crates/influxql", "chingest-influxql", 3),
     ("crates/promql", "chingest-promql", 3),
-    ("crates/server", "chingest-server", 4),
-    ("crates/pushit", "pushit", 5),
-    ("crates/tidy", "tidy", 5),
-    ("benches", "chingest-benches", 6),
-    ("examples", "chingest-examples", 6),
+    ("crates/rules", "chingest-rules", 4),
+    ("crates/server", "chingest-server", 5),
+    ("crates/pushit", "pushit", 6),
+    ("crates/tidy", "tidy", 6),
+    ("benches", "chingest-benches", 7),
+    ("examples", "chingest-examples", 7),
 ];
 
 /// The library's layers, bottom to top: a module may import only modules
@@ -50,14 +51,17 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
     ("error", 3),
     ("cluster", 4),
     ("engine", 5),
+    ("lease", 5),
     ("catalog", 6),
     ("last_value", 7),
     ("write", 8),
     ("read", 8),
     ("downsample", 8),
+    ("continuous", 8),
     ("edit", 9),
     ("backup", 9),
     ("ingestor", 10),
+    ("fuzzing", 10),
     ("", 11),
 ];
 
@@ -66,9 +70,14 @@ const LIBRARY_LAYERS: &[(&str, u32)] = &[
 /// the baselines that measure the engine alone.
 const CHDB_RUST_CALLERS: &[&str] = &["crates/chingest/src/engine/", "crates/pushit/src/engine.rs"];
 
-/// Query-language and codec crates: protocols in, plans or tables out,
-/// no server.
-const FRONT_END_FREE: &[&str] = &["crates/codecs", "crates/influxql", "crates/promql"];
+/// Query-language, rules and codec crates: protocols in, plans or tables
+/// out, no server.
+const FRONT_END_FREE: &[&str] = &[
+    "crates/codecs",
+    "crates/influxql",
+    "crates/promql",
+    "crates/rules",
+];
 
 /// What a query-language or codec crate must not name.
 const SERVER_NAMES: &[&str] = &["chingest_server", "axum", "tonic", "hyper", "tower"];

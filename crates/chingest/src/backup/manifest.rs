@@ -99,7 +99,10 @@ impl Manifest {
         if sealed != xxh3_64(body.as_bytes()) {
             return Err("its seal does not match its contents: it was altered".into());
         }
-        let mut lines = body.lines();
+        // Lines end at `\n` only: `lines()` would also take a `\r` before
+        // it, off a value that ends in one (found by the `backup_manifest`
+        // fuzz target), and the manifest would not read back as written.
+        let mut lines = body.split_terminator('\n');
         if lines.next() != Some(HEADER) {
             return Err(format!("its first line is not {HEADER:?}"));
         }
@@ -252,6 +255,17 @@ mod tests {
         let m = manifest();
         assert_eq!(Manifest::parse(&m.render()).unwrap(), m);
         assert_eq!(m.bytes(), 13);
+    }
+
+    /// fuzz/seeds/backup_manifest/regression-carriage-return.
+    #[test]
+    fn values_ending_in_a_carriage_return_read_back_as_written() {
+        let mut written = manifest();
+        written.databases.push("db\r".to_owned());
+        written
+            .files
+            .insert("dir/file\r".to_owned(), FileEntry { hash: 1, size: 2 });
+        assert_eq!(Manifest::parse(&written.render()), Ok(written));
     }
 
     #[test]

@@ -16,9 +16,13 @@ use crate::layout::names::TableNames;
 use crate::layout::schema::FieldType;
 use crate::stats::IngestStats;
 
-use super::cluster::{Known, Lease};
+use super::cluster::Known;
 use super::policy::Policies;
 use super::state::{Cuts, Kept, Span};
+use crate::lease::Lease;
+
+/// The lease table's name in each downsampled database.
+const LEASE_TABLE: &str = "_downsampling_lease";
 
 /// A lease on passes in the cluster mode lasts this many periods.
 pub(super) const LEASE_PERIODS: u32 = 15;
@@ -140,7 +144,7 @@ impl Downsampler {
         let mode = match engine.cluster {
             None => Mode::Embedded,
             Some(_) => Mode::Cluster {
-                lease: Lease::new(config.period.saturating_mul(LEASE_PERIODS)),
+                lease: Lease::new(config.period.saturating_mul(LEASE_PERIODS), LEASE_TABLE),
                 removal_delay: config.removal_delay,
             },
         };

@@ -21,7 +21,7 @@ use crate::clock::now_ns;
 impl Downsampler {
     /// One pass over every downsampled database; in the `clickhouse`
     /// storage mode over each shard, and only over the databases whose
-    /// [`Lease`] this node holds. Whether it passed over any table.
+    /// [`Lease`](crate::lease::Lease) this node holds. Whether it passed over any table.
     pub(crate) async fn pass(&self) -> Result<bool> {
         let (Some(engine), Some(catalog)) = (self.engine.upgrade(), self.catalog.upgrade()) else {
             return Ok(false);

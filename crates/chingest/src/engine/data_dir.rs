@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arrow::record_batch::RecordBatch;
 use chdb_rust::connection::Connection;
@@ -37,7 +38,17 @@ pub(crate) struct DataDir {
     /// power cut then would make the replay of that insert a no-op: its
     /// rows lost.
     inserting: Mutex<HashMap<OsString, Arc<RwLock<()>>>>,
+    /// Everything in the catalog whose status changed before this is
+    /// durable: the start of the last sync that finished, less
+    /// [`CLOCK_MARGIN`]. `None` until one has.
+    synced_before: Mutex<Option<SystemTime>>,
 }
+
+/// How far before a sync's start a change is still synced again: covers
+/// file times taken from a coarser clock than `SystemTime::now`, and small
+/// steps of the clock. A clock set back past the last sync's start makes
+/// the next sync a whole one.
+const CLOCK_MARGIN: Duration = Duration::from_secs(2);
 
 impl DataDir {
     /// The data directory at `root`, none of its tables' directories known
@@ -47,6 +58,7 @@ impl DataDir {
             root: root.to_owned(),
             tables: Mutex::default(),
             inserting: Mutex::default(),
+            synced_before: Mutex::default(),
         }
     }
 
@@ -169,18 +181,30 @@ impl DataDir {
         Ok(new)
     }
 
-    /// Makes DDL or an edit durable: every catalog file and table directory.
+    /// Makes DDL or an edit durable: every catalog file and table
+    /// directory that changed since the last sync that finished (all of
+    /// them the first time, or after the clock went back).
     pub(crate) fn sync_catalog(&self) -> Result<()> {
         self.tables.lock().unwrap().clear();
+        let started = SystemTime::now();
+        let since = self
+            .synced_before
+            .lock()
+            .unwrap()
+            .filter(|&before| started >= before);
         let sync_table_dir = |dir: &Path| {
             let lock = self.insert_lock(dir);
             let _syncing = lock.write().unwrap();
             durable::sync_table_dir(dir)
         };
-        durable::sync_catalog(&self.root, sync_table_dir).map_err(|source| Error::Io {
+        durable::sync_catalog(&self.root, since, sync_table_dir).map_err(|source| Error::Io {
             context: format!("syncing the engine's catalog in {}", self.root.display()),
             source,
-        })
+        })?;
+        let synced = started.checked_sub(CLOCK_MARGIN).unwrap_or(UNIX_EPOCH);
+        let mut before = self.synced_before.lock().unwrap();
+        *before = Some(before.map_or(synced, |b| b.max(synced)));
+        Ok(())
     }
 }
 

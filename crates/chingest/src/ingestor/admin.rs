@@ -1,13 +1,15 @@
 //! Databases and their policies, downsampling settings, backups and
 //! snapshots.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backup::{self, BackupReport, BackupRequest, Snapshot};
 use crate::config::{Downsampling, DuplicatePolicy};
 use crate::downsample::DownsamplingSetting;
 use crate::error::{Error, Result};
-use crate::layout::names::{self, NameKind};
+use crate::layout::names::{self, NameKind, TableNames};
+use crate::lease::Lease;
 
 use super::Ingestor;
 
@@ -17,6 +19,45 @@ impl Ingestor {
         let shared = self.shared.open()?;
         shared.catalog.ensure_database(&shared.engine, name).await?;
         Ok(())
+    }
+
+    /// Whether this process may do now the work that one node of a
+    /// cluster does at a time (the server's rule evaluation): always in
+    /// the embedded mode; in the `clickhouse` storage mode while it holds
+    /// the lease kept in `database`'s table `table` (a name starting with
+    /// `_`), claimed in terms of `term` — held by one live node, taken
+    /// over within two terms of its holder's death. `database` is created
+    /// if it does not exist.
+    pub async fn holds_lease(
+        &self,
+        database: &str,
+        table: &'static str,
+        term: Duration,
+    ) -> Result<bool> {
+        let shared = self.shared.open()?;
+        let Some(cluster) = &shared.engine.cluster else {
+            return Ok(true);
+        };
+        if !table.starts_with('_') {
+            return Err(Error::Internal(format!(
+                "a lease's table must start with _: {table:?}"
+            )));
+        }
+        shared
+            .catalog
+            .ensure_database(&shared.engine, database)
+            .await?;
+        let lease = Arc::clone(
+            shared
+                .leases
+                .lock()
+                .unwrap()
+                .entry(table)
+                .or_insert_with(|| Arc::new(Lease::new(term, table))),
+        );
+        lease
+            .holds(cluster, &TableNames::new(database, "", ""))
+            .await
     }
 
     /// The databases written to or created, sorted.

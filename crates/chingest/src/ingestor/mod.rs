@@ -3,26 +3,30 @@
 //! last-value cache, writer, reader, downsampler); every other method
 //! hands its call to the layer that owns it: `write.rs` writes and edits,
 //! `read.rs` reads, `admin.rs` databases, policies, downsampling settings,
-//! backups and snapshots.
+//! backups and snapshots, `continuous.rs` continuous queries.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
 use crate::catalog::{Catalog, Table};
 use crate::config::{IngestConfig, StorageMode};
+use crate::continuous::{ContinuousQueries, ContinuousQuery, PeriodFuture, Window};
 use crate::downsample::Downsampler;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::last_value::rebuild::{BoxFuture, RebuildSource};
 use crate::layout::rollup::Aggregate;
 use crate::layout::schema::FieldType;
+use crate::lease::Lease;
 use crate::read::Reader;
 use crate::stats::{IngestStats, PartsSummary};
 use crate::write::budget::MemoryReservation;
 use crate::write::Writer;
 
 mod admin;
+mod continuous;
 mod open;
 mod read;
 mod write;
@@ -51,6 +55,13 @@ struct Shared {
     /// is learnt of the shards'); its background task, aborted on close.
     downsampler: Arc<Downsampler>,
     downsampling: Mutex<Option<JoinHandle<()>>>,
+    /// The continuous queries; the task that runs them once a runner is
+    /// given, aborted on close.
+    continuous: Arc<ContinuousQueries>,
+    continuous_task: Mutex<Option<JoinHandle<()>>>,
+    /// In the `clickhouse` storage mode, the leases callers asked for
+    /// ([`Ingestor::holds_lease`]), by table.
+    leases: Mutex<HashMap<&'static str, Arc<Lease>>>,
 }
 
 impl Shared {
@@ -85,6 +96,30 @@ impl RebuildSource for Shared {
             .flat_map(|at| view.gone_rows_sql(fields, i64::MIN, i64::MAX, at))
             .collect()
     }
+
+    fn rows_from(&self, table: &Table) -> i64 {
+        self.downsampler
+            .view(&table.schema().names)
+            .map_or(i64::MIN, |view| view.rows_from)
+    }
+}
+
+/// What runs a continuous query's statement over one window and writes
+/// its points, each a period: a query language's (InfluxQL's
+/// `chingest_influxql::ContinuousQueryRunner`). The library calls it on
+/// its schedule, one period at a time, from a task of its own.
+pub trait ContinuousQueryRunner: Send + Sync + 'static {
+    /// Runs `query` over `window` on `ingestor` and writes what it
+    /// answers (through the ingestor's write path, as one write); the
+    /// points written. The measurements it writes should take the
+    /// `last` duplicate policy unless they have one: a period repeated
+    /// after a crash then replaces its points.
+    fn run_period<'a>(
+        &'a self,
+        ingestor: &'a Ingestor,
+        query: &'a ContinuousQuery,
+        window: Window,
+    ) -> PeriodFuture<'a>;
 }
 
 impl Ingestor {
@@ -133,6 +168,9 @@ impl Ingestor {
             learner.abort();
         }
         if let Some(task) = shared.downsampling.lock().unwrap().take() {
+            task.abort();
+        }
+        if let Some(task) = shared.continuous_task.lock().unwrap().take() {
             task.abort();
         }
         let Some(checkpointed) = shared.writer.close().await else {

@@ -9,6 +9,7 @@ use crate::catalog::learn::{self, Learner, SeriesParts};
 use crate::catalog::{Catalog, TableDefaults};
 use crate::cluster::Cluster;
 use crate::config::{IngestConfig, LastValueConfig, StorageMode};
+use crate::continuous::ContinuousQueries;
 use crate::downsample::{self, Downsampler};
 use crate::durable;
 use crate::engine::Engine;
@@ -67,6 +68,7 @@ impl Ingestor {
         ));
         let layers = (&engine, &catalog, &last_values, &downsampler);
         let writer = start_writer(&config, layers, files, cluster.clone(), &runtime)?;
+        let continuous = Arc::new(ContinuousQueries::new(&engine, &catalog));
         let ingestor = Ingestor {
             shared: Arc::new(Shared {
                 config,
@@ -77,6 +79,9 @@ impl Ingestor {
                 learner: Mutex::default(),
                 downsampler,
                 downsampling: Mutex::default(),
+                continuous,
+                continuous_task: Mutex::default(),
+                leases: Mutex::default(),
             }),
         };
         // From here a failure closes what started.
@@ -94,19 +99,24 @@ impl Ingestor {
     }
 
     /// Replays the log into the engine, then reads back where rows are
-    /// gone (readers and rebuilds must know it).
+    /// gone (readers and rebuilds must know it) and, in the embedded mode
+    /// (the only one that runs them), the continuous queries.
     async fn recover(&self, opened: &Opened, scan: replay::Scan) -> Result<()> {
         let Shared {
             engine,
             catalog,
             writer,
             downsampler,
+            continuous,
             ..
         } = &*self.shared;
         let broken = replay::broken_tables(engine, catalog).await?;
         replay::run(writer.flush_context(), catalog, opened, scan, &broken).await?;
         match engine.cluster {
-            None => downsampler.load().await?,
+            None => {
+                downsampler.load().await?;
+                continuous.load().await?;
+            }
             Some(_) => downsampler.learn().await?,
         }
         for db in catalog.databases() {

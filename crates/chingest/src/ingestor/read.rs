@@ -4,6 +4,7 @@
 
 use arrow::record_batch::RecordBatch;
 
+use crate::config::DuplicatePolicy;
 use crate::downsample::RollupView;
 use crate::error::Result;
 use crate::last_value::{
@@ -114,6 +115,16 @@ impl Ingestor {
     /// a table.
     pub fn measurement(&self, (db, rp, name): TableAddress<'_>) -> Option<MeasurementSchema> {
         self.shared.reader.measurement(db, rp, name)
+    }
+
+    /// What the table of `measurement` keeps of a point written again, if
+    /// it exists (a table keeps the policy it was created with).
+    pub fn table_duplicate_policy(
+        &self,
+        (db, rp, name): TableAddress<'_>,
+    ) -> Option<DuplicatePolicy> {
+        let table = self.shared.catalog.database(db)?.table(rp, name)?;
+        Some(table.duplicates)
     }
 
     /// What a reader may take from the rollups of `measurement` in `db` /

@@ -38,6 +38,9 @@ pub(crate) trait RebuildSource: Send + Sync {
     /// bucket of its rollups as a row (`time`, `series_id`, then `fields`)
     /// at its first and at its last sample; none elsewhere.
     fn gone_rows(&self, table: &Table, fields: &[(String, FieldType)]) -> Vec<String>;
+    /// Before it (ns) a downsampled table's rows are gone; `i64::MIN`
+    /// where all are kept.
+    fn rows_from(&self, table: &Table) -> i64;
 }
 
 /// A boxed future: [`RebuildSource`] is used as a trait object.
@@ -76,11 +79,7 @@ pub(crate) async fn run_rebuilds(
         let flushed = source.flush_all().await;
         for (table, generation, recent_from) in jobs {
             let rebuilt = match &flushed {
-                Ok(()) => {
-                    let gone = source.gone_rows(&table, &table.schema().fields);
-                    let job = (generation, recent_from, gone.as_slice());
-                    rebuild(source.engine(), &cache, &table, job).await
-                }
+                Ok(()) => rebuild(&*source, &cache, &table, (generation, recent_from)).await,
                 Err(err) => Err(Error::Engine(err.to_string())),
             };
             match rebuilt {
@@ -104,15 +103,17 @@ pub(crate) async fn run_rebuilds(
 }
 
 /// Reads a table's newest values, its recent samples from `recent_from`
-/// on and its series' tags from the engine and merges them into its
-/// cache.
+/// on (from the rows' cut, where they are gone) and its series' tags from
+/// the engine and merges them into its cache.
 async fn rebuild(
-    engine: &Engine,
+    source: &dyn RebuildSource,
     cache: &LastValues,
     table: &Arc<Table>,
-    (generation, recent_from, gone): (u64, i64, &[String]),
+    (generation, recent_from): (u64, i64),
 ) -> Result<()> {
+    let engine = source.engine();
     let schema = table.schema();
+    let gone = source.gone_rows(table, &schema.fields);
     let names = &schema.names;
     let tags_sql = format!(
         "SELECT series_id, tags FROM {} FINAL WHERE measurement = {}",
@@ -163,13 +164,18 @@ async fn rebuild(
         let sql = format!(
             "SELECT {} FROM {} GROUP BY series_id",
             columns.join(", "),
-            rows_and_rollups(&names.storage_table, &schema.fields, gone)
+            rows_and_rollups(&names.storage_table, &schema.fields, &gone)
         );
         for batch in engine.query_arrow(sql).await? {
             read_values(&batch, &fields, &mut values)?;
         }
     }
+    // Memory reaching back past the rows' cut would claim samples the
+    // engine no longer has (readers would not ask the rollups there): it
+    // starts at the cut, as a pass that dropped rows meanwhile left it.
+    let recent_from = recent_from.max(source.rows_from(table));
     let (recent_from, recent) = read_recent(engine, cache, table, &fields, recent_from).await?;
+    let recent_from = recent_from.max(source.rows_from(table));
     let from_engine = EngineLast {
         tags,
         fields,

@@ -30,7 +30,8 @@
 //! series by them): they are defined here and nowhere else.
 //!
 //! The request is read in place ([`read`]): [`Request::decode`], then
-//! [`ResourceTags::of`] and [`convert`].
+//! [`ResourceTags::of`] and [`convert`]. A request in OTLP's JSON encoding
+//! is first made protobuf by [`protobuf_from_json`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -47,11 +48,25 @@ use crate::table::{metadata_table, Table, Tag};
 
 pub mod read;
 
+use crate::error::Error;
+
 pub use read::Request;
 use read::{
     AnyValue, Data, ExponentialHistogramDataPoint, HistogramDataPoint, NumberDataPoint,
     PointCommon, SummaryDataPoint,
 };
+
+/// The protobuf encoding of an `ExportMetricsServiceRequest` in OTLP's
+/// JSON encoding (lowerCamelCase keys, 64-bit integers as strings or
+/// numbers): read into the generated messages, then encoded, so both
+/// encodings have one reader.
+pub fn protobuf_from_json(json: &[u8]) -> Result<Vec<u8>> {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use prost::Message as _;
+    let request: ExportMetricsServiceRequest = serde_json::from_slice(json)
+        .map_err(|e| Error::Invalid(format!("not an OTLP JSON metrics request: {e}")))?;
+    Ok(request.encode_to_vec())
+}
 
 /// Measurement of gauge points.
 pub const GAUGE: &str = "otel_metrics_gauge";

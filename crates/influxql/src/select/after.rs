@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{aggregate_of, transforms, Aggregate, Column, Output};
+use super::aggregate::Aggregate;
+use super::math::Formula;
+use super::model::{aggregate_of, transforms, Column, Output, Projection};
 use super::sql::{Aggregation, Plan};
 use crate::answer::{Series, Value};
 use crate::error::Error;
@@ -34,19 +36,36 @@ pub(super) fn by_group(
     groups
 }
 
+/// One series of the answer from its rows of cells (time first): each
+/// row's columns computed from its cells.
 pub(super) fn series_of(
     target: &Target,
     keys: &[String],
     group: Vec<String>,
-    outputs: &[Output],
-    values: Vec<Vec<Value>>,
+    columns: &[Projection],
+    rows: Vec<Vec<Value>>,
 ) -> Series {
-    let mut columns = vec!["time".to_owned()];
-    columns.extend(outputs.iter().map(|o| o.name.clone()));
+    let mut names = vec!["time".to_owned()];
+    names.extend(columns.iter().map(|(name, _)| name.clone()));
+    let identity = columns
+        .iter()
+        .enumerate()
+        .all(|(i, (_, formula))| *formula == Formula::Cell(i));
+    let values = match identity {
+        true => rows,
+        false => rows
+            .into_iter()
+            .map(|mut row| {
+                let cells = row.split_off(1);
+                row.extend(columns.iter().map(|(_, formula)| formula.evaluate(&cells)));
+                row
+            })
+            .collect(),
+    };
     Series {
         name: Some(target.schema.name.clone()),
         tags: (!keys.is_empty()).then(|| keys.iter().cloned().zip(group).collect()),
-        columns,
+        columns: names,
         values,
     }
 }
@@ -80,38 +99,59 @@ pub(super) fn move_time_first(keys: usize) -> impl Fn(Vec<Value>) -> Vec<Value> 
     }
 }
 
-/// Each column's transformation over its non-null points, taken in the
-/// statement's order (rows are (time, values…), descending when
-/// `descending`, as InfluxDB runs them); the rows of every time that has a
-/// result, in the same order.
+/// Each cell's transformation over its non-null points, taken in the
+/// statement's order (rows are (time, cells…), descending when
+/// `descending`, as InfluxDB runs them); the other cells (aggregates beside
+/// a transformation of one) as they are. A row for every time some cell
+/// has a value at, in the same order; points at one time (series merged)
+/// each keep their row.
 pub(super) fn transformed(
-    outputs: &[Output],
+    plan: &Plan,
     rows: Vec<Vec<Value>>,
     default_unit: i64,
     descending: bool,
 ) -> Vec<Vec<Value>> {
-    let mut by_time: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
+    let outputs = plan.outputs.as_slice();
+    // (time, the how-manieth at that time) → the row's cells.
+    let mut merged: BTreeMap<(i64, usize), Vec<Value>> = BTreeMap::new();
+    let mut put = |c: usize, column: Vec<(i64, Value)>| {
+        let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+        for (t, value) in column {
+            let nth = seen.entry(t).or_insert(0);
+            merged
+                .entry((t, *nth))
+                .or_insert_with(|| vec![Value::Null; outputs.len()])[c] = value;
+            *nth += 1;
+        }
+    };
     for (c, output) in outputs.iter().enumerate() {
+        let times = rows.iter().filter_map(|row| match row[0] {
+            Value::Time(t) => Some((t, &row[c + 1])),
+            _ => None,
+        });
         let Column::Transform { func, .. } = output.column else {
+            put(c, times.map(|(t, v)| (t, v.clone())).collect());
             continue;
         };
-        let points: Vec<(i64, f64, bool)> = rows
-            .iter()
-            .filter_map(|row| {
-                let Value::Time(t) = row[0] else { return None };
-                let integer = matches!(row[c + 1], Value::Integer(_) | Value::Unsigned(_));
-                Some((t, row[c + 1].as_f64()?, integer))
+        // Only those that read the interval before the range see it.
+        let seen =
+            |t: &i64| func.reads_previous_interval() || plan.answer_from.is_none_or(|s| *t >= s);
+        let points: Vec<(i64, f64, bool)> = times
+            .filter(|(t, _)| seen(t))
+            .filter_map(|(t, value)| {
+                let integer = matches!(value, Value::Integer(_) | Value::Unsigned(_));
+                match (value.as_f64(), func.reads_values()) {
+                    (Some(v), _) => Some((t, v, integer)),
+                    (None, false) if !value.is_null() => Some((t, 0.0, false)),
+                    (None, _) => None,
+                }
             })
             .collect();
-        for (t, value) in func.apply(&points, default_unit) {
-            by_time
-                .entry(t)
-                .or_insert_with(|| vec![Value::Null; outputs.len()])[c] = value;
-        }
+        put(c, func.apply(&points, default_unit));
     }
-    let mut rows: Vec<Vec<Value>> = by_time
+    let mut rows: Vec<Vec<Value>> = merged
         .into_iter()
-        .map(|(t, mut values)| {
+        .map(|((t, _), mut values)| {
             values.insert(0, Value::Time(t));
             values
         })
@@ -214,7 +254,12 @@ pub(super) fn aggregated_series(
         .iter()
         .zip(at)
         .filter(|(o, _)| o.column.aggregates())
-        .map(|(o, (value, _))| (*value, aggregate_of(&o.column) == Some(Aggregate::Count)))
+        .map(|(o, (value, _))| {
+            (
+                *value,
+                aggregate_of(&o.column).is_some_and(Aggregate::counts),
+            )
+        })
         .collect();
     let rows: Vec<Vec<Value>> = rows
         .into_iter()
@@ -259,7 +304,7 @@ pub(super) fn aggregated_series(
     let Some(interval) = select.interval else {
         return Ok(groups
             .into_iter()
-            .map(|(group, rows)| series_of(target, keys, group, outputs, rows))
+            .map(|(group, rows)| series_of(target, keys, group, &plan.columns, rows))
             .collect());
     };
     // Every interval from the range's start (or the first point's) to its end.
@@ -290,15 +335,7 @@ pub(super) fn aggregated_series(
     // Count reports 0 for an empty interval, not null.
     let counts: Vec<bool> = outputs
         .iter()
-        .map(|o| {
-            matches!(
-                o.column,
-                Column::Aggregate {
-                    func: Aggregate::Count,
-                    ..
-                }
-            )
-        })
+        .map(|o| matches!(o.column, Column::Aggregate { func, .. } if func.counts()))
         .collect();
     let mut answer = Vec::new();
     for (group, rows) in groups {
@@ -338,16 +375,105 @@ pub(super) fn aggregated_series(
                 if select.descending {
                     filled.reverse();
                 }
-                let rows = transformed(outputs, filled, interval.every, select.descending);
+                let rows = transformed(plan, filled, interval.every, select.descending);
                 limited(select, rows)
             }
             false => order_and_limit(select, filled),
         };
         if !rows.is_empty() {
-            answer.push(series_of(target, keys, group, outputs, rows));
+            answer.push(series_of(target, keys, group, &plan.columns, rows));
         }
     }
     Ok(answer)
+}
+
+/// The series of raw points read as (time, group keys…, cells…) rows in
+/// the statement's order; `paged`: whether `LIMIT` and `OFFSET` are still
+/// to apply (else the engine applied them).
+pub(super) fn raw_series(
+    select: &Select,
+    target: &Target,
+    plan: &Plan,
+    read: Vec<Vec<Value>>,
+    paged: bool,
+) -> Vec<Series> {
+    let (outputs, keys) = (plan.outputs.as_slice(), plan.keys.as_slice());
+    let transforms = transforms(outputs);
+    let read = read.into_iter().map(move_time_first(keys.len())).collect();
+    let mut answer = Vec::new();
+    for (group, mut rows) in by_group(read, keys.len()) {
+        if transforms {
+            // The rows' order is the statement's.
+            let unit = 1_000_000_000;
+            rows = limited(select, transformed(plan, rows, unit, select.descending));
+        } else if paged {
+            rows = limited(select, rows);
+        }
+        if !rows.is_empty() {
+            answer.push(series_of(target, keys, group, &plan.columns, rows));
+        }
+    }
+    answer
+}
+
+/// Rows before `start` (read so that transformations have the interval
+/// before the range): only the columns computed from transformations keep
+/// their values there, and a row left with none is dropped.
+pub(super) fn only_transformed_before(series: &mut Vec<Series>, plan: &Plan, start: i64) {
+    let transformed: Vec<bool> = plan
+        .columns
+        .iter()
+        .map(|(_, formula)| {
+            let cells = formula.cells();
+            !cells.is_empty()
+                && cells
+                    .iter()
+                    .all(|&&c| matches!(plan.outputs[c].column, Column::Transform { .. }))
+        })
+        .collect();
+    for one in series.iter_mut() {
+        one.values.retain_mut(|row| {
+            if !matches!(row.first(), Some(Value::Time(t)) if *t < start) {
+                return true;
+            }
+            for (value, transformed) in row[1..].iter_mut().zip(&transformed) {
+                if !transformed {
+                    *value = Value::Null;
+                }
+            }
+            row[1..].iter().any(|v| !v.is_null())
+        });
+    }
+    series.retain(|one| !one.values.is_empty());
+}
+
+/// Point rows read outside the engine — (time, group keys…, cells…),
+/// each with its series' key — put in the order the engine's points
+/// statement answers them: by group, then time (latest first when
+/// `descending`), then series key (how InfluxDB merges series).
+pub(super) fn in_points_order(
+    rows: Vec<(Vec<Value>, String)>,
+    keys: usize,
+    descending: bool,
+) -> Vec<Vec<Value>> {
+    let mut rows = rows;
+    rows.sort_by(|(a, key_a), (b, key_b)| {
+        let time = |row: &[Value]| match row[0] {
+            Value::Integer(t) | Value::Time(t) => t,
+            _ => 0,
+        };
+        let by_time = match descending {
+            true => time(b).cmp(&time(a)),
+            false => time(a).cmp(&time(b)),
+        };
+        a[1..=keys]
+            .iter()
+            .map(text)
+            .cmp(b[1..=keys].iter().map(text))
+            .then(by_time)
+            .then(key_a.cmp(key_b))
+    });
+    rows.into_iter().map(|(row, _)| row).collect()
 }
 
 #[cfg(test)]

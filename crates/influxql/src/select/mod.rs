@@ -5,35 +5,94 @@
 //! needs to read as InfluxDB's ([`after`]).
 
 mod after;
+mod aggregate;
+mod explain;
+mod math;
 mod model;
+mod points;
 mod recent;
+mod reduce;
 mod rollup;
 mod sql;
+mod subquery;
+mod technical;
+mod transform;
 
 pub use sql::select_sql;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use chingest::{LastSeries, TagPredicate};
 
-use after::{by_group, limited, move_time_first, series_of, transformed};
-use model::{shape, transforms, wildcard, Aggregate, Column, Operand, Shape};
-use sql::{Aggregation, Filter, Plan, Statement};
+use after::{limited, raw_series, series_of};
+use aggregate::Aggregate;
+use explain::{Store, Trace};
+use model::{shape, wildcard, Column, Operand, Shape};
+use sql::{Filter, Plan, Statement};
 
 use crate::answer::{Answer, Series, Value};
 use crate::error::Error;
 use crate::parse::Select;
 use crate::plan::{page, rows, Context, TagMatcher, Target};
 
+/// `EXPLAIN [ANALYZE]` of a `SELECT`: how it is answered (`analyze`:
+/// answered, with times and rows).
+pub(crate) async fn explain(
+    ctx: &Context<'_>,
+    select: &Select,
+    analyze: bool,
+) -> Result<Answer, Error> {
+    let started = Instant::now();
+    let trace = match analyze {
+        true => Trace::default(),
+        false => Trace::planning(),
+    };
+    let answer = run_traced(ctx, select, &trace).await?;
+    let series = match analyze {
+        true => {
+            let rows = answer.series.iter().map(|s| s.values.len()).sum();
+            trace.analyzed(started.elapsed(), rows)
+        }
+        false => trace.plan(),
+    };
+    Ok(Answer {
+        series: vec![series],
+        zone: None,
+    })
+}
+
 /// Answers a `SELECT`.
 pub(crate) async fn run(ctx: &Context<'_>, select: &Select) -> Result<Answer, Error> {
+    run_traced(ctx, select, &Trace::default()).await
+}
+
+/// Answers a `SELECT`, noting in `trace` how.
+async fn run_traced(ctx: &Context<'_>, select: &Select, trace: &Trace) -> Result<Answer, Error> {
     let zone = select.time_zone;
     let shape = shape(select)?;
+    if !select.subqueries.is_empty() {
+        let mut answers = Vec::new();
+        for inner in &select.subqueries {
+            let inner = subquery::within(inner, select);
+            answers.push(Box::pin(run_traced(ctx, &inner, trace)).await?);
+        }
+        let started = Instant::now();
+        let answer = subquery::answer(ctx, select, &shape, answers)?;
+        trace.note(
+            "(subqueries)",
+            Store::Subqueries,
+            None,
+            &answer.series,
+            started,
+        );
+        return Ok(answer);
+    }
     let targets = ctx.targets(&select.sources)?;
     let wildcard = wildcard(select, &targets);
     let mut series = Vec::new();
     for target in &targets {
-        series.extend(measurement(ctx, select, &shape, target, &wildcard, zone).await?);
+        series.extend(measurement(ctx, select, &shape, target, &wildcard, trace).await?);
     }
     // ORDER BY time DESC orders series the other way too.
     if select.descending {
@@ -50,14 +109,68 @@ async fn measurement(
     shape: &Shape,
     target: &Target,
     wildcard: &[(String, Option<String>)],
-    zone: Option<chrono_tz::Tz>,
+    trace: &Trace,
+) -> Result<Vec<Series>, Error> {
+    // Transformations over `GROUP BY time` (but `cumulative_sum`) read the
+    // interval before the range too, as InfluxDB does, so that the first
+    // interval has one before it.
+    let reads_before = select.interval.zip(select.condition.start).filter(|_| {
+        shape.columns.iter().flat_map(|(_, f)| f.cells()).any(
+            |cell| matches!(cell, Column::Transform { func, .. } if func.reads_previous_interval()),
+        )
+    });
+    let Some((interval, start)) = reads_before else {
+        return answered(ctx, select, shape, target, wildcard, None, trace).await;
+    };
+    let mut widened = select.clone();
+    widened.condition.start = Some(start.saturating_sub(interval.every));
+    answered(ctx, &widened, shape, target, wildcard, Some(start), trace).await
+}
+
+/// The statement over one measurement, answered from `answer_from` on
+/// when it reads before its range: there, only the transformations'
+/// values.
+async fn answered(
+    ctx: &Context<'_>,
+    select: &Select,
+    shape: &Shape,
+    target: &Target,
+    wildcard: &[(String, Option<String>)],
+    answer_from: Option<i64>,
+    trace: &Trace,
 ) -> Result<Vec<Series>, Error> {
     let Some(mut plan) = Plan::new(select, shape, target, wildcard)? else {
         return Ok(Vec::new());
     };
-    if shape.aggregate {
-        if let Some(series) = from_cache(ctx, select, target, &plan)? {
-            return Ok(series);
+    plan.answer_from = answer_from;
+    plan.max_points = ctx.ingestor.config().query.max_points_in_memory;
+    let mut series = planned(ctx, select, target, &mut plan, trace).await?;
+    if let Some(start) = answer_from {
+        after::only_transformed_before(&mut series, &plan, start);
+    }
+    Ok(series)
+}
+
+/// The statement over one measurement, as planned: from the last-value
+/// cache, the recent samples, rollups or the engine, noted in `trace`
+/// (which, for `EXPLAIN`, may ask the engine nothing).
+async fn planned(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    plan: &mut Plan,
+    trace: &Trace,
+) -> Result<Vec<Series>, Error> {
+    let zone = select.time_zone;
+    let started = Instant::now();
+    let name = target.schema.name.as_str();
+    let noted = |store: Store, sql: Option<&str>, series: Vec<Series>| {
+        trace.note(name, store, sql, &series, started);
+        Ok(series)
+    };
+    if plan.aggregates() {
+        if let Some(series) = from_cache(ctx, select, target, plan)? {
+            return noted(Store::LastValues, None, series);
         }
     }
     let listed = cached_series(ctx, target, &plan.filter)?;
@@ -66,14 +179,57 @@ async fn measurement(
         .map(|series| series.iter().map(|s| s.series_id).collect());
     plan.filter.list_series(ids);
     let rollups = ctx.ingestor.rollups(target.table());
-    match plan.statement(select, target, zone, ctx.now, rollups.as_ref()) {
-        None => Ok(Vec::new()),
-        Some(Statement::Raw(sql)) => raw(ctx, select, target, &plan, &sql).await,
-        Some(Statement::Aggregated(aggregation)) => {
-            let listed = listed.as_deref();
-            aggregated(ctx, select, target, &plan, &aggregation, listed, zone).await
+    let statement = plan.statement(select, target, zone, ctx.now, rollups.as_ref());
+    let (store, sql) = match &statement {
+        None => return noted(Store::Nothing, None, Vec::new()),
+        Some(Statement::Raw(sql)) => (Store::Raw, sql),
+        Some(Statement::Points(sql)) => {
+            let stop = sql::stop(select, ctx.now);
+            let remembered =
+                recent::points(ctx, select, target, plan, stop, listed.as_deref()).await?;
+            if let Some(read) = remembered {
+                let series = points::series(select, target, plan, read, zone, ctx.now)?;
+                return noted(Store::RecentPoints, None, series);
+            }
+            (Store::Points, sql)
         }
+        Some(Statement::Aggregated(aggregation)) => {
+            let remembered =
+                recent::rows(ctx, select, target, plan, aggregation, listed.as_deref()).await?;
+            if let Some(rows) = remembered {
+                let series = after::aggregated_series(
+                    select,
+                    target,
+                    plan,
+                    aggregation,
+                    rows,
+                    zone,
+                    ctx.now,
+                )?;
+                return noted(Store::Recent, None, series);
+            }
+            match aggregation.rollups {
+                true => (Store::Rollups, &aggregation.sql),
+                false => (Store::Engine, &aggregation.sql),
+            }
+        }
+    };
+    if trace.dry {
+        return noted(store, Some(sql), Vec::new());
     }
+    let read = match store {
+        Store::Rollups => rows(&ctx.ingestor.query_rollups(sql).await?),
+        _ => rows(&ctx.ingestor.query_translated(sql).await?),
+    };
+    let series = match &statement {
+        Some(Statement::Raw(_)) => raw_series(select, target, plan, read, false),
+        Some(Statement::Points(_)) => points::series(select, target, plan, read, zone, ctx.now)?,
+        Some(Statement::Aggregated(aggregation)) => {
+            after::aggregated_series(select, target, plan, aggregation, read, zone, ctx.now)?
+        }
+        None => Vec::new(),
+    };
+    noted(store, Some(sql), series)
 }
 
 /// The series `filter`'s tags select, from the last-value cache when it
@@ -174,7 +330,7 @@ fn from_cache(
         );
         let rows = limited(select, vec![row]);
         if !rows.is_empty() {
-            answer.push(series_of(target, keys, group, outputs, rows));
+            answer.push(series_of(target, keys, group, &plan.columns, rows));
         }
     }
     if select.descending {
@@ -202,52 +358,4 @@ fn cached_value(value: &chingest::LastField) -> Value {
         chingest::LastField::String(v) => Value::String(v.clone()),
         chingest::LastField::Boolean(v) => Value::Boolean(*v),
     }
-}
-
-/// Raw points: `SELECT field, tag FROM m`.
-async fn raw(
-    ctx: &Context<'_>,
-    select: &Select,
-    target: &Target,
-    plan: &Plan,
-    sql: &str,
-) -> Result<Vec<Series>, Error> {
-    let (outputs, keys) = (plan.outputs.as_slice(), plan.keys.as_slice());
-    let transforms = transforms(outputs);
-    let rows = rows(&ctx.ingestor.query_translated(sql).await?);
-    let rows = rows.into_iter().map(move_time_first(keys.len())).collect();
-    let mut answer = Vec::new();
-    for (group, mut rows) in by_group(rows, keys.len()) {
-        if transforms {
-            // The engine's order is the statement's.
-            let unit = 1_000_000_000;
-            rows = limited(select, transformed(outputs, rows, unit, select.descending));
-        }
-        if !rows.is_empty() {
-            answer.push(series_of(target, keys, group, outputs, rows));
-        }
-    }
-    Ok(answer)
-}
-
-/// Aggregates, per `GROUP BY time` interval when given: from memory when
-/// it holds the range whole (the recent samples, and the chunk cache
-/// before them), else from the engine. `listed`: the series
-/// the tags select, if the cache already listed them.
-async fn aggregated(
-    ctx: &Context<'_>,
-    select: &Select,
-    target: &Target,
-    plan: &Plan,
-    aggregation: &Aggregation,
-    listed: Option<&[LastSeries]>,
-    zone: Option<chrono_tz::Tz>,
-) -> Result<Vec<Series>, Error> {
-    let remembered = recent::rows(ctx, select, target, plan, aggregation, listed).await?;
-    let rows = match remembered {
-        Some(rows) => rows,
-        None if aggregation.rollups => rows(&ctx.ingestor.query_rollups(&aggregation.sql).await?),
-        None => rows(&ctx.ingestor.query_translated(&aggregation.sql).await?),
-    };
-    after::aggregated_series(select, target, plan, aggregation, rows, zone, ctx.now)
 }

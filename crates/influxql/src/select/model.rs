@@ -7,158 +7,14 @@ use std::collections::BTreeMap;
 
 use chingest::layout::schema::FieldType;
 
+use super::aggregate::Aggregate;
+use super::math::{Formula, Kind, MathFn};
+use super::transform::Transform;
 use crate::answer::Value;
 use crate::error::Error;
 use crate::parse::{Expr, GroupBy, Select};
 use crate::plan::Target;
 use crate::show::field_type_name;
-
-/// An aggregate or selector.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Aggregate {
-    Count,
-    Sum,
-    Mean,
-    Median,
-    Spread,
-    Stddev,
-    First,
-    Last,
-    Min,
-    Max,
-    /// `percentile(x, p)`.
-    Percentile(f64),
-}
-
-impl Aggregate {
-    pub(super) fn named(name: &str) -> Option<Aggregate> {
-        Some(match name {
-            "count" => Aggregate::Count,
-            "sum" => Aggregate::Sum,
-            "mean" => Aggregate::Mean,
-            "median" => Aggregate::Median,
-            "spread" => Aggregate::Spread,
-            "stddev" => Aggregate::Stddev,
-            "first" => Aggregate::First,
-            "last" => Aggregate::Last,
-            "min" => Aggregate::Min,
-            "max" => Aggregate::Max,
-            "percentile" => Aggregate::Percentile(0.0),
-            _ => return None,
-        })
-    }
-
-    /// Selectors pick a point, whose time a lone selector reports.
-    pub(super) fn is_selector(self) -> bool {
-        matches!(
-            self,
-            Aggregate::First
-                | Aggregate::Last
-                | Aggregate::Min
-                | Aggregate::Max
-                | Aggregate::Percentile(_)
-        )
-    }
-
-    /// Whether it takes numbers only.
-    pub(super) fn is_numeric(self) -> bool {
-        !matches!(self, Aggregate::Count | Aggregate::First | Aggregate::Last)
-    }
-
-    /// `first`, `last`, `min` and `max`: the selectors whose point other
-    /// columns can be read at.
-    pub(super) fn picks_point(self) -> bool {
-        matches!(
-            self,
-            Aggregate::First | Aggregate::Last | Aggregate::Min | Aggregate::Max
-        )
-    }
-}
-
-/// What a transformation computes from consecutive points.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Change {
-    /// Per unit of time (ns; `None`: the default unit).
-    Derivative(Option<i64>),
-    Difference,
-    /// The running sum, from the first point on.
-    CumulativeSum,
-}
-
-/// `derivative`, `non_negative_derivative`, `difference`,
-/// `non_negative_difference`, `cumulative_sum`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Transform {
-    change: Change,
-    non_negative: bool,
-}
-
-impl Transform {
-    pub(super) fn named(name: &str) -> Option<Transform> {
-        let (change, non_negative) = match name {
-            "derivative" => (Change::Derivative(None), false),
-            "non_negative_derivative" => (Change::Derivative(None), true),
-            "difference" => (Change::Difference, false),
-            "non_negative_difference" => (Change::Difference, true),
-            "cumulative_sum" => (Change::CumulativeSum, false),
-            _ => return None,
-        };
-        Some(Transform {
-            change,
-            non_negative,
-        })
-    }
-
-    /// The function's name.
-    pub(super) fn name(self) -> &'static str {
-        match (self.change, self.non_negative) {
-            (Change::Derivative(_), false) => "derivative",
-            (Change::Derivative(_), true) => "non_negative_derivative",
-            (Change::Difference, false) => "difference",
-            (Change::Difference, true) => "non_negative_difference",
-            (Change::CumulativeSum, _) => "cumulative_sum",
-        }
-    }
-
-    /// Applies to one column's points (time, value, whether an integer),
-    /// nulls left out, in the statement's order: descending, each value
-    /// is taken from the later one, over the time between them.
-    pub(super) fn apply(self, points: &[(i64, f64, bool)], default_unit: i64) -> Vec<(i64, Value)> {
-        let number = |v: f64, integer: bool| match integer {
-            true => Value::Integer(v as i64),
-            false => Value::Float(v),
-        };
-        if self.change == Change::CumulativeSum {
-            let mut sum = 0.0;
-            return points
-                .iter()
-                .map(|&(t, v, integer)| {
-                    sum += v;
-                    (t, number(sum, integer))
-                })
-                .collect();
-        }
-        let mut out = Vec::new();
-        for pair in points.windows(2) {
-            let ((t0, v0, _), (t1, v1, integer)) = (pair[0], pair[1]);
-            let value = match self.change {
-                Change::Derivative(unit) => {
-                    let elapsed = (t1 - t0).abs() as f64 / unit.unwrap_or(default_unit) as f64;
-                    if elapsed == 0.0 {
-                        continue;
-                    }
-                    Value::Float((v1 - v0) / elapsed)
-                }
-                _ => number(v1 - v0, integer),
-            };
-            if self.non_negative && value.as_f64().is_some_and(|v| v < 0.0) {
-                continue;
-            }
-            out.push((t1, value));
-        }
-        out
-    }
-}
 
 /// What a column computes, before names are resolved against a
 /// measurement.
@@ -191,33 +47,16 @@ impl Column {
             }),
             Expr::Wildcard => Ok(Column::Wildcard),
             Expr::Call { name, args } => {
-                if let Some(mut func) = Aggregate::named(name) {
-                    let expected = if matches!(func, Aggregate::Percentile(_)) {
-                        2
-                    } else {
-                        1
-                    };
-                    if args.len() != expected {
-                        return Err(format!(
-                            "invalid number of arguments for {name}, expected {expected}, got {}",
-                            args.len()
-                        ));
-                    }
-                    if let Aggregate::Percentile(p) = &mut func {
-                        *p = match args[1] {
-                            Expr::Integer(n) => n as f64,
-                            Expr::Number(n) => n,
-                            _ => return Err(format!("expected float argument in {name}()")),
-                        };
-                    }
-                    return match &args[0] {
+                if let Some(parsed) = Aggregate::parse(name, args) {
+                    let func = parsed?;
+                    return match func.field(args) {
                         Expr::Var { name, cast } => Ok(Column::Aggregate {
                             func,
                             name: name.clone(),
                             cast: cast.clone(),
                         }),
                         // Every field the function takes, expanded per measurement.
-                        Expr::Wildcard => Ok(Column::Aggregate {
+                        Expr::Wildcard if func.takes_wildcard() => Ok(Column::Aggregate {
                             func,
                             name: "*".to_owned(),
                             cast: None,
@@ -225,27 +64,8 @@ impl Column {
                         _ => Err(format!("expected field argument in {name}()")),
                     };
                 }
-                if let Some(mut func) = Transform::named(name) {
-                    let takes_unit = matches!(func.change, Change::Derivative(_));
-                    let most = if takes_unit { 2 } else { 1 };
-                    if args.is_empty() || args.len() > most {
-                        return Err(format!(
-                            "invalid number of arguments for {name}, expected at least 1 but no more than {most}, got {}",
-                            args.len()
-                        ));
-                    }
-                    if let Some(unit) = args.get(1) {
-                        match unit {
-                            Expr::Duration(ns) if *ns > 0 => {
-                                func.change = Change::Derivative(Some(*ns))
-                            }
-                            _ => {
-                                return Err(format!(
-                                    "second argument to {name} must be a duration, got {unit:?}"
-                                ))
-                            }
-                        }
-                    }
+                if let Some(func) = Transform::parse(name, args) {
+                    let func = func?;
                     let inner = Column::from_expr(&args[0])?;
                     return match inner {
                         Column::Raw { .. } | Column::Aggregate { .. } => Ok(Column::Transform {
@@ -256,25 +76,7 @@ impl Column {
                     };
                 }
                 // InfluxDB's other functions.
-                const NOT_TRANSLATED: [&str; 13] = [
-                    "top",
-                    "bottom",
-                    "distinct",
-                    "integral",
-                    "mode",
-                    "sample",
-                    "elapsed",
-                    "moving_average",
-                    "holt_winters",
-                    "holt_winters_with_fit",
-                    "exponential_moving_average",
-                    "chande_momentum_oscillator",
-                    "kaufmans_efficiency_ratio",
-                ];
-                match NOT_TRANSLATED.contains(&name.as_str()) {
-                    true => Err(format!("{name}() is not supported")),
-                    false => Err(format!("undefined function {name}()")),
-                }
+                Err(format!("undefined function {name}()"))
             }
             other => Err(format!(
                 "{other:?} is not supported as a column; select fields or functions"
@@ -289,15 +91,44 @@ impl Column {
             _ => false,
         }
     }
+}
 
-    /// The column's default name: the field's, or the function's.
-    pub(super) fn default_name(&self, expr: &Expr) -> String {
-        match (self, expr) {
-            (Column::Raw { name, .. }, _) => name.clone(),
-            (_, Expr::Call { name, .. }) => name.clone(),
-            _ => String::new(),
+/// A column's default name, as InfluxDB names it: the field's, the
+/// function's, or those of an expression's fields and functions joined by
+/// `_`.
+pub(super) fn default_name(expr: &Expr) -> String {
+    match expr {
+        Expr::Var { name, .. } | Expr::Call { name, .. } => name.clone(),
+        Expr::Binary { left, right, .. } => {
+            let names = [default_name(left), default_name(right)];
+            let names: Vec<&String> = names.iter().filter(|n| !n.is_empty()).collect();
+            names.into_iter().cloned().collect::<Vec<_>>().join("_")
         }
+        _ => String::new(),
     }
+}
+
+/// A column's formula: arithmetic and math functions over cells.
+pub(super) fn formula(expr: &Expr) -> Result<Formula<Column>, String> {
+    Ok(match expr {
+        Expr::Integer(n) => Formula::Literal(Value::Integer(*n)),
+        Expr::Number(n) => Formula::Literal(Value::Float(*n)),
+        Expr::Binary { op, left, right } => {
+            Formula::Binary(*op, Box::new(formula(left)?), Box::new(formula(right)?))
+        }
+        Expr::Call { name, args } if MathFn::named(name).is_some() => {
+            let func = MathFn::named(name).expect("matched as a math function");
+            if args.len() != func.arity() {
+                return Err(format!(
+                    "invalid number of arguments for {name}, expected {}, got {}",
+                    func.arity(),
+                    args.len()
+                ));
+            }
+            Formula::Call(func, args.iter().map(formula).collect::<Result<_, _>>()?)
+        }
+        other => Formula::Cell(Column::from_expr(other)?),
+    })
 }
 
 /// A field, a tag, or neither, in one measurement.
@@ -326,50 +157,76 @@ pub(super) fn operand(target: &Target, name: &str, cast: Option<&str>) -> Operan
 
 /// The checked shape of a statement, the same for every measurement.
 pub(super) struct Shape {
-    pub(super) columns: Vec<(String, Column)>,
+    pub(super) columns: Vec<(String, Formula<Column>)>,
     pub(super) aggregate: bool,
+    /// `top(x, tag…, n)`'s (or `bottom`'s) tags: of each of their tag
+    /// sets, only the greatest point competes.
+    pub(super) by_tags: Vec<String>,
 }
 
 pub(super) fn shape(select: &Select) -> Result<Shape, String> {
     let mut columns = Vec::new();
+    let mut by_tags = Vec::new();
     for field in &select.fields {
         // Time is always the first column; naming it adds nothing.
         if matches!(&field.expr, Expr::Var { name, .. } if name == "time") {
             continue;
         }
-        let column = Column::from_expr(&field.expr)?;
+        let formula = formula(&field.expr)?;
+        let cells = formula.cells();
+        if cells.is_empty() {
+            return Err("field must contain at least one variable".into());
+        }
+        let wildcard = |c: &&Column| match c {
+            Column::Wildcard => true,
+            Column::Aggregate { name, .. } => name == "*",
+            _ => false,
+        };
+        if !matches!(formula, Formula::Cell(_)) && cells.iter().any(wildcard) {
+            return Err("a wildcard in an expression is not supported".into());
+        }
         let name = field
             .alias
             .clone()
-            .unwrap_or_else(|| column.default_name(&field.expr));
-        columns.push((name, column));
+            .unwrap_or_else(|| default_name(&field.expr));
+        columns.push((name, formula));
+        // `top(x, tag…, n)`'s tags are columns too, after it.
+        if let Expr::Call { name, args } = &field.expr {
+            if matches!(name.as_str(), "top" | "bottom") && args.len() > 2 {
+                for tag in &args[1..args.len() - 1] {
+                    if let Expr::Var { name, .. } = tag {
+                        by_tags.push(name.clone());
+                        let column = Column::Raw {
+                            name: name.clone(),
+                            cast: Some("tag".to_owned()),
+                        };
+                        columns.push((name.clone(), Formula::Cell(column)));
+                    }
+                }
+            }
+        }
     }
     if columns.is_empty() {
         return Err("at least 1 non-time field must be queried".into());
     }
-    let aggregate = columns.iter().any(|(_, c)| c.aggregates());
+    let cells: Vec<&Column> = columns.iter().flat_map(|(_, f)| f.cells()).collect();
+    let aggregate = cells.iter().any(|c| c.aggregates());
     // Fields and tags may stand beside one selector: their values at the
     // point it picks.
-    let selectors = columns
+    let selectors = cells
         .iter()
-        .filter(|(_, c)| matches!(c, Column::Aggregate { func, .. } if func.picks_point()))
+        .filter(|c| matches!(c, Column::Aggregate { func, .. } if func.picks_point()))
         .count();
-    let aggregates = columns.iter().filter(|(_, c)| c.aggregates()).count();
+    let aggregates = cells.iter().filter(|c| c.aggregates()).count();
+    rows_alone(select, &cells)?;
     let beside_selector =
         |c: &Column| matches!(c, Column::Raw { .. }) && selectors == 1 && aggregates == 1;
-    if aggregate
-        && !columns
-            .iter()
-            .all(|(_, c)| c.aggregates() || beside_selector(c))
-    {
+    if aggregate && !cells.iter().all(|c| c.aggregates() || beside_selector(c)) {
         return Err("mixing aggregate and non-aggregate queries is not supported".into());
     }
-    for (_, column) in &columns {
-        if let Column::Transform { inner, .. } = column {
-            let name = match column {
-                Column::Transform { func, .. } => func.name(),
-                _ => unreachable!("matched as a transformation"),
-            };
+    for column in &cells {
+        if let Column::Transform { func, inner } = column {
+            let name = func.name();
             match (inner.aggregates(), select.interval.is_some()) {
                 (true, false) => {
                     return Err(format!("{name} aggregate requires a GROUP BY interval"))
@@ -386,14 +243,51 @@ pub(super) fn shape(select: &Select) -> Result<Shape, String> {
     if !aggregate && select.interval.is_some() {
         return Err("GROUP BY requires at least one aggregate function".into());
     }
-    let transforms = columns
+    // Transformations of raw points stand only beside each other.
+    let transforms = cells
         .iter()
-        .filter(|(_, c)| matches!(c, Column::Transform { .. }))
+        .filter(|c| matches!(c, Column::Transform { .. }))
         .count();
-    if transforms > 0 && transforms < columns.len() {
-        return Err("mixing derivative or difference with other columns is not supported".into());
+    if !aggregate && transforms > 0 && transforms < cells.len() {
+        return Err("mixing aggregate and non-aggregate queries is not supported".into());
     }
-    Ok(Shape { columns, aggregate })
+    Ok(Shape {
+        columns,
+        aggregate,
+        by_tags,
+    })
+}
+
+/// `distinct`, `top`, `bottom` and `sample` give rows of their own: no
+/// other function may stand beside them (nor a field beside `distinct`),
+/// and `top`'s `n` may not exceed the statement's `LIMIT`.
+fn rows_alone(select: &Select, cells: &[&Column]) -> Result<(), String> {
+    let Some(func) = cells.iter().find_map(|c| match c {
+        Column::Aggregate { func, .. } if func.gives_rows() => Some(*func),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let name = func.name();
+    let others = cells.iter().filter(|c| c.aggregates()).count() > 1;
+    if func == Aggregate::Distinct && cells.len() > 1 {
+        return Err(format!(
+            "aggregate function {name}() cannot be combined with other functions or fields"
+        ));
+    }
+    if others || cells.iter().any(|c| matches!(c, Column::Transform { .. })) {
+        return Err(format!(
+            "selector function {name}() cannot be combined with other functions"
+        ));
+    }
+    if let (Aggregate::Top(n) | Aggregate::Bottom(n), Some(limit)) = (func, select.limit) {
+        if limit > 0 && (n as u64) > limit {
+            return Err(format!(
+                "limit ({n}) in {name} function can not be larger than the LIMIT ({limit}) in the select statement"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The tag keys a statement groups `target`'s series by, sorted.
@@ -410,12 +304,15 @@ pub(super) fn group_keys(select: &Select, target: &Target) -> Vec<String> {
     }
 }
 
-/// One resolved output column.
+/// One cell of a statement's rows, resolved against a measurement: what
+/// SQL (or memory) computes, before the formulas of its columns.
 pub(super) struct Output {
-    pub(super) name: String,
     pub(super) column: Column,
     pub(super) operand: Operand,
 }
+
+/// A column of the answer: its name, and its formula over the cells.
+pub(super) type Projection = (String, Formula<usize>);
 
 /// The field or tag a column reads.
 pub(super) fn leaf(column: &Column) -> (&str, Option<&str>) {
@@ -437,82 +334,128 @@ pub(super) fn aggregate_of(column: &Column) -> Option<Aggregate> {
 }
 
 /// `mean, mean` → `mean, mean_1`, as InfluxDB names repeated columns.
-pub(super) fn dedupe_names(outputs: &mut [Output]) {
+pub(super) fn dedupe_names(columns: &mut [Projection]) {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for output in outputs {
-        let count = seen.entry(output.name.clone()).or_insert(0);
+    for (name, _) in columns {
+        let count = seen.entry(name.clone()).or_insert(0);
         if *count > 0 {
-            output.name = format!("{}_{count}", output.name);
+            *name = format!("{name}_{count}");
         }
         *count += 1;
     }
 }
 
-/// Each output column of the statement over `target` (`wildcard`: what
-/// `*` is), named as InfluxDB names them.
+/// The cells the statement over `target` computes (`wildcard`: what `*`
+/// is) and the answer's columns over them, named as InfluxDB names them.
 pub(super) fn outputs(
     shape: &Shape,
     target: &Target,
     wildcard: &[(String, Option<String>)],
-) -> Result<Vec<Output>, Error> {
-    let mut outputs = Vec::new();
-    for (name, column) in &shape.columns {
-        match column {
-            Column::Wildcard => {
-                outputs.extend(wildcard.iter().map(|(name, cast)| Output {
-                    column: Column::Raw {
-                        name: name.clone(),
-                        cast: cast.clone(),
-                    },
-                    name: name.clone(),
-                    operand: operand(target, name, cast.as_deref()),
-                }));
+) -> Result<(Vec<Output>, Vec<Projection>), Error> {
+    let mut cells: Vec<Output> = Vec::new();
+    let mut columns: Vec<Projection> = Vec::new();
+    // A cell the statement reads twice is computed once.
+    let cell = |output: Output, cells: &mut Vec<Output>| {
+        let same = |c: &Output| c.column == output.column && c.operand == output.operand;
+        cells.iter().position(same).unwrap_or_else(|| {
+            cells.push(output);
+            cells.len() - 1
+        })
+    };
+    for (name, formula) in &shape.columns {
+        match formula {
+            Formula::Cell(Column::Wildcard) => {
+                for (field, cast) in wildcard {
+                    let output = Output {
+                        column: Column::Raw {
+                            name: field.clone(),
+                            cast: cast.clone(),
+                        },
+                        operand: operand(target, field, cast.as_deref()),
+                    };
+                    columns.push((field.clone(), Formula::Cell(cell(output, &mut cells))));
+                }
             }
-            Column::Aggregate {
+            Formula::Cell(Column::Aggregate {
                 func, name: all, ..
-            } if all == "*" => {
+            }) if all == "*" => {
                 // The fields the function takes: numbers only for most.
                 let takes = |ty: &FieldType| {
                     let text = matches!(ty, FieldType::String | FieldType::Boolean);
                     !(ty.is_array() || func.is_numeric() && text)
                 };
                 let fields = target.schema.fields.iter().filter(|(_, ty)| takes(ty));
-                outputs.extend(fields.map(|(field, ty)| Output {
-                    name: format!("{name}_{field}"),
-                    column: Column::Aggregate {
-                        func: *func,
-                        name: field.clone(),
-                        cast: None,
-                    },
-                    operand: Operand::Field(field.clone(), *ty),
-                }));
+                for (field, ty) in fields {
+                    let output = Output {
+                        column: Column::Aggregate {
+                            func: *func,
+                            name: field.clone(),
+                            cast: None,
+                        },
+                        operand: Operand::Field(field.clone(), *ty),
+                    };
+                    let at = cell(output, &mut cells);
+                    columns.push((format!("{name}_{field}"), Formula::Cell(at)));
+                }
             }
             _ => {
-                let (var, cast) = leaf(column);
-                let operand = operand(target, var, cast);
-                let numeric = match column {
-                    Column::Transform { .. } => true,
-                    _ => aggregate_of(column).is_some_and(Aggregate::is_numeric),
-                };
-                if let Operand::Field(f, ty) = &operand {
-                    if numeric && matches!(ty, FieldType::String | FieldType::Boolean) {
-                        return Err(format!(
-                            "{name}() of {f:?}, a {} field, is not supported",
-                            field_type_name(*ty).unwrap_or("non-numeric")
-                        )
-                        .into());
+                let resolved = formula.map(&mut |column: &Column| -> Result<usize, Error> {
+                    let (var, cast) = leaf(column);
+                    let operand = operand(target, var, cast);
+                    let numeric = match column {
+                        Column::Transform { func, .. } => func.reads_values(),
+                        _ => aggregate_of(column).is_some_and(Aggregate::is_numeric),
+                    };
+                    if let Operand::Field(f, ty) = &operand {
+                        if numeric && matches!(ty, FieldType::String | FieldType::Boolean) {
+                            return Err(format!(
+                                "{name}() of {f:?}, a {} field, is not supported",
+                                field_type_name(*ty).unwrap_or("non-numeric")
+                            )
+                            .into());
+                        }
                     }
-                }
-                outputs.push(Output {
-                    name: name.clone(),
-                    column: column.clone(),
-                    operand,
-                });
+                    Ok(cell(
+                        Output {
+                            column: column.clone(),
+                            operand,
+                        },
+                        &mut cells,
+                    ))
+                })?;
+                resolved.kind(&|at: &usize| kind(&cells[*at].column, &cells[*at].operand))?;
+                columns.push((name.clone(), resolved));
             }
         }
     }
-    dedupe_names(&mut outputs);
-    Ok(outputs)
+    dedupe_names(&mut columns);
+    Ok((cells, columns))
+}
+
+/// What a cell's values are.
+fn kind(column: &Column, operand: &Operand) -> Kind {
+    let Operand::Field(_, ty) = operand else {
+        return Kind::Unknown;
+    };
+    let stored = match ty {
+        FieldType::Float => Kind::Float,
+        FieldType::Integer => Kind::Integer,
+        FieldType::UInteger => Kind::Unsigned,
+        FieldType::String => Kind::String,
+        FieldType::Boolean => Kind::Boolean,
+        _ => Kind::Unknown,
+    };
+    match column {
+        Column::Aggregate { func, .. } => match func {
+            Aggregate::Count | Aggregate::CountDistinct => Kind::Integer,
+            Aggregate::Integral(_) => Kind::Float,
+            Aggregate::Mean | Aggregate::Median | Aggregate::Stddev => Kind::Float,
+            _ => stored,
+        },
+        Column::Transform { func, .. } if func.gives_floats() => Kind::Float,
+        Column::Transform { func, .. } if func.gives_integers() => Kind::Integer,
+        _ => stored,
+    }
 }
 
 /// What `*` is: every field and tag of every measurement read, sorted,
@@ -549,30 +492,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn derivatives_and_differences() {
-        let points = [
-            (0, 1.0, false),
-            (1_000_000_000, 3.0, false),
-            (3_000_000_000, 2.0, false),
-        ];
-        let derivative = Transform::named("derivative").unwrap();
-        assert_eq!(
-            derivative.apply(&points, 1_000_000_000),
-            vec![
-                (1_000_000_000, Value::Float(2.0)),
-                (3_000_000_000, Value::Float(-0.5))
-            ]
-        );
-        let non_negative = Transform::named("non_negative_derivative").unwrap();
-        assert_eq!(non_negative.apply(&points, 1_000_000_000).len(), 1);
-        let difference = Transform::named("difference").unwrap();
-        assert_eq!(
-            difference.apply(&[(0, 5.0, true), (1, 7.0, true)], 1),
-            vec![(1, Value::Integer(2))]
-        );
-    }
-
-    #[test]
     fn statements_that_cannot_be_answered_say_why() {
         let shape_of = |q: &str| match crate::parse::parse_query(q, 0).unwrap().remove(0) {
             Ok(crate::parse::Statement::Select(s)) => shape(&s).map(|_| ()),
@@ -583,7 +502,8 @@ mod tests {
             ("SELECT x FROM m GROUP BY time(1m)", "aggregate"),
             ("SELECT derivative(mean(x)) FROM m", "GROUP BY interval"),
             ("SELECT nope(x) FROM m", "undefined function"),
-            ("SELECT top(x, 3) FROM m", "top() is not supported"),
+            ("SELECT top(x, 3), mean(x) FROM m", "cannot be combined"),
+            ("SELECT holt_winters(x, 3, 1) FROM m", "must use aggregate"),
             ("SELECT percentile(x) FROM m", "arguments"),
         ] {
             let err = shape_of(query).unwrap_err();

@@ -20,8 +20,9 @@ use std::collections::{BTreeMap, HashMap};
 use chingest::layout::schema::FieldType;
 use chingest::LastSeries;
 
-use super::after::window_start;
-use super::model::{aggregate_of, Aggregate, Operand};
+use super::after::{in_points_order, window_start};
+use super::aggregate::Aggregate;
+use super::model::{aggregate_of, Operand};
 use super::sql::{Aggregation, Plan};
 use crate::answer::Value;
 use crate::error::Error;
@@ -199,6 +200,116 @@ pub(super) async fn rows(
         rows.push(row);
     }
     Ok(Some(rows))
+}
+
+/// The points a statement computed from points reads ([`super::points`]),
+/// from memory: the rows its SQL would answer — (time, group keys…,
+/// cells…), ordered by group, time and series key — where memory holds
+/// the range whole for every field read (integer and float fields, no
+/// condition on field values); `None` otherwise. `stop`: the range's end.
+pub(super) async fn points(
+    ctx: &Context<'_>,
+    select: &Select,
+    target: &Target,
+    plan: &Plan,
+    stop: Option<i64>,
+    listed: Option<&[LastSeries]>,
+) -> Result<Option<Vec<Vec<Value>>>, Error> {
+    let (filter, keys) = (&plan.filter, plan.keys.as_slice());
+    let (Some(start), stop) = (select.condition.start, stop.unwrap_or(i64::MAX)) else {
+        return Ok(None);
+    };
+    if start >= stop || !filter.points.is_empty() {
+        return Ok(None);
+    }
+    let mut fields: Vec<(&str, FieldType)> = Vec::new();
+    for output in &plan.outputs {
+        match &output.operand {
+            Operand::Field(field, ty @ (FieldType::Integer | FieldType::Float)) => {
+                if !fields.iter().any(|(f, _)| f == field) {
+                    fields.push((field, *ty));
+                }
+            }
+            Operand::Field(..) => return Ok(None),
+            Operand::Tag(_) | Operand::Missing => {}
+        }
+    }
+    let table = target.table();
+    let range = (start, stop - 1);
+    let all;
+    let series = match listed {
+        Some(series) => series,
+        None => {
+            let matcher = TagMatcher::new(&filter.tags)?;
+            let Some(found) = ctx
+                .ingestor
+                .last_values(table, |tags| matcher.matches(tags))
+            else {
+                return Ok(None);
+            };
+            all = found;
+            &all
+        }
+    };
+    let ids: Vec<u64> = series.iter().map(|s| s.series_id).collect();
+    // Per field, each series' samples.
+    let mut read: Vec<Vec<Vec<(i64, f64)>>> = Vec::new();
+    for (field, ty) in &fields {
+        let Some(samples) = ctx.ingestor.samples(table, field, &ids, range).await? else {
+            return Ok(None);
+        };
+        if samples.from_ns != start || !samples.one_row_each {
+            return Ok(None);
+        }
+        let exact = |v: &f64| match ty {
+            FieldType::Integer => v.abs() <= EXACT_INTEGER,
+            _ => !v.is_nan(),
+        };
+        if !samples.samples.iter().flatten().all(|(_, v)| exact(v)) {
+            return Ok(None);
+        }
+        read.push(samples.samples);
+    }
+    let tag = |s: &LastSeries, key: &str| {
+        s.tags
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or_else(String::new, |(_, v)| v.clone())
+    };
+    let mut rows: Vec<(Vec<Value>, String)> = Vec::new();
+    for (i, one) in series.iter().enumerate() {
+        let key: String = one.tags.iter().map(|(k, v)| format!(",{k}={v}")).collect();
+        // The series' points: every time some field read has a value.
+        let mut times: BTreeMap<i64, Vec<Option<f64>>> = BTreeMap::new();
+        for (f, samples) in read.iter().enumerate() {
+            for &(t, v) in &samples[i] {
+                times.entry(t).or_insert_with(|| vec![None; fields.len()])[f] = Some(v);
+            }
+        }
+        for (t, values) in times {
+            let mut row = vec![Value::Integer(t)];
+            row.extend(keys.iter().map(|k| Value::String(tag(one, k))));
+            for output in &plan.outputs {
+                row.push(match &output.operand {
+                    Operand::Field(field, ty) => {
+                        let f = fields.iter().position(|(name, _)| name == field);
+                        match (f.and_then(|f| values[f]), ty) {
+                            (Some(v), FieldType::Integer) => Value::Integer(v as i64),
+                            (Some(v), _) => Value::Float(v),
+                            (None, _) => Value::Null,
+                        }
+                    }
+                    Operand::Tag(k) => match tag(one, k) {
+                        v if v.is_empty() => Value::Null,
+                        v => Value::String(v),
+                    },
+                    Operand::Missing => Value::Null,
+                });
+            }
+            rows.push((row, key.clone()));
+        }
+    }
+    Ok(Some(in_points_order(rows, keys.len(), false)))
 }
 
 /// One output's points in one interval and group.

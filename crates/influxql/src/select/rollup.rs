@@ -13,7 +13,8 @@ use chingest::layout::rollup::{time_in_sql, Aggregate as Kept, Rollup};
 use chingest::layout::schema::FieldType;
 use chingest::{Keeps, RollupView};
 
-use super::model::{aggregate_of, Aggregate, Operand};
+use super::aggregate::Aggregate;
+use super::model::{aggregate_of, Operand};
 use super::sql::{group_sql, window_sql, Plan};
 use crate::parse::Select;
 use crate::plan::{fact_source, Target};

@@ -8,9 +8,10 @@ use chingest::layout::names::{quote_ident, quote_literal};
 use chingest::layout::schema::FieldType;
 use chingest::{MeasurementSchema, RollupView, TagPredicate};
 
+use super::aggregate::Aggregate;
 use super::model::{
-    aggregate_of, group_keys, outputs, shape, transforms, wildcard, Aggregate, Column, Operand,
-    Output, Shape,
+    aggregate_of, group_keys, outputs, shape, transforms, wildcard, Column, Operand, Output,
+    Projection, Shape,
 };
 use crate::condition::{FieldCondition, FieldLiteral};
 use crate::error::Error;
@@ -44,6 +45,7 @@ impl Aggregate {
         let present = format!("{x} IS NOT NULL");
         match self {
             Aggregate::Count => (format!("count({x})"), None),
+            Aggregate::CountDistinct => (format!("uniqExact({x})"), None),
             Aggregate::Sum => (format!("sum({x})"), None),
             Aggregate::Mean => (format!("avg({x})"), None),
             // InfluxDB's median averages the two middle values.
@@ -71,6 +73,17 @@ impl Aggregate {
                      * {p:?} / 100 + 0.5)) AS {rank})"
                 );
                 (pick(&defined, 1), Some(pick(&rank, 2)))
+            }
+            // Computed from the points instead (`in_engine`): a statement
+            // with one never asks the engine for it.
+            Aggregate::Mode
+            | Aggregate::Integral(_)
+            | Aggregate::Distinct
+            | Aggregate::Top(_)
+            | Aggregate::Bottom(_)
+            | Aggregate::Sample(_) => {
+                debug_assert!(!self.in_engine(), "{self:?} has SQL");
+                ("NULL".to_owned(), None)
             }
         }
     }
@@ -281,6 +294,15 @@ pub(super) fn fields_read(outputs: &[Output]) -> Vec<String> {
     fields
 }
 
+/// The exclusive end of an aggregate statement's range: its own, or now
+/// for `GROUP BY time` without one (InfluxDB's rule).
+pub(super) fn stop(select: &Select, now: i64) -> Option<i64> {
+    match (select.condition.stop, select.interval) {
+        (None, Some(_)) => Some(now.saturating_add(1)),
+        (stop, _) => stop,
+    }
+}
+
 /// The same in SQL, for the engine's `GROUP BY`.
 pub(super) fn window_sql(interval: Interval, zone: Option<chrono_tz::Tz>) -> String {
     // Signed constants: a bare literal is unsigned to the engine, and
@@ -375,13 +397,23 @@ pub fn select_sql(
 /// One measurement's statement, planned with no ingestor: what it reads
 /// and how it narrows the measurement's series.
 pub(super) struct Plan {
-    /// The columns of its answer, resolved against the measurement.
+    /// The cells of its rows, resolved against the measurement.
     pub(super) outputs: Vec<Output>,
+    /// The columns of its answer, over the cells.
+    pub(super) columns: Vec<Projection>,
     /// The tag keys it groups by, sorted.
     pub(super) keys: Vec<String>,
     pub(super) filter: Filter,
     /// Whether it aggregates (else it reads raw points).
     aggregate: bool,
+    /// `top(x, tag…, n)`'s tags ([`Shape::by_tags`]).
+    pub(super) by_tags: Vec<String>,
+    /// Where the answer starts when the statement reads before its range
+    /// (the interval its transformations read before it).
+    pub(super) answer_from: Option<i64>,
+    /// Most points it may hold where its aggregates are computed here
+    /// ([`Statement::Points`]), while its windows are computed.
+    pub(super) max_points: usize,
 }
 
 /// One measurement's statement in SQL.
@@ -389,6 +421,9 @@ pub(super) enum Statement {
     /// Raw points: (time, group keys…, outputs…) per row.
     Raw(String),
     Aggregated(Aggregation),
+    /// The points its aggregates are computed from here (`in_engine`),
+    /// as [`Statement::Raw`]'s rows, in time order per group.
+    Points(String),
 }
 
 /// An aggregate statement in SQL, and where its answer's cells are.
@@ -409,7 +444,7 @@ impl Statement {
     /// The statement's SQL.
     fn into_sql(self) -> String {
         match self {
-            Statement::Raw(sql) => sql,
+            Statement::Raw(sql) | Statement::Points(sql) => sql,
             Statement::Aggregated(aggregation) => aggregation.sql,
         }
     }
@@ -425,7 +460,7 @@ impl Plan {
         target: &Target,
         wildcard: &[(String, Option<String>)],
     ) -> Result<Option<Plan>, Error> {
-        let outputs = outputs(shape, target, wildcard)?;
+        let (outputs, columns) = outputs(shape, target, wildcard)?;
         if !outputs
             .iter()
             .any(|o| matches!(o.operand, Operand::Field(..)))
@@ -436,7 +471,11 @@ impl Plan {
             filter: Filter::new(select, target)?,
             keys: group_keys(select, target),
             outputs,
+            columns,
             aggregate: shape.aggregate,
+            by_tags: shape.by_tags.clone(),
+            answer_from: None,
+            max_points: chingest::QueryLimits::default().max_points_in_memory,
         }))
     }
 
@@ -454,6 +493,15 @@ impl Plan {
         if self.filter.selects_nothing() {
             return None;
         }
+        if self.needs_points() {
+            let stop = stop(select, now);
+            // One point past the bound tells a statement that reads too many.
+            let sql = self.points_sql(select, target, rollups, stop, None);
+            return Some(Statement::Points(format!(
+                "{sql} LIMIT {}",
+                self.max_points.saturating_add(1)
+            )));
+        }
         Some(match self.aggregate {
             false => Statement::Raw(self.raw_sql(select, target, rollups)),
             true => {
@@ -470,10 +518,48 @@ impl Plan {
         })
     }
 
+    /// Whether it aggregates (else it reads raw points).
+    pub(super) fn aggregates(&self) -> bool {
+        self.aggregate
+    }
+
+    /// Whether an aggregate of its is computed here, from the points.
+    pub(super) fn needs_points(&self) -> bool {
+        self.outputs
+            .iter()
+            .any(|o| aggregate_of(&o.column).is_some_and(|func| !func.in_engine()))
+    }
+
     fn raw_sql(&self, select: &Select, target: &Target, rollups: Option<&RollupView>) -> String {
+        // Without transformations, LIMIT and OFFSET are the engine's (per
+        // series); with them, they apply to what the transformation gives.
+        let limit = select.limit.filter(|&l| l > 0);
+        let paged = !transforms(&self.outputs) && (limit.is_some() || select.offset > 0);
+        let page = paged.then(|| (limit.unwrap_or(u64::MAX), select.offset));
+        self.points_sql(select, target, rollups, select.condition.stop, page)
+    }
+
+    /// The points of the range up to `stop`, as (time, group keys…,
+    /// cells…) per row in the statement's order (`page`: `LIMIT` and
+    /// `OFFSET` per group).
+    pub(super) fn points_sql(
+        &self,
+        select: &Select,
+        target: &Target,
+        rollups: Option<&RollupView>,
+        stop: Option<i64>,
+        page: Option<(u64, u64)>,
+    ) -> String {
         let (filter, outputs, keys) = (&self.filter, self.outputs.as_slice(), self.keys.as_slice());
-        let join = !keys.is_empty() || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
-        let range = (select.condition.start, select.condition.stop);
+        // Aggregates computed here take the points of one time in the
+        // order of their series' keys, as InfluxDB merges series — which
+        // takes the series table, but for one series.
+        let one_series = filter.series.as_ref().is_some_and(|ids| ids.len() <= 1);
+        let by_series_key = self.aggregate && !one_series;
+        let join = by_series_key
+            || !keys.is_empty()
+            || outputs.iter().any(|o| matches!(o.operand, Operand::Tag(_)));
+        let range = (select.condition.start, stop);
         let facts = facts_as_f(target, rollups, range);
         let (from, series) =
             fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);
@@ -482,28 +568,27 @@ impl Plan {
         columns.extend(outputs.iter().map(|o| field_sql(&o.operand)));
         let fields = fields_read(outputs);
         let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-        let transforms = transforms(outputs);
         let mut order: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
         order.push(format!(
             "__t{}",
-            if select.descending { " DESC" } else { "" }
+            if select.descending && !self.aggregate {
+                " DESC"
+            } else {
+                ""
+            }
         ));
-        order.push("f.series_id".to_owned());
+        order.push(match by_series_key {
+            true => "toString(s.tags)".to_owned(),
+            false => "f.series_id".to_owned(),
+        });
         let mut sql = format!(
             "SELECT {} FROM {from} WHERE {} ORDER BY {}",
             columns.join(", "),
-            where_sql(select, filter, series, &fields, select.condition.stop),
+            where_sql(select, filter, series, &fields, stop),
             order.join(", ")
         );
-        // Without transformations, LIMIT and OFFSET are the engine's (per
-        // series); with them, they apply to what the transformation gives.
-        let limit = select.limit.filter(|&l| l > 0);
-        if !transforms && (limit.is_some() || select.offset > 0) {
-            sql.push_str(&format!(
-                " LIMIT {} OFFSET {}",
-                limit.unwrap_or(u64::MAX),
-                select.offset
-            ));
+        if let Some((limit, offset)) = page {
+            sql.push_str(&format!(" LIMIT {limit} OFFSET {offset}"));
             if !keys.is_empty() {
                 let by: Vec<String> = (0..keys.len()).map(|i| format!("__g{i}")).collect();
                 sql.push_str(&format!(" BY {}", by.join(", ")));
@@ -535,11 +620,7 @@ impl Plan {
             )
         });
         let join = !keys.is_empty() || aux_tags;
-        // Without an upper bound, GROUP BY time ends now (InfluxDB's rule).
-        let stop = match (select.condition.stop, select.interval) {
-            (None, Some(_)) => Some(now.saturating_add(1)),
-            (stop, _) => stop,
-        };
+        let stop = stop(select, now);
         let facts = facts_as_f(target, rollups, (select.condition.start, stop));
         let (from, series) =
             fact_source(&facts, target, &filter.tags, filter.series.as_deref(), join);

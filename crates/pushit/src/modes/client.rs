@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::server::{http_client, sql, Endpoints};
+use super::server::{authorized, http_client, sql, Endpoints};
 use crate::Context;
 
 /// What one path measured.
@@ -167,4 +167,29 @@ pub(super) fn bytes_per_value(
     conn.execute(&[&format!("OPTIMIZE TABLE {} FINAL", table.storage_table)])?;
     let (_, bytes) = conn.parts(&table.database_name, &table.storage_name)?;
     Ok(bytes as f64 / values as f64)
+}
+
+/// A counter of the server's `/metrics`, summed over its labels.
+pub(super) async fn counter(endpoints: &Endpoints, name: &str) -> anyhow::Result<u64> {
+    let url = format!("{}/metrics", endpoints.http);
+    let text = authorized(endpoints, http_client()?.get(url))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let values: Vec<f64> = text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.rsplit_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .collect();
+    if values.is_empty() {
+        anyhow::bail!("no {name} in /metrics");
+    }
+    Ok(values.iter().sum::<f64>() as u64)
 }

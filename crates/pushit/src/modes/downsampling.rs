@@ -22,9 +22,10 @@ use anyhow::{bail, Context as _};
 use pushit::report::{column, Format};
 use serde_json::json;
 
+use super::client::counter;
 use super::influxql::{answer, bodies, last_whole_minute_ms, load, query_request, same};
 use super::query::{hammer, Measured};
-use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
+use super::server::{http_client, with_server, Endpoints, ServerArgs};
 use super::{millis_at, per_second};
 use crate::Context;
 
@@ -211,20 +212,6 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     ))?;
     report.finish();
     Ok(())
-}
-
-/// A counter of the server's `/metrics`.
-pub(super) async fn counter(endpoints: &Endpoints, name: &str) -> anyhow::Result<u64> {
-    let url = format!("{}/metrics", endpoints.http);
-    let text = authorized(endpoints, http_client()?.get(url))
-        .send()
-        .await?
-        .text()
-        .await?;
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|n| n.trim().parse().ok())
-        .with_context(|| format!("no {name} in /metrics"))
 }
 
 async fn rollup_queries(endpoints: &Endpoints) -> anyhow::Result<u64> {

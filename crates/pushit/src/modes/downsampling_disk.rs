@@ -17,8 +17,9 @@ use pushit::report::{column, Format};
 use serde_json::json;
 
 use super::check_stored;
+use super::client::counter;
 use super::client::{count, wait_visible};
-use super::downsampling::{counter, wait_for_passes};
+use super::downsampling::wait_for_passes;
 use super::prom::write_all;
 use super::promql_data::{Data, LOAD_CONNECTIONS};
 use super::server::{with_server, Endpoints, ServerArgs};

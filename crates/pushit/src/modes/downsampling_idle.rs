@@ -11,7 +11,7 @@ use anyhow::bail;
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::downsampling::counter;
+use super::client::counter;
 use super::server::{authorized, http_client, with_server, ServerArgs};
 use crate::Context;
 

@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _};
 use pushit::report::{column, Format};
 use serde_json::json;
 
-use super::downsampling::counter;
+use super::client::counter;
 use super::influxql::bodies;
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use crate::Context;

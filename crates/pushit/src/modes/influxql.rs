@@ -73,6 +73,11 @@ pub(crate) struct Args {
     /// Measure chingest alone.
     #[arg(long)]
     no_influxdb: bool,
+    /// Ask the panels of InfluxQL's other functions instead (one host:
+    /// arithmetic, top, count(distinct), mode, integral, moving and
+    /// exponential averages, Holt-Winters, a subquery).
+    #[arg(long, conflicts_with = "age")]
+    functions: bool,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -112,6 +117,63 @@ const PANELS: &[(&str, &str)] = &[
         "SHOW TAG VALUES FROM cpu WITH KEY = \"hostname\"",
     ),
 ];
+
+/// The panels of `--functions`: InfluxQL's other functions over one
+/// host's range, as Grafana's query editor writes them.
+const FUNCTION_PANELS: &[(&str, &str)] = &[
+    (
+        "one host, math on means, {range} @ {interval}",
+        "SELECT mean(usage_user) * 2 + 1, max(usage_system) - min(usage_system) FROM cpu \
+         WHERE hostname = '{host}' AND time >= {start}ms AND time <= {end}ms \
+         GROUP BY time({interval}) fill(null)",
+    ),
+    (
+        "one host, top 5, {range}",
+        "SELECT top(usage_user, 5) FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms",
+    ),
+    (
+        "one host, distinct count and mode, {range} @ {interval}",
+        "SELECT count(distinct(usage_user)), mode(usage_idle) FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval}) fill(null)",
+    ),
+    (
+        "one host, integral, {range} @ {interval}",
+        "SELECT integral(usage_user, 1m) FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval})",
+    ),
+    (
+        "one host, moving average of mean, {range} @ {interval}",
+        "SELECT moving_average(mean(usage_user), 5) FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval})",
+    ),
+    (
+        "one host, exponential moving average, {range} @ {interval}",
+        "SELECT exponential_moving_average(mean(usage_user), 5) FROM cpu \
+         WHERE hostname = '{host}' AND time >= {start}ms AND time <= {end}ms \
+         GROUP BY time({interval})",
+    ),
+    (
+        "one host, holt_winters, {range} @ {interval}",
+        "SELECT holt_winters(mean(usage_user), 10, 0) FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval})",
+    ),
+    (
+        "one host, max of means (subquery), {range} @ {interval}",
+        "SELECT max(m) FROM (SELECT mean(usage_user) AS m FROM cpu WHERE hostname = '{host}' \
+         AND time >= {start}ms AND time <= {end}ms GROUP BY time({interval}))",
+    ),
+];
+
+impl Args {
+    /// The panels asked: the dashboard's, or `--functions`'.
+    fn panels(&self) -> &'static [(&'static str, &'static str)] {
+        match self.functions {
+            true => FUNCTION_PANELS,
+            false => PANELS,
+        }
+    }
+}
 
 /// The panels over one range at one position.
 struct Group {
@@ -328,7 +390,8 @@ async fn ask_cold(
             ctx.progress(format!("influxql: {side}: cold: {}", group.name));
             let endpoints = server.endpoints();
             let started = Instant::now();
-            let asked: Vec<_> = PANELS
+            let asked: Vec<_> = args
+                .panels()
                 .iter()
                 .map(|(_, template)| {
                     let q = group.query(template, args.hosts, 0);
@@ -343,7 +406,7 @@ async fn ask_cold(
         let influxdb = took_ms.iter().find(|(side, _)| *side == "influxdb");
         for (side, took) in &took_ms {
             report.push(json!({
-                "panels": format!("{}: the {} panels at once", group.name, PANELS.len()),
+                "panels": format!("{}: the {} panels at once", group.name, args.panels().len()),
                 "side": side,
                 "took_ms": took,
                 "over_influxdb": influxdb.map(|(_, theirs)| theirs / took),
@@ -365,7 +428,7 @@ async fn ask_warm(
 ) -> anyhow::Result<()> {
     let client = http_client()?;
     for group in groups {
-        for (name, template) in PANELS {
+        for (name, template) in args.panels() {
             let name = group.title(name);
             let requests = |client: &reqwest::Client, side: &Side| {
                 (0..POSITIONS * args.hosts as i64)

@@ -35,6 +35,7 @@ mod promql_dashboard;
 mod promql_data;
 mod promql_measure;
 mod promql_query;
+mod promql_rules;
 pub(crate) mod query;
 pub(crate) mod replay;
 mod server;

@@ -18,6 +18,7 @@ use prost::Message;
 use pushit::report::{column, Format};
 use serde_json::json;
 
+use super::client::counter;
 use super::client::{bytes_per_value, count, drive, wait_visible, Sent};
 use super::server::{authorized, http_client, with_server, Endpoints, ServerArgs};
 use super::{check_stored, millis_at, per_second};
@@ -46,9 +47,34 @@ pub(crate) struct Args {
     /// requests to after chingest, for comparison.
     #[arg(long, value_name = "URL")]
     victoriametrics: Option<String>,
+    /// Evaluate recording and alerting rules while the load runs, every
+    /// this many seconds (in-process server only): 3 recording rules and
+    /// an alert over the loaded series (1,000 to 10,000 of them each, what
+    /// they record written to `pushit_prom_rules`), their
+    /// queries looking back to the samples' time (RULES_FILE). With and
+    /// without: what rules cost ingest.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "url")]
+    rules_every: Option<u64>,
     #[command(flatten)]
     server: ServerArgs,
 }
+
+/// The rules `--rules-every` evaluates: `{every}` and `{offset}` (s) are
+/// filled in.
+const RULES_FILE: &str = r#"groups:
+- name: load
+  interval: {every}s
+  query_offset: {offset}s
+  rules:
+  - record: instance:node_metric_0:rate5m
+    expr: sum by (instance) (rate(node_metric_0_total[5m]))
+  - record: instance:node_metric_1:sum
+    expr: sum by (instance) (node_metric_1_total)
+  - record: fleet:node_metric:count
+    expr: count({__name__=~"node_metric_[0-9]_total"})
+  - alert: Busy
+    expr: sum by (instance) (rate(node_metric_2_total[5m])) > 0
+"#;
 
 const DATABASE: &str = "pushit_prom";
 const SCRAPE_INTERVAL_MS: i64 = 15_000;
@@ -82,10 +108,37 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     );
     let runtime = tokio::runtime::Runtime::new()?;
     let in_process = args.server.url.is_none();
+    let rules = match args.rules_every {
+        Some(0) => bail!("--rules-every must be positive"),
+        Some(every) => {
+            // The rules read where the load's samples are: the middle of
+            // its scrapes (in 2016).
+            let now_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_secs() as i64;
+            let middle_s = (START_MS + args.scrapes as i64 * SCRAPE_INTERVAL_MS / 2) / 1000;
+            let file = ctx.data_dir.join("pushit-prom-rules.yml");
+            let text = RULES_FILE
+                .replace("{every}", &every.to_string())
+                .replace("{offset}", &(now_s - middle_s).to_string());
+            std::fs::write(&file, text)?;
+            Some(file)
+        }
+        None => None,
+    };
+    let mut rules_ran = None;
+    let with_rules = |config: &mut chingest_server::config::ServerConfig| {
+        if let Some(file) = &rules {
+            config.rules.files = vec![file.display().to_string()];
+            // Recorded elsewhere: the load's table holds its samples alone.
+            config.rules.database = format!("{DATABASE}_rules");
+            config.promql.default_database = DATABASE.to_owned();
+        }
+    };
     runtime.block_on(with_server(
         ctx,
         &args.server,
-        |_| {},
+        with_rules,
         async |endpoints| {
             let write = format!("/api/v1/write?db={DATABASE}");
             let sent =
@@ -106,6 +159,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 false => None,
             };
             report.push(row("chingest", args, &sent, visible, bytes_per_sample));
+            if rules.is_some() {
+                rules_ran = Some(rule_counters(endpoints).await?);
+            }
             Ok(())
         },
     ))?;
@@ -114,7 +170,22 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         report.push(row);
     }
     report.finish();
+    if let Some((iterations, missed, failures)) = rules_ran {
+        println!(
+            "rules: {iterations} evaluations of the group, {missed} missed, {failures} rule failures"
+        );
+    }
     Ok(())
+}
+
+/// The rule group's evaluations, missed slots and failed rule evaluations,
+/// from `/metrics`.
+async fn rule_counters(endpoints: &Endpoints) -> anyhow::Result<(u64, u64, u64)> {
+    Ok((
+        counter(endpoints, "chingest_rule_group_iterations_total").await?,
+        counter(endpoints, "chingest_rule_group_iterations_missed_total").await?,
+        counter(endpoints, "chingest_rule_evaluation_failures_total").await?,
+    ))
 }
 
 /// The same requests posted to a VictoriaMetrics at `url`: samples/s until

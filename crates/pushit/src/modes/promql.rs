@@ -37,7 +37,7 @@ use super::promql_measure::{
 use super::promql_query::{Load, Query, Request, Target};
 use super::server::with_server;
 use super::settle;
-use super::{promql_age, promql_cardinality, promql_dashboard};
+use super::{promql_age, promql_cardinality, promql_dashboard, promql_rules};
 use crate::Context;
 
 /// The queries over `data`.
@@ -151,6 +151,9 @@ fn long_range_queries(data: &Data) -> Vec<Query> {
     ]
 }
 
+/// How often chingest evaluates the rules of `--rules`.
+const RULES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     if args.instances == 0 || args.cpus == 0 || args.hosts == 0 || args.hours == 0 {
         bail!("--instances, --cpus, --hosts and --hours must be positive");
@@ -188,6 +191,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     }
     let queries = match (args.dashboard, args.downsampled) {
         _ if args.cardinality.is_some() => promql_cardinality::queries(&data),
+        _ if args.rules => promql_rules::queries(&data),
         (true, _) => promql_dashboard::queries(&data, args.hosts, args.back.unwrap_or(0)),
         (false, true) => long_range_queries(&data),
         (false, false) => queries(&data),
@@ -199,12 +203,26 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
     let rolled = format!("{db}_rolled");
     let levels: Vec<&str> = args.downsampled_levels.split(',').map(str::trim).collect();
     let levels = chingest::Downsampling::parse(&levels)?;
+    // With --rules, chingest evaluates the group every 5 s, looking back
+    // to the data's end.
+    let rule_file = ctx.data_dir.join("pushit-rules.yml");
+    let offset_s = (now_ms - data.end_ms()) / 1000;
+    std::fs::write(
+        &rule_file,
+        promql_rules::rule_file(RULES_INTERVAL.as_secs(), offset_s),
+    )?;
     let downsample = |config: &mut chingest_server::config::ServerConfig| {
         if args.downsampled {
             config.downsampling.period = std::time::Duration::from_secs(1);
             config.downsampling.databases.insert(rolled.clone(), levels);
         }
+        if args.rules {
+            config.rules.files = vec![rule_file.display().to_string()];
+            config.rules.database = db.clone();
+            config.promql.default_database = db.clone();
+        }
     };
+    let mut evaluated = Vec::new();
     let mut memory = Vec::new();
     let answers = runtime.block_on(with_server(
         ctx,
@@ -216,6 +234,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
                 settle(ctx, &ctx.connect()?)?;
                 let answers =
                     ask_all(ctx, args, "chingest", endpoints, Some(&db), &queries).await?;
+                if args.rules {
+                    ctx.progress("promql: chingest evaluating the rules itself");
+                    evaluated = promql_rules::evaluated(endpoints, RULES_INTERVAL, 5).await?;
+                }
                 let mut chingest = chingest_memory(endpoints, "chingest").await?;
                 if args.server.url.is_none() {
                     chingest.note = IN_PROCESS.into();
@@ -246,6 +268,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> anyhow::Result<()> {
         servers.push((name, answers));
     }
     report(ctx, args, "promql", &queries, &servers)?;
+    if !evaluated.is_empty() {
+        println!("\nchingest's evaluation of the group (median of 5, query and write-back):");
+        for (record, seconds, series) in &evaluated {
+            println!(
+                "  {record:<58} {:>9.2} ms  {series} series",
+                seconds * 1000.0
+            );
+        }
+    }
     report_memory(ctx, &memory, data.series.len());
     Ok(())
 }

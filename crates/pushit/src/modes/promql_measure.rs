@@ -38,6 +38,13 @@ pub(crate) struct Args {
     /// refreshes.
     #[arg(long)]
     pub(super) dashboard: bool,
+    /// With --dashboard: what recording rules cost instead, the
+    /// node-exporter mixin's on the dashboard's data: each rule's
+    /// expression as an instant query of every server, and chingest's own
+    /// evaluation of the group (`[rules]`), query and write-back
+    /// (promql_rules.rs).
+    #[arg(long, requires = "dashboard")]
+    pub(super) rules: bool,
     /// The dashboard's panels over data of every age instead (e.g. a week:
     /// `--age --hours 168`): ranges of 6 h, 24 h and 7 d, now and `--back`
     /// hours back, each group's refresh cold (after a restart, the page

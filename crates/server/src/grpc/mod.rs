@@ -7,7 +7,7 @@
 //! HTTP, mapped once in `service.rs`, which both services share).
 
 mod otlp;
-mod points;
+pub(crate) mod points;
 mod service;
 
 pub use otlp::{otlp_metrics_service, OtlpMetricsService};
@@ -16,9 +16,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow::buffer::Buffer;
-use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
 use chingest::{Durability, LineRejection, Precision, WriteOutcome};
+use chingest_codecs::arrow_stream::ArrowStream;
 use chingest_proto::v1::ingest_server::{Ingest, IngestServer};
 use chingest_proto::v1::{
     write_request, ArrowTarget, Rejection, WriteArrowRequest, WriteArrowResponse, WriteRequest,
@@ -220,7 +220,7 @@ impl IngestService {
             rp = target.rp,
             measurement = target.measurement
         );
-        let mut decoder = StreamDecoder::new();
+        let mut decoder = ArrowStream::new();
         let mut in_flight: VecDeque<JoinHandle<Result<usize, chingest::Error>>> = VecDeque::new();
         let (mut rows, mut batches) = (0usize, 0u64);
         let mut message = Some(first);
@@ -230,7 +230,7 @@ impl IngestService {
                 while !buffer.is_empty() {
                     let decoded = decoder
                         .decode(&mut buffer)
-                        .map_err(|e| Status::invalid_argument(format!("Arrow IPC stream: {e}")))?;
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
                     let Some(batch) = decoded else { continue };
                     batches += 1;
                     if in_flight.len() == ARROW_BATCHES_IN_FLIGHT {
@@ -244,7 +244,7 @@ impl IngestService {
             }
             decoder
                 .finish()
-                .map_err(|e| Status::invalid_argument(format!("Arrow IPC stream: {e}")))?;
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
             // A stream without batches still has its schema checked.
             if batches == 0 {
                 if let Some(schema) = decoder.schema() {

@@ -13,17 +13,17 @@ use chingest_proto::v1::{field_value, Point};
 
 /// A points request, ready for `Ingestor::write_points`.
 #[derive(Debug, Default)]
-pub(super) struct Converted<'a> {
+pub(crate) struct Converted<'a> {
     /// The points that could be converted, in request order.
-    pub(super) points: Vec<chingest::Point<'a>>,
+    pub(crate) points: Vec<chingest::Point<'a>>,
     /// The 1-based position in the request of each of `points`.
-    pub(super) positions: Vec<usize>,
+    pub(crate) positions: Vec<usize>,
     /// Points refused here, by 1-based position.
-    pub(super) rejected: Vec<LineRejection>,
+    pub(crate) rejected: Vec<LineRejection>,
 }
 
 /// Converts `points`.
-pub(super) fn convert(points: &[Point]) -> Converted<'_> {
+pub(crate) fn convert(points: &[Point]) -> Converted<'_> {
     let mut out = Converted::default();
     for (i, point) in points.iter().enumerate() {
         match convert_one(point) {

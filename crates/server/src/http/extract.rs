@@ -9,6 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, StatusCode};
 use bytes::BytesMut;
 use chingest::{Durability, MemoryReservation, Precision, WriteOptions};
+use chingest_codecs::compression::{self, Compression, DecompressError};
 use http_body_util::BodyExt;
 
 use crate::error::{ApiError, Flavor};
@@ -56,13 +57,6 @@ impl std::ops::Deref for ReceivedBody {
     fn deref(&self) -> &Bytes {
         &self.bytes
     }
-}
-
-/// How a request body is compressed (`Content-Encoding`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Compression {
-    Gzip,
-    Snappy,
 }
 
 /// Room reserved before the first bytes of a body without a length.
@@ -143,42 +137,20 @@ pub(super) async fn read_body(
             reservation,
         });
     };
-    // The block format states its length first: refuse before decoding.
-    // `None`: a gzip body, whose length is known once it is decoded.
-    let snappy_length = match compression {
-        Compression::Snappy => {
-            let length = snap::raw::decompress_len(&raw).map_err(|err| {
-                ApiError::bad_request(format!("invalid snappy body: {err}")).flavor(flavor)
-            })?;
-            if length > limit {
-                return Err(too_large());
-            }
-            Some(length)
-        }
-        Compression::Gzip => None,
+    let decode_error = |err: DecompressError| match err {
+        DecompressError::TooLarge { .. } => too_large(),
+        DecompressError::Invalid { .. } => ApiError::bad_request(err.to_string()).flavor(flavor),
     };
-    let decode = move || match snappy_length {
-        Some(length) => unsnappy(&raw, length),
-        None => {
-            use std::io::Read;
-            let mut out = Vec::new();
-            let read = flate2::read::MultiGzDecoder::new(&raw[..])
-                .take(limit as u64 + 1)
-                .read_to_end(&mut out);
-            read.map(|_| out)
-                .map_err(|err| format!("invalid gzip body: {err}"))
-        }
-    };
-    let decoded = match snappy_length {
+    // The block format states its length first: refused before decoding.
+    let declared = compression::declared_len(compression, &raw, limit).map_err(decode_error)?;
+    let decode = move || compression::decompress(compression, &raw, limit);
+    let decoded = match declared {
         Some(length) if length <= INLINE_DECOMPRESS_MAX => decode(),
         _ => tokio::task::spawn_blocking(decode)
             .await
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
     }
-    .map_err(|err| ApiError::bad_request(err).flavor(flavor))?;
-    if decoded.len() > limit {
-        return Err(too_large());
-    }
+    .map_err(decode_error)?;
     reservation
         .grow(decoded.len())
         .await
@@ -193,22 +165,6 @@ pub(super) async fn read_body(
 /// sends ~20–100 KB) are decompressed where they were read: well under a
 /// millisecond, less than handing them to a blocking thread and back.
 const INLINE_DECOMPRESS_MAX: usize = 256 << 10;
-
-/// Decompresses a snappy block of `length` bytes. Not `decompress_vec`: its
-/// zeroed buffer made jemalloc purge and fault in fresh pages for every
-/// body (2.5% of the server's CPU under remote write, docs/benchmarks.md
-/// §11); the decoder overwrites every byte anyway.
-fn unsnappy(raw: &[u8], length: usize) -> Result<Vec<u8>, String> {
-    // `vec![0; length]` is the zeroed allocation this avoids.
-    #[allow(clippy::slow_vector_initialization)]
-    let mut out = Vec::with_capacity(length);
-    out.resize(length, 0);
-    let written = snap::raw::Decoder::new()
-        .decompress(raw, &mut out)
-        .map_err(|err| format!("invalid snappy body: {err}"))?;
-    out.truncate(written);
-    Ok(out)
-}
 
 /// The APIs that write (or edit) a database, by where they name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

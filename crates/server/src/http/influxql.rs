@@ -3,12 +3,14 @@
 //! request (`q`, also as a form field of a POST body, `db`, `rp`, `params`,
 //! `epoch`, `chunked`, `chunk_size`; credentials), hands the statements
 //! what the caller may do, and writes every answer in InfluxDB's JSON
-//! shape (whole, or chunked).
+//! shape (whole, or chunked). A statement that writes (`SELECT … INTO`,
+//! `CREATE …`, deletes) runs on `GET` too, its result carrying InfluxDB
+//! 1.x's warning to use `POST`.
 
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse as _, Response};
 use axum::Json;
 use chingest_influxql::{self as influxql, Answer, Param, Series, TimeFormat};
@@ -17,6 +19,12 @@ use serde_json::{json, Map, Value};
 use crate::error::{ApiError, Flavor};
 use crate::span;
 use crate::state::AppState;
+
+/// What one statement answered, and the warning its result carries.
+struct Answered {
+    outcome: Outcome,
+    warning: Option<String>,
+}
 
 /// What one statement answered.
 enum Outcome {
@@ -34,6 +42,7 @@ enum Outcome {
 pub(super) async fn query(
     State(state): State<AppState>,
     Query(mut params): Query<HashMap<String, String>>,
+    method: Method,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Result<Response, ApiError> {
@@ -73,6 +82,18 @@ pub(super) async fn query(
         None => q,
     };
     let statements = influxql::parse_query(q, now)?;
+    // InfluxDB 1.x runs a statement that writes on GET, with a warning.
+    let texts = influxql::statement_texts(q)?;
+    let warnings = statements.iter().zip(texts).map(|(statement, text)| {
+        let writes = statement.as_ref().is_ok_and(influxql::Statement::writes);
+        (writes && method == Method::GET).then(|| {
+            format!(
+                "deprecated use of '{text}' in a read only context, please use a POST request \
+                 instead"
+            )
+        })
+    });
+    let warnings: Vec<Option<String>> = warnings.collect();
     let retention_policy = params
         .get("rp")
         .filter(|rp| !rp.is_empty())
@@ -91,8 +112,8 @@ pub(super) async fn query(
         now,
     };
     let mut outcomes = Vec::new();
-    for statement in statements {
-        outcomes.push(match statement {
+    for (statement, warning) in statements.into_iter().zip(warnings) {
+        let outcome = match statement {
             Ok(statement) => match influxql::execute(&context, &statement).await {
                 Ok(answer) if statement.is_admin() => Outcome::Admin(answer),
                 Ok(answer) => Outcome::Query(answer),
@@ -100,7 +121,8 @@ pub(super) async fn query(
                 Err(err) => return Err(err.into()),
             },
             Err(message) => Outcome::Error(message),
-        });
+        };
+        outcomes.push(Answered { outcome, warning });
     }
     let epoch = params.get("epoch").and_then(|e| influxql::epoch_unit(e));
     let chunk_rows = match params.get("chunked").map(String::as_str) {
@@ -118,14 +140,22 @@ pub(super) async fn query(
             let results: Vec<Value> = outcomes
                 .iter()
                 .enumerate()
-                .map(|(id, outcome)| outcome_json(id, outcome, epoch))
+                .map(|(id, answered)| {
+                    let mut result = outcome_json(id, &answered.outcome, epoch);
+                    warn(&mut result, answered.warning.as_deref());
+                    result
+                })
                 .collect();
             Json(json!({ "results": results })).into_response()
         }
         Some(rows) => {
             let mut lines = String::new();
-            for (id, outcome) in outcomes.iter().enumerate() {
-                for chunk in chunks(id, outcome, epoch, rows) {
+            for (id, answered) in outcomes.iter().enumerate() {
+                let mut chunks = chunks(id, &answered.outcome, epoch, rows);
+                if let Some(first) = chunks.first_mut() {
+                    warn(first, answered.warning.as_deref());
+                }
+                for chunk in chunks {
                     lines.push_str(&json!({ "results": [chunk] }).to_string());
                     lines.push('\n');
                 }
@@ -138,6 +168,14 @@ pub(super) async fn query(
         axum::http::HeaderValue::from_static("application/json"),
     );
     Ok(response)
+}
+
+/// Adds `warning` to a statement's result as InfluxDB writes its
+/// messages.
+fn warn(result: &mut Value, warning: Option<&str>) {
+    if let (Some(text), false) = (warning, result.get("error").is_some()) {
+        result["messages"] = json!([{ "level": "warning", "text": text }]);
+    }
 }
 
 /// A `params` value as InfluxQL binds it.

@@ -90,10 +90,13 @@ pub(crate) async fn render(State(state): State<AppState>, headers: HeaderMap) ->
             .flatten(),
         None => None,
     };
-    let mut response = state
+    let mut text = state
         .metrics
-        .exposition(ingestor, &state.promql_cache, parts)
-        .into_response();
+        .exposition(ingestor, &state.promql_cache, parts);
+    if let Some(rules) = state.rules.get() {
+        crate::metrics::rules_metrics(&mut text, rules);
+    }
+    let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

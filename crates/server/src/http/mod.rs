@@ -15,6 +15,7 @@ mod otlp;
 mod prometheus;
 mod promql;
 mod remote_read;
+mod rules;
 mod sql;
 mod ui;
 
@@ -99,6 +100,9 @@ pub fn router(state: AppState) -> Router {
             delete(admin::delete_snapshot),
         )
         .route("/api/v1/access", get(ui::access))
+        .route("/api/v1/rules", get(rules::rules).post(rules::rules))
+        .route("/api/v1/alerts", get(rules::alerts).post(rules::alerts))
+        .route("/-/reload", post(rules::reload).put(rules::reload))
         .merge(prometheus_api("/api/v1"))
         .merge(prometheus_api("/db/{db}/api/v1"))
         .merge(match state.config.ui {

@@ -18,7 +18,6 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use prost::Message;
 
 use super::extract::{Api, WriteTarget};
@@ -85,14 +84,8 @@ async fn export(
     let response = match encoding {
         Encoding::Protobuf => export_otlp(state, &target.db, &body, target.durability).await?,
         Encoding::Json => {
-            // JSON is read into the generated structs, then encoded and read
-            // like any protobuf request: one reader for both.
-            let request: ExportMetricsServiceRequest =
-                serde_json::from_slice(&body).map_err(|e| {
-                    ApiError::bad_request(format!("not an OTLP JSON metrics request: {e}"))
-                })?;
+            let message = chingest_codecs::otlp::protobuf_from_json(&body)?;
             drop(body);
-            let message = request.encode_to_vec();
             export_otlp(state, &target.db, &message, target.durability).await?
         }
     };

@@ -23,7 +23,7 @@ use crate::state::{AppState, Grant};
 pub(super) const PROMETHEUS_VERSION: &str = "2.42.0";
 
 /// A request's parameters, from the query string and a form body.
-struct Params(Vec<(String, String)>);
+pub(super) struct Params(Vec<(String, String)>);
 
 impl Params {
     async fn read(
@@ -51,7 +51,7 @@ impl Params {
         Ok(Params(pairs))
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)
@@ -59,7 +59,7 @@ impl Params {
             .filter(|v| !v.is_empty())
     }
 
-    fn all(&self, name: &str) -> Vec<String> {
+    pub(super) fn all(&self, name: &str) -> Vec<String> {
         self.0
             .iter()
             .filter(|(k, _)| k == name)
@@ -98,11 +98,11 @@ impl Params {
     }
 }
 
-fn bad_data(message: impl Into<String>) -> ApiError {
+pub(super) fn bad_data(message: impl Into<String>) -> ApiError {
     ApiError::bad_request(message).flavor(Flavor::Prometheus)
 }
 
-fn success(data: serde_json::Value) -> Response {
+pub(super) fn success(data: serde_json::Value) -> Response {
     Json(json!({ "status": "success", "data": data })).into_response()
 }
 
@@ -120,10 +120,10 @@ fn listed(data: serde_json::Value, truncated: bool) -> Response {
 /// checked, the parameters read (query string and form body), the path
 /// (which may name the database).
 pub(super) struct PromRequest {
-    state: AppState,
-    grant: Grant,
+    pub(super) state: AppState,
+    pub(super) grant: Grant,
     uri: Uri,
-    params: Params,
+    pub(super) params: Params,
 }
 
 impl FromRequest<AppState> for PromRequest {

@@ -37,6 +37,7 @@ const ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
+    asset!("js/alerts.js", JS),
     asset!("js/api.js", JS),
     asset!("js/app.js", JS),
     asset!("js/chart.js", JS),
@@ -48,7 +49,7 @@ const ASSETS: &[Asset] = &[
 ];
 
 /// The pages: each is `index.html`, which draws the one its path names.
-const PAGES: &[&str] = &["", "query", "explore", "status", "write"];
+const PAGES: &[&str] = &["", "query", "explore", "alerts", "status", "write"];
 
 /// Only the server's own scripts, styles and API: a label value or a query
 /// result can never run as code, and the page cannot be framed.
@@ -133,6 +134,9 @@ pub(super) async fn access(
         "write": access.write,
         "admin": grant.require_admin().is_ok(),
         "databases": databases,
+        // Where PromQL reads when a request names no database: the
+        // rules' database, which the Alerts page links queries to.
+        "promqlDatabase": config.promql.default_database,
     })))
 }
 

@@ -155,3 +155,8 @@ pub(crate) async fn try_sql(
         false => Err((status, text)),
     }
 }
+
+/// `text` as one component of a URL's query string.
+pub(crate) fn urlencode(text: &str) -> String {
+    serde_urlencoded::to_string([("", text)]).unwrap()[1..].to_owned()
+}

@@ -1,0 +1,163 @@
+//! The `/sql` gate, as the server runs a statement from a caller whose
+//! token reads one database: the sandbox's checks (the engine's own parse),
+//! then the engine on a read-only connection under the query limits. The
+//! property is the sandbox's promise: whatever a statement answers holds
+//! nothing from outside that database: not another database's rows, not a
+//! file beside the data, not the data directory's path.
+//!
+//! One engine for the process (it is process-global), opened on the first
+//! input with a `public` database the caller reads and a `secret` one it
+//! may not, each statement run in turn.
+
+#![no_main]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use chingest::{Durability, IngestConfig, Ingestor, Precision, ReadScope, WriteOptions};
+use libfuzzer_sys::fuzz_target;
+
+/// What no answer may contain: the secret database's tag and field value,
+/// the text of the files beside the data, and the data directory's path.
+/// The values are random and found by their hashes, never compared as
+/// text: libFuzzer learns the bytes a target compares, and a statement
+/// that only quotes a canary back (`SELECT 'CANARY…'`) is no leak.
+struct Canaries {
+    /// (length, hash) of each.
+    hashes: Vec<(usize, u64)>,
+}
+
+impl Canaries {
+    fn of(texts: &[&str]) -> Canaries {
+        Canaries {
+            hashes: texts
+                .iter()
+                .map(|t| (t.len(), hash(t.as_bytes())))
+                .collect(),
+        }
+    }
+
+    /// Whether `answer` holds one of them.
+    fn in_answer(&self, answer: &[u8]) -> bool {
+        self.hashes
+            .iter()
+            .any(|&(len, want)| answer.windows(len).any(|window| hash(window) == want))
+    }
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(bytes)
+}
+
+/// A value no statement can guess: random for each process.
+fn random_text(prefix: &str) -> String {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    format!("{prefix}{random:016x}")
+}
+
+struct World {
+    runtime: tokio::runtime::Runtime,
+    ingestor: Ingestor,
+    canaries: Canaries,
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let dir = engine_dir();
+        let (tag, field, file) = (random_text("t"), random_text("f"), random_text("x"));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let ingestor = runtime.block_on(async {
+            let mut config = IngestConfig::new(&dir);
+            // Under libFuzzer's 10 s per input, and small: a statement that
+            // runs into a limit is refused, which is not a finding.
+            config.query.max_execution_time = std::time::Duration::from_secs(2);
+            config.query.max_rows_to_read = 10_000_000;
+            config.query.max_result_bytes = 16 << 20;
+            let ingestor = Ingestor::open(config).await.expect("the engine opens");
+            let options = WriteOptions {
+                precision: Precision::Seconds,
+                durability: Durability::Visible,
+                ..WriteOptions::default()
+            };
+            let secret = format!("vault,key={tag} code=\"{field}\" 1700000000");
+            for (db, lines) in [
+                (
+                    "public",
+                    "cpu,host=a usage=1 1700000000\ncpu,host=b usage=2 1700000060",
+                ),
+                ("secret", secret.as_str()),
+            ] {
+                let outcome = ingestor
+                    .write_lp(db, "autogen", lines.as_bytes(), &options)
+                    .await
+                    .unwrap();
+                assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+            }
+            ingestor
+        });
+        for beside in [dir.clone(), dir.join("user_files"), PathBuf::from("/tmp")] {
+            let _ = std::fs::create_dir_all(&beside);
+            std::fs::write(beside.join("chingest-fuzz-canary.txt"), format!("{file}\n")).unwrap();
+        }
+        let canaries = Canaries::of(&[&tag, &field, &file, &dir.display().to_string()]);
+        // The detector sees the secret where a caller may read it.
+        let trusted = runtime
+            .block_on(ingestor.query_untrusted("SELECT * FROM secret.vault", "TSV"))
+            .expect("the secret reads");
+        assert!(
+            canaries.in_answer(&trusted),
+            "the canaries are not found where they are"
+        );
+        World {
+            runtime,
+            ingestor,
+            canaries,
+        }
+    })
+}
+
+/// The engine's data directory for this process, under `target/` (where
+/// `fuzz/run.sh` runs); those of processes that have ended are removed.
+fn engine_dir() -> PathBuf {
+    let parent = PathBuf::from("target").join("sql_gate");
+    for old in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let pid = old.file_name().to_string_lossy().parse::<u32>().ok();
+        if pid.is_some_and(|pid| !PathBuf::from(format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
+    let dir = parent.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(dir).unwrap()
+}
+
+fuzz_target!(|sql: &str| {
+    let world = world();
+    let scope = ReadScope::Databases(vec!["public".to_owned()]);
+    let answer = world.runtime.block_on(async {
+        let mut chunks = world
+            .ingestor
+            .query_untrusted_stream(sql, "TSV", &scope, Some("public"))
+            .await
+            .ok()?;
+        let mut answer = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            answer.extend(chunk.ok()?);
+        }
+        Some(answer)
+    });
+    let Some(answer) = answer else { return };
+    assert!(
+        !world.canaries.in_answer(&answer),
+        "{sql:?} answered what lies outside its database:\n{}",
+        String::from_utf8_lossy(&answer)
+    );
+});

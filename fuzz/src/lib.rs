@@ -1,0 +1,151 @@
+//! What the fuzz targets share: an allocator that counts, so a target can
+//! check that what it decodes never allocates beyond a bound set by its
+//! input's size (a length field that makes a decoder reserve gigabytes is
+//! an outage, not a panic, and libFuzzer without a sanitizer would not see
+//! it).
+//!
+//! The harness is a workspace of its own, built only by `cargo fuzz`
+//! (`make fuzz`, `make fuzz-smoke`): nothing here is part of the server.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting the bytes live and the most live at once.
+pub struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+// SAFETY: every call is passed to `System` unchanged; only counters move.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let ptr = System.alloc(layout);
+        if !ptr.is_null() {
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let ptr = System.alloc_zeroed(layout);
+        if !ptr.is_null() {
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let new = System.realloc(ptr, layout, new_size);
+        if !new.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            grew(new_size);
+        }
+        new
+    }
+}
+
+/// Runs `f` and asserts that the bytes it had allocated at any one time
+/// stayed under `per_input_byte * input_len + fixed`. The bound is loose on
+/// purpose (a decoded row is larger than its encoding); what it catches is
+/// an allocation sized by what the input claims rather than by what it is.
+pub fn bounded<T>(
+    input_len: usize,
+    per_input_byte: usize,
+    fixed: usize,
+    f: impl FnOnce() -> T,
+) -> T {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = f();
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let bound = per_input_byte
+        .saturating_mul(input_len)
+        .saturating_add(fixed);
+    assert!(
+        peak <= bound,
+        "{peak} bytes allocated at once for {input_len} bytes of input (bound {bound})"
+    );
+    out
+}
+
+/// One mebibyte: the fixed part of most bounds.
+pub const MIB: usize = 1 << 20;
+
+/// What the two OTLP targets check alike.
+pub mod otlp {
+    use chingest_codecs::otlp::{convert, Request, ResourceTags, METADATA};
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use prost::Message as _;
+
+    /// Converts `message`; when it converts, asserts that its data points
+    /// (as prost counts them, a metric without data as one) are the rows
+    /// stored plus those refused.
+    pub fn convert_and_count(message: &[u8]) {
+        let Ok(request) = Request::decode(message) else {
+            return;
+        };
+        let resources = ResourceTags::of(&request);
+        let Ok(converted) = convert(&request, &resources) else {
+            return;
+        };
+        let stored: usize = converted
+            .tables
+            .iter()
+            .filter(|t| t.measurement != METADATA)
+            .map(|t| t.batch.num_rows())
+            .sum();
+        // chingest's reader skips what it does not store, so it may read a
+        // message prost refuses (a string not UTF-8 in a field never read).
+        let Ok(generated) = ExportMetricsServiceRequest::decode(message) else {
+            return;
+        };
+        let points: usize = generated
+            .resource_metrics
+            .iter()
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics)
+            .map(|metric| match &metric.data {
+                Some(Data::Gauge(g)) => g.data_points.len(),
+                Some(Data::Sum(s)) => s.data_points.len(),
+                Some(Data::Histogram(h)) => h.data_points.len(),
+                Some(Data::ExponentialHistogram(h)) => h.data_points.len(),
+                Some(Data::Summary(s)) => s.data_points.len(),
+                // Refused as one point, so that the sender hears of it.
+                None => 1,
+            })
+            .sum();
+        assert_eq!(stored + converted.rejected as usize, points);
+    }
+}
+
+/// Runs `f` for code that catches panics of a third party's (arrow's IPC
+/// reader, PromQL's grammar) and makes them errors. libfuzzer-sys's panic
+/// hook aborts at once, before such a catch; this replaces it with a quiet
+/// one, and a panic that nothing caught is said here and still ends the
+/// run as a crash.
+pub fn catching<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> T {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+    match std::panic::catch_unwind(f) {
+        Ok(value) => value,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied());
+            eprintln!("panicked: {}", why.unwrap_or("(no message)"));
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
