@@ -270,6 +270,34 @@ def backup_manifest():
     return [b"\x01" + body.encode(), b"\x00" + body.encode() + b"end 0\n"]
 
 
+def clickhouse_params():
+    """Query strings and headers as ClickHouse's clients send them: the
+    first line the query string, then `name: value` headers."""
+    basic = "Basic " + __import__("base64").b64encode(b"default:token").decode()
+    return [
+        "query=SELECT%201&database=telegraf&default_format=JSONEachRow",
+        "query_id=3f1c&database=default&wait_end_of_query=1"
+        "&send_progress_in_http_headers=1&http_headers_progress_interval_ms=5000"
+        "&date_time_input_format=best_effort&output_format_json_quote_64bit_integers=0\n"
+        "X-ClickHouse-User: default\nX-ClickHouse-Key: token",
+        "session_id=s1&session_timeout=60&enable_http_compression=1"
+        "&max_execution_time=30\nAuthorization: " + basic,
+        "database=db&readonly=1&max_result_rows=100&result_overflow_mode=throw"
+        "\nAuthorization: Bearer token\nX-ClickHouse-Format: TabSeparated",
+        "user=default&password=token&query=SELECT%20*%20FROM%20cpu%20FORMAT%20CSV",
+        "compress=1&decompress=0&param_x=1",
+        "query=SELECT+%27a%27+FORMAT+JSON%3B&X=1\nX-ClickHouse-Database: telegraf",
+    ]
+
+
+def promql_plan():
+    """Choices, not text: bytes that pick each kind of query the target's
+    grammar has first (selector, range function, aggregation, operator,
+    subquery, function, topk), then the rest at random (a fixed seed)."""
+    rng = __import__("random").Random(52)
+    return [bytes([kind]) + rng.randbytes(31) for kind in range(7) for _ in range(4)]
+
+
 def main():
     write("line_protocol", line_protocol())
     write("influxql", influxql())
@@ -284,6 +312,8 @@ def main():
     write("arrow_ipc", arrow_ipc())
     write("body_compression", body_compression())
     write("backup_manifest", backup_manifest())
+    write("clickhouse_params", clickhouse_params())
+    write("promql_plan", promql_plan())
 
 
 if __name__ == "__main__":

@@ -5,16 +5,24 @@
 //! nothing from outside that database: not another database's rows, not a
 //! file beside the data, not the data directory's path.
 //!
+//! A second property holds on what the gate admits: the engine's analyzer
+//! (`EXPLAIN QUERY TREE`, which resolves aliases, CTEs and views to what
+//! runs) finds in it no table outside that database and the catalogue's
+//! `system` tables, no table function outside the generators the gate
+//! allows, and no function it refuses. The gate reads the parser's tree;
+//! this reads the analyzer's.
+//!
 //! One engine for the process (it is process-global), opened on the first
 //! input with a `public` database the caller reads and a `secret` one it
 //! may not, each statement run in turn.
 
 #![no_main]
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use chingest::{Durability, IngestConfig, Ingestor, Precision, ReadScope, WriteOptions};
+use chingest::{sandbox, Durability, IngestConfig, Ingestor, Precision, ReadScope, WriteOptions};
 use libfuzzer_sys::fuzz_target;
 
 /// What no answer may contain: the secret database's tag and field value,
@@ -61,12 +69,16 @@ struct World {
     runtime: tokio::runtime::Runtime,
     ingestor: Ingestor,
     canaries: Canaries,
+    /// What the gate refuses, lower-cased: the functions of
+    /// `sandbox::DENIED_FUNCTIONS`, of the engine's `AI`, `Dictionary` and
+    /// `Introspection` categories, and their aliases.
+    denied_functions: HashSet<String>,
 }
 
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        let dir = engine_dir();
+        let dir = chingest_fuzz::engine_dir("sql_gate");
         let (tag, field, file) = (random_text("t"), random_text("f"), random_text("x"));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -115,28 +127,84 @@ fn world() -> &'static World {
             canaries.in_answer(&trusted),
             "the canaries are not found where they are"
         );
+        let denied_functions = runtime.block_on(denied_functions(&ingestor));
         World {
             runtime,
             ingestor,
             canaries,
+            denied_functions,
         }
     })
 }
 
-/// The engine's data directory for this process, under `target/` (where
-/// `fuzz/run.sh` runs); those of processes that have ended are removed.
-fn engine_dir() -> PathBuf {
-    let parent = PathBuf::from("target").join("sql_gate");
-    for old in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-        let pid = old.file_name().to_string_lossy().parse::<u32>().ok();
-        if pid.is_some_and(|pid| !PathBuf::from(format!("/proc/{pid}")).exists()) {
-            let _ = std::fs::remove_dir_all(old.path());
+async fn denied_functions(ingestor: &Ingestor) -> HashSet<String> {
+    let listed = sandbox::DENIED_FUNCTIONS
+        .iter()
+        .map(|f| format!("'{f}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let sql = format!(
+        "SELECT lower(name) FROM system.functions \
+         WHERE categories IN ('AI', 'Dictionary', 'Introspection') OR name IN ({listed}) \
+            OR alias_to IN (SELECT name FROM system.functions \
+                            WHERE categories IN ('AI', 'Dictionary', 'Introspection') \
+                               OR name IN ({listed}))"
+    );
+    let names = ingestor.query_trusted(&sql, "TSVRaw").await.unwrap();
+    let names: HashSet<String> = String::from_utf8(names)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        names.contains("file") && names.contains("dictget"),
+        "{names:?}"
+    );
+    names
+}
+
+/// What the analyzer finds in an admitted `sql` that the gate refuses:
+/// `None` when there is nothing, or when the analyzer cannot resolve it
+/// without the caller's current database (a table named without one).
+fn refused_in_resolved(world: &World, sql: &str) -> Option<String> {
+    let explain = format!(
+        "EXPLAIN QUERY TREE {}",
+        sql.trim_end().trim_end_matches(';')
+    );
+    let tree = world
+        .runtime
+        .block_on(world.ingestor.query_trusted(&explain, "TSVRaw"))
+        .ok()?;
+    let tree = String::from_utf8_lossy(&tree);
+    for node in tree.lines().map(str::trim) {
+        let attribute = |key: &str| {
+            node.split(", ")
+                .find_map(|part| part.split_once(": ").filter(|(k, _)| k.ends_with(key)))
+                .map(|(_, v)| v)
+        };
+        if node.starts_with("TABLE_FUNCTION ") {
+            let name = attribute("table_function_name")?;
+            if !sandbox::ALLOWED_TABLE_FUNCTIONS.contains(&name) {
+                return Some(format!("table function {name}"));
+            }
+        } else if node.starts_with("TABLE ") {
+            let name = attribute("table_name")?;
+            let allowed = match name.split_once('.') {
+                Some(("public", _)) => true,
+                Some(("system", table)) => sandbox::CATALOGUE_SYSTEM_TABLES.contains(&table),
+                _ => false,
+            };
+            if !allowed {
+                return Some(format!("table {name}"));
+            }
+        } else if node.starts_with("FUNCTION ") {
+            let name = attribute("function_name")?;
+            if world.denied_functions.contains(&name.to_lowercase()) {
+                return Some(format!("function {name}"));
+            }
         }
     }
-    let dir = parent.join(std::process::id().to_string());
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(dir).unwrap()
+    None
 }
 
 fuzz_target!(|sql: &str| {
@@ -160,4 +228,7 @@ fuzz_target!(|sql: &str| {
         "{sql:?} answered what lies outside its database:\n{}",
         String::from_utf8_lossy(&answer)
     );
+    if let Some(refused) = refused_in_resolved(world, sql) {
+        panic!("{sql:?} was admitted, yet the engine's analyzer finds in it {refused}");
+    }
 });

@@ -149,3 +149,21 @@ pub fn catching<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> T {
         }
     }
 }
+
+/// The engine's data directory for this process of `target` (the engine
+/// is process-global: one per process), under `target/` where
+/// `fuzz/run.sh` runs; those of processes that have ended are removed.
+pub fn engine_dir(target: &str) -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let parent = PathBuf::from("target").join(target);
+    for old in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let pid = old.file_name().to_string_lossy().parse::<u32>().ok();
+        if pid.is_some_and(|pid| !PathBuf::from(format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
+    let dir = parent.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(dir).unwrap()
+}

@@ -23,3 +23,19 @@ pub fn grpc_points(points: &[Point]) -> Vec<chingest::Point<'_>> {
     );
     converted.points
 }
+
+/// Reads a ClickHouse HTTP request's query string and headers as `/` does
+/// and checks what it made of them; headers that HTTP could not carry are
+/// left out.
+pub fn clickhouse_request(raw: &str, headers: &[(&[u8], &[u8])]) {
+    use axum::http::{HeaderMap, HeaderName, HeaderValue};
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) =
+            (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+        {
+            map.append(name, value);
+        }
+    }
+    crate::http::clickhouse::check_request(raw, &map);
+}

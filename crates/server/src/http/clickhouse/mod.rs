@@ -111,14 +111,7 @@ async fn query(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let params = serde_urlencoded::from_str::<Vec<(String, String)>>(raw.as_deref().unwrap_or(""))
-        .map_err(|err| {
-            ClickHouseError::new(
-                code::BAD_ARGUMENTS,
-                format!("invalid URL parameters: {err}"),
-            )
-        });
-    let request = params.and_then(|params| ClickHouseRequest::parse(&params, &headers));
+    let request = parse_request(raw.as_deref().unwrap_or(""), &headers);
     let query_id = request
         .as_ref()
         .ok()
@@ -147,6 +140,43 @@ async fn query(
         HeaderValue::from_static("chingest"),
     );
     response
+}
+
+/// Reads a request's URL parameters (`raw`, its query string) and headers.
+fn parse_request(raw: &str, headers: &HeaderMap) -> Result<ClickHouseRequest, ClickHouseError> {
+    let params = serde_urlencoded::from_str::<Vec<(String, String)>>(raw).map_err(|err| {
+        ClickHouseError::new(
+            code::BAD_ARGUMENTS,
+            format!("invalid URL parameters: {err}"),
+        )
+    })?;
+    ClickHouseRequest::parse(&params, headers)
+}
+
+/// What the fuzz target `clickhouse_params` checks of [`parse_request`] on
+/// any query string and headers: no panic; every parameter is the
+/// interface's own or a setting to check, never both; one way of
+/// credentials; and a statement's `FORMAT` is a name taken from its end.
+#[cfg(fuzzing)]
+pub(crate) fn check_request(raw: &str, headers: &HeaderMap) {
+    let Ok(request) = parse_request(raw, headers) else {
+        return;
+    };
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(raw).unwrap();
+    assert!(request.settings.len() <= params.len());
+    for (name, _) in &request.settings {
+        assert!(
+            !request::is_interface_param(name) && !name.starts_with("param_"),
+            "{name} taken as a setting"
+        );
+    }
+    assert!(!request.user.is_empty());
+    let last_query = params.iter().rev().find(|(name, _)| name == "query");
+    assert_eq!(request.query.as_ref(), last_query.map(|(_, value)| value));
+    if let Some(format) = request.query.as_deref().and_then(trailing_format) {
+        let sql = request.query.as_deref().unwrap();
+        assert!(!format.is_empty() && sql.contains(format), "{sql:?}");
+    }
 }
 
 async fn answer(

@@ -104,7 +104,7 @@ impl ClickHouseRequest {
                     ),
                     ))
                 }
-                name if TRANSPORT_PARAMS.contains(&name) || HTTP_SETTINGS.contains(&name) => {}
+                name if is_interface_param(name) => {}
                 name => request.settings.push((name.to_owned(), value.clone())),
             }
         }
@@ -142,6 +142,12 @@ impl ClickHouseRequest {
         request.password = password;
         Ok(request)
     }
+}
+
+/// Whether a URL parameter belongs to the HTTP interface rather than to
+/// the engine's settings.
+pub(super) fn is_interface_param(name: &str) -> bool {
+    TRANSPORT_PARAMS.contains(&name) || HTTP_SETTINGS.contains(&name)
 }
 
 /// `Basic base64(user:password)`, or `Bearer <token>`.
