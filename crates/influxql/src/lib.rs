@@ -26,7 +26,7 @@
 //! `answer` (the model), `lex` (tokens, `$name` binding), `condition`
 //! (`WHERE` and delete predicates), `refused` (the statements chingest
 //! refuses on purpose, and what to use instead), `parse` (statements),
-//! `plan` (what every plan shares), `show`, `cardinality` (`SHOW …
+//! `print` (a `SELECT` written back as InfluxQL), `plan` (what every plan shares), `show`, `cardinality` (`SHOW …
 //! CARDINALITY`), `select`, `into`, `admin`, `continuous`. `select` in turn: `math` (arithmetic
 //! over a row's cells), `technical` (technical analysis and Holt-Winters),
 //! `transform` (functions of consecutive points),
@@ -48,6 +48,7 @@ mod into;
 mod lex;
 mod parse;
 mod plan;
+mod print;
 mod refused;
 mod select;
 mod show;

@@ -1407,7 +1407,7 @@ fn continuous_query(text: &str, tokens: &[Spanned], now: i64) -> Option<Parsed<S
 
 /// A duration as InfluxDB writes one: in its largest unit that divides it
 /// (`1m`, `90s`).
-fn duration_text(ns: i64) -> String {
+pub(crate) fn duration_text(ns: i64) -> String {
     const UNITS: [(&str, i64); 8] = [
         ("w", 604_800_000_000_000),
         ("d", 86_400_000_000_000),
