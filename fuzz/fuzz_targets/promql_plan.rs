@@ -15,10 +15,10 @@
 
 #![no_main]
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use chingest::{Access, Durability, IngestConfig, Ingestor, WriteOptions};
+use chingest_fuzz::EngineWorld;
 use chingest_promql::{
     evaluate_in_memory, instant_query, range_query, Labels, Limits, Options, Series, Source, Value,
 };
@@ -38,60 +38,65 @@ struct World {
     now: i64,
 }
 
-fn world() -> &'static World {
-    static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        let dir = chingest_fuzz::engine_dir("promql_plan");
-        let now = chingest::clock::now_ms() / 60_000 * 60_000;
-        let series = generated(now);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let ingestor = runtime.block_on(async {
-            let mut config = IngestConfig::new(&dir);
-            config.last_values.measurements = vec!["mem.*".to_owned()];
-            config.last_values.recent_span = Duration::from_secs(3600);
-            config.last_values.chunk_cache_bytes = 64 << 20;
-            let ingestor = Ingestor::open(config).await.expect("the engine opens");
-            let options = WriteOptions {
-                durability: Durability::Visible,
-                ..WriteOptions::default()
-            };
-            let body = line_protocol(&series);
-            for db in ["mem", "eng"] {
-                let outcome = ingestor
-                    .write_lp(db, "autogen", body.as_bytes(), &options)
-                    .await
-                    .unwrap();
-                assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
-            }
-            ingestor
-        });
-        let world = World {
-            runtime,
-            ingestor,
-            series,
-            now,
+static WORLD: EngineWorld<World> = EngineWorld::new(open, close);
+
+/// Closes the ingestor, then drops it and the runtime.
+fn close(world: World) {
+    let _ = world.runtime.block_on(world.ingestor.close());
+}
+
+/// The engine with the generated series written to `mem` and `eng`.
+fn open() -> World {
+    let dir = chingest_fuzz::engine_dir("promql_plan");
+    let now = chingest::clock::now_ms() / 60_000 * 60_000;
+    let series = generated(now);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ingestor = runtime.block_on(async {
+        let mut config = IngestConfig::new(&dir);
+        config.last_values.measurements = vec!["mem.*".to_owned()];
+        config.last_values.recent_span = Duration::from_secs(3600);
+        config.last_values.chunk_cache_bytes = 64 << 20;
+        let ingestor = Ingestor::open(config).await.expect("the engine opens");
+        let options = WriteOptions {
+            durability: Durability::Visible,
+            ..WriteOptions::default()
         };
-        // Both databases answer with every sample, also those past the
-        // memory's edge: the comparisons are not of empty answers.
-        let written: usize = world.series.iter().map(|s| s.points.len()).sum();
-        let count = format!(
-            "sum(count_over_time(m_up[{0}ms])) + sum(count_over_time(m_req[{0}ms]))",
-            SPAN_MS + 1
-        );
+        let body = line_protocol(&series);
         for db in ["mem", "eng"] {
-            let answer = world.read(db, &count, (now, now, 0)).unwrap();
-            let Value::Vector(_, samples) = answer else {
-                panic!("{answer:?}")
-            };
-            assert_eq!(samples.len(), 1, "{db}: {samples:?}");
-            assert_eq!(samples[0].value, written as f64, "{db}");
+            let outcome = ingestor
+                .write_lp(db, "autogen", body.as_bytes(), &options)
+                .await
+                .unwrap();
+            assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
         }
-        world
-    })
+        ingestor
+    });
+    let world = World {
+        runtime,
+        ingestor,
+        series,
+        now,
+    };
+    // Both databases answer with every sample, also those past the
+    // memory's edge: the comparisons are not of empty answers.
+    let written: usize = world.series.iter().map(|s| s.points.len()).sum();
+    let count = format!(
+        "sum(count_over_time(m_up[{0}ms])) + sum(count_over_time(m_req[{0}ms]))",
+        SPAN_MS + 1
+    );
+    for db in ["mem", "eng"] {
+        let answer = world.read(db, &count, (now, now, 0)).unwrap();
+        let Value::Vector(_, samples) = answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(samples.len(), 1, "{db}: {samples:?}");
+        assert_eq!(samples[0].value, written as f64, "{db}");
+    }
+    world
 }
 
 impl World {
@@ -322,8 +327,10 @@ fn same_answer(a: &[(Labels, Vec<(i64, f64)>)], b: &[(Labels, Vec<(i64, f64)>)])
         })
 }
 
-fuzz_target!(|input: &[u8]| {
-    let world = world();
+fuzz_target!(|input: &[u8]| WORLD.with(|world| check(world, input)));
+
+/// Reads the query `input` chooses from both databases and compares.
+fn check(world: &World, input: &[u8]) {
     let mut c = Choices(input);
     let promql = query(&mut c, 3);
     // An instant query at a minute of the span, or a range query over a
@@ -365,4 +372,4 @@ fuzz_target!(|input: &[u8]| {
             ),
         }
     }
-});
+}

@@ -20,9 +20,9 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use chingest::{sandbox, Durability, IngestConfig, Ingestor, Precision, ReadScope, WriteOptions};
+use chingest_fuzz::EngineWorld;
 use libfuzzer_sys::fuzz_target;
 
 /// What no answer may contain: the secret database's tag and field value,
@@ -75,66 +75,72 @@ struct World {
     denied_functions: HashSet<String>,
 }
 
-fn world() -> &'static World {
-    static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        let dir = chingest_fuzz::engine_dir("sql_gate");
-        let (tag, field, file) = (random_text("t"), random_text("f"), random_text("x"));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let ingestor = runtime.block_on(async {
-            let mut config = IngestConfig::new(&dir);
-            // Under libFuzzer's 10 s per input, and small: a statement that
-            // runs into a limit is refused, which is not a finding.
-            config.query.max_execution_time = std::time::Duration::from_secs(2);
-            config.query.max_rows_to_read = 10_000_000;
-            config.query.max_result_bytes = 16 << 20;
-            let ingestor = Ingestor::open(config).await.expect("the engine opens");
-            let options = WriteOptions {
-                precision: Precision::Seconds,
-                durability: Durability::Visible,
-                ..WriteOptions::default()
-            };
-            let secret = format!("vault,key={tag} code=\"{field}\" 1700000000");
-            for (db, lines) in [
-                (
-                    "public",
-                    "cpu,host=a usage=1 1700000000\ncpu,host=b usage=2 1700000060",
-                ),
-                ("secret", secret.as_str()),
-            ] {
-                let outcome = ingestor
-                    .write_lp(db, "autogen", lines.as_bytes(), &options)
-                    .await
-                    .unwrap();
-                assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
-            }
-            ingestor
-        });
-        for beside in [dir.clone(), dir.join("user_files"), PathBuf::from("/tmp")] {
-            let _ = std::fs::create_dir_all(&beside);
-            std::fs::write(beside.join("chingest-fuzz-canary.txt"), format!("{file}\n")).unwrap();
+static WORLD: EngineWorld<World> = EngineWorld::new(open, close);
+
+/// Closes the ingestor, then drops it and the runtime.
+fn close(world: World) {
+    let _ = world.runtime.block_on(world.ingestor.close());
+}
+
+/// The engine with `public` and `secret` written, the canaries beside it,
+/// and what the gate refuses.
+fn open() -> World {
+    let dir = chingest_fuzz::engine_dir("sql_gate");
+    let (tag, field, file) = (random_text("t"), random_text("f"), random_text("x"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ingestor = runtime.block_on(async {
+        let mut config = IngestConfig::new(&dir);
+        // Under libFuzzer's 10 s per input, and small: a statement that
+        // runs into a limit is refused, which is not a finding.
+        config.query.max_execution_time = std::time::Duration::from_secs(2);
+        config.query.max_rows_to_read = 10_000_000;
+        config.query.max_result_bytes = 16 << 20;
+        let ingestor = Ingestor::open(config).await.expect("the engine opens");
+        let options = WriteOptions {
+            precision: Precision::Seconds,
+            durability: Durability::Visible,
+            ..WriteOptions::default()
+        };
+        let secret = format!("vault,key={tag} code=\"{field}\" 1700000000");
+        for (db, lines) in [
+            (
+                "public",
+                "cpu,host=a usage=1 1700000000\ncpu,host=b usage=2 1700000060",
+            ),
+            ("secret", secret.as_str()),
+        ] {
+            let outcome = ingestor
+                .write_lp(db, "autogen", lines.as_bytes(), &options)
+                .await
+                .unwrap();
+            assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
         }
-        let canaries = Canaries::of(&[&tag, &field, &file, &dir.display().to_string()]);
-        // The detector sees the secret where a caller may read it.
-        let trusted = runtime
-            .block_on(ingestor.query_untrusted("SELECT * FROM secret.vault", "TSV"))
-            .expect("the secret reads");
-        assert!(
-            canaries.in_answer(&trusted),
-            "the canaries are not found where they are"
-        );
-        let denied_functions = runtime.block_on(denied_functions(&ingestor));
-        World {
-            runtime,
-            ingestor,
-            canaries,
-            denied_functions,
-        }
-    })
+        ingestor
+    });
+    for beside in [dir.clone(), dir.join("user_files"), PathBuf::from("/tmp")] {
+        let _ = std::fs::create_dir_all(&beside);
+        std::fs::write(beside.join("chingest-fuzz-canary.txt"), format!("{file}\n")).unwrap();
+    }
+    let canaries = Canaries::of(&[&tag, &field, &file, &dir.display().to_string()]);
+    // The detector sees the secret where a caller may read it.
+    let trusted = runtime
+        .block_on(ingestor.query_untrusted("SELECT * FROM secret.vault", "TSV"))
+        .expect("the secret reads");
+    assert!(
+        canaries.in_answer(&trusted),
+        "the canaries are not found where they are"
+    );
+    let denied_functions = runtime.block_on(denied_functions(&ingestor));
+    World {
+        runtime,
+        ingestor,
+        canaries,
+        denied_functions,
+    }
 }
 
 async fn denied_functions(ingestor: &Ingestor) -> HashSet<String> {
@@ -207,8 +213,10 @@ fn refused_in_resolved(world: &World, sql: &str) -> Option<String> {
     None
 }
 
-fuzz_target!(|sql: &str| {
-    let world = world();
+fuzz_target!(|sql: &str| WORLD.with(|world| check(world, sql)));
+
+/// Runs `sql` as the server runs a scoped caller's, and checks both properties.
+fn check(world: &World, sql: &str) {
     let scope = ReadScope::Databases(vec!["public".to_owned()]);
     let answer = world.runtime.block_on(async {
         let mut chunks = world
@@ -231,4 +239,4 @@ fuzz_target!(|sql: &str| {
     if let Some(refused) = refused_in_resolved(world, sql) {
         panic!("{sql:?} was admitted, yet the engine's analyzer finds in it {refused}");
     }
-});
+}

@@ -9,6 +9,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The system allocator, counting the bytes live and the most live at once.
 pub struct Counting;
@@ -166,4 +167,68 @@ pub fn engine_dir(target: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::canonicalize(dir).unwrap()
+}
+
+/// What a target opens on the engine, once for the process (the engine is
+/// process-global): opened by the first input, closed when the process
+/// exits. libFuzzer ends a run with `exit`, whose handlers include the
+/// engine library's destructors, and those deadlock while the engine's
+/// threads still run (seen: a `sql_gate` run that printed its last
+/// statistics and never exited). So the first input also registers a
+/// handler, which runs before the engine's (registered after them): it
+/// hands the world to `close`, which closes its ingestor, and stops the
+/// engine (`chingest::shutdown_engine`), on a thread of its own. An `exit` from inside an input
+/// finds the world in use and leaves it, for libFuzzer to report.
+pub struct EngineWorld<W: 'static> {
+    world: Mutex<Option<W>>,
+    open: fn() -> W,
+    close: fn(W),
+}
+
+/// The handler's work, set by the first world opened (a process has one).
+static CLOSE_WORLD: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+
+extern "C" fn close_engine() {
+    if let Some(close) = CLOSE_WORLD.get() {
+        close();
+    }
+}
+
+impl<W: Send + 'static> EngineWorld<W> {
+    /// A world `open` makes and `close` ends.
+    pub const fn new(open: fn() -> W, close: fn(W)) -> EngineWorld<W> {
+        EngineWorld {
+            world: Mutex::new(None),
+            open,
+            close,
+        }
+    }
+
+    /// Runs `f` on the world, opening it first if it is not yet.
+    pub fn with<T>(&'static self, f: impl FnOnce(&W) -> T) -> T {
+        let mut world = self.world.lock().unwrap_or_else(PoisonError::into_inner);
+        if world.is_none() {
+            *world = Some((self.open)());
+            let registered = CLOSE_WORLD.set(Box::new(move || {
+                let Ok(mut world) = self.world.try_lock() else {
+                    return;
+                };
+                if let Some(world) = world.take() {
+                    // On a thread of its own: the exiting thread's
+                    // thread-locals (the async runtime's) are gone.
+                    let close = self.close;
+                    let _ = std::thread::spawn(move || {
+                        close(world);
+                        let _ = chingest::shutdown_engine();
+                    })
+                    .join();
+                }
+            }));
+            assert!(registered.is_ok(), "one engine world a process");
+            // SAFETY: `close_engine` is a plain function that unwinds
+            // nowhere (it only locks, closes and drops).
+            assert_eq!(unsafe { libc::atexit(close_engine) }, 0);
+        }
+        f(world.as_ref().expect("opened above"))
+    }
 }
