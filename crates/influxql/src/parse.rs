@@ -405,7 +405,7 @@ impl BinaryOp {
     }
 
     /// InfluxQL's binding: `* / % &` before `+ - | ^`.
-    fn precedence(self) -> u8 {
+    pub(crate) fn precedence(self) -> u8 {
         match self {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::BitOr | BinaryOp::BitXor => 1,
             _ => 2,

@@ -1,7 +1,8 @@
 //! A `SELECT` written back as InfluxQL, as it was understood: names
 //! quoted, times resolved to ns since the epoch (`now()` is gone), the
 //! `WHERE` clause as its selection (the time range, the tags' condition,
-//! the fields'), every operation in parentheses, defaults left out.
+//! the fields'), parentheses only where the grammar needs them (so the
+//! text nests no deeper than what was parsed), defaults left out.
 //! Parsing what it writes gives the same statement (checked by the
 //! `influxql` fuzz target and `tests/print.rs`).
 
@@ -102,10 +103,15 @@ fn write_condition(f: &mut Formatter<'_>, selection: &Selection) -> fmt::Result 
     if let Some(stop) = selection.stop {
         terms.push(format!("time < {stop}"));
     }
-    if selection.tags != TagPredicate::Any {
-        terms.push(format!("({})", TagText(&selection.tags)));
-    }
     terms.extend(selection.fields.iter().map(field_condition_text));
+    match &selection.tags {
+        TagPredicate::Any => {}
+        // Among other terms joined by `AND`, an `OR` needs parentheses.
+        TagPredicate::Or(_) if !terms.is_empty() => {
+            terms.push(format!("({})", TagText(&selection.tags)))
+        }
+        tags => terms.push(TagText(tags).to_string()),
+    }
     if terms.is_empty() {
         return Ok(());
     }
@@ -120,7 +126,9 @@ fn field_condition_text(condition: &FieldCondition) -> String {
     format!("{} {} {value}", Quoted(&condition.field), condition.op)
 }
 
-/// A tag condition, each part of `AND` and `OR` in parentheses.
+/// A tag condition. `AND` binds before `OR`, and each joins its parts
+/// flat: a part that is an `OR` inside an `AND`, or the same operator
+/// inside itself (which only parentheses make), is in parentheses.
 struct TagText<'a>(&'a TagPredicate);
 
 impl Display for TagText<'_> {
@@ -130,7 +138,15 @@ impl Display for TagText<'_> {
                 if i > 0 {
                     write!(f, " {word} ")?;
                 }
-                write!(f, "({})", TagText(part))?;
+                let enclosed = match part {
+                    TagPredicate::Or(_) => true,
+                    TagPredicate::And(_) => word == "AND",
+                    _ => false,
+                };
+                match enclosed {
+                    true => write!(f, "({})", TagText(part))?,
+                    false => write!(f, "{}", TagText(part))?,
+                }
             }
             Ok(())
         };
@@ -148,7 +164,9 @@ impl Display for TagText<'_> {
     }
 }
 
-/// A column, every operation in parentheses.
+/// A column. Operators bind by precedence, left to right: an operand in
+/// parentheses is a left one that binds looser than its operator, or a
+/// right one that binds no tighter.
 struct ExprText<'a>(&'a Expr);
 
 impl Display for ExprText<'_> {
@@ -176,13 +194,21 @@ impl Display for ExprText<'_> {
             Expr::Number(n) => write!(f, "{}", NumberText(*n)),
             Expr::Duration(ns) => f.write_str(&duration_text(*ns)),
             Expr::Str(s) => write!(f, "{}", StringText(s)),
-            Expr::Binary { op, left, right } => write!(
-                f,
-                "({} {} {})",
-                ExprText(left),
-                op.symbol(),
-                ExprText(right)
-            ),
+            Expr::Binary { op, left, right } => {
+                let binds = |operand: &Expr| match operand {
+                    Expr::Binary { op, .. } => Some(op.precedence()),
+                    _ => None,
+                };
+                match binds(left) {
+                    Some(p) if p < op.precedence() => write!(f, "({})", ExprText(left))?,
+                    _ => write!(f, "{}", ExprText(left))?,
+                }
+                write!(f, " {} ", op.symbol())?;
+                match binds(right) {
+                    Some(p) if p <= op.precedence() => write!(f, "({})", ExprText(right)),
+                    _ => write!(f, "{}", ExprText(right)),
+                }
+            }
         }
     }
 }

@@ -56,6 +56,24 @@ fn every_golden_query_prints_as_itself() {
     assert!(selects > 50, "only {selects} SELECTs in the golden files");
 }
 
+/// Found by the `influxql` fuzz target (a long chain of `*`): printed
+/// with a parenthesis per operator, a statement the parser took nested
+/// past its limit. Printed with only the parentheses it needs, it reads.
+#[test]
+fn a_long_chain_prints_no_deeper_than_it_was_parsed() {
+    let chain = vec!["x"; 200].join(" * ");
+    let conditions = vec!["h = 'a'"; 200].join(" OR ");
+    for q in [
+        format!("SELECT {chain} FROM m"),
+        format!("SELECT v FROM m WHERE {conditions}"),
+        format!("SELECT v FROM m WHERE time > 0 AND ({conditions})"),
+    ] {
+        assert_eq!(assert_round_trip(&q), 1, "{q}");
+    }
+    let printed = selects(&format!("SELECT {chain} FROM m"))[0].to_string();
+    assert!(!printed.contains('('), "{printed}");
+}
+
 #[test]
 fn names_strings_and_regexes_keep_their_escapes() {
     for q in [
@@ -67,12 +85,16 @@ fn names_strings_and_regexes_keep_their_escapes() {
         "SELECT -v, -(-3), - - 4.5, 2 * -x, (a + b) * c % 7 & 3 | 1 ^ 2, 1e300, 1e999, 10s FROM cpu",
         "SELECT v FROM cpu ORDER BY time DESC LIMIT 5 OFFSET 2 SLIMIT 3 SOFFSET 1 tz('Europe/Paris')",
         "SELECT v FROM cpu WHERE time = '2023-11-14T22:13:20Z' OR time = 5",
+        "SELECT a - (b - c), (a + b) * c, a * b + c, -x * y, 2 - -x, -(a + b), a / (b * c) FROM m",
+        "SELECT v FROM m WHERE a = 'x' AND b = 'y' OR c = 'z' AND (d = 'w' OR e = 'v')",
+        "SELECT v FROM m WHERE (a = 'x' OR b = 'y') OR c = 'z'",
+        "SELECT v FROM m WHERE ((a = 'x' AND b = 'y') AND c = 'z') AND time > 0",
     ] {
         assert_round_trip(q);
     }
     assert_eq!(
         selects("SELECT usage AS u FROM telegraf.autogen.cpu WHERE host = 'a' AND time >= 10 AND time <= 20")[0]
             .to_string(),
-        r#"SELECT "usage" AS "u" FROM "telegraf"."autogen"."cpu" WHERE time >= 10 AND time < 21 AND ("host" = 'a')"#
+        r#"SELECT "usage" AS "u" FROM "telegraf"."autogen"."cpu" WHERE time >= 10 AND time < 21 AND "host" = 'a'"#
     );
 }
