@@ -298,6 +298,13 @@ def promql_plan():
     return [bytes([kind]) + rng.randbytes(31) for kind in range(7) for _ in range(4)]
 
 
+def influxql_plan():
+    """Choices, as for promql_plan: each kind of statement first (raw
+    points, one to three aggregates), the rest at random."""
+    rng = __import__("random").Random(53)
+    return [bytes([kind]) + rng.randbytes(23) for kind in range(4) for _ in range(6)]
+
+
 def main():
     write("line_protocol", line_protocol())
     write("influxql", influxql())
@@ -314,6 +321,7 @@ def main():
     write("backup_manifest", backup_manifest())
     write("clickhouse_params", clickhouse_params())
     write("promql_plan", promql_plan())
+    write("influxql_plan", influxql_plan())
 
 
 if __name__ == "__main__":

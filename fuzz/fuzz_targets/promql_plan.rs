@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use chingest::{Access, Durability, IngestConfig, Ingestor, WriteOptions};
+use chingest::{Access, Ingestor, Precision};
 use chingest_fuzz::EngineWorld;
 use chingest_promql::{
     evaluate_in_memory, instant_query, range_query, Labels, Limits, Options, Series, Source, Value,
@@ -47,34 +47,15 @@ fn close(world: World) {
 
 /// The engine with the generated series written to `mem` and `eng`.
 fn open() -> World {
-    let dir = chingest_fuzz::engine_dir("promql_plan");
     let now = chingest::clock::now_ms() / 60_000 * 60_000;
     let series = generated(now);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let ingestor = runtime.block_on(async {
-        let mut config = IngestConfig::new(&dir);
-        config.last_values.measurements = vec!["mem.*".to_owned()];
-        config.last_values.recent_span = Duration::from_secs(3600);
-        config.last_values.chunk_cache_bytes = 64 << 20;
-        let ingestor = Ingestor::open(config).await.expect("the engine opens");
-        let options = WriteOptions {
-            durability: Durability::Visible,
-            ..WriteOptions::default()
-        };
-        let body = line_protocol(&series);
-        for db in ["mem", "eng"] {
-            let outcome = ingestor
-                .write_lp(db, "autogen", body.as_bytes(), &options)
-                .await
-                .unwrap();
-            assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
-        }
-        ingestor
-    });
+    let body = line_protocol(&series);
+    let (_, runtime, ingestor) = chingest_fuzz::open_engine(
+        "promql_plan",
+        chingest_fuzz::memory_for_mem,
+        Precision::Nanoseconds,
+        &[("mem", &body), ("eng", &body)],
+    );
     let world = World {
         runtime,
         ingestor,

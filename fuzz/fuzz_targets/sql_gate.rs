@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use chingest::{sandbox, Durability, IngestConfig, Ingestor, Precision, ReadScope, WriteOptions};
+use chingest::{sandbox, IngestConfig, Ingestor, Precision, ReadScope};
 use chingest_fuzz::EngineWorld;
 use libfuzzer_sys::fuzz_target;
 
@@ -85,42 +85,22 @@ fn close(world: World) {
 /// The engine with `public` and `secret` written, the canaries beside it,
 /// and what the gate refuses.
 fn open() -> World {
-    let dir = chingest_fuzz::engine_dir("sql_gate");
     let (tag, field, file) = (random_text("t"), random_text("f"), random_text("x"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let ingestor = runtime.block_on(async {
-        let mut config = IngestConfig::new(&dir);
+    let secret = format!("vault,key={tag} code=\"{field}\" 1700000000");
+    let public = "cpu,host=a usage=1 1700000000\ncpu,host=b usage=2 1700000060";
+    let configure = |config: &mut IngestConfig| {
         // Under libFuzzer's 10 s per input, and small: a statement that
         // runs into a limit is refused, which is not a finding.
         config.query.max_execution_time = std::time::Duration::from_secs(2);
         config.query.max_rows_to_read = 10_000_000;
         config.query.max_result_bytes = 16 << 20;
-        let ingestor = Ingestor::open(config).await.expect("the engine opens");
-        let options = WriteOptions {
-            precision: Precision::Seconds,
-            durability: Durability::Visible,
-            ..WriteOptions::default()
-        };
-        let secret = format!("vault,key={tag} code=\"{field}\" 1700000000");
-        for (db, lines) in [
-            (
-                "public",
-                "cpu,host=a usage=1 1700000000\ncpu,host=b usage=2 1700000060",
-            ),
-            ("secret", secret.as_str()),
-        ] {
-            let outcome = ingestor
-                .write_lp(db, "autogen", lines.as_bytes(), &options)
-                .await
-                .unwrap();
-            assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
-        }
-        ingestor
-    });
+    };
+    let (dir, runtime, ingestor) = chingest_fuzz::open_engine(
+        "sql_gate",
+        configure,
+        Precision::Seconds,
+        &[("public", public), ("secret", &secret)],
+    );
     for beside in [dir.clone(), dir.join("user_files"), PathBuf::from("/tmp")] {
         let _ = std::fs::create_dir_all(&beside);
         std::fs::write(beside.join("chingest-fuzz-canary.txt"), format!("{file}\n")).unwrap();

@@ -232,3 +232,54 @@ impl<W: Send + 'static> EngineWorld<W> {
         f(world.as_ref().expect("opened above"))
     }
 }
+
+/// The engine a target runs on: an ingestor over [`engine_dir`]`(target)`
+/// as `configure` sets it, on an async runtime of its own, with each
+/// `(database, line protocol)` of `writes` written in `precision` and
+/// visible to reads before it returns.
+pub fn open_engine(
+    target: &str,
+    configure: impl FnOnce(&mut chingest::IngestConfig),
+    precision: chingest::Precision,
+    writes: &[(&str, &str)],
+) -> (
+    std::path::PathBuf,
+    tokio::runtime::Runtime,
+    chingest::Ingestor,
+) {
+    use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
+    let dir = engine_dir(target);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ingestor = runtime.block_on(async {
+        let mut config = IngestConfig::new(&dir);
+        configure(&mut config);
+        let ingestor = Ingestor::open(config).await.expect("the engine opens");
+        let options = WriteOptions {
+            precision,
+            durability: Durability::Visible,
+            ..WriteOptions::default()
+        };
+        for (db, lines) in writes {
+            let outcome = ingestor
+                .write_lp(db, "autogen", lines.as_bytes(), &options)
+                .await
+                .unwrap();
+            assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+        }
+        ingestor
+    });
+    (dir, runtime, ingestor)
+}
+
+/// The memory of the targets that compare reads from memory with the
+/// engine's: database `mem` only, its recent samples of the last hour and
+/// the chunk cache of older blocks; `eng` is read from the engine alone.
+pub fn memory_for_mem(config: &mut chingest::IngestConfig) {
+    config.last_values.measurements = vec!["mem.*".to_owned()];
+    config.last_values.recent_span = std::time::Duration::from_secs(3600);
+    config.last_values.chunk_cache_bytes = 64 << 20;
+}
