@@ -14,8 +14,8 @@
 
 #![no_main]
 
-use chingest::{Access, DuplicatePolicy, Ingestor, Precision};
-use chingest_fuzz::EngineWorld;
+use chingest::{Access, DuplicatePolicy, Precision};
+use chingest_fuzz::{Choices, Engine, EngineWorld};
 use chingest_influxql::{execute, parse_query, Answer, Context, Value};
 use libfuzzer_sys::fuzz_target;
 
@@ -24,33 +24,24 @@ const SPAN_NS: i64 = 6 * 3_600_000_000_000;
 const INTERVAL_NS: i64 = 30_000_000_000;
 
 struct World {
-    runtime: tokio::runtime::Runtime,
-    ingestor: Ingestor,
+    engine: Engine,
     /// The last point's time, ns, on the minute.
     now: i64,
 }
 
-static WORLD: EngineWorld<World> = EngineWorld::new(open, close);
-
-fn close(world: World) {
-    let _ = world.runtime.block_on(world.ingestor.close());
-}
+static WORLD: EngineWorld<World> = EngineWorld::new(open, |world| world.engine.close());
 
 /// The engine with the generated points written to `mem` and `eng`.
 fn open() -> World {
     let now = chingest::clock::now_ns() / 60_000_000_000 * 60_000_000_000;
     let body = generated(now);
-    let (_, runtime, ingestor) = chingest_fuzz::open_engine(
+    let engine = chingest_fuzz::open_engine(
         "influxql_plan",
         chingest_fuzz::memory_for_mem,
         Precision::Nanoseconds,
         &[("mem", &body), ("eng", &body)],
     );
-    let world = World {
-        runtime,
-        ingestor,
-        now,
-    };
+    let world = World { engine, now };
     // Both databases hold every point, also those past memory's edge.
     let count = "SELECT count(up) FROM m";
     let (mem, eng) = (world.answer("mem", count), world.answer("eng", count));
@@ -69,7 +60,7 @@ impl World {
     /// The answer to `statement` in database `db`.
     fn answer(&self, db: &str, statement: &str) -> Result<Answer, String> {
         let ctx = Context {
-            ingestor: &self.ingestor,
+            ingestor: &self.engine.ingestor,
             access: &Access::ALL,
             database: Some(db),
             retention_policy: "autogen",
@@ -79,7 +70,8 @@ impl World {
         };
         let mut parsed = parse_query(statement, self.now).map_err(|e| e.to_string())?;
         let parsed = parsed.pop().ok_or("no statement")??;
-        self.runtime
+        self.engine
+            .runtime
             .block_on(execute(&ctx, &parsed))
             .map_err(|e| e.to_string())
     }
@@ -104,23 +96,6 @@ fn generated(now: i64) -> String {
         }
     }
     body
-}
-
-/// Choices read from the input; past its end, the first of each.
-struct Choices<'a>(&'a [u8]);
-
-impl Choices<'_> {
-    fn pick<'b>(&mut self, options: &[&'b str]) -> &'b str {
-        options[self.index(options.len())]
-    }
-
-    fn index(&mut self, n: usize) -> usize {
-        let Some((&byte, rest)) = self.0.split_first() else {
-            return 0;
-        };
-        self.0 = rest;
-        byte as usize % n
-    }
 }
 
 /// A statement over `m`, times relative to `now` (ns).

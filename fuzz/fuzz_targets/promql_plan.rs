@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
-use chingest::{Access, Ingestor, Precision};
-use chingest_fuzz::EngineWorld;
+use chingest::{Access, Precision};
+use chingest_fuzz::{Choices, Engine, EngineWorld};
 use chingest_promql::{
     evaluate_in_memory, instant_query, range_query, Labels, Limits, Options, Series, Source, Value,
 };
@@ -30,35 +30,28 @@ const INTERVAL_MS: i64 = 30_000;
 const HOSTS: [&str; 3] = ["a", "b", "c"];
 
 struct World {
-    runtime: tokio::runtime::Runtime,
-    ingestor: Ingestor,
+    engine: Engine,
     /// The series as written (both databases hold them).
     series: Vec<Series>,
     /// The last sample's time, ms, on the minute.
     now: i64,
 }
 
-static WORLD: EngineWorld<World> = EngineWorld::new(open, close);
-
-/// Closes the ingestor, then drops it and the runtime.
-fn close(world: World) {
-    let _ = world.runtime.block_on(world.ingestor.close());
-}
+static WORLD: EngineWorld<World> = EngineWorld::new(open, |world| world.engine.close());
 
 /// The engine with the generated series written to `mem` and `eng`.
 fn open() -> World {
     let now = chingest::clock::now_ms() / 60_000 * 60_000;
     let series = generated(now);
     let body = line_protocol(&series);
-    let (_, runtime, ingestor) = chingest_fuzz::open_engine(
+    let engine = chingest_fuzz::open_engine(
         "promql_plan",
         chingest_fuzz::memory_for_mem,
         Precision::Nanoseconds,
         &[("mem", &body), ("eng", &body)],
     );
     let world = World {
-        runtime,
-        ingestor,
+        engine,
         series,
         now,
     };
@@ -90,7 +83,7 @@ impl World {
         (start, end, step): (i64, i64, i64),
     ) -> Result<Value, chingest_promql::Error> {
         let source = Source::new(
-            &self.ingestor,
+            &self.engine.ingestor,
             &Access::ALL,
             db,
             "autogen",
@@ -98,7 +91,7 @@ impl World {
         )
         .unwrap();
         let options = Options::default();
-        self.runtime.block_on(async {
+        self.engine.runtime.block_on(async {
             match step {
                 0 => instant_query(&source, promql, start, options).await,
                 _ => {
@@ -161,23 +154,6 @@ fn line_protocol(series: &[Series]) -> String {
         }
     }
     body
-}
-
-/// Choices read from the input; past its end, the first of each.
-struct Choices<'a>(&'a [u8]);
-
-impl Choices<'_> {
-    fn pick<'b, T: ?Sized>(&mut self, options: &[&'b T]) -> &'b T {
-        options[self.index(options.len())]
-    }
-
-    fn index(&mut self, n: usize) -> usize {
-        let Some((&byte, rest)) = self.0.split_first() else {
-            return 0;
-        };
-        self.0 = rest;
-        byte as usize % n
-    }
 }
 
 /// A query of at most `depth` more levels.

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use chingest::{sandbox, IngestConfig, Ingestor, Precision, ReadScope};
-use chingest_fuzz::EngineWorld;
+use chingest_fuzz::{Engine, EngineWorld};
 use libfuzzer_sys::fuzz_target;
 
 /// What no answer may contain: the secret database's tag and field value,
@@ -66,8 +66,7 @@ fn random_text(prefix: &str) -> String {
 }
 
 struct World {
-    runtime: tokio::runtime::Runtime,
-    ingestor: Ingestor,
+    engine: Engine,
     canaries: Canaries,
     /// What the gate refuses, lower-cased: the functions of
     /// `sandbox::DENIED_FUNCTIONS`, of the engine's `AI`, `Dictionary` and
@@ -75,12 +74,7 @@ struct World {
     denied_functions: HashSet<String>,
 }
 
-static WORLD: EngineWorld<World> = EngineWorld::new(open, close);
-
-/// Closes the ingestor, then drops it and the runtime.
-fn close(world: World) {
-    let _ = world.runtime.block_on(world.ingestor.close());
-}
+static WORLD: EngineWorld<World> = EngineWorld::new(open, |world| world.engine.close());
 
 /// The engine with `public` and `secret` written, the canaries beside it,
 /// and what the gate refuses.
@@ -95,29 +89,34 @@ fn open() -> World {
         config.query.max_rows_to_read = 10_000_000;
         config.query.max_result_bytes = 16 << 20;
     };
-    let (dir, runtime, ingestor) = chingest_fuzz::open_engine(
+    let engine = chingest_fuzz::open_engine(
         "sql_gate",
         configure,
         Precision::Seconds,
         &[("public", public), ("secret", &secret)],
     );
+    let dir = &engine.dir;
     for beside in [dir.clone(), dir.join("user_files"), PathBuf::from("/tmp")] {
         let _ = std::fs::create_dir_all(&beside);
         std::fs::write(beside.join("chingest-fuzz-canary.txt"), format!("{file}\n")).unwrap();
     }
     let canaries = Canaries::of(&[&tag, &field, &file, &dir.display().to_string()]);
     // The detector sees the secret where a caller may read it.
-    let trusted = runtime
-        .block_on(ingestor.query_untrusted("SELECT * FROM secret.vault", "TSV"))
+    let trusted = engine
+        .runtime
+        .block_on(
+            engine
+                .ingestor
+                .query_untrusted("SELECT * FROM secret.vault", "TSV"),
+        )
         .expect("the secret reads");
     assert!(
         canaries.in_answer(&trusted),
         "the canaries are not found where they are"
     );
-    let denied_functions = runtime.block_on(denied_functions(&ingestor));
+    let denied_functions = engine.runtime.block_on(denied_functions(&engine.ingestor));
     World {
-        runtime,
-        ingestor,
+        engine,
         canaries,
         denied_functions,
     }
@@ -158,8 +157,9 @@ fn refused_in_resolved(world: &World, sql: &str) -> Option<String> {
         sql.trim_end().trim_end_matches(';')
     );
     let tree = world
+        .engine
         .runtime
-        .block_on(world.ingestor.query_trusted(&explain, "TSVRaw"))
+        .block_on(world.engine.ingestor.query_trusted(&explain, "TSVRaw"))
         .ok()?;
     let tree = String::from_utf8_lossy(&tree);
     for node in tree.lines().map(str::trim) {
@@ -198,8 +198,9 @@ fuzz_target!(|sql: &str| WORLD.with(|world| check(world, sql)));
 /// Runs `sql` as the server runs a scoped caller's, and checks both properties.
 fn check(world: &World, sql: &str) {
     let scope = ReadScope::Databases(vec!["public".to_owned()]);
-    let answer = world.runtime.block_on(async {
+    let answer = world.engine.runtime.block_on(async {
         let mut chunks = world
+            .engine
             .ingestor
             .query_untrusted_stream(sql, "TSV", &scope, Some("public"))
             .await

@@ -242,11 +242,7 @@ pub fn open_engine(
     configure: impl FnOnce(&mut chingest::IngestConfig),
     precision: chingest::Precision,
     writes: &[(&str, &str)],
-) -> (
-    std::path::PathBuf,
-    tokio::runtime::Runtime,
-    chingest::Ingestor,
-) {
+) -> Engine {
     use chingest::{Durability, IngestConfig, Ingestor, WriteOptions};
     let dir = engine_dir(target);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -272,7 +268,28 @@ pub fn open_engine(
         }
         ingestor
     });
-    (dir, runtime, ingestor)
+    Engine {
+        dir,
+        runtime,
+        ingestor,
+    }
+}
+
+/// An ingestor on the engine, and the runtime its calls run on.
+pub struct Engine {
+    /// Its data directory.
+    pub dir: std::path::PathBuf,
+    /// Where its calls run.
+    pub runtime: tokio::runtime::Runtime,
+    /// The ingestor.
+    pub ingestor: chingest::Ingestor,
+}
+
+impl Engine {
+    /// Closes the ingestor, then drops it and the runtime.
+    pub fn close(self) {
+        let _ = self.runtime.block_on(self.ingestor.close());
+    }
 }
 
 /// The memory of the targets that compare reads from memory with the
@@ -282,4 +299,24 @@ pub fn memory_for_mem(config: &mut chingest::IngestConfig) {
     config.last_values.measurements = vec!["mem.*".to_owned()];
     config.last_values.recent_span = std::time::Duration::from_secs(3600);
     config.last_values.chunk_cache_bytes = 64 << 20;
+}
+
+/// The choices a structured target reads from its input, a byte each;
+/// past the input's end, the first of each.
+pub struct Choices<'a>(pub &'a [u8]);
+
+impl Choices<'_> {
+    /// One of `options`.
+    pub fn pick<'b, T: ?Sized>(&mut self, options: &[&'b T]) -> &'b T {
+        options[self.index(options.len())]
+    }
+
+    /// A number below `n`.
+    pub fn index(&mut self, n: usize) -> usize {
+        let Some((&byte, rest)) = self.0.split_first() else {
+            return 0;
+        };
+        self.0 = rest;
+        byte as usize % n
+    }
 }
