@@ -141,10 +141,7 @@ pub fn catching<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> T {
     match std::panic::catch_unwind(f) {
         Ok(value) => value,
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied());
+            let why = chingest_codecs::panic_message(&*panic);
             eprintln!("panicked: {}", why.unwrap_or("(no message)"));
             std::panic::resume_unwind(panic)
         }

@@ -13,7 +13,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::StreamDecoder;
 use arrow::record_batch::RecordBatch;
 
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 
 /// A client's Arrow IPC stream, decoded as its messages arrive.
 #[derive(Debug, Default)]
@@ -58,12 +58,7 @@ impl ArrowStream {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(error)) => malformed(&error.to_string()),
             Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("a message arrow cannot read");
-                malformed(why)
+                malformed(panic_message(&*panic).unwrap_or("a message arrow cannot read"))
             }
         };
         self.broken = true;

@@ -30,3 +30,14 @@ pub enum Error {
 
 /// A codec's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a caught panic said, when it said it as text (`panic!` with a
+/// message gives a `String`, with a literal a `&str`). For the third
+/// parties whose panics are caught and made errors: arrow's IPC reader
+/// here, PromQL's grammar in `chingest-promql`.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+}

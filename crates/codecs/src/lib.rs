@@ -19,5 +19,5 @@ pub mod prometheus;
 mod table;
 mod wire;
 
-pub use error::{Error, Result};
+pub use error::{panic_message, Error, Result};
 pub use table::{Table, Tag};

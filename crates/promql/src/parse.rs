@@ -133,11 +133,7 @@ pub fn parse_expr(query: &str) -> Result<Expr, String> {
     let expr = match std::panic::catch_unwind(|| parser::parse(query)) {
         Ok(parsed) => parsed?,
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("the parser failed");
+            let why = chingest_codecs::panic_message(&*panic).unwrap_or("the parser failed");
             return Err(format!("the query cannot be parsed: {why}"));
         }
     };
